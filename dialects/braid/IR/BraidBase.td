@@ -1,0 +1,74 @@
+//===- BraidBase.td - braid dialect, enums and attributes ---*- tablegen -*-===//
+//
+// The `braid` dialect describes a large-language-model graph at the level a
+// practitioner reasons about when choosing a parallel plan: linear layers,
+// attention, norms, scans and routers rather than scalar loops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_DIALECT_BRAID_IR_BRAIDBASE_TD
+#define BRAID_DIALECT_BRAID_IR_BRAIDBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Braid_Dialect : Dialect {
+  let name = "braid";
+  let cppNamespace = "::mlir::braid";
+  let summary = "Model graphs of Transformers, Mamba, MoE and hybrids";
+  let description = [{
+    Tensor-level ops of LLM blocks with exact semantics. A model is a module:
+    parameters are declared once with `braid.param`, each layer kind is a
+    private function called once per layer, and a public step function takes
+    tokens and labels and returns the scalar loss. Hyper-parameters live in the
+    `braid.model` module attribute, a dictionary.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Name of the module attribute holding the model's hyper-parameters.
+    static constexpr ::llvm::StringLiteral getModelAttrName() {
+      return ::llvm::StringLiteral("braid.model");
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Braid_InitKind : I32EnumAttr<"InitKind", "initializer of a parameter", [
+    I32EnumAttrCase<"Normal", 0, "normal">,
+    I32EnumAttrCase<"Zeros", 1, "zeros">,
+    I32EnumAttrCase<"Ones", 2, "ones">
+  ]> {
+  let cppNamespace = "::mlir::braid";
+  let genSpecializedAttr = 0;
+}
+def Braid_InitKindAttr : EnumAttr<Braid_Dialect, Braid_InitKind, "init_kind">;
+
+def Braid_Activation : I32EnumAttr<"Activation", "pointwise activation", [
+    I32EnumAttrCase<"SiLU", 0, "silu">,
+    I32EnumAttrCase<"GELU", 1, "gelu">,
+    I32EnumAttrCase<"GELUTanh", 2, "gelu_tanh">,
+    I32EnumAttrCase<"Sigmoid", 3, "sigmoid">,
+    I32EnumAttrCase<"ReLU", 4, "relu">
+  ]> {
+  let cppNamespace = "::mlir::braid";
+  let genSpecializedAttr = 0;
+}
+def Braid_ActivationAttr : EnumAttr<Braid_Dialect, Braid_Activation, "activation">;
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Braid_FloatElement : AnyTypeOf<[F32, BF16, F16]>;
+def Braid_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16]>;
+def Braid_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def Braid_AnyTensor : StaticShapeTensorOf<[F32, BF16, F16, I32, I64]>;
+def Braid_ScalarFloatTensor : 0DTensorOf<[F32, BF16, F16]>;
+
+#endif // BRAID_DIALECT_BRAID_IR_BRAIDBASE_TD

@@ -1,0 +1,94 @@
+//===- ModelStats.cpp - the --braid-model-stats pass ----------------------===//
+
+#include "dialects/braid/Transforms/Passes.h"
+
+#include "dialects/braid/Analysis/ModelStats.h"
+#include "dialects/braid/IR/BraidOps.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_BRAIDMODELSTATSPASS
+#include "dialects/braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+/// Prints integers exactly and other values with 6 decimals.
+static void printValue(llvm::raw_ostream &os, double value) {
+  if (value == std::floor(value) && std::fabs(value) < 9.0e15)
+    os << static_cast<int64_t>(value);
+  else
+    os << llvm::format("%.6f", value);
+}
+
+static void printAttribute(llvm::raw_ostream &os, Attribute attr) {
+  if (auto str = dyn_cast<StringAttr>(attr))
+    os << str.getValue();
+  else if (auto integer = dyn_cast<IntegerAttr>(attr))
+    os << integer.getValue();
+  else if (auto fp = dyn_cast<FloatAttr>(attr))
+    os << fp.getValueAsDouble();
+  else
+    attr.print(os);
+}
+
+namespace mlir::braid {
+namespace {
+struct BraidModelStatsPass
+    : impl::BraidModelStatsPassBase<BraidModelStatsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<ModelStats> stats = computeModelStats(module, entry);
+    if (failed(stats))
+      return signalPassFailure();
+
+    llvm::raw_ostream &os = llvm::outs();
+    auto line = [&](const Twine &name, double value) {
+      os << name << ": ";
+      printValue(os, value);
+      os << "\n";
+    };
+    if (auto config = module->getAttrOfType<DictionaryAttr>(
+            BraidDialect::getModelAttrName())) {
+      for (NamedAttribute entry : config) {
+        os << "config." << entry.getName().getValue() << ": ";
+        printAttribute(os, entry.getValue());
+        os << "\n";
+      }
+    }
+    double tokens = static_cast<double>(stats->tokensPerStep);
+    double forward = stats->forwardMatmulFlops / tokens;
+    double layerForward = stats->layerForwardMatmulFlops / tokens;
+    line("parameters", stats->parameters);
+    line("parameters_active", std::round(stats->activeParameters));
+    line("parameters_embedding", stats->embeddingParameters);
+    line("parameter_bytes", stats->parameterBytes);
+    line("tokens_per_step", stats->tokensPerStep);
+    line("layers", stats->layers);
+    line("forward_flops_per_token", forward);
+    line("forward_nonmatmul_flops_per_token",
+         stats->forwardOtherFlops / tokens);
+    // Backward of a matrix product is two products of the same size.
+    line("training_flops_per_token", 3 * forward);
+    line("training_flops_per_token_full_recompute", 3 * forward + layerForward);
+    for (const LayerKindStats &layer : stats->layerKinds) {
+      std::string prefix = "layer." + layer.function;
+      line(prefix + ".calls", layer.calls);
+      line(prefix + ".forward_flops_per_token",
+           layer.forwardMatmulFlops / tokens);
+      line(prefix + ".activation_bytes_per_token",
+           layer.activationBytes / tokens);
+    }
+    os.flush();
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace
+} // namespace mlir::braid

@@ -1,0 +1,43 @@
+//===- Passes.td - passes of the braid dialect --------------*- tablegen -*-===//
+
+#ifndef BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD
+#define BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Analyses
+//===----------------------------------------------------------------------===//
+
+def BraidModelStatsPass : Pass<"braid-model-stats", "::mlir::ModuleOp"> {
+  let summary = "Print parameter count, FLOPs per token and activation memory";
+  let description = [{
+    Walks the step function, following each call into its layer function,
+    and prints `name: value` lines to stdout (the IR itself is left
+    unchanged; use `-o /dev/null` to see only the statistics):
+
+    - `config.<key>`: the hyper-parameters in the `braid.model` attribute;
+    - `parameters`, `parameters_active` (expert weights counted k/E),
+      `parameters_embedding`, `parameter_bytes`;
+    - `tokens_per_step`, `layers`;
+    - `forward_flops_per_token`: matmul-class FLOPs (2 x MACs) of the forward
+      pass per token, attention over the full S x S scores (Megatron/PaLM
+      convention); `forward_nonmatmul_flops_per_token`: the rest;
+    - `training_flops_per_token`: forward + backward (2x forward) matmul
+      FLOPs; `training_flops_per_token_full_recompute`: plus a second forward
+      of every layer, which is the Megatron-LM formula
+      `96 B s l h^2 (1 + s/6h + V/16lh)` divided by B s for GPT models;
+    - per layer function `f`: `layer.f.calls`, `layer.f.forward_flops_per_token`
+      and `layer.f.activation_bytes_per_token` (every value computed inside
+      the layer plus what its ops save for backward, without recompute).
+
+    Example: `braid-opt --braid-model-stats gpt3-175b.mlir -o /dev/null`
+    prints `parameters: 174604259328`.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
+           "Name of the step function to analyse">,
+  ];
+}
+
+#endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD

@@ -1,0 +1,25 @@
+# Lit configuration of Braid's regression tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Braid"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".py"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.braid_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%braid_src", config.braid_src_root))
+
+# The model builder is pure Python and is used from the source tree.
+config.environment["PYTHONPATH"] = os.path.join(config.braid_src_root, "python")
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.braid_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(["braid-opt"], [config.braid_tools_dir])
