@@ -90,7 +90,7 @@ ModelWalker::walk(func::FuncOp func, DenseMap<Value, StringAttr> params,
       auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
       if (!callee || callee.isExternal()) {
         call.emitError("cannot analyse a call to '")
-            << call.getCallee() << "', which has no body in this module";
+            << call.getCalleeAttr() << "', which has no body in this module";
         return WalkResult::interrupt();
       }
       DenseMap<Value, StringAttr> calleeParams;

@@ -34,7 +34,7 @@ void BraidDialect::initialize() {
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   if (attr.getName() != getModelAttrName())
-    return op->emitError() << "unknown braid attribute '" << attr.getName()
+    return op->emitError() << "unknown braid attribute '" << attr.getName().getValue()
                            << "'";
   if (!isa<ModuleOp>(op))
     return op->emitError() << "'" << getModelAttrName()
@@ -58,7 +58,7 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       ok = llvm::all_of(array, isScalar);
     if (!ok)
       return op->emitError()
-             << "'" << getModelAttrName() << "' entry '" << entry.getName()
+             << "'" << getModelAttrName() << "' entry '" << entry.getName().getValue()
              << "' must be an integer, float, string, bool or array of those";
   }
   return success();

@@ -41,12 +41,12 @@ GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto param =
       symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getNameAttr());
   if (!param)
-    return emitOpError("'") << getName()
+    return emitOpError("'") << getNameAttr()
                             << "' does not reference a braid.param";
   if (param.getType() != getResult().getType())
     return emitOpError("result type ")
            << getResult().getType() << " does not match the type "
-           << param.getType() << " declared by '" << getName() << "'";
+           << param.getType() << " declared by '" << getNameAttr() << "'";
   return success();
 }
 
