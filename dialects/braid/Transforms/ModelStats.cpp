@@ -29,6 +29,8 @@ static void printValue(llvm::raw_ostream &os, double value) {
 static void printAttribute(llvm::raw_ostream &os, Attribute attr) {
   if (auto str = dyn_cast<StringAttr>(attr))
     os << str.getValue();
+  else if (auto flag = dyn_cast<BoolAttr>(attr))
+    os << (flag.getValue() ? "true" : "false");
   else if (auto integer = dyn_cast<IntegerAttr>(attr))
     os << integer.getValue();
   else if (auto fp = dyn_cast<FloatAttr>(attr))
