@@ -21,13 +21,14 @@ def _preset(name: str, family: str, description: str, **kw) -> None:
     PRESETS[name] = ModelConfig(name=name, family=family, description=description, **kw)
 
 
-def preset(name: str, **overrides) -> ModelConfig:
+def preset(name: str, /, **overrides) -> ModelConfig:
+    """A copy of preset `name` with field overrides (which may rename it: name=...)."""
     if name not in PRESETS:
         raise KeyError(f"unknown preset {name!r}; see --list")
     return dataclasses.replace(PRESETS[name], **overrides)
 
 
-def build(name: str, **overrides) -> str:
+def build(name: str, /, **overrides) -> str:
     """MLIR text of preset `name` with field overrides, e.g. build("llama-tiny", layers=3)."""
     return build_model(preset(name, **overrides)).render()
 

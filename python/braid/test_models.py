@@ -542,6 +542,11 @@ class TestCLI(unittest.TestCase):
         self.assertEqual(p.attrs["dtype"], "bf16")
         self.assertIn("-> tensor<f32>", p.functions["step"]["lines"][-2])
 
+    def test_name_override(self):
+        p = ParsedModule(run_cli("llama-tiny", "--name", "my-llama")[1])
+        self.assertEqual(p.attrs["name"], "my-llama")
+        self.assertEqual(len(p.calls()), 2)
+
     def test_list_and_errors(self):
         rc, text = run_cli("--list")
         self.assertEqual(rc, 0)
@@ -563,6 +568,17 @@ class TestCLI(unittest.TestCase):
         out = subprocess.run([sys.executable, "-m", "braid", "--list"],
                              capture_output=True, text=True, env=env, check=True)
         self.assertIn("mamba-2.8b", out.stdout)
+
+
+class TestModules(unittest.TestCase):
+    def test_models_reexports_the_builder(self):
+        import braid
+        from braid import config, families, models, presets
+        for mod in (config, families, presets):
+            for name in mod.__all__:
+                self.assertIs(getattr(models, name), getattr(mod, name), name)
+        for name in braid._MODEL_NAMES:
+            self.assertIs(getattr(braid, name), getattr(models, name), name)
 
 
 if __name__ == "__main__":

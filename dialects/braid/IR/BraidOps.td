@@ -309,7 +309,7 @@ def Braid_GluOp : Braid_Op<"glu", [Pure, Elementwise, SameOperandsAndResultType]
   let arguments = (ins Braid_ActivationAttr:$activation,
                        Braid_FloatTensor:$gate, Braid_FloatTensor:$up);
   let results = (outs Braid_FloatTensor:$result);
-  let assemblyFormat = "$activation $gate `,` $up attr-dict `:` type($result)";
+  let assemblyFormat = "`` $activation $gate `,` $up attr-dict `:` type($result)";
 }
 
 //===----------------------------------------------------------------------===//
@@ -501,7 +501,7 @@ def Braid_ExpertFFNOp : Braid_InferredOp<"expert_ffn"> {
                        Optional<Braid_FloatTensor>:$w_gate);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
-    $activation $input `,` $w_up `,` $w_down (`gate` $w_gate^)? attr-dict `:`
+    `` $activation $input `,` $w_up `,` $w_down (`gate` $w_gate^)? attr-dict `:`
     type($input) `,` type($w_up) `,` type($w_down) (`,` type($w_gate)^)?
     `->` type($result)
   }];

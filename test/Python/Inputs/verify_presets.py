@@ -12,6 +12,7 @@ failure prints `FAIL: <preset>: ...` and exits 1.
 import os
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from braid_stats import CheckError, cli_text, model_stats, preset_names, run_checks  # noqa: E402
 
