@@ -7,7 +7,7 @@ from lit.llvm import llvm_config
 config.name = "Braid"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".py"]
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "lib"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.braid_obj_root, "test")
 

@@ -16,6 +16,7 @@ takes from a `ModelConfig`.
 
 from __future__ import annotations
 
+import abc
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -62,15 +63,17 @@ class Inits:
         return normal(self.residual_std)
 
 
-class Norm:
+class Norm(abc.ABC):
     """A normalisation: its parameters (named from a prefix) and its op."""
     kind = ""
 
+    @abc.abstractmethod
     def params(self, prefix: str, cfg: ModelConfig) -> list:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def apply(self, f: Function, x: Value, w: dict, prefix: str, cfg: ModelConfig) -> Value:
-        raise NotImplementedError
+        ...
 
 
 class RMSNorm(Norm):
@@ -96,7 +99,7 @@ class LayerNorm(Norm):
                             name=prefix + "ed")
 
 
-class Block:
+class Block(abc.ABC):
     """A pre-norm residual block: x + body(norm(x)). Weights are named
     `<prefix>_norm` and `<prefix>.<weight>`."""
     prefix = ""
@@ -108,9 +111,9 @@ class Block:
         return self.norm.params(f"{self.prefix}_norm", cfg) + \
             [ParamSpec(f"{self.prefix}.{n}", tuple(s), i) for n, s, i in self.weights(cfg, init)]
 
+    @abc.abstractmethod
     def weights(self, cfg: ModelConfig, init: Inits) -> list:
         """(name, shape, init) of the block's weights besides the norm."""
-        raise NotImplementedError
 
     def emit(self, f: Function, cfg: ModelConfig, x: Value, w: dict) -> Value:
         h = self.norm.apply(f, x, w, f"{self.prefix}_norm", cfg)
@@ -118,8 +121,9 @@ class Block:
                  if k.startswith(self.prefix + ".")}
         return f.add(x, self.body(f, cfg, h, local), name=f"{self.prefix}_out")
 
+    @abc.abstractmethod
     def body(self, f: Function, cfg: ModelConfig, h: Value, w: dict) -> Value:
-        raise NotImplementedError
+        ...
 
 
 class Attention(Block):
