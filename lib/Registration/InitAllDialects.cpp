@@ -5,6 +5,7 @@
 #include "dialects/braid/IR/BraidDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/ShardingInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -13,6 +14,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Tensor/Extensions/ShardingExtensions.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 void braid::registerAllDialects(mlir::DialectRegistry &registry) {
@@ -22,5 +24,9 @@ void braid::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::math::MathDialect, mlir::memref::MemRefDialect,
                   mlir::scf::SCFDialect, mlir::shard::ShardDialect,
                   mlir::tensor::TensorDialect>();
+  // Sharding models of the upstream ops, for the upstream propagation and
+  // partition passes.
+  mlir::arith::registerShardingInterfaceExternalModels(registry);
   mlir::linalg::registerShardingInterfaceExternalModels(registry);
+  mlir::tensor::registerShardingInterfaceExternalModels(registry);
 }
