@@ -200,7 +200,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 def _gelu64(x: np.ndarray, approximate: bool) -> np.ndarray:
     if approximate:
         return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64))
+    return 0.5 * x * (1.0 + np.asarray(_erf(x / math.sqrt(2.0)), dtype=np.float64))
 
 
 def _sigmoid64(x: np.ndarray) -> np.ndarray:
