@@ -86,7 +86,7 @@ OpCost mlir::braid::getForwardCost(Operation *op) {
       .Case<SigmoidOp>([&](SigmoidOp s) {
         cost.otherFlops = activationFlops(Activation::Sigmoid) * numElements(s.getResult());
       })
-      .Case<ExpOp, NegOp, AddOp, MulOp>(
+      .Case<ExpOp, NegOp, ReluOp, AddOp, MulOp>(
           [&](Operation *e) { cost.otherFlops = numElements(e->getResult(0)); })
       .Case<GluOp>([&](GluOp g) {
         cost.otherFlops =

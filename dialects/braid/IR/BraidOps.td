@@ -265,6 +265,11 @@ def Braid_SigmoidOp : Braid_UnaryOp<"sigmoid"> {
   let description = "`result = 1 / (1 + exp(-x))`, elementwise.";
 }
 
+def Braid_ReluOp : Braid_UnaryOp<"relu"> {
+  let summary = "rectified linear unit";
+  let description = "`result = max(x, 0)`, elementwise.";
+}
+
 def Braid_ExpOp : Braid_UnaryOp<"exp"> {
   let summary = "natural exponential";
   let description = "`result = exp(x)`, elementwise.";

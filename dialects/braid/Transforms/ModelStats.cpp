@@ -42,7 +42,7 @@ static void printAttribute(llvm::raw_ostream &os, Attribute attr) {
 namespace mlir::braid {
 namespace {
 struct BraidModelStatsPass
-    : impl::BraidModelStatsPassBase<BraidModelStatsPass> {
+    : braid::impl::BraidModelStatsPassBase<BraidModelStatsPass> {
   using Base::Base;
 
   void runOnOperation() override {

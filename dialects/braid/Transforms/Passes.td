@@ -6,6 +6,32 @@
 include "mlir/Pass/PassBase.td"
 
 //===----------------------------------------------------------------------===//
+// Lowering
+//===----------------------------------------------------------------------===//
+
+def BraidExpandExpertFFNPass
+    : Pass<"braid-expand-expert-ffn", "::mlir::func::FuncOp"> {
+  let summary = "Expand braid.expert_ffn into batched matmuls and activations";
+  let description = [{
+    Rewrites each expert FFN into the ops it is made of, so that the memory
+    plan sees its intermediates and the emitter needs no kernel of its own:
+
+    ```mlir
+    %y = braid.expert_ffn silu %x, %up, %down gate %gate : ...
+    ```
+    becomes
+    ```mlir
+    %g = braid.batch_matmul %x, %gate : tensor<ExCxH>, tensor<ExHxF> -> tensor<ExCxF>
+    %u = braid.batch_matmul %x, %up : tensor<ExCxH>, tensor<ExHxF> -> tensor<ExCxF>
+    %a = braid.glu silu %g, %u : tensor<ExCxF>
+    %y = braid.batch_matmul %a, %down : tensor<ExCxF>, tensor<ExFxH> -> tensor<ExCxH>
+    ```
+    Without a gate, `%a` is the activation of `%u` (gelu, gelu tanh, silu,
+    sigmoid or relu).
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Analyses
 //===----------------------------------------------------------------------===//
 

@@ -64,8 +64,10 @@ func.func @elementwise(%x: tensor<2x16x64xbf16>, %y: tensor<2x16x64xbf16>) -> te
   %2 = braid.silu %1 : tensor<2x16x64xbf16>
   // CHECK: braid.sigmoid
   %3 = braid.sigmoid %2 : tensor<2x16x64xbf16>
+  // CHECK: braid.relu
+  %r = braid.relu %3 : tensor<2x16x64xbf16>
   // CHECK: braid.exp
-  %4 = braid.exp %3 : tensor<2x16x64xbf16>
+  %4 = braid.exp %r : tensor<2x16x64xbf16>
   // CHECK: braid.neg
   %5 = braid.neg %4 : tensor<2x16x64xbf16>
   // CHECK: braid.add %{{.*}}, %{{.*}} : tensor<2x16x64xbf16>
