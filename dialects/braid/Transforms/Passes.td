@@ -66,4 +66,32 @@ def BraidModelStatsPass : Pass<"braid-model-stats", "::mlir::ModuleOp"> {
   ];
 }
 
+def BraidPrintMemoryPlanPass
+    : Pass<"braid-print-memory-plan", "::mlir::ModuleOp"> {
+  let summary = "Print the static arena layout of a program";
+  let description = [{
+    Plans the arena of the program whose step function is `entry` (the plan
+    braid-translate emits) and prints it to stdout:
+
+    ```
+    arena_bytes: 12416
+    persistent_bytes: 4224
+    param @wte offset 0 bytes 320
+    input #0 offset 320 bytes 32
+    loss offset 384 bytes 4
+    func @mlp frame_bytes 1536
+      buffer %name offset 0 bytes 512 live 0..1
+      call @f frame_offset 512
+    ```
+    Parameters, inputs and the loss are persistent; each function is a frame
+    whose buffers are placed by liveness, with the frames of the functions it
+    calls nested inside it. Values are named by their `loc("name")` or by
+    position.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
+           "Name of the step function">,
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD

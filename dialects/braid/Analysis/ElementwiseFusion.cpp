@@ -1,0 +1,59 @@
+//===- ElementwiseFusion.cpp - chains computed by one kernel --------------===//
+
+#include "dialects/braid/Analysis/ElementwiseFusion.h"
+
+#include "dialects/braid/IR/BraidOps.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+bool mlir::braid::isFusibleElementwise(Operation *op) {
+  return isa<GeluOp, SiluOp, SigmoidOp, ReluOp, ExpOp, NegOp, AddOp, MulOp,
+             GluOp>(op);
+}
+
+ElementwiseFusion::ElementwiseFusion(func::FuncOp func) {
+  for (Operation &op : func.getBody().getOps()) {
+    if (!isFusibleElementwise(&op))
+      continue;
+    SmallVector<Operation *> group;
+    // An operand produced by a fusible op whose only use is `op` joins this
+    // group with its whole group (it is a root: its single use was not
+    // grouped before).
+    for (Value operand : op.getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (!producer || !isFusibleElementwise(producer) ||
+          !operand.hasOneUse() || producer->getBlock() != op.getBlock() ||
+          rootOf.lookup(producer) != producer)
+        continue;
+      auto it = members.find(producer);
+      for (Operation *member : it->second) {
+        rootOf[member] = &op;
+        group.push_back(member);
+      }
+      members.erase(it);
+    }
+    rootOf[&op] = &op;
+    group.push_back(&op);
+    llvm::sort(group, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    members[&op] = std::move(group);
+  }
+}
+
+ArrayRef<Operation *> ElementwiseFusion::getMembers(Operation *root) const {
+  auto it = members.find(root);
+  return it == members.end() ? ArrayRef<Operation *>() : it->second;
+}
+
+bool ElementwiseFusion::isInner(Value value) const {
+  Operation *producer = value.getDefiningOp();
+  Operation *root = producer ? rootOf.lookup(producer) : nullptr;
+  return root && root != producer;
+}
+
+Operation *ElementwiseFusion::getExecutionPoint(Operation *op) const {
+  Operation *root = rootOf.lookup(op);
+  return root ? root : op;
+}

@@ -1,0 +1,283 @@
+//===- MemoryPlan.cpp - static arena layout of a braid program ------------===//
+
+#include "dialects/braid/Analysis/MemoryPlan.h"
+
+#include "dialects/braid/Analysis/OpCost.h"
+#include "dialects/braid/IR/BraidOps.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+int64_t mlir::braid::getTensorBytes(Type type) {
+  auto shaped = cast<ShapedType>(type);
+  return shaped.getNumElements() * getElementBytes(shaped.getElementType());
+}
+
+static int64_t align(int64_t bytes) {
+  return llvm::alignTo(bytes, kBufferAlignment);
+}
+
+namespace {
+/// A buffer to place: [firstOp, lastOp] x bytes.
+struct Interval {
+  int64_t bytes;
+  unsigned firstOp, lastOp;
+  unsigned order; // program order, for a deterministic tie break
+  int64_t offset = -1;
+};
+
+/// First fit by decreasing size: each buffer goes to the lowest offset where
+/// it overlaps no already placed buffer live at the same time. Returns the
+/// extent of the placement.
+int64_t placeIntervals(MutableArrayRef<Interval> intervals) {
+  SmallVector<Interval *> bySize;
+  for (Interval &interval : intervals)
+    bySize.push_back(&interval);
+  llvm::stable_sort(bySize, [](Interval *a, Interval *b) {
+    if (a->bytes != b->bytes)
+      return a->bytes > b->bytes;
+    return a->order < b->order;
+  });
+  SmallVector<Interval *> placed;
+  int64_t extent = 0;
+  for (Interval *interval : bySize) {
+    SmallVector<Interval *> conflicts;
+    for (Interval *other : placed)
+      if (other->firstOp <= interval->lastOp &&
+          interval->firstOp <= other->lastOp)
+        conflicts.push_back(other);
+    llvm::sort(conflicts, [](Interval *a, Interval *b) {
+      return a->offset < b->offset;
+    });
+    int64_t offset = 0;
+    for (Interval *other : conflicts) {
+      if (offset + interval->bytes <= other->offset)
+        break;
+      offset = std::max(offset, other->offset + other->bytes);
+    }
+    interval->offset = offset;
+    extent = std::max(extent, offset + interval->bytes);
+    placed.push_back(interval);
+  }
+  return extent;
+}
+
+class Planner {
+public:
+  Planner(ModuleOp module, ProgramPlan &plan) : symbols(module), plan(plan) {}
+
+  /// Plans `func` after every function it calls.
+  LogicalResult planRecursively(func::FuncOp func);
+
+private:
+  SymbolTable symbols;
+  ProgramPlan &plan;
+  llvm::DenseSet<Operation *> onStack;
+
+  LogicalResult planFunction(func::FuncOp func);
+};
+} // namespace
+
+LogicalResult Planner::planRecursively(func::FuncOp func) {
+  if (plan.functions.count(func))
+    return success();
+  if (!onStack.insert(func).second)
+    return func.emitError("recursive call to '")
+           << func.getSymName() << "' cannot be planned";
+  WalkResult walk = func.walk([&](func::CallOp call) {
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee || callee.isExternal()) {
+      call.emitError("cannot plan a call to '")
+          << call.getCalleeAttr() << "', which has no body in this module";
+      return WalkResult::interrupt();
+    }
+    return failed(planRecursively(callee)) ? WalkResult::interrupt()
+                                           : WalkResult::advance();
+  });
+  onStack.erase(func);
+  if (walk.wasInterrupted())
+    return failure();
+  return planFunction(func);
+}
+
+LogicalResult Planner::planFunction(func::FuncOp func) {
+  auto functionPlan = std::make_unique<FunctionPlan>();
+  FunctionPlan &fp = *functionPlan;
+  fp.func = func;
+  if (!func.getBody().hasOneBlock())
+    return func.emitError("the memory plan needs a function of one block");
+  Block &block = func.getBody().front();
+  fp.fusion = std::make_unique<ElementwiseFusion>(func);
+
+  // Positions: fused members execute with their root.
+  unsigned index = 0;
+  for (Operation &op : block) {
+    if (op.getNumRegions() != 0)
+      return op.emitError("ops with regions are not supported by the memory "
+                          "plan");
+    fp.position[&op] = index++;
+  }
+  for (Operation &op : block)
+    fp.position[&op] = fp.position[fp.fusion->getExecutionPoint(&op)];
+
+  // Values sharing storage: a reshape and its input.
+  llvm::EquivalenceClasses<Value> classes;
+  for (BlockArgument arg : block.getArguments())
+    classes.insert(arg);
+  for (Operation &op : block)
+    for (Value result : op.getResults()) {
+      classes.insert(result);
+      if (auto reshape = dyn_cast<ReshapeOp>(op))
+        classes.unionSets(result, reshape.getInput());
+    }
+
+  // Where each class's data comes from.
+  llvm::DenseMap<Value, Storage> leaderStorage;
+  for (BlockArgument arg : block.getArguments())
+    leaderStorage[classes.getLeaderValue(arg)] = {Storage::Kind::Argument, 0,
+                                                  arg.getArgNumber(), {}};
+  for (Operation &op : block)
+    if (auto get = dyn_cast<GetParamOp>(op)) {
+      StringRef name = get.getName();
+      auto it = llvm::find_if(plan.params, [&](const PersistentTensor &p) {
+        return p.name == name;
+      });
+      leaderStorage[classes.getLeaderValue(get.getResult())] = {
+          Storage::Kind::Param, it->offset, 0, name};
+    }
+  auto ret = cast<func::ReturnOp>(block.getTerminator());
+  for (auto [k, value] : llvm::enumerate(ret.getOperands())) {
+    Value leader = classes.getLeaderValue(value);
+    auto existing = leaderStorage.find(leader);
+    if (existing != leaderStorage.end()) {
+      if (existing->second.kind == Storage::Kind::Result)
+        return ret.emitError("returns the same value twice; the memory plan "
+                             "needs one buffer per result");
+      return ret.emitError("returns a function argument or a parameter; the "
+                           "memory plan needs results computed in the "
+                           "function");
+    }
+    leaderStorage[leader] = {Storage::Kind::Result, 0,
+                             static_cast<unsigned>(k), {}};
+  }
+
+  // Live ranges of the classes computed in this frame.
+  llvm::MapVector<Value, Interval> frameClasses;
+  for (Operation &op : block) {
+    for (Value result : op.getResults()) {
+      Value leader = classes.getLeaderValue(result);
+      if (leaderStorage.count(leader) || fp.fusion->isInner(result))
+        continue;
+      unsigned at = fp.position[&op];
+      auto [it, inserted] = frameClasses.try_emplace(
+          leader, Interval{align(getTensorBytes(result.getType())), at, at,
+                           at});
+      (void)it;
+      (void)inserted;
+    }
+  }
+  for (Operation &op : block)
+    for (Value operand : op.getOperands()) {
+      auto it = frameClasses.find(classes.getLeaderValue(operand));
+      if (it != frameClasses.end())
+        it->second.lastOp = std::max(it->second.lastOp, fp.position[&op]);
+    }
+
+  SmallVector<Interval> intervals;
+  SmallVector<Value> intervalValue;
+  SmallVector<Operation *> intervalCall;
+  for (auto &[leader, interval] : frameClasses) {
+    if (interval.bytes == 0)
+      continue;
+    intervals.push_back(interval);
+    intervalValue.push_back(leader);
+    intervalCall.push_back(nullptr);
+  }
+  for (Operation &op : block)
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      int64_t bytes = plan.get(callee).frameBytes;
+      if (bytes == 0)
+        continue;
+      unsigned at = fp.position[&op];
+      intervals.push_back({bytes, at, at, at});
+      intervalValue.push_back(nullptr);
+      intervalCall.push_back(&op);
+    }
+  fp.frameBytes = placeIntervals(intervals);
+
+  for (auto [i, interval] : llvm::enumerate(intervals)) {
+    if (Operation *call = intervalCall[i]) {
+      fp.calleeFrame[call] = interval.offset;
+      continue;
+    }
+    Value leader = intervalValue[i];
+    leaderStorage[leader] = {Storage::Kind::Frame, interval.offset, 0, {}};
+    fp.buffers.push_back(
+        {leader, interval.offset, interval.bytes, interval.firstOp,
+         interval.lastOp});
+  }
+  for (auto &[leader, interval] : frameClasses)
+    if (interval.bytes == 0)
+      leaderStorage[leader] = {Storage::Kind::Frame, 0, 0, {}};
+
+  for (auto it = classes.begin(); it != classes.end(); ++it) {
+    if (!(*it)->isLeader())
+      continue;
+    Value leader = (*it)->getData();
+    auto storage = leaderStorage.find(leader);
+    if (storage == leaderStorage.end())
+      continue; // inner values of fused groups
+    for (auto member = classes.member_begin(**it);
+         member != classes.member_end(); ++member)
+      fp.storage[*member] = storage->second;
+  }
+  plan.functions[func] = std::move(functionPlan);
+  return success();
+}
+
+FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
+                                                StringRef entry) {
+  ProgramPlan plan;
+  plan.entry = module.lookupSymbol<func::FuncOp>(entry);
+  if (!plan.entry || plan.entry.isExternal())
+    return module.emitError("no step function '@")
+           << entry << "' with a body in this module";
+  FunctionType type = plan.entry.getFunctionType();
+  auto lossType = type.getNumResults() == 1
+                      ? dyn_cast<RankedTensorType>(type.getResult(0))
+                      : RankedTensorType();
+  if (!lossType || lossType.getRank() != 0 || !lossType.getElementType().isF32())
+    return plan.entry.emitError("the step function must return one "
+                                "tensor<f32> (the loss), found ")
+           << type;
+
+  int64_t offset = 0;
+  for (ParamOp param : module.getOps<ParamOp>()) {
+    plan.params.push_back(
+        {param.getSymName().str(), param.getTensorType(), offset});
+    offset += align(getTensorBytes(param.getTensorType()));
+  }
+  for (BlockArgument arg : plan.entry.getArguments()) {
+    auto argType = dyn_cast<RankedTensorType>(arg.getType());
+    if (!argType || !argType.hasStaticShape())
+      return plan.entry.emitError("step argument #")
+             << arg.getArgNumber() << " must be a static tensor, found "
+             << arg.getType();
+    plan.inputs.push_back({"", argType, offset});
+    offset += align(getTensorBytes(argType));
+  }
+  plan.lossOffset = offset;
+  offset += align(getTensorBytes(lossType));
+  plan.persistentBytes = offset;
+
+  Planner planner(module, plan);
+  if (failed(planner.planRecursively(plan.entry)))
+    return failure();
+  plan.arenaBytes = plan.persistentBytes + plan.get(plan.entry).frameBytes;
+  return plan;
+}

@@ -1,0 +1,103 @@
+//===- MemoryPlan.h - static arena layout of a braid program ----*- C++ -*-===//
+//
+// Every tensor of a program gets a byte offset in one arena, so the peak
+// memory is known at compile time:
+//
+//   [ parameters | inputs | loss | frame of @step                        ]
+//                                  [ buffers ... | frame of a callee ... ]
+//
+// Each function is planned once as a frame: its values' buffers are placed by
+// liveness (program order within its single block, first-fit by decreasing
+// size), and a call reserves the callee's frame for the duration of the call.
+// A value returned by a function is written straight into the buffer its
+// caller planned for the call's result; reshapes alias their input; values
+// inside a fused elementwise group are never stored.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_DIALECT_BRAID_ANALYSIS_MEMORYPLAN_H
+#define BRAID_DIALECT_BRAID_ANALYSIS_MEMORYPLAN_H
+
+#include "dialects/braid/Analysis/ElementwiseFusion.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <memory>
+#include <string>
+
+namespace mlir::braid {
+
+/// Buffers are placed at multiples of this many bytes.
+constexpr int64_t kBufferAlignment = 64;
+
+/// Where a value's data lives inside its function.
+struct Storage {
+  enum class Kind {
+    Frame,    ///< `offset` bytes into the function's frame
+    Argument, ///< the function's argument `index` (a pointer from the caller)
+    Result,   ///< the caller's buffer for result `index`
+    Param,    ///< the parameter `name`, at `offset` bytes into the arena
+  };
+  Kind kind = Kind::Frame;
+  int64_t offset = 0;
+  unsigned index = 0;
+  StringRef name;
+};
+
+/// One buffer of a frame: the values sharing it (a value and its reshapes).
+struct FrameBuffer {
+  Value value; ///< the value that defines it
+  int64_t offset = 0;
+  int64_t bytes = 0; ///< rounded up to kBufferAlignment
+  unsigned firstOp = 0, lastOp = 0; ///< live range in op positions
+};
+
+struct FunctionPlan {
+  func::FuncOp func;
+  int64_t frameBytes = 0;
+  std::unique_ptr<ElementwiseFusion> fusion;
+  /// Storage of every value used in the function (inner fused values have
+  /// none).
+  llvm::DenseMap<Value, Storage> storage;
+  SmallVector<FrameBuffer> buffers;
+  /// Offset of the callee's frame inside this frame, per call.
+  llvm::DenseMap<Operation *, int64_t> calleeFrame;
+  /// Position of each op in the block (fused members: their root's).
+  llvm::DenseMap<Operation *, unsigned> position;
+};
+
+struct PersistentTensor {
+  std::string name;
+  RankedTensorType type;
+  int64_t offset = 0;
+};
+
+struct ProgramPlan {
+  func::FuncOp entry;
+  /// Parameters in declaration order, then the entry's inputs.
+  SmallVector<PersistentTensor> params, inputs;
+  int64_t lossOffset = 0;
+  /// Bytes before the entry's frame.
+  int64_t persistentBytes = 0;
+  /// The planned peak: persistent bytes plus the entry's frame.
+  int64_t arenaBytes = 0;
+  llvm::MapVector<Operation *, std::unique_ptr<FunctionPlan>> functions;
+
+  const FunctionPlan &get(func::FuncOp func) const {
+    return *functions.find(func.getOperation())->second;
+  }
+};
+
+/// Plans `module` whose step function is `entry`; emits a located error for
+/// what the plan does not support (control flow, recursion, external calls,
+/// returning an argument, a step without exactly one scalar result).
+FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry);
+
+/// Bytes of a tensor of `type`.
+int64_t getTensorBytes(Type type);
+
+} // namespace mlir::braid
+
+#endif // BRAID_DIALECT_BRAID_ANALYSIS_MEMORYPLAN_H
