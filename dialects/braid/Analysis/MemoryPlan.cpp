@@ -166,18 +166,21 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
   }
 
   // Live ranges of the classes computed in this frame.
+  // Keyed by class leader; `definer` is the class's first value in program
+  // order (the op result a reshape chain starts from).
   llvm::MapVector<Value, Interval> frameClasses;
+  llvm::DenseMap<Value, Value> definer;
   for (Operation &op : block) {
     for (Value result : op.getResults()) {
       Value leader = classes.getLeaderValue(result);
       if (leaderStorage.count(leader) || fp.fusion->isInner(result))
         continue;
       unsigned at = fp.position[&op];
-      auto [it, inserted] = frameClasses.try_emplace(
-          leader, Interval{align(getTensorBytes(result.getType())), at, at,
-                           at});
-      (void)it;
-      (void)inserted;
+      if (frameClasses.try_emplace(leader, Interval{align(getTensorBytes(
+                                                        result.getType())),
+                                                    at, at, at})
+              .second)
+        definer[leader] = result;
     }
   }
   for (Operation &op : block)
@@ -217,9 +220,8 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
     }
     Value leader = intervalValue[i];
     leaderStorage[leader] = {Storage::Kind::Frame, interval.offset, 0, {}};
-    fp.buffers.push_back(
-        {leader, interval.offset, interval.bytes, interval.firstOp,
-         interval.lastOp});
+    fp.buffers.push_back({definer.lookup(leader), interval.offset,
+                          interval.bytes, interval.firstOp, interval.lastOp});
   }
   for (auto &[leader, interval] : frameClasses)
     if (interval.bytes == 0)

@@ -48,7 +48,7 @@ struct Storage {
 
 /// One buffer of a frame: the values sharing it (a value and its reshapes).
 struct FrameBuffer {
-  Value value; ///< the value that defines it
+  Value value; ///< the value that defines it (first in program order)
   int64_t offset = 0;
   int64_t bytes = 0; ///< rounded up to kBufferAlignment
   unsigned firstOp = 0, lastOp = 0; ///< live range in op positions

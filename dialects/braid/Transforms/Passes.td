@@ -9,6 +9,31 @@ include "mlir/Pass/PassBase.td"
 // Lowering
 //===----------------------------------------------------------------------===//
 
+def BraidConvertElementTypePass
+    : Pass<"braid-convert-element-type", "::mlir::ModuleOp"> {
+  let summary = "Store every float tensor of a model in another element type";
+  let description = [{
+    Rewrites parameters, function signatures and every float tensor value
+    from f32 to the element type `to` (bf16 or f16), for mixed-precision
+    execution: kernels keep accumulating in f32, and the loss stays a
+    `tensor<f32>`.
+
+    ```mlir
+    braid.param @w normal(2.0e-02) : tensor<64x64xf32>
+    %y = braid.linear %x, %w : tensor<2x64xf32>, tensor<64x64xf32> -> tensor<2x64xf32>
+    ```
+    becomes, with `to=bf16`,
+    ```mlir
+    braid.param @w normal(2.0e-02) : tensor<64x64xbf16>
+    %y = braid.linear %x, %w : tensor<2x64xbf16>, tensor<64x64xbf16> -> tensor<2x64xbf16>
+    ```
+  }];
+  let options = [
+    Option<"to", "to", "std::string", /*default=*/"\"bf16\"",
+           "Element type to store floats in: bf16 or f16">,
+  ];
+}
+
 def BraidExpandExpertFFNPass
     : Pass<"braid-expand-expert-ffn", "::mlir::func::FuncOp"> {
   let summary = "Expand braid.expert_ffn into batched matmuls and activations";

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# bench/gpu/check.sh - the prepared GPU check (one H200, 16 cores, CUDA in
+# /usr/local/cuda, nothing downloadable). Target: under 5 minutes.
+#
+#  1. nvidia-smi; kernel_test (every non-GEMM kernel vs f64 host loops) and
+#     gemm_bench (the runtime's cuBLASLt path: self-test of every
+#     transpose/bias/batch case vs an f64 reference, then TFLOP/s). These need
+#     only nvcc, so they run even when braid-run does not build yet.
+#  2. Builds braid-run (CUDA variant: the top-level CMake enables the CUDA
+#     backend when it finds CUDA + NCCL) unless $BRAID_RUN points at one.
+#  3. Per tiny preset (gpt/llama/mamba/moe/hybrid): braid-run with --backend cpu
+#     and --backend cuda, each with --dump and --trace; compares the losses and
+#     every dumped tensor (max relative difference, per model), and prints the
+#     CUDA trace summary (top kernels, GEMM TFLOP/s when events carry flops).
+#  4. A small llama3-8b slice compared CPU vs CUDA, and the medium
+#     llama3-8b --layers 2 --seq 1024 --batch 4 on CUDA only (timing, trace);
+#     MEDIUM_CPU=1 also runs it on the CPU (slow) and compares.
+#
+# Environment: BUILD_DIR (default build), CHECK_DIR (work dir, default
+# $BUILD_DIR/gpu-check; results are also copied to $OUT when set),
+# BRAID_RUN_ARGS (extra braid-run flags), TOL (default 1e-3), JOBS.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+CHECK_DIR=${CHECK_DIR:-$BUILD_DIR/gpu-check}
+JOBS=${JOBS:-$(nproc)}
+TOL=${TOL:-1e-3}
+NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+PY=${PYTHON:-python3}
+BRAID_RUN_ARGS=${BRAID_RUN_ARGS:-}
+START=$SECONDS
+FAILURES=()
+mkdir -p "$CHECK_DIR"
+cd "$ROOT"
+
+section() { printf '\n=== %s (t=%ds)\n' "$1" $((SECONDS - START)); }
+fail() { FAILURES+=("$1"); echo "FAIL: $1"; }
+
+section "device"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -4
+"$NVCC" --version | tail -1
+
+section "kernel self-tests and gemm_bench (runtime/src/cuda linked with a null context)"
+NVFLAGS=(-O2 -std=c++17 -ccbin g++-12 -gencode arch=compute_90,code=sm_90 -I runtime/include
+         -I runtime/src -DBRAID_RUNTIME_CUDA)
+OBJ="$CHECK_DIR/obj"
+mkdir -p "$OBJ"
+export NVCC OBJ
+# shellcheck disable=SC2016
+if printf '%s\n' runtime/src/cuda/*.cu bench/gpu/gemm_bench.cu bench/gpu/kernel_test.cu |
+    timeout 150 xargs -P "$JOBS" -I{} sh -c \
+      '"$NVCC" '"${NVFLAGS[*]}"' -c "$1" -o "$OBJ/$(basename "$1" .cu).o"' _ {}; then
+  LIB_OBJS=()
+  for f in runtime/src/cuda/*.cu; do LIB_OBJS+=("$OBJ/$(basename "$f" .cu).o"); done
+  "$NVCC" "${NVFLAGS[@]}" "$OBJ/kernel_test.o" "${LIB_OBJS[@]}" -lcublasLt -o "$CHECK_DIR/kernel_test" &&
+    { timeout 60 "$CHECK_DIR/kernel_test" || fail "kernel_test"; } || fail "kernel_test link"
+  "$NVCC" "${NVFLAGS[@]}" "$OBJ/gemm_bench.o" "$OBJ/gemm_cublaslt.o" -lcublasLt -o "$CHECK_DIR/gemm_bench" &&
+    { timeout 90 "$CHECK_DIR/gemm_bench" || fail "gemm_bench"; } || fail "gemm_bench link"
+else
+  fail "nvcc build of the CUDA sources / benches"
+fi
+echo "self-tests done at t=$((SECONDS - START))s"
+
+section "build braid-run"
+BRAID_RUN=${BRAID_RUN:-$BUILD_DIR/bin/braid-run}
+if [[ ! -f "$BUILD_DIR/build.ninja" && ! -f "$BUILD_DIR/Makefile" ]]; then
+  timeout 120 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    > "$CHECK_DIR/cmake.log" 2>&1 || { tail -20 "$CHECK_DIR/cmake.log"; fail "cmake configure"; }
+fi
+grep -E "Braid: CUDA|GPU backend" "$CHECK_DIR/cmake.log" 2>/dev/null
+if ! timeout 200 cmake --build "$BUILD_DIR" -j "$JOBS" --target braid-run \
+    > "$CHECK_DIR/build.log" 2>&1; then
+  tail -30 "$CHECK_DIR/build.log"
+  fail "build braid-run"
+fi
+echo "build done at t=$((SECONDS - START))s"
+if [[ ! -x "$BRAID_RUN" ]]; then
+  fail "no braid-run at $BRAID_RUN"
+  printf '\nRESULT: FAIL (%s)\n' "${FAILURES[*]}"
+  exit 1
+fi
+
+# run_model NAME BACKEND TIMEOUT ARGS... -> $CHECK_DIR/NAME/BACKEND/{dump,trace.json,log}
+run_model() {
+  local name=$1 backend=$2 limit=$3
+  shift 3
+  local dir="$CHECK_DIR/$name/$backend"
+  rm -rf "$dir" && mkdir -p "$dir/dump"
+  local t0=$SECONDS
+  # shellcheck disable=SC2086
+  timeout "$limit" "$BRAID_RUN" "$CHECK_DIR/$name/model.mlir" --backend "$backend" \
+    --dump "$dir/dump" --trace "$dir/trace.json" $BRAID_RUN_ARGS > "$dir/log" 2>&1
+  local rc=$?
+  echo "  $name/$backend: exit $rc in $((SECONDS - t0)) s"
+  if [[ $rc -ne 0 ]]; then tail -5 "$dir/log" | sed 's/^/    /'; fi
+  return $rc
+}
+
+gen_model() { # NAME PRESET ARGS...
+  local name=$1
+  shift
+  mkdir -p "$CHECK_DIR/$name"
+  PYTHONPATH=python "$PY" -m braid.models "$@" -o "$CHECK_DIR/$name/model.mlir" ||
+    { fail "generate $name"; return 1; }
+}
+
+compare_model() { # NAME
+  local name=$1
+  "$PY" bench/gpu/compare.py "$CHECK_DIR/$name/cpu/dump" "$CHECK_DIR/$name/cuda/dump" \
+    --cpu-log "$CHECK_DIR/$name/cpu/log" --cuda-log "$CHECK_DIR/$name/cuda/log" \
+    --tol "$TOL" --model "$name" || fail "compare $name"
+}
+
+section "tiny presets: CPU vs CUDA"
+for preset in gpt-tiny llama-tiny mamba-tiny moe-tiny hybrid-tiny; do
+  gen_model "$preset" "$preset" || continue
+  run_model "$preset" cpu 60 || { fail "$preset cpu"; continue; }
+  run_model "$preset" cuda 60 || { fail "$preset cuda"; continue; }
+  compare_model "$preset"
+done
+
+section "llama3-8b slice (1 layer, seq 128, batch 1): CPU vs CUDA"
+if gen_model llama3-8b-slice llama3-8b --layers 1 --seq 128 --batch 1; then
+  if run_model llama3-8b-slice cuda 60; then
+    run_model llama3-8b-slice cpu 90 && compare_model llama3-8b-slice ||
+      echo "  (CPU run did not finish: not compared)"
+  else
+    fail "llama3-8b-slice cuda"
+  fi
+fi
+
+section "medium: llama3-8b --layers 2 --seq 1024 --batch 4 (CUDA; f32 and bf16)"
+if gen_model llama3-8b-medium llama3-8b --layers 2 --seq 1024 --batch 4; then
+  run_model llama3-8b-medium cuda 90 || fail "llama3-8b-medium cuda"
+  if [[ "${MEDIUM_CPU:-0}" == 1 ]]; then
+    run_model llama3-8b-medium cpu 600 && compare_model llama3-8b-medium
+  fi
+fi
+if gen_model llama3-8b-medium-bf16 llama3-8b --layers 2 --seq 1024 --batch 4 --dtype bf16; then
+  run_model llama3-8b-medium-bf16 cuda 90 || fail "llama3-8b-medium-bf16 cuda"
+fi
+
+section "CUDA traces"
+for name in gpt-tiny llama-tiny mamba-tiny moe-tiny hybrid-tiny llama3-8b-slice llama3-8b-medium \
+    llama3-8b-medium-bf16; do
+  trace="$CHECK_DIR/$name/cuda/trace.json"
+  [[ -s "$trace" ]] && "$PY" bench/gpu/trace_summary.py "$trace" --model "$name" --top 8
+done
+
+if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then # the device tool brings $OUT back
+  for name in "$CHECK_DIR"/*/; do
+    n=$(basename "$name")
+    mkdir -p "$OUT/$n"
+    cp "$name"/*/log "$OUT/$n/" 2>/dev/null
+    cp "$name"/cuda/trace.json "$OUT/$n/" 2>/dev/null
+  done
+fi
+
+section "done"
+if ((${#FAILURES[@]})); then
+  printf 'RESULT: FAIL (%s)\n' "${FAILURES[*]}"
+  exit 1
+fi
+echo "RESULT: PASS in $((SECONDS - START)) s"

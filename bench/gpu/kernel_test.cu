@@ -1,0 +1,376 @@
+//===- kernel_test.cu - device self-test of the non-GEMM CUDA kernels -----===//
+//
+// Runs attention (causal GQA + RoPE, and non-causal Skv != S), rms/layer norm,
+// cross_entropy, router/dispatch/combine, conv1d, selective_scan, transpose,
+// embedding and glu on small f32 inputs with a null runtime context, and
+// compares with straightforward f64 host loops written from BraidOps.td.
+// Prints max relative error per kernel; exit 1 if any exceeds 1e-5 (1e-4 for
+// attention and the scan, whose f32 exp/sin differ more).
+//
+// Build: nvcc -O2 -std=c++17 -ccbin g++-12 -gencode arch=compute_90,code=sm_90 \
+//   -I runtime/include -I runtime/src -DBRAID_RUNTIME_CUDA bench/gpu/kernel_test.cu \
+//   runtime/src/cuda/*.cu -lcublasLt -o kernel_test
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/common.cuh"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <vector>
+
+namespace braid::rt {
+Backend *backendOf(struct ::braid_rt *) { return nullptr; }
+} // namespace braid::rt
+extern "C" int64_t braid_dtype_size(braid_dtype dt) {
+  return dt == BRAID_F32 || dt == BRAID_I32 ? 4 : dt == BRAID_I64 ? 8 : 2;
+}
+
+namespace {
+
+using V = std::vector<float>;
+bool allOk = true;
+uint32_t rngState = 12345;
+
+float urand() { // [-1, 1)
+  rngState = rngState * 1664525u + 1013904223u;
+  return static_cast<float>(rngState >> 8) / 8388608.0f - 1.0f;
+}
+V randv(size_t n, float scale = 1.0f) {
+  V v(n);
+  for (float &x : v)
+    x = scale * urand();
+  return v;
+}
+
+template <typename T> T *dev(const std::vector<T> &h) {
+  T *p;
+  BRAID_CUDA_CHECK(cudaMalloc(&p, sizeof(T) * std::max<size_t>(h.size(), 1)));
+  BRAID_CUDA_CHECK(cudaMemcpy(p, h.data(), sizeof(T) * h.size(), cudaMemcpyHostToDevice));
+  return p;
+}
+template <typename T> T *devz(size_t n) {
+  T *p;
+  BRAID_CUDA_CHECK(cudaMalloc(&p, sizeof(T) * std::max<size_t>(n, 1)));
+  BRAID_CUDA_CHECK(cudaMemset(p, 0xff, sizeof(T) * std::max<size_t>(n, 1))); // poison
+  return p;
+}
+template <typename T> std::vector<T> host(const T *p, size_t n) {
+  std::vector<T> h(n);
+  BRAID_CUDA_CHECK(cudaDeviceSynchronize());
+  braid::cuda::checkDeviceError();
+  BRAID_CUDA_CHECK(cudaMemcpy(h.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost));
+  return h;
+}
+
+void report(const char *name, const V &got, const std::vector<double> &ref, double tol) {
+  double maxRef = 0, maxErr = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    maxRef = std::max(maxRef, std::fabs(ref[i]));
+    double e = std::fabs(ref[i] - got[i]);
+    maxErr = std::isnan(e) ? INFINITY : std::max(maxErr, e);
+  }
+  double rel = maxErr / (maxRef > 0 ? maxRef : 1);
+  bool ok = rel <= tol;
+  allOk &= ok;
+  std::printf("  %-34s max rel err %.2e %s\n", name, rel, ok ? "ok" : "FAIL");
+}
+
+void testAttention(int B, int S, int Skv, int H, int Hkv, int D, int Dv, int causal, double theta) {
+  V q = randv((size_t)B * S * H * D), k = randv((size_t)B * Skv * Hkv * D),
+    v = randv((size_t)B * Skv * Hkv * Dv);
+  float *dq = dev(q), *dk = dev(k), *dv = dev(v), *dout = devz<float>((size_t)B * S * H * Dv);
+  double scale = 1.0 / std::sqrt((double)D);
+  braid_k_attention(nullptr, BRAID_F32, dq, dk, dv, dout, B, S, Skv, H, Hkv, D, Dv, causal, scale,
+                    theta);
+  V got = host(dout, (size_t)B * S * H * Dv);
+  auto rope = [&](const float *x, int pos, std::vector<double> &o) {
+    o.assign(x, x + D);
+    if (theta <= 0)
+      return;
+    for (int i = 0; i < D / 2; ++i) {
+      double a = pos * std::pow(theta, -2.0 * i / D), c = std::cos(a), s = std::sin(a);
+      o[i] = x[i] * c - x[i + D / 2] * s;
+      o[i + D / 2] = x[i + D / 2] * c + x[i] * s;
+    }
+  };
+  std::vector<double> ref((size_t)B * S * H * Dv), qr, kr;
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int s = 0; s < S; ++s) {
+        int hk = h / (H / Hkv);
+        rope(&q[(((size_t)b * S + s) * H + h) * D], s, qr);
+        std::vector<double> sc(Skv, -INFINITY);
+        double mx = -INFINITY;
+        for (int t = 0; t < Skv; ++t) {
+          if (causal && t > s)
+            continue;
+          rope(&k[(((size_t)b * Skv + t) * Hkv + hk) * D], t, kr);
+          double acc = 0;
+          for (int d = 0; d < D; ++d)
+            acc += qr[d] * kr[d];
+          sc[t] = scale * acc;
+          mx = std::max(mx, sc[t]);
+        }
+        double sum = 0;
+        for (int t = 0; t < Skv; ++t)
+          sum += sc[t] == -INFINITY ? 0 : std::exp(sc[t] - mx);
+        for (int e = 0; e < Dv; ++e) {
+          double acc = 0;
+          for (int t = 0; t < Skv; ++t)
+            if (sc[t] != -INFINITY)
+              acc += std::exp(sc[t] - mx) / sum * v[(((size_t)b * Skv + t) * Hkv + hk) * Dv + e];
+          ref[(((size_t)b * S + s) * H + h) * Dv + e] = acc;
+        }
+      }
+  char name[96];
+  std::snprintf(name, sizeof name, "attention S%d Skv%d H%d/%d D%d/%d c%d r%d", S, Skv, H, Hkv,
+                D, Dv, causal, theta > 0);
+  report(name, got, ref, 1e-4);
+}
+
+void testNorms() {
+  int rows = 37, H = 300;
+  V x = randv((size_t)rows * H, 3.0f), g = randv(H), bta = randv(H);
+  float *dx = dev(x), *dg = dev(g), *db = dev(bta), *dy = devz<float>((size_t)rows * H);
+  braid_k_rms_norm(nullptr, BRAID_F32, dx, dg, dy, rows, H, 1e-5);
+  V got = host(dy, (size_t)rows * H);
+  std::vector<double> ref((size_t)rows * H);
+  for (int r = 0; r < rows; ++r) {
+    double ms = 0;
+    for (int i = 0; i < H; ++i)
+      ms += (double)x[r * H + i] * x[r * H + i];
+    ms /= H;
+    for (int i = 0; i < H; ++i)
+      ref[r * H + i] = x[r * H + i] / std::sqrt(ms + 1e-5) * g[i];
+  }
+  report("rms_norm", got, ref, 1e-5);
+  braid_k_layer_norm(nullptr, BRAID_F32, dx, dg, db, dy, rows, H, 1e-5);
+  got = host(dy, (size_t)rows * H);
+  for (int r = 0; r < rows; ++r) {
+    double m = 0, var = 0;
+    for (int i = 0; i < H; ++i)
+      m += x[r * H + i];
+    m /= H;
+    for (int i = 0; i < H; ++i)
+      var += (x[r * H + i] - m) * (x[r * H + i] - m);
+    var /= H;
+    for (int i = 0; i < H; ++i)
+      ref[r * H + i] = (x[r * H + i] - m) / std::sqrt(var + 1e-5) * g[i] + bta[i];
+  }
+  report("layer_norm", got, ref, 1e-5);
+}
+
+void testCrossEntropy() {
+  int rows = 45, vocab = 1000;
+  V x = randv((size_t)rows * vocab, 5.0f);
+  std::vector<long long> lab(rows);
+  for (int r = 0; r < rows; ++r)
+    lab[r] = (r * 7919) % vocab;
+  float *dx = dev(x), *dl = devz<float>(1);
+  long long *dlab = dev(lab);
+  braid_k_cross_entropy(nullptr, BRAID_F32, BRAID_I64, dx, dlab, dl, rows, vocab);
+  V got = host(dl, 1);
+  double total = 0;
+  for (int r = 0; r < rows; ++r) {
+    double m = -INFINITY, s = 0;
+    for (int i = 0; i < vocab; ++i)
+      m = std::max(m, (double)x[r * vocab + i]);
+    for (int i = 0; i < vocab; ++i)
+      s += std::exp(x[r * vocab + i] - m);
+    total += m + std::log(s) - x[r * vocab + lab[r]];
+  }
+  report("cross_entropy (i64 labels)", got, {total / rows}, 1e-5);
+}
+
+void testMoe() {
+  int T = 50, E = 6, K = 2, H = 24, C = 12;
+  V logits = randv((size_t)T * E, 2.0f);
+  for (int e = 0; e < E; ++e) // ties: token 0 has equal logits
+    logits[e] = 0.5f;
+  float *dlog = dev(logits), *dw = devz<float>((size_t)T * K);
+  int32_t *didx = devz<int32_t>((size_t)T * K);
+  for (int normalize = 0; normalize < 2; ++normalize) {
+    braid_k_router(nullptr, BRAID_F32, dlog, dw, didx, T, E, K, normalize);
+    V w = host(dw, (size_t)T * K);
+    std::vector<int32_t> idx = host(didx, (size_t)T * K);
+    std::vector<double> ref((size_t)T * K);
+    bool idxOk = true;
+    for (int t = 0; t < T; ++t) {
+      std::vector<double> p(E);
+      double m = -INFINITY, s = 0;
+      for (int e = 0; e < E; ++e)
+        m = std::max(m, (double)logits[t * E + e]);
+      for (int e = 0; e < E; ++e)
+        s += p[e] = std::exp(logits[t * E + e] - m);
+      std::vector<int> order(E);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });
+      double picked = 0;
+      for (int j = 0; j < K; ++j)
+        picked += p[order[j]] / s;
+      for (int j = 0; j < K; ++j) {
+        idxOk &= idx[t * K + j] == order[j];
+        ref[t * K + j] = p[order[j]] / s / (normalize ? picked : 1.0);
+      }
+    }
+    allOk &= idxOk;
+    std::printf("  %-34s %s\n", normalize ? "router indices (normalize)" : "router indices",
+                idxOk ? "ok" : "FAIL");
+    report(normalize ? "router weights (normalize)" : "router weights", w, ref, 1e-5);
+  }
+  // dispatch / combine with the router's indices (capacity drops some).
+  std::vector<int32_t> idx = host(didx, (size_t)T * K);
+  V w = host(dw, (size_t)T * K);
+  V x = randv((size_t)T * H);
+  float *dx = dev(x), *dd = devz<float>((size_t)E * C * H);
+  braid_k_dispatch(nullptr, BRAID_F32, dx, didx, dd, T, H, K, E, C);
+  V got = host(dd, (size_t)E * C * H);
+  std::vector<int> slot((size_t)T * K, -1), fill(E, 0);
+  for (int j = 0; j < K; ++j)
+    for (int t = 0; t < T; ++t) {
+      int e = idx[t * K + j];
+      if (fill[e] < C)
+        slot[t * K + j] = fill[e]++;
+    }
+  std::vector<double> ref((size_t)E * C * H, 0.0);
+  for (int t = 0; t < T; ++t)
+    for (int j = 0; j < K; ++j)
+      if (slot[t * K + j] >= 0)
+        for (int h = 0; h < H; ++h)
+          ref[((size_t)idx[t * K + j] * C + slot[t * K + j]) * H + h] = x[t * H + h];
+  report("dispatch", got, ref, 0);
+  V eo = randv((size_t)E * C * H);
+  float *deo = dev(eo), *dc = devz<float>((size_t)T * H);
+  braid_k_combine(nullptr, BRAID_F32, deo, dw, didx, dc, T, H, K, E, C);
+  got = host(dc, (size_t)T * H);
+  ref.assign((size_t)T * H, 0.0);
+  for (int t = 0; t < T; ++t)
+    for (int j = 0; j < K; ++j)
+      if (slot[t * K + j] >= 0)
+        for (int h = 0; h < H; ++h)
+          ref[t * H + h] +=
+              (double)w[t * K + j] * eo[((size_t)idx[t * K + j] * C + slot[t * K + j]) * H + h];
+  report("combine", got, ref, 1e-6);
+}
+
+void testMamba() {
+  int B = 2, S = 33, Dm = 70, N = 16, Kc = 4;
+  V x = randv((size_t)B * S * Dm), w = randv((size_t)Dm * Kc), bias = randv(Dm);
+  float *dx = dev(x), *dw = dev(w), *db = dev(bias), *dy = devz<float>((size_t)B * S * Dm);
+  braid_k_conv1d(nullptr, BRAID_F32, dx, dw, db, dy, B, S, Dm, Kc);
+  V got = host(dy, (size_t)B * S * Dm);
+  std::vector<double> ref((size_t)B * S * Dm);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < S; ++t)
+      for (int c = 0; c < Dm; ++c) {
+        double acc = bias[c];
+        for (int j = 0; j < Kc; ++j) {
+          int src = t - (Kc - 1) + j;
+          if (src >= 0)
+            acc += (double)w[c * Kc + j] * x[((size_t)b * S + src) * Dm + c];
+        }
+        ref[((size_t)b * S + t) * Dm + c] = acc;
+      }
+  report("conv1d", got, ref, 1e-5);
+  for (int n : {16, 40}) {
+    N = n;
+    V delta = randv((size_t)B * S * Dm), A = randv((size_t)Dm * N), Bm = randv((size_t)B * S * N),
+      Cm = randv((size_t)B * S * N), Dd = randv(Dm);
+    for (float &a : A)
+      a = -std::fabs(a) - 0.1f;
+    float *ddel = dev(delta), *dA = dev(A), *dB = dev(Bm), *dC = dev(Cm), *dD = dev(Dd);
+    braid_k_selective_scan(nullptr, BRAID_F32, dx, ddel, dA, dB, dC, dD, dy, B, S, Dm, N, 1);
+    got = host(dy, (size_t)B * S * Dm);
+    for (int b = 0; b < B; ++b)
+      for (int d = 0; d < Dm; ++d) {
+        std::vector<double> h(N, 0.0);
+        for (int t = 0; t < S; ++t) {
+          size_t xi = ((size_t)b * S + t) * Dm + d;
+          double dt = std::max((double)delta[xi], 0.0) + std::log1p(std::exp(-std::fabs((double)delta[xi])));
+          double out = 0;
+          for (int k = 0; k < N; ++k) {
+            h[k] = std::exp(dt * A[d * N + k]) * h[k] + dt * Bm[((size_t)b * S + t) * N + k] * x[xi];
+            out += Cm[((size_t)b * S + t) * N + k] * h[k];
+          }
+          ref[xi] = out + Dd[d] * x[xi];
+        }
+      }
+    report(N == 16 ? "selective_scan N=16" : "selective_scan N=40", got, ref, 1e-4);
+  }
+}
+
+void testLayout() {
+  int64_t shape[4] = {3, 5, 4, 7}, perm[4] = {0, 2, 1, 3};
+  int64_t n = 3 * 5 * 4 * 7;
+  V x = randv(n);
+  float *dx = dev(x), *dy = devz<float>(n);
+  braid_k_transpose(nullptr, BRAID_F32, dx, dy, 4, shape, perm);
+  V got = host(dy, n);
+  std::vector<double> ref(n);
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 5; ++b)
+      for (int c = 0; c < 4; ++c)
+        for (int d = 0; d < 7; ++d)
+          ref[((a * 4 + c) * 5 + b) * 7 + d] = x[((a * 5 + b) * 4 + c) * 7 + d];
+  report("transpose [0,2,1,3]", got, ref, 0);
+  int64_t shape2[3] = {6, 9, 10}, perm2[3] = {2, 0, 1};
+  V x2 = randv(540);
+  float *dx2 = dev(x2), *dy2 = devz<float>(540);
+  braid_k_transpose(nullptr, BRAID_F32, dx2, dy2, 3, shape2, perm2);
+  got = host(dy2, 540);
+  std::vector<double> ref2(540);
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 9; ++j)
+      for (int k = 0; k < 10; ++k)
+        ref2[(k * 6 + i) * 9 + j] = x2[(i * 9 + j) * 10 + k];
+  report("transpose [2,0,1]", got, ref2, 0);
+
+  int T = 10, Sq = 5, Vv = 13, H = 8;
+  std::vector<int32_t> tok(T);
+  for (int t = 0; t < T; ++t)
+    tok[t] = (t * 5) % Vv;
+  V table = randv((size_t)Vv * H), pos = randv((size_t)Sq * H);
+  int32_t *dtok = dev(tok);
+  float *dtab = dev(table), *dpos = dev(pos), *dout = devz<float>((size_t)T * H);
+  braid_k_embedding(nullptr, BRAID_F32, BRAID_I32, dtok, dtab, dpos, dout, T, Sq, Vv, H);
+  got = host(dout, (size_t)T * H);
+  std::vector<double> ref3((size_t)T * H);
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < H; ++h)
+      ref3[t * H + h] = (double)table[tok[t] * H + h] + pos[(t % Sq) * H + h];
+  report("embedding + positions", got, ref3, 1e-6);
+
+  V g = randv(1000, 4.0f), u = randv(1000);
+  float *dg = dev(g), *du = dev(u), *dglu = devz<float>(1000);
+  braid_k_glu(nullptr, BRAID_F32, BRAID_ACT_SILU, dg, du, dglu, 1000);
+  got = host(dglu, 1000);
+  std::vector<double> ref4(1000);
+  for (int i = 0; i < 1000; ++i)
+    ref4[i] = g[i] / (1.0 + std::exp(-(double)g[i])) * u[i];
+  report("glu silu", got, ref4, 1e-6);
+  braid_k_unary(nullptr, BRAID_F32, BRAID_ACT_GELU, dg, dglu, 1000);
+  got = host(dglu, 1000);
+  for (int i = 0; i < 1000; ++i)
+    ref4[i] = 0.5 * g[i] * (1.0 + std::erf(g[i] / std::sqrt(2.0)));
+  report("unary gelu", got, ref4, 1e-6);
+}
+
+} // namespace
+
+int main() {
+  std::printf("kernel self-test (f32, null context):\n");
+  testAttention(2, 70, 70, 4, 2, 16, 16, 1, 10000.0);
+  testAttention(1, 100, 100, 8, 8, 128, 128, 1, 500000.0);
+  testAttention(2, 19, 45, 4, 1, 64, 32, 0, 0.0);
+  testAttention(1, 40, 40, 2, 2, 256, 256, 1, 10000.0);
+  testNorms();
+  testCrossEntropy();
+  testMoe();
+  testMamba();
+  testLayout();
+  std::printf("kernel self-test: %s\n", allOk ? "PASS" : "FAIL");
+  return allOk ? 0 : 1;
+}

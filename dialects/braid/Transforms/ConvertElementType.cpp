@@ -1,0 +1,70 @@
+//===- ConvertElementType.cpp - the --braid-convert-element-type pass -----===//
+
+#include "dialects/braid/Transforms/Passes.h"
+
+#include "dialects/braid/IR/BraidOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_BRAIDCONVERTELEMENTTYPEPASS
+#include "dialects/braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+struct BraidConvertElementTypePass
+    : braid::impl::BraidConvertElementTypePassBase<
+          BraidConvertElementTypePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    Type target;
+    if (to == "bf16")
+      target = BFloat16Type::get(context);
+    else if (to == "f16")
+      target = Float16Type::get(context);
+    else {
+      module.emitError("--braid-convert-element-type: 'to' must be bf16 or "
+                       "f16, found '")
+          << to << "'";
+      return signalPassFailure();
+    }
+    // f32 tensors take the target element type; others are left alone.
+    auto convert = [&](Type type) -> Type {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      if (!tensor || !tensor.getElementType().isF32())
+        return type;
+      return tensor.clone(target);
+    };
+
+    for (ParamOp param : module.getOps<ParamOp>())
+      param.setType(cast<RankedTensorType>(convert(param.getType())));
+    module.walk([&](Operation *op) {
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          for (BlockArgument arg : block.getArguments())
+            arg.setType(convert(arg.getType()));
+      // The loss is always f32.
+      if (isa<CrossEntropyOp>(op))
+        return;
+      for (OpResult result : op->getResults())
+        result.setType(convert(result.getType()));
+    });
+    for (auto func : module.getOps<func::FuncOp>()) {
+      SmallVector<Type> inputs(func.getArgumentTypes());
+      for (Type &type : inputs)
+        type = convert(type);
+      SmallVector<Type> results(func.getResultTypes());
+      if (!func.isExternal())
+        results = llvm::to_vector(
+            func.getBody().front().getTerminator()->getOperandTypes());
+      func.setType(FunctionType::get(context, inputs, results));
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,23 @@
+//===- Cpp.h - emit a braid program as C++/CUDA source ----------*- C++ -*-===//
+#ifndef BRAID_TARGET_CPP_H
+#define BRAID_TARGET_CPP_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace braid {
+
+/// Writes one C++ source file for the program whose step function is
+/// `entry`: its kernels' calls, generated fused elementwise kernels, the
+/// static arena plan and the `braid_program_get` entry point of
+/// runtime/include/braid/runtime.h. The text compiles with the host C++
+/// compiler (CPU runtime) and with nvcc (CUDA runtime).
+mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entry,
+                                     llvm::raw_ostream &os);
+
+/// Registers the `--braid-to-cpp` translation.
+void registerToCppTranslation();
+
+} // namespace braid
+
+#endif // BRAID_TARGET_CPP_H

@@ -1,0 +1,679 @@
+//===- EmitCpp.cpp - a braid program as one C++/CUDA source ---------------===//
+//
+// The emitted file has three parts: generated fused elementwise kernels
+// (functors run by braid::launch_elementwise on the CPU or as CUDA kernels),
+// one C++ function per braid function (kernel calls at planned arena
+// offsets, lifetime announcements, value names for dumps), and the program
+// descriptor the runtime reads (arena size, parameters, inputs, loss).
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Target/Cpp.h"
+
+#include "dialects/braid/Analysis/MemoryPlan.h"
+#include "dialects/braid/IR/BraidOps.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+/// The runtime's name of an element type.
+std::string dtypeName(Type type) {
+  if (auto shaped = dyn_cast<ShapedType>(type))
+    type = shaped.getElementType();
+  if (type.isF32())
+    return "BRAID_F32";
+  if (type.isBF16())
+    return "BRAID_BF16";
+  if (type.isF16())
+    return "BRAID_F16";
+  if (type.isInteger(32))
+    return "BRAID_I32";
+  return "BRAID_I64";
+}
+
+/// The C++ storage type of a float element type in generated kernels.
+std::string storageType(Type type) {
+  if (auto shaped = dyn_cast<ShapedType>(type))
+    type = shaped.getElementType();
+  if (type.isBF16())
+    return "braid::bf16";
+  if (type.isF16())
+    return "braid::f16";
+  return "float";
+}
+
+/// A double literal that reads back exactly.
+std::string literal(double value) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("%.17g", value);
+  return text;
+}
+
+std::string quoted(StringRef text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// A C identifier for a symbol name (`layers.0.x` -> `layers_0_x`).
+std::string identifier(StringRef name) {
+  std::string out;
+  for (char c : name)
+    out += llvm::isAlnum(c) ? c : '_';
+  return out;
+}
+
+int64_t numElements(Value value) {
+  return cast<ShapedType>(value.getType()).getNumElements();
+}
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<ShapedType>(value.getType()).getShape();
+}
+
+class FunctionEmitter;
+
+class ProgramEmitter {
+public:
+  ProgramEmitter(ModuleOp module, ProgramPlan &plan)
+      : module(module), plan(plan) {}
+
+  LogicalResult emit(raw_ostream &os);
+
+  /// Definitions of generated kernels, emitted before every function.
+  std::string kernels;
+  unsigned nextKernel = 0;
+  ModuleOp module;
+  ProgramPlan &plan;
+
+private:
+  LogicalResult emitDescriptor(raw_ostream &os);
+};
+
+class FunctionEmitter {
+public:
+  FunctionEmitter(ProgramEmitter &program, const FunctionPlan &fp)
+      : program(program), fp(fp) {}
+
+  LogicalResult emit(raw_ostream &os);
+
+private:
+  ProgramEmitter &program;
+  const FunctionPlan &fp;
+  std::string body;
+  unsigned nextArray = 0;
+
+  /// The pointer expression of a stored value.
+  std::string ptr(Value value);
+  /// The name of a value for traces and dumps.
+  std::string nameOf(Value value);
+  /// A static array of int64 in the body; returns its name.
+  std::string array(ArrayRef<int64_t> values);
+
+  LogicalResult emitOp(Operation *op, raw_ostream &os);
+  LogicalResult emitKernelCall(Operation *op, raw_ostream &os);
+  LogicalResult emitFusedGroup(Operation *root, raw_ostream &os);
+  LogicalResult emitCall(func::CallOp call, raw_ostream &os);
+  std::string callScope(func::CallOp call);
+};
+
+std::string FunctionEmitter::ptr(Value value) {
+  const Storage &storage = fp.storage.find(value)->second;
+  switch (storage.kind) {
+  case Storage::Kind::Frame:
+    return "at(arena, frame + " + std::to_string(storage.offset) + ")";
+  case Storage::Kind::Argument:
+    return "args[" + std::to_string(storage.index) + "]";
+  case Storage::Kind::Result:
+    return "results[" + std::to_string(storage.index) + "]";
+  case Storage::Kind::Param:
+    return "at(arena, " + std::to_string(storage.offset) + ")";
+  }
+  llvm_unreachable("unknown storage");
+}
+
+std::string FunctionEmitter::nameOf(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    return "arg" + std::to_string(arg.getArgNumber());
+  auto result = cast<OpResult>(value);
+  Operation *op = result.getOwner();
+  std::string name = "v" + std::to_string(fp.position.lookup(op));
+  if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+    name = loc.getName().str();
+  if (op->getNumResults() > 1)
+    name += "." + std::to_string(result.getResultNumber());
+  return name;
+}
+
+std::string FunctionEmitter::array(ArrayRef<int64_t> values) {
+  if (values.empty())
+    return "nullptr";
+  std::string name = "kA" + std::to_string(nextArray++);
+  body += "  static const int64_t " + name + "[] = {" +
+          llvm::join(llvm::map_range(values,
+                                     [](int64_t v) { return std::to_string(v); }),
+                     ", ") +
+          "};\n";
+  return name;
+}
+
+LogicalResult FunctionEmitter::emit(raw_ostream &os) {
+  func::FuncOp func = fp.func;
+  Block &block = func.getBody().front();
+  llvm::DenseMap<Value, const FrameBuffer *> bufferOf;
+  llvm::DenseMap<unsigned, SmallVector<const FrameBuffer *>> freesAt;
+  for (const FrameBuffer &buffer : fp.buffers) {
+    bufferOf[buffer.value] = &buffer;
+    freesAt[buffer.lastOp].push_back(&buffer);
+  }
+
+  std::string ops;
+  llvm::raw_string_ostream opsOs(ops);
+  for (Operation &op : block) {
+    unsigned position = fp.position.lookup(&op);
+    Operation *root = fp.fusion->getRoot(&op);
+    bool innerMember = root && root != &op;
+    if (!innerMember) {
+      for (Value result : op.getResults())
+        if (const FrameBuffer *buffer = bufferOf.lookup(result))
+          opsOs << "  braid_rt_alloc(rt, frame + " << buffer->offset << ", "
+                << buffer->bytes << ", " << quoted(nameOf(result)) << ");\n";
+      if (failed(emitOp(&op, opsOs)))
+        return failure();
+      // Announce named results for dumps (reshapes are views, not values).
+      if (!isa<ReshapeOp, GetParamOp, func::ReturnOp>(op) &&
+          isa<NameLoc>(op.getLoc()))
+        for (Value result : op.getResults()) {
+          auto type = cast<RankedTensorType>(result.getType());
+          opsOs << "  braid_rt_value(rt, nullptr, " << quoted(nameOf(result))
+                << ", " << ptr(result) << ", " << dtypeName(type) << ", "
+                << type.getRank() << ", " << array(type.getShape()) << ");\n";
+        }
+    }
+    // Buffers whose last use executes at this position die after it.
+    if (!innerMember && (!root || root == &op))
+      for (const FrameBuffer *buffer : freesAt.lookup(position))
+        opsOs << "  braid_rt_free(rt, frame + " << buffer->offset << ", "
+              << buffer->bytes << ");\n";
+  }
+
+  os << "// @" << func.getSymName() << ": frame of " << fp.frameBytes
+     << " bytes.\n";
+  os << "void fn_" << identifier(func.getSymName())
+     << "(braid_rt *rt, char *arena, int64_t frame, void *const *args, "
+        "void *const *results) {\n";
+  os << "  (void)arena; (void)frame; (void)args; (void)results;\n";
+  os << body << ops << "}\n\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitOp(Operation *op, raw_ostream &os) {
+  if (isa<GetParamOp, ReshapeOp, func::ReturnOp>(op))
+    return success();
+  if (auto call = dyn_cast<func::CallOp>(op))
+    return emitCall(call, os);
+  if (fp.fusion->getRoot(op) == op)
+    return emitFusedGroup(op, os);
+  return emitKernelCall(op, os);
+}
+
+/// The scope values computed by a call are named under: the longest dotted
+/// prefix shared by the parameters it is passed (`layers.3` for
+/// `layers.3.attn.wq`, `layers.3.mlp_norm`, ...), else the name of its result,
+/// else the callee's name.
+std::string FunctionEmitter::callScope(func::CallOp call) {
+  // Dotted components shared by every parameter name, the last one excluded.
+  std::optional<SmallVector<StringRef>> common;
+  for (Value operand : call.getOperands()) {
+    auto found = fp.storage.find(operand);
+    if (found == fp.storage.end() ||
+        found->second.kind != Storage::Kind::Param)
+      continue;
+    SmallVector<StringRef> parts;
+    found->second.name.split(parts, '.');
+    parts.pop_back();
+    if (!common) {
+      common = parts;
+      continue;
+    }
+    unsigned n = 0;
+    while (n < common->size() && n < parts.size() && (*common)[n] == parts[n])
+      ++n;
+    common->resize(n);
+  }
+  if (common && !common->empty())
+    return llvm::join(*common, ".");
+  if (auto loc = dyn_cast<NameLoc>(call.getLoc()))
+    return loc.getName().str();
+  return call.getCallee().str();
+}
+
+LogicalResult FunctionEmitter::emitCall(func::CallOp call, raw_ostream &os) {
+  std::string scope = callScope(call);
+  os << "  {\n    braid_rt_push_scope(rt, " << quoted(scope) << ");\n";
+  os << "    void *const a[] = {";
+  llvm::interleaveComma(call.getOperands(), os, [&](Value v) {
+    os << "(void *)" << ptr(v);
+  });
+  if (call.getNumOperands() == 0)
+    os << "nullptr";
+  os << "};\n    void *const r[] = {";
+  llvm::interleaveComma(call.getResults(), os,
+                        [&](Value v) { os << "(void *)" << ptr(v); });
+  if (call.getNumResults() == 0)
+    os << "nullptr";
+  os << "};\n    fn_" << identifier(call.getCallee()) << "(rt, arena, frame + "
+     << fp.calleeFrame.lookup(call) << ", a, r);\n";
+  os << "    braid_rt_pop_scope(rt);\n  }\n";
+  return success();
+}
+
+/// The expression computing one fused member from its operands' names.
+static FailureOr<std::string> elementwiseExpression(Operation *op,
+                                                    ArrayRef<std::string> in) {
+  auto act = [](Activation a, const std::string &x) -> std::string {
+    switch (a) {
+    case Activation::SiLU:
+      return "braid::silu(" + x + ")";
+    case Activation::GELU:
+      return "braid::gelu(" + x + ")";
+    case Activation::GELUTanh:
+      return "braid::gelu_tanh(" + x + ")";
+    case Activation::Sigmoid:
+      return "braid::sigmoid(" + x + ")";
+    case Activation::ReLU:
+      return "braid::relu(" + x + ")";
+    }
+    llvm_unreachable("unknown activation");
+  };
+  return TypeSwitch<Operation *, FailureOr<std::string>>(op)
+      .Case([&](GeluOp g) {
+        return act(g.getApproximate() ? Activation::GELUTanh
+                                      : Activation::GELU,
+                   in[0]);
+      })
+      .Case([&](SiluOp) { return act(Activation::SiLU, in[0]); })
+      .Case([&](SigmoidOp) { return act(Activation::Sigmoid, in[0]); })
+      .Case([&](ReluOp) { return act(Activation::ReLU, in[0]); })
+      .Case([&](ExpOp) { return "braid::exp(" + in[0] + ")"; })
+      .Case([&](NegOp) { return "-" + in[0]; })
+      .Case([&](AddOp) { return in[0] + " + " + in[1]; })
+      .Case([&](MulOp) { return in[0] + " * " + in[1]; })
+      .Case([&](GluOp g) {
+        return act(g.getActivation(), in[0]) + " * " + in[1];
+      })
+      .Default([](Operation *) { return failure(); });
+}
+
+LogicalResult FunctionEmitter::emitFusedGroup(Operation *root,
+                                              raw_ostream &os) {
+  ArrayRef<Operation *> members = fp.fusion->getMembers(root);
+  llvm::SmallPtrSet<Operation *, 8> inGroup(members.begin(), members.end());
+  llvm::MapVector<Value, std::string> leaves;
+  llvm::DenseMap<Value, std::string> local;
+  std::string name = "fused_" + std::to_string(program.nextKernel++);
+  std::string compute;
+  std::string ops;
+  for (Operation *member : members) {
+    SmallVector<std::string> in;
+    for (Value operand : member->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (producer && inGroup.contains(producer)) {
+        in.push_back(local[operand]);
+        continue;
+      }
+      auto [it, inserted] = leaves.try_emplace(
+          operand, "x" + std::to_string(leaves.size()));
+      in.push_back(it->second);
+    }
+    FailureOr<std::string> expr = elementwiseExpression(member, in);
+    if (failed(expr))
+      return member->emitError("cannot fuse this op");
+    std::string t = "t" + std::to_string(local.size());
+    local[member->getResult(0)] = t;
+    compute += "    const float " + t + " = " + *expr + ";\n";
+    if (!ops.empty())
+      ops += "+";
+    ops += member->getName().stripDialect().str();
+  }
+  Value result = root->getResult(0);
+  std::string type = storageType(result.getType());
+  std::string def = "// " + ops + "\nstruct " + name + " {\n";
+  for (auto &[leaf, x] : leaves)
+    def += "  const " + storageType(leaf.getType()) + " *in_" + x + ";\n";
+  def += "  " + type + " *out;\n";
+  def += "  BRAID_HD void operator()(int64_t i) const {\n";
+  for (auto &[leaf, x] : leaves)
+    def += "    const float " + x + " = braid::load(in_" + x + ", i);\n";
+  def += compute;
+  def += "    braid::store(out, i, " + local[result] + ");\n  }\n};\n\n";
+  program.kernels += def;
+
+  os << "  braid_rt_op_begin(rt, " << quoted(ops) << ", "
+     << quoted(nameOf(result)) << ");\n";
+  os << "  braid::launch_elementwise(rt, " << numElements(result) << ", "
+     << name << "{";
+  for (auto &[leaf, x] : leaves)
+    os << "static_cast<const " << storageType(leaf.getType()) << " *>("
+       << ptr(leaf) << "), ";
+  os << "static_cast<" << type << " *>(" << ptr(result) << ")});\n";
+  os << "  braid_rt_op_end(rt);\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
+  std::string call;
+  auto p = [&](Value v) { return v ? ptr(v) : std::string("nullptr"); };
+  auto n = [](int64_t v) { return std::to_string(v); };
+  LogicalResult result =
+      TypeSwitch<Operation *, LogicalResult>(op)
+          .Case([&](EmbeddingOp e) {
+            auto table = shapeOf(e.getTable());
+            call = "braid_k_embedding(rt, " + dtypeName(e.getType()) + ", " +
+                   dtypeName(e.getTokens().getType()) + ", " +
+                   p(e.getTokens()) + ", " + p(e.getTable()) + ", " +
+                   p(e.getPositionTable()) + ", " + p(e.getResult()) + ", " +
+                   n(numElements(e.getTokens())) + ", " +
+                   n(shapeOf(e.getTokens()).back()) + ", " + n(table[0]) +
+                   ", " + n(table[1]) + ")";
+            return success();
+          })
+          .Case([&](LinearOp l) {
+            int64_t out = l.getOutFeatures();
+            call = "braid_k_linear(rt, " + dtypeName(l.getType()) + ", " +
+                   p(l.getInput()) + ", " + p(l.getWeight()) + ", " +
+                   p(l.getBias()) + ", " + p(l.getResult()) + ", " +
+                   n(numElements(l.getResult()) / out) + ", " +
+                   n(l.getInFeatures()) + ", " + n(out) + ", " +
+                   (l.getTransposeWeight() ? "1" : "0") + ")";
+            return success();
+          })
+          .Case([&](BatchMatmulOp m) {
+            auto lhs = shapeOf(m.getLhs());
+            auto res = shapeOf(m.getResult());
+            int64_t rank = lhs.size();
+            int64_t k = lhs[rank - (m.getTransposeA() ? 2 : 1)];
+            int64_t batch = numElements(m.getResult()) /
+                            (res[rank - 2] * res[rank - 1]);
+            call = "braid_k_batch_matmul(rt, " + dtypeName(m.getType()) +
+                   ", " + p(m.getLhs()) + ", " + p(m.getRhs()) + ", " +
+                   p(m.getResult()) + ", " + n(batch) + ", " +
+                   n(res[rank - 2]) + ", " + n(k) + ", " + n(res[rank - 1]) +
+                   ", " + (m.getTransposeA() ? "1" : "0") + ", " +
+                   (m.getTransposeB() ? "1" : "0") + ")";
+            return success();
+          })
+          .Case([&](AttentionOp a) {
+            auto q = shapeOf(a.getQuery());
+            auto k = shapeOf(a.getKey());
+            auto v = shapeOf(a.getValue());
+            double theta = 0.0;
+            if (FloatAttr attr = a.getRopeThetaAttr())
+              theta = attr.getValueAsDouble();
+            call = "braid_k_attention(rt, " + dtypeName(a.getType()) + ", " +
+                   p(a.getQuery()) + ", " + p(a.getKey()) + ", " +
+                   p(a.getValue()) + ", " + p(a.getResult()) + ", " +
+                   n(q[0]) + ", " + n(q[1]) + ", " + n(k[1]) + ", " +
+                   n(q[2]) + ", " + n(k[2]) + ", " + n(q[3]) + ", " +
+                   n(v[3]) + ", " + (a.getCausal() ? "1" : "0") + ", " +
+                   literal(a.getScaleOrDefault()) + ", " + literal(theta) +
+                   ")";
+            return success();
+          })
+          .Case([&](RMSNormOp r) {
+            int64_t h = shapeOf(r.getInput()).back();
+            call = "braid_k_rms_norm(rt, " + dtypeName(r.getType()) + ", " +
+                   p(r.getInput()) + ", " + p(r.getGamma()) + ", " +
+                   p(r.getResult()) + ", " +
+                   n(numElements(r.getInput()) / h) + ", " + n(h) + ", " +
+                   literal(r.getEpsilon().convertToDouble()) + ")";
+            return success();
+          })
+          .Case([&](LayerNormOp r) {
+            int64_t h = shapeOf(r.getInput()).back();
+            call = "braid_k_layer_norm(rt, " + dtypeName(r.getType()) + ", " +
+                   p(r.getInput()) + ", " + p(r.getGamma()) + ", " +
+                   p(r.getBeta()) + ", " + p(r.getResult()) + ", " +
+                   n(numElements(r.getInput()) / h) + ", " + n(h) + ", " +
+                   literal(r.getEpsilon().convertToDouble()) + ")";
+            return success();
+          })
+          .Case([&](TransposeOp t) {
+            auto shape = shapeOf(t.getInput());
+            std::string s = array(shape);
+            std::string perm = array(t.getPermutation());
+            call = "braid_k_transpose(rt, " + dtypeName(t.getType()) + ", " +
+                   p(t.getInput()) + ", " + p(t.getResult()) + ", " +
+                   n(shape.size()) + ", " + s + ", " + perm + ")";
+            return success();
+          })
+          .Case([&](CrossEntropyOp c) {
+            int64_t vocab = shapeOf(c.getLogits()).back();
+            call = "braid_k_cross_entropy(rt, " +
+                   dtypeName(c.getLogits().getType()) + ", " +
+                   dtypeName(c.getLabels().getType()) + ", " +
+                   p(c.getLogits()) + ", " + p(c.getLabels()) +
+                   ", static_cast<float *>(" + p(c.getResult()) + "), " +
+                   n(numElements(c.getLogits()) / vocab) + ", " + n(vocab) +
+                   ")";
+            return success();
+          })
+          .Case([&](Conv1dOp c) {
+            auto x = shapeOf(c.getInput());
+            call = "braid_k_conv1d(rt, " + dtypeName(c.getType()) + ", " +
+                   p(c.getInput()) + ", " + p(c.getWeight()) + ", " +
+                   p(c.getBias()) + ", " + p(c.getResult()) + ", " + n(x[0]) +
+                   ", " + n(x[1]) + ", " + n(x[2]) + ", " +
+                   n(shapeOf(c.getWeight())[1]) + ")";
+            return success();
+          })
+          .Case([&](SelectiveScanOp s) {
+            auto x = shapeOf(s.getInput());
+            call = "braid_k_selective_scan(rt, " + dtypeName(s.getType()) +
+                   ", " + p(s.getInput()) + ", " + p(s.getDelta()) + ", " +
+                   p(s.getA()) + ", " + p(s.getB()) + ", " + p(s.getC()) +
+                   ", " + p(s.getD()) + ", " + p(s.getResult()) + ", " +
+                   n(x[0]) + ", " + n(x[1]) + ", " + n(x[2]) + ", " +
+                   n(shapeOf(s.getA())[1]) + ", " +
+                   (s.getDeltaSoftplus() ? "1" : "0") + ")";
+            return success();
+          })
+          .Case([&](RouterOp r) {
+            auto logits = shapeOf(r.getLogits());
+            call = "braid_k_router(rt, " + dtypeName(r.getLogits().getType()) +
+                   ", " + p(r.getLogits()) + ", " + p(r.getWeights()) +
+                   ", static_cast<int32_t *>(" + p(r.getIndices()) + "), " +
+                   n(logits[0]) + ", " + n(logits[1]) + ", " +
+                   n(r.getTopK()) + ", " + (r.getNormalize() ? "1" : "0") +
+                   ")";
+            return success();
+          })
+          .Case([&](DispatchOp d) {
+            auto out = shapeOf(d.getResult());
+            auto idx = shapeOf(d.getIndices());
+            call = "braid_k_dispatch(rt, " + dtypeName(d.getType()) + ", " +
+                   p(d.getInput()) + ", static_cast<const int32_t *>(" +
+                   p(d.getIndices()) + "), " + p(d.getResult()) + ", " +
+                   n(idx[0]) + ", " + n(out[2]) + ", " + n(idx[1]) + ", " +
+                   n(out[0]) + ", " + n(out[1]) + ")";
+            return success();
+          })
+          .Case([&](CombineOp c) {
+            auto e = shapeOf(c.getExpertOutput());
+            auto idx = shapeOf(c.getIndices());
+            call = "braid_k_combine(rt, " + dtypeName(c.getType()) + ", " +
+                   p(c.getExpertOutput()) + ", " + p(c.getWeights()) +
+                   ", static_cast<const int32_t *>(" + p(c.getIndices()) +
+                   "), " + p(c.getResult()) + ", " + n(idx[0]) + ", " +
+                   n(e[2]) + ", " + n(idx[1]) + ", " + n(e[0]) + ", " +
+                   n(e[1]) + ")";
+            return success();
+          })
+          .Case([&](ExpertFFNOp f) {
+            return f.emitError("braid-translate needs expert FFNs expanded "
+                               "first (--braid-expand-expert-ffn)");
+          })
+          .Default([&](Operation *other) {
+            return other->emitError("braid-translate cannot emit '")
+                   << other->getName() << "'";
+          });
+  if (failed(result))
+    return failure();
+  std::string label = op->getNumResults() ? nameOf(op->getResult(0)) : "";
+  os << "  braid_rt_op_begin(rt, "
+     << quoted(op->getName().stripDialect()) << ", " << quoted(label)
+     << ");\n  " << call << ";\n  braid_rt_op_end(rt);\n";
+  return success();
+}
+
+/// How a step input is generated: tokens for an embedding, labels for the
+/// loss; both uniform below the vocabulary the model draws from.
+FailureOr<std::string> inputName(BlockArgument arg) {
+  for (Operation *user : arg.getUsers()) {
+    if (auto e = dyn_cast<EmbeddingOp>(user); e && e.getTokens() == arg)
+      return std::string("tokens");
+    if (auto c = dyn_cast<CrossEntropyOp>(user); c && c.getLabels() == arg)
+      return std::string("labels");
+  }
+  return emitError(arg.getLoc(), "step argument #")
+         << arg.getArgNumber()
+         << " feeds neither an embedding's tokens nor the loss's labels, so "
+            "the runtime cannot generate it";
+}
+
+LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
+  // The bound of token draws: the unpadded vocabulary when the model pads.
+  int64_t bound = 0;
+  if (auto config = module->getAttrOfType<DictionaryAttr>(
+          BraidDialect::getModelAttrName()))
+    for (StringRef key : {"vocab_unpadded", "vocab"})
+      if (auto v = config.getAs<IntegerAttr>(key); v && bound == 0)
+        bound = v.getInt();
+  if (bound == 0)
+    plan.entry.walk([&](EmbeddingOp e) {
+      bound = cast<ShapedType>(e.getTable().getType()).getShape()[0];
+    });
+
+  unsigned shapeId = 0;
+  auto shapeArray = [&](RankedTensorType type) -> std::string {
+    if (type.getRank() == 0)
+      return "nullptr";
+    std::string name = "kShape" + std::to_string(shapeId++);
+    os << "constexpr int64_t " << name << "[] = {";
+    llvm::interleaveComma(type.getShape(), os);
+    os << "};\n";
+    return name;
+  };
+  SmallVector<std::string> paramShapes, inputShapes;
+  for (const PersistentTensor &p : plan.params)
+    paramShapes.push_back(shapeArray(p.type));
+  for (const PersistentTensor &in : plan.inputs)
+    inputShapes.push_back(shapeArray(in.type));
+
+  os << "\nconst braid_tensor_desc kParams[] = {\n";
+  for (auto [i, p] : llvm::enumerate(plan.params)) {
+    auto param = module.lookupSymbol<ParamOp>(p.name);
+    std::string init = "BRAID_INIT_NORMAL";
+    if (param.getInit() == InitKind::Zeros)
+      init = "BRAID_INIT_ZEROS";
+    else if (param.getInit() == InitKind::Ones)
+      init = "BRAID_INIT_ONES";
+    double std = 0.0;
+    if (FloatAttr attr = param.getInitStdAttr())
+      std = attr.getValueAsDouble();
+    os << "  {" << quoted(p.name) << ", " << dtypeName(p.type) << ", "
+       << p.type.getRank() << ", " << paramShapes[i] << ", " << init << ", "
+       << literal(std) << ", 0, " << p.offset << "},\n";
+  }
+  if (plan.params.empty())
+    os << "  {nullptr, BRAID_F32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
+  os << "};\n\nconst braid_tensor_desc kInputs[] = {\n";
+  for (auto [i, in] : llvm::enumerate(plan.inputs)) {
+    FailureOr<std::string> name = inputName(plan.entry.getArgument(i));
+    if (failed(name))
+      return failure();
+    os << "  {" << quoted(*name) << ", " << dtypeName(in.type) << ", "
+       << in.type.getRank() << ", " << inputShapes[i]
+       << ", BRAID_INIT_TOKENS, 0, " << bound << ", " << in.offset << "},\n";
+  }
+  if (plan.inputs.empty())
+    os << "  {nullptr, BRAID_I32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
+  os << "};\n\n";
+
+  // One step: the entry over the persistent inputs, its loss summed over the
+  // world (every rank then holds the same loss; one rank: unchanged).
+  os << "void step(braid_rt *rt, char *arena) {\n  void *const args[] = {";
+  llvm::interleaveComma(plan.inputs, os, [&](const PersistentTensor &in) {
+    os << "arena + " << in.offset;
+  });
+  if (plan.inputs.empty())
+    os << "nullptr";
+  os << "};\n  void *const results[] = {arena + " << plan.lossOffset << "};\n";
+  os << "  fn_" << identifier(plan.entry.getSymName()) << "(rt, arena, "
+     << plan.persistentBytes << ", args, results);\n";
+  os << "  braid_event_wait(rt, braid_all_reduce(rt, braid_rt_comm(rt, "
+        "\"world\"), arena + "
+     << plan.lossOffset << ", arena + " << plan.lossOffset
+     << ", 1, BRAID_F32, BRAID_RED_SUM));\n}\n\n";
+
+  std::string name = "braid";
+  if (auto config = module->getAttrOfType<DictionaryAttr>(
+          BraidDialect::getModelAttrName()))
+    if (auto n = config.getAs<StringAttr>("name"))
+      name = n.getValue().str();
+  os << "const braid_program kProgram = {" << quoted(name) << ", "
+     << plan.arenaBytes << ", " << plan.params.size() << ", kParams, "
+     << plan.inputs.size() << ", kInputs, " << plan.lossOffset
+     << ", step};\n";
+  return success();
+}
+
+LogicalResult ProgramEmitter::emit(raw_ostream &os) {
+  std::string functions;
+  llvm::raw_string_ostream fnOs(functions);
+  for (auto &[op, fp] : plan.functions)
+    if (failed(FunctionEmitter(*this, *fp).emit(fnOs)))
+      return failure();
+  std::string descriptor;
+  llvm::raw_string_ostream descOs(descriptor);
+  if (failed(emitDescriptor(descOs)))
+    return failure();
+
+  os << "// Generated by braid-translate --braid-to-cpp: one training-program "
+        "step.\n// Compiles with the host C++ compiler (CPU runtime) and with "
+        "nvcc (CUDA runtime).\n";
+  os << "// Arena: " << plan.arenaBytes << " bytes (" << plan.persistentBytes
+     << " persistent).\n\n";
+  os << "#include \"braid/runtime.h\"\n#include \"braid/codegen.h\"\n\n";
+  os << "namespace {\n\n";
+  os << "/// A typeless pointer `offset` bytes into the arena.\n"
+        "inline void *at(char *arena, int64_t offset) { return arena + offset; "
+        "}\n\n";
+  os << kernels << functions << descriptor;
+  os << "\n} // namespace\n\nextern \"C\" const braid_program "
+        "*braid_program_get(void) { return &kProgram; }\n";
+  return success();
+}
+
+} // namespace
+
+namespace braid {
+LogicalResult emitProgramAsCpp(ModuleOp module, StringRef entry,
+                               raw_ostream &os) {
+  FailureOr<ProgramPlan> plan = planProgram(module, entry);
+  if (failed(plan))
+    return failure();
+  return ProgramEmitter(module, *plan).emit(os);
+}
+} // namespace braid

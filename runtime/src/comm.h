@@ -1,0 +1,96 @@
+//===- comm.h - communicators behind braid_comm / braid_event ---*- C++ -*-===//
+//
+// The C ABI's braid_comm wraps a Communicator and braid_event an Event. One
+// CommProvider per process creates the communicator of each grid-axis group
+// ("world", "tp", "dp,tp"). Implementations:
+//   self  (comm_self.cpp): one rank; collectives are copies, events complete
+//                          immediately.
+//   mpi   (to come): CPU ranks, collectives on the runtime's comm thread.
+//   nccl  (to come): GPU ranks, collectives on the backend's commStream(),
+//                    events are cudaEvents the compute stream waits on.
+//
+// Counts are in elements of `dtype`; all_gather / reduce_scatter / all_to_all
+// take the count of one rank's block. `send` may equal `recv` (in place).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_COMM_H
+#define BRAID_RUNTIME_COMM_H
+
+#include "backend.h"
+#include "braid/runtime.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace braid::rt {
+
+/// Completion of one collective.
+class Event {
+public:
+  virtual ~Event() = default;
+  /// Makes work issued later on the compute stream wait for the collective.
+  virtual void wait(Backend &backend) = 0;
+};
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+  /// "self", "mpi", "nccl".
+  virtual const char *kind() const = 0;
+  virtual int32_t size() const = 0;
+  virtual int32_t rank() const = 0;
+
+  virtual std::unique_ptr<Event> allReduce(Backend &backend, const void *send, void *recv,
+                                           int64_t count, braid_dtype dtype, braid_redop op) = 0;
+  virtual std::unique_ptr<Event> allGather(Backend &backend, const void *send, void *recv,
+                                           int64_t countPerRank, braid_dtype dtype) = 0;
+  virtual std::unique_ptr<Event> reduceScatter(Backend &backend, const void *send, void *recv,
+                                               int64_t countPerRank, braid_dtype dtype,
+                                               braid_redop op) = 0;
+  virtual std::unique_ptr<Event> allToAll(Backend &backend, const void *send, void *recv,
+                                          int64_t countPerRank, braid_dtype dtype) = 0;
+  virtual std::unique_ptr<Event> broadcast(Backend &backend, void *buffer, int64_t count,
+                                           braid_dtype dtype, int32_t root) = 0;
+  virtual std::unique_ptr<Event> send(Backend &backend, const void *buffer, int64_t count,
+                                      braid_dtype dtype, int32_t peer) = 0;
+  virtual std::unique_ptr<Event> recv(Backend &backend, void *buffer, int64_t count,
+                                      braid_dtype dtype, int32_t peer) = 0;
+};
+
+/// Creates the communicators of a process (one per distinct axis list).
+class CommProvider {
+public:
+  virtual ~CommProvider() = default;
+  virtual const char *kind() const = 0;
+  virtual int32_t worldSize() const = 0;
+  virtual int32_t worldRank() const = 0;
+  /// The communicator of the group along `axes` ("world" or a comma-separated
+  /// list of grid axes) that contains this rank; aborts on an unknown axis.
+  virtual std::unique_ptr<Communicator> create(const std::string &axes) = 0;
+};
+
+/// A single rank: every group is {this rank}.
+std::unique_ptr<CommProvider> makeSelfCommProvider();
+
+/// An event that is already complete (wait does nothing).
+std::unique_ptr<Event> makeCompletedEvent();
+
+/// Copies `bytes` from `src` to `dst`, both in backend memory, with memmove
+/// semantics (CPU: memmove; other backends: through a host staging buffer,
+/// until the Backend interface gains a device-to-device copy).
+void copyOnDevice(Backend &backend, void *dst, const void *src, int64_t bytes);
+
+} // namespace braid::rt
+
+struct braid_comm {
+  std::string axes;
+  std::unique_ptr<braid::rt::Communicator> impl;
+};
+
+struct braid_event {
+  std::unique_ptr<braid::rt::Event> impl;
+};
+
+#endif // BRAID_RUNTIME_COMM_H

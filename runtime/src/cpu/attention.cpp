@@ -1,0 +1,138 @@
+//===- attention.cpp - CPU kernel: attention ------------------------------===//
+//
+// Scaled dot-product attention with GQA, optional rotate-half RoPE and causal
+// mask, in the online-softmax (flash) form: no S x Skv workspace. A block of
+// up to 64 query rows of one (batch, head) is rotated once into a local buffer;
+// then every key row is rotated once per block and folded into each query's
+// running max m, sum l and f32 accumulator of Dv values:
+//   m' = max(m, s_t), acc = acc e^(m - m') + e^(s_t - m') v_t, l likewise,
+// and out = acc / l. Rotation angles p f_i are formed in double (positions
+// can be large: p f_0 = p radians) and f_i = theta^(-2i/D) is computed once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "common.h"
+
+#include <cmath>
+
+using namespace braid::cpu;
+
+namespace {
+
+// Query rows per block: as many as fit (up to 64) in the fixed buffers, so that
+// each key row is rotated once per block.
+constexpr int64_t kMaxQB = 64;
+constexpr int64_t kBufFloats = 8192;
+
+/// dst[0..D) = x rotated to position p (rotate-half), or a copy without RoPE.
+template <typename T>
+inline void loadRotated(const T *x, float *dst, int64_t d, int64_t p, const double *freq,
+                        bool rope) {
+  if (!rope) {
+    for (int64_t i = 0; i < d; ++i)
+      dst[i] = braid::load(x, i);
+    return;
+  }
+  const int64_t half = d / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const double angle = double(p) * freq[i];
+    const float c = float(std::cos(angle)), s = float(std::sin(angle));
+    const float lo = braid::load(x, i), hi = braid::load(x, i + half);
+    dst[i] = lo * c - hi * s;
+    dst[i + half] = hi * c + lo * s;
+  }
+}
+
+template <typename T>
+void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t S, int64_t Skv,
+                   int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, bool causal, float scale,
+                   double theta) {
+  const bool rope = theta > 0.0;
+  double freq[kMaxHeadDim / 2];
+  if (rope)
+    for (int64_t i = 0; i < D / 2; ++i)
+      freq[i] = std::pow(theta, -2.0 * double(i) / double(D));
+  const int64_t group = Hq / Hkv;
+
+  int64_t QB = kBufFloats / (D > Dv ? (D > 0 ? D : 1) : (Dv > 0 ? Dv : 1));
+  QB = QB > kMaxQB ? kMaxQB : QB; // >= 8 since D, Dv <= kMaxHeadDim
+  float qbuf[kBufFloats], acc[kBufFloats];
+  float kbuf[kMaxHeadDim], vbuf[kMaxHeadDim];
+  float mx[kMaxQB];
+  double l[kMaxQB];
+
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t hk = h / group;
+      for (int64_t s0 = 0; s0 < S; s0 += QB) {
+        const int64_t qb = S - s0 < QB ? S - s0 : QB;
+        for (int64_t r = 0; r < qb; ++r) {
+          const int64_t s = s0 + r;
+          loadRotated(q + ((b * S + s) * Hq + h) * D, qbuf + r * D, D, s, freq, rope);
+          mx[r] = -INFINITY;
+          l[r] = 0.0;
+          for (int64_t e = 0; e < Dv; ++e)
+            acc[r * Dv + e] = 0.0f;
+        }
+        // Causal: the block's last query sees keys 0..s0+qb-1.
+        const int64_t tEnd = causal ? s0 + qb : Skv;
+        for (int64_t t = 0; t < tEnd; ++t) {
+          loadRotated(k + ((b * Skv + t) * Hkv + hk) * D, kbuf, D, t, freq, rope);
+          const T *vrow = v + ((b * Skv + t) * Hkv + hk) * Dv;
+          for (int64_t e = 0; e < Dv; ++e)
+            vbuf[e] = braid::load(vrow, e);
+          for (int64_t r = 0; r < qb; ++r) {
+            if (causal && t > s0 + r)
+              continue;
+            float dot = 0.0f;
+            for (int64_t i = 0; i < D; ++i)
+              dot += qbuf[r * D + i] * kbuf[i];
+            const float score = scale * dot;
+            float *a = acc + r * Dv;
+            if (score > mx[r]) {
+              const float corr = std::exp(mx[r] - score); // 0 for the first key
+              l[r] *= corr;
+              for (int64_t e = 0; e < Dv; ++e)
+                a[e] *= corr;
+              mx[r] = score;
+            }
+            const float p = std::exp(score - mx[r]);
+            l[r] += p;
+            for (int64_t e = 0; e < Dv; ++e)
+              a[e] += p * vbuf[e];
+          }
+        }
+        for (int64_t r = 0; r < qb; ++r) {
+          T *dst = o + ((b * S + s0 + r) * Hq + h) * Dv;
+          const float inv = l[r] > 0.0 ? float(1.0 / l[r]) : 0.0f; // Skv == 0: zeros
+          for (int64_t e = 0; e < Dv; ++e)
+            braid::store(dst, e, acc[r * Dv + e] * inv);
+        }
+      }
+    }
+}
+
+} // namespace
+
+extern "C" void braid_k_attention(braid_rt *, braid_dtype dt, const void *q, const void *k,
+                                  const void *v, void *o, int64_t batch, int64_t seq,
+                                  int64_t seq_kv, int64_t heads, int64_t kv_heads,
+                                  int64_t head_dim, int64_t v_head_dim, int32_t causal,
+                                  double scale, double rope_theta) {
+  if (kv_heads <= 0 || heads % kv_heads != 0)
+    fail("attention", "%lld query heads are not a multiple of %lld kv heads", (long long)heads,
+         (long long)kv_heads);
+  if (head_dim > kMaxHeadDim || v_head_dim > kMaxHeadDim)
+    fail("attention", "head dims %lld / %lld exceed the supported %lld", (long long)head_dim,
+         (long long)v_head_dim, (long long)kMaxHeadDim);
+  if (causal && seq != seq_kv)
+    fail("attention", "causal attention needs seq == seq_kv, got %lld and %lld",
+         (long long)seq, (long long)seq_kv);
+  if (rope_theta > 0.0 && head_dim % 2 != 0)
+    fail("attention", "rotary embedding needs an even head dim, got %lld", (long long)head_dim);
+  withFloatType(dt, "attention", [&](auto tag) {
+    using T = decltype(tag);
+    attentionImpl<T>(in<T>(q), in<T>(k), in<T>(v), out<T>(o), batch, seq, seq_kv, heads,
+                     kv_heads, head_dim, v_head_dim, causal != 0, float(scale), rope_theta);
+  });
+}

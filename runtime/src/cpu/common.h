@@ -1,0 +1,71 @@
+//===- common.h - shared helpers of the CPU reference kernels ---*- C++ -*-===//
+//
+// Internal to runtime/src/cpu. Kernels are templates over the storage type
+// (float, braid::bf16, braid::f16) and compute in f32 (double for reductions
+// where it is cheap). No kernel allocates: scratch is bounded stack arrays.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_CPU_COMMON_H
+#define BRAID_RUNTIME_CPU_COMMON_H
+
+#include "braid/numeric.h"
+#include "braid/runtime.h"
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+namespace braid::cpu {
+
+/// Prints "braid: <kernel>: <message>" and aborts. Used for errors of the
+/// program (out-of-range tokens, labels, experts; unsupported dtypes), never
+/// of the user.
+[[noreturn]] inline void fail(const char *kernel, const char *fmt, ...) {
+  std::fprintf(stderr, "braid: %s: ", kernel);
+  va_list args;
+  va_start(args, fmt);
+  std::vfprintf(stderr, fmt, args);
+  va_end(args);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+  std::abort();
+}
+
+/// Calls fn(T{}) with T the storage type of `dt` (float, bf16, f16).
+template <typename Fn> inline void withFloatType(braid_dtype dt, const char *kernel, Fn &&fn) {
+  switch (dt) {
+  case BRAID_F32: fn(float{}); return;
+  case BRAID_BF16: fn(braid::bf16{}); return;
+  case BRAID_F16: fn(braid::f16{}); return;
+  default: fail(kernel, "unsupported floating-point dtype %d", int(dt));
+  }
+}
+
+/// Element i of an i32 or i64 index tensor.
+inline int64_t loadIndex(const void *p, braid_dtype dt, int64_t i, const char *kernel) {
+  if (dt == BRAID_I32)
+    return static_cast<const int32_t *>(p)[i];
+  if (dt == BRAID_I64)
+    return static_cast<const int64_t *>(p)[i];
+  fail(kernel, "index dtype %d is neither i32 nor i64", int(dt));
+}
+
+inline void checkAct(int act, const char *kernel) {
+  if (act < BRAID_ACT_SILU || act > BRAID_ACT_NEG)
+    fail(kernel, "unknown activation %d", act);
+}
+
+template <typename T> inline const T *in(const void *p) { return static_cast<const T *>(p); }
+template <typename T> inline T *out(void *p) { return static_cast<T *>(p); }
+
+/// Bounds of the fixed scratch arrays (aborting, with the bound, beyond).
+constexpr int64_t kMaxHeadDim = 1024;   // attention D and Dv
+constexpr int64_t kMaxState = 1024;     // selective_scan N
+constexpr int64_t kMaxTopK = 64;        // router / dispatch / combine k
+constexpr int64_t kMaxExpertSlots = 16384; // experts * top_k counters
+
+} // namespace braid::cpu
+
+#endif // BRAID_RUNTIME_CPU_COMMON_H

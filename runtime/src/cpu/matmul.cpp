@@ -1,0 +1,95 @@
+//===- matmul.cpp - CPU kernels: linear, batch_matmul ---------------------===//
+//
+// One cache-blocked GEMM: C[m, n] = sum_k A(m, k) B(k, n) (+ bias[n]) with A
+// and B given by element strides (which covers the transposed layouts) and f32
+// accumulation. For each output the sum runs over k in increasing order
+// (bias added last), whatever the blocking, so results do not depend on the
+// block sizes. Blocks of B are converted to f32 and packed row-major so that
+// the innermost loop (over n) is contiguous and vectorizes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "common.h"
+
+using namespace braid::cpu;
+
+namespace {
+
+constexpr int64_t MB = 16;  // rows of C per block
+constexpr int64_t NB = 128; // columns of C per block
+constexpr int64_t KB = 64;  // contraction slice
+
+template <typename T>
+void gemm(const T *a, int64_t aRow, int64_t aCol, const T *b, int64_t bRow, int64_t bCol,
+          const T *bias, T *c, int64_t m, int64_t k, int64_t n) {
+  float acc[MB][NB];
+  float bp[KB][NB];
+  for (int64_t j0 = 0; j0 < n; j0 += NB) {
+    const int64_t nb = n - j0 < NB ? n - j0 : NB;
+    for (int64_t i0 = 0; i0 < m; i0 += MB) {
+      const int64_t mb = m - i0 < MB ? m - i0 : MB;
+      for (int64_t i = 0; i < mb; ++i)
+        for (int64_t j = 0; j < NB; ++j)
+          acc[i][j] = 0.0f;
+      for (int64_t k0 = 0; k0 < k; k0 += KB) {
+        const int64_t kb = k - k0 < KB ? k - k0 : KB;
+        for (int64_t kk = 0; kk < kb; ++kk) {
+          const T *brow = b + (k0 + kk) * bRow + j0 * bCol;
+          for (int64_t j = 0; j < nb; ++j)
+            bp[kk][j] = braid::load(brow, j * bCol);
+          for (int64_t j = nb; j < NB; ++j) // padding: the inner loop has a fixed trip count
+            bp[kk][j] = 0.0f;
+        }
+        for (int64_t i = 0; i < mb; ++i) {
+          const T *arow = a + (i0 + i) * aRow + k0 * aCol;
+          float *ci = acc[i];
+          for (int64_t kk = 0; kk < kb; ++kk) {
+            const float av = braid::load(arow, kk * aCol);
+            const float *bk = bp[kk];
+            for (int64_t j = 0; j < NB; ++j) // fixed length: vectorizes even at -O2
+              ci[j] += av * bk[j];
+          }
+        }
+      }
+      for (int64_t i = 0; i < mb; ++i) {
+        T *crow = c + (i0 + i) * n + j0;
+        for (int64_t j = 0; j < nb; ++j) {
+          float v = acc[i][j];
+          if (bias)
+            v += braid::load(bias, j0 + j);
+          braid::store(crow, j, v);
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void braid_k_linear(braid_rt *, braid_dtype dt, const void *x, const void *w, const void *b,
+                    void *y, int64_t rows, int64_t k, int64_t n, int32_t transpose_w) {
+  withFloatType(dt, "linear", [&](auto tag) {
+    using T = decltype(tag);
+    // W(kk, j) = w[kk, j] or w[j, kk].
+    const int64_t bRow = transpose_w ? 1 : n, bCol = transpose_w ? k : 1;
+    gemm<T>(in<T>(x), k, 1, in<T>(w), bRow, bCol, b ? in<T>(b) : nullptr, out<T>(y), rows, k,
+            n);
+  });
+}
+
+void braid_k_batch_matmul(braid_rt *, braid_dtype dt, const void *a, const void *b, void *c,
+                          int64_t batch, int64_t m, int64_t k, int64_t n, int32_t transpose_a,
+                          int32_t transpose_b) {
+  withFloatType(dt, "batch_matmul", [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t aRow = transpose_a ? 1 : k, aCol = transpose_a ? m : 1;
+    const int64_t bRow = transpose_b ? 1 : n, bCol = transpose_b ? k : 1;
+    for (int64_t i = 0; i < batch; ++i)
+      gemm<T>(in<T>(a) + i * m * k, aRow, aCol, in<T>(b) + i * k * n, bRow, bCol, nullptr,
+              out<T>(c) + i * m * n, m, k, n);
+  });
+}
+
+} // extern "C"

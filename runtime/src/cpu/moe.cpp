@@ -1,0 +1,183 @@
+//===- moe.cpp - CPU kernels: router, dispatch, combine -------------------===//
+//
+// Slot assignment (shared by dispatch and combine): assignments (t, j) are
+// ordered j-major, then t; each takes the next free slot of its expert and is
+// dropped once the expert holds `capacity`. Processed token by token, the slot
+// of (t, j) is base[j][e] + (number of earlier tokens t' < t with
+// indices[t', j] == e), where base[j][e] counts e in the columns j' < j; one
+// counter per (j, e) in a bounded local array gives it without a T x k
+// workspace.
+//
+//===----------------------------------------------------------------------===//
+
+#include "common.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace braid::cpu;
+
+namespace {
+
+bool contains(const int32_t *sel, int64_t count, int64_t e) {
+  for (int64_t i = 0; i < count; ++i)
+    if (sel[i] == e)
+      return true;
+  return false;
+}
+
+template <typename T>
+void routerImpl(const T *logits, T *weights, int32_t *indices, int64_t tokens, int64_t E,
+                int64_t K, bool normalize) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    const T *x = logits + t * E;
+    int32_t *sel = indices + t * K;
+    float mx = -INFINITY;
+    for (int64_t e = 0; e < E; ++e) {
+      const float v = braid::load(x, e);
+      mx = v > mx ? v : mx;
+    }
+    double sum = 0.0;
+    for (int64_t e = 0; e < E; ++e)
+      sum += std::exp(double(braid::load(x, e)) - double(mx));
+    // Softmax is increasing in the logit: the k largest probabilities are the
+    // k largest logits, equal probabilities exactly equal logits. Ties go to
+    // the lower index (strict > over increasing e); NaN ranks last.
+    double chosen = 0.0;
+    for (int64_t j = 0; j < K; ++j) {
+      int64_t best = -1;
+      float bv = 0.0f;
+      for (int64_t e = 0; e < E; ++e) {
+        if (contains(sel, j, e))
+          continue;
+        const float v = braid::load(x, e);
+        if (best < 0 || v > bv || (std::isnan(bv) && !std::isnan(v))) {
+          best = e;
+          bv = v;
+        }
+      }
+      sel[j] = int32_t(best);
+      chosen += std::exp(double(bv) - double(mx));
+    }
+    // p_j = e^(x_j - max) / sum; renormalized: e^(x_j - max) / chosen.
+    const double denom = normalize ? chosen : sum;
+    for (int64_t j = 0; j < K; ++j)
+      braid::store(weights + t * K, j,
+                   float(std::exp(double(braid::load(x, sel[j])) - double(mx)) / denom));
+  }
+}
+
+/// Fills base[j * E + e] with the number of assignments to e in columns
+/// j' < j; validates every index.
+void slotBases(const char *kernel, const int32_t *indices, int64_t tokens, int64_t K, int64_t E,
+               int32_t *base) {
+  if (K < 1 || K > kMaxTopK)
+    fail(kernel, "top_k %lld is outside [1, %lld]", (long long)K, (long long)kMaxTopK);
+  if (E < 1 || E * K > kMaxExpertSlots)
+    fail(kernel, "%lld experts x top_k %lld exceed the supported %lld slots counters",
+         (long long)E, (long long)K, (long long)kMaxExpertSlots);
+  for (int64_t i = 0; i < E * K; ++i)
+    base[i] = 0;
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t e = indices[t * K + j];
+      if (e < 0 || e >= E)
+        fail(kernel, "expert index %lld of token %lld (choice %lld) is outside [0, %lld)",
+             (long long)e, (long long)t, (long long)j, (long long)E);
+      ++base[j * E + e];
+    }
+  for (int64_t e = 0; e < E; ++e) {
+    int32_t running = 0;
+    for (int64_t j = 0; j < K; ++j) {
+      const int32_t c = base[j * E + e];
+      base[j * E + e] = running;
+      running += c;
+    }
+  }
+}
+
+template <typename T>
+void dispatchImpl(const T *x, const int32_t *indices, T *out, int64_t tokens, int64_t H,
+                  int64_t K, int64_t E, int64_t C) {
+  int32_t next[kMaxExpertSlots];
+  slotBases("dispatch", indices, tokens, K, E, next);
+  std::memset(static_cast<void *>(out), 0, size_t(E * C * H) * sizeof(T)); // 0.0 is all zero bits
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t e = indices[t * K + j];
+      const int64_t slot = next[j * E + e]++;
+      if (slot < C)
+        std::memcpy(static_cast<void *>(out + (e * C + slot) * H),
+                    static_cast<const void *>(x + t * H), size_t(H) * sizeof(T));
+    }
+}
+
+template <typename T>
+void combineImpl(const T *eo, const T *weights, const int32_t *indices, T *out, int64_t tokens,
+                 int64_t H, int64_t K, int64_t E, int64_t C) {
+  constexpr int64_t HB = 256;
+  int32_t next[kMaxExpertSlots];
+  slotBases("combine", indices, tokens, K, E, next);
+  const T *rows[kMaxTopK];
+  float w[kMaxTopK];
+  float acc[HB];
+  for (int64_t t = 0; t < tokens; ++t) {
+    int64_t kept = 0;
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t e = indices[t * K + j];
+      const int64_t slot = next[j * E + e]++;
+      if (slot < C) {
+        rows[kept] = eo + (e * C + slot) * H;
+        w[kept++] = braid::load(weights, t * K + j);
+      }
+    }
+    for (int64_t h0 = 0; h0 < H; h0 += HB) {
+      const int64_t hb = H - h0 < HB ? H - h0 : HB;
+      for (int64_t h = 0; h < hb; ++h)
+        acc[h] = 0.0f;
+      for (int64_t r = 0; r < kept; ++r)
+        for (int64_t h = 0; h < hb; ++h)
+          acc[h] += w[r] * braid::load(rows[r], h0 + h);
+      for (int64_t h = 0; h < hb; ++h)
+        braid::store(out + t * H, h0 + h, acc[h]);
+    }
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void braid_k_router(braid_rt *, braid_dtype dt, const void *logits, void *weights,
+                    int32_t *indices, int64_t tokens, int64_t experts, int64_t top_k,
+                    int32_t normalize) {
+  if (top_k < 1 || top_k > experts)
+    fail("router", "top_k %lld must lie in [1, experts = %lld]", (long long)top_k,
+         (long long)experts);
+  withFloatType(dt, "router", [&](auto tag) {
+    using T = decltype(tag);
+    routerImpl<T>(in<T>(logits), out<T>(weights), indices, tokens, experts, top_k,
+                  normalize != 0);
+  });
+}
+
+void braid_k_dispatch(braid_rt *, braid_dtype dt, const void *x, const int32_t *indices,
+                      void *out_, int64_t tokens, int64_t hidden, int64_t top_k, int64_t experts,
+                      int64_t capacity) {
+  withFloatType(dt, "dispatch", [&](auto tag) {
+    using T = decltype(tag);
+    dispatchImpl<T>(in<T>(x), indices, out<T>(out_), tokens, hidden, top_k, experts, capacity);
+  });
+}
+
+void braid_k_combine(braid_rt *, braid_dtype dt, const void *expert_out, const void *weights,
+                     const int32_t *indices, void *out_, int64_t tokens, int64_t hidden,
+                     int64_t top_k, int64_t experts, int64_t capacity) {
+  withFloatType(dt, "combine", [&](auto tag) {
+    using T = decltype(tag);
+    combineImpl<T>(in<T>(expert_out), in<T>(weights), indices, out<T>(out_), tokens, hidden,
+                   top_k, experts, capacity);
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,194 @@
+//===- common.cuh - shared helpers of the Braid CUDA kernels ----*- CUDA -*-===//
+//
+// Storage types (f32, bf16, f16: arithmetic always in f32), dtype dispatch,
+// activations, warp/block reductions, the kernel stream, and two resources the
+// runtime owns outside the planned arena (see cuda_backend.cu):
+//  - a device error record that kernels set when an index operand is out of
+//    range (tokens, labels, expert indices); the backend checks it after every
+//    synchronize and aborts with a message naming the kernel and the value;
+//  - a scratch buffer (grown on demand, stream-ordered on the compute stream)
+//    for kernels that need per-row intermediates: cross_entropy's per-row
+//    losses and the MoE slot assignment of dispatch/combine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_CUDA_COMMON_CUH
+#define BRAID_RUNTIME_CUDA_COMMON_CUH
+
+#include "braid/runtime.h"
+#include "backend.h"
+#include "cuda/check.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace braid::cuda {
+
+//===--- Stream ------------------------------------------------------------===//
+
+/// The compute stream of `rt` (the default stream for a null context, which
+/// only standalone kernel tests pass).
+inline cudaStream_t streamOf(braid_rt *rt) {
+  braid::rt::Backend *backend = braid::rt::backendOf(rt);
+  return backend ? static_cast<cudaStream_t>(backend->computeStream()) : nullptr;
+}
+
+//===--- Device error record, scratch (cuda_backend.cu) ---------------------===//
+
+enum DeviceErrorCode : int {
+  kNoError = 0,
+  kTokenOutOfRange = 1,  // embedding
+  kLabelOutOfRange = 2,  // cross_entropy
+  kExpertOutOfRange = 3, // dispatch / combine
+};
+
+struct DeviceError {
+  int code;       // first error wins (atomicCAS from kNoError)
+  int pad;
+  long long value; // the offending index
+  long long bound; // its exclusive upper bound
+  long long where; // flat element position of the index operand
+};
+
+/// Device pointer of the process's error record (host-mapped pinned memory).
+DeviceError *deviceErrorRecord();
+/// Aborts with a message if a kernel set the error record; call after a sync.
+void checkDeviceError();
+/// At least `bytes` of device scratch, valid for work issued on `stream`
+/// until the next scratch() call.
+void *scratch(cudaStream_t stream, int64_t bytes);
+
+__device__ inline void reportIndexError(DeviceError *record, int code, long long value,
+                                        long long bound, long long where) {
+  if (atomicCAS(&record->code, kNoError, code) == kNoError) {
+    record->value = value;
+    record->bound = bound;
+    record->where = where;
+    __threadfence_system();
+  }
+}
+
+//===--- Storage types -----------------------------------------------------===//
+
+__device__ __forceinline__ float toF(float x) { return x; }
+__device__ __forceinline__ float toF(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float toF(__half x) { return __half2float(x); }
+
+template <typename T> __device__ __forceinline__ T fromF(float x);
+template <> __device__ __forceinline__ float fromF<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 fromF<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <> __device__ __forceinline__ __half fromF<__half>(float x) { return __float2half_rn(x); }
+
+__device__ __forceinline__ long long loadIndex(const void *p, int is64, long long i) {
+  return is64 ? static_cast<const long long *>(p)[i]
+              : static_cast<long long>(static_cast<const int32_t *>(p)[i]);
+}
+
+//===--- Activations (braid_act) -------------------------------------------===//
+
+__device__ __forceinline__ float sigmoidF(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+__device__ __forceinline__ float applyAct(int act, float x) {
+  switch (act) {
+  case BRAID_ACT_SILU:
+    return x / (1.0f + expf(-x));
+  case BRAID_ACT_GELU:
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  case BRAID_ACT_GELU_TANH:
+    return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+  case BRAID_ACT_SIGMOID:
+    return sigmoidF(x);
+  case BRAID_ACT_RELU:
+    return x > 0.0f ? x : 0.0f;
+  case BRAID_ACT_EXP:
+    return expf(x);
+  case BRAID_ACT_NEG:
+    return -x;
+  default:
+    return __int_as_float(0x7fc00000); // NaN: unknown activation (checked on the host)
+  }
+}
+
+//===--- Reductions --------------------------------------------------------===//
+
+__device__ __forceinline__ float warpSum(float v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warpMax(float v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+/// Sum over the block (blockDim.x a multiple of 32, <= 1024); every thread
+/// gets the result. `shared` holds 32 floats. Deterministic order.
+__device__ inline float blockSum(float v, float *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warpSum(v);
+  __syncthreads();
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : 0.0f;
+  return warpSum(v);
+}
+__device__ inline float blockMax(float v, float *shared) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = warpMax(v);
+  __syncthreads();
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : -INFINITY;
+  return warpMax(v);
+}
+
+//===--- Launch helpers ----------------------------------------------------===//
+
+inline unsigned gridFor(int64_t n, int threads, int64_t maxBlocks = 65536 * 8) {
+  int64_t blocks = (n + threads - 1) / threads;
+  if (blocks < 1)
+    blocks = 1;
+  return static_cast<unsigned>(blocks < maxBlocks ? blocks : maxBlocks);
+}
+
+} // namespace braid::cuda
+
+/// Runs the statement with `T` bound to the storage type of float dtype `dt`.
+#define BRAID_DISPATCH_FLOAT(dt, T, ...)                                                         \
+  do {                                                                                           \
+    switch (dt) {                                                                                \
+    case BRAID_F32: {                                                                            \
+      using T = float;                                                                           \
+      __VA_ARGS__;                                                                               \
+      break;                                                                                     \
+    }                                                                                            \
+    case BRAID_BF16: {                                                                           \
+      using T = __nv_bfloat16;                                                                   \
+      __VA_ARGS__;                                                                               \
+      break;                                                                                     \
+    }                                                                                            \
+    case BRAID_F16: {                                                                            \
+      using T = __half;                                                                          \
+      __VA_ARGS__;                                                                               \
+      break;                                                                                     \
+    }                                                                                            \
+    default:                                                                                     \
+      BRAID_CUDA_FATAL("%s: unsupported float dtype %d", __func__, static_cast<int>(dt));        \
+    }                                                                                            \
+  } while (0)
+
+#define BRAID_CHECK_INDEX_DTYPE(dt)                                                              \
+  do {                                                                                           \
+    if ((dt) != BRAID_I32 && (dt) != BRAID_I64)                                                  \
+      BRAID_CUDA_FATAL("%s: index dtype %d is not i32/i64", __func__, static_cast<int>(dt));     \
+  } while (0)
+
+#endif // BRAID_RUNTIME_CUDA_COMMON_CUH

@@ -1,0 +1,236 @@
+//===- cuda_backend.cu - the CUDA device backend of the Braid runtime -----===//
+//
+// Device memory from cudaMalloc, copies on the compute stream, one compute and
+// one communication stream (both cudaStreamNonBlocking, so nothing on the
+// legacy default stream orders them), kernel timing with CUDA events.
+//
+// Device: the backend uses the device current when it is created (the driver
+// or launcher selects it, e.g. cudaSetDevice(local_rank)); one backend per
+// process and device.
+//
+// Timing: markBegin/markEnd record an event pair per kernel id on the compute
+// stream; the pool grows on demand and is reused across steps (ids restart).
+// resolveTimings reports times relative to a base event recorded when the
+// backend was created, in microseconds.
+//
+// Also here: the device error record and the scratch buffer of common.cuh.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/common.cuh"
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace braid::cuda {
+
+namespace {
+
+std::mutex &resourceMutex() {
+  static std::mutex m;
+  return m;
+}
+
+DeviceError *hostErrorRecord = nullptr;   // host view (pinned, mapped)
+DeviceError *deviceErrorPointer = nullptr; // device view of the same memory
+
+void *scratchPointer = nullptr;
+int64_t scratchBytes = 0;
+
+const char *errorKernel(int code) {
+  switch (code) {
+  case kTokenOutOfRange:
+    return "embedding: token";
+  case kLabelOutOfRange:
+    return "cross_entropy: label";
+  case kExpertOutOfRange:
+    return "dispatch/combine: expert index";
+  default:
+    return "kernel: index";
+  }
+}
+
+} // namespace
+
+DeviceError *deviceErrorRecord() {
+  std::lock_guard<std::mutex> lock(resourceMutex());
+  if (!deviceErrorPointer) {
+    void *host = nullptr;
+    BRAID_CUDA_CHECK(cudaHostAlloc(&host, sizeof(DeviceError), cudaHostAllocMapped));
+    hostErrorRecord = static_cast<DeviceError *>(host);
+    *hostErrorRecord = DeviceError{kNoError, 0, 0, 0, 0};
+    void *device = nullptr;
+    BRAID_CUDA_CHECK(cudaHostGetDevicePointer(&device, host, 0));
+    deviceErrorPointer = static_cast<DeviceError *>(device);
+  }
+  return deviceErrorPointer;
+}
+
+void checkDeviceError() {
+  DeviceError *record = hostErrorRecord;
+  if (!record)
+    return;
+  volatile DeviceError *v = record;
+  if (v->code != kNoError)
+    BRAID_CUDA_FATAL("%s %lld at flat position %lld is out of range [0, %lld)",
+                     errorKernel(v->code), static_cast<long long>(v->value),
+                     static_cast<long long>(v->where), static_cast<long long>(v->bound));
+}
+
+void *scratch(cudaStream_t stream, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(resourceMutex());
+  if (bytes < 256)
+    bytes = 256;
+  if (bytes > scratchBytes) {
+    // The old buffer may still be read by work in flight on the stream.
+    BRAID_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (scratchPointer)
+      BRAID_CUDA_CHECK(cudaFree(scratchPointer));
+    int64_t grown = scratchBytes * 2 > bytes ? scratchBytes * 2 : bytes;
+    BRAID_CUDA_CHECK(cudaMalloc(&scratchPointer, static_cast<size_t>(grown)));
+    scratchBytes = grown;
+  }
+  return scratchPointer;
+}
+
+} // namespace braid::cuda
+
+namespace braid::rt {
+
+namespace {
+
+using braid::cuda::checkDeviceError;
+
+class CudaBackend final : public Backend {
+public:
+  CudaBackend() {
+    int count = 0;
+    cudaError_t error = cudaGetDeviceCount(&count);
+    if (error != cudaSuccess || count == 0)
+      BRAID_CUDA_FATAL("no CUDA device available (%s)",
+                       error == cudaSuccess ? "0 devices" : cudaGetErrorString(error));
+    BRAID_CUDA_CHECK(cudaGetDevice(&device_));
+    BRAID_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+    BRAID_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
+    BRAID_CUDA_CHECK(cudaEventCreate(&base_));
+    BRAID_CUDA_CHECK(cudaEventRecord(base_, compute_));
+    (void)braid::cuda::deviceErrorRecord(); // allocate before the first kernel
+  }
+
+  ~CudaBackend() override {
+    // Best effort: no aborts while tearing down.
+    cudaStreamSynchronize(compute_);
+    cudaStreamSynchronize(comm_);
+    for (cudaEvent_t e : begin_)
+      cudaEventDestroy(e);
+    for (cudaEvent_t e : end_)
+      cudaEventDestroy(e);
+    cudaEventDestroy(base_);
+    cudaStreamDestroy(compute_);
+    cudaStreamDestroy(comm_);
+  }
+
+  const char *name() const override { return "cuda"; }
+
+  void *allocate(int64_t bytes) override {
+    void *p = nullptr;
+    if (bytes <= 0)
+      bytes = 1;
+    cudaError_t error = cudaMalloc(&p, static_cast<size_t>(bytes));
+    if (error != cudaSuccess) {
+      size_t freeBytes = 0, totalBytes = 0;
+      cudaGetLastError();
+      cudaMemGetInfo(&freeBytes, &totalBytes);
+      BRAID_CUDA_FATAL("cudaMalloc of %lld bytes on device %d failed: %s (%zu of %zu bytes free)",
+                       static_cast<long long>(bytes), device_, cudaGetErrorString(error),
+                       freeBytes, totalBytes);
+    }
+    return p;
+  }
+
+  void release(void *pointer) override {
+    if (pointer) {
+      BRAID_CUDA_CHECK(cudaStreamSynchronize(compute_));
+      BRAID_CUDA_CHECK(cudaFree(pointer));
+    }
+  }
+
+  // Host buffers may be pageable and reused by the caller right after the
+  // call returns: both copies complete before returning.
+  void copyToDevice(void *dst, const void *src, int64_t bytes) override {
+    if (bytes <= 0)
+      return;
+    BRAID_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes),
+                                     cudaMemcpyHostToDevice, compute_));
+    BRAID_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  }
+
+  void copyToHost(void *dst, const void *src, int64_t bytes) override {
+    if (bytes <= 0)
+      return;
+    BRAID_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes),
+                                     cudaMemcpyDeviceToHost, compute_));
+    BRAID_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    checkDeviceError();
+  }
+
+  void synchronize() override {
+    BRAID_CUDA_CHECK(cudaStreamSynchronize(comm_));
+    BRAID_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    checkDeviceError();
+  }
+
+  void markBegin(int64_t id) override {
+    ensureEvents(id);
+    BRAID_CUDA_CHECK(cudaEventRecord(begin_[static_cast<size_t>(id)], compute_));
+  }
+
+  void markEnd(int64_t id) override {
+    ensureEvents(id);
+    BRAID_CUDA_CHECK(cudaEventRecord(end_[static_cast<size_t>(id)], compute_));
+  }
+
+  std::vector<OpTiming> resolveTimings(int64_t count) override {
+    if (count < 0 || count > static_cast<int64_t>(begin_.size()))
+      BRAID_CUDA_FATAL("resolveTimings(%lld): only %zu kernels were marked",
+                       static_cast<long long>(count), begin_.size());
+    std::vector<OpTiming> timings(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) {
+      float beginMs = 0, endMs = 0;
+      BRAID_CUDA_CHECK(cudaEventElapsedTime(&beginMs, base_, begin_[static_cast<size_t>(i)]));
+      BRAID_CUDA_CHECK(cudaEventElapsedTime(&endMs, base_, end_[static_cast<size_t>(i)]));
+      timings[static_cast<size_t>(i)].beginUs = 1000.0 * beginMs;
+      timings[static_cast<size_t>(i)].endUs = 1000.0 * endMs;
+    }
+    return timings;
+  }
+
+  void *computeStream() override { return compute_; }
+  void *commStream() override { return comm_; }
+
+private:
+  void ensureEvents(int64_t id) {
+    if (id < 0)
+      BRAID_CUDA_FATAL("negative kernel id %lld", static_cast<long long>(id));
+    while (static_cast<int64_t>(begin_.size()) <= id) {
+      cudaEvent_t b, e;
+      BRAID_CUDA_CHECK(cudaEventCreate(&b));
+      BRAID_CUDA_CHECK(cudaEventCreate(&e));
+      begin_.push_back(b);
+      end_.push_back(e);
+    }
+  }
+
+  int device_ = 0;
+  cudaStream_t compute_ = nullptr;
+  cudaStream_t comm_ = nullptr;
+  cudaEvent_t base_ = nullptr;
+  std::vector<cudaEvent_t> begin_, end_;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> makeCudaBackend() { return std::make_unique<CudaBackend>(); }
+
+} // namespace braid::rt

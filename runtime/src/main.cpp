@@ -1,0 +1,281 @@
+//===- main.cpp - the main() of every compiled Braid program --------------===//
+//
+//   PROGRAM [--steps N] [--seed S] [--dump DIR] [--trace FILE]
+//           [--backend cpu|cuda] [--quiet]
+//
+// Creates the backend and the runtime context, allocates the planned arena,
+// marks the persistent tensors (parameters, inputs, loss) live, fills
+// parameters and inputs from the deterministic rng (rng.h: element i of NAME
+// under SEED, generated on the host and copied to the arena), runs `step` N
+// times and prints after each
+//   step K loss X          (K from 1; X = %.9g of the f32 loss)
+// then
+//   planned_peak_bytes: P
+//   measured_peak_bytes: M
+// and exits with status 1 when they differ. Progress and timing lines go to
+// stderr unless --quiet; stdout carries only the lines above.
+//
+// --dump DIR writes DIR/<name>.npy for every parameter and input after init,
+// DIR/<scope>.<name>.npy for every braid_rt_value call (the last step's value
+// when several steps run), and DIR/loss.npy (0-d float32) at the end. bf16
+// tensors are dumped as float32 arrays (numpy has no bfloat16).
+//
+// Built with BRAID_RUNTIME_CUDA, the default backend is cuda; otherwise cpu.
+//
+//===----------------------------------------------------------------------===//
+
+#include "backend.h"
+#include "rng.h"
+#include "rt_impl.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+using namespace braid::rt;
+
+namespace {
+
+struct Args {
+  int64_t steps = 1;
+  uint64_t seed = 0;
+  std::string dumpDir, traceFile;
+#ifdef BRAID_RUNTIME_CUDA
+  std::string backend = "cuda";
+#else
+  std::string backend = "cpu";
+#endif
+  bool quiet = false;
+};
+
+void usage(const char *argv0, FILE *out) {
+  std::fprintf(out,
+               "usage: %s [--steps N] [--seed S] [--dump DIR] [--trace FILE] "
+               "[--backend cpu|cuda] [--quiet]\n",
+               argv0);
+}
+
+[[noreturn]] void badArgs(const char *argv0, const std::string &message) {
+  std::fprintf(stderr, "%s: %s\n", argv0, message.c_str());
+  usage(argv0, stderr);
+  std::exit(2);
+}
+
+bool parseUnsigned(const std::string &text, uint64_t *value) {
+  if (text.empty() || text[0] < '0' || text[0] > '9')
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno || *end)
+    return false;
+  *value = v;
+  return true;
+}
+
+Args parseArgs(int argc, char **argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    bool hasValue = false;
+    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      hasValue = true;
+    }
+    auto next = [&]() -> std::string {
+      if (hasValue)
+        return value;
+      if (i + 1 >= argc)
+        badArgs(argv[0], arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      usage(argv[0], stdout);
+      std::exit(0);
+    } else if (arg == "--steps") {
+      uint64_t v;
+      if (!parseUnsigned(next(), &v) || v > (1ull << 62))
+        badArgs(argv[0], "--steps needs a non-negative integer");
+      args.steps = int64_t(v);
+    } else if (arg == "--seed") {
+      if (!parseUnsigned(next(), &args.seed))
+        badArgs(argv[0], "--seed needs a non-negative integer below 2^64");
+    } else if (arg == "--dump") {
+      args.dumpDir = next();
+    } else if (arg == "--trace") {
+      args.traceFile = next();
+    } else if (arg == "--backend") {
+      args.backend = next();
+    } else if (arg == "--quiet") {
+      args.quiet = true;
+    } else {
+      badArgs(argv[0], "unknown argument '" + arg + "'");
+    }
+  }
+  return args;
+}
+
+std::unique_ptr<Backend> makeBackend(const std::string &name) {
+  if (name == "cpu")
+    return makeCpuBackend();
+#ifdef BRAID_RUNTIME_CUDA
+  if (name == "cuda")
+    return makeCudaBackend();
+#else
+  if (name == "cuda")
+    fatal("this program was built without the CUDA backend (--backend cuda)");
+#endif
+  fatal("unknown backend '%s' (cpu or cuda)", name.c_str());
+}
+
+struct Persistent {
+  const braid_tensor_desc *desc;
+  int64_t numel, bytes;
+  std::vector<int64_t> shape;
+};
+
+Persistent describe(const braid_tensor_desc &desc, const char *kind) {
+  if (!desc.name || !*desc.name)
+    fatal("a %s has no name", kind);
+  int64_t size = braid_dtype_size(desc.dtype);
+  if (size <= 0)
+    fatal("%s %s: unknown dtype %d", kind, desc.name, int(desc.dtype));
+  int64_t numel = numElements(desc.name, desc.rank, desc.shape);
+  if (numel > INT64_MAX / size)
+    fatal("%s %s: too large", kind, desc.name);
+  Persistent p{&desc, numel, numel * size, {}};
+  p.shape.assign(desc.shape, desc.shape + desc.rank);
+  return p;
+}
+
+// Generates the tensor on the host in chunks and copies it to the arena.
+void initialize(braid_rt *rt, const Persistent &p, uint64_t seed) {
+  const braid_tensor_desc &d = *p.desc;
+  int64_t size = braid_dtype_size(d.dtype);
+  constexpr int64_t chunk = int64_t(1) << 22;
+  std::vector<char> host(size_t(std::min(p.numel, chunk) * size));
+  for (int64_t start = 0; start < p.numel; start += chunk) {
+    int64_t count = std::min(chunk, p.numel - start);
+    std::string error;
+    if (!rng::fill(host.data(), d.dtype, d.init, d.std, d.bound, seed, d.name, uint64_t(start),
+                   uint64_t(count), &error))
+      fatal("init of %s", error.c_str());
+    rt->backend->copyToDevice(rt->arena + d.offset + start * size, host.data(), count * size);
+  }
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Args args = parseArgs(argc, argv);
+  const braid_program *program = braid_program_get();
+  if (!program || !program->step)
+    fatal("braid_program_get returned no program");
+  const char *programName = program->name ? program->name : "?";
+  if ((program->num_params && !program->params) || (program->num_inputs && !program->inputs) ||
+      program->num_params < 0 || program->num_inputs < 0)
+    fatal("program %s: bad parameter/input tables", programName);
+
+  if (!args.dumpDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.dumpDir, ec);
+    if (ec)
+      fatal("cannot create dump directory %s: %s", args.dumpDir.c_str(), ec.message().c_str());
+  }
+
+  Options options;
+  options.dumpDir = args.dumpDir;
+  options.trace = !args.traceFile.empty();
+  std::unique_ptr<braid_rt> rt =
+      createRuntime(makeBackend(args.backend), program->arena_bytes, options);
+  if (!args.quiet)
+    std::fprintf(stderr, "braid: %s on %s, arena %lld bytes, seed %llu, %lld steps\n",
+                 programName, rt->backend->name(), (long long)program->arena_bytes,
+                 (unsigned long long)args.seed, (long long)args.steps);
+
+  // Persistent tensors: live for the whole run.
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Persistent> persistent;
+  for (int32_t i = 0; i < program->num_params; ++i)
+    persistent.push_back(describe(program->params[i], "parameter"));
+  for (int32_t i = 0; i < program->num_inputs; ++i)
+    persistent.push_back(describe(program->inputs[i], "input"));
+  for (const Persistent &p : persistent)
+    braid_rt_alloc(rt.get(), p.desc->offset, p.bytes, p.desc->name);
+  braid_rt_alloc(rt.get(), program->loss_offset, 4, "loss");
+  size_t persistentLive = rt->live.size();
+  for (const Persistent &p : persistent)
+    initialize(rt.get(), p, args.seed);
+  for (const Persistent &p : persistent)
+    dumpTensor(rt.get(), p.desc->name, rt->arena + p.desc->offset, p.desc->dtype, p.shape);
+  rt->backend->synchronize();
+  if (!args.quiet)
+    std::fprintf(stderr, "braid: initialized %zu tensors in %.3f s\n", persistent.size(),
+                 secondsSince(t0));
+
+  auto t1 = std::chrono::steady_clock::now();
+  for (int64_t k = 1; k <= args.steps; ++k) {
+    rt->step = k;
+    program->step(rt.get(), rt->arena);
+    if (!rt->scopes.empty())
+      fatal("step %lld returned inside scope '%s'", (long long)k, currentScope(rt.get()).c_str());
+    if (rt->trace.openCount())
+      fatal("step %lld returned with %lld unclosed braid_rt_op_begin", (long long)k,
+            (long long)rt->trace.openCount());
+    if (rt->live.size() != persistentLive) {
+      for (const auto &[offset, buffer] : rt->live) {
+        bool isPersistent = offset == program->loss_offset && buffer.end == offset + 4;
+        for (const Persistent &p : persistent)
+          isPersistent |= p.desc->offset == offset && p.desc->offset + p.bytes == buffer.end;
+        if (!isPersistent)
+          fatal("step %lld returned with buffer %s [%lld, %lld) still live", (long long)k,
+                buffer.name.c_str(), (long long)offset, (long long)buffer.end);
+      }
+      fatal("step %lld freed a persistent tensor", (long long)k);
+    }
+    rt->backend->synchronize();
+    float loss = 0;
+    rt->backend->copyToHost(&loss, rt->arena + program->loss_offset, 4);
+    std::printf("step %lld loss %.9g\n", (long long)k, double(loss));
+    std::fflush(stdout);
+  }
+  rt->backend->synchronize();
+  double stepSeconds = secondsSince(t1);
+  rt->step = 0;
+  dumpTensor(rt.get(), "loss", rt->arena + program->loss_offset, BRAID_F32, {});
+
+  if (!args.quiet && args.steps > 0)
+    std::fprintf(stderr, "braid: %lld steps in %.3f s (%.3f ms/step)\n", (long long)args.steps,
+                 stepSeconds, 1e3 * stepSeconds / double(args.steps));
+
+  if (!args.traceFile.empty()) {
+    std::string error;
+    if (!rt->trace.write(*rt->backend, args.traceFile, &error))
+      fatal("trace: %s", error.c_str());
+  }
+
+  int64_t planned = program->arena_bytes, measured = rt->peakBytes;
+  std::printf("planned_peak_bytes: %lld\nmeasured_peak_bytes: %lld\n", (long long)planned,
+              (long long)measured);
+  std::fflush(stdout);
+  destroyRuntime(std::move(rt));
+  if (planned != measured) {
+    std::fprintf(stderr,
+                 "braid runtime: measured peak %lld bytes differs from the planned %lld bytes\n",
+                 (long long)measured, (long long)planned);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,309 @@
+//===- rt.cpp - the runtime core: arena checks, scopes, dumps, trace, comm -===//
+
+#include "rt_impl.h"
+
+#include "npy.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace braid::rt {
+
+void fatal(const char *format, ...) {
+  std::fflush(stdout);
+  std::fputs("braid runtime: ", stderr);
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(stderr, format, args);
+  va_end(args);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+  std::abort();
+}
+
+Backend *backendOf(struct ::braid_rt *rt) { return rt ? rt->backend.get() : nullptr; }
+
+std::unique_ptr<braid_rt> createRuntime(std::unique_ptr<Backend> backend, int64_t arenaBytes,
+                                        Options options, std::unique_ptr<CommProvider> comms) {
+  if (!backend)
+    fatal("no backend");
+  if (arenaBytes < 0)
+    fatal("negative arena size %lld", (long long)arenaBytes);
+  auto rt = std::make_unique<braid_rt>();
+  rt->backend = std::move(backend);
+  rt->comms = comms ? std::move(comms) : makeSelfCommProvider();
+  rt->options = std::move(options);
+  rt->arenaBytes = arenaBytes;
+  // Allocate at least one byte so the arena pointer is never null.
+  rt->arena = static_cast<char *>(rt->backend->allocate(arenaBytes > 0 ? arenaBytes : 1));
+  return rt;
+}
+
+void destroyRuntime(std::unique_ptr<braid_rt> rt) {
+  if (!rt)
+    return;
+  rt->backend->synchronize();
+  rt->commByAxes.clear();
+  rt->backend->release(rt->arena);
+  rt->arena = nullptr;
+}
+
+std::string currentScope(const braid_rt *rt) {
+  std::string path;
+  for (const std::string &s : rt->scopes) {
+    if (s.empty())
+      continue;
+    if (!path.empty())
+      path += '.';
+    path += s;
+  }
+  return path;
+}
+
+int64_t numElements(const char *what, int32_t rank, const int64_t *shape) {
+  if (rank < 0 || (rank > 0 && !shape))
+    fatal("%s: bad shape (rank %d)", what, int(rank));
+  int64_t n = 1;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (shape[i] < 0)
+      fatal("%s: negative dimension %lld", what, (long long)shape[i]);
+    if (shape[i] && n > INT64_MAX / shape[i])
+      fatal("%s: too many elements", what);
+    n *= shape[i];
+  }
+  return n;
+}
+
+void dumpTensor(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
+                const std::vector<int64_t> &shape) {
+  if (rt->options.dumpDir.empty())
+    return;
+  int64_t elementSize = braid_dtype_size(dtype);
+  if (elementSize <= 0)
+    fatal("dump of %s: unknown dtype %d", file.c_str(), int(dtype));
+  int64_t numel = numElements(file.c_str(), int32_t(shape.size()), shape.data());
+  std::vector<char> host(static_cast<size_t>(numel * elementSize));
+  if (numel) {
+    if (!data)
+      fatal("dump of %s: null data", file.c_str());
+    rt->backend->synchronize();
+    rt->backend->copyToHost(host.data(), data, numel * elementSize);
+  }
+  std::string name = file;
+  for (char &c : name)
+    if (c == '/')
+      c = '.';
+  std::string error;
+  if (!npy::writeTensor(rt->options.dumpDir + "/" + name + ".npy", dtype, shape, host.data(),
+                        &error))
+    fatal("dump: %s", error.c_str());
+}
+
+} // namespace braid::rt
+
+using namespace braid::rt;
+
+/// The stream generated elementwise kernels are launched on (codegen.h):
+/// the backend's compute stream, null on the CPU or without a context.
+extern "C" void *braid_rt_compute_stream(braid_rt *rt) {
+  braid::rt::Backend *backend = braid::rt::backendOf(rt);
+  return backend ? backend->computeStream() : nullptr;
+}
+
+extern "C" {
+
+int64_t braid_dtype_size(braid_dtype dtype) {
+  switch (dtype) {
+  case BRAID_F32:
+  case BRAID_I32:
+    return 4;
+  case BRAID_BF16:
+  case BRAID_F16:
+    return 2;
+  case BRAID_I64:
+    return 8;
+  }
+  return 0;
+}
+
+void braid_rt_alloc(braid_rt *rt, int64_t offset, int64_t bytes, const char *name) {
+  if (!rt)
+    fatal("braid_rt_alloc: null context");
+  if (!name)
+    name = "?";
+  if (bytes == 0)
+    return;
+  if (bytes < 0 || offset < 0 || offset > rt->arenaBytes - bytes)
+    fatal("buffer %s [%lld, %lld) is outside the arena [0, %lld)", name, (long long)offset,
+          (long long)(offset + bytes), (long long)rt->arenaBytes);
+  int64_t end = offset + bytes;
+  auto next = rt->live.upper_bound(offset); // first live buffer beginning after offset
+  auto check = [&](std::map<int64_t, braid_rt::Live>::iterator it) {
+    if (it != rt->live.end() && it->first < end && offset < it->second.end)
+      fatal("buffer %s [%lld, %lld) overlaps live buffer %s [%lld, %lld)", name,
+            (long long)offset, (long long)end, it->second.name.c_str(), (long long)it->first,
+            (long long)it->second.end);
+  };
+  check(next);
+  if (next != rt->live.begin())
+    check(std::prev(next));
+  rt->live.emplace(offset, braid_rt::Live{end, name});
+  if (end > rt->peakBytes)
+    rt->peakBytes = end;
+}
+
+void braid_rt_free(braid_rt *rt, int64_t offset, int64_t bytes) {
+  if (!rt)
+    fatal("braid_rt_free: null context");
+  if (bytes == 0)
+    return;
+  auto it = rt->live.find(offset);
+  if (it == rt->live.end())
+    fatal("braid_rt_free: no live buffer at [%lld, %lld)", (long long)offset,
+          (long long)(offset + bytes));
+  if (it->second.end != offset + bytes)
+    fatal("braid_rt_free: buffer %s is [%lld, %lld), freed as [%lld, %lld)",
+          it->second.name.c_str(), (long long)it->first, (long long)it->second.end,
+          (long long)offset, (long long)(offset + bytes));
+  rt->live.erase(it);
+}
+
+void braid_rt_op_begin(braid_rt *rt, const char *op, const char *label) {
+  if (!rt || !rt->options.trace)
+    return;
+  rt->trace.begin(*rt->backend, op, label, currentScope(rt), rt->step);
+}
+
+void braid_rt_op_end(braid_rt *rt) {
+  if (!rt || !rt->options.trace)
+    return;
+  if (!rt->trace.end(*rt->backend))
+    fatal("braid_rt_op_end without braid_rt_op_begin");
+}
+
+void braid_rt_value(braid_rt *rt, const char *scope, const char *name, const void *data,
+                    braid_dtype dtype, int32_t rank, const int64_t *shape) {
+  if (!rt || rt->options.dumpDir.empty())
+    return;
+  // An explicit scope wins; a null one means the scope stack.
+  std::string path = scope ? std::string(scope) : currentScope(rt);
+  std::string file = path.empty() ? std::string(name ? name : "?") : path + "." + (name ? name : "?");
+  numElements(file.c_str(), rank, shape);
+  dumpTensor(rt, file, data, dtype, std::vector<int64_t>(shape, shape + rank));
+}
+
+void braid_rt_push_scope(braid_rt *rt, const char *scope) {
+  if (rt)
+    rt->scopes.emplace_back(scope ? scope : "");
+}
+
+void braid_rt_pop_scope(braid_rt *rt) {
+  if (!rt)
+    return;
+  if (rt->scopes.empty())
+    fatal("braid_rt_pop_scope without braid_rt_push_scope");
+  rt->scopes.pop_back();
+}
+
+braid_comm *braid_rt_comm(braid_rt *rt, const char *axes) {
+  if (!rt)
+    fatal("braid_rt_comm: null context");
+  std::string key = axes && *axes ? axes : "world";
+  auto &slot = rt->commByAxes[key];
+  if (!slot) {
+    slot = std::make_unique<braid_comm>();
+    slot->axes = key;
+    slot->impl = rt->comms->create(key);
+    if (!slot->impl)
+      fatal("braid_rt_comm: no communicator for axes '%s'", key.c_str());
+  }
+  return slot.get();
+}
+
+int32_t braid_comm_size(const braid_comm *comm) {
+  if (!comm)
+    fatal("braid_comm_size: null communicator");
+  return comm->impl->size();
+}
+
+int32_t braid_comm_rank(const braid_comm *comm) {
+  if (!comm)
+    fatal("braid_comm_rank: null communicator");
+  return comm->impl->rank();
+}
+
+} // extern "C"
+
+namespace {
+
+braid_event *wrap(std::unique_ptr<braid::rt::Event> event) {
+  auto *out = new braid_event;
+  out->impl = std::move(event);
+  return out;
+}
+
+braid::rt::Communicator &commOf(braid_rt *rt, braid_comm *comm, const char *what) {
+  if (!rt)
+    fatal("%s: null context", what);
+  if (!comm || !comm->impl)
+    fatal("%s: null communicator", what);
+  return *comm->impl;
+}
+
+} // namespace
+
+extern "C" {
+
+braid_event *braid_all_reduce(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
+                              int64_t count, braid_dtype dtype, braid_redop op) {
+  return wrap(commOf(rt, comm, "braid_all_reduce")
+                  .allReduce(*rt->backend, send, recv, count, dtype, op));
+}
+
+braid_event *braid_all_gather(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
+                              int64_t count_per_rank, braid_dtype dtype) {
+  return wrap(commOf(rt, comm, "braid_all_gather")
+                  .allGather(*rt->backend, send, recv, count_per_rank, dtype));
+}
+
+braid_event *braid_reduce_scatter(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
+                                  int64_t count_per_rank, braid_dtype dtype, braid_redop op) {
+  return wrap(commOf(rt, comm, "braid_reduce_scatter")
+                  .reduceScatter(*rt->backend, send, recv, count_per_rank, dtype, op));
+}
+
+braid_event *braid_all_to_all(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
+                              int64_t count_per_rank, braid_dtype dtype) {
+  return wrap(commOf(rt, comm, "braid_all_to_all")
+                  .allToAll(*rt->backend, send, recv, count_per_rank, dtype));
+}
+
+braid_event *braid_broadcast(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,
+                             braid_dtype dtype, int32_t root) {
+  return wrap(
+      commOf(rt, comm, "braid_broadcast").broadcast(*rt->backend, buffer, count, dtype, root));
+}
+
+braid_event *braid_send(braid_rt *rt, braid_comm *comm, const void *buffer, int64_t count,
+                        braid_dtype dtype, int32_t peer) {
+  return wrap(commOf(rt, comm, "braid_send").send(*rt->backend, buffer, count, dtype, peer));
+}
+
+braid_event *braid_recv(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,
+                        braid_dtype dtype, int32_t peer) {
+  return wrap(commOf(rt, comm, "braid_recv").recv(*rt->backend, buffer, count, dtype, peer));
+}
+
+void braid_event_wait(braid_rt *rt, braid_event *event) {
+  if (!rt)
+    fatal("braid_event_wait: null context");
+  if (!event)
+    return;
+  if (event->impl)
+    event->impl->wait(*rt->backend);
+  delete event;
+}
+
+} // extern "C"

@@ -1,0 +1,95 @@
+//===- trace.cpp - kernel trace in Chrome / Perfetto JSON -----------------===//
+
+#include "trace.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace braid::rt {
+
+int64_t Trace::begin(Backend &backend, const char *op, const char *label, std::string scope,
+                     int64_t step) {
+  int64_t id = int64_t(ops_.size());
+  ops_.push_back({op ? op : "", label ? label : "", std::move(scope), step});
+  open_.push_back(id);
+  backend.markBegin(id);
+  return id;
+}
+
+bool Trace::end(Backend &backend) {
+  if (open_.empty())
+    return false;
+  int64_t id = open_.back();
+  open_.pop_back();
+  backend.markEnd(id);
+  return true;
+}
+
+std::string jsonString(const std::string &text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else {
+        out += char(c); // UTF-8 passes through
+      }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+bool Trace::write(Backend &backend, const std::string &path, std::string *error) const {
+  backend.synchronize();
+  std::vector<OpTiming> timings = backend.resolveTimings(size());
+  FILE *file = std::fopen(path.c_str(), "w");
+  if (!file) {
+    if (error)
+      *error = "cannot open " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::fputs("{\"traceEvents\":[", file);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const Op &op = ops_[i];
+    OpTiming t = i < timings.size() ? timings[i] : OpTiming{};
+    if (!std::isfinite(t.beginUs) || !std::isfinite(t.endUs))
+      t = OpTiming{}; // never print nan/inf: the document must stay valid JSON
+    double dur = t.endUs - t.beginUs;
+    std::fprintf(file,
+                 "%s\n{\"name\":%s,\"cat\":\"kernel\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
+                 "\"pid\":0,\"tid\":0,\"args\":{\"label\":%s,\"scope\":%s,\"step\":%lld}}",
+                 i ? "," : "", jsonString(op.op).c_str(), t.beginUs, dur < 0 ? 0.0 : dur,
+                 jsonString(op.label).c_str(), jsonString(op.scope).c_str(),
+                 (long long)op.step);
+  }
+  std::fputs("\n],\"displayTimeUnit\":\"ms\"}\n", file);
+  if (std::fclose(file) != 0) {
+    if (error)
+      *error = "cannot write " + path;
+    return false;
+  }
+  return true;
+}
+
+} // namespace braid::rt

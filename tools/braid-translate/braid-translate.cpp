@@ -1,0 +1,16 @@
+//===- braid-translate.cpp - Braid's translation driver -------------------===//
+//
+// Translates braid programs out of MLIR, in the manner of mlir-translate:
+// `braid-translate --braid-to-cpp program.mlir -o program.cpp`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Target/Cpp.h"
+
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+
+int main(int argc, char **argv) {
+  braid::registerToCppTranslation();
+  return mlir::failed(
+      mlir::mlirTranslateMain(argc, argv, "Braid translation driver\n"));
+}
