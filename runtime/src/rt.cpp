@@ -183,6 +183,13 @@ void braid_rt_op_end(braid_rt *rt) {
     fatal("braid_rt_op_end without braid_rt_op_begin");
 }
 
+void braid_rt_op_flops(braid_rt *rt, double flops) {
+  if (!rt || !rt->options.trace)
+    return;
+  if (!rt->trace.setFlops(flops))
+    fatal("braid_rt_op_flops without braid_rt_op_begin");
+}
+
 void braid_rt_value(braid_rt *rt, const char *scope, const char *name, const void *data,
                     braid_dtype dtype, int32_t rank, const int64_t *shape) {
   if (!rt || rt->options.dumpDir.empty())

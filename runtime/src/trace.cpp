@@ -9,6 +9,13 @@
 
 namespace braid::rt {
 
+bool Trace::setFlops(double flops) {
+  if (open_.empty())
+    return false;
+  ops_[size_t(open_.back())].flops = flops;
+  return true;
+}
+
 int64_t Trace::begin(Backend &backend, const char *op, const char *label, std::string scope,
                      int64_t step) {
   int64_t id = int64_t(ops_.size());
@@ -78,10 +85,13 @@ bool Trace::write(Backend &backend, const std::string &path, std::string *error)
     double dur = t.endUs - t.beginUs;
     std::fprintf(file,
                  "%s\n{\"name\":%s,\"cat\":\"kernel\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
-                 "\"pid\":0,\"tid\":0,\"args\":{\"label\":%s,\"scope\":%s,\"step\":%lld}}",
+                 "\"pid\":0,\"tid\":0,\"args\":{\"label\":%s,\"scope\":%s,\"step\":%lld",
                  i ? "," : "", jsonString(op.op).c_str(), t.beginUs, dur < 0 ? 0.0 : dur,
                  jsonString(op.label).c_str(), jsonString(op.scope).c_str(),
                  (long long)op.step);
+    if (op.flops >= 0)
+      std::fprintf(file, ",\"flops\":%.17g", op.flops);
+    std::fputs("}}", file);
   }
   std::fputs("\n],\"displayTimeUnit\":\"ms\"}\n", file);
   if (std::fclose(file) != 0) {

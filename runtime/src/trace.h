@@ -19,6 +19,7 @@ public:
   struct Op {
     std::string op, label, scope;
     int64_t step = 0;
+    double flops = -1; ///< matrix-product FLOPs when known
   };
 
   /// Opens op `id` = size() and marks its begin.
@@ -26,13 +27,16 @@ public:
                 int64_t step);
   /// Marks the end of the innermost open op; false if none is open.
   bool end(Backend &backend);
+  /// Sets the FLOPs of the innermost open op; false if none is open.
+  bool setFlops(double flops);
   int64_t size() const { return int64_t(ops_.size()); }
   int64_t openCount() const { return int64_t(open_.size()); }
   const std::vector<Op> &ops() const { return ops_; }
 
   /// Synchronizes, resolves the timings and writes the JSON document:
   /// {"traceEvents": [{"name", "cat": "kernel", "ph": "X", "ts", "dur", "pid",
-  /// "tid", "args": {"label", "scope", "step"}}...], "displayTimeUnit": "ms"}
+  /// "tid", "args": {"label", "scope", "step"[, "flops"]}}...],
+  /// "displayTimeUnit": "ms"}
   bool write(Backend &backend, const std::string &path, std::string *error) const;
 
 private:

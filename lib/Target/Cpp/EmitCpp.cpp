@@ -11,6 +11,7 @@
 #include "braid/Target/Cpp.h"
 
 #include "dialects/braid/Analysis/MemoryPlan.h"
+#include "dialects/braid/Analysis/OpCost.h"
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -533,7 +534,10 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
   std::string label = op->getNumResults() ? nameOf(op->getResult(0)) : "";
   os << "  braid_rt_op_begin(rt, "
      << quoted(op->getName().stripDialect()) << ", " << quoted(label)
-     << ");\n  " << call << ";\n  braid_rt_op_end(rt);\n";
+     << ");\n";
+  if (int64_t flops = getForwardCost(op).matmulFlops)
+    os << "  braid_rt_op_flops(rt, " << flops << ");\n";
+  os << "  " << call << ";\n  braid_rt_op_end(rt);\n";
   return success();
 }
 

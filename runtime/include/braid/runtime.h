@@ -109,6 +109,9 @@ void braid_rt_free(braid_rt *rt, int64_t offset, int64_t bytes);
  * op name (e.g. "linear"), `label` the value's name (may be empty). */
 void braid_rt_op_begin(braid_rt *rt, const char *op, const char *label);
 void braid_rt_op_end(braid_rt *rt);
+/* Matrix-product FLOPs of the innermost open op (2 x multiply-accumulates),
+ * recorded in its trace event so that tools report achieved FLOP/s. */
+void braid_rt_op_flops(braid_rt *rt, double flops);
 
 /* Announces a named value after it is computed; the runtime dumps it as
  * NAME.npy when dumping is on. `scope` is the call path ("layers.3"). */

@@ -168,23 +168,32 @@ _BODIES = {"attn": _attn, "mlp": _mlp, "moe": _moe, "mamba": _mamba}
 # model
 # --------------------------------------------------------------------------
 
-def logits(cfg: dict, params: dict, tokens, compute_dtype=None, _p=None) -> np.ndarray:
+def logits(cfg: dict, params: dict, tokens, compute_dtype=None, _p=None,
+           record: dict | None = None) -> np.ndarray:
     """Logits [B, S, V] of the model. `compute_dtype` (e.g. np.float64) casts
-    every parameter first; by default the parameters' own dtype is kept."""
+    every parameter first; by default the parameters' own dtype is kept.
+    `record`, when given, receives the activations the builder names in the
+    step function: h0 (embedding), h1..hL (layer outputs), logits."""
     p = _p or _Params(params, compute_dtype)
     tokens = np.asarray(tokens)
     if tokens.shape != (cfg["batch"], cfg["seq"]):
         raise ValueError(f"tokens {tokens.shape} must be [{cfg['batch']}, {cfg['seq']}]")
     wte = p("tok_embeddings")
+    record = {} if record is None else record
     h = ops.embedding(tokens, wte, p("pos_embeddings") if cfg["family"] == "gpt" else None)
+    record["h0"] = h
     for i, blocks in enumerate(layer_blocks(cfg)):
         for blk in blocks:
             pre = f"layers.{i}.{blk}"
             h = ops.add(h, _BODIES[blk](cfg, p, _norm(cfg, p, h, pre + "_norm"), pre))
+        record[f"h{i + 1}"] = h
     h = _norm(cfg, p, h, "norm")
     if cfg.get("tied_embeddings", False):
-        return ops.linear(h, wte, transpose_weight=True)
-    return ops.linear(h, p("output"))
+        out = ops.linear(h, wte, transpose_weight=True)
+    else:
+        out = ops.linear(h, p("output"))
+    record["logits"] = out
+    return out
 
 
 def forward(cfg: dict, params: dict, tokens, labels, compute_dtype=None) -> np.ndarray:
