@@ -10,8 +10,8 @@
 
 #include "braid/Target/Cpp.h"
 
-#include "dialects/braid/Analysis/MemoryPlan.h"
-#include "dialects/braid/Analysis/OpCost.h"
+#include "Emitter.h"
+
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -21,7 +21,7 @@
 using namespace mlir;
 using namespace mlir::braid;
 
-namespace {
+namespace braid::cpp {
 
 /// The runtime's name of an element type.
 std::string dtypeName(Type type) {
@@ -82,52 +82,6 @@ int64_t numElements(Value value) {
 ArrayRef<int64_t> shapeOf(Value value) {
   return cast<ShapedType>(value.getType()).getShape();
 }
-
-class FunctionEmitter;
-
-class ProgramEmitter {
-public:
-  ProgramEmitter(ModuleOp module, ProgramPlan &plan)
-      : module(module), plan(plan) {}
-
-  LogicalResult emit(raw_ostream &os);
-
-  /// Definitions of generated kernels, emitted before every function.
-  std::string kernels;
-  unsigned nextKernel = 0;
-  ModuleOp module;
-  ProgramPlan &plan;
-
-private:
-  LogicalResult emitDescriptor(raw_ostream &os);
-};
-
-class FunctionEmitter {
-public:
-  FunctionEmitter(ProgramEmitter &program, const FunctionPlan &fp)
-      : program(program), fp(fp) {}
-
-  LogicalResult emit(raw_ostream &os);
-
-private:
-  ProgramEmitter &program;
-  const FunctionPlan &fp;
-  std::string body;
-  unsigned nextArray = 0;
-
-  /// The pointer expression of a stored value.
-  std::string ptr(Value value);
-  /// The name of a value for traces and dumps.
-  std::string nameOf(Value value);
-  /// A static array of int64 in the body; returns its name.
-  std::string array(ArrayRef<int64_t> values);
-
-  LogicalResult emitOp(Operation *op, raw_ostream &os);
-  LogicalResult emitKernelCall(Operation *op, raw_ostream &os);
-  LogicalResult emitFusedGroup(Operation *root, raw_ostream &os);
-  LogicalResult emitCall(func::CallOp call, raw_ostream &os);
-  std::string callScope(func::CallOp call);
-};
 
 std::string FunctionEmitter::ptr(Value value) {
   const Storage &storage = fp.storage.find(value)->second;
@@ -281,269 +235,7 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp call, raw_ostream &os) {
 }
 
 /// The expression computing one fused member from its operands' names.
-static FailureOr<std::string> elementwiseExpression(Operation *op,
-                                                    ArrayRef<std::string> in) {
-  auto act = [](Activation a, const std::string &x) -> std::string {
-    switch (a) {
-    case Activation::SiLU:
-      return "braid::silu(" + x + ")";
-    case Activation::GELU:
-      return "braid::gelu(" + x + ")";
-    case Activation::GELUTanh:
-      return "braid::gelu_tanh(" + x + ")";
-    case Activation::Sigmoid:
-      return "braid::sigmoid(" + x + ")";
-    case Activation::ReLU:
-      return "braid::relu(" + x + ")";
-    }
-    llvm_unreachable("unknown activation");
-  };
-  return TypeSwitch<Operation *, FailureOr<std::string>>(op)
-      .Case([&](GeluOp g) {
-        return act(g.getApproximate() ? Activation::GELUTanh
-                                      : Activation::GELU,
-                   in[0]);
-      })
-      .Case([&](SiluOp) { return act(Activation::SiLU, in[0]); })
-      .Case([&](SigmoidOp) { return act(Activation::Sigmoid, in[0]); })
-      .Case([&](ReluOp) { return act(Activation::ReLU, in[0]); })
-      .Case([&](ExpOp) { return "braid::exp(" + in[0] + ")"; })
-      .Case([&](NegOp) { return "-" + in[0]; })
-      .Case([&](AddOp) { return in[0] + " + " + in[1]; })
-      .Case([&](MulOp) { return in[0] + " * " + in[1]; })
-      .Case([&](GluOp g) {
-        return act(g.getActivation(), in[0]) + " * " + in[1];
-      })
-      .Default([](Operation *) { return failure(); });
-}
-
-LogicalResult FunctionEmitter::emitFusedGroup(Operation *root,
-                                              raw_ostream &os) {
-  ArrayRef<Operation *> members = fp.fusion->getMembers(root);
-  llvm::SmallPtrSet<Operation *, 8> inGroup(members.begin(), members.end());
-  llvm::MapVector<Value, std::string> leaves;
-  llvm::DenseMap<Value, std::string> local;
-  std::string name = "fused_" + std::to_string(program.nextKernel++);
-  std::string compute;
-  std::string ops;
-  for (Operation *member : members) {
-    SmallVector<std::string> in;
-    for (Value operand : member->getOperands()) {
-      Operation *producer = operand.getDefiningOp();
-      if (producer && inGroup.contains(producer)) {
-        in.push_back(local[operand]);
-        continue;
-      }
-      auto [it, inserted] = leaves.try_emplace(
-          operand, "x" + std::to_string(leaves.size()));
-      in.push_back(it->second);
-    }
-    FailureOr<std::string> expr = elementwiseExpression(member, in);
-    if (failed(expr))
-      return member->emitError("cannot fuse this op");
-    std::string t = "t" + std::to_string(local.size());
-    local[member->getResult(0)] = t;
-    compute += "    const float " + t + " = " + *expr + ";\n";
-    if (!ops.empty())
-      ops += "+";
-    ops += member->getName().stripDialect().str();
-  }
-  Value result = root->getResult(0);
-  std::string type = storageType(result.getType());
-  std::string def = "// " + ops + "\nstruct " + name + " {\n";
-  for (auto &[leaf, x] : leaves)
-    def += "  const " + storageType(leaf.getType()) + " *in_" + x + ";\n";
-  def += "  " + type + " *out;\n";
-  def += "  BRAID_HD void operator()(int64_t i) const {\n";
-  for (auto &[leaf, x] : leaves)
-    def += "    const float " + x + " = braid::load(in_" + x + ", i);\n";
-  def += compute;
-  def += "    braid::store(out, i, " + local[result] + ");\n  }\n};\n\n";
-  program.kernels += def;
-
-  os << "  braid_rt_op_begin(rt, " << quoted(ops) << ", "
-     << quoted(nameOf(result)) << ");\n";
-  os << "  braid::launch_elementwise(rt, " << numElements(result) << ", "
-     << name << "{";
-  for (auto &[leaf, x] : leaves)
-    os << "static_cast<const " << storageType(leaf.getType()) << " *>("
-       << ptr(leaf) << "), ";
-  os << "static_cast<" << type << " *>(" << ptr(result) << ")});\n";
-  os << "  braid_rt_op_end(rt);\n";
-  return success();
-}
-
-LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
-  std::string call;
-  auto p = [&](Value v) { return v ? ptr(v) : std::string("nullptr"); };
-  auto n = [](int64_t v) { return std::to_string(v); };
-  LogicalResult result =
-      TypeSwitch<Operation *, LogicalResult>(op)
-          .Case([&](EmbeddingOp e) {
-            auto table = shapeOf(e.getTable());
-            call = "braid_k_embedding(rt, " + dtypeName(e.getType()) + ", " +
-                   dtypeName(e.getTokens().getType()) + ", " +
-                   p(e.getTokens()) + ", " + p(e.getTable()) + ", " +
-                   p(e.getPositionTable()) + ", " + p(e.getResult()) + ", " +
-                   n(numElements(e.getTokens())) + ", " +
-                   n(shapeOf(e.getTokens()).back()) + ", " + n(table[0]) +
-                   ", " + n(table[1]) + ")";
-            return success();
-          })
-          .Case([&](LinearOp l) {
-            int64_t out = l.getOutFeatures();
-            call = "braid_k_linear(rt, " + dtypeName(l.getType()) + ", " +
-                   p(l.getInput()) + ", " + p(l.getWeight()) + ", " +
-                   p(l.getBias()) + ", " + p(l.getResult()) + ", " +
-                   n(numElements(l.getResult()) / out) + ", " +
-                   n(l.getInFeatures()) + ", " + n(out) + ", " +
-                   (l.getTransposeWeight() ? "1" : "0") + ")";
-            return success();
-          })
-          .Case([&](BatchMatmulOp m) {
-            auto lhs = shapeOf(m.getLhs());
-            auto res = shapeOf(m.getResult());
-            int64_t rank = lhs.size();
-            int64_t k = lhs[rank - (m.getTransposeA() ? 2 : 1)];
-            int64_t batch = numElements(m.getResult()) /
-                            (res[rank - 2] * res[rank - 1]);
-            call = "braid_k_batch_matmul(rt, " + dtypeName(m.getType()) +
-                   ", " + p(m.getLhs()) + ", " + p(m.getRhs()) + ", " +
-                   p(m.getResult()) + ", " + n(batch) + ", " +
-                   n(res[rank - 2]) + ", " + n(k) + ", " + n(res[rank - 1]) +
-                   ", " + (m.getTransposeA() ? "1" : "0") + ", " +
-                   (m.getTransposeB() ? "1" : "0") + ")";
-            return success();
-          })
-          .Case([&](AttentionOp a) {
-            auto q = shapeOf(a.getQuery());
-            auto k = shapeOf(a.getKey());
-            auto v = shapeOf(a.getValue());
-            double theta = 0.0;
-            if (FloatAttr attr = a.getRopeThetaAttr())
-              theta = attr.getValueAsDouble();
-            call = "braid_k_attention(rt, " + dtypeName(a.getType()) + ", " +
-                   p(a.getQuery()) + ", " + p(a.getKey()) + ", " +
-                   p(a.getValue()) + ", " + p(a.getResult()) + ", " +
-                   n(q[0]) + ", " + n(q[1]) + ", " + n(k[1]) + ", " +
-                   n(q[2]) + ", " + n(k[2]) + ", " + n(q[3]) + ", " +
-                   n(v[3]) + ", " + (a.getCausal() ? "1" : "0") + ", " +
-                   literal(a.getScaleOrDefault()) + ", " + literal(theta) +
-                   ")";
-            return success();
-          })
-          .Case([&](RMSNormOp r) {
-            int64_t h = shapeOf(r.getInput()).back();
-            call = "braid_k_rms_norm(rt, " + dtypeName(r.getType()) + ", " +
-                   p(r.getInput()) + ", " + p(r.getGamma()) + ", " +
-                   p(r.getResult()) + ", " +
-                   n(numElements(r.getInput()) / h) + ", " + n(h) + ", " +
-                   literal(r.getEpsilon().convertToDouble()) + ")";
-            return success();
-          })
-          .Case([&](LayerNormOp r) {
-            int64_t h = shapeOf(r.getInput()).back();
-            call = "braid_k_layer_norm(rt, " + dtypeName(r.getType()) + ", " +
-                   p(r.getInput()) + ", " + p(r.getGamma()) + ", " +
-                   p(r.getBeta()) + ", " + p(r.getResult()) + ", " +
-                   n(numElements(r.getInput()) / h) + ", " + n(h) + ", " +
-                   literal(r.getEpsilon().convertToDouble()) + ")";
-            return success();
-          })
-          .Case([&](TransposeOp t) {
-            auto shape = shapeOf(t.getInput());
-            std::string s = array(shape);
-            std::string perm = array(t.getPermutation());
-            call = "braid_k_transpose(rt, " + dtypeName(t.getType()) + ", " +
-                   p(t.getInput()) + ", " + p(t.getResult()) + ", " +
-                   n(shape.size()) + ", " + s + ", " + perm + ")";
-            return success();
-          })
-          .Case([&](CrossEntropyOp c) {
-            int64_t vocab = shapeOf(c.getLogits()).back();
-            call = "braid_k_cross_entropy(rt, " +
-                   dtypeName(c.getLogits().getType()) + ", " +
-                   dtypeName(c.getLabels().getType()) + ", " +
-                   p(c.getLogits()) + ", " + p(c.getLabels()) +
-                   ", static_cast<float *>(" + p(c.getResult()) + "), " +
-                   n(numElements(c.getLogits()) / vocab) + ", " + n(vocab) +
-                   ")";
-            return success();
-          })
-          .Case([&](Conv1dOp c) {
-            auto x = shapeOf(c.getInput());
-            call = "braid_k_conv1d(rt, " + dtypeName(c.getType()) + ", " +
-                   p(c.getInput()) + ", " + p(c.getWeight()) + ", " +
-                   p(c.getBias()) + ", " + p(c.getResult()) + ", " + n(x[0]) +
-                   ", " + n(x[1]) + ", " + n(x[2]) + ", " +
-                   n(shapeOf(c.getWeight())[1]) + ")";
-            return success();
-          })
-          .Case([&](SelectiveScanOp s) {
-            auto x = shapeOf(s.getInput());
-            call = "braid_k_selective_scan(rt, " + dtypeName(s.getType()) +
-                   ", " + p(s.getInput()) + ", " + p(s.getDelta()) + ", " +
-                   p(s.getA()) + ", " + p(s.getB()) + ", " + p(s.getC()) +
-                   ", " + p(s.getD()) + ", " + p(s.getResult()) + ", " +
-                   n(x[0]) + ", " + n(x[1]) + ", " + n(x[2]) + ", " +
-                   n(shapeOf(s.getA())[1]) + ", " +
-                   (s.getDeltaSoftplus() ? "1" : "0") + ")";
-            return success();
-          })
-          .Case([&](RouterOp r) {
-            auto logits = shapeOf(r.getLogits());
-            call = "braid_k_router(rt, " + dtypeName(r.getLogits().getType()) +
-                   ", " + p(r.getLogits()) + ", " + p(r.getWeights()) +
-                   ", static_cast<int32_t *>(" + p(r.getIndices()) + "), " +
-                   n(logits[0]) + ", " + n(logits[1]) + ", " +
-                   n(r.getTopK()) + ", " + (r.getNormalize() ? "1" : "0") +
-                   ")";
-            return success();
-          })
-          .Case([&](DispatchOp d) {
-            auto out = shapeOf(d.getResult());
-            auto idx = shapeOf(d.getIndices());
-            call = "braid_k_dispatch(rt, " + dtypeName(d.getType()) + ", " +
-                   p(d.getInput()) + ", static_cast<const int32_t *>(" +
-                   p(d.getIndices()) + "), " + p(d.getResult()) + ", " +
-                   n(idx[0]) + ", " + n(out[2]) + ", " + n(idx[1]) + ", " +
-                   n(out[0]) + ", " + n(out[1]) + ")";
-            return success();
-          })
-          .Case([&](CombineOp c) {
-            auto e = shapeOf(c.getExpertOutput());
-            auto idx = shapeOf(c.getIndices());
-            call = "braid_k_combine(rt, " + dtypeName(c.getType()) + ", " +
-                   p(c.getExpertOutput()) + ", " + p(c.getWeights()) +
-                   ", static_cast<const int32_t *>(" + p(c.getIndices()) +
-                   "), " + p(c.getResult()) + ", " + n(idx[0]) + ", " +
-                   n(e[2]) + ", " + n(idx[1]) + ", " + n(e[0]) + ", " +
-                   n(e[1]) + ")";
-            return success();
-          })
-          .Case([&](ExpertFFNOp f) {
-            return f.emitError("braid-translate needs expert FFNs expanded "
-                               "first (--braid-expand-expert-ffn)");
-          })
-          .Default([&](Operation *other) {
-            return other->emitError("braid-translate cannot emit '")
-                   << other->getName() << "'";
-          });
-  if (failed(result))
-    return failure();
-  std::string label = op->getNumResults() ? nameOf(op->getResult(0)) : "";
-  os << "  braid_rt_op_begin(rt, "
-     << quoted(op->getName().stripDialect()) << ", " << quoted(label)
-     << ");\n";
-  if (int64_t flops = getForwardCost(op).matmulFlops)
-    os << "  braid_rt_op_flops(rt, " << flops << ");\n";
-  os << "  " << call << ";\n  braid_rt_op_end(rt);\n";
-  return success();
-}
-
-/// How a step input is generated: tokens for an embedding, labels for the
-/// loss; both uniform below the vocabulary the model draws from.
-FailureOr<std::string> inputName(BlockArgument arg) {
+static FailureOr<std::string> inputName(BlockArgument arg) {
   for (Operation *user : arg.getUsers()) {
     if (auto e = dyn_cast<EmbeddingOp>(user); e && e.getTokens() == arg)
       return std::string("tokens");
@@ -670,14 +362,15 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
   return success();
 }
 
-} // namespace
+} // namespace braid::cpp
 
 namespace braid {
-LogicalResult emitProgramAsCpp(ModuleOp module, StringRef entry,
-                               raw_ostream &os) {
-  FailureOr<ProgramPlan> plan = planProgram(module, entry);
-  if (failed(plan))
-    return failure();
-  return ProgramEmitter(module, *plan).emit(os);
+mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entry,
+                                     llvm::raw_ostream &os) {
+  mlir::FailureOr<mlir::braid::ProgramPlan> plan =
+      mlir::braid::planProgram(module, entry);
+  if (mlir::failed(plan))
+    return mlir::failure();
+  return cpp::ProgramEmitter(module, *plan).emit(os);
 }
 } // namespace braid
