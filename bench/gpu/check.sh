@@ -6,19 +6,22 @@
 #     gemm_bench (the runtime's cuBLASLt path: self-test of every
 #     transpose/bias/batch case vs an f64 reference, then TFLOP/s). These need
 #     only nvcc, so they run even when braid-run does not build yet.
-#  2. Builds braid-run (CUDA variant: the top-level CMake enables the CUDA
-#     backend when it finds CUDA + NCCL) unless $BRAID_RUN points at one.
-#  3. Per tiny preset (gpt/llama/mamba/moe/hybrid): braid-run with --backend cpu
-#     and --backend cuda, each with --dump and --trace; compares the losses and
-#     every dumped tensor (max relative difference, per model), and prints the
-#     CUDA trace summary (top kernels, GEMM TFLOP/s when events carry flops).
+#  2. Builds the runtime standalone (runtime/ needs no LLVM/MLIR, which the
+#     device machine lacks): CPU and CUDA libraries.
+#  3. Per tiny preset (gpt/llama/mamba/moe/hybrid): the program emitted by
+#     bench/gpu/prepare.sh (run where the compiler builds; its output folder
+#     $PREP, default build/gpu-check-src, is carried to the device) built with
+#     the host compiler and with nvcc, each run with --dump and --trace;
+#     compares the losses and every dumped tensor (max relative difference,
+#     per model), and prints the CUDA trace summary (top kernels, GEMM TFLOP/s
+#     from the FLOPs trace events carry).
 #  4. A small llama3-8b slice compared CPU vs CUDA, and the medium
 #     llama3-8b --layers 2 --seq 1024 --batch 4 on CUDA only (timing, trace);
 #     MEDIUM_CPU=1 also runs it on the CPU (slow) and compares.
 #
-# Environment: BUILD_DIR (default build), CHECK_DIR (work dir, default
-# $BUILD_DIR/gpu-check; results are also copied to $OUT when set),
-# BRAID_RUN_ARGS (extra braid-run flags), TOL (default 1e-3), JOBS.
+# Environment: BUILD_DIR (default build), PREP (prepared programs, default
+# $BUILD_DIR/gpu-check-src), CHECK_DIR (work dir, default $BUILD_DIR/gpu-check;
+# results are also copied to $OUT when set), TOL (default 1e-3), JOBS.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -28,7 +31,6 @@ JOBS=${JOBS:-$(nproc)}
 TOL=${TOL:-1e-3}
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 PY=${PYTHON:-python3}
-BRAID_RUN_ARGS=${BRAID_RUN_ARGS:-}
 START=$SECONDS
 FAILURES=()
 mkdir -p "$CHECK_DIR"
@@ -62,47 +64,60 @@ else
 fi
 echo "self-tests done at t=$((SECONDS - START))s"
 
-section "build braid-run"
-BRAID_RUN=${BRAID_RUN:-$BUILD_DIR/bin/braid-run}
-if [[ ! -f "$BUILD_DIR/build.ninja" && ! -f "$BUILD_DIR/Makefile" ]]; then
-  timeout 120 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    > "$CHECK_DIR/cmake.log" 2>&1 || { tail -20 "$CHECK_DIR/cmake.log"; fail "cmake configure"; }
+section "build the runtime (CPU and CUDA) from runtime/, standalone"
+PREP=${PREP:-$BUILD_DIR/gpu-check-src}
+RT="$CHECK_DIR/runtime-build"
+HOSTCXX_FLAG=()
+command -v g++-12 >/dev/null && HOSTCXX_FLAG=(-DCMAKE_CUDA_HOST_COMPILER=g++-12)
+if ! timeout 200 cmake -S runtime -B "$RT" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DBRAID_HAVE_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" "${HOSTCXX_FLAG[@]}" \
+      > "$CHECK_DIR/cmake.log" 2>&1 ||
+   ! timeout 240 cmake --build "$RT" -j "$JOBS" > "$CHECK_DIR/build.log" 2>&1; then
+  tail -30 "$CHECK_DIR/cmake.log" "$CHECK_DIR/build.log"
+  fail "runtime build"
 fi
-grep -E "Braid: CUDA|GPU backend" "$CHECK_DIR/cmake.log" 2>/dev/null
-if ! timeout 200 cmake --build "$BUILD_DIR" -j "$JOBS" --target braid-run \
-    > "$CHECK_DIR/build.log" 2>&1; then
-  tail -30 "$CHECK_DIR/build.log"
-  fail "build braid-run"
-fi
-echo "build done at t=$((SECONDS - START))s"
-if [[ ! -x "$BRAID_RUN" ]]; then
-  fail "no braid-run at $BRAID_RUN"
+echo "runtime built at t=$((SECONDS - START))s"
+if [[ ! -d "$PREP" ]]; then
+  fail "no prepared programs in $PREP: run bench/gpu/prepare.sh where the compiler builds, and carry that folder"
   printf '\nRESULT: FAIL (%s)\n' "${FAILURES[*]}"
   exit 1
 fi
 
-# run_model NAME BACKEND TIMEOUT ARGS... -> $CHECK_DIR/NAME/BACKEND/{dump,trace.json,log}
+# Builds the prepared program NAME for BACKEND (cpu: host C++; cuda: nvcc).
+build_program() {
+  local name=$1 backend=$2 out="$CHECK_DIR/$1/$2.bin"
+  mkdir -p "$CHECK_DIR/$name"
+  if [[ $backend == cpu ]]; then
+    c++ -std=c++17 -O2 -I runtime/include "$PREP/$name.cpp" -o "$out" \
+      "$RT/lib/libbraid_runtime_main.a" "$RT/lib/libbraid_kernels_cpu.a" \
+      "$RT/lib/libbraid_runtime.a" -lpthread
+  else
+    cp "$PREP/$name.cpp" "$CHECK_DIR/$name/program.cu" # nvcc compiles .cu as CUDA
+    "$NVCC" -std=c++17 -O2 -gencode arch=compute_90,code=sm_90 -DBRAID_RUNTIME_CUDA \
+      ${HOSTCXX_FLAG:+-ccbin g++-12} -I runtime/include "$CHECK_DIR/$name/program.cu" -o "$out" \
+      "$RT/lib/libbraid_runtime_main_cuda.a" "$RT/lib/libbraid_kernels_cuda.a" \
+      "$RT/lib/libbraid_runtime.a" -lcublasLt -lcudart
+  fi
+}
+
 run_model() {
   local name=$1 backend=$2 limit=$3
   shift 3
   local dir="$CHECK_DIR/$name/$backend"
   rm -rf "$dir" && mkdir -p "$dir/dump"
+  build_program "$name" "$backend" > "$dir/build.log" 2>&1 ||
+    { tail -20 "$dir/build.log"; return 1; }
   local t0=$SECONDS
-  # shellcheck disable=SC2086
-  timeout "$limit" "$BRAID_RUN" "$CHECK_DIR/$name/model.mlir" --backend "$backend" \
-    --dump "$dir/dump" --trace "$dir/trace.json" $BRAID_RUN_ARGS > "$dir/log" 2>&1
+  timeout "$limit" "$CHECK_DIR/$name/$backend.bin" --backend "$backend" --steps 2 \
+    --dump "$dir/dump" --trace "$dir/trace.json" > "$dir/log" 2>&1
   local rc=$?
-  echo "  $name/$backend: exit $rc in $((SECONDS - t0)) s"
+  echo "  $name/$backend: exit $rc in $((SECONDS - t0)) s: $(grep -E '^step 2 loss' "$dir/log")"
   if [[ $rc -ne 0 ]]; then tail -5 "$dir/log" | sed 's/^/    /'; fi
   return $rc
 }
 
-gen_model() { # NAME PRESET ARGS...
-  local name=$1
-  shift
-  mkdir -p "$CHECK_DIR/$name"
-  PYTHONPATH=python "$PY" -m braid.models "$@" -o "$CHECK_DIR/$name/model.mlir" ||
-    { fail "generate $name"; return 1; }
+gen_model() { # NAME ...: the prepared program must exist
+  [[ -f "$PREP/$1.cpp" ]] || { fail "not prepared: $1"; return 1; }
 }
 
 compare_model() { # NAME
