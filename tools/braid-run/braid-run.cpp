@@ -60,6 +60,23 @@ static cl::opt<std::string> emitCpp("emit-cpp",
                                              "source to this file"));
 static cl::opt<bool> compileOnly("compile-only",
                                  cl::desc("Build the program, do not run it"));
+static cl::opt<std::string>
+    optimizer("optimizer",
+              cl::desc("Training: adamw or sgd; none runs the forward pass "
+                       "only"),
+              cl::init("adamw"));
+static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(1e-3));
+static cl::opt<double> weightDecay("weight-decay",
+                                   cl::desc("Decoupled weight decay"),
+                                   cl::init(0.1));
+static cl::opt<double> maxNorm("max-norm",
+                               cl::desc("Clip gradients to this global norm "
+                                        "(<= 0: no clipping)"),
+                               cl::init(1.0));
+static cl::opt<std::string>
+    recompute("recompute",
+              cl::desc("Activation recompute: none, selective or full"),
+              cl::init("none"));
 static cl::opt<bool> quiet("quiet", cl::desc("Only print the losses and "
                                              "peaks"));
 
@@ -168,6 +185,20 @@ int main(int argc, char **argv) {
   PassManager pm(&context);
   pm.addNestedPass<func::FuncOp>(
       mlir::braid::createBraidExpandExpertFFNPass());
+  // Training: the backward pass and the optimizer join the step.
+  if (optimizer != "none") {
+    mlir::braid::BraidAutodiffPassOptions autodiff;
+    autodiff.entry = entry;
+    autodiff.recompute = recompute;
+    pm.addPass(mlir::braid::createBraidAutodiffPass(autodiff));
+    mlir::braid::BraidOptimizerPassOptions opt;
+    opt.entry = entry;
+    opt.kind = optimizer;
+    opt.lr = lr;
+    opt.weightDecay = weightDecay;
+    opt.maxNorm = maxNorm;
+    pm.addPass(mlir::braid::createBraidOptimizerPass(opt));
+  }
   if (dtype == "bf16")
     pm.addPass(mlir::braid::createBraidConvertElementTypePass({"bf16"}));
   else if (dtype != "f32")

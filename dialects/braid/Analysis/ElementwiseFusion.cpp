@@ -9,7 +9,7 @@ using namespace mlir::braid;
 
 bool mlir::braid::isFusibleElementwise(Operation *op) {
   return isa<GeluOp, SiluOp, SigmoidOp, ReluOp, ExpOp, NegOp, AddOp, MulOp,
-             GluOp>(op);
+             GluOp, FillOp>(op);
 }
 
 ElementwiseFusion::ElementwiseFusion(func::FuncOp func) {

@@ -143,11 +143,8 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
   for (Operation &op : block)
     if (auto get = dyn_cast<GetParamOp>(op)) {
       StringRef name = get.getName();
-      auto it = llvm::find_if(plan.params, [&](const PersistentTensor &p) {
-        return p.name == name;
-      });
       leaderStorage[classes.getLeaderValue(get.getResult())] = {
-          Storage::Kind::Param, it->offset, 0, name};
+          Storage::Kind::Param, *plan.offsetOf(name), 0, name};
     }
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   for (auto [k, value] : llvm::enumerate(ret.getOperands())) {
@@ -242,6 +239,14 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
   return success();
 }
 
+std::optional<int64_t> ProgramPlan::offsetOf(StringRef name) const {
+  for (const SmallVector<PersistentTensor> *list : {&params, &states})
+    for (const PersistentTensor &tensor : *list)
+      if (tensor.name == name)
+        return tensor.offset;
+  return std::nullopt;
+}
+
 FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
                                                 StringRef entry) {
   ProgramPlan plan;
@@ -263,6 +268,11 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
     plan.params.push_back(
         {param.getSymName().str(), param.getTensorType(), offset});
     offset += align(getTensorBytes(param.getTensorType()));
+  }
+  for (StateOp state : module.getOps<StateOp>()) {
+    plan.states.push_back(
+        {state.getSymName().str(), state.getTensorType(), offset});
+    offset += align(getTensorBytes(state.getTensorType()));
   }
   for (BlockArgument arg : plan.entry.getArguments()) {
     auto argType = dyn_cast<RankedTensorType>(arg.getType());

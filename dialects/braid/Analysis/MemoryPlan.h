@@ -3,7 +3,7 @@
 // Every tensor of a program gets a byte offset in one arena, so the peak
 // memory is known at compile time:
 //
-//   [ parameters | inputs | loss | frame of @step                        ]
+//   [ parameters | state | inputs | loss | frame of @step                ]
 //                                  [ buffers ... | frame of a callee ... ]
 //
 // Each function is planned once as a frame: its values' buffers are placed by
@@ -76,14 +76,18 @@ struct PersistentTensor {
 
 struct ProgramPlan {
   func::FuncOp entry;
-  /// Parameters in declaration order, then the entry's inputs.
-  SmallVector<PersistentTensor> params, inputs;
+  /// Parameters and program state in declaration order, then the entry's
+  /// inputs.
+  SmallVector<PersistentTensor> params, states, inputs;
   int64_t lossOffset = 0;
   /// Bytes before the entry's frame.
   int64_t persistentBytes = 0;
   /// The planned peak: persistent bytes plus the entry's frame.
   int64_t arenaBytes = 0;
   llvm::MapVector<Operation *, std::unique_ptr<FunctionPlan>> functions;
+
+  /// The arena offset of the parameter or state `name`.
+  std::optional<int64_t> offsetOf(StringRef name) const;
 
   const FunctionPlan &get(func::FuncOp func) const {
     return *functions.find(func.getOperation())->second;

@@ -33,6 +33,16 @@ void BraidDialect::initialize() {
 /// `family` are required so that tools can say what they are looking at.
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
+  // The parameters whose gradients a differentiated step returns after its
+  // loss, in order (set by --braid-autodiff, consumed by --braid-optimizer).
+  if (attr.getName() == "braid.gradients") {
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !names ||
+        !llvm::all_of(names, llvm::IsaPred<FlatSymbolRefAttr>))
+      return op->emitError("'braid.gradients' must be an array of symbol "
+                           "references on a func.func");
+    return success();
+  }
   if (attr.getName() != getModelAttrName())
     return op->emitError() << "unknown braid attribute '" << attr.getName().getValue()
                            << "'";

@@ -38,15 +38,20 @@ LogicalResult ParamOp::verify() {
 
 LogicalResult
 GetParamOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  auto param =
-      symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getNameAttr());
-  if (!param)
+  // Parameters and program state are read alike.
+  Operation *symbol = symbolTable.lookupNearestSymbolFrom(*this, getNameAttr());
+  Type declared;
+  if (auto param = dyn_cast_or_null<ParamOp>(symbol))
+    declared = param.getType();
+  else if (auto state = dyn_cast_or_null<StateOp>(symbol))
+    declared = state.getType();
+  else
     return emitOpError("'") << getNameAttr()
                             << "' does not reference a braid.param";
-  if (param.getType() != getResult().getType())
+  if (declared != getResult().getType())
     return emitOpError("result type ")
            << getResult().getType() << " does not match the type "
-           << param.getType() << " declared by '" << getNameAttr() << "'";
+           << declared << " declared by '" << getNameAttr() << "'";
   return success();
 }
 

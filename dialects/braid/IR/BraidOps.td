@@ -533,4 +533,6 @@ def Braid_CombineOp : Braid_InferredOp<"combine"> {
   }];
 }
 
+include "dialects/braid/IR/BraidTrainingOps.td"
+
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD

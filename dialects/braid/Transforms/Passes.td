@@ -6,6 +6,82 @@
 include "mlir/Pass/PassBase.td"
 
 //===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def BraidAutodiffPass : Pass<"braid-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Append the backward pass of the step: gradients of every parameter";
+  let description = [{
+    Reverse-mode differentiation of the step function, whose result is the
+    scalar loss: the cotangent 1 of the loss is propagated back through every
+    op with its vector-Jacobian product, through layer calls with generated
+    backward functions, and summed where a value has several uses. The step
+    then returns the loss followed by the gradient of every parameter in
+    declaration order; the `braid.gradients` attribute of the step names
+    them.
+
+    Each layer function `f` gets a backward function. `recompute` chooses
+    what the forward pass keeps for it:
+    - `none`: `f.fwd` returns every value the backward needs besides `f`'s
+      arguments; `f.bwd` takes them.
+    - `selective`: the same, but attention outputs are recomputed in
+      `f.bwd` from the saved q, k and v (the attention core, as Megatron's
+      selective recompute); they are not kept between passes.
+    - `full`: only `f`'s arguments are kept; `f.bwd` recomputes the whole
+      layer forward before its backward.
+    The three give the same numbers; they trade activation memory for
+    compute.
+
+    ```mlir
+    func.func @step(%tok, %labels) -> tensor<f32>
+    ```
+    becomes
+    ```mlir
+    func.func @step(%tok, %labels) -> (tensor<f32>, tensor<VxH>, ...)
+        attributes {braid.gradients = [@wte, ...]}
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
+           "Name of the step function">,
+    Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
+           "Activation recompute: none, selective or full">,
+  ];
+}
+
+def BraidOptimizerPass : Pass<"braid-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Update the parameters from the gradients the step returns";
+  let description = [{
+    Consumes the gradients `--braid-autodiff` made the step return: clips
+    them to a global norm, declares the optimizer's state (`braid.state`:
+    the step counter and, for AdamW, both moments of every parameter in
+    f32) and updates every parameter in place at the end of the step, which
+    then returns only the loss.
+
+    ```mlir
+    %sumsq = braid.sum_squares %g0, %g1 : tensor<97x64xf32>, ... -> tensor<f32>
+    %coef = braid.clip_coefficient %sumsq max_norm 1.0 : tensor<f32>
+    braid.increment @opt.step
+    braid.adamw_update @wte, %g0, %coef moments @opt.m.wte, @opt.v.wte step @opt.step {...}
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
+           "Name of the step function">,
+    Option<"kind", "kind", "std::string", /*default=*/"\"adamw\"",
+           "adamw or sgd">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.95", "AdamW beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.1",
+           "Decoupled weight decay">,
+    Option<"maxNorm", "max-norm", "double", /*default=*/"1.0",
+           "Clip gradients to this global norm (<= 0: no clipping)">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // Lowering
 //===----------------------------------------------------------------------===//
 

@@ -44,6 +44,9 @@ struct BraidPrintMemoryPlanPass
     for (const PersistentTensor &p : plan->params)
       os << "param @" << p.name << " offset " << p.offset << " bytes "
          << getTensorBytes(p.type) << "\n";
+    for (const PersistentTensor &p : plan->states)
+      os << "state @" << p.name << " offset " << p.offset << " bytes "
+         << getTensorBytes(p.type) << "\n";
     for (auto [i, input] : llvm::enumerate(plan->inputs))
       os << "input #" << i << " offset " << input.offset << " bytes "
          << getTensorBytes(input.type) << "\n";

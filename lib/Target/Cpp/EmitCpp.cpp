@@ -271,28 +271,36 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
     os << "};\n";
     return name;
   };
+  // Parameters and program state are both initialized by the runtime.
+  SmallVector<PersistentTensor> persistent(plan.params);
+  llvm::append_range(persistent, plan.states);
   SmallVector<std::string> paramShapes, inputShapes;
-  for (const PersistentTensor &p : plan.params)
+  for (const PersistentTensor &p : persistent)
     paramShapes.push_back(shapeArray(p.type));
   for (const PersistentTensor &in : plan.inputs)
     inputShapes.push_back(shapeArray(in.type));
 
   os << "\nconst braid_tensor_desc kParams[] = {\n";
-  for (auto [i, p] : llvm::enumerate(plan.params)) {
-    auto param = module.lookupSymbol<ParamOp>(p.name);
-    std::string init = "BRAID_INIT_NORMAL";
-    if (param.getInit() == InitKind::Zeros)
-      init = "BRAID_INIT_ZEROS";
-    else if (param.getInit() == InitKind::Ones)
-      init = "BRAID_INIT_ONES";
+  for (auto [i, p] : llvm::enumerate(persistent)) {
+    InitKind kind;
     double std = 0.0;
-    if (FloatAttr attr = param.getInitStdAttr())
-      std = attr.getValueAsDouble();
+    if (auto param = module.lookupSymbol<ParamOp>(p.name)) {
+      kind = param.getInit();
+      if (FloatAttr attr = param.getInitStdAttr())
+        std = attr.getValueAsDouble();
+    } else {
+      kind = module.lookupSymbol<StateOp>(p.name).getInit();
+    }
+    std::string init = "BRAID_INIT_NORMAL";
+    if (kind == InitKind::Zeros)
+      init = "BRAID_INIT_ZEROS";
+    else if (kind == InitKind::Ones)
+      init = "BRAID_INIT_ONES";
     os << "  {" << quoted(p.name) << ", " << dtypeName(p.type) << ", "
        << p.type.getRank() << ", " << paramShapes[i] << ", " << init << ", "
        << literal(std) << ", 0, " << p.offset << "},\n";
   }
-  if (plan.params.empty())
+  if (persistent.empty())
     os << "  {nullptr, BRAID_F32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
   os << "};\n\nconst braid_tensor_desc kInputs[] = {\n";
   for (auto [i, in] : llvm::enumerate(plan.inputs)) {
@@ -329,7 +337,7 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
     if (auto n = config.getAs<StringAttr>("name"))
       name = n.getValue().str();
   os << "const braid_program kProgram = {" << quoted(name) << ", "
-     << plan.arenaBytes << ", " << plan.params.size() << ", kParams, "
+     << plan.arenaBytes << ", " << persistent.size() << ", kParams, "
      << plan.inputs.size() << ", kInputs, " << plan.lossOffset
      << ", step};\n";
   return success();

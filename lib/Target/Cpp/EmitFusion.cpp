@@ -45,6 +45,10 @@ static FailureOr<std::string> elementwiseExpression(Operation *op,
       .Case([&](ExpOp) { return "braid::exp(" + in[0] + ")"; })
       .Case([&](NegOp) { return "-" + in[0]; })
       .Case([&](AddOp) { return in[0] + " + " + in[1]; })
+      .Case([&](FillOp f) {
+        return "static_cast<float>(" +
+               literal(f.getValue().convertToDouble()) + ")";
+      })
       .Case([&](MulOp) { return in[0] + " * " + in[1]; })
       .Case([&](GluOp g) {
         return act(g.getActivation(), in[0]) + " * " + in[1];

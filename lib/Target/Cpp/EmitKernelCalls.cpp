@@ -13,12 +13,18 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 namespace braid::cpp {
 
 LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
   std::string call;
   auto p = [&](Value v) { return v ? ptr(v) : std::string("nullptr"); };
   auto n = [](int64_t v) { return std::to_string(v); };
+  // The arena pointer of a parameter or state named by a symbol.
+  auto symbol = [&](StringRef name) {
+    return "at(arena, " + std::to_string(*program.plan.offsetOf(name)) + ")";
+  };
   LogicalResult result =
       TypeSwitch<Operation *, LogicalResult>(op)
           .Case([&](EmbeddingOp e) {
@@ -161,6 +167,196 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
                    "), " + p(c.getResult()) + ", " + n(idx[0]) + ", " +
                    n(e[2]) + ", " + n(idx[1]) + ", " + n(e[0]) + ", " +
                    n(e[1]) + ")";
+            return success();
+          })
+          // Backward.
+          .Case([&](SumRowsOp r) {
+            int64_t cols = shapeOf(r.getResult())[0];
+            call = "braid_k_sum_rows(rt, " + dtypeName(r.getType()) + ", " +
+                   p(r.getInput()) + ", " + p(r.getResult()) + ", " +
+                   n(numElements(r.getInput()) / cols) + ", " + n(cols) + ")";
+            return success();
+          })
+          .Case([&](ActivationGradOp a) {
+            call = "braid_k_activation_grad(rt, " + dtypeName(a.getType()) +
+                   ", static_cast<braid_act>(" +
+                   n(static_cast<int64_t>(a.getActivation())) + "), " +
+                   p(a.getInput()) + ", " + p(a.getGrad()) + ", " +
+                   p(a.getResult()) + ", " + n(numElements(a.getResult())) + ")";
+            return success();
+          })
+          .Case([&](AttentionGradOp a) {
+            auto q = shapeOf(a.getQuery());
+            auto k = shapeOf(a.getKey());
+            auto v = shapeOf(a.getValue());
+            double theta = 0.0;
+            if (FloatAttr attr = a.getRopeThetaAttr())
+              theta = attr.getValueAsDouble();
+            double scale = 1.0 / std::sqrt(static_cast<double>(q[3]));
+            if (FloatAttr attr = a.getScaleAttr())
+              scale = attr.getValueAsDouble();
+            call = "braid_k_attention_grad(rt, " +
+                   dtypeName(a.getQuery().getType()) + ", " + p(a.getQuery()) +
+                   ", " + p(a.getKey()) + ", " + p(a.getValue()) + ", " +
+                   p(a.getGrad()) + ", " + p(a.getDquery()) + ", " +
+                   p(a.getDkey()) + ", " + p(a.getDvalue()) + ", " + n(q[0]) +
+                   ", " + n(q[1]) + ", " + n(k[1]) + ", " + n(q[2]) + ", " +
+                   n(k[2]) + ", " + n(q[3]) + ", " + n(v[3]) + ", " +
+                   (a.getCausal() ? "1" : "0") + ", " + literal(scale) + ", " +
+                   literal(theta) + ")";
+            return success();
+          })
+          .Case([&](RMSNormGradOp r) {
+            int64_t h = shapeOf(r.getInput()).back();
+            call = "braid_k_rms_norm_grad(rt, " + dtypeName(r.getInput().getType()) +
+                   ", " + p(r.getInput()) + ", " + p(r.getGamma()) + ", " +
+                   p(r.getGrad()) + ", " + p(r.getDinput()) + ", " +
+                   p(r.getDgamma()) + ", " + n(numElements(r.getInput()) / h) +
+                   ", " + n(h) + ", " + literal(r.getEpsilon().convertToDouble()) +
+                   ")";
+            return success();
+          })
+          .Case([&](LayerNormGradOp r) {
+            int64_t h = shapeOf(r.getInput()).back();
+            call = "braid_k_layer_norm_grad(rt, " +
+                   dtypeName(r.getInput().getType()) + ", " + p(r.getInput()) +
+                   ", " + p(r.getGamma()) + ", " + p(r.getGrad()) + ", " +
+                   p(r.getDinput()) + ", " + p(r.getDgamma()) + ", " +
+                   p(r.getDbeta()) + ", " + n(numElements(r.getInput()) / h) +
+                   ", " + n(h) + ", " + literal(r.getEpsilon().convertToDouble()) +
+                   ")";
+            return success();
+          })
+          .Case([&](EmbeddingGradOp e) {
+            auto table = shapeOf(e.getResult());
+            call = "braid_k_embedding_grad(rt, " + dtypeName(e.getType()) +
+                   ", " + dtypeName(e.getTokens().getType()) + ", " +
+                   p(e.getTokens()) + ", " + p(e.getGrad()) + ", " +
+                   p(e.getResult()) + ", " + n(numElements(e.getTokens())) +
+                   ", " + n(table[0]) + ", " + n(table[1]) + ")";
+            return success();
+          })
+          .Case([&](PositionGradOp e) {
+            auto g = shapeOf(e.getGrad());
+            auto table = shapeOf(e.getResult());
+            call = "braid_k_position_grad(rt, " + dtypeName(e.getType()) +
+                   ", " + p(e.getGrad()) + ", " + p(e.getResult()) + ", " +
+                   n(numElements(e.getGrad()) / g.back()) + ", " +
+                   n(g[g.size() - 2]) + ", " + n(table[0]) + ", " +
+                   n(table[1]) + ")";
+            return success();
+          })
+          .Case([&](CrossEntropyGradOp c) {
+            int64_t vocab = shapeOf(c.getLogits()).back();
+            call = "braid_k_cross_entropy_grad(rt, " +
+                   dtypeName(c.getLogits().getType()) + ", " +
+                   dtypeName(c.getLabels().getType()) + ", " +
+                   p(c.getLogits()) + ", " + p(c.getLabels()) +
+                   ", static_cast<const float *>(" + p(c.getGrad()) + "), " +
+                   p(c.getResult()) + ", " +
+                   n(numElements(c.getLogits()) / vocab) + ", " + n(vocab) + ")";
+            return success();
+          })
+          .Case([&](Conv1dGradOp c) {
+            auto x = shapeOf(c.getInput());
+            call = "braid_k_conv1d_grad(rt, " + dtypeName(c.getInput().getType()) +
+                   ", " + p(c.getInput()) + ", " + p(c.getWeight()) + ", " +
+                   p(c.getGrad()) + ", " + p(c.getDinput()) + ", " +
+                   p(c.getDweight()) + ", " + p(c.getDbias()) + ", " + n(x[0]) +
+                   ", " + n(x[1]) + ", " + n(x[2]) + ", " +
+                   n(shapeOf(c.getWeight())[1]) + ")";
+            return success();
+          })
+          .Case([&](SelectiveScanGradOp s) {
+            auto x = shapeOf(s.getInput());
+            call = "braid_k_selective_scan_grad(rt, " +
+                   dtypeName(s.getInput().getType()) + ", " + p(s.getInput()) +
+                   ", " + p(s.getDelta()) + ", " + p(s.getA()) + ", " +
+                   p(s.getB()) + ", " + p(s.getC()) + ", " + p(s.getD()) + ", " +
+                   p(s.getGrad()) + ", " + p(s.getDinput()) + ", " +
+                   p(s.getDdelta()) + ", " + p(s.getDA()) + ", " + p(s.getDB()) +
+                   ", " + p(s.getDC()) + ", " + p(s.getDD()) + ", " + n(x[0]) +
+                   ", " + n(x[1]) + ", " + n(x[2]) + ", " +
+                   n(shapeOf(s.getA())[1]) + ", " +
+                   (s.getDeltaSoftplus() ? "1" : "0") + ")";
+            return success();
+          })
+          .Case([&](RouterGradOp r) {
+            auto logits = shapeOf(r.getLogits());
+            call = "braid_k_router_grad(rt, " + dtypeName(r.getType()) + ", " +
+                   p(r.getLogits()) + ", static_cast<const int32_t *>(" +
+                   p(r.getIndices()) + "), " + p(r.getGrad()) + ", " +
+                   p(r.getResult()) + ", " + n(logits[0]) + ", " +
+                   n(logits[1]) + ", " + n(shapeOf(r.getIndices())[1]) + ", " +
+                   (r.getNormalize() ? "1" : "0") + ")";
+            return success();
+          })
+          .Case([&](DispatchGradOp d) {
+            auto g = shapeOf(d.getGrad());
+            auto idx = shapeOf(d.getIndices());
+            call = "braid_k_dispatch_grad(rt, " + dtypeName(d.getType()) + ", " +
+                   p(d.getGrad()) + ", static_cast<const int32_t *>(" +
+                   p(d.getIndices()) + "), " + p(d.getResult()) + ", " +
+                   n(idx[0]) + ", " + n(g[2]) + ", " + n(idx[1]) + ", " +
+                   n(g[0]) + ", " + n(g[1]) + ")";
+            return success();
+          })
+          .Case([&](CombineGradOp c) {
+            auto e = shapeOf(c.getExpertOutput());
+            auto idx = shapeOf(c.getIndices());
+            call = "braid_k_combine_grad(rt, " +
+                   dtypeName(c.getExpertOutput().getType()) + ", " +
+                   p(c.getExpertOutput()) + ", " + p(c.getWeights()) +
+                   ", static_cast<const int32_t *>(" + p(c.getIndices()) +
+                   "), " + p(c.getGrad()) + ", " + p(c.getDexpertOutput()) +
+                   ", " + p(c.getDweights()) + ", " + n(idx[0]) + ", " +
+                   n(e[2]) + ", " + n(idx[1]) + ", " + n(e[0]) + ", " +
+                   n(e[1]) + ")";
+            return success();
+          })
+          // Optimizer.
+          .Case([&](SumSquaresOp q) {
+            std::string out = "static_cast<float *>(" + p(q.getResult()) + ")";
+            call = "braid_k_zero(rt, BRAID_F32, " + p(q.getResult()) + ", 1)";
+            for (Value in : q.getInputs())
+              call += ";\n  braid_k_sum_squares(rt, " + dtypeName(in.getType()) +
+                      ", " + p(in) + ", " + out + ", " + n(numElements(in)) + ")";
+            return success();
+          })
+          .Case([&](ClipCoefficientOp c) {
+            call = "braid_k_clip_coefficient(rt, static_cast<const float *>(" +
+                   p(c.getSumsq()) + "), static_cast<float *>(" +
+                   p(c.getResult()) + "), " +
+                   literal(c.getMaxNorm().convertToDouble()) + ")";
+            return success();
+          })
+          .Case([&](IncrementOp i) {
+            call = "braid_k_increment(rt, static_cast<float *>(" +
+                   symbol(i.getCounter()) + "))";
+            return success();
+          })
+          .Case([&](SGDUpdateOp u) {
+            call = "braid_k_sgd_update(rt, " + dtypeName(u.getGrad().getType()) +
+                   ", " + symbol(u.getParam()) + ", " + p(u.getGrad()) +
+                   ", static_cast<const float *>(" + p(u.getCoef()) + "), " +
+                   n(numElements(u.getGrad())) + ", " +
+                   literal(u.getLr().convertToDouble()) + ", " +
+                   literal(u.getWeightDecay().convertToDouble()) + ")";
+            return success();
+          })
+          .Case([&](AdamWUpdateOp u) {
+            call = "braid_k_adamw_update(rt, " + dtypeName(u.getGrad().getType()) +
+                   ", " + symbol(u.getParam()) + ", " + p(u.getGrad()) +
+                   ", static_cast<float *>(" + symbol(u.getM()) +
+                   "), static_cast<float *>(" + symbol(u.getV()) +
+                   "), static_cast<const float *>(" + p(u.getCoef()) +
+                   "), static_cast<const float *>(" + symbol(u.getStep()) +
+                   "), " + n(numElements(u.getGrad())) + ", " +
+                   literal(u.getLr().convertToDouble()) + ", " +
+                   literal(u.getBeta1().convertToDouble()) + ", " +
+                   literal(u.getBeta2().convertToDouble()) + ", " +
+                   literal(u.getEps().convertToDouble()) + ", " +
+                   literal(u.getWeightDecay().convertToDouble()) + ")";
             return success();
           })
           .Case([&](ExpertFFNOp f) {

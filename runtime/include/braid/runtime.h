@@ -213,6 +213,100 @@ void braid_k_combine(braid_rt *rt, braid_dtype dt, const void *expert_out, const
                      const int32_t *indices, void *out, int64_t tokens, int64_t hidden,
                      int64_t top_k, int64_t experts, int64_t capacity);
 
+/*===--- Backward kernels (vector-Jacobian products) ----------------------===*
+ * Each takes the forward operands and the cotangent of the forward result
+ * (d*) and writes the cotangents of the operands. Gradients of parameters
+ * are written (not accumulated): the compiler sums multiple contributions.
+ */
+
+/* dy [rows, n] -> db [n] = sum over rows (bias gradients). */
+void braid_k_sum_rows(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t rows,
+                      int64_t n);
+/* dx = dy * act'(x), elementwise. act: SILU, GELU, GELU_TANH, SIGMOID, RELU. */
+void braid_k_activation_grad(braid_rt *rt, braid_dtype dt, braid_act act, const void *x,
+                             const void *dy, void *dx, int64_t n);
+/* Attention backward (recomputes the softmax; no saved scores): dq [B,S,Hq,D],
+ * dk [B,Skv,Hkv,D], dv [B,Skv,Hkv,Dv]; GQA sums over the heads of a group;
+ * with RoPE, dq/dk are with respect to the unrotated q/k. */
+void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
+                            const void *v, const void *dout, void *dq, void *dk, void *dv,
+                            int64_t batch, int64_t seq, int64_t seq_kv, int64_t heads,
+                            int64_t kv_heads, int64_t head_dim, int64_t v_head_dim,
+                            int32_t causal, double scale, double rope_theta);
+void braid_k_rms_norm_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
+                           const void *dy, void *dx, void *dgamma, int64_t rows, int64_t hidden,
+                           double epsilon);
+void braid_k_layer_norm_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
+                             const void *dy, void *dx, void *dgamma, void *dbeta, int64_t rows,
+                             int64_t hidden, double epsilon);
+/* dtable [vocab, hidden] = scatter-add of dy [num_tokens, hidden] rows by token. */
+void braid_k_embedding_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                            const void *tokens, const void *dy, void *dtable, int64_t num_tokens,
+                            int64_t vocab, int64_t hidden);
+/* dpos [positions, hidden]: dpos[s] = sum over t with t % seq == s of dy[t]; rows
+ * s >= seq are zero. */
+void braid_k_position_grad(braid_rt *rt, braid_dtype dt, const void *dy, void *dpos,
+                           int64_t num_tokens, int64_t seq, int64_t positions, int64_t hidden);
+/* dlogits = dloss / rows * (softmax(logits) - onehot(labels)); dloss is a 0-d f32. */
+void braid_k_cross_entropy_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                                const void *logits, const void *labels, const float *dloss,
+                                void *dlogits, int64_t rows, int64_t vocab);
+/* dx [B,S,C], dw [C,K], db [C] (db may be NULL). */
+void braid_k_conv1d_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *w,
+                         const void *dy, void *dx, void *dw, void *db, int64_t batch,
+                         int64_t seq, int64_t channels, int64_t kernel);
+/* Selective scan backward: dx, ddelta [B,S,Di], dA [Di,N], dB, dC [B,S,N], dD [Di]
+ * (ddelta with respect to the raw delta, through softplus when set). */
+void braid_k_selective_scan_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *delta,
+                                 const void *A, const void *Bm, const void *Cm, const void *D,
+                                 const void *dy, void *dx, void *ddelta, void *dA, void *dBm,
+                                 void *dCm, void *dD, int64_t batch, int64_t seq,
+                                 int64_t channels, int64_t state, int32_t delta_softplus);
+/* dlogits [T, E] from dweights [T, k] through softmax, top-k (indices fixed)
+ * and optional renormalization. */
+void braid_k_router_grad(braid_rt *rt, braid_dtype dt, const void *logits,
+                         const int32_t *indices, const void *dweights, void *dlogits,
+                         int64_t tokens, int64_t experts, int64_t top_k, int32_t normalize);
+/* dx [T, H] = sum over kept assignments of ddispatched[e, slot]. */
+void braid_k_dispatch_grad(braid_rt *rt, braid_dtype dt, const void *ddispatched,
+                           const int32_t *indices, void *dx, int64_t tokens, int64_t hidden,
+                           int64_t top_k, int64_t experts, int64_t capacity);
+/* dexpert_out [E, C, H] (zero in unused slots) and dweights [T, k]
+ * (zero for dropped assignments). */
+void braid_k_combine_grad(braid_rt *rt, braid_dtype dt, const void *expert_out,
+                          const void *weights, const int32_t *indices, const void *dy,
+                          void *dexpert_out, void *dweights, int64_t tokens, int64_t hidden,
+                          int64_t top_k, int64_t experts, int64_t capacity);
+
+/*===--- Optimizer kernels ------------------------------------------------===*/
+
+/* sumsq (0-d f32) += sum of squares of x (f32 accumulation); the compiler
+ * zeroes it first. */
+void braid_k_sum_squares(braid_rt *rt, braid_dtype dt, const void *x, float *sumsq, int64_t n);
+/* coef (0-d f32) = min(1, max_norm / (sqrt(sumsq) + 1e-6)); max_norm <= 0: 1. */
+void braid_k_clip_coefficient(braid_rt *rt, const float *sumsq, float *coef, double max_norm);
+/* In place, with g = coef * grad:
+ * SGD:   p -= lr * (g + weight_decay * p)
+ * AdamW: m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+ *        p -= lr * (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + weight_decay * p)
+ * with t = *step (a 0-d f32 counter the program increments before the update).
+ * p and grad in `dt` (the master copy when mixed precision keeps f32 ones),
+ * m and v in f32. */
+void braid_k_sgd_update(braid_rt *rt, braid_dtype dt, void *param, const void *grad,
+                        const float *coef, int64_t n, double lr, double weight_decay);
+void braid_k_adamw_update(braid_rt *rt, braid_dtype dt, void *param, const void *grad,
+                          float *m, float *v, const float *coef, const float *step, int64_t n,
+                          double lr, double beta1, double beta2, double eps,
+                          double weight_decay);
+/* step (0-d f32) += 1. */
+void braid_k_increment(braid_rt *rt, float *step);
+/* y = x converted between float storage types (bf16 compute copies of f32
+ * master weights, f32 gradients of bf16 values). */
+void braid_k_convert(braid_rt *rt, braid_dtype from, braid_dtype to, const void *x, void *y,
+                     int64_t n);
+/* y = 0. */
+void braid_k_zero(braid_rt *rt, braid_dtype dt, void *y, int64_t n);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

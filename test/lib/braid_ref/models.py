@@ -38,12 +38,15 @@ __all__ = ["forward", "logits", "layer_blocks", "moe_capacity", "init_params",
 
 
 class _Params:
-    """Parameter lookup that records which names were used."""
+    """Parameter lookup that records which names were used. `ops_ns` is the op
+    namespace the model calls (braid_ref.ops by default; braid_ref.autograd
+    substitutes a taping one)."""
 
-    def __init__(self, params: dict, cast=None):
+    def __init__(self, params: dict, cast=None, ops_ns=None):
         self._p = params
         self._cast = cast
         self.used = set()
+        self.ops = ops if ops_ns is None else ops_ns
 
     def __call__(self, name: str) -> np.ndarray:
         if name not in self._p:
@@ -102,6 +105,7 @@ def moe_capacity(cfg: dict, tokens: int) -> int:
 # --------------------------------------------------------------------------
 
 def _norm(cfg: dict, p: _Params, x: np.ndarray, name: str) -> np.ndarray:
+    ops = p.ops
     eps = cfg.get("norm_eps", 1e-5)
     kind = cfg.get("norm", "layer_norm" if cfg["family"] == "gpt" else "rms_norm")
     if kind == "layer_norm":
@@ -112,6 +116,7 @@ def _norm(cfg: dict, p: _Params, x: np.ndarray, name: str) -> np.ndarray:
 
 
 def _attn(cfg: dict, p: _Params, h: np.ndarray, pre: str) -> np.ndarray:
+    ops = p.ops
     bias = cfg["family"] == "gpt"
     heads = cfg["heads"]
     kv_heads = cfg.get("kv_heads", heads)
@@ -127,6 +132,7 @@ def _attn(cfg: dict, p: _Params, h: np.ndarray, pre: str) -> np.ndarray:
 
 
 def _mlp(cfg: dict, p: _Params, h: np.ndarray, pre: str) -> np.ndarray:
+    ops = p.ops
     if cfg["family"] == "gpt":   # act(x Wu + bu) Wd + bd, GELU tanh
         up = ops.linear(h, p(f"{pre}.w_up"), p(f"{pre}.b_up"))
         return ops.linear(ops.gelu(up, approximate=True), p(f"{pre}.w_down"), p(f"{pre}.b_down"))
@@ -136,6 +142,7 @@ def _mlp(cfg: dict, p: _Params, h: np.ndarray, pre: str) -> np.ndarray:
 
 
 def _moe(cfg: dict, p: _Params, h: np.ndarray, pre: str) -> np.ndarray:
+    ops = p.ops
     shape = h.shape
     t = math.prod(shape[:-1])
     flat = ops.reshape(h, (t, shape[-1]))
@@ -148,6 +155,7 @@ def _moe(cfg: dict, p: _Params, h: np.ndarray, pre: str) -> np.ndarray:
 
 
 def _mamba(cfg: dict, p: _Params, h: np.ndarray, pre: str) -> np.ndarray:
+    ops = p.ops
     x = ops.linear(h, p(f"{pre}.in_x"))
     z = ops.linear(h, p(f"{pre}.in_z"))
     x = ops.silu(ops.conv1d(x, p(f"{pre}.conv_w"), p(f"{pre}.conv_b")))
@@ -169,12 +177,14 @@ _BODIES = {"attn": _attn, "mlp": _mlp, "moe": _moe, "mamba": _mamba}
 # --------------------------------------------------------------------------
 
 def logits(cfg: dict, params: dict, tokens, compute_dtype=None, _p=None,
-           record: dict | None = None) -> np.ndarray:
+           record: dict | None = None, ops_ns=None) -> np.ndarray:
     """Logits [B, S, V] of the model. `compute_dtype` (e.g. np.float64) casts
     every parameter first; by default the parameters' own dtype is kept.
     `record`, when given, receives the activations the builder names in the
-    step function: h0 (embedding), h1..hL (layer outputs), logits."""
-    p = _p or _Params(params, compute_dtype)
+    step function: h0 (embedding), h1..hL (layer outputs), logits. `ops_ns`
+    replaces braid_ref.ops as the namespace of the ops called (see _Params)."""
+    p = _p or _Params(params, compute_dtype, ops_ns)
+    ops = p.ops
     tokens = np.asarray(tokens)
     if tokens.shape != (cfg["batch"], cfg["seq"]):
         raise ValueError(f"tokens {tokens.shape} must be [{cfg['batch']}, {cfg['seq']}]")
@@ -196,10 +206,11 @@ def logits(cfg: dict, params: dict, tokens, compute_dtype=None, _p=None,
     return out
 
 
-def forward(cfg: dict, params: dict, tokens, labels, compute_dtype=None) -> np.ndarray:
+def forward(cfg: dict, params: dict, tokens, labels, compute_dtype=None,
+            ops_ns=None) -> np.ndarray:
     """The loss (0-d array) of the step function; every parameter must be used."""
-    p = _Params(params, compute_dtype)
-    loss = ops.cross_entropy(logits(cfg, params, tokens, _p=p), labels)
+    p = _Params(params, compute_dtype, ops_ns)
+    loss = p.ops.cross_entropy(logits(cfg, params, tokens, _p=p), labels)
     p.check_all_used()
     return loss
 

@@ -1,0 +1,394 @@
+//===- Autodiff.cpp - the --braid-autodiff pass ---------------------------===//
+//
+// Reverse mode over the step function. Ops are visited in reverse; each
+// contributes the cotangents of its operands through its VJP rule
+// (VJPRules.cpp), summed where a value has several uses. A call to a layer
+// function is differentiated through a generated backward function:
+//
+//   1. f.vjp(args..., dresults...) -> (dargs...) clones f's forward body and
+//      appends its reverse pass (this is full recompute);
+//   2. unless recompute=full, the forward part is split off: f.fwd returns
+//      f's results plus every value the reverse part reads ("saved"), and
+//      f.bwd(args..., saved..., dresults...) keeps only the reverse part and
+//      the ops recompute chooses to redo (attention cores for selective).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/braid/Transforms/Passes.h"
+
+#include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/Transforms/VJPRules.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_BRAIDAUTODIFFPASS
+#include "dialects/braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+enum class Recompute { None, Selective, Full };
+
+/// The functions a layer call is differentiated with.
+struct LayerVJP {
+  func::FuncOp forward;  ///< f itself (full recompute) or f.fwd
+  func::FuncOp backward; ///< (args..., saved..., dresults...) -> (dargs...)
+  unsigned numResults = 0;
+  unsigned numSaved = 0;
+};
+
+/// A location without its name: the names of forward values must not be
+/// reused by the ops computing their cotangents.
+Location plain(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getChildLoc();
+  return loc;
+}
+
+/// The name a value was written with, if any.
+std::optional<StringRef> nameOf(Value value) {
+  if (Operation *op = value.getDefiningOp()) {
+    if (auto get = dyn_cast<GetParamOp>(op))
+      return get.getName();
+    if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+      return name.getName().getValue();
+  }
+  return std::nullopt;
+}
+
+class Autodiff {
+public:
+  Autodiff(ModuleOp module, Recompute policy)
+      : module(module), symbols(module), policy(policy) {}
+
+  LogicalResult differentiateStep(func::FuncOp step);
+
+private:
+  ModuleOp module;
+  SymbolTable symbols;
+  Recompute policy;
+  llvm::DenseMap<Operation *, std::unique_ptr<LayerVJP>> layers;
+  /// Calls to forward variants: their layer and where saved values start.
+  llvm::DenseMap<Operation *, LayerVJP *> callLayer;
+
+  FailureOr<LayerVJP *> getLayerVJP(func::FuncOp f);
+  LogicalResult reverse(OpBuilder &b, ArrayRef<Operation *> ops,
+                        llvm::DenseMap<Value, Value> &cot);
+  void accumulate(OpBuilder &b, llvm::DenseMap<Value, Value> &cot,
+                  Value value, Value cotangent);
+  Value zeros(OpBuilder &b, Location loc, Type type) {
+    return FillOp::create(b, loc, type, b.getF64FloatAttr(0.0));
+  }
+};
+} // namespace
+
+void Autodiff::accumulate(OpBuilder &b, llvm::DenseMap<Value, Value> &cot,
+                          Value value, Value cotangent) {
+  if (!cotangent || !isDifferentiable(value.getType()))
+    return;
+  auto [it, inserted] = cot.try_emplace(value, cotangent);
+  if (!inserted)
+    it->second = AddOp::create(b, plain(cotangent.getLoc()), it->second,
+                               cotangent);
+}
+
+LogicalResult Autodiff::reverse(OpBuilder &b, ArrayRef<Operation *> ops,
+                                llvm::DenseMap<Value, Value> &cot) {
+  for (Operation *op : llvm::reverse(ops)) {
+    SmallVector<Value> dresults;
+    bool any = false;
+    for (Value result : op->getResults()) {
+      dresults.push_back(cot.lookup(result));
+      any |= bool(dresults.back());
+    }
+    // Nothing flows back from results without cotangents, or into ops
+    // without operands (parameter reads: their cotangents are the gradients).
+    if (!any || op->getNumOperands() == 0)
+      continue;
+    Location loc = plain(op->getLoc());
+
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      LayerVJP *layer = callLayer.lookup(call);
+      if (!layer)
+        return call.emitError("autodiff reached a call it did not prepare");
+      SmallVector<Value> operands(call.getOperands());
+      for (unsigned i = 0; i < layer->numSaved; ++i)
+        operands.push_back(call.getResult(layer->numResults + i));
+      for (unsigned i = 0; i < layer->numResults; ++i) {
+        Value d = dresults[i];
+        operands.push_back(d ? d : zeros(b, loc, call.getResult(i).getType()));
+      }
+      auto backward = func::CallOp::create(b, loc, layer->backward, operands);
+      unsigned next = 0;
+      for (Value arg : call.getOperands())
+        if (isDifferentiable(arg.getType()))
+          accumulate(b, cot, arg, backward.getResult(next++));
+      continue;
+    }
+
+    FailureOr<SmallVector<Value>> dops = emitVJP(b, loc, op, dresults);
+    if (failed(dops))
+      return failure();
+    for (auto [operand, d] : llvm::zip(op->getOperands(), *dops))
+      accumulate(b, cot, operand, d);
+  }
+  return success();
+}
+
+FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
+  if (auto it = layers.find(f); it != layers.end())
+    return it->second.get();
+  if (f.isExternal() || !f.getBody().hasOneBlock())
+    return f.emitError("autodiff needs layer functions of one block");
+  Block &body = f.getBody().front();
+  for (Operation &op : body)
+    if (isa<func::CallOp>(op))
+      return op.emitError("autodiff does not differentiate calls inside "
+                          "layer functions yet");
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  FunctionType type = f.getFunctionType();
+  unsigned numArgs = type.getNumInputs(), numResults = type.getNumResults();
+
+  // 1. f.vjp: the forward body cloned, then its reverse pass.
+  OpBuilder b(module.getContext());
+  b.setInsertionPointAfter(f);
+  SmallVector<Type> inputs(type.getInputs());
+  llvm::append_range(inputs, type.getResults());
+  SmallVector<Type> outputs;
+  for (Type t : type.getInputs())
+    if (isDifferentiable(t))
+      outputs.push_back(t);
+  auto vjp = func::FuncOp::create(b, f.getLoc(), (f.getSymName() + ".bwd").str(),
+                                  b.getFunctionType(inputs, outputs));
+  vjp.setPrivate();
+  Block *entry = vjp.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  IRMapping map;
+  map.map(body.getArguments(), entry->getArguments().take_front(numArgs));
+  SmallVector<Operation *> forwardOps;
+  for (Operation &op : body.without_terminator())
+    forwardOps.push_back(b.clone(op, map));
+  llvm::DenseMap<Value, Value> cot;
+  for (auto [k, value] : llvm::enumerate(ret.getOperands()))
+    accumulate(b, cot, map.lookup(value), entry->getArgument(numArgs + k));
+  if (failed(reverse(b, forwardOps, cot)))
+    return failure();
+  SmallVector<Value> dargs;
+  for (BlockArgument arg : entry->getArguments().take_front(numArgs))
+    if (isDifferentiable(arg.getType())) {
+      Value d = cot.lookup(arg);
+      dargs.push_back(d ? d : zeros(b, f.getLoc(), arg.getType()));
+    }
+  func::ReturnOp::create(b, f.getLoc(), dargs);
+  symbols.insert(vjp);
+
+  auto layer = std::make_unique<LayerVJP>();
+  layer->forward = f;
+  layer->backward = vjp;
+  layer->numResults = numResults;
+  if (policy == Recompute::Full) {
+    LayerVJP *result = layer.get();
+    layers[f] = std::move(layer);
+    return result;
+  }
+
+  // 2. Split: what the reverse part reads is saved by the forward call,
+  // except what recompute redoes in the backward function.
+  llvm::SetVector<Operation *> recomputed;
+  if (policy == Recompute::Selective)
+    for (Operation *op : forwardOps)
+      if (isa<AttentionOp>(op) ||
+          (isa<ReshapeOp, TransposeOp>(op) &&
+           recomputed.contains(op->getOperand(0).getDefiningOp())))
+        recomputed.insert(op);
+  llvm::SetVector<Operation *> kept; // forward ops whose values are saved
+  for (Operation *op : forwardOps)
+    if (!recomputed.contains(op))
+      kept.insert(op);
+  SmallVector<Value> saved;
+  for (Operation *op : kept)
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(),
+                       [&](Operation *user) { return !kept.contains(user); }))
+        saved.push_back(result);
+
+  IRMapping inverse;
+  for (auto [original, clone] : llvm::zip(body.without_terminator(), forwardOps))
+    inverse.map(clone->getResults(), original.getResults());
+
+  // f.fwd: f's body returning its results and the saved values.
+  b.setInsertionPointAfter(f);
+  SmallVector<Type> fwdResults(type.getResults());
+  for (Value v : saved)
+    fwdResults.push_back(v.getType());
+  auto forward = func::FuncOp::create(b, f.getLoc(),
+                                      (f.getSymName() + ".fwd").str(),
+                                      b.getFunctionType(type.getInputs(), fwdResults));
+  forward.setPrivate();
+  Block *fwdEntry = forward.addEntryBlock();
+  b.setInsertionPointToStart(fwdEntry);
+  IRMapping fwdMap;
+  fwdMap.map(body.getArguments(), fwdEntry->getArguments());
+  for (Operation &op : body.without_terminator())
+    b.clone(op, fwdMap);
+  SmallVector<Value> fwdReturn;
+  for (Value v : ret.getOperands())
+    fwdReturn.push_back(fwdMap.lookup(v));
+  for (Value v : saved)
+    fwdReturn.push_back(fwdMap.lookup(inverse.lookup(v)));
+  func::ReturnOp::create(b, ret.getLoc(), fwdReturn);
+  symbols.insert(forward);
+
+  // f.bwd: saved values become arguments; the kept forward ops go.
+  for (auto [i, v] : llvm::enumerate(saved)) {
+    BlockArgument arg = entry->insertArgument(numArgs + i, v.getType(), v.getLoc());
+    v.replaceAllUsesWith(arg);
+  }
+  for (Operation *op : llvm::reverse(kept)) {
+    if (!op->use_empty())
+      return op->emitError("autodiff could not split this layer's forward "
+                           "and backward");
+    op->erase();
+  }
+  vjp.setType(b.getFunctionType(entry->getArgumentTypes(), outputs));
+
+  layer->forward = forward;
+  layer->numSaved = saved.size();
+  LayerVJP *result = layer.get();
+  layers[f] = std::move(layer);
+  return result;
+}
+
+LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
+  if (!step.getBody().hasOneBlock())
+    return step.emitError("autodiff needs a step function of one block");
+  Block &body = step.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  if (ret.getNumOperands() != 1 ||
+      ret.getOperand(0).getType() !=
+          RankedTensorType::get({}, Float32Type::get(step.getContext())))
+    return step.emitError("autodiff needs a step function returning the "
+                          "scalar loss (one tensor<f32>)");
+  Value loss = ret.getOperand(0);
+
+  // Layer calls call their forward variants, which also return saved values.
+  OpBuilder b(step.getContext());
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    auto call = dyn_cast<func::CallOp>(op);
+    if (!call)
+      continue;
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee)
+      return call.emitError("cannot differentiate a call to '")
+             << call.getCalleeAttr() << "', which has no body in this module";
+    FailureOr<LayerVJP *> layer = getLayerVJP(callee);
+    if (failed(layer))
+      return failure();
+    b.setInsertionPoint(call);
+    auto forward = func::CallOp::create(b, call.getLoc(), (*layer)->forward,
+                                        call.getOperands());
+    call.replaceAllUsesWith(
+        forward.getResults().take_front((*layer)->numResults));
+    call.erase();
+    callLayer[forward] = *layer;
+  }
+
+  SmallVector<Operation *> forwardOps;
+  for (Operation &op : body.without_terminator())
+    forwardOps.push_back(&op);
+  b.setInsertionPoint(ret);
+  llvm::DenseMap<Value, Value> cot;
+  Value seed = FillOp::create(b, plain(ret.getLoc()), loss.getType(),
+                              b.getF64FloatAttr(1.0));
+  accumulate(b, cot, loss, seed);
+  if (failed(reverse(b, forwardOps, cot)))
+    return failure();
+
+  // Name the cotangents of named values so that dumps show them.
+  MLIRContext *context = step.getContext();
+  for (Operation *op : forwardOps)
+    for (Value result : op->getResults()) {
+      Value d = cot.lookup(result);
+      std::optional<StringRef> name = nameOf(result);
+      if (!d || !name || !d.getDefiningOp() ||
+          isa<NameLoc>(d.getDefiningOp()->getLoc()) || isa<GetParamOp>(op))
+        continue;
+      d.getDefiningOp()->setLoc(NameLoc::get(
+          StringAttr::get(context, "grad." + name->str()),
+          d.getDefiningOp()->getLoc()));
+    }
+
+  // The gradient of each parameter: the sum over its reads.
+  SmallVector<Value> results = {loss};
+  SmallVector<Attribute> names;
+  for (ParamOp param : module.getOps<ParamOp>()) {
+    Value grad;
+    for (Operation *op : forwardOps)
+      if (auto get = dyn_cast<GetParamOp>(op);
+          get && get.getName() == param.getSymName())
+        if (Value d = cot.lookup(get.getResult()))
+          grad = grad ? AddOp::create(b, plain(get.getLoc()), grad, d).getResult()
+                      : d;
+    if (!grad)
+      grad = zeros(b, param.getLoc(), param.getType());
+    // Each gradient its own single-result op, named after its parameter
+    // (a copy, x * 1, when it is shared, an argument or one result of many).
+    if (llvm::is_contained(results, grad) || !grad.getDefiningOp() ||
+        grad.getDefiningOp()->getNumResults() != 1)
+      grad = MulOp::create(b, param.getLoc(), grad,
+                           FillOp::create(b, param.getLoc(), grad.getType(),
+                                          b.getF64FloatAttr(1.0)));
+    grad.getDefiningOp()->setLoc(NameLoc::get(
+        StringAttr::get(context, "grad." + param.getSymName().str()),
+        plain(grad.getDefiningOp()->getLoc())));
+    results.push_back(grad);
+    names.push_back(FlatSymbolRefAttr::get(param.getSymNameAttr()));
+  }
+  func::ReturnOp::create(b, ret.getLoc(), results);
+  ret.erase();
+  SmallVector<Type> resultTypes;
+  for (Value v : results)
+    resultTypes.push_back(v.getType());
+  step.setType(FunctionType::get(context, step.getArgumentTypes(), resultTypes));
+  step->setAttr("braid.gradients", ArrayAttr::get(context, names));
+  return success();
+}
+
+namespace {
+struct BraidAutodiffPass
+    : braid::impl::BraidAutodiffPassBase<BraidAutodiffPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Recompute policy;
+    if (recompute == "none")
+      policy = Recompute::None;
+    else if (recompute == "selective")
+      policy = Recompute::Selective;
+    else if (recompute == "full")
+      policy = Recompute::Full;
+    else {
+      module.emitError("--braid-autodiff: recompute must be none, selective "
+                       "or full, found '")
+          << recompute << "'";
+      return signalPassFailure();
+    }
+    auto step = module.lookupSymbol<func::FuncOp>(entry);
+    if (!step || step.isExternal()) {
+      module.emitError("no step function '@") << entry
+                                               << "' with a body to differentiate";
+      return signalPassFailure();
+    }
+    if (failed(Autodiff(module, policy).differentiateStep(step)))
+      signalPassFailure();
+  }
+};
+} // namespace

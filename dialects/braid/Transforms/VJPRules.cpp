@@ -1,0 +1,206 @@
+//===- VJPRules.cpp - vector-Jacobian products of braid ops ---------------===//
+//
+// One rule per op. Rules express cotangents with forward ops where that is
+// exact (linear and matmul backward are matmuls with transposed operands,
+// reshape and transpose invert themselves, elementwise ops are elementwise)
+// and with the dedicated *_grad ops otherwise.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/braid/Transforms/VJPRules.h"
+
+#include "dialects/braid/IR/BraidOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+bool mlir::braid::isDifferentiable(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+Value mlir::braid::createActivation(OpBuilder &b, Location loc, int activation,
+                                    Value x) {
+  switch (static_cast<Activation>(activation)) {
+  case Activation::SiLU:
+    return SiluOp::create(b, loc, x);
+  case Activation::GELU:
+    return GeluOp::create(b, loc, x, /*approximate=*/false);
+  case Activation::GELUTanh:
+    return GeluOp::create(b, loc, x, /*approximate=*/true);
+  case Activation::Sigmoid:
+    return SigmoidOp::create(b, loc, x);
+  case Activation::ReLU:
+    return ReluOp::create(b, loc, x);
+  }
+  llvm_unreachable("unknown activation");
+}
+
+static RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// `value` viewed as [rows, last].
+static Value asMatrix(OpBuilder &b, Location loc, Value value) {
+  auto type = tensorType(value);
+  int64_t last = type.getShape().back();
+  auto matrix = RankedTensorType::get({type.getNumElements() / last, last},
+                                      type.getElementType());
+  if (matrix == type)
+    return value;
+  return ReshapeOp::create(b, loc, matrix, value);
+}
+
+/// Cotangents of C = op(A) op(B) (transposes as given).
+static SmallVector<Value> matmulVJP(OpBuilder &b, Location loc, Value a,
+                                    Value bm, bool ta, bool tb, Value dc) {
+  Value da = ta ? BatchMatmulOp::create(b, loc, bm, dc, tb, true).getResult()
+                : BatchMatmulOp::create(b, loc, dc, bm, false, !tb).getResult();
+  Value db = tb ? BatchMatmulOp::create(b, loc, dc, a, true, ta).getResult()
+                : BatchMatmulOp::create(b, loc, a, dc, !ta, false).getResult();
+  return {da, db};
+}
+
+FailureOr<SmallVector<Value>>
+mlir::braid::emitVJP(OpBuilder &b, Location loc, Operation *op,
+                     ArrayRef<Value> resultCotangents) {
+  Value dy = resultCotangents.empty() ? Value() : resultCotangents.front();
+  SmallVector<Value> none(op->getNumOperands(), Value());
+  return TypeSwitch<Operation *, FailureOr<SmallVector<Value>>>(op)
+      // Layout and elementwise.
+      .Case([&](ReshapeOp r) -> SmallVector<Value> {
+        return {ReshapeOp::create(b, loc, r.getInput().getType(), dy)};
+      })
+      .Case([&](TransposeOp t) -> SmallVector<Value> {
+        ArrayRef<int64_t> perm = t.getPermutation();
+        SmallVector<int64_t> inverse(perm.size());
+        for (auto [i, p] : llvm::enumerate(perm))
+          inverse[p] = i;
+        return {TransposeOp::create(b, loc, dy, inverse)};
+      })
+      .Case([&](AddOp) -> SmallVector<Value> { return {dy, dy}; })
+      .Case([&](MulOp m) -> SmallVector<Value> {
+        return {MulOp::create(b, loc, dy, m.getRhs()),
+                MulOp::create(b, loc, dy, m.getLhs())};
+      })
+      .Case([&](NegOp) -> SmallVector<Value> {
+        return {NegOp::create(b, loc, dy)};
+      })
+      .Case([&](ExpOp e) -> SmallVector<Value> {
+        return {MulOp::create(b, loc, dy, e.getResult())};
+      })
+      .Case([&](SiluOp s) -> SmallVector<Value> {
+        return {ActivationGradOp::create(b, loc, Activation::SiLU, s.getInput(), dy)};
+      })
+      .Case([&](SigmoidOp s) -> SmallVector<Value> {
+        return {ActivationGradOp::create(b, loc, Activation::Sigmoid, s.getInput(), dy)};
+      })
+      .Case([&](ReluOp s) -> SmallVector<Value> {
+        return {ActivationGradOp::create(b, loc, Activation::ReLU, s.getInput(), dy)};
+      })
+      .Case([&](GeluOp g) -> SmallVector<Value> {
+        return {ActivationGradOp::create(
+            b, loc, g.getApproximate() ? Activation::GELUTanh : Activation::GELU,
+            g.getInput(), dy)};
+      })
+      .Case([&](GluOp g) -> SmallVector<Value> {
+        // y = act(gate) * up: d up = dy act(gate), d gate = act'(gate) dy up.
+        Value act = createActivation(b, loc, static_cast<int>(g.getActivation()),
+                                     g.getGate());
+        Value dup = MulOp::create(b, loc, dy, act);
+        Value dgate = ActivationGradOp::create(
+            b, loc, g.getActivation(), g.getGate(),
+            MulOp::create(b, loc, dy, g.getUp()));
+        return {dgate, dup};
+      })
+      // Matrix products.
+      .Case([&](LinearOp l) -> SmallVector<Value> {
+        bool t = l.getTransposeWeight();
+        // dx = dy W^T: the weight read the other way round.
+        Value dx = LinearOp::create(b, loc, dy, l.getWeight(), Value(), !t);
+        Value x2 = asMatrix(b, loc, l.getInput());
+        Value dy2 = asMatrix(b, loc, dy);
+        Value dw = t ? BatchMatmulOp::create(b, loc, dy2, x2, true, false)
+                     : BatchMatmulOp::create(b, loc, x2, dy2, true, false);
+        SmallVector<Value> grads = {dx, dw};
+        if (l.getBias())
+          grads.push_back(SumRowsOp::create(b, loc, dy));
+        return grads;
+      })
+      .Case([&](BatchMatmulOp m) -> SmallVector<Value> {
+        return matmulVJP(b, loc, m.getLhs(), m.getRhs(), m.getTransposeA(),
+                         m.getTransposeB(), dy);
+      })
+      .Case([&](AttentionOp a) -> SmallVector<Value> {
+        auto grad = AttentionGradOp::create(
+            b, loc, a.getQuery(), a.getKey(), a.getValue(), dy, a.getCausal(),
+            a.getScaleAttr(), a.getRopeThetaAttr());
+        return {grad.getDquery(), grad.getDkey(), grad.getDvalue()};
+      })
+      // Norms and embeddings.
+      .Case([&](RMSNormOp n) -> SmallVector<Value> {
+        auto grad = RMSNormGradOp::create(b, loc, n.getInput(), n.getGamma(),
+                                          dy, n.getEpsilonAttr());
+        return {grad.getDinput(), grad.getDgamma()};
+      })
+      .Case([&](LayerNormOp n) -> SmallVector<Value> {
+        auto grad = LayerNormGradOp::create(b, loc, n.getInput(), n.getGamma(),
+                                            dy, n.getEpsilonAttr());
+        return {grad.getDinput(), grad.getDgamma(), grad.getDbeta()};
+      })
+      .Case([&](EmbeddingOp e) -> SmallVector<Value> {
+        SmallVector<Value> grads = {
+            Value(), EmbeddingGradOp::create(b, loc, e.getTable().getType(),
+                                             e.getTokens(), dy)};
+        if (e.getPositionTable())
+          grads.push_back(PositionGradOp::create(
+              b, loc, e.getPositionTable().getType(), dy));
+        return grads;
+      })
+      .Case([&](CrossEntropyOp c) -> SmallVector<Value> {
+        return {CrossEntropyGradOp::create(b, loc, c.getLogits(),
+                                           c.getLabels(), dy),
+                Value()};
+      })
+      // Mamba.
+      .Case([&](Conv1dOp c) -> SmallVector<Value> {
+        auto grad = Conv1dGradOp::create(b, loc, c.getInput(), c.getWeight(), dy);
+        SmallVector<Value> grads = {grad.getDinput(), grad.getDweight()};
+        if (c.getBias())
+          grads.push_back(grad.getDbias());
+        return grads;
+      })
+      .Case([&](SelectiveScanOp s) -> SmallVector<Value> {
+        auto grad = SelectiveScanGradOp::create(
+            b, loc, s.getInput(), s.getDelta(), s.getA(), s.getB(), s.getC(),
+            s.getD(), dy, s.getDeltaSoftplus());
+        return {grad.getDinput(), grad.getDdelta(), grad.getDA(),
+                grad.getDB(), grad.getDC(), grad.getDD()};
+      })
+      // Mixture of experts: selections (indices, slots) are held fixed.
+      .Case([&](RouterOp r) -> SmallVector<Value> {
+        Value dweights = resultCotangents[0];
+        if (!dweights)
+          return {Value()};
+        return {RouterGradOp::create(b, loc, r.getLogits(), r.getIndices(),
+                                     dweights, r.getNormalize())};
+      })
+      .Case([&](DispatchOp d) -> SmallVector<Value> {
+        return {DispatchGradOp::create(b, loc, dy, d.getIndices()), Value()};
+      })
+      .Case([&](CombineOp c) -> SmallVector<Value> {
+        auto grad = CombineGradOp::create(b, loc, c.getExpertOutput(),
+                                          c.getWeights(), c.getIndices(), dy);
+        return {grad.getDexpertOutput(), grad.getDweights(), Value()};
+      })
+      .Case([&](ExpertFFNOp f) -> FailureOr<SmallVector<Value>> {
+        return f.emitError("autodiff needs expert FFNs expanded first "
+                           "(--braid-expand-expert-ffn)");
+      })
+      .Default([&](Operation *other) -> FailureOr<SmallVector<Value>> {
+        return other->emitError("no vector-Jacobian product for '")
+               << other->getName() << "'";
+      });
+}

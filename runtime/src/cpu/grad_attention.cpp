@@ -1,0 +1,278 @@
+//===- grad_attention.cpp - CPU backward kernel: attention ----------------===//
+//
+// Recomputes the softmax (nothing saved by the forward). With q', k' the
+// rotated q, k (RoPE, as attention.cpp), per query row (b, h, s):
+//   score_t = scale q'.k'_t,  p = softmax_t (causal: t <= s),
+//   dp_t = dout.v_t,  delta = sum_t p_t dp_t (= dout.out),
+//   ds_t = p_t (dp_t - delta),
+//   dq' = scale sum_t ds_t k'_t,  dk'_t += scale ds_t q',  dv_t += p_t dout,
+// and dq, dk are dq', dk' rotated back (the inverse rotation, the transpose).
+// GQA: key/value head g = h / (Hq / Hkv) collects the group's query heads.
+//
+// Pass 1, per (b, h) and block of up to 64 query rows: one sweep over the
+// keys (each rotated once per block) gives each row's max m, 1/l and delta
+// by the online-softmax rescaling; a second sweep accumulates dq' in f32.
+// Pass 2, per (b, g) and block of keys (rotated once into a local buffer):
+// every query row of the group adds its ds / p terms into f32 dk', dv
+// accumulators of the block, which are stored once. Pass 2 takes the row
+// statistics from pass 1 when the group has <= kStatRows query rows
+// (heads / kv_heads x seq); beyond that it recomputes them per key block
+// (correct, slower). Scratch: 4 x kBufFloats + 3 x kStatRows floats of stack.
+//
+//===----------------------------------------------------------------------===//
+
+#include "common.h"
+
+#include <cmath>
+
+using namespace braid::cpu;
+
+namespace {
+
+constexpr int64_t kMaxQB = 64;
+constexpr int64_t kBufFloats = 8192;
+constexpr int64_t kStatRows = 8192;
+
+struct Rope {
+  bool on = false;
+  int64_t d = 0;
+  double freq[kMaxHeadDim / 2];
+};
+
+/// dst[0..D) = x rotated to position p (rotate-half), or a copy (attention.cpp).
+template <typename T> inline void loadRotated(const T *x, float *dst, int64_t p, const Rope &r) {
+  if (!r.on) {
+    for (int64_t i = 0; i < r.d; ++i)
+      dst[i] = braid::load(x, i);
+    return;
+  }
+  const int64_t half = r.d / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const double angle = double(p) * r.freq[i];
+    const float c = float(std::cos(angle)), s = float(std::sin(angle));
+    const float lo = braid::load(x, i), hi = braid::load(x, i + half);
+    dst[i] = lo * c - hi * s;
+    dst[i + half] = hi * c + lo * s;
+  }
+}
+
+/// dst = scale * g rotated back from position p (the transposed rotation).
+template <typename T>
+inline void storeUnrotated(const float *g, T *dst, float scale, int64_t p, const Rope &r) {
+  if (!r.on) {
+    for (int64_t i = 0; i < r.d; ++i)
+      braid::store(dst, i, scale * g[i]);
+    return;
+  }
+  const int64_t half = r.d / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const double angle = double(p) * r.freq[i];
+    const float c = float(std::cos(angle)), s = float(std::sin(angle));
+    const float lo = g[i], hi = g[i + half];
+    braid::store(dst, i, scale * (lo * c + hi * s));
+    braid::store(dst, i + half, scale * (hi * c - lo * s));
+  }
+}
+
+inline float dot(const float *a, const float *b, int64_t n) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+struct RowStats {
+  float m, invl, delta;
+};
+
+/// Online max / sum / delta update with one more key.
+inline void onlineAdd(float score, float dp, float &m, double &l, double &dl) {
+  if (score > m) {
+    const double corr = std::exp(double(m) - double(score)); // 0 for the first key
+    l *= corr;
+    dl *= corr;
+    m = score;
+  }
+  const double p = std::exp(double(score) - double(m));
+  l += p;
+  dl += p * dp;
+}
+
+inline RowStats finish(float m, double l, double dl) {
+  if (!(l > 0.0))
+    return {0.0f, 0.0f, 0.0f}; // no keys: p = 0, every cotangent 0
+  return {m, float(1.0 / l), float(dl / l)};
+}
+
+template <typename T>
+void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq, T *dk, T *dv,
+                       int64_t B, int64_t S, int64_t Skv, int64_t Hq, int64_t Hkv, int64_t D,
+                       int64_t Dv, bool causal, float scale, double theta) {
+  Rope rope;
+  rope.on = theta > 0.0;
+  rope.d = D;
+  if (rope.on)
+    for (int64_t i = 0; i < D / 2; ++i)
+      rope.freq[i] = std::pow(theta, -2.0 * double(i) / double(D));
+  const int64_t group = Hq / Hkv;
+  const int64_t M = D > Dv ? (D > 0 ? D : 1) : (Dv > 0 ? Dv : 1);
+  const int64_t QB = kBufFloats / M < kMaxQB ? kBufFloats / M : kMaxQB; // >= 8
+  const int64_t KB = kBufFloats / M;                                    // >= 8
+  const bool cached = group * S <= kStatRows;
+
+  float bufA[kBufFloats], bufB[kBufFloats], bufC[kBufFloats], bufD[kBufFloats];
+  float kr[kMaxHeadDim], vr[kMaxHeadDim], qr[kMaxHeadDim], dor[kMaxHeadDim];
+  float stM[kStatRows], stL[kStatRows], stD[kStatRows];
+  float mx[kMaxQB];
+  double l[kMaxQB], dl[kMaxQB];
+  RowStats rs[kMaxQB];
+
+  auto qRow = [&](int64_t b, int64_t s, int64_t h) { return ((b * S + s) * Hq + h); };
+  auto kvRow = [&](int64_t b, int64_t t, int64_t g) { return ((b * Skv + t) * Hkv + g); };
+
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t g = 0; g < Hkv; ++g) {
+      // ---- Pass 1: row statistics and dq.
+      for (int64_t hi = 0; hi < group; ++hi) {
+        const int64_t h = g * group + hi;
+        for (int64_t s0 = 0; s0 < S; s0 += QB) {
+          const int64_t qb = S - s0 < QB ? S - s0 : QB;
+          float *qbuf = bufA, *dobuf = bufB, *dqacc = bufC;
+          for (int64_t r = 0; r < qb; ++r) {
+            loadRotated(q + qRow(b, s0 + r, h) * D, qbuf + r * D, s0 + r, rope);
+            const T *dr = dout + qRow(b, s0 + r, h) * Dv;
+            for (int64_t e = 0; e < Dv; ++e)
+              dobuf[r * Dv + e] = braid::load(dr, e);
+            for (int64_t i = 0; i < D; ++i)
+              dqacc[r * D + i] = 0.0f;
+            mx[r] = -INFINITY;
+            l[r] = dl[r] = 0.0;
+          }
+          const int64_t tEnd = causal ? s0 + qb : Skv;
+          for (int64_t t = 0; t < tEnd; ++t) {
+            loadRotated(k + kvRow(b, t, g) * D, kr, t, rope);
+            const T *vrow = v + kvRow(b, t, g) * Dv;
+            for (int64_t e = 0; e < Dv; ++e)
+              vr[e] = braid::load(vrow, e);
+            for (int64_t r = 0; r < qb; ++r) {
+              if (causal && t > s0 + r)
+                continue;
+              onlineAdd(scale * dot(qbuf + r * D, kr, D), dot(dobuf + r * Dv, vr, Dv), mx[r],
+                        l[r], dl[r]);
+            }
+          }
+          for (int64_t r = 0; r < qb; ++r)
+            rs[r] = finish(mx[r], l[r], dl[r]);
+          for (int64_t t = 0; t < tEnd; ++t) {
+            loadRotated(k + kvRow(b, t, g) * D, kr, t, rope);
+            const T *vrow = v + kvRow(b, t, g) * Dv;
+            for (int64_t e = 0; e < Dv; ++e)
+              vr[e] = braid::load(vrow, e);
+            for (int64_t r = 0; r < qb; ++r) {
+              if (causal && t > s0 + r)
+                continue;
+              const float p = std::exp(scale * dot(qbuf + r * D, kr, D) - rs[r].m) * rs[r].invl;
+              const float ds = p * (dot(dobuf + r * Dv, vr, Dv) - rs[r].delta);
+              float *a = dqacc + r * D;
+              for (int64_t i = 0; i < D; ++i)
+                a[i] += ds * kr[i];
+            }
+          }
+          for (int64_t r = 0; r < qb; ++r) {
+            storeUnrotated(dqacc + r * D, dq + qRow(b, s0 + r, h) * D, scale, s0 + r, rope);
+            if (cached) {
+              const int64_t row = hi * S + s0 + r;
+              stM[row] = rs[r].m;
+              stL[row] = rs[r].invl;
+              stD[row] = rs[r].delta;
+            }
+          }
+        }
+      }
+      // ---- Pass 2: dk, dv per block of keys.
+      for (int64_t t0 = 0; t0 < Skv; t0 += KB) {
+        const int64_t kb = Skv - t0 < KB ? Skv - t0 : KB;
+        float *kbuf = bufA, *vbuf = bufB, *dkacc = bufC, *dvacc = bufD;
+        for (int64_t j = 0; j < kb; ++j) {
+          loadRotated(k + kvRow(b, t0 + j, g) * D, kbuf + j * D, t0 + j, rope);
+          const T *vrow = v + kvRow(b, t0 + j, g) * Dv;
+          for (int64_t e = 0; e < Dv; ++e) {
+            vbuf[j * Dv + e] = braid::load(vrow, e);
+            dvacc[j * Dv + e] = 0.0f;
+          }
+          for (int64_t i = 0; i < D; ++i)
+            dkacc[j * D + i] = 0.0f;
+        }
+        for (int64_t hi = 0; hi < group; ++hi) {
+          const int64_t h = g * group + hi;
+          for (int64_t s = causal ? t0 : 0; s < S; ++s) {
+            loadRotated(q + qRow(b, s, h) * D, qr, s, rope);
+            const T *dr = dout + qRow(b, s, h) * Dv;
+            for (int64_t e = 0; e < Dv; ++e)
+              dor[e] = braid::load(dr, e);
+            RowStats st;
+            if (cached) {
+              const int64_t row = hi * S + s;
+              st = {stM[row], stL[row], stD[row]};
+            } else { // recompute over every visible key
+              float m = -INFINITY;
+              double ll = 0.0, dd = 0.0;
+              const int64_t tEnd = causal ? s + 1 : Skv;
+              for (int64_t t = 0; t < tEnd; ++t) {
+                loadRotated(k + kvRow(b, t, g) * D, kr, t, rope);
+                const T *vrow = v + kvRow(b, t, g) * Dv;
+                for (int64_t e = 0; e < Dv; ++e)
+                  vr[e] = braid::load(vrow, e);
+                onlineAdd(scale * dot(qr, kr, D), dot(dor, vr, Dv), m, ll, dd);
+              }
+              st = finish(m, ll, dd);
+            }
+            const int64_t jEnd = causal ? (s - t0 + 1 < kb ? s - t0 + 1 : kb) : kb;
+            for (int64_t j = 0; j < jEnd; ++j) {
+              const float p = std::exp(scale * dot(qr, kbuf + j * D, D) - st.m) * st.invl;
+              const float ds = p * (dot(dor, vbuf + j * Dv, Dv) - st.delta);
+              float *ak = dkacc + j * D, *av = dvacc + j * Dv;
+              for (int64_t i = 0; i < D; ++i)
+                ak[i] += ds * qr[i];
+              for (int64_t e = 0; e < Dv; ++e)
+                av[e] += p * dor[e];
+            }
+          }
+        }
+        for (int64_t j = 0; j < kb; ++j) {
+          storeUnrotated(dkacc + j * D, dk + kvRow(b, t0 + j, g) * D, scale, t0 + j, rope);
+          T *dst = dv + kvRow(b, t0 + j, g) * Dv;
+          for (int64_t e = 0; e < Dv; ++e)
+            braid::store(dst, e, dvacc[j * Dv + e]);
+        }
+      }
+    }
+}
+
+} // namespace
+
+extern "C" void braid_k_attention_grad(braid_rt *, braid_dtype dt, const void *q, const void *k,
+                                       const void *v, const void *dout, void *dq, void *dk,
+                                       void *dv, int64_t batch, int64_t seq, int64_t seq_kv,
+                                       int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                       int64_t v_head_dim, int32_t causal, double scale,
+                                       double rope_theta) {
+  if (kv_heads <= 0 || heads % kv_heads != 0)
+    fail("attention_grad", "%lld query heads are not a multiple of %lld kv heads",
+         (long long)heads, (long long)kv_heads);
+  if (head_dim > kMaxHeadDim || v_head_dim > kMaxHeadDim)
+    fail("attention_grad", "head dims %lld / %lld exceed the supported %lld",
+         (long long)head_dim, (long long)v_head_dim, (long long)kMaxHeadDim);
+  if (causal && seq != seq_kv)
+    fail("attention_grad", "causal attention needs seq == seq_kv, got %lld and %lld",
+         (long long)seq, (long long)seq_kv);
+  if (rope_theta > 0.0 && head_dim % 2 != 0)
+    fail("attention_grad", "rotary embedding needs an even head dim, got %lld",
+         (long long)head_dim);
+  withFloatType(dt, "attention_grad", [&](auto tag) {
+    using T = decltype(tag);
+    attentionGradImpl<T>(in<T>(q), in<T>(k), in<T>(v), in<T>(dout), out<T>(dq), out<T>(dk),
+                         out<T>(dv), batch, seq, seq_kv, heads, kv_heads, head_dim, v_head_dim,
+                         causal != 0, float(scale), rope_theta);
+  });
+}

@@ -1,0 +1,194 @@
+//===- grad_moe.cpp - CPU backward kernels: router, dispatch, combine -----===//
+//
+// router_grad, per token, softmax in double (max in f32 as the forward), the
+// selected indices fixed (duplicates allowed):
+//   raw        w_j = p_{i_j}:  dx_e = p_e (sum_{j: i_j = e} dw_j - U),
+//              U = sum_j dw_j w_j
+//   normalize  w_j = p_{i_j} / sum_j' p_{i_j'} (a softmax over the selected
+//              logits): dx_e = sum_{j: i_j = e} w_j (dw_j - U), 0 elsewhere.
+// dispatch_grad / combine_grad recompute the slots of braid_k_dispatch
+// (j-major then t, drops past capacity) with one counter per (j, e).
+//
+//===----------------------------------------------------------------------===//
+
+#include "common.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace braid::cpu;
+
+namespace {
+
+constexpr int64_t HB = 256; // hidden columns per f32 accumulator block
+
+template <typename T>
+void routerGradImpl(const T *logits, const int32_t *indices, const T *dweights, T *dlogits,
+                    int64_t tokens, int64_t E, int64_t K, bool normalize) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    const T *x = logits + t * E;
+    const int32_t *sel = indices + t * K;
+    const T *dw = dweights + t * K;
+    for (int64_t j = 0; j < K; ++j)
+      if (sel[j] < 0 || sel[j] >= E)
+        fail("router_grad", "expert index %lld of token %lld (choice %lld) is outside [0, %lld)",
+             (long long)sel[j], (long long)t, (long long)j, (long long)E);
+    float mx = -INFINITY;
+    for (int64_t e = 0; e < E; ++e) {
+      const float v = braid::load(x, e);
+      mx = v > mx ? v : mx;
+    }
+    double sum = 0.0, chosen = 0.0;
+    for (int64_t e = 0; e < E; ++e)
+      sum += std::exp(double(braid::load(x, e)) - double(mx));
+    for (int64_t j = 0; j < K; ++j)
+      chosen += std::exp(double(braid::load(x, sel[j])) - double(mx));
+    const double denom = normalize ? chosen : sum;
+    // U = sum_j dw_j w_j.
+    double U = 0.0;
+    for (int64_t j = 0; j < K; ++j)
+      U += double(braid::load(dw, j)) * std::exp(double(braid::load(x, sel[j])) - double(mx)) /
+           denom;
+    for (int64_t e = 0; e < E; ++e) {
+      const double pe = std::exp(double(braid::load(x, e)) - double(mx));
+      double g = 0.0, mult = 0.0; // sum of dw_j and count over j with i_j == e
+      for (int64_t j = 0; j < K; ++j)
+        if (sel[j] == e) {
+          g += braid::load(dw, j);
+          mult += 1.0;
+        }
+      double v;
+      if (normalize)
+        v = pe / denom * (g - mult * U);
+      else
+        v = pe / denom * (g - U);
+      braid::store(dlogits + t * E, e, float(v));
+    }
+  }
+}
+
+/// As moe.cpp: base[j * E + e] = assignments to e in columns j' < j.
+void slotBases(const char *kernel, const int32_t *indices, int64_t tokens, int64_t K, int64_t E,
+               int32_t *base) {
+  if (K < 1 || K > kMaxTopK)
+    fail(kernel, "top_k %lld is outside [1, %lld]", (long long)K, (long long)kMaxTopK);
+  if (E < 1 || E * K > kMaxExpertSlots)
+    fail(kernel, "%lld experts x top_k %lld exceed the supported %lld slots counters",
+         (long long)E, (long long)K, (long long)kMaxExpertSlots);
+  for (int64_t i = 0; i < E * K; ++i)
+    base[i] = 0;
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t e = indices[t * K + j];
+      if (e < 0 || e >= E)
+        fail(kernel, "expert index %lld of token %lld (choice %lld) is outside [0, %lld)",
+             (long long)e, (long long)t, (long long)j, (long long)E);
+      ++base[j * E + e];
+    }
+  for (int64_t e = 0; e < E; ++e) {
+    int32_t running = 0;
+    for (int64_t j = 0; j < K; ++j) {
+      const int32_t c = base[j * E + e];
+      base[j * E + e] = running;
+      running += c;
+    }
+  }
+}
+
+template <typename T>
+void dispatchGradImpl(const T *dd, const int32_t *indices, T *dx, int64_t tokens, int64_t H,
+                      int64_t K, int64_t E, int64_t C) {
+  int32_t next[kMaxExpertSlots];
+  slotBases("dispatch_grad", indices, tokens, K, E, next);
+  const T *rows[kMaxTopK];
+  float acc[HB];
+  for (int64_t t = 0; t < tokens; ++t) {
+    int64_t kept = 0;
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t e = indices[t * K + j];
+      const int64_t slot = next[j * E + e]++;
+      if (slot < C)
+        rows[kept++] = dd + (e * C + slot) * H;
+    }
+    for (int64_t h0 = 0; h0 < H; h0 += HB) {
+      const int64_t hb = H - h0 < HB ? H - h0 : HB;
+      for (int64_t h = 0; h < hb; ++h)
+        acc[h] = 0.0f;
+      for (int64_t r = 0; r < kept; ++r)
+        for (int64_t h = 0; h < hb; ++h)
+          acc[h] += braid::load(rows[r], h0 + h);
+      for (int64_t h = 0; h < hb; ++h)
+        braid::store(dx + t * H, h0 + h, acc[h]);
+    }
+  }
+}
+
+template <typename T>
+void combineGradImpl(const T *eo, const T *weights, const int32_t *indices, const T *dy, T *deo,
+                     T *dw, int64_t tokens, int64_t H, int64_t K, int64_t E, int64_t C) {
+  int32_t next[kMaxExpertSlots];
+  slotBases("combine_grad", indices, tokens, K, E, next);
+  std::memset(static_cast<void *>(deo), 0, size_t(E * C * H) * sizeof(T)); // unused slots
+  for (int64_t t = 0; t < tokens; ++t) {
+    const T *dyr = dy + t * H;
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t e = indices[t * K + j];
+      const int64_t slot = next[j * E + e]++;
+      if (slot >= C) {
+        braid::store(dw, t * K + j, 0.0f);
+        continue;
+      }
+      const T *row = eo + (e * C + slot) * H;
+      T *drow = deo + (e * C + slot) * H;
+      const float w = braid::load(weights, t * K + j);
+      double dot = 0.0;
+      for (int64_t h = 0; h < H; ++h) {
+        const float g = braid::load(dyr, h);
+        dot += double(g) * double(braid::load(row, h));
+        braid::store(drow, h, w * g);
+      }
+      braid::store(dw, t * K + j, float(dot));
+    }
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+void braid_k_router_grad(braid_rt *, braid_dtype dt, const void *logits, const int32_t *indices,
+                         const void *dweights, void *dlogits, int64_t tokens, int64_t experts,
+                         int64_t top_k, int32_t normalize) {
+  if (top_k < 1 || top_k > experts)
+    fail("router_grad", "top_k %lld must lie in [1, experts = %lld]", (long long)top_k,
+         (long long)experts);
+  withFloatType(dt, "router_grad", [&](auto tag) {
+    using T = decltype(tag);
+    routerGradImpl<T>(in<T>(logits), indices, in<T>(dweights), out<T>(dlogits), tokens, experts,
+                      top_k, normalize != 0);
+  });
+}
+
+void braid_k_dispatch_grad(braid_rt *, braid_dtype dt, const void *ddispatched,
+                           const int32_t *indices, void *dx, int64_t tokens, int64_t hidden,
+                           int64_t top_k, int64_t experts, int64_t capacity) {
+  withFloatType(dt, "dispatch_grad", [&](auto tag) {
+    using T = decltype(tag);
+    dispatchGradImpl<T>(in<T>(ddispatched), indices, out<T>(dx), tokens, hidden, top_k, experts,
+                        capacity);
+  });
+}
+
+void braid_k_combine_grad(braid_rt *, braid_dtype dt, const void *expert_out,
+                          const void *weights, const int32_t *indices, const void *dy,
+                          void *dexpert_out, void *dweights, int64_t tokens, int64_t hidden,
+                          int64_t top_k, int64_t experts, int64_t capacity) {
+  withFloatType(dt, "combine_grad", [&](auto tag) {
+    using T = decltype(tag);
+    combineGradImpl<T>(in<T>(expert_out), in<T>(weights), indices, in<T>(dy),
+                       out<T>(dexpert_out), out<T>(dweights), tokens, hidden, top_k, experts,
+                       capacity);
+  });
+}
+
+} // extern "C"
