@@ -1,0 +1,252 @@
+//===- grad_embedding.cu - embedding / position backward, cross_entropy ----===//
+//
+// embedding_grad, deterministic (no float atomics, no [vocab, hidden] f32
+// buffer): the token ids are sorted with their positions as values by CUB's
+// stable radix sort (key bits limited to ceil(log2(vocab + 1))), the start of
+// every vocab row's segment is found by binary search, then one thread per
+// (vocab row, column) sums dy rows of its segment in ascending token order and
+// writes dtable (rows of unused ids get 0). Everything lives in one runtime
+// scratch block: 4 x num_tokens i32 + (vocab + 1) i32 + CUB's temp storage.
+// Tokens outside [0, vocab) set the device error record and are skipped.
+// Limit: num_tokens < 2^31.
+//
+// position_grad: one thread per (position, column); dpos[s] sums dy[t] over
+// t = s, s + seq, ... in order (rows s >= seq get 0). Deterministic.
+//
+// cross_entropy_grad: one block per row (online max/sum merged as in loss.cu),
+// then dlogits[r, i] = dloss / rows * (softmax(logits[r])_i - [i == label]).
+// An out-of-range label sets the error record (the row gets the softmax term).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/grad_common.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+
+namespace braid::cuda {
+namespace {
+
+using grad::kThreads;
+
+__global__ void tokenKeysKernel(const void *__restrict__ tokens, int index64,
+                                int32_t *__restrict__ keys, int32_t *__restrict__ values,
+                                int64_t numTokens, int64_t vocab, DeviceError *error) {
+  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < numTokens;
+       t += (int64_t)gridDim.x * blockDim.x) {
+    long long token = loadIndex(tokens, index64, t);
+    if (token < 0 || token >= vocab) {
+      reportIndexError(error, kTokenOutOfRange, token, vocab, t);
+      token = vocab; // sorts after every valid id; no segment reads it
+    }
+    keys[t] = static_cast<int32_t>(token);
+    values[t] = static_cast<int32_t>(t);
+  }
+}
+
+// starts[v] = first i with sortedKeys[i] >= v, for v in [0, vocab].
+__global__ void segmentStartsKernel(const int32_t *__restrict__ sortedKeys,
+                                    int32_t *__restrict__ starts, int64_t numTokens,
+                                    int64_t vocab) {
+  for (int64_t v = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; v <= vocab;
+       v += (int64_t)gridDim.x * blockDim.x) {
+    int64_t lo = 0, hi = numTokens;
+    while (lo < hi) {
+      int64_t mid = (lo + hi) / 2;
+      if (sortedKeys[mid] < v)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    starts[v] = static_cast<int32_t>(lo);
+  }
+}
+
+template <typename T>
+__global__ void embeddingGradKernel(const int32_t *__restrict__ starts,
+                                    const int32_t *__restrict__ order, const T *__restrict__ dy,
+                                    T *__restrict__ dtable, int64_t vocab, int64_t hidden) {
+  const int64_t total = vocab * hidden;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t v = i / hidden, c = i - v * hidden;
+    float acc = 0.0f;
+    for (int32_t k = starts[v], end = starts[v + 1]; k < end; ++k)
+      acc += toF(dy[static_cast<int64_t>(order[k]) * hidden + c]);
+    dtable[i] = fromF<T>(acc);
+  }
+}
+
+template <typename T>
+__global__ void positionGradKernel(const T *__restrict__ dy, T *__restrict__ dpos,
+                                   int64_t numTokens, int64_t seq, int64_t positions,
+                                   int64_t hidden) {
+  const int64_t total = positions * hidden;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t s = i / hidden, c = i - s * hidden;
+    float acc = 0.0f;
+    if (s < seq)
+      for (int64_t t = s; t < numTokens; t += seq)
+        acc += toF(dy[t * hidden + c]);
+    dpos[i] = fromF<T>(acc);
+  }
+}
+
+__device__ __forceinline__ void mergeLse(float &m, float &s, float m2, float s2) {
+  if (m2 == -INFINITY)
+    return;
+  if (m == -INFINITY) {
+    m = m2;
+    s = s2;
+    return;
+  }
+  float mn = fmaxf(m, m2);
+  s = s * expf(m - mn) + s2 * expf(m2 - mn);
+  m = mn;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    crossEntropyGradKernel(const T *__restrict__ logits, const void *__restrict__ labels,
+                           int index64, const float *__restrict__ dloss,
+                           T *__restrict__ dlogits, int64_t rows, int64_t vocab,
+                           DeviceError *error) {
+  __shared__ float sm[32], ss[32], result[2];
+  const int64_t r = blockIdx.x;
+  const T *row = logits + r * vocab;
+  float m = -INFINITY, s = 0.0f;
+  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+    float x = toF(row[i]);
+    if (x > m) {
+      s = (m == -INFINITY ? 0.0f : s * expf(m - x)) + 1.0f;
+      m = x;
+    } else {
+      s += expf(x - m);
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    mergeLse(m, s, m2, s2);
+  }
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) {
+    sm[warp] = m;
+    ss[warp] = s;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float M = sm[0], S = ss[0];
+    for (int w = 1; w < (int)(blockDim.x >> 5); ++w)
+      mergeLse(M, S, sm[w], ss[w]);
+    result[0] = M;
+    result[1] = 1.0f / S;
+  }
+  __syncthreads();
+  const float M = result[0], invS = result[1];
+  const float g = *dloss / static_cast<float>(rows);
+  long long label = loadIndex(labels, index64, r);
+  if (threadIdx.x == 0 && (label < 0 || label >= vocab))
+    reportIndexError(error, kLabelOutOfRange, label, vocab, r);
+  T *out = dlogits + r * vocab;
+  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+    float p = expf(toF(row[i]) - M) * invS;
+    out[i] = fromF<T>(g * (p - (i == label ? 1.0f : 0.0f)));
+  }
+}
+
+} // namespace
+} // namespace braid::cuda
+
+extern "C" {
+
+void braid_k_embedding_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                            const void *tokens, const void *dy, void *dtable, int64_t num_tokens,
+                            int64_t vocab, int64_t hidden) {
+  using namespace braid::cuda;
+  BRAID_CHECK_INDEX_DTYPE(index_dt);
+  if (vocab <= 0 || hidden <= 0)
+    return;
+  if (num_tokens >= 0x7fffffffLL || vocab >= 0x7fffffffLL)
+    BRAID_CUDA_FATAL("embedding_grad: %lld tokens / vocab %lld exceed the i32 sort",
+                     static_cast<long long>(num_tokens), static_cast<long long>(vocab));
+  cudaStream_t stream = streamOf(rt);
+  if (num_tokens <= 0) {
+    BRAID_CUDA_CHECK(cudaMemsetAsync(dtable, 0, vocab * hidden * braid_dtype_size(dt), stream));
+    return;
+  }
+  const int n = static_cast<int>(num_tokens);
+  int endBit = 1;
+  while (endBit < 31 && (1LL << endBit) <= vocab) // keys lie in [0, vocab]
+    ++endBit;
+  size_t tempBytes = 0;
+  BRAID_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, tempBytes,
+                                                   static_cast<const int32_t *>(nullptr),
+                                                   static_cast<int32_t *>(nullptr),
+                                                   static_cast<const int32_t *>(nullptr),
+                                                   static_cast<int32_t *>(nullptr), n, 0, endBit,
+                                                   stream));
+  const int64_t arrBytes = grad::alignUp(num_tokens * static_cast<int64_t>(sizeof(int32_t)));
+  const int64_t startsBytes = grad::alignUp((vocab + 1) * static_cast<int64_t>(sizeof(int32_t)));
+  char *base = static_cast<char *>(
+      scratch(stream, 4 * arrBytes + startsBytes + static_cast<int64_t>(tempBytes)));
+  auto *keysIn = reinterpret_cast<int32_t *>(base);
+  auto *valsIn = reinterpret_cast<int32_t *>(base + arrBytes);
+  auto *keysOut = reinterpret_cast<int32_t *>(base + 2 * arrBytes);
+  auto *valsOut = reinterpret_cast<int32_t *>(base + 3 * arrBytes);
+  auto *starts = reinterpret_cast<int32_t *>(base + 4 * arrBytes);
+  void *temp = base + 4 * arrBytes + startsBytes;
+
+  tokenKeysKernel<<<gridFor(num_tokens, kThreads), kThreads, 0, stream>>>(
+      tokens, index_dt == BRAID_I64, keysIn, valsIn, num_tokens, vocab, deviceErrorRecord());
+  BRAID_CUDA_CHECK_LAUNCH();
+  BRAID_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, tempBytes,
+                                                   static_cast<const int32_t *>(keysIn), keysOut,
+                                                   static_cast<const int32_t *>(valsIn), valsOut,
+                                                   n, 0, endBit, stream));
+  segmentStartsKernel<<<gridFor(vocab + 1, kThreads), kThreads, 0, stream>>>(keysOut, starts,
+                                                                             num_tokens, vocab);
+  BRAID_CUDA_CHECK_LAUNCH();
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    embeddingGradKernel<T><<<gridFor(vocab * hidden, kThreads), kThreads, 0, stream>>>(
+        starts, valsOut, static_cast<const T *>(dy), static_cast<T *>(dtable), vocab, hidden);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_position_grad(braid_rt *rt, braid_dtype dt, const void *dy, void *dpos,
+                           int64_t num_tokens, int64_t seq, int64_t positions, int64_t hidden) {
+  using namespace braid::cuda;
+  if (positions <= 0 || hidden <= 0)
+    return;
+  if (seq <= 0)
+    BRAID_CUDA_FATAL("position_grad: seq %lld must be positive", static_cast<long long>(seq));
+  cudaStream_t stream = streamOf(rt);
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    positionGradKernel<T><<<gridFor(positions * hidden, kThreads), kThreads, 0, stream>>>(
+        static_cast<const T *>(dy), static_cast<T *>(dpos), num_tokens, seq, positions, hidden);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_cross_entropy_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                                const void *logits, const void *labels, const float *dloss,
+                                void *dlogits, int64_t rows, int64_t vocab) {
+  using namespace braid::cuda;
+  BRAID_CHECK_INDEX_DTYPE(index_dt);
+  if (rows <= 0 || vocab <= 0)
+    BRAID_CUDA_FATAL("cross_entropy_grad: needs rows and vocab > 0, got %lld and %lld",
+                     static_cast<long long>(rows), static_cast<long long>(vocab));
+  if (rows > 0x7fffffffLL)
+    BRAID_CUDA_FATAL("cross_entropy_grad: %lld rows exceed the grid",
+                     static_cast<long long>(rows));
+  cudaStream_t stream = streamOf(rt);
+  DeviceError *error = deviceErrorRecord();
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    crossEntropyGradKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+        static_cast<const T *>(logits), labels, index_dt == BRAID_I64, dloss,
+        static_cast<T *>(dlogits), rows, vocab, error);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+} // extern "C"

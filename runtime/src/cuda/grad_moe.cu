@@ -1,0 +1,277 @@
+//===- grad_moe.cu - router, dispatch and combine backward ----------------===//
+//
+// router_grad: one thread per token, f32. With p = softmax(logits[t]) and the
+// picked experts i_j fixed:
+//   raw weights        dp[i_j] = dw_j
+//   normalize (w_j = p[i_j] / P, P = sum_j p[i_j])
+//                      dp[i_j] = (dw_j - sum_k dw_k w_k) / P
+//   softmax            dlogits[e] = p[e] (dp[e] - sum_f p[f] dp[f])
+// (dp is 0 off the picks). Out-of-range indices are ignored here (the forward
+// dispatch/combine report them).
+//
+// dispatch_grad / combine_grad use the slot assignment of moe.cu (j-major then
+// t, next free slot of the expert, dropped at capacity); assignSlotsKernel
+// below is the same code as moe.cu's (which is file-local there), so the two
+// always agree. Slots live in the runtime scratch [T, k].
+//   dispatch_grad: dx[t, :] = sum over kept j (in order) of dd[e, slot, :].
+//   combine_grad:  dexpert_out zero-filled, then dexpert_out[e, slot, :] =
+//                  w[t, j] dy[t, :] for kept assignments; dweights[t, j] =
+//                  dot(dy[t, :], expert_out[e, slot, :]) (one warp per
+//                  assignment, fixed-order warp reduction) or 0 when dropped.
+// No atomics: deterministic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/grad_common.cuh"
+
+namespace braid::cuda {
+namespace {
+
+using grad::kThreads;
+
+template <typename T>
+__global__ void routerGradKernel(const T *__restrict__ logits, const int32_t *__restrict__ indices,
+                                 const T *__restrict__ dweights, T *__restrict__ dlogits,
+                                 int64_t tokens, int64_t experts, int64_t topK, int normalize) {
+  const int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (t >= tokens)
+    return;
+  const T *row = logits + t * experts;
+  const int32_t *idx = indices + t * topK;
+  const T *dw = dweights + t * topK;
+  float m = -INFINITY;
+  for (int64_t e = 0; e < experts; ++e)
+    m = fmaxf(m, toF(row[e]));
+  float sum = 0.0f;
+  for (int64_t e = 0; e < experts; ++e)
+    sum += expf(toF(row[e]) - m);
+  const float inv = 1.0f / sum;
+  auto prob = [&](int64_t e) { return expf(toF(row[e]) - m) * inv; };
+  // Picked mass and (normalize) sum_k dw_k w_k.
+  float picked = 0.0f;
+  for (int64_t j = 0; j < topK; ++j) {
+    int32_t e = idx[j];
+    if (e >= 0 && e < experts)
+      picked += prob(e);
+  }
+  float dwDotW = 0.0f;
+  if (normalize)
+    for (int64_t j = 0; j < topK; ++j) {
+      int32_t e = idx[j];
+      if (e >= 0 && e < experts)
+        dwDotW += toF(dw[j]) * prob(e) / picked;
+    }
+  auto dpOf = [&](int64_t j) {
+    return normalize ? (toF(dw[j]) - dwDotW) / picked : toF(dw[j]);
+  };
+  // sum_f p[f] dp[f] over the picks.
+  float pDotDp = 0.0f;
+  for (int64_t j = 0; j < topK; ++j) {
+    int32_t e = idx[j];
+    if (e >= 0 && e < experts)
+      pDotDp += prob(e) * dpOf(j);
+  }
+  for (int64_t e = 0; e < experts; ++e) {
+    float dp = 0.0f;
+    for (int64_t j = 0; j < topK; ++j)
+      if (idx[j] == e)
+        dp += dpOf(j);
+    dlogits[t * experts + e] = fromF<T>(prob(e) * (dp - pDotDp));
+  }
+}
+
+// Same as moe.cu's assignSlotsKernel (kept identical; see the header).
+__global__ void assignSlotsKernel(const int32_t *__restrict__ indices, int32_t *__restrict__ slots,
+                                  int64_t tokens, int64_t topK, int64_t experts, int64_t capacity,
+                                  DeviceError *error) {
+  for (int64_t e = threadIdx.x; e < experts; e += blockDim.x) {
+    int64_t count = 0;
+    for (int64_t j = 0; j < topK; ++j)
+      for (int64_t t = 0; t < tokens; ++t) {
+        int32_t idx = indices[t * topK + j];
+        if (idx == e) {
+          slots[t * topK + j] = count < capacity ? static_cast<int32_t>(count) : -1;
+          ++count;
+        }
+      }
+  }
+  for (int64_t i = threadIdx.x; i < tokens * topK; i += blockDim.x) {
+    int32_t idx = indices[i];
+    if (idx < 0 || idx >= experts) {
+      slots[i] = -1;
+      reportIndexError(error, kExpertOutOfRange, idx, experts, i);
+    }
+  }
+}
+
+int32_t *assignSlots(cudaStream_t stream, const int32_t *indices, int64_t tokens, int64_t topK,
+                     int64_t experts, int64_t capacity) {
+  auto *slots = static_cast<int32_t *>(
+      scratch(stream, tokens * topK * static_cast<int64_t>(sizeof(int32_t))));
+  int threads = experts >= 1024 ? 1024 : static_cast<int>((experts + 31) / 32 * 32);
+  assignSlotsKernel<<<1, threads, 0, stream>>>(indices, slots, tokens, topK, experts, capacity,
+                                               deviceErrorRecord());
+  BRAID_CUDA_CHECK_LAUNCH();
+  return slots;
+}
+
+template <typename T>
+__global__ void dispatchGradKernel(const T *__restrict__ dd, const int32_t *__restrict__ indices,
+                                   const int32_t *__restrict__ slots, T *__restrict__ dx,
+                                   int64_t tokens, int64_t hidden, int64_t topK,
+                                   int64_t capacity) {
+  const int64_t total = tokens * hidden;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t t = i / hidden, c = i - t * hidden;
+    float acc = 0.0f;
+    for (int64_t j = 0; j < topK; ++j) {
+      int64_t a = t * topK + j;
+      int32_t slot = slots[a];
+      if (slot >= 0)
+        acc += toF(dd[(static_cast<int64_t>(indices[a]) * capacity + slot) * hidden + c]);
+    }
+    dx[i] = fromF<T>(acc);
+  }
+}
+
+template <typename T>
+__global__ void zeroKernel(T *__restrict__ out, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    out[i] = fromF<T>(0.0f);
+}
+
+template <typename T>
+__global__ void combineGradExpertKernel(const T *__restrict__ weights,
+                                        const int32_t *__restrict__ indices,
+                                        const int32_t *__restrict__ slots,
+                                        const T *__restrict__ dy, T *__restrict__ dexpert,
+                                        int64_t tokens, int64_t hidden, int64_t topK,
+                                        int64_t capacity) {
+  const int64_t total = tokens * topK * hidden;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t a = i / hidden, c = i - a * hidden;
+    int32_t slot = slots[a];
+    if (slot < 0)
+      continue;
+    int64_t t = a / topK;
+    dexpert[(static_cast<int64_t>(indices[a]) * capacity + slot) * hidden + c] =
+        fromF<T>(toF(weights[a]) * toF(dy[t * hidden + c]));
+  }
+}
+
+template <typename T>
+__global__ void combineGradWeightKernel(const T *__restrict__ expertOut,
+                                        const int32_t *__restrict__ indices,
+                                        const int32_t *__restrict__ slots,
+                                        const T *__restrict__ dy, T *__restrict__ dweights,
+                                        int64_t tokens, int64_t hidden, int64_t topK,
+                                        int64_t capacity) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warpsTotal = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t a = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
+       a < tokens * topK; a += warpsTotal) {
+    int32_t slot = slots[a];
+    float acc = 0.0f;
+    if (slot >= 0) {
+      const T *eo = expertOut + (static_cast<int64_t>(indices[a]) * capacity + slot) * hidden;
+      const T *g = dy + (a / topK) * hidden;
+      for (int64_t c = lane; c < hidden; c += 32)
+        acc = fmaf(toF(g[c]), toF(eo[c]), acc);
+    }
+    acc = warpSum(acc);
+    if (lane == 0)
+      dweights[a] = fromF<T>(acc);
+  }
+}
+
+void checkMoe(const char *op, int64_t experts, int64_t capacity, int64_t topK) {
+  if (experts <= 0 || capacity <= 0 || topK <= 0)
+    BRAID_CUDA_FATAL("%s: experts %lld, capacity %lld and top_k %lld must be positive", op,
+                     static_cast<long long>(experts), static_cast<long long>(capacity),
+                     static_cast<long long>(topK));
+}
+
+} // namespace
+} // namespace braid::cuda
+
+extern "C" {
+
+void braid_k_router_grad(braid_rt *rt, braid_dtype dt, const void *logits,
+                         const int32_t *indices, const void *dweights, void *dlogits,
+                         int64_t tokens, int64_t experts, int64_t top_k, int32_t normalize) {
+  using namespace braid::cuda;
+  if (top_k < 1 || top_k > experts)
+    BRAID_CUDA_FATAL("router_grad: top_k %lld must be in [1, %lld]",
+                     static_cast<long long>(top_k), static_cast<long long>(experts));
+  if (tokens <= 0)
+    return;
+  cudaStream_t stream = streamOf(rt);
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    routerGradKernel<T><<<gridFor(tokens, 128), 128, 0, stream>>>(
+        static_cast<const T *>(logits), indices, static_cast<const T *>(dweights),
+        static_cast<T *>(dlogits), tokens, experts, top_k, normalize ? 1 : 0);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_dispatch_grad(braid_rt *rt, braid_dtype dt, const void *ddispatched,
+                           const int32_t *indices, void *dx, int64_t tokens, int64_t hidden,
+                           int64_t top_k, int64_t experts, int64_t capacity) {
+  using namespace braid::cuda;
+  checkMoe("dispatch_grad", experts, capacity, top_k);
+  if (tokens <= 0 || hidden <= 0)
+    return;
+  cudaStream_t stream = streamOf(rt);
+  int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity);
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    dispatchGradKernel<T><<<gridFor(tokens * hidden, kThreads), kThreads, 0, stream>>>(
+        static_cast<const T *>(ddispatched), indices, slots, static_cast<T *>(dx), tokens,
+        hidden, top_k, capacity);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_combine_grad(braid_rt *rt, braid_dtype dt, const void *expert_out,
+                          const void *weights, const int32_t *indices, const void *dy,
+                          void *dexpert_out, void *dweights, int64_t tokens, int64_t hidden,
+                          int64_t top_k, int64_t experts, int64_t capacity) {
+  using namespace braid::cuda;
+  checkMoe("combine_grad", experts, capacity, top_k);
+  cudaStream_t stream = streamOf(rt);
+  int64_t expertElems = experts * capacity * hidden;
+  if (dexpert_out && expertElems > 0)
+    BRAID_DISPATCH_FLOAT(dt, T, {
+      zeroKernel<T><<<gridFor(expertElems, kThreads), kThreads, 0, stream>>>(
+          static_cast<T *>(dexpert_out), expertElems);
+      BRAID_CUDA_CHECK_LAUNCH();
+    });
+  if (tokens <= 0)
+    return;
+  if (hidden <= 0) {
+    if (dweights)
+      BRAID_CUDA_CHECK(
+          cudaMemsetAsync(dweights, 0, tokens * top_k * braid_dtype_size(dt), stream));
+    return;
+  }
+  int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity);
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    if (dexpert_out) {
+      combineGradExpertKernel<T>
+          <<<gridFor(tokens * top_k * hidden, kThreads), kThreads, 0, stream>>>(
+              static_cast<const T *>(weights), indices, slots, static_cast<const T *>(dy),
+              static_cast<T *>(dexpert_out), tokens, hidden, top_k, capacity);
+      BRAID_CUDA_CHECK_LAUNCH();
+    }
+    if (dweights) {
+      combineGradWeightKernel<T><<<gridFor(tokens * top_k * 32, kThreads), kThreads, 0, stream>>>(
+          static_cast<const T *>(expert_out), indices, slots, static_cast<const T *>(dy),
+          static_cast<T *>(dweights), tokens, hidden, top_k, capacity);
+      BRAID_CUDA_CHECK_LAUNCH();
+    }
+  });
+}
+
+} // extern "C"
