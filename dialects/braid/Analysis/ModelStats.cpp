@@ -120,6 +120,8 @@ ModelWalker::walk(func::FuncOp func, DenseMap<Value, StringAttr> params,
     }
 
     OpCost cost = getForwardCost(op);
+    if (depth > 0 && isa<AttentionOp>(op))
+      stats.layerAttentionMatmulFlops += cost.matmulFlops;
     total.matmulFlops += cost.matmulFlops;
     total.otherFlops += cost.otherFlops;
     if (op->getDialect() && isa<BraidDialect>(op->getDialect()) &&

@@ -42,6 +42,9 @@ struct ModelStats {
   /// Per step, the part of the forward pass inside layer functions: what
   /// full activation recompute runs a second time.
   int64_t layerForwardMatmulFlops = 0;
+  /// Per step, the attention products inside layer functions: what selective
+  /// recompute runs a second time.
+  int64_t layerAttentionMatmulFlops = 0;
   /// Number of layer calls from the step function.
   int64_t layers = 0;
   llvm::SmallVector<LayerKindStats> layerKinds;

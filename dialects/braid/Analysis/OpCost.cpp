@@ -117,11 +117,10 @@ OpCost mlir::braid::getForwardCost(Operation *op) {
         auto x = f.getInput().getType().getShape();
         int64_t hidden = x[2];
         int64_t ffn = f.getWUp().getType().getShape()[2];
-        // Only routed tokens do useful work: a capacity larger than the
-        // routed assignments adds padding rows, not model FLOPs.
+        // Every slot of every expert's buffer is computed, padding included:
+        // the FLOPs the step executes (and what its expansion into batched
+        // matmuls counts). At capacity factor 1 they equal the routed ones.
         int64_t rows = x[0] * x[1];
-        if (auto dispatch = f.getInput().getDefiningOp<DispatchOp>())
-          rows = std::min(rows, numElements(dispatch.getIndices()));
         int64_t mats = f.getWGate() ? 3 : 2;
         cost.matmulFlops = 2 * rows * hidden * ffn * mats;
         cost.otherFlops = rows * ffn *
@@ -130,6 +129,56 @@ OpCost mlir::braid::getForwardCost(Operation *op) {
       .Case<CombineOp>([&](CombineOp c) {
         cost.otherFlops = 2 * numElements(c.getWeights()) *
                           c.getExpertOutput().getType().getShape()[2];
+      })
+      // Backward: matrix-product FLOPs counted as in the forward accounting
+      // (Megatron-LM): the backward of a product is two products of its size.
+      // attention_grad is the four products dQ, dK, dV, dP; its kernel's
+      // recomputation of the scores is an implementation choice, not model
+      // FLOPs.
+      .Case<AttentionGradOp>([&](AttentionGradOp a) {
+        auto q = a.getQuery().getType().getShape();
+        auto k = a.getKey().getType().getShape();
+        auto v = a.getValue().getType().getShape();
+        int64_t scores = q[0] * q[2] * q[1] * k[1];
+        cost.matmulFlops = 2 * (2 * scores * q[3] + 2 * scores * v[3]);
+        cost.otherFlops = 8 * scores;
+      })
+      .Case<RMSNormGradOp, LayerNormGradOp>([&](Operation *n) {
+        cost.otherFlops = 10 * numElements(n->getOperand(0));
+      })
+      .Case<ActivationGradOp>([&](ActivationGradOp a) {
+        cost.otherFlops = (activationFlops(a.getActivation()) + 3) *
+                          numElements(a.getResult());
+      })
+      .Case<SumRowsOp, EmbeddingGradOp, PositionGradOp, DispatchGradOp,
+            SumSquaresOp>([&](Operation *o) {
+        for (Value operand : o->getOperands())
+          if (isa<FloatType>(cast<ShapedType>(operand.getType()).getElementType()))
+            cost.otherFlops += numElements(operand);
+      })
+      .Case<CrossEntropyGradOp>([&](CrossEntropyGradOp c) {
+        cost.otherFlops = 5 * numElements(c.getLogits());
+      })
+      .Case<Conv1dGradOp>([&](Conv1dGradOp c) {
+        int64_t kernel = c.getWeight().getType().getShape()[1];
+        cost.otherFlops = 4 * kernel * numElements(c.getInput());
+      })
+      .Case<SelectiveScanGradOp>([&](SelectiveScanGradOp s) {
+        int64_t state = s.getA().getType().getShape()[1];
+        cost.otherFlops = 2 * numElements(s.getInput()) * (8 * state + 5);
+      })
+      .Case<RouterGradOp>([&](RouterGradOp r) {
+        cost.otherFlops = 6 * numElements(r.getLogits());
+      })
+      .Case<CombineGradOp>([&](CombineGradOp c) {
+        cost.otherFlops = 4 * numElements(c.getWeights()) *
+                          c.getExpertOutput().getType().getShape()[2];
+      })
+      .Case<SGDUpdateOp>([&](SGDUpdateOp u) {
+        cost.otherFlops = 4 * numElements(u.getGrad());
+      })
+      .Case<AdamWUpdateOp>([&](AdamWUpdateOp u) {
+        cost.otherFlops = 12 * numElements(u.getGrad());
       })
       .Default([](Operation *) {});
   return cost;

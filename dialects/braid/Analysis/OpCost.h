@@ -18,7 +18,7 @@ namespace mlir::braid {
 
 struct OpCost {
   /// 2 x multiply-accumulates of matrix products (linear, batch_matmul, the
-  /// two products inside attention, expert FFNs over the routed tokens).
+  /// two products inside attention, expert FFNs over their whole buffers).
   /// Attention is counted over the full S x S score matrix, causal or not,
   /// the convention of Megatron-LM and PaLM's MFU.
   int64_t matmulFlops = 0;

@@ -79,6 +79,8 @@ struct BraidModelStatsPass
          stats->forwardOtherFlops / tokens);
     // Backward of a matrix product is two products of the same size.
     line("training_flops_per_token", 3 * forward);
+    line("training_flops_per_token_selective_recompute",
+         3 * forward + stats->layerAttentionMatmulFlops / tokens);
     line("training_flops_per_token_full_recompute", 3 * forward + layerForward);
     for (const LayerKindStats &layer : stats->layerKinds) {
       std::string prefix = "layer." + layer.function;

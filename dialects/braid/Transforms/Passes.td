@@ -151,7 +151,10 @@ def BraidModelStatsPass : Pass<"braid-model-stats", "::mlir::ModuleOp"> {
       pass per token, attention over the full S x S scores (Megatron/PaLM
       convention); `forward_nonmatmul_flops_per_token`: the rest;
     - `training_flops_per_token`: forward + backward (2x forward) matmul
-      FLOPs; `training_flops_per_token_full_recompute`: plus a second forward
+      FLOPs; `training_flops_per_token_selective_recompute`: plus a second
+      forward of the attention products in layers (what `--braid-autodiff`
+      with `recompute=selective` generates);
+      `training_flops_per_token_full_recompute`: plus a second forward
       of every layer, which is the Megatron-LM formula
       `96 B s l h^2 (1 + s/6h + V/16lh)` divided by B s for GPT models;
     - per layer function `f`: `layer.f.calls`, `layer.f.forward_flops_per_token`
