@@ -24,13 +24,18 @@ def run(*args):
 
 trace = os.path.join(work, "trace.json")
 source = os.path.join(work, "moe.cpp")
-r = run(model, "--steps", "3", "--seed", "1", "--trace", trace, "--emit-cpp", source, "--quiet")
+r = run(model, "--steps", "3", "--seed", "1", "--trace", trace, "--emit-cpp", source, "--quiet",
+        "--optimizer", "none")
 print(r.stdout, end="")
 steps = re.findall(r"^step (\d+) loss (\S+)$", r.stdout, re.M)
 if r.returncode != 0 or [s for s, _ in steps] != ["1", "2", "3"]:
     failures.append(f"expected three steps, got rc {r.returncode}:\n{r.stdout}{r.stderr}")
 elif len({loss for _, loss in steps}) != 1:
     failures.append("a forward-only step must give the same loss every step")
+r = run(model, "--steps", "3", "--seed", "1", "--quiet")
+trained = [float(x) for x in re.findall(r"^step \d+ loss (\S+)$", r.stdout, re.M)]
+if r.returncode != 0 or len(trained) != 3 or not trained[2] < trained[0]:
+    failures.append(f"training steps must lower the loss: {r.stdout}{r.stderr}")
 peaks = dict(re.findall(r"^(planned_peak_bytes|measured_peak_bytes): (\d+)$", r.stdout, re.M))
 if len(peaks) != 2 or peaks["planned_peak_bytes"] != peaks["measured_peak_bytes"]:
     failures.append(f"peaks differ or missing: {peaks}")
@@ -77,10 +82,14 @@ bad = os.path.join(work, "bad.mlir")
 with open(bad, "w") as f:
     f.write("module {\n  func.func @step(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
             "    return %x : tensor<4xf32>\n  }\n}\n")
-r = run(bad)
+r = run(bad, "--optimizer", "none")
 if r.returncode != 1 or not re.search(r"bad\.mlir:2:3: error: the step function must return "
                                       r"one tensor<f32>", r.stderr):
     failures.append(f"bad model: rc {r.returncode}, stderr:\n{r.stderr}")
+r = run(bad)
+if r.returncode != 1 or not re.search(r"bad\.mlir:2:3: error: autodiff needs a step function "
+                                      r"returning the scalar loss", r.stderr):
+    failures.append(f"bad model to train: rc {r.returncode}, stderr:\n{r.stderr}")
 r = run(model, "--dtype", "f8")
 if r.returncode != 1 or "--dtype must be f32 or bf16" not in r.stderr:
     failures.append(f"bad dtype: rc {r.returncode}, stderr:\n{r.stderr}")

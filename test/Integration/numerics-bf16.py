@@ -41,6 +41,7 @@ for preset in ["gpt-tiny", "llama-tiny", "mamba-tiny", "moe-tiny", "hybrid-tiny"
                                capture_output=True, text=True).stdout)
     dump = os.path.join(work, preset)
     run = subprocess.run(["braid-run", model, "--dtype", "bf16", "--seed", "3", "--quiet",
+                          "--optimizer", "none",
                           "--dump", dump], capture_output=True, text=True)
     if run.returncode != 0:
         failures.append(f"{preset}: braid-run failed:\n{run.stdout}{run.stderr}")

@@ -26,7 +26,8 @@ for preset in ["gpt-tiny", "llama-tiny", "mamba-tiny", "moe-tiny", "hybrid-tiny"
         f.write(subprocess.run([sys.executable, "-m", "braid.models", preset], check=True,
                                capture_output=True, text=True).stdout)
     dump = os.path.join(work, preset)
-    run = subprocess.run(["braid-run", model, "--seed", "7", "--quiet", "--dump", dump],
+    run = subprocess.run(["braid-run", model, "--seed", "7", "--quiet", "--dump", dump,
+                          "--optimizer", "none"],
                          capture_output=True, text=True)
     if run.returncode != 0:
         failures.append(f"{preset}: braid-run failed:\n{run.stdout}{run.stderr}")

@@ -79,6 +79,17 @@ for preset in ["gpt-tiny", "llama-tiny", "mamba-tiny", "moe-tiny", "hybrid-tiny"
         if not losses[-1] < losses[0]:
             failures.append(f"{preset}: the loss did not decrease: {losses}")
 
+        # Mixed precision (bf16 compute copies of f32 master weights, f32
+        # optimizer state) follows the fp32 trajectory: each step's loss is
+        # within the bf16 forward bound (about 1e-3 relative, see
+        # numerics-bf16.py) of the fp32 loss at nearly the same weights, and
+        # AdamW moves each weight by at most about lr per step, so after 10
+        # steps the losses may part by a few 1e-3; 1e-2 leaves room.
+        mixed, _ = braid_run(model, "--steps", "10", "--dtype", "bf16")
+        drift = max(abs(a - b) / abs(b) for a, b in zip(mixed, losses))
+        if not (drift <= 1e-2 and mixed[-1] < mixed[0]):
+            failures.append(f"{preset}: mixed precision {mixed} vs fp32 {losses}")
+
         # Recompute changes memory, not numbers.
         for policy in ["selective", "full"]:
             l, _ = braid_run(model, "--steps", "3", "--recompute", policy)
@@ -87,7 +98,8 @@ for preset in ["gpt-tiny", "llama-tiny", "mamba-tiny", "moe-tiny", "hybrid-tiny"
                                 f"{losses[:3]}")
         print(f"{preset}: {len(grads)} gradients, worst relative error {worst[0]:.1e} "
               f"({worst[1]}); 10 AdamW steps {losses[0]:.4f} -> {losses[-1]:.4f}, "
-              f"trajectory relative error {traj:.1e}; recompute: identical losses")
+              f"trajectory relative error {traj:.1e}; mixed precision within {drift:.1e}; "
+              f"recompute: identical losses")
     except RuntimeError as error:
         failures.append(f"{preset}: {error}")
 

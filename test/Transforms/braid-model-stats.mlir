@@ -20,6 +20,7 @@
 // CHECK-NEXT: forward_flops_per_token: 1184
 // CHECK-NEXT: forward_nonmatmul_flops_per_token:
 // CHECK-NEXT: training_flops_per_token: 3552
+// CHECK-NEXT: training_flops_per_token_selective_recompute: 3552
 // CHECK-NEXT: training_flops_per_token_full_recompute: 4576
 // CHECK-NEXT: layer.mlp.calls: 2
 // CHECK-NEXT: layer.mlp.forward_flops_per_token: 512
@@ -57,18 +58,19 @@ module attributes {braid.model = {name = "mlp-2l", family = "gpt", hidden = 8 : 
 // -----
 
 // Mixture of experts, top-1 of 4 experts, capacity 4 for 8 tokens: a token
-// uses 1/4 of the expert weights, and only the 8 routed rows do model FLOPs.
+// uses 1/4 of the expert weights; the experts compute all 4 x 4 = 16 rows of
+// their buffers (capacity factor 2: half of them padding).
 //
 // Parameters: wte 80 + router 8*4 + w_up 4*8*16 + w_down 4*16*8 = 1136;
 // active: 80 + 32 + 1024/4 = 368.
-// Forward matmul FLOPs per token: router 2*8*4 = 64, experts 2*(8*16 + 16*8) = 512
-// (8 routed rows of the 16 buffer rows), head 160: 736.
+// Forward matmul FLOPs per token: router 2*8*4 = 64, experts
+// 16/8 * 2*(8*16 + 16*8) = 1024, head 160: 1248.
 
 // CHECK: parameters: 1136
 // CHECK-NEXT: parameters_active: 368
-// CHECK: forward_flops_per_token: 736
+// CHECK: forward_flops_per_token: 1248
 // CHECK: layer.moe.calls: 1
-// CHECK-NEXT: layer.moe.forward_flops_per_token: 576
+// CHECK-NEXT: layer.moe.forward_flops_per_token: 1088
 module {
   braid.param @wte normal(0.02) : tensor<10x8xf32>
   braid.param @router normal(0.02) : tensor<8x4xf32>

@@ -185,6 +185,16 @@ int main(int argc, char **argv) {
   PassManager pm(&context);
   pm.addNestedPass<func::FuncOp>(
       mlir::braid::createBraidExpandExpertFFNPass());
+  if (dtype == "bf16") {
+    // Mixed precision when training: f32 master weights and optimizer state,
+    // bf16 compute copies.
+    mlir::braid::BraidConvertElementTypePassOptions convert;
+    convert.to = "bf16";
+    convert.masterWeights = optimizer != "none";
+    pm.addPass(mlir::braid::createBraidConvertElementTypePass(convert));
+  }
+  else if (dtype != "f32")
+    return fail("--dtype must be f32 or bf16, found '" + dtype + "'");
   // Training: the backward pass and the optimizer join the step.
   if (optimizer != "none") {
     mlir::braid::BraidAutodiffPassOptions autodiff;
@@ -199,10 +209,6 @@ int main(int argc, char **argv) {
     opt.maxNorm = maxNorm;
     pm.addPass(mlir::braid::createBraidOptimizerPass(opt));
   }
-  if (dtype == "bf16")
-    pm.addPass(mlir::braid::createBraidConvertElementTypePass({"bf16"}));
-  else if (dtype != "f32")
-    return fail("--dtype must be f32 or bf16, found '" + dtype + "'");
   if (failed(pm.run(*module)))
     return 1;
 

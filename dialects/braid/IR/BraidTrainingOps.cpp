@@ -245,6 +245,13 @@ LogicalResult CombineGradOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
+LogicalResult ConvertOp::verify() {
+  if (getInput().getType().getShape() != getResult().getType().getShape())
+    return emitOpError("converts element types only; shapes differ: ")
+           << getInput().getType() << " and " << getResult().getType();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // State and updates
 //===----------------------------------------------------------------------===//

@@ -53,6 +53,22 @@ def Braid_ActivationGradOp : Braid_Op<"activation_grad",
   let assemblyFormat = "`` $activation $input `,` $grad attr-dict `:` type($result)";
 }
 
+def Braid_ConvertOp : Braid_Op<"convert", [Pure, Elementwise]> {
+  let summary = "converts a float tensor to another float element type";
+  let description = [{
+    Elementwise conversion with round-to-nearest-even, e.g. the bf16 compute
+    copy of an f32 master weight in mixed-precision training.
+
+    ```mlir
+    %w16 = braid.convert %w : tensor<64x64xf32> -> tensor<64x64xbf16>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Vector-Jacobian products
 //===----------------------------------------------------------------------===//

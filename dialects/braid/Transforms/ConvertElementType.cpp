@@ -42,9 +42,25 @@ struct BraidConvertElementTypePass
       return tensor.clone(target);
     };
 
-    for (ParamOp param : module.getOps<ParamOp>())
-      param.setType(cast<RankedTensorType>(convert(param.getType())));
+    if (!masterWeights)
+      for (ParamOp param : module.getOps<ParamOp>())
+        param.setType(cast<RankedTensorType>(convert(param.getType())));
+    // Master weights: a parameter read keeps its f32 type and feeds a
+    // converted copy to the rest of the graph.
+    SmallVector<GetParamOp> reads;
+    if (masterWeights)
+      module.walk([&](GetParamOp get) { reads.push_back(get); });
+    OpBuilder b(context);
+    for (GetParamOp get : reads) {
+      b.setInsertionPointAfter(get);
+      auto copy = ConvertOp::create(b, get.getLoc(),
+                                    convert(get.getResult().getType()),
+                                    get.getResult());
+      get.getResult().replaceAllUsesExcept(copy, copy);
+    }
     module.walk([&](Operation *op) {
+      if (isa<GetParamOp, ConvertOp>(op) && masterWeights)
+        return;
       for (Region &region : op->getRegions())
         for (Block &block : region)
           for (BlockArgument arg : block.getArguments())

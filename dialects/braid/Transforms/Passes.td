@@ -103,10 +103,16 @@ def BraidConvertElementTypePass
     braid.param @w normal(2.0e-02) : tensor<64x64xbf16>
     %y = braid.linear %x, %w : tensor<2x64xbf16>, tensor<64x64xbf16> -> tensor<2x64xbf16>
     ```
+    With `master-weights`, parameters stay f32 and each read is converted:
+    `%w16 = braid.convert %w : tensor<64x64xf32> -> tensor<64x64xbf16>`;
+    differentiated, the gradients come back to f32 through the converts.
   }];
   let options = [
     Option<"to", "to", "std::string", /*default=*/"\"bf16\"",
            "Element type to store floats in: bf16 or f16">,
+    Option<"masterWeights", "master-weights", "bool", /*default=*/"false",
+           "Keep parameters in f32 and compute with converted copies (mixed "
+           "precision: the optimizer then updates f32 master weights)">,
   ];
 }
 

@@ -81,6 +81,9 @@ mlir::braid::emitVJP(OpBuilder &b, Location loc, Operation *op,
         return {TransposeOp::create(b, loc, dy, inverse)};
       })
       .Case([&](AddOp) -> SmallVector<Value> { return {dy, dy}; })
+      .Case([&](ConvertOp c) -> SmallVector<Value> {
+        return {ConvertOp::create(b, loc, c.getInput().getType(), dy)};
+      })
       .Case([&](MulOp m) -> SmallVector<Value> {
         return {MulOp::create(b, loc, dy, m.getRhs()),
                 MulOp::create(b, loc, dy, m.getLhs())};

@@ -314,6 +314,13 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
                    n(e[1]) + ")";
             return success();
           })
+          .Case([&](ConvertOp c) {
+            call = "braid_k_convert(rt, " + dtypeName(c.getInput().getType()) +
+                   ", " + dtypeName(c.getType()) + ", " + p(c.getInput()) +
+                   ", " + p(c.getResult()) + ", " +
+                   n(numElements(c.getResult())) + ")";
+            return success();
+          })
           // Optimizer.
           .Case([&](SumSquaresOp q) {
             std::string out = "static_cast<float *>(" + p(q.getResult()) + ")";
