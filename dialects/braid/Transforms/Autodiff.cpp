@@ -358,6 +358,13 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
     resultTypes.push_back(v.getType());
   step.setType(FunctionType::get(context, step.getArgumentTypes(), resultTypes));
   step->setAttr("braid.gradients", ArrayAttr::get(context, names));
+
+  // Layer functions that only their forward variants replaced are dead.
+  for (auto &[op, layer] : layers) {
+    auto f = cast<func::FuncOp>(op);
+    if (layer->forward != f && SymbolTable::symbolKnownUseEmpty(f, module))
+      f.erase();
+  }
   return success();
 }
 
