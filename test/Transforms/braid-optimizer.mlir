@@ -36,7 +36,7 @@ module {
 // ADAMW-NEXT:    braid.adamw_update @norm, %[[GNORM]], %[[COEF]] moments @opt.m.norm, @opt.v.norm step @opt.step
 // ADAMW-NEXT:    return %{{.*}} : tensor<f32>
 
-// SGD: only the counter; the options reach the update.
+// With SGD, only the counter; the options reach the update.
 // SGD:         braid.state @opt.step zeros : tensor<f32>
 // SGD-NOT:     braid.state
 // SGD:         braid.clip_coefficient %{{.*}} max_norm 0.000000e+00 : tensor<f32>
