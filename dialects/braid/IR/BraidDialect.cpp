@@ -41,6 +41,11 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
         !llvm::all_of(names, llvm::IsaPred<FlatSymbolRefAttr>))
       return op->emitError("'braid.gradients' must be an array of symbol "
                            "references on a func.func");
+    for (Attribute name : names)
+      if (!isa_and_nonnull<ParamOp>(SymbolTable::lookupNearestSymbolFrom(
+              op, cast<FlatSymbolRefAttr>(name))))
+        return op->emitError("'braid.gradients' names ")
+               << name << ", which is not a braid.param";
     return success();
   }
   if (attr.getName() != getModelAttrName())

@@ -158,10 +158,13 @@ LogicalResult BatchMatmulOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult AttentionOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
-  ShapeErrors<AttentionOp> error{loc};
+/// The attention checks, shared by braid.attention and braid.attention_grad
+/// (whose diagnostics name the op they come from).
+template <typename OpTy, typename AdaptorTy>
+static LogicalResult inferAttention(std::optional<Location> loc,
+                                    AdaptorTy adaptor,
+                                    SmallVectorImpl<Type> &inferred) {
+  ShapeErrors<OpTy> error{loc};
   auto q = typeOf(adaptor.getQuery());
   auto k = typeOf(adaptor.getKey());
   auto v = typeOf(adaptor.getValue());
@@ -203,6 +206,31 @@ LogicalResult AttentionOp::inferReturnTypes(
   inferred.push_back(RankedTensorType::get(
       {q.getDimSize(0), q.getDimSize(1), heads, v.getDimSize(3)},
       q.getElementType()));
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferAttention<AttentionOp>(loc, adaptor, inferred);
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  SmallVector<Type> forward;
+  if (failed(inferAttention<AttentionGradOp>(loc, adaptor, forward)))
+    return failure();
+  auto grad = typeOf(adaptor.getGrad());
+  if (!grad)
+    return failure();
+  if (grad != forward.front())
+    return ShapeErrors<AttentionGradOp>{loc}(
+        "grad must have the attention result's type ", forward.front(),
+        ", found ", grad);
+  inferred.append({adaptor.getQuery().getType(), adaptor.getKey().getType(),
+                   adaptor.getValue().getType()});
   return success();
 }
 

@@ -4,6 +4,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::braid;
 
@@ -39,40 +41,11 @@ LogicalResult SumRowsOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult AttentionGradOp::inferReturnTypes(
-    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferred) {
-  SmallVector<Type> forward;
-  AttentionOp::Adaptor fwd(
-      ValueRange{adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()});
-  (void)fwd;
-  auto q = typeOf(adaptor.getQuery()), k = typeOf(adaptor.getKey()),
-       v = typeOf(adaptor.getValue()), g = typeOf(adaptor.getGrad());
-  if (!q || !k || !v || !g)
-    return failure();
-  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4)
-    return shapeError<AttentionGradOp>(loc, "query, key and value must be "
-                                            "[batch, seq, heads, head_dim]");
-  if (q.getDimSize(2) % std::max<int64_t>(k.getDimSize(2), 1) != 0 ||
-      k.getShape().take_front(3) != v.getShape().take_front(3) ||
-      k.getDimSize(3) != q.getDimSize(3))
-    return shapeError<AttentionGradOp>(loc, "operands do not form a valid "
-                                            "attention: ",
-                                       q, ", ", k, ", ", v);
-  SmallVector<int64_t> out = {q.getDimSize(0), q.getDimSize(1),
-                              q.getDimSize(2), v.getDimSize(3)};
-  if (g.getShape() != ArrayRef<int64_t>(out))
-    return shapeError<AttentionGradOp>(loc, "grad must have the attention "
-                                            "result's shape, found ",
-                                       g);
-  inferred.append({q, k, v});
-  return success();
-}
-
 /// Norm gradients: [..., H] input, [H] scale, cotangent of the input's type.
 template <typename OpTy>
 static LogicalResult inferNormGrad(std::optional<Location> loc, Value x,
-                                   Value gamma, Value grad, unsigned affine,
+                                   Value gamma, Value grad, double epsilon,
+                                   unsigned affine,
                                    SmallVectorImpl<Type> &inferred) {
   auto input = typeOf(x), scale = typeOf(gamma), g = typeOf(grad);
   if (!input || !scale || !g)
@@ -84,6 +57,13 @@ static LogicalResult inferNormGrad(std::optional<Location> loc, Value x,
   if (g != input)
     return shapeError<OpTy>(loc, "grad must have the input's type ", input,
                             ", found ", g);
+  if (scale.getElementType() != input.getElementType())
+    return shapeError<OpTy>(loc, "scale element type ", scale.getElementType(),
+                            " differs from the input's ",
+                            input.getElementType());
+  if (!(epsilon > 0.0) || !std::isfinite(epsilon))
+    return shapeError<OpTy>(loc, "epsilon must be positive and finite, found ",
+                            epsilon);
   inferred.push_back(input);
   for (unsigned i = 0; i < affine; ++i)
     inferred.push_back(scale);
@@ -94,17 +74,17 @@ LogicalResult RMSNormGradOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &inferred) {
-  return inferNormGrad<RMSNormGradOp>(loc, adaptor.getInput(),
-                                      adaptor.getGamma(), adaptor.getGrad(), 1,
-                                      inferred);
+  return inferNormGrad<RMSNormGradOp>(
+      loc, adaptor.getInput(), adaptor.getGamma(), adaptor.getGrad(),
+      adaptor.getEpsilon().convertToDouble(), 1, inferred);
 }
 
 LogicalResult LayerNormGradOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
-  return inferNormGrad<LayerNormGradOp>(loc, adaptor.getInput(),
-                                        adaptor.getGamma(), adaptor.getGrad(),
-                                        2, inferred);
+  return inferNormGrad<LayerNormGradOp>(
+      loc, adaptor.getInput(), adaptor.getGamma(), adaptor.getGrad(),
+      adaptor.getEpsilon().convertToDouble(), 2, inferred);
 }
 
 LogicalResult EmbeddingGradOp::verify() {
@@ -115,8 +95,9 @@ LogicalResult EmbeddingGradOp::verify() {
     return emitOpError("grad must be the tokens' shape plus a hidden "
                        "dimension, found ")
            << grad;
-  if (table.getRank() != 2 || table.getDimSize(1) != grad.getShape().back())
-    return emitOpError("result must be [vocab, ")
+  if (table.getRank() != 2 || table.getDimSize(1) != grad.getShape().back() ||
+      table.getDimSize(0) < 1)
+    return emitOpError("result must be [vocab >= 1, ")
            << grad.getShape().back() << "], found " << table;
   if (table.getElementType() != grad.getElementType())
     return emitOpError("result element type differs from the grad's");
@@ -167,6 +148,10 @@ LogicalResult Conv1dGradOp::inferReturnTypes(MLIRContext *,
                                          "[C, K] and grad of the input's "
                                          "type, found ",
                                     x, ", ", w, ", ", g);
+  if (w.getDimSize(1) < 1 || w.getElementType() != x.getElementType())
+    return shapeError<Conv1dGradOp>(loc, "weight must be [C, K >= 1] of the "
+                                         "input's element type, found ",
+                                    w);
   inferred.append({x, w,
                    RankedTensorType::get({x.getDimSize(2)},
                                          x.getElementType())});
@@ -206,6 +191,11 @@ LogicalResult RouterGradOp::inferReturnTypes(MLIRContext *,
     return shapeError<RouterGradOp>(loc, "expects logits [T, E], indices "
                                          "[T, k] and grad [T, k], found ",
                                     logits, ", ", idx, ", ", g);
+  if (idx.getDimSize(1) > logits.getDimSize(1) ||
+      g.getElementType() != logits.getElementType())
+    return shapeError<RouterGradOp>(loc, "grad must be [T, k <= E] of the "
+                                         "logits' element type, found ",
+                                    g);
   inferred.push_back(logits);
   return success();
 }
@@ -217,9 +207,10 @@ LogicalResult DispatchGradOp::inferReturnTypes(MLIRContext *,
   auto g = typeOf(adaptor.getGrad()), idx = typeOf(adaptor.getIndices());
   if (!g || !idx)
     return failure();
-  if (g.getRank() != 3 || idx.getRank() != 2)
-    return shapeError<DispatchGradOp>(loc, "expects grad [E, C, H] and "
-                                           "indices [T, k], found ",
+  if (g.getRank() != 3 || idx.getRank() != 2 || g.getDimSize(0) < 1 ||
+      g.getDimSize(1) < 1)
+    return shapeError<DispatchGradOp>(loc, "expects grad [E >= 1, C >= 1, H] "
+                                           "and indices [T, k], found ",
                                       g, " and ", idx);
   inferred.push_back(RankedTensorType::get(
       {idx.getDimSize(0), g.getDimSize(2)}, g.getElementType()));
@@ -245,10 +236,15 @@ LogicalResult CombineGradOp::inferReturnTypes(MLIRContext *context,
   return success();
 }
 
-LogicalResult ConvertOp::verify() {
-  if (getInput().getType().getShape() != getResult().getType().getShape())
-    return emitOpError("converts element types only; shapes differ: ")
-           << getInput().getType() << " and " << getResult().getType();
+LogicalResult SumSquaresOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one operand");
+  return success();
+}
+
+LogicalResult ClipCoefficientOp::verify() {
+  if (std::isnan(getMaxNorm().convertToDouble()))
+    return emitOpError("max_norm must be a number");
   return success();
 }
 
@@ -299,6 +295,36 @@ static LogicalResult verifyUpdatedParam(Operation *op,
   return success();
 }
 
+/// Hyper-parameters every update needs: lr >= 0, weight decay >= 0.
+static LogicalResult verifyRates(Operation *op, double lr, double decay) {
+  if (!(lr >= 0.0) || !std::isfinite(lr))
+    return op->emitOpError("lr must be finite and >= 0, found ") << lr;
+  if (!(decay >= 0.0) || !std::isfinite(decay))
+    return op->emitOpError("weight_decay must be finite and >= 0, found ")
+           << decay;
+  return success();
+}
+
+LogicalResult SGDUpdateOp::verify() {
+  return verifyRates(*this, getLr().convertToDouble(),
+                     getWeightDecay().convertToDouble());
+}
+
+LogicalResult AdamWUpdateOp::verify() {
+  if (failed(verifyRates(*this, getLr().convertToDouble(),
+                         getWeightDecay().convertToDouble())))
+    return failure();
+  for (auto [beta, name] :
+       {std::make_pair(getBeta1().convertToDouble(), "beta1"),
+        std::make_pair(getBeta2().convertToDouble(), "beta2")})
+    if (!(beta >= 0.0 && beta < 1.0))
+      return emitOpError(name) << " must lie in [0, 1), found " << beta;
+  if (!(getEps().convertToDouble() > 0.0))
+    return emitOpError("eps must be positive, found ")
+           << getEps().convertToDouble();
+  return success();
+}
+
 LogicalResult SGDUpdateOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyUpdatedParam(*this, symbols, getParamAttr(),
                             cast<RankedTensorType>(getGrad().getType()));
@@ -318,6 +344,9 @@ LogicalResult AdamWUpdateOp::verifySymbolUses(SymbolTableCollection &symbols) {
              << role << " must be an f32 tensor of the parameter's shape, found "
              << *type;
   }
+  if (getMAttr() == getVAttr())
+    return emitOpError("the two moments must be distinct states, found '")
+           << getMAttr() << "' twice";
   FailureOr<RankedTensorType> step =
       lookupState(*this, symbols, getStepAttr(), "step");
   if (failed(step))

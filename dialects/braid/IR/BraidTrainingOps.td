@@ -66,7 +66,6 @@ def Braid_ConvertOp : Braid_Op<"convert", [Pure, Elementwise]> {
   let arguments = (ins Braid_FloatTensor:$input);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -280,6 +279,7 @@ def Braid_SumSquaresOp : Braid_Op<"sum_squares", [Pure]> {
   let arguments = (ins Variadic<Braid_FloatTensor>:$inputs);
   let results = (outs 0DTensorOf<[F32]>:$result);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 def Braid_ClipCoefficientOp : Braid_Op<"clip_coefficient",
@@ -291,6 +291,7 @@ def Braid_ClipCoefficientOp : Braid_Op<"clip_coefficient",
   let arguments = (ins 0DTensorOf<[F32]>:$sumsq, F64Attr:$max_norm);
   let results = (outs 0DTensorOf<[F32]>:$result);
   let assemblyFormat = "$sumsq `max_norm` $max_norm attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Braid_IncrementOp : Braid_Op<"increment",
@@ -310,6 +311,7 @@ def Braid_SGDUpdateOp : Braid_Op<"sgd_update",
                        0DTensorOf<[F32]>:$coef, F64Attr:$lr,
                        F64Attr:$weight_decay);
   let assemblyFormat = "$param `,` $grad `,` $coef attr-dict `:` type($grad) `,` type($coef)";
+  let hasVerifier = 1;
 }
 
 def Braid_AdamWUpdateOp : Braid_Op<"adamw_update",
@@ -330,6 +332,7 @@ def Braid_AdamWUpdateOp : Braid_Op<"adamw_update",
     $param `,` $grad `,` $coef `moments` $m `,` $v `step` $step attr-dict `:`
     type($grad) `,` type($coef)
   }];
+  let hasVerifier = 1;
 }
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDTRAININGOPS_TD
