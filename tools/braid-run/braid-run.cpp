@@ -234,8 +234,27 @@ int main(int argc, char **argv) {
         llvm::sys::path::append(cache, "braid-run-cache");
   if (std::error_code ec = llvm::sys::fs::create_directories(cache))
     return fail("cannot create " + cache + ": " + ec.message());
+  // The key covers what the binary is built from: the source, the backend
+  // and the identity (size, modification time) of the runtime libraries it
+  // links, so that a rebuilt runtime never runs under a stale program.
+  std::string identity = source + backend;
+  {
+    std::string compilerUnused;
+    FailureOr<SmallVector<std::string>> args =
+        buildCommand("source", "binary", compilerUnused);
+    if (failed(args))
+      return 1;
+    for (const std::string &arg : *args) {
+      llvm::sys::fs::file_status status;
+      if (StringRef(arg).ends_with(".a") && !llvm::sys::fs::status(arg, status))
+        identity += arg + ":" + std::to_string(status.getSize()) + ":" +
+                    std::to_string(status.getLastModificationTime()
+                                       .time_since_epoch()
+                                       .count());
+    }
+  }
   std::string key = llvm::toHex(
-      llvm::SHA256::hash(llvm::arrayRefFromStringRef(source + backend)),
+      llvm::SHA256::hash(llvm::arrayRefFromStringRef(identity)),
       /*LowerCase=*/true);
   llvm::SmallString<128> base(cache);
   llvm::sys::path::append(base, key.substr(0, 24));
