@@ -201,13 +201,19 @@ FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
 
   // 2. Split: what the reverse part reads is saved by the forward call,
   // except what recompute redoes in the backward function.
+  // Always redone: parameter reads and views of arguments or of redone
+  // values (free, and a function cannot return them in place). Selective
+  // recompute adds attention and the views of its results.
   llvm::SetVector<Operation *> recomputed;
-  if (policy == Recompute::Selective)
-    for (Operation *op : forwardOps)
-      if (isa<AttentionOp>(op) ||
-          (isa<ReshapeOp, TransposeOp>(op) &&
-           recomputed.contains(op->getOperand(0).getDefiningOp())))
-        recomputed.insert(op);
+  for (Operation *op : forwardOps) {
+    bool view = isa<ReshapeOp, TransposeOp>(op);
+    Value input = view ? op->getOperand(0) : Value();
+    if (isa<GetParamOp>(op) ||
+        (view && (isa<BlockArgument>(input) ||
+                  recomputed.contains(input.getDefiningOp()))) ||
+        (policy == Recompute::Selective && isa<AttentionOp>(op)))
+      recomputed.insert(op);
+  }
   llvm::SetVector<Operation *> kept; // forward ops whose values are saved
   for (Operation *op : forwardOps)
     if (!recomputed.contains(op))
