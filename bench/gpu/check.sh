@@ -2,7 +2,8 @@
 # bench/gpu/check.sh - the prepared GPU check (one H200, 16 cores, CUDA in
 # /usr/local/cuda, nothing downloadable). Target: under 5 minutes.
 #
-#  1. nvidia-smi; kernel_test (every non-GEMM kernel vs f64 host loops) and
+#  1. nvidia-smi; kernel_test and kernel_grad_test (every non-GEMM forward /
+#     backward kernel vs f64 host loops) and
 #     gemm_bench (the runtime's cuBLASLt path: self-test of every
 #     transpose/bias/batch case vs an f64 reference, then TFLOP/s). These need
 #     only nvcc, so they run even when braid-run does not build yet.
@@ -50,13 +51,16 @@ OBJ="$CHECK_DIR/obj"
 mkdir -p "$OBJ"
 export NVCC OBJ
 # shellcheck disable=SC2016
-if printf '%s\n' runtime/src/cuda/*.cu bench/gpu/gemm_bench.cu bench/gpu/kernel_test.cu |
+if printf '%s\n' runtime/src/cuda/*.cu bench/gpu/gemm_bench.cu bench/gpu/kernel_test.cu \
+    bench/gpu/kernel_grad_test.cu |
     timeout 150 xargs -P "$JOBS" -I{} sh -c \
       '"$NVCC" '"${NVFLAGS[*]}"' -c "$1" -o "$OBJ/$(basename "$1" .cu).o"' _ {}; then
   LIB_OBJS=()
   for f in runtime/src/cuda/*.cu; do LIB_OBJS+=("$OBJ/$(basename "$f" .cu).o"); done
-  "$NVCC" "${NVFLAGS[@]}" "$OBJ/kernel_test.o" "${LIB_OBJS[@]}" -lcublasLt -o "$CHECK_DIR/kernel_test" &&
-    { timeout 60 "$CHECK_DIR/kernel_test" || fail "kernel_test"; } || fail "kernel_test link"
+  for t in kernel_test kernel_grad_test; do
+    "$NVCC" "${NVFLAGS[@]}" "$OBJ/$t.o" "${LIB_OBJS[@]}" -lcublasLt -o "$CHECK_DIR/$t" &&
+      { timeout 60 "$CHECK_DIR/$t" || fail "$t"; } || fail "$t link"
+  done
   "$NVCC" "${NVFLAGS[@]}" "$OBJ/gemm_bench.o" "$OBJ/gemm_cublaslt.o" -lcublasLt -o "$CHECK_DIR/gemm_bench" &&
     { timeout 90 "$CHECK_DIR/gemm_bench" || fail "gemm_bench"; } || fail "gemm_bench link"
 else

@@ -27,125 +27,36 @@
 import ctypes
 import math
 import os
-import subprocess
 import sys
-import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
 
 import numpy as np  # noqa: E402
 
 from braid_ref import ops  # noqa: E402
+from kernel_harness import (BF16, DTYPES, F16, F32, I32, I64, LIB, MAX_ERR, P, I,  # noqa: E402
+                            call, declare, empty, from_bf16, main, rel, store, to_bf16, values)
+import kernel_harness  # noqa: E402
 
-LIB_PATH = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
-LIB = ctypes.CDLL(LIB_PATH) if LIB_PATH else None
 RNG = np.random.default_rng(20240611)
 
-F32, BF16, F16, I32, I64 = 0, 1, 2, 3, 4
 ACTS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "sigmoid": 3, "relu": 4, "exp": 5, "neg": 6}
-TOL = {F32: 1e-5, BF16: 2.0 ** -8, F16: 2.0 ** -10}
-MAX_ERR = {}  # (kernel, dtype) -> largest relative error seen, printed at the end
 
-P = ctypes.c_void_p
-I = ctypes.c_int64
-I4 = ctypes.c_int32
-D = ctypes.c_double
-SIGS = {
-    "braid_k_embedding": [P, I4, I4, P, P, P, P, I, I, I, I],
-    "braid_k_linear": [P, I4, P, P, P, P, I, I, I, I4],
-    "braid_k_batch_matmul": [P, I4, P, P, P, I, I, I, I, I4, I4],
-    "braid_k_attention": [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D],
-    "braid_k_rms_norm": [P, I4, P, P, P, I, I, D],
-    "braid_k_layer_norm": [P, I4, P, P, P, P, I, I, D],
-    "braid_k_unary": [P, I4, I4, P, P, I],
-    "braid_k_binary": [P, I4, I4, P, P, P, I],
-    "braid_k_glu": [P, I4, I4, P, P, P, I],
-    "braid_k_transpose": [P, I4, P, P, I4, P, P],
-    "braid_k_cross_entropy": [P, I4, I4, P, P, P, I, I],
-    "braid_k_conv1d": [P, I4, P, P, P, P, I, I, I, I],
-    "braid_k_selective_scan": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I4],
-    "braid_k_router": [P, I4, P, P, P, I, I, I, I4],
-    "braid_k_dispatch": [P, I4, P, P, P, I, I, I, I, I],
-    "braid_k_combine": [P, I4, P, P, P, P, I, I, I, I, I],
-    "braid_test_fused_example": [P, P, P, I],
-    "braid_test_fused_act": [ctypes.c_int, P, P, I],
-    "braid_test_to_bf16": [P, P, I],
-    "braid_test_from_bf16": [P, P, I],
-    "braid_test_to_f16": [P, P, I],
-    "braid_test_from_f16": [P, P, I],
-}
-if LIB is not None:
-    for _name, _args in SIGS.items():
-        getattr(LIB, _name).argtypes = _args
-        getattr(LIB, _name).restype = None
+declare(["braid_k_embedding", "braid_k_linear", "braid_k_batch_matmul", "braid_k_attention",
+         "braid_k_rms_norm", "braid_k_layer_norm", "braid_k_unary", "braid_k_binary",
+         "braid_k_glu", "braid_k_transpose", "braid_k_cross_entropy", "braid_k_conv1d",
+         "braid_k_selective_scan", "braid_k_router", "braid_k_dispatch", "braid_k_combine"],
+        {"braid_test_fused_example": [P, P, P, I],
+         "braid_test_fused_act": [ctypes.c_int, P, P, I],
+         "braid_test_to_bf16": [P, P, I],
+         "braid_test_from_bf16": [P, P, I],
+         "braid_test_to_f16": [P, P, I],
+         "braid_test_from_f16": [P, P, I]})
 
 
-def call(name, *args):
-    conv = [a.ctypes.data if isinstance(a, np.ndarray) else a for a in args]
-    getattr(LIB, name)(None, *conv)
-
-
-# --- storage types (independent of runtime/include/braid/numeric.h) ----------
-
-def to_bf16(x):
-    """f32 -> bf16 bits, round to nearest even, NaN -> quiet NaN."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-    nan = np.isnan(np.asarray(x, dtype=np.float32))
-    return np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), r)
-
-
-def from_bf16(b):
-    return (np.asarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
-
-
-def store(x32, dt):
-    """(array passed to the kernel, the f32 values it holds)."""
-    x32 = np.ascontiguousarray(x32, dtype=np.float32)
-    if dt == F32:
-        return x32, x32
-    if dt == BF16:
-        b = to_bf16(x32)
-        return b, from_bf16(b)
-    h = x32.astype(np.float16)
-    return h, h.astype(np.float32)
-
-
-def values(stored, dt):
-    if dt == F32:
-        return stored
-    if dt == BF16:
-        return from_bf16(stored)
-    return stored.astype(np.float32)
-
-
-def empty(shape, dt):
-    return np.zeros(shape, dtype={F32: np.float32, BF16: np.uint16, F16: np.float16}[dt])
-
-
-def rel(a, b):
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    if a.size == 0:
-        return 0.0
-    return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30))
-
-
-class Case(unittest.TestCase):
-    def close(self, kernel, dt, got_stored, ref, what=""):
-        got = values(got_stored, dt)
-        self.assertFalse(np.isnan(got).any(), f"{kernel}{what}: NaN in the output")
-        err = rel(got, ref)
-        key = (kernel, {F32: "f32", BF16: "bf16", F16: "f16"}[dt])
-        MAX_ERR[key] = max(MAX_ERR.get(key, 0.0), err)
-        self.assertLessEqual(err, TOL[dt], f"{kernel} {key[1]}{what}: rel error {err:.3g}")
-
-    def randn(self, *shape, scale=1.0):
-        return (RNG.standard_normal(shape) * scale).astype(np.float32)
-
-
-DTYPES = (F32, BF16, F16)
+class Case(kernel_harness.Case):
+    rng = RNG
 
 
 # --- conversions and fused code ----------------------------------------------
@@ -510,20 +421,11 @@ print("returned")
 
 class Aborts(Case):
     def test_out_of_range(self):
-        for which, msg in (("embedding", "braid: embedding: token 5 at position 1 is outside [0, 5)"),
-                           ("cross_entropy", "braid: cross_entropy: label -1 of row 0"),
-                           ("dispatch", "braid: dispatch: expert index 3 of token 0")):
-            r = subprocess.run([sys.executable, "-c", ABORT_SCRIPT, LIB_PATH, which],
-                               capture_output=True, text=True, timeout=60)
-            self.assertNotEqual(r.returncode, 0, which)
-            self.assertNotIn("returned", r.stdout)
-            self.assertIn(msg, r.stderr)
+        self.check_aborts(ABORT_SCRIPT, (
+            ("embedding", "braid: embedding: token 5 at position 1 is outside [0, 5)"),
+            ("cross_entropy", "braid: cross_entropy: label -1 of row 0"),
+            ("dispatch", "braid: dispatch: expert index 3 of token 0")))
 
 
 if __name__ == "__main__":
-    if LIB is None:
-        sys.exit("usage: cpu-kernels.py KERNELS.so")
-    prog = unittest.main(argv=sys.argv[:1], exit=False, verbosity=1)
-    for (kernel, dt), err in sorted(MAX_ERR.items()):
-        print(f"max rel error {kernel:24s} {dt:5s} {err:.3e}")
-    sys.exit(0 if prog.result.wasSuccessful() else 1)
+    main("cpu-kernels.py", width=24)

@@ -7,11 +7,13 @@
 //   normalize  w_j = p_{i_j} / sum_j' p_{i_j'} (a softmax over the selected
 //              logits): dx_e = sum_{j: i_j = e} w_j (dw_j - U), 0 elsewhere.
 // dispatch_grad / combine_grad recompute the slots of braid_k_dispatch
-// (j-major then t, drops past capacity) with one counter per (j, e).
+// (j-major then t, drops past capacity) with MoeSlots (moe_slots.h), the
+// implementation the forward kernels use.
 //
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "moe_slots.h"
 
 #include <cmath>
 #include <cstring>
@@ -67,47 +69,18 @@ void routerGradImpl(const T *logits, const int32_t *indices, const T *dweights, 
   }
 }
 
-/// As moe.cpp: base[j * E + e] = assignments to e in columns j' < j.
-void slotBases(const char *kernel, const int32_t *indices, int64_t tokens, int64_t K, int64_t E,
-               int32_t *base) {
-  if (K < 1 || K > kMaxTopK)
-    fail(kernel, "top_k %lld is outside [1, %lld]", (long long)K, (long long)kMaxTopK);
-  if (E < 1 || E * K > kMaxExpertSlots)
-    fail(kernel, "%lld experts x top_k %lld exceed the supported %lld slots counters",
-         (long long)E, (long long)K, (long long)kMaxExpertSlots);
-  for (int64_t i = 0; i < E * K; ++i)
-    base[i] = 0;
-  for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t j = 0; j < K; ++j) {
-      const int64_t e = indices[t * K + j];
-      if (e < 0 || e >= E)
-        fail(kernel, "expert index %lld of token %lld (choice %lld) is outside [0, %lld)",
-             (long long)e, (long long)t, (long long)j, (long long)E);
-      ++base[j * E + e];
-    }
-  for (int64_t e = 0; e < E; ++e) {
-    int32_t running = 0;
-    for (int64_t j = 0; j < K; ++j) {
-      const int32_t c = base[j * E + e];
-      base[j * E + e] = running;
-      running += c;
-    }
-  }
-}
-
 template <typename T>
 void dispatchGradImpl(const T *dd, const int32_t *indices, T *dx, int64_t tokens, int64_t H,
                       int64_t K, int64_t E, int64_t C) {
-  int32_t next[kMaxExpertSlots];
-  slotBases("dispatch_grad", indices, tokens, K, E, next);
+  MoeSlots slots("dispatch_grad", indices, tokens, K, E, C);
   const T *rows[kMaxTopK];
   float acc[HB];
   for (int64_t t = 0; t < tokens; ++t) {
     int64_t kept = 0;
     for (int64_t j = 0; j < K; ++j) {
       const int64_t e = indices[t * K + j];
-      const int64_t slot = next[j * E + e]++;
-      if (slot < C)
+      const int64_t slot = slots.take(j, e);
+      if (slot >= 0)
         rows[kept++] = dd + (e * C + slot) * H;
     }
     for (int64_t h0 = 0; h0 < H; h0 += HB) {
@@ -126,15 +99,14 @@ void dispatchGradImpl(const T *dd, const int32_t *indices, T *dx, int64_t tokens
 template <typename T>
 void combineGradImpl(const T *eo, const T *weights, const int32_t *indices, const T *dy, T *deo,
                      T *dw, int64_t tokens, int64_t H, int64_t K, int64_t E, int64_t C) {
-  int32_t next[kMaxExpertSlots];
-  slotBases("combine_grad", indices, tokens, K, E, next);
+  MoeSlots slots("combine_grad", indices, tokens, K, E, C);
   std::memset(static_cast<void *>(deo), 0, size_t(E * C * H) * sizeof(T)); // unused slots
   for (int64_t t = 0; t < tokens; ++t) {
     const T *dyr = dy + t * H;
     for (int64_t j = 0; j < K; ++j) {
       const int64_t e = indices[t * K + j];
-      const int64_t slot = next[j * E + e]++;
-      if (slot >= C) {
+      const int64_t slot = slots.take(j, e);
+      if (slot < 0) {
         braid::store(dw, t * K + j, 0.0f);
         continue;
       }

@@ -1,16 +1,12 @@
 //===- moe.cpp - CPU kernels: router, dispatch, combine -------------------===//
 //
-// Slot assignment (shared by dispatch and combine): assignments (t, j) are
-// ordered j-major, then t; each takes the next free slot of its expert and is
-// dropped once the expert holds `capacity`. Processed token by token, the slot
-// of (t, j) is base[j][e] + (number of earlier tokens t' < t with
-// indices[t', j] == e), where base[j][e] counts e in the columns j' < j; one
-// counter per (j, e) in a bounded local array gives it without a T x k
-// workspace.
+// Slot assignment (shared by dispatch and combine, and by their gradients in
+// grad_moe.cpp): MoeSlots of moe_slots.h.
 //
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "moe_slots.h"
 
 #include <cmath>
 #include <cstring>
@@ -67,46 +63,16 @@ void routerImpl(const T *logits, T *weights, int32_t *indices, int64_t tokens, i
   }
 }
 
-/// Fills base[j * E + e] with the number of assignments to e in columns
-/// j' < j; validates every index.
-void slotBases(const char *kernel, const int32_t *indices, int64_t tokens, int64_t K, int64_t E,
-               int32_t *base) {
-  if (K < 1 || K > kMaxTopK)
-    fail(kernel, "top_k %lld is outside [1, %lld]", (long long)K, (long long)kMaxTopK);
-  if (E < 1 || E * K > kMaxExpertSlots)
-    fail(kernel, "%lld experts x top_k %lld exceed the supported %lld slots counters",
-         (long long)E, (long long)K, (long long)kMaxExpertSlots);
-  for (int64_t i = 0; i < E * K; ++i)
-    base[i] = 0;
-  for (int64_t t = 0; t < tokens; ++t)
-    for (int64_t j = 0; j < K; ++j) {
-      const int64_t e = indices[t * K + j];
-      if (e < 0 || e >= E)
-        fail(kernel, "expert index %lld of token %lld (choice %lld) is outside [0, %lld)",
-             (long long)e, (long long)t, (long long)j, (long long)E);
-      ++base[j * E + e];
-    }
-  for (int64_t e = 0; e < E; ++e) {
-    int32_t running = 0;
-    for (int64_t j = 0; j < K; ++j) {
-      const int32_t c = base[j * E + e];
-      base[j * E + e] = running;
-      running += c;
-    }
-  }
-}
-
 template <typename T>
 void dispatchImpl(const T *x, const int32_t *indices, T *out, int64_t tokens, int64_t H,
                   int64_t K, int64_t E, int64_t C) {
-  int32_t next[kMaxExpertSlots];
-  slotBases("dispatch", indices, tokens, K, E, next);
+  MoeSlots slots("dispatch", indices, tokens, K, E, C);
   std::memset(static_cast<void *>(out), 0, size_t(E * C * H) * sizeof(T)); // 0.0 is all zero bits
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t j = 0; j < K; ++j) {
       const int64_t e = indices[t * K + j];
-      const int64_t slot = next[j * E + e]++;
-      if (slot < C)
+      const int64_t slot = slots.take(j, e);
+      if (slot >= 0)
         std::memcpy(static_cast<void *>(out + (e * C + slot) * H),
                     static_cast<const void *>(x + t * H), size_t(H) * sizeof(T));
     }
@@ -116,8 +82,7 @@ template <typename T>
 void combineImpl(const T *eo, const T *weights, const int32_t *indices, T *out, int64_t tokens,
                  int64_t H, int64_t K, int64_t E, int64_t C) {
   constexpr int64_t HB = 256;
-  int32_t next[kMaxExpertSlots];
-  slotBases("combine", indices, tokens, K, E, next);
+  MoeSlots slots("combine", indices, tokens, K, E, C);
   const T *rows[kMaxTopK];
   float w[kMaxTopK];
   float acc[HB];
@@ -125,8 +90,8 @@ void combineImpl(const T *eo, const T *weights, const int32_t *indices, T *out, 
     int64_t kept = 0;
     for (int64_t j = 0; j < K; ++j) {
       const int64_t e = indices[t * K + j];
-      const int64_t slot = next[j * E + e]++;
-      if (slot < C) {
+      const int64_t slot = slots.take(j, e);
+      if (slot >= 0) {
         rows[kept] = eo + (e * C + slot) * H;
         w[kept++] = braid::load(weights, t * K + j);
       }

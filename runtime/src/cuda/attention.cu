@@ -1,46 +1,25 @@
 //===- attention.cu - flash-style attention: causal, GQA, RoPE ------------===//
 //
 // One block per (query tile of 32 rows, query head, batch); 8 warps, each
-// owning 4 query rows. Key/value tiles of 32 rows stream through shared
-// memory; an online softmax (running max m, running sum l, rescaled output
-// accumulator) means no S x Skv buffer exists. Within a key tile, lane j scores
-// key j against the warp's 4 queries; then every lane accumulates its output
-// dimensions (lane + 32 e, e < DPL) over the tile's 32 keys.
-//
-// RoPE (rotate-half, positions 0..S-1 / 0..Skv-1) is applied while loading q
-// and k tiles into shared memory; the angle p * theta^(-2i/D) and its sin/cos
-// are computed in double (angles reach thousands of radians). q is scaled by
-// `scale` on load. Causal tiles beyond the last query of a block are skipped.
+// owning 4 query rows. The online softmax over key tiles of 32 rows, with RoPE
+// applied while loading q and k tiles and q scaled by `scale` on load, is
+// attendQueryTile of attention_common.cuh (shared with the backward's
+// statistics kernel); this kernel normalizes and stores the output.
 //
 // Limits: value head dim Dv <= 256 (DPL in {1, 2, 4, 8}); D is a runtime loop.
 // Shared memory: 4 * (32 D + 32 (D + 1) + 32 Dv) bytes (~97 KiB at D = Dv = 256).
 //
 //===----------------------------------------------------------------------===//
 
-#include "cuda/common.cuh"
+#include "cuda/attention_common.cuh"
 
 namespace braid::cuda {
 namespace {
 
-constexpr int kBlockQ = 32, kBlockK = 32, kWarps = 8, kQueriesPerWarp = kBlockQ / kWarps;
-
-template <typename T>
-__device__ __forceinline__ float ropeLoad(const T *row, int d, int D, int pos, double theta) {
-  float x = toF(row[d]);
-  if (theta <= 0.0)
-    return x;
-  int half = D / 2;
-  int i = d < half ? d : d - half;
-  double angle = static_cast<double>(pos) * pow(theta, -2.0 * i / D);
-  double sn, cs;
-  sincos(angle, &sn, &cs);
-  if (d < half)
-    return static_cast<float>(x * cs - static_cast<double>(toF(row[d + half])) * sn);
-  return static_cast<float>(x * cs + static_cast<double>(toF(row[d - half])) * sn);
-}
+using namespace attn;
 
 template <typename T, int DPL>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kBlockThreads)
     attentionKernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
                     T *__restrict__ out, int S, int Skv, int Hq, int Hkv, int D, int Dv,
                     int causal, float scale, double theta) {
@@ -50,103 +29,20 @@ __global__ void __launch_bounds__(kWarps * 32)
   float *sV = sK + kBlockK * (D + 1);     // [kBlockK][Dv]
   const int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * kBlockQ;
   const int hk = h / (Hq / Hkv);
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int nthreads = blockDim.x;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int rowBase = warp * kRowsPerWarp;
 
-  for (int idx = tid; idx < kBlockQ * D; idx += nthreads) {
-    int r = idx / D, d = idx - r * D, s = q0 + r;
-    float val = 0.0f;
-    if (s < S)
-      val = ropeLoad(q + ((static_cast<int64_t>(b) * S + s) * Hq + h) * D, d, D, s, theta) * scale;
-    sQ[idx] = val;
-  }
-
-  float m[kQueriesPerWarp], l[kQueriesPerWarp], acc[kQueriesPerWarp][DPL];
-#pragma unroll
-  for (int qi = 0; qi < kQueriesPerWarp; ++qi) {
-    m[qi] = -INFINITY;
-    l[qi] = 0.0f;
-#pragma unroll
-    for (int e = 0; e < DPL; ++e)
-      acc[qi][e] = 0.0f;
-  }
-
-  const int qLast = min(q0 + kBlockQ, S) - 1;
-  const int kEnd = causal ? min(Skv, qLast + 1) : Skv;
-  const int rowBase = warp * kQueriesPerWarp;
-
-  for (int k0 = 0; k0 < kEnd; k0 += kBlockK) {
-    __syncthreads(); // previous tile fully consumed (and sQ written, first time)
-    for (int idx = tid; idx < kBlockK * D; idx += nthreads) {
-      int r = idx / D, d = idx - r * D, t = k0 + r;
-      float val = 0.0f;
-      if (t < Skv)
-        val = ropeLoad(k + ((static_cast<int64_t>(b) * Skv + t) * Hkv + hk) * D, d, D, t, theta);
-      sK[r * (D + 1) + d] = val;
-    }
-    for (int idx = tid; idx < kBlockK * Dv; idx += nthreads) {
-      int r = idx / Dv, d = idx - r * Dv, t = k0 + r;
-      sV[idx] = t < Skv ? toF(v[((static_cast<int64_t>(b) * Skv + t) * Hkv + hk) * Dv + d]) : 0.0f;
-    }
-    __syncthreads();
-
-    const int t = k0 + lane;
-    float score[kQueriesPerWarp];
-#pragma unroll
-    for (int qi = 0; qi < kQueriesPerWarp; ++qi)
-      score[qi] = 0.0f;
-    const float *kRow = sK + lane * (D + 1);
-    for (int d = 0; d < D; ++d) {
-      float kv = kRow[d];
-#pragma unroll
-      for (int qi = 0; qi < kQueriesPerWarp; ++qi)
-        score[qi] = fmaf(sQ[(rowBase + qi) * D + d], kv, score[qi]);
-    }
-
-    float p[kQueriesPerWarp];
-#pragma unroll
-    for (int qi = 0; qi < kQueriesPerWarp; ++qi) {
-      int s = q0 + rowBase + qi;
-      bool valid = t < Skv && s < S && (!causal || t <= s);
-      float sc = valid ? score[qi] : -INFINITY;
-      float mNew = fmaxf(m[qi], warpMax(sc));
-      if (mNew == -INFINITY) { // nothing visible yet for this row (warp-uniform)
-        p[qi] = 0.0f;
-        continue;
-      }
-      p[qi] = valid ? expf(sc - mNew) : 0.0f;
-      float corr = m[qi] == -INFINITY ? 0.0f : expf(m[qi] - mNew);
-      l[qi] = l[qi] * corr + warpSum(p[qi]);
-      m[qi] = mNew;
-#pragma unroll
-      for (int e = 0; e < DPL; ++e)
-        acc[qi][e] *= corr;
-    }
-
-    const int tileKeys = min(kBlockK, Skv - k0);
-    for (int j = 0; j < tileKeys; ++j) {
-      float pj[kQueriesPerWarp];
-#pragma unroll
-      for (int qi = 0; qi < kQueriesPerWarp; ++qi)
-        pj[qi] = __shfl_sync(0xffffffffu, p[qi], j);
-#pragma unroll
-      for (int e = 0; e < DPL; ++e) {
-        int d = lane + 32 * e;
-        float vv = d < Dv ? sV[j * Dv + d] : 0.0f;
-#pragma unroll
-        for (int qi = 0; qi < kQueriesPerWarp; ++qi)
-          acc[qi][e] = fmaf(pj[qi], vv, acc[qi][e]);
-      }
-    }
-  }
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][DPL];
+  attendQueryTile<T, DPL>(q, k, v, sQ, sK, sV, b, h, hk, q0, S, Skv, Hq, Hkv, D, Dv, causal,
+                          scale, theta, m, l, acc);
 
 #pragma unroll
-  for (int qi = 0; qi < kQueriesPerWarp; ++qi) {
+  for (int qi = 0; qi < kRowsPerWarp; ++qi) {
     int s = q0 + rowBase + qi;
     if (s >= S)
       continue;
     float inv = l[qi] > 0.0f ? 1.0f / l[qi] : 0.0f;
-    T *row = out + ((static_cast<int64_t>(b) * S + s) * Hq + h) * Dv;
+    T *row = out + rowOffset(b, s, S, Hq, h, Dv);
 #pragma unroll
     for (int e = 0; e < DPL; ++e) {
       int d = lane + 32 * e;
@@ -163,12 +59,10 @@ void launchAttention(cudaStream_t stream, const void *q, const void *k, const vo
   size_t smemBytes = sizeof(float) * static_cast<size_t>(kBlockQ * D + kBlockK * (D + 1) +
                                                          kBlockK * Dv);
   auto kernel = attentionKernel<T, DPL>;
-  if (smemBytes > 48 * 1024)
-    BRAID_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(smemBytes)));
+  setSmem(kernel, smemBytes);
   dim3 grid(static_cast<unsigned>((seq + kBlockQ - 1) / kBlockQ), static_cast<unsigned>(heads),
             static_cast<unsigned>(batch));
-  kernel<<<grid, kWarps * 32, smemBytes, stream>>>(
+  kernel<<<grid, kBlockThreads, smemBytes, stream>>>(
       static_cast<const T *>(q), static_cast<const T *>(k), static_cast<const T *>(v),
       static_cast<T *>(out), static_cast<int>(seq), static_cast<int>(seqKv),
       static_cast<int>(heads), static_cast<int>(kvHeads), static_cast<int>(D),
@@ -185,6 +79,7 @@ extern "C" void braid_k_attention(braid_rt *rt, braid_dtype dt, const void *q, c
                                   int64_t head_dim, int64_t v_head_dim, int32_t causal,
                                   double scale, double rope_theta) {
   using namespace braid::cuda;
+  using namespace braid::cuda::attn;
   if (batch <= 0 || seq <= 0 || heads <= 0)
     return;
   if (kv_heads <= 0 || heads % kv_heads != 0)

@@ -4,11 +4,12 @@
 // tile. Three kernels, tiles of 32 queries x 32 keys, 8 warps per block:
 //
 //  1. stats, one block per (query tile, query head, batch), the forward
-//     kernel's online softmax: per query row the log-sum-exp of the scaled
-//     scores, lse = m + log(l), and delta = sum_e dout[e] o[e] with the output
-//     o recomputed in f32 (not re-read from the forward result). Both go to the
-//     runtime scratch, [B, Hq, S] f32 each. A row with no visible key gets
-//     lse = +inf (all its probabilities are 0).
+//     kernel's online softmax (attendQueryTile of attention_common.cuh): per
+//     query row the log-sum-exp of the scaled scores, lse = m + log(l), and
+//     delta = sum_e dout[e] o[e] with the output o recomputed in f32 (not
+//     re-read from the forward result). Both go to the runtime scratch,
+//     [B, Hq, S] f32 each. A row with no visible key gets lse = +inf (all its
+//     probabilities are 0).
 //  2. dq, one block per (query tile, query head, batch): for every visible key
 //     tile, p = exp(score - lse), dp = dout . v, ds = p (dp - delta), and
 //     dq' += scale * ds k' (k' the rotated key).
@@ -21,10 +22,11 @@
 // one thread, after a fixed-order loop, so results are bitwise reproducible.
 // (The price is recomputing the scores twice, in 2 and in 3.)
 //
-// RoPE (rotate-half, as in attention.cu, angles and sin/cos in double) is
-// applied to q and k when tiles are loaded; the gradients of the rotated
-// vectors are rotated back by the inverse rotation (angle -p f_i) through the
-// warp's own rows of shared memory before they are written.
+// RoPE (rotate-half, attention_common.cuh as for attention.cu; angles and
+// sin/cos in double) is applied to q and k when tiles are loaded
+// (loadRopeTile); the gradients of the rotated vectors are rotated back by the
+// inverse rotation (angle -p f_i, ropeBack) through the warp's own rows of
+// shared memory before they are written.
 //
 // Limits: head dims D, Dv <= 256 (accumulators of DPL = 1, 2, 4, 8 values per
 // lane cover max(D, Dv)); causal needs S == Skv. Shared memory: about
@@ -32,50 +34,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "cuda/common.cuh"
+#include "cuda/attention_common.cuh"
 
 namespace braid::cuda {
 namespace {
 
-constexpr int kBlockQ = 32, kBlockK = 32, kWarps = 8, kRowsPerWarp = 32 / kWarps;
-constexpr int kBlockThreads = kWarps * 32;
-
-__device__ __forceinline__ void ropeAngle(int d, int D, int pos, double theta, double &sn,
-                                          double &cs) {
-  int half = D / 2;
-  int i = d < half ? d : d - half;
-  double angle = static_cast<double>(pos) * pow(theta, -2.0 * i / D);
-  sincos(angle, &sn, &cs);
-}
-
-template <typename T>
-__device__ __forceinline__ float ropeLoad(const T *row, int d, int D, int pos, double theta) {
-  float x = toF(row[d]);
-  if (theta <= 0.0)
-    return x;
-  int half = D / 2;
-  double sn, cs;
-  ropeAngle(d, D, pos, theta, sn, cs);
-  if (d < half)
-    return static_cast<float>(x * cs - static_cast<double>(toF(row[d + half])) * sn);
-  return static_cast<float>(x * cs + static_cast<double>(toF(row[d - half])) * sn);
-}
-
-/// Gradient of the unrotated vector from g, the gradient of the rotated one.
-__device__ __forceinline__ float ropeBack(const float *g, int d, int D, int pos, double theta) {
-  if (theta <= 0.0)
-    return g[d];
-  int half = D / 2;
-  double sn, cs;
-  ropeAngle(d, D, pos, theta, sn, cs);
-  if (d < half)
-    return static_cast<float>(g[d] * cs + static_cast<double>(g[d + half]) * sn);
-  return static_cast<float>(g[d] * cs - static_cast<double>(g[d - half]) * sn);
-}
-
-__device__ __forceinline__ int64_t rowOffset(int b, int s, int S, int H, int h, int dim) {
-  return ((static_cast<int64_t>(b) * S + s) * H + h) * dim;
-}
+using namespace attn;
 
 //===--- 1. Row statistics --------------------------------------------------===//
 
@@ -91,85 +55,12 @@ __global__ void __launch_bounds__(kBlockThreads)
   float *sV = sK + kBlockK * (D + 1); // [kBlockK][Dv]
   const int b = blockIdx.z, h = blockIdx.y, q0 = blockIdx.x * kBlockQ;
   const int hk = h / (Hq / Hkv);
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-
-  for (int idx = tid; idx < kBlockQ * D; idx += blockDim.x) {
-    int r = idx / D, d = idx - r * D, s = q0 + r;
-    sQ[idx] = s < S ? ropeLoad(q + rowOffset(b, s, S, Hq, h, D), d, D, s, theta) * scale : 0.0f;
-  }
-  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][DPL];
-#pragma unroll
-  for (int qi = 0; qi < kRowsPerWarp; ++qi) {
-    m[qi] = -INFINITY;
-    l[qi] = 0.0f;
-#pragma unroll
-    for (int e = 0; e < DPL; ++e)
-      acc[qi][e] = 0.0f;
-  }
-  const int qLast = min(q0 + kBlockQ, S) - 1;
-  const int kEnd = causal ? min(Skv, qLast + 1) : Skv;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int rowBase = warp * kRowsPerWarp;
 
-  for (int k0 = 0; k0 < kEnd; k0 += kBlockK) {
-    __syncthreads();
-    for (int idx = tid; idx < kBlockK * D; idx += blockDim.x) {
-      int r = idx / D, d = idx - r * D, t = k0 + r;
-      sK[r * (D + 1) + d] =
-          t < Skv ? ropeLoad(k + rowOffset(b, t, Skv, Hkv, hk, D), d, D, t, theta) : 0.0f;
-    }
-    for (int idx = tid; idx < kBlockK * Dv; idx += blockDim.x) {
-      int r = idx / Dv, d = idx - r * Dv, t = k0 + r;
-      sV[idx] = t < Skv ? toF(v[rowOffset(b, t, Skv, Hkv, hk, Dv) + d]) : 0.0f;
-    }
-    __syncthreads();
-
-    const int t = k0 + lane;
-    float score[kRowsPerWarp];
-#pragma unroll
-    for (int qi = 0; qi < kRowsPerWarp; ++qi)
-      score[qi] = 0.0f;
-    const float *kRow = sK + lane * (D + 1);
-    for (int d = 0; d < D; ++d) {
-      float kv = kRow[d];
-#pragma unroll
-      for (int qi = 0; qi < kRowsPerWarp; ++qi)
-        score[qi] = fmaf(sQ[(rowBase + qi) * D + d], kv, score[qi]);
-    }
-    float p[kRowsPerWarp];
-#pragma unroll
-    for (int qi = 0; qi < kRowsPerWarp; ++qi) {
-      int s = q0 + rowBase + qi;
-      bool valid = t < Skv && s < S && (!causal || t <= s);
-      float sc = valid ? score[qi] : -INFINITY;
-      float mNew = fmaxf(m[qi], warpMax(sc));
-      if (mNew == -INFINITY) {
-        p[qi] = 0.0f;
-        continue;
-      }
-      p[qi] = valid ? expf(sc - mNew) : 0.0f;
-      float corr = m[qi] == -INFINITY ? 0.0f : expf(m[qi] - mNew);
-      l[qi] = l[qi] * corr + warpSum(p[qi]);
-      m[qi] = mNew;
-#pragma unroll
-      for (int e = 0; e < DPL; ++e)
-        acc[qi][e] *= corr;
-    }
-    const int tileKeys = min(kBlockK, Skv - k0);
-    for (int j = 0; j < tileKeys; ++j) {
-      float pj[kRowsPerWarp];
-#pragma unroll
-      for (int qi = 0; qi < kRowsPerWarp; ++qi)
-        pj[qi] = __shfl_sync(0xffffffffu, p[qi], j);
-#pragma unroll
-      for (int e = 0; e < DPL; ++e) {
-        int d = lane + 32 * e;
-        float vv = d < Dv ? sV[j * Dv + d] : 0.0f;
-#pragma unroll
-        for (int qi = 0; qi < kRowsPerWarp; ++qi)
-          acc[qi][e] = fmaf(pj[qi], vv, acc[qi][e]);
-      }
-    }
-  }
+  float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][DPL];
+  attendQueryTile<T, DPL>(q, k, v, sQ, sK, sV, b, h, hk, q0, S, Skv, Hq, Hkv, D, Dv, causal,
+                          scale, theta, m, l, acc);
 
 #pragma unroll
   for (int qi = 0; qi < kRowsPerWarp; ++qi) {
@@ -213,14 +104,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int rowBase = warp * kRowsPerWarp;
 
-  for (int idx = tid; idx < kBlockQ * D; idx += blockDim.x) {
-    int r = idx / D, d = idx - r * D, s = q0 + r;
-    sQ[idx] = s < S ? ropeLoad(q + rowOffset(b, s, S, Hq, h, D), d, D, s, theta) * scale : 0.0f;
-  }
-  for (int idx = tid; idx < kBlockQ * Dv; idx += blockDim.x) {
-    int r = idx / Dv, d = idx - r * Dv, s = q0 + r;
-    sDO[idx] = s < S ? toF(dout[rowOffset(b, s, S, Hq, h, Dv) + d]) : 0.0f;
-  }
+  loadRopeTile<true>(sQ, D, kBlockQ, q, b, q0, S, Hq, h, D, theta, scale);
+  loadTile(sDO, Dv, kBlockQ, dout, b, q0, S, Hq, h, Dv);
   float rowLse[kRowsPerWarp], rowDelta[kRowsPerWarp], acc[kRowsPerWarp][DPL];
 #pragma unroll
   for (int qi = 0; qi < kRowsPerWarp; ++qi) {
@@ -237,15 +122,8 @@ __global__ void __launch_bounds__(kBlockThreads)
 
   for (int k0 = 0; k0 < kEnd; k0 += kBlockK) {
     __syncthreads();
-    for (int idx = tid; idx < kBlockK * D; idx += blockDim.x) {
-      int r = idx / D, d = idx - r * D, t = k0 + r;
-      sK[r * (D + 1) + d] =
-          t < Skv ? ropeLoad(k + rowOffset(b, t, Skv, Hkv, hk, D), d, D, t, theta) : 0.0f;
-    }
-    for (int idx = tid; idx < kBlockK * Dv; idx += blockDim.x) {
-      int r = idx / Dv, d = idx - r * Dv, t = k0 + r;
-      sV[r * (Dv + 1) + d] = t < Skv ? toF(v[rowOffset(b, t, Skv, Hkv, hk, Dv) + d]) : 0.0f;
-    }
+    loadRopeTile<false>(sK, D + 1, kBlockK, k, b, k0, Skv, Hkv, hk, D, theta, 1.0f);
+    loadTile(sV, Dv + 1, kBlockK, v, b, k0, Skv, Hkv, hk, Dv);
     __syncthreads();
 
     const int t = k0 + lane;
@@ -338,14 +216,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int rowBase = warp * kRowsPerWarp;
 
-  for (int idx = tid; idx < kBlockK * D; idx += blockDim.x) {
-    int r = idx / D, d = idx - r * D, t = k0 + r;
-    sK[idx] = t < Skv ? ropeLoad(k + rowOffset(b, t, Skv, Hkv, hk, D), d, D, t, theta) : 0.0f;
-  }
-  for (int idx = tid; idx < kBlockK * Dv; idx += blockDim.x) {
-    int r = idx / Dv, d = idx - r * Dv, t = k0 + r;
-    sV[idx] = t < Skv ? toF(v[rowOffset(b, t, Skv, Hkv, hk, Dv) + d]) : 0.0f;
-  }
+  loadRopeTile<false>(sK, D, kBlockK, k, b, k0, Skv, Hkv, hk, D, theta, 1.0f);
+  loadTile(sV, Dv, kBlockK, v, b, k0, Skv, Hkv, hk, Dv);
   float accK[kRowsPerWarp][DPL], accV[kRowsPerWarp][DPL];
 #pragma unroll
   for (int ki = 0; ki < kRowsPerWarp; ++ki)
@@ -358,15 +230,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     const int h = hk * group + hh;
     for (int q0 = qStart; q0 < S; q0 += kBlockQ) {
       __syncthreads(); // previous tile consumed (and sK / sV written, first time)
-      for (int idx = tid; idx < kBlockQ * D; idx += blockDim.x) {
-        int r = idx / D, d = idx - r * D, s = q0 + r;
-        sQ[r * (D + 1) + d] =
-            s < S ? ropeLoad(q + rowOffset(b, s, S, Hq, h, D), d, D, s, theta) * scale : 0.0f;
-      }
-      for (int idx = tid; idx < kBlockQ * Dv; idx += blockDim.x) {
-        int r = idx / Dv, d = idx - r * Dv, s = q0 + r;
-        sDO[r * (Dv + 1) + d] = s < S ? toF(dout[rowOffset(b, s, S, Hq, h, Dv) + d]) : 0.0f;
-      }
+      loadRopeTile<true>(sQ, D + 1, kBlockQ, q, b, q0, S, Hq, h, D, theta, scale);
+      loadTile(sDO, Dv + 1, kBlockQ, dout, b, q0, S, Hq, h, Dv);
       if (tid < kBlockQ) {
         int s = q0 + tid;
         int64_t i = (static_cast<int64_t>(b) * Hq + h) * S + s;
@@ -455,13 +320,6 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-template <typename F>
-void setSmem(F kernel, size_t bytes) {
-  if (bytes > 48 * 1024)
-    BRAID_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(bytes)));
-}
-
 template <typename T, int DPL>
 void launchAttentionGrad(cudaStream_t stream, const void *q, const void *k, const void *v,
                          const void *dout, void *dq, void *dk, void *dv, float *lse,
@@ -514,6 +372,7 @@ extern "C" void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void 
                                        int64_t head_dim, int64_t v_head_dim, int32_t causal,
                                        double scale, double rope_theta) {
   using namespace braid::cuda;
+  using namespace braid::cuda::attn;
   if (batch <= 0 || heads <= 0)
     return;
   if (kv_heads <= 0 || heads % kv_heads != 0)

@@ -13,13 +13,14 @@
 // position_grad: one thread per (position, column); dpos[s] sums dy[t] over
 // t = s, s + seq, ... in order (rows s >= seq get 0). Deterministic.
 //
-// cross_entropy_grad: one block per row (online max/sum merged as in loss.cu),
+// cross_entropy_grad: one block per row (blockRowLse of row_lse.cuh, as loss.cu),
 // then dlogits[r, i] = dloss / rows * (softmax(logits[r])_i - [i == label]).
 // An out-of-range label sets the error record (the row gets the softmax term).
 //
 //===----------------------------------------------------------------------===//
 
 #include "cuda/grad_common.cuh"
+#include "cuda/row_lse.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -92,19 +93,6 @@ __global__ void positionGradKernel(const T *__restrict__ dy, T *__restrict__ dpo
   }
 }
 
-__device__ __forceinline__ void mergeLse(float &m, float &s, float m2, float s2) {
-  if (m2 == -INFINITY)
-    return;
-  if (m == -INFINITY) {
-    m = m2;
-    s = s2;
-    return;
-  }
-  float mn = fmaxf(m, m2);
-  s = s * expf(m - mn) + s2 * expf(m2 - mn);
-  m = mn;
-}
-
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     crossEntropyGradKernel(const T *__restrict__ logits, const void *__restrict__ labels,
@@ -114,32 +102,11 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float sm[32], ss[32], result[2];
   const int64_t r = blockIdx.x;
   const T *row = logits + r * vocab;
-  float m = -INFINITY, s = 0.0f;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
-    float x = toF(row[i]);
-    if (x > m) {
-      s = (m == -INFINITY ? 0.0f : s * expf(m - x)) + 1.0f;
-      m = x;
-    } else {
-      s += expf(x - m);
-    }
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-    mergeLse(m, s, m2, s2);
-  }
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) {
-    sm[warp] = m;
-    ss[warp] = s;
-  }
-  __syncthreads();
+  float rowM, rowS;
+  blockRowLse(row, vocab, sm, ss, rowM, rowS);
   if (threadIdx.x == 0) {
-    float M = sm[0], S = ss[0];
-    for (int w = 1; w < (int)(blockDim.x >> 5); ++w)
-      mergeLse(M, S, sm[w], ss[w]);
-    result[0] = M;
-    result[1] = 1.0f / S;
+    result[0] = rowM;
+    result[1] = 1.0f / rowS;
   }
   __syncthreads();
   const float M = result[0], invS = result[1];

@@ -9,10 +9,10 @@
 // (dp is 0 off the picks). Out-of-range indices are ignored here (the forward
 // dispatch/combine report them).
 //
-// dispatch_grad / combine_grad use the slot assignment of moe.cu (j-major then
-// t, next free slot of the expert, dropped at capacity); assignSlotsKernel
-// below is the same code as moe.cu's (which is file-local there), so the two
-// always agree. Slots live in the runtime scratch [T, k].
+// dispatch_grad / combine_grad use the forward's slot assignment (j-major then
+// t, next free slot of the expert, dropped at capacity): assignSlots of
+// moe_slots.cuh, the implementation the forward uses, so the two always
+// agree. Slots live in the runtime scratch [T, k].
 //   dispatch_grad: dx[t, :] = sum over kept j (in order) of dd[e, slot, :].
 //   combine_grad:  dexpert_out zero-filled, then dexpert_out[e, slot, :] =
 //                  w[t, j] dy[t, :] for kept assignments; dweights[t, j] =
@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/grad_common.cuh"
+#include "cuda/moe_slots.cuh"
 
 namespace braid::cuda {
 namespace {
@@ -80,41 +81,6 @@ __global__ void routerGradKernel(const T *__restrict__ logits, const int32_t *__
   }
 }
 
-// Same as moe.cu's assignSlotsKernel (kept identical; see the header).
-__global__ void assignSlotsKernel(const int32_t *__restrict__ indices, int32_t *__restrict__ slots,
-                                  int64_t tokens, int64_t topK, int64_t experts, int64_t capacity,
-                                  DeviceError *error) {
-  for (int64_t e = threadIdx.x; e < experts; e += blockDim.x) {
-    int64_t count = 0;
-    for (int64_t j = 0; j < topK; ++j)
-      for (int64_t t = 0; t < tokens; ++t) {
-        int32_t idx = indices[t * topK + j];
-        if (idx == e) {
-          slots[t * topK + j] = count < capacity ? static_cast<int32_t>(count) : -1;
-          ++count;
-        }
-      }
-  }
-  for (int64_t i = threadIdx.x; i < tokens * topK; i += blockDim.x) {
-    int32_t idx = indices[i];
-    if (idx < 0 || idx >= experts) {
-      slots[i] = -1;
-      reportIndexError(error, kExpertOutOfRange, idx, experts, i);
-    }
-  }
-}
-
-int32_t *assignSlots(cudaStream_t stream, const int32_t *indices, int64_t tokens, int64_t topK,
-                     int64_t experts, int64_t capacity) {
-  auto *slots = static_cast<int32_t *>(
-      scratch(stream, tokens * topK * static_cast<int64_t>(sizeof(int32_t))));
-  int threads = experts >= 1024 ? 1024 : static_cast<int>((experts + 31) / 32 * 32);
-  assignSlotsKernel<<<1, threads, 0, stream>>>(indices, slots, tokens, topK, experts, capacity,
-                                               deviceErrorRecord());
-  BRAID_CUDA_CHECK_LAUNCH();
-  return slots;
-}
-
 template <typename T>
 __global__ void dispatchGradKernel(const T *__restrict__ dd, const int32_t *__restrict__ indices,
                                    const int32_t *__restrict__ slots, T *__restrict__ dx,
@@ -133,13 +99,6 @@ __global__ void dispatchGradKernel(const T *__restrict__ dd, const int32_t *__re
     }
     dx[i] = fromF<T>(acc);
   }
-}
-
-template <typename T>
-__global__ void zeroKernel(T *__restrict__ out, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-       i += (int64_t)gridDim.x * blockDim.x)
-    out[i] = fromF<T>(0.0f);
 }
 
 template <typename T>
@@ -185,13 +144,6 @@ __global__ void combineGradWeightKernel(const T *__restrict__ expertOut,
     if (lane == 0)
       dweights[a] = fromF<T>(acc);
   }
-}
-
-void checkMoe(const char *op, int64_t experts, int64_t capacity, int64_t topK) {
-  if (experts <= 0 || capacity <= 0 || topK <= 0)
-    BRAID_CUDA_FATAL("%s: experts %lld, capacity %lld and top_k %lld must be positive", op,
-                     static_cast<long long>(experts), static_cast<long long>(capacity),
-                     static_cast<long long>(topK));
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 //===- loss.cu - mean softmax cross-entropy -------------------------------===//
 //
 // Pass 1: one block per row computes logsumexp(logits[r]) - logits[r, label]
-// with an online (max, sum) pair per thread, merged across the block, into a
+// (blockRowLse of row_lse.cuh, shared with cross_entropy_grad) into a
 // per-row f32 scratch buffer. Pass 2: one block sums the rows in a fixed
 // order (f64) and writes the mean to the 0-d f32 loss. Deterministic: no
 // atomics. A label outside [0, vocab) sets the device error record.
@@ -9,24 +9,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/common.cuh"
+#include "cuda/row_lse.cuh"
 
 namespace braid::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ void mergeLse(float &m, float &s, float m2, float s2) {
-  if (m2 == -INFINITY)
-    return;
-  if (m == -INFINITY) {
-    m = m2;
-    s = s2;
-    return;
-  }
-  float mn = fmaxf(m, m2);
-  s = s * expf(m - mn) + s2 * expf(m2 - mn);
-  m = mn;
-}
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
@@ -35,30 +23,9 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float sm[32], ss[32];
   const int64_t r = blockIdx.x;
   const T *row = logits + r * vocab;
-  float m = -INFINITY, s = 0.0f;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
-    float x = toF(row[i]);
-    if (x > m) {
-      s = (m == -INFINITY ? 0.0f : s * expf(m - x)) + 1.0f;
-      m = x;
-    } else {
-      s += expf(x - m);
-    }
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-    mergeLse(m, s, m2, s2);
-  }
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) {
-    sm[warp] = m;
-    ss[warp] = s;
-  }
-  __syncthreads();
+  float M, S;
+  blockRowLse(row, vocab, sm, ss, M, S);
   if (threadIdx.x == 0) {
-    float M = sm[0], S = ss[0];
-    for (int w = 1; w < (int)(blockDim.x >> 5); ++w)
-      mergeLse(M, S, sm[w], ss[w]);
     long long label = loadIndex(labels, index64, r);
     float loss = 0.0f;
     if (label < 0 || label >= vocab)
