@@ -2,6 +2,7 @@
 
 #include "braid/InitAllPasses.h"
 
+#include "braid/Pipelines.h"
 #include "dialects/braid/Transforms/Passes.h"
 
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
@@ -13,4 +14,5 @@ void braid::registerAllPasses() {
   // Upstream sharding propagation and partitioning.
   mlir::shard::registerShardPasses();
   mlir::braid::registerBraidPasses();
+  braid::registerTrainingPipeline();
 }

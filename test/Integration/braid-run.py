@@ -91,7 +91,7 @@ if r.returncode != 1 or not re.search(r"bad\.mlir:2:3: error: autodiff needs a s
                                       r"returning the scalar loss", r.stderr):
     failures.append(f"bad model to train: rc {r.returncode}, stderr:\n{r.stderr}")
 r = run(model, "--dtype", "f8")
-if r.returncode != 1 or "--dtype must be f32 or bf16" not in r.stderr:
+if r.returncode != 1 or "'to' must be bf16 or f16, found 'f8'" not in r.stderr:
     failures.append(f"bad dtype: rc {r.returncode}, stderr:\n{r.stderr}")
 
 for failure in failures:

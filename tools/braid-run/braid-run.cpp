@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "braid/InitAllDialects.h"
+#include "braid/Pipelines.h"
 #include "braid/Target/Cpp.h"
 #include "dialects/braid/Transforms/Passes.h"
 
@@ -159,6 +160,9 @@ int main(int argc, char **argv) {
   ::braid::registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // A located message is enough for users of braid-run; the IR of the op in
+  // error is for compiler developers (braid-opt prints it).
+  context.printOpOnDiagnostic(false);
 
   std::string error;
   auto file = openInputFile(inputFile, &error);
@@ -183,32 +187,16 @@ int main(int argc, char **argv) {
   nameOpsFromSource(*module, state);
 
   PassManager pm(&context);
-  pm.addNestedPass<func::FuncOp>(
-      mlir::braid::createBraidExpandExpertFFNPass());
-  if (dtype == "bf16") {
-    // Mixed precision when training: f32 master weights and optimizer state,
-    // bf16 compute copies.
-    mlir::braid::BraidConvertElementTypePassOptions convert;
-    convert.to = "bf16";
-    convert.masterWeights = optimizer != "none";
-    pm.addPass(mlir::braid::createBraidConvertElementTypePass(convert));
-  }
-  else if (dtype != "f32")
-    return fail("--dtype must be f32 or bf16, found '" + dtype + "'");
-  // Training: the backward pass and the optimizer join the step.
-  if (optimizer != "none") {
-    mlir::braid::BraidAutodiffPassOptions autodiff;
-    autodiff.entry = entry;
-    autodiff.recompute = recompute;
-    pm.addPass(mlir::braid::createBraidAutodiffPass(autodiff));
-    mlir::braid::BraidOptimizerPassOptions opt;
-    opt.entry = entry;
-    opt.kind = optimizer;
-    opt.lr = lr;
-    opt.weightDecay = weightDecay;
-    opt.maxNorm = maxNorm;
-    pm.addPass(mlir::braid::createBraidOptimizerPass(opt));
-  }
+  ::braid::TrainingPipelineOptions pipeline;
+  pipeline.entry = entry;
+  pipeline.dtype = dtype;
+  pipeline.optimizer = optimizer;
+  pipeline.recompute = recompute;
+  pipeline.lr = lr;
+  pipeline.weightDecay = weightDecay;
+  pipeline.maxNorm = maxNorm;
+  if (failed(::braid::buildTrainingPipeline(pm, pipeline)))
+    return 1;
   if (failed(pm.run(*module)))
     return 1;
 

@@ -1,0 +1,57 @@
+//===- Pipelines.h - Braid's registered pass pipelines ----------*- C++ -*-===//
+//
+// A pipeline is an options struct, a function that adds its passes to a pass
+// manager, and its registration for braid-opt (`--braid-training-pipeline`).
+// braid-run builds its pass manager with the same function.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_PIPELINES_H
+#define BRAID_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace braid {
+
+struct TrainingPipelineOptions
+    : public mlir::PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> entry{*this, "entry",
+                            llvm::cl::desc("Step function"),
+                            llvm::cl::init("step")};
+  Option<std::string> dtype{
+      *this, "dtype",
+      llvm::cl::desc("Float storage: f32 (as written), bf16 or f16 (mixed "
+                     "precision with f32 master weights when training)"),
+      llvm::cl::init("f32")};
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("adamw or sgd; none keeps the forward step only"),
+      llvm::cl::init("adamw")};
+  Option<std::string> recompute{
+      *this, "recompute",
+      llvm::cl::desc("Activation recompute: none, selective or full"),
+      llvm::cl::init("none")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
+                    llvm::cl::init(1e-3)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("Decoupled weight decay"),
+                             llvm::cl::init(0.1)};
+  Option<double> maxNorm{*this, "max-norm",
+                         llvm::cl::desc("Global-norm clipping (<= 0: off)"),
+                         llvm::cl::init(1.0)};
+};
+
+/// Lowers a model description to the step braid-translate emits: expert FFNs
+/// expanded, floats converted when asked, and for training the backward pass
+/// and the optimizer appended. Option values are checked by the passes that
+/// take them, which fail with a diagnostic when run.
+mlir::LogicalResult buildTrainingPipeline(mlir::OpPassManager &pm,
+                                          const TrainingPipelineOptions &options,
+                                          std::string *error = nullptr);
+
+void registerTrainingPipeline();
+
+} // namespace braid
+
+#endif // BRAID_PIPELINES_H
