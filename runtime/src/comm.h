@@ -5,7 +5,8 @@
 // ("world", "tp", "dp,tp"). Implementations:
 //   self  (comm_self.cpp): one rank; collectives are copies, events complete
 //                          immediately.
-//   mpi   (to come): CPU ranks, collectives on the runtime's comm thread.
+//   mpi   (comm_mpi.cpp, library braid_runtime_mpi): CPU ranks; collectives
+//          are nonblocking MPI calls completed in Event::wait.
 //   nccl  (to come): GPU ranks, collectives on the backend's commStream(),
 //                    events are cudaEvents the compute stream waits on.
 //
@@ -23,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace braid::rt {
 
@@ -59,6 +61,31 @@ public:
                                       braid_dtype dtype, int32_t peer) = 0;
 };
 
+/// The device grid: named axes and their sizes, row-major over the world
+/// ranks (the last axis varies fastest). Without --grid the grid is
+/// "world=<size>" (implicit).
+struct Grid {
+  std::vector<std::string> names;
+  std::vector<int32_t> sizes;
+  bool isExplicit = false; ///< given with --grid (axes are then checked)
+
+  int64_t ranks() const;
+  std::string str() const; ///< "dp=2,tp=2"
+  /// The coordinates of world rank `rank` (row-major).
+  std::vector<int32_t> coordinates(int32_t rank) const;
+};
+
+/// Parses "dp=2,tp=2" (names [A-Za-z_][A-Za-z0-9_]*, distinct, sizes >= 1;
+/// "world" only as the sole axis).
+bool parseGrid(const std::string &text, Grid *grid, std::string *error);
+/// The implicit grid of `size` ranks: "world=<size>".
+Grid worldGrid(int32_t size);
+/// The grid axes (indices into grid.names, ascending) of a group spec: "world"
+/// (all axes) or a comma-separated list of axis names in any order. False with
+/// a message on an unknown, repeated or empty name.
+bool groupAxes(const Grid &grid, const std::string &axes, std::vector<int> *out,
+               std::string *error);
+
 /// Creates the communicators of a process (one per distinct axis list).
 class CommProvider {
 public:
@@ -69,10 +96,16 @@ public:
   /// The communicator of the group along `axes` ("world" or a comma-separated
   /// list of grid axes) that contains this rank; aborts on an unknown axis.
   virtual std::unique_ptr<Communicator> create(const std::string &axes) = 0;
+  /// Lets communication in flight advance (called at kernel boundaries,
+  /// braid_rt_op_begin / braid_rt_op_end); cheap when nothing is in flight.
+  virtual void progress() {}
 };
 
-/// A single rank: every group is {this rank}.
+/// A single rank: every group is {this rank}. Any axis list is accepted.
 std::unique_ptr<CommProvider> makeSelfCommProvider();
+/// A single rank on `grid` (whose size must be 1): an explicit grid's axis
+/// lists are checked (unknown axes abort); an implicit one accepts any.
+std::unique_ptr<CommProvider> makeSelfCommProvider(const Grid &grid);
 
 /// An event that is already complete (wait does nothing).
 std::unique_ptr<Event> makeCompletedEvent();

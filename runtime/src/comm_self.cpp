@@ -4,6 +4,9 @@
 
 #include "rt_impl.h"
 
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -88,17 +91,160 @@ private:
 
 class SelfProvider final : public CommProvider {
 public:
+  SelfProvider() = default;
+  explicit SelfProvider(Grid grid) : grid_(std::move(grid)) {}
   const char *kind() const override { return "self"; }
   int32_t worldSize() const override { return 1; }
   int32_t worldRank() const override { return 0; }
   std::unique_ptr<Communicator> create(const std::string &axes) override {
+    if (grid_.isExplicit) {
+      std::vector<int> indices;
+      std::string error;
+      if (!groupAxes(grid_, axes, &indices, &error))
+        fatal("braid_rt_comm: %s (grid %s)", error.c_str(), grid_.str().c_str());
+    }
     return std::make_unique<SelfCommunicator>(axes);
   }
+
+private:
+  Grid grid_;
 };
+
+bool validAxisName(const std::string &name) {
+  if (name.empty() || !(std::isalpha((unsigned char)name[0]) || name[0] == '_'))
+    return false;
+  for (char c : name)
+    if (!(std::isalnum((unsigned char)c) || c == '_'))
+      return false;
+  return true;
+}
+
+std::vector<std::string> splitCommas(const std::string &text) {
+  std::vector<std::string> parts;
+  size_t begin = 0;
+  while (true) {
+    size_t comma = text.find(',', begin);
+    std::string part = text.substr(begin, comma == std::string::npos ? std::string::npos
+                                                                     : comma - begin);
+    // Tolerate spaces around names ("dp, tp").
+    size_t a = part.find_first_not_of(' '), b = part.find_last_not_of(' ');
+    parts.push_back(a == std::string::npos ? std::string() : part.substr(a, b - a + 1));
+    if (comma == std::string::npos)
+      return parts;
+    begin = comma + 1;
+  }
+}
 
 } // namespace
 
+int64_t Grid::ranks() const {
+  int64_t n = 1;
+  for (int32_t s : sizes)
+    n *= s;
+  return n;
+}
+
+std::string Grid::str() const {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i ? "," : "") + names[i] + "=" + std::to_string(sizes[i]);
+  return out;
+}
+
+std::vector<int32_t> Grid::coordinates(int32_t rank) const {
+  std::vector<int32_t> coords(sizes.size());
+  for (size_t i = sizes.size(); i-- > 0;) {
+    coords[i] = rank % sizes[i];
+    rank /= sizes[i];
+  }
+  return coords;
+}
+
+bool parseGrid(const std::string &text, Grid *grid, std::string *error) {
+  Grid out;
+  out.isExplicit = true;
+  for (const std::string &part : splitCommas(text)) {
+    size_t eq = part.find('=');
+    std::string name = part.substr(0, eq);
+    if (eq == std::string::npos || !validAxisName(name)) {
+      *error = "bad grid '" + text + "': '" + part + "' is not NAME=SIZE";
+      return false;
+    }
+    std::string size = part.substr(eq + 1);
+    char *end = nullptr;
+    errno = 0;
+    long long v = size.empty() || !std::isdigit((unsigned char)size[0])
+                      ? 0
+                      : std::strtoll(size.c_str(), &end, 10);
+    if (v < 1 || errno || (end && *end) || v > (1 << 24)) {
+      *error = "bad grid '" + text + "': axis " + name + " needs a positive size, got '" +
+               size + "'";
+      return false;
+    }
+    for (const std::string &seen : out.names)
+      if (seen == name) {
+        *error = "bad grid '" + text + "': axis " + name + " appears twice";
+        return false;
+      }
+    out.names.push_back(name);
+    out.sizes.push_back(int32_t(v));
+    if (out.ranks() > (int64_t(1) << 24)) {
+      *error = "bad grid '" + text + "': too many ranks";
+      return false;
+    }
+  }
+  for (const std::string &name : out.names)
+    if (name == "world" && out.names.size() > 1) {
+      *error = "bad grid '" + text + "': 'world' names all ranks; it can only be the sole axis";
+      return false;
+    }
+  *grid = std::move(out);
+  return true;
+}
+
+Grid worldGrid(int32_t size) {
+  Grid grid;
+  grid.names = {"world"};
+  grid.sizes = {size};
+  return grid;
+}
+
+bool groupAxes(const Grid &grid, const std::string &axes, std::vector<int> *out,
+               std::string *error) {
+  std::vector<bool> in(grid.names.size(), false);
+  if (axes == "world") {
+    in.assign(grid.names.size(), true);
+  } else {
+    for (const std::string &name : splitCommas(axes)) {
+      size_t i = 0;
+      while (i < grid.names.size() && grid.names[i] != name)
+        ++i;
+      if (name.empty() || i == grid.names.size()) {
+        *error = "unknown axis '" + name + "' in '" + axes + "'";
+        return false;
+      }
+      if (in[i]) {
+        *error = "axis '" + name + "' appears twice in '" + axes + "'";
+        return false;
+      }
+      in[i] = true;
+    }
+  }
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i])
+      out->push_back(int(i));
+  return true;
+}
+
 std::unique_ptr<CommProvider> makeSelfCommProvider() { return std::make_unique<SelfProvider>(); }
+
+std::unique_ptr<CommProvider> makeSelfCommProvider(const Grid &grid) {
+  if (grid.ranks() != 1)
+    fatal("the self communicator runs one rank; grid %s has %lld", grid.str().c_str(),
+          (long long)grid.ranks());
+  return std::make_unique<SelfProvider>(grid);
+}
 
 std::unique_ptr<Event> makeCompletedEvent() { return std::make_unique<CompletedEvent>(); }
 

@@ -2,6 +2,7 @@
 //
 //   PROGRAM [--steps N] [--seed S] [--dump DIR] [--trace FILE]
 //           [--backend cpu|cuda] [--quiet]
+//           [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks]
 //
 // Creates the backend and the runtime context, allocates the planned arena,
 // marks the persistent tensors (parameters, inputs, loss) live, fills
@@ -22,9 +23,24 @@
 //
 // Built with BRAID_RUNTIME_CUDA, the default backend is cuda; otherwise cpu.
 //
+// Ranks. --grid dp=2,tp=2 names the device grid (row-major over the ranks: the
+// last axis varies fastest); its size must equal the number of ranks. Without
+// it the grid is "world=<ranks>". braid_rt_comm(rt, "tp") is the group of the
+// ranks that share every coordinate but tp. Built with BRAID_RUNTIME_MPI
+// (braid_runtime_main_mpi) and started by mpirun, the program calls MPI_Init
+// and runs one rank per process over MPI communicators (comm_mpi.h);
+// otherwise, or with one rank, it is a single rank on the self communicator.
+// With several ranks: only rank 0 prints (step, peak and progress lines)
+// unless --all-ranks (then lines are prefixed "rank R: "); only rank 0 dumps
+// unless --dump-all-ranks (then every rank writes NAME.rank<R>.npy); the
+// trace of rank R goes to FILE with ".rank<R>" before its extension.
+//
 //===----------------------------------------------------------------------===//
 
 #include "backend.h"
+#ifdef BRAID_RUNTIME_MPI
+#include "comm_mpi.h"
+#endif
 #include "rng.h"
 #include "rt_impl.h"
 
@@ -53,12 +69,15 @@ struct Args {
   std::string backend = "cpu";
 #endif
   bool quiet = false;
+  std::string grid; ///< empty: "world=<ranks>"
+  bool allRanks = false, dumpAllRanks = false;
 };
 
 void usage(const char *argv0, FILE *out) {
   std::fprintf(out,
                "usage: %s [--steps N] [--seed S] [--dump DIR] [--trace FILE] "
-               "[--backend cpu|cuda] [--quiet]\n",
+               "[--backend cpu|cuda] [--quiet]\n"
+               "       [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks]\n",
                argv0);
 }
 
@@ -116,6 +135,14 @@ Args parseArgs(int argc, char **argv) {
       args.backend = next();
     } else if (arg == "--quiet") {
       args.quiet = true;
+    } else if (arg == "--grid") {
+      args.grid = next();
+      if (args.grid.empty())
+        badArgs(argv[0], "--grid needs AXIS=SIZE[,AXIS=SIZE...]");
+    } else if (arg == "--all-ranks") {
+      args.allRanks = true;
+    } else if (arg == "--dump-all-ranks") {
+      args.dumpAllRanks = true;
     } else {
       badArgs(argv[0], "unknown argument '" + arg + "'");
     }
@@ -176,10 +203,84 @@ double secondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// FILE with ".rank<R>" before its extension (trace.json -> trace.rank1.json).
+std::string rankFile(const std::string &file, int32_t rank) {
+  std::string suffix = ".rank" + std::to_string(rank);
+  size_t slash = file.find_last_of('/');
+  size_t dot = file.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) ||
+      dot == (slash == std::string::npos ? 0 : slash + 1))
+    return file + suffix;
+  return file.substr(0, dot) + suffix + file.substr(dot);
+}
+
+/// This process among the ranks: MPI when launched by mpirun (MPI builds).
+struct Ranks {
+  int32_t size = 1, rank = 0;
+  bool mpi = false;
+  void finalize() {
+#ifdef BRAID_RUNTIME_MPI
+    if (mpi)
+      braid::rt::mpi::finalize();
+    mpi = false;
+#endif
+  }
+};
+
 } // namespace
 
 int main(int argc, char **argv) {
   Args args = parseArgs(argc, argv);
+
+  Ranks ranks;
+#ifdef BRAID_RUNTIME_MPI
+  if (mpi::launched()) {
+    mpi::initialize(&argc, &argv);
+    ranks.mpi = true;
+    ranks.size = mpi::worldSize();
+    ranks.rank = mpi::worldRank();
+  }
+#endif
+  Grid grid = worldGrid(ranks.size);
+  if (!args.grid.empty()) {
+    std::string error;
+    if (!parseGrid(args.grid, &grid, &error)) {
+      ranks.finalize();
+      badArgs(argv[0], error);
+    }
+  }
+  if (grid.ranks() != ranks.size) {
+    if (ranks.rank == 0) {
+      if (ranks.mpi)
+        std::fprintf(stderr, "%s: grid %s has %lld ranks but the MPI world has %d ranks\n",
+                     argv[0], grid.str().c_str(), (long long)grid.ranks(), int(ranks.size));
+      else
+        std::fprintf(stderr,
+                     "%s: grid %s has %lld ranks but this process runs 1 rank (%s)\n", argv[0],
+                     grid.str().c_str(), (long long)grid.ranks(),
+#ifdef BRAID_RUNTIME_MPI
+                     "not launched by mpirun: run mpirun -np N PROGRAM"
+#else
+                     "built without MPI: link braid_runtime_main_mpi and run mpirun -np N PROGRAM"
+#endif
+        );
+    }
+    ranks.finalize();
+    return 2;
+  }
+  const bool multi = ranks.size > 1;
+  // Lines on stdout/stderr: rank 0, or every rank (prefixed) with --all-ranks.
+  const bool talks = ranks.rank == 0 || args.allRanks;
+  const std::string prefix =
+      multi && args.allRanks ? "rank " + std::to_string(ranks.rank) + ": " : "";
+  if (multi && args.backend != "cpu")
+    fatal("MPI ranks run on the cpu backend (--backend %s)", args.backend.c_str());
+  if (multi && !args.dumpAllRanks && ranks.rank != 0)
+    args.dumpDir.clear();
+  if (multi && !args.traceFile.empty())
+    args.traceFile = rankFile(args.traceFile, ranks.rank);
+  if (!args.quiet && !talks)
+    args.quiet = true;
   const braid_program *program = braid_program_get();
   if (!program || !program->step)
     fatal("braid_program_get returned no program");
@@ -191,19 +292,34 @@ int main(int argc, char **argv) {
   if (!args.dumpDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(args.dumpDir, ec);
-    if (ec)
+    if (ec && !std::filesystem::is_directory(args.dumpDir)) // ranks may race to create it
       fatal("cannot create dump directory %s: %s", args.dumpDir.c_str(), ec.message().c_str());
   }
 
   Options options;
   options.dumpDir = args.dumpDir;
+  if (args.dumpAllRanks)
+    options.dumpSuffix = ".rank" + std::to_string(ranks.rank);
   options.trace = !args.traceFile.empty();
-  std::unique_ptr<braid_rt> rt =
-      createRuntime(makeBackend(args.backend), program->arena_bytes, options);
-  if (!args.quiet)
-    std::fprintf(stderr, "braid: %s on %s, arena %lld bytes, seed %llu, %lld steps\n",
-                 programName, rt->backend->name(), (long long)program->arena_bytes,
-                 (unsigned long long)args.seed, (long long)args.steps);
+  std::unique_ptr<CommProvider> comms;
+#ifdef BRAID_RUNTIME_MPI
+  if (multi)
+    comms = mpi::makeCommProvider(grid);
+#endif
+  if (!comms)
+    comms = makeSelfCommProvider(grid);
+  std::unique_ptr<braid_rt> rt = createRuntime(makeBackend(args.backend), program->arena_bytes,
+                                               options, std::move(comms));
+  if (!args.quiet) {
+    std::string where;
+    if (multi || grid.isExplicit)
+      where = ", grid " + grid.str() + " (" + std::to_string(ranks.size) +
+              (ranks.size == 1 ? " rank" : " ranks") + (multi ? ", mpi" : "") + ")";
+    std::fprintf(stderr, "%sbraid: %s on %s, arena %lld bytes, seed %llu, %lld steps%s\n",
+                 prefix.c_str(), programName, rt->backend->name(),
+                 (long long)program->arena_bytes, (unsigned long long)args.seed,
+                 (long long)args.steps, where.c_str());
+  }
 
   // Persistent tensors: live for the whole run.
   auto t0 = std::chrono::steady_clock::now();
@@ -222,8 +338,8 @@ int main(int argc, char **argv) {
     dumpTensor(rt.get(), p.desc->name, rt->arena + p.desc->offset, p.desc->dtype, p.shape);
   rt->backend->synchronize();
   if (!args.quiet)
-    std::fprintf(stderr, "braid: initialized %zu tensors in %.3f s\n", persistent.size(),
-                 secondsSince(t0));
+    std::fprintf(stderr, "%sbraid: initialized %zu tensors in %.3f s\n", prefix.c_str(),
+                 persistent.size(), secondsSince(t0));
 
   auto t1 = std::chrono::steady_clock::now();
   for (int64_t k = 1; k <= args.steps; ++k) {
@@ -248,8 +364,10 @@ int main(int argc, char **argv) {
     rt->backend->synchronize();
     float loss = 0;
     rt->backend->copyToHost(&loss, rt->arena + program->loss_offset, 4);
-    std::printf("step %lld loss %.9g\n", (long long)k, double(loss));
-    std::fflush(stdout);
+    if (talks) {
+      std::printf("%sstep %lld loss %.9g\n", prefix.c_str(), (long long)k, double(loss));
+      std::fflush(stdout);
+    }
   }
   rt->backend->synchronize();
   double stepSeconds = secondsSince(t1);
@@ -257,8 +375,8 @@ int main(int argc, char **argv) {
   dumpTensor(rt.get(), "loss", rt->arena + program->loss_offset, BRAID_F32, {});
 
   if (!args.quiet && args.steps > 0)
-    std::fprintf(stderr, "braid: %lld steps in %.3f s (%.3f ms/step)\n", (long long)args.steps,
-                 stepSeconds, 1e3 * stepSeconds / double(args.steps));
+    std::fprintf(stderr, "%sbraid: %lld steps in %.3f s (%.3f ms/step)\n", prefix.c_str(),
+                 (long long)args.steps, stepSeconds, 1e3 * stepSeconds / double(args.steps));
 
   if (!args.traceFile.empty()) {
     std::string error;
@@ -267,13 +385,17 @@ int main(int argc, char **argv) {
   }
 
   int64_t planned = program->arena_bytes, measured = rt->peakBytes;
-  std::printf("planned_peak_bytes: %lld\nmeasured_peak_bytes: %lld\n", (long long)planned,
-              (long long)measured);
-  std::fflush(stdout);
-  destroyRuntime(std::move(rt));
+  if (talks) {
+    std::printf("%splanned_peak_bytes: %lld\n%smeasured_peak_bytes: %lld\n", prefix.c_str(),
+                (long long)planned, prefix.c_str(), (long long)measured);
+    std::fflush(stdout);
+  }
+  destroyRuntime(std::move(rt)); // frees the communicators before MPI_Finalize
+  ranks.finalize();
   if (planned != measured) {
     std::fprintf(stderr,
-                 "braid runtime: measured peak %lld bytes differs from the planned %lld bytes\n",
+                 "braid runtime: %smeasured peak %lld bytes differs from the planned %lld bytes\n",
+                 multi ? ("rank " + std::to_string(ranks.rank) + ": ").c_str() : "",
                  (long long)measured, (long long)planned);
     return 1;
   }

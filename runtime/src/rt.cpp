@@ -11,15 +11,31 @@
 
 namespace braid::rt {
 
+namespace {
+int32_t fatalRank = -1;
+void (*fatalAbort)() = nullptr;
+} // namespace
+
+void setFatalRank(int32_t rank) { fatalRank = rank; }
+void setFatalAbort(void (*abortFn)()) { fatalAbort = abortFn; }
+
 void fatal(const char *format, ...) {
   std::fflush(stdout);
-  std::fputs("braid runtime: ", stderr);
+  // One write, so that the lines of several ranks do not interleave.
+  char message[4096];
+  int at = std::snprintf(message, sizeof message, "braid runtime: ");
+  if (fatalRank >= 0)
+    at += std::snprintf(message + at, sizeof message - size_t(at), "rank %d: ", int(fatalRank));
   va_list args;
   va_start(args, format);
-  std::vfprintf(stderr, format, args);
+  std::vsnprintf(message + at, sizeof message - size_t(at), format, args);
   va_end(args);
-  std::fputc('\n', stderr);
+  std::fprintf(stderr, "%s\n", message);
   std::fflush(stderr);
+  if (void (*abortFn)() = fatalAbort) {
+    fatalAbort = nullptr; // once: a failure inside it ends in std::abort
+    abortFn();
+  }
   std::abort();
 }
 
@@ -96,8 +112,8 @@ void dumpTensor(braid_rt *rt, const std::string &file, const void *data, braid_d
     if (c == '/')
       c = '.';
   std::string error;
-  if (!npy::writeTensor(rt->options.dumpDir + "/" + name + ".npy", dtype, shape, host.data(),
-                        &error))
+  std::string path = rt->options.dumpDir + "/" + name + rt->options.dumpSuffix + ".npy";
+  if (!npy::writeTensor(path, dtype, shape, host.data(), &error))
     fatal("dump: %s", error.c_str());
 }
 
@@ -171,12 +187,16 @@ void braid_rt_free(braid_rt *rt, int64_t offset, int64_t bytes) {
 }
 
 void braid_rt_op_begin(braid_rt *rt, const char *op, const char *label) {
+  if (rt && rt->comms)
+    rt->comms->progress();
   if (!rt || !rt->options.trace)
     return;
   rt->trace.begin(*rt->backend, op, label, currentScope(rt), rt->step);
 }
 
 void braid_rt_op_end(braid_rt *rt) {
+  if (rt && rt->comms)
+    rt->comms->progress();
   if (!rt || !rt->options.trace)
     return;
   if (!rt->trace.end(*rt->backend))

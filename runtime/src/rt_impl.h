@@ -23,10 +23,17 @@ namespace braid::rt {
 
 /// Prints "braid runtime: <message>" to stderr and aborts.
 [[noreturn]] void fatal(const char *format, ...) __attribute__((format(printf, 1, 2)));
+/// With several ranks: fatal() messages read "braid runtime: rank R: ...".
+/// Negative (the default): no rank in the message.
+void setFatalRank(int32_t rank);
+/// Called by fatal() after the message instead of std::abort (the MPI
+/// provider sets MPI_Abort so that the launcher ends every rank); null: abort.
+void setFatalAbort(void (*abortFn)());
 
 struct Options {
-  std::string dumpDir; ///< empty: no dumps
-  bool trace = false;  ///< record kernels for a trace
+  std::string dumpDir;    ///< empty: no dumps
+  std::string dumpSuffix; ///< inserted before ".npy" (".rank1" with --dump-all-ranks)
+  bool trace = false;     ///< record kernels for a trace
 };
 
 } // namespace braid::rt
@@ -65,7 +72,7 @@ void destroyRuntime(std::unique_ptr<braid_rt> rt);
 /// The current scope: the pushed components joined with '.'.
 std::string currentScope(const braid_rt *rt);
 
-/// Dumps `bytes` of backend memory as DIR/<file>.npy when dumping is on
+/// Dumps `bytes` of backend memory as DIR/<file><suffix>.npy when dumping is on
 /// ('/' in `file` becomes '.'); bf16 becomes float32.
 void dumpTensor(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
                 const std::vector<int64_t> &shape);

@@ -1,0 +1,503 @@
+//===- comm_mpi.cpp - communicators of CPU ranks over MPI -----------------===//
+//
+// See comm_mpi.h. Every MPI call's result is checked; a failure aborts with
+// "braid runtime: rank R: <collective> on '<axes>': MPI error: <MPI_Error_string>".
+//
+//===----------------------------------------------------------------------===//
+
+#include "comm_mpi.h"
+
+#include "braid/numeric.h"
+#include "rt_impl.h"
+
+// The C API only: no C++ bindings (so no libmpi_cxx at link time).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <vector>
+
+namespace braid::rt::mpi {
+
+namespace {
+
+/// Elements per MPI call of the collectives that can be cut into pieces
+/// (all_reduce, broadcast, send/recv): MPI counts are ints.
+constexpr int64_t kChunk = int64_t(1) << 30;
+
+std::string errorString(int code) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error code " + std::to_string(code);
+  return std::string(text, size_t(length));
+}
+
+void check(int code, const char *what, const std::string &axes) {
+  if (code != MPI_SUCCESS)
+    fatal("%s on '%s': MPI error: %s", what, axes.c_str(), errorString(code).c_str());
+}
+
+bool isFloat16(braid_dtype dtype) { return dtype == BRAID_BF16 || dtype == BRAID_F16; }
+
+/// The MPI type that moves elements of `dtype` unchanged.
+MPI_Datatype moveType(braid_dtype dtype) {
+  switch (dtype) {
+  case BRAID_F32:
+    return MPI_FLOAT;
+  case BRAID_BF16:
+  case BRAID_F16:
+    return MPI_UINT16_T;
+  case BRAID_I32:
+    return MPI_INT32_T;
+  case BRAID_I64:
+    return MPI_INT64_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+MPI_Op reduceOp(braid_redop op) {
+  switch (op) {
+  case BRAID_RED_SUM:
+    return MPI_SUM;
+  case BRAID_RED_MAX:
+    return MPI_MAX;
+  case BRAID_RED_MIN:
+    return MPI_MIN;
+  }
+  return MPI_OP_NULL;
+}
+
+void toF32(braid_dtype dtype, const void *src, float *dst, int64_t n) {
+  const uint16_t *bits = static_cast<const uint16_t *>(src);
+  if (dtype == BRAID_BF16)
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = bf16_to_float(bits[i]);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = f16_to_float(bits[i]);
+}
+
+void fromF32(braid_dtype dtype, const float *src, void *dst, int64_t n) {
+  uint16_t *bits = static_cast<uint16_t *>(dst);
+  if (dtype == BRAID_BF16)
+    for (int64_t i = 0; i < n; ++i)
+      bits[i] = float_to_bf16(src[i]);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      bits[i] = float_to_f16(src[i]);
+}
+
+bool overlaps(const void *a, int64_t aBytes, const void *b, int64_t bBytes) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return aBytes > 0 && bBytes > 0 && x < y + uintptr_t(bBytes) && y < x + uintptr_t(aBytes);
+}
+
+/// One collective in flight: its requests, the staging buffers they use and
+/// what to do after they complete (bf16/f16: convert the f32 result back).
+class MpiEvent final : public Event {
+public:
+  /// `inFlight` counts the provider's incomplete events (for progress()).
+  MpiEvent(const char *what, std::string axes, std::shared_ptr<int64_t> inFlight)
+      : what_(what), axes_(std::move(axes)), inFlight_(std::move(inFlight)) {
+    ++*inFlight_;
+  }
+  ~MpiEvent() override { complete(); }
+  void wait(Backend &) override { complete(); }
+
+  std::vector<MPI_Request> requests;
+  std::vector<char> staging;    ///< a copy of an aliased send buffer
+  std::vector<float> sendF32, recvF32;
+  void *convertTo = nullptr;    ///< recvF32 -> convertTo (dtype) after the wait
+  braid_dtype convertDtype = BRAID_F32;
+
+private:
+  void complete() {
+    if (done_)
+      return;
+    done_ = true;
+    --*inFlight_;
+    if (!requests.empty()) {
+      std::vector<MPI_Status> statuses(requests.size());
+      int code = MPI_Waitall(int(requests.size()), requests.data(), statuses.data());
+      if (code == MPI_ERR_IN_STATUS)
+        for (const MPI_Status &status : statuses)
+          if (status.MPI_ERROR != MPI_SUCCESS && status.MPI_ERROR != MPI_ERR_PENDING) {
+            code = status.MPI_ERROR;
+            break;
+          }
+      check(code, what_, axes_);
+    }
+    if (convertTo)
+      fromF32(convertDtype, recvF32.data(), convertTo, int64_t(recvF32.size()));
+  }
+
+  const char *what_;
+  std::string axes_;
+  std::shared_ptr<int64_t> inFlight_;
+  bool done_ = false;
+};
+
+/// An MPI communicator, freed when the last Communicator using it goes.
+struct Handle {
+  MPI_Comm comm = MPI_COMM_NULL;
+  ~Handle() {
+    if (comm != MPI_COMM_NULL) {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized)
+        MPI_Comm_free(&comm);
+    }
+  }
+};
+
+class MpiCommunicator final : public Communicator {
+public:
+  MpiCommunicator(std::shared_ptr<Handle> handle, std::string axes,
+                  std::shared_ptr<int64_t> inFlight)
+      : handle_(std::move(handle)), axes_(std::move(axes)), inFlight_(std::move(inFlight)) {
+    check(MPI_Comm_rank(handle_->comm, &rank_), "braid_rt_comm", axes_);
+    check(MPI_Comm_size(handle_->comm, &size_), "braid_rt_comm", axes_);
+  }
+  const char *kind() const override { return "mpi"; }
+  int32_t size() const override { return size_; }
+  int32_t rank() const override { return rank_; }
+
+  std::unique_ptr<Event> allReduce(Backend &backend, const void *send, void *recv, int64_t count,
+                                   braid_dtype dtype, braid_redop op) override {
+    const char *what = "braid_all_reduce";
+    checkArgs(backend, what, send, recv, count, dtype);
+    MPI_Op mop = checkOp(what, op);
+    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    int64_t bytes = count * braid_dtype_size(dtype);
+    if (isFloat16(dtype)) {
+      // Reduce in f32: MPI has no bf16, and f32 accumulation is what the kernels do.
+      event->recvF32.resize(size_t(count));
+      toF32(dtype, send, event->recvF32.data(), count);
+      event->convertTo = recv;
+      event->convertDtype = dtype;
+      for (int64_t at = 0; at < count; at += kChunk)
+        issue(event.get(), what,
+              MPI_Iallreduce(MPI_IN_PLACE, event->recvF32.data() + at, int(chunk(count, at)),
+                             MPI_FLOAT, mop, comm(), next(event.get())));
+      return event;
+    }
+    MPI_Datatype type = moveType(dtype);
+    int64_t size = braid_dtype_size(dtype);
+    const char *in = static_cast<const char *>(send);
+    bool inPlace = send == recv;
+    if (!inPlace && overlaps(send, bytes, recv, bytes))
+      in = stage(event.get(), send, bytes);
+    for (int64_t at = 0; at < count; at += kChunk)
+      issue(event.get(), what,
+            MPI_Iallreduce(inPlace ? MPI_IN_PLACE : in + at * size,
+                           static_cast<char *>(recv) + at * size, int(chunk(count, at)), type,
+                           mop, comm(), next(event.get())));
+    return event;
+  }
+
+  std::unique_ptr<Event> allGather(Backend &backend, const void *send, void *recv,
+                                   int64_t countPerRank, braid_dtype dtype) override {
+    const char *what = "braid_all_gather";
+    checkArgs(backend, what, send, recv, countPerRank, dtype);
+    checkIntCount(what, countPerRank);
+    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    int64_t bytes = countPerRank * braid_dtype_size(dtype);
+    char *out = static_cast<char *>(recv);
+    const void *in = send;
+    if (send == out + rank_ * bytes)
+      in = MPI_IN_PLACE; // this rank's block is already in place
+    else if (overlaps(send, bytes, recv, bytes * size_))
+      in = stage(event.get(), send, bytes);
+    issue(event.get(), what,
+          MPI_Iallgather(in, int(countPerRank), moveType(dtype), recv, int(countPerRank),
+                         moveType(dtype), comm(), next(event.get())));
+    return event;
+  }
+
+  std::unique_ptr<Event> reduceScatter(Backend &backend, const void *send, void *recv,
+                                       int64_t countPerRank, braid_dtype dtype,
+                                       braid_redop op) override {
+    const char *what = "braid_reduce_scatter";
+    checkArgs(backend, what, send, recv, countPerRank, dtype);
+    checkIntCount(what, countPerRank);
+    MPI_Op mop = checkOp(what, op);
+    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    int64_t total = countPerRank * size_;
+    if (isFloat16(dtype)) {
+      event->sendF32.resize(size_t(total));
+      event->recvF32.resize(size_t(countPerRank));
+      toF32(dtype, send, event->sendF32.data(), total);
+      event->convertTo = recv;
+      event->convertDtype = dtype;
+      issue(event.get(), what,
+            MPI_Ireduce_scatter_block(event->sendF32.data(), event->recvF32.data(),
+                                      int(countPerRank), MPI_FLOAT, mop, comm(),
+                                      next(event.get())));
+      return event;
+    }
+    int64_t size = braid_dtype_size(dtype);
+    const void *in = send;
+    if (send == recv)
+      in = MPI_IN_PLACE; // MPI: the input is recv's full extent, the result its first block
+    else if (overlaps(send, total * size, recv, countPerRank * size))
+      in = stage(event.get(), send, total * size);
+    issue(event.get(), what,
+          MPI_Ireduce_scatter_block(in, recv, int(countPerRank), moveType(dtype), mop, comm(),
+                                    next(event.get())));
+    return event;
+  }
+
+  std::unique_ptr<Event> allToAll(Backend &backend, const void *send, void *recv,
+                                  int64_t countPerRank, braid_dtype dtype) override {
+    const char *what = "braid_all_to_all";
+    checkArgs(backend, what, send, recv, countPerRank, dtype);
+    checkIntCount(what, countPerRank);
+    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    int64_t bytes = countPerRank * size_ * braid_dtype_size(dtype);
+    const void *in = send;
+    if (overlaps(send, bytes, recv, bytes))
+      in = stage(event.get(), send, bytes);
+    issue(event.get(), what,
+          MPI_Ialltoall(in, int(countPerRank), moveType(dtype), recv, int(countPerRank),
+                        moveType(dtype), comm(), next(event.get())));
+    return event;
+  }
+
+  std::unique_ptr<Event> broadcast(Backend &backend, void *buffer, int64_t count,
+                                   braid_dtype dtype, int32_t root) override {
+    const char *what = "braid_broadcast";
+    checkArgs(backend, what, buffer, buffer, count, dtype);
+    checkPeer(what, "root", root);
+    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    int64_t size = braid_dtype_size(dtype);
+    for (int64_t at = 0; at < count; at += kChunk)
+      issue(event.get(), what,
+            MPI_Ibcast(static_cast<char *>(buffer) + at * size, int(chunk(count, at)),
+                       moveType(dtype), root, comm(), next(event.get())));
+    return event;
+  }
+
+  std::unique_ptr<Event> send(Backend &backend, const void *buffer, int64_t count,
+                              braid_dtype dtype, int32_t peer) override {
+    const char *what = "braid_send";
+    checkArgs(backend, what, buffer, buffer, count, dtype);
+    checkPeer(what, "peer", peer);
+    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    int64_t size = braid_dtype_size(dtype);
+    for (int64_t at = 0; at < count || at == 0; at += kChunk)
+      issue(event.get(), what,
+            MPI_Isend(static_cast<const char *>(buffer) + at * size, int(chunk(count, at)),
+                      moveType(dtype), peer, kTag, comm(), next(event.get())));
+    return event;
+  }
+
+  std::unique_ptr<Event> recv(Backend &backend, void *buffer, int64_t count, braid_dtype dtype,
+                              int32_t peer) override {
+    const char *what = "braid_recv";
+    checkArgs(backend, what, buffer, buffer, count, dtype);
+    checkPeer(what, "peer", peer);
+    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    int64_t size = braid_dtype_size(dtype);
+    for (int64_t at = 0; at < count || at == 0; at += kChunk)
+      issue(event.get(), what,
+            MPI_Irecv(static_cast<char *>(buffer) + at * size, int(chunk(count, at)),
+                      moveType(dtype), peer, kTag, comm(), next(event.get())));
+    return event;
+  }
+
+private:
+  static constexpr int kTag = 0x62726400 & 0x7fff; // within MPI's guaranteed tag range
+
+  MPI_Comm comm() const { return handle_->comm; }
+  static int64_t chunk(int64_t count, int64_t at) {
+    return count - at < kChunk ? count - at : kChunk;
+  }
+  static MPI_Request *next(MpiEvent *event) {
+    event->requests.push_back(MPI_REQUEST_NULL);
+    return &event->requests.back();
+  }
+  // `next` pushes before the call reads the pointer: requests never reallocates
+  // under an MPI call because each call takes the address after its own push.
+  void issue(MpiEvent *, const char *what, int code) { check(code, what, axes_); }
+  static const char *stage(MpiEvent *event, const void *send, int64_t bytes) {
+    event->staging.assign(static_cast<const char *>(send),
+                          static_cast<const char *>(send) + bytes);
+    return event->staging.data();
+  }
+
+  void checkArgs(Backend &backend, const char *what, const void *send, const void *recv,
+                 int64_t count, braid_dtype dtype) {
+    if (std::strcmp(backend.name(), "cpu") != 0)
+      fatal("%s on '%s': the MPI communicator works on host memory (cpu backend), not %s",
+            what, axes_.c_str(), backend.name());
+    if (count < 0)
+      fatal("%s on '%s': negative count %lld", what, axes_.c_str(), (long long)count);
+    if (braid_dtype_size(dtype) <= 0)
+      fatal("%s on '%s': unknown dtype %d", what, axes_.c_str(), int(dtype));
+    if (count > 0 && (!send || !recv))
+      fatal("%s on '%s': null buffer", what, axes_.c_str());
+  }
+  void checkIntCount(const char *what, int64_t count) {
+    if (count > INT_MAX)
+      fatal("%s on '%s': %lld elements per rank exceed MPI's int counts", what, axes_.c_str(),
+            (long long)count);
+  }
+  MPI_Op checkOp(const char *what, braid_redop op) {
+    MPI_Op mop = reduceOp(op);
+    if (mop == MPI_OP_NULL)
+      fatal("%s on '%s': unknown reduction %d", what, axes_.c_str(), int(op));
+    return mop;
+  }
+  void checkPeer(const char *what, const char *role, int32_t peer) {
+    if (peer < 0 || peer >= size_)
+      fatal("%s on '%s': %s %d is not a rank of a communicator of size %d", what, axes_.c_str(),
+            role, int(peer), size_);
+  }
+
+  std::shared_ptr<Handle> handle_;
+  std::string axes_;
+  std::shared_ptr<int64_t> inFlight_;
+  int rank_ = 0, size_ = 1;
+};
+
+class MpiProvider final : public CommProvider {
+public:
+  explicit MpiProvider(Grid grid) : grid_(std::move(grid)) {
+    int size = 0;
+    check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size", "world");
+    check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank", "world");
+    size_ = size;
+    if (grid_.ranks() != size_)
+      fatal("grid %s has %lld ranks but the MPI world has %d ranks", grid_.str().c_str(),
+            (long long)grid_.ranks(), size_);
+    // The runtime's traffic stays on its own communicators.
+    world_ = std::make_shared<Handle>();
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &world_->comm), "MPI_Comm_dup", "world");
+    check(MPI_Comm_set_errhandler(world_->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
+          "world");
+    coords_ = grid_.coordinates(rank_);
+  }
+  const char *kind() const override { return "mpi"; }
+  int32_t worldSize() const override { return size_; }
+  int32_t worldRank() const override { return rank_; }
+
+  std::unique_ptr<Communicator> create(const std::string &axes) override {
+    std::vector<int> group;
+    std::string error;
+    if (!groupAxes(grid_, axes, &group, &error))
+      fatal("braid_rt_comm: %s (grid %s)", error.c_str(), grid_.str().c_str());
+    std::string key;
+    for (int a : group)
+      key += (key.empty() ? "" : ",") + grid_.names[size_t(a)];
+    std::shared_ptr<Handle> &handle = byGroup_[key];
+    if (!handle) {
+      if (group.size() == grid_.names.size()) {
+        handle = world_;
+      } else {
+        // color: row-major index of the coordinates outside the group; key:
+        // row-major index of those inside, which is the rank in the group.
+        std::vector<bool> in(grid_.names.size(), false);
+        for (int a : group)
+          in[size_t(a)] = true;
+        int color = 0, order = 0;
+        for (size_t a = 0; a < grid_.names.size(); ++a) {
+          if (in[a])
+            order = order * grid_.sizes[a] + coords_[a];
+          else
+            color = color * grid_.sizes[a] + coords_[a];
+        }
+        handle = std::make_shared<Handle>();
+        check(MPI_Comm_split(world_->comm, color, order, &handle->comm), "braid_rt_comm",
+              axes);
+        check(MPI_Comm_set_errhandler(handle->comm, MPI_ERRORS_RETURN), "braid_rt_comm", axes);
+        std::string name = "braid:" + key;
+        MPI_Comm_set_name(handle->comm, name.c_str());
+      }
+    }
+    return std::make_unique<MpiCommunicator>(handle, axes, inFlight_);
+  }
+
+  // Open MPI (like most implementations) advances nonblocking collectives only
+  // inside MPI calls; a probe runs its progress engine.
+  void progress() override {
+    if (*inFlight_ > 0) {
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world_->comm, &flag, MPI_STATUS_IGNORE);
+    }
+  }
+
+private:
+  Grid grid_;
+  int rank_ = 0;
+  int32_t size_ = 1;
+  std::vector<int32_t> coords_;
+  std::shared_ptr<Handle> world_;
+  std::map<std::string, std::shared_ptr<Handle>> byGroup_;
+  std::shared_ptr<int64_t> inFlight_ = std::make_shared<int64_t>(0);
+};
+
+} // namespace
+
+bool launched() {
+  if (const char *force = std::getenv("BRAID_MPI"); force && *force)
+    return std::strcmp(force, "0") != 0;
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK",
+                           "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE", "I_MPI_HYDRA_HOST_FILE"})
+    if (std::getenv(name))
+      return true;
+  return false;
+}
+
+void initialize(int *argc, char ***argv) {
+  int done = 0;
+  MPI_Initialized(&done);
+  if (!done) {
+    int provided = 0;
+    int code = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    if (code != MPI_SUCCESS)
+      fatal("MPI_Init_thread failed: %s", errorString(code).c_str());
+  }
+  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
+        "world");
+  if (worldSize() > 1) {
+    setFatalRank(worldRank());
+    // A rank that stops alone would leave the others blocked in collectives.
+    setFatalAbort([] { MPI_Abort(MPI_COMM_WORLD, 134); });
+  }
+}
+
+bool initialized() {
+  int done = 0, finalized = 0;
+  MPI_Initialized(&done);
+  MPI_Finalized(&finalized);
+  return done && !finalized;
+}
+
+int32_t worldSize() {
+  int size = 1;
+  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size", "world");
+  return size;
+}
+
+int32_t worldRank() {
+  int rank = 0;
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank", "world");
+  return rank;
+}
+
+void finalize() {
+  setFatalAbort(nullptr);
+  if (initialized())
+    MPI_Finalize();
+}
+
+std::unique_ptr<CommProvider> makeCommProvider(const Grid &grid) {
+  return std::make_unique<MpiProvider>(grid);
+}
+
+} // namespace braid::rt::mpi

@@ -1,0 +1,52 @@
+//===- comm_mpi.h - CPU ranks over MPI --------------------------*- C++ -*-===//
+//
+// The MPI communicator provider (comm_mpi.cpp, library braid_runtime_mpi) and
+// the process-level MPI calls of the driver (main.cpp built with
+// BRAID_RUNTIME_MPI). This header does not include mpi.h.
+//
+// Communicators: one per grid-axis group, made with MPI_Comm_split of a
+// duplicate of MPI_COMM_WORLD (color = the coordinates of the axes not in the
+// group, key = the row-major index of the group's axes in grid order), cached
+// per set of axes ("dp,tp" and "tp,dp" share one), MPI_ERRORS_RETURN set on
+// each. Creating a communicator is collective over the world: every rank must
+// call braid_rt_comm with the same new axis lists in the same order (SPMD).
+//
+// Collectives are nonblocking (MPI_Iallreduce, MPI_Iallgather,
+// MPI_Ireduce_scatter_block, MPI_Ialltoall, MPI_Ibcast, MPI_Isend/Irecv) and
+// complete in braid_event_wait (MPI_Waitall). bf16/f16 reductions convert to
+// f32 buffers before the call and back (round to nearest even) after the wait;
+// moves without reduction send the 16-bit payload as is. Buffers must stay
+// untouched until the event is waited for. Host memory only (cpu backend).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_COMM_MPI_H
+#define BRAID_RUNTIME_COMM_MPI_H
+
+#include "comm.h"
+
+#include <memory>
+
+namespace braid::rt::mpi {
+
+/// True when the process was started by an MPI launcher (mpirun/mpiexec/srun:
+/// OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK, ... in the environment), or when
+/// BRAID_MPI=1; BRAID_MPI=0 forces false.
+bool launched();
+
+/// MPI_Init_thread (MPI_THREAD_FUNNELED), MPI_ERRORS_RETURN on
+/// MPI_COMM_WORLD; with several ranks, fatal() messages name the rank.
+void initialize(int *argc, char ***argv);
+bool initialized();
+int32_t worldSize();
+int32_t worldRank();
+/// MPI_Finalize (after every communicator was released).
+void finalize();
+
+/// The provider of the communicators of `grid`, whose size must equal the
+/// world size (aborts otherwise).
+std::unique_ptr<CommProvider> makeCommProvider(const Grid &grid);
+
+} // namespace braid::rt::mpi
+
+#endif // BRAID_RUNTIME_COMM_MPI_H
