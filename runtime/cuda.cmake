@@ -28,6 +28,12 @@
 # Usage requirements it exports: include dirs runtime/include and runtime/src,
 # the definition BRAID_RUNTIME_CUDA (so backend.h declares makeCudaBackend),
 # CUDA::cudart and CUDA::cublasLt.
+#
+# When NCCL is found (BRAID_NCCL_LIBRARY / BRAID_NCCL_INCLUDE_DIR, found by the
+# top level or here) it also defines the static library `braid_comm_nccl` from
+# src/cuda/comm_nccl.cu (the NCCL communicators, comm_nccl.h), which links
+# libnccl with an rpath to its directory, and sets BRAID_HAVE_NCCL. Without
+# NCCL braid_comm_nccl does not exist and braid_kernels_cuda is unchanged.
 
 if(NOT CMAKE_CUDA_COMPILER_LOADED)
   message(FATAL_ERROR "cuda.cmake: call enable_language(CUDA) before include(cuda.cmake)")
@@ -36,6 +42,9 @@ find_package(CUDAToolkit REQUIRED)
 
 set(BRAID_RUNTIME_DIR ${CMAKE_CURRENT_LIST_DIR})
 file(GLOB BRAID_CUDA_SOURCES CONFIGURE_DEPENDS ${BRAID_RUNTIME_DIR}/src/cuda/*.cu)
+# The NCCL communicators are a library of their own (braid_comm_nccl, below):
+# programs and kernel tests that do not communicate need no libnccl.
+list(FILTER BRAID_CUDA_SOURCES EXCLUDE REGEX "/comm_nccl\\.cu$")
 
 add_library(braid_kernels_cuda STATIC ${BRAID_CUDA_SOURCES})
 set_target_properties(braid_kernels_cuda PROPERTIES
@@ -51,3 +60,37 @@ target_compile_definitions(braid_kernels_cuda PUBLIC BRAID_RUNTIME_CUDA)
 # Errors with line info; warnings of the LLVM-style C++ flags do not apply to nvcc.
 target_compile_options(braid_kernels_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
 target_link_libraries(braid_kernels_cuda PUBLIC CUDA::cudart CUDA::cublasLt)
+
+# NCCL communicators (GPU ranks), when NCCL is installed.
+option(BRAID_RUNTIME_ENABLE_NCCL "Build the NCCL communicators when NCCL is found" ON)
+if(BRAID_RUNTIME_ENABLE_NCCL)
+  find_library(BRAID_NCCL_LIBRARY nccl
+    HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib /usr/local/cuda/lib
+          /usr/local/cuda/lib64)
+  find_path(BRAID_NCCL_INCLUDE_DIR nccl.h
+    HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+endif()
+if(BRAID_RUNTIME_ENABLE_NCCL AND BRAID_NCCL_LIBRARY AND BRAID_NCCL_INCLUDE_DIR)
+  set(BRAID_HAVE_NCCL ON)
+  get_filename_component(BRAID_NCCL_LIBRARY_DIR ${BRAID_NCCL_LIBRARY} DIRECTORY)
+  add_library(braid_comm_nccl STATIC ${BRAID_RUNTIME_DIR}/src/cuda/comm_nccl.cu)
+  set_target_properties(braid_comm_nccl PROPERTIES
+    CUDA_ARCHITECTURES 90
+    CUDA_STANDARD 17
+    CUDA_STANDARD_REQUIRED ON
+    POSITION_INDEPENDENT_CODE ON)
+  target_include_directories(braid_comm_nccl PUBLIC
+    ${BRAID_RUNTIME_DIR}/include
+    ${BRAID_RUNTIME_DIR}/src
+    ${BRAID_NCCL_INCLUDE_DIR})
+  target_compile_definitions(braid_comm_nccl PUBLIC BRAID_RUNTIME_CUDA)
+  target_compile_options(braid_comm_nccl PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+  # libnccl.so is outside the loader's default paths (/usr/local/cuda/lib):
+  # programs linked with this library find it through the rpath.
+  target_link_libraries(braid_comm_nccl PUBLIC CUDA::cudart ${BRAID_NCCL_LIBRARY}
+    "-Wl,-rpath,${BRAID_NCCL_LIBRARY_DIR}")
+  message(STATUS "Braid runtime: NCCL communicators (braid_comm_nccl, ${BRAID_NCCL_LIBRARY})")
+else()
+  set(BRAID_HAVE_NCCL OFF)
+  message(STATUS "Braid runtime: NCCL not found or disabled; GPU ranks over NCCL disabled")
+endif()

@@ -8,7 +8,9 @@
 #     transpose/bias/batch case vs an f64 reference, then TFLOP/s). These need
 #     only nvcc, so they run even when braid-run does not build yet.
 #  2. Builds the runtime standalone (runtime/ needs no LLVM/MLIR, which the
-#     device machine lacks): CPU and CUDA libraries.
+#     device machine lacks): CPU and CUDA libraries (+ braid_comm_nccl), then
+#     bench/gpu/nccl_smoke.cu: a 1-rank NCCL world through the file store,
+#     every collective checked on device buffers (60 s limit).
 #  3. Per tiny preset (gpt/llama/mamba/moe/hybrid): the program emitted by
 #     bench/gpu/prepare.sh (run where the compiler builds; its output folder
 #     $PREP, default build/gpu-check-src, is carried to the device) built with
@@ -56,7 +58,10 @@ if printf '%s\n' runtime/src/cuda/*.cu bench/gpu/gemm_bench.cu bench/gpu/kernel_
     timeout 150 xargs -P "$JOBS" -I{} sh -c \
       '"$NVCC" '"${NVFLAGS[*]}"' -c "$1" -o "$OBJ/$(basename "$1" .cu).o"' _ {}; then
   LIB_OBJS=()
-  for f in runtime/src/cuda/*.cu; do LIB_OBJS+=("$OBJ/$(basename "$f" .cu).o"); done
+  for f in runtime/src/cuda/*.cu; do
+    [[ $f == */comm_nccl.cu ]] && continue # needs the runtime core and libnccl: step 2b
+    LIB_OBJS+=("$OBJ/$(basename "$f" .cu).o")
+  done
   for t in kernel_test kernel_grad_test; do
     "$NVCC" "${NVFLAGS[@]}" "$OBJ/$t.o" "${LIB_OBJS[@]}" -lcublasLt -o "$CHECK_DIR/$t" &&
       { timeout 60 "$CHECK_DIR/$t" || fail "$t"; } || fail "$t link"
@@ -81,10 +86,38 @@ if ! timeout 200 cmake -S runtime -B "$RT" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   fail "runtime build"
 fi
 echo "runtime built at t=$((SECONDS - START))s"
+
+section "NCCL smoke test (1 rank, file-store bootstrap, every collective)"
+NCCL_LIB_DIR=${NCCL_LIB_DIR:-/usr/local/cuda/lib}
+if [[ ! -f "$RT/lib/libbraid_comm_nccl.a" ]]; then
+  fail "nccl_smoke: no libbraid_comm_nccl.a (NCCL not found by the runtime build?)"
+elif "$NVCC" "${NVFLAGS[@]}" bench/gpu/nccl_smoke.cu "$RT/lib/libbraid_comm_nccl.a" \
+    "$RT/lib/libbraid_kernels_cuda.a" "$RT/lib/libbraid_runtime.a" -lcublasLt \
+    -L"$NCCL_LIB_DIR" -lnccl -Xlinker -rpath,"$NCCL_LIB_DIR" -o "$CHECK_DIR/nccl_smoke" \
+    > "$CHECK_DIR/nccl_smoke.build.log" 2>&1; then
+  NCCL_STORE_DIR=$(mktemp -d /tmp/braid-nccl-store.XXXXXX)
+  BRAID_NCCL_STORE=$NCCL_STORE_DIR BRAID_WORLD_SIZE=1 BRAID_RANK=0 BRAID_LOCAL_RANK=0 \
+    NCCL_DEBUG=${NCCL_DEBUG:-WARN} timeout 60 "$CHECK_DIR/nccl_smoke" \
+    > "$CHECK_DIR/nccl_smoke.log" 2>&1
+  rc=$?
+  cat "$CHECK_DIR/nccl_smoke.log"
+  [[ $rc -eq 0 ]] && grep -q '^PASS' "$CHECK_DIR/nccl_smoke.log" || fail "nccl_smoke (exit $rc)"
+  [[ -n "${OUT:-}" && -d "${OUT:-}" ]] && cp "$CHECK_DIR/nccl_smoke.log" "$OUT/" 2>/dev/null
+else
+  tail -20 "$CHECK_DIR/nccl_smoke.build.log"
+  fail "nccl_smoke build"
+fi
 if [[ ! -d "$PREP" ]]; then
   fail "no prepared programs in $PREP: run bench/gpu/prepare.sh where the compiler builds, and carry that folder"
   printf '\nRESULT: FAIL (%s)\n' "${FAILURES[*]}"
   exit 1
+fi
+
+# main() of the CUDA build links the NCCL communicators when NCCL was found.
+NCCL_LIBS=() NCCL_LINK=()
+if [[ -f "$RT/lib/libbraid_comm_nccl.a" ]]; then
+  NCCL_LIBS=("$RT/lib/libbraid_comm_nccl.a")
+  NCCL_LINK=(-L"$NCCL_LIB_DIR" -lnccl -Xlinker -rpath,"$NCCL_LIB_DIR")
 fi
 
 # Builds the prepared program NAME for BACKEND (cpu: host C++; cuda: nvcc).
@@ -99,8 +132,8 @@ build_program() {
     cp "$PREP/$name.cpp" "$CHECK_DIR/$name/program.cu" # nvcc compiles .cu as CUDA
     "$NVCC" -std=c++17 -O2 -gencode arch=compute_90,code=sm_90 -DBRAID_RUNTIME_CUDA \
       ${HOSTCXX_FLAG:+-ccbin g++-12} -I runtime/include "$CHECK_DIR/$name/program.cu" -o "$out" \
-      "$RT/lib/libbraid_runtime_main_cuda.a" "$RT/lib/libbraid_kernels_cuda.a" \
-      "$RT/lib/libbraid_runtime.a" -lcublasLt -lcudart
+      "$RT/lib/libbraid_runtime_main_cuda.a" "${NCCL_LIBS[@]}" "$RT/lib/libbraid_kernels_cuda.a" \
+      "$RT/lib/libbraid_runtime.a" -lcublasLt -lcudart "${NCCL_LINK[@]}"
   fi
 }
 

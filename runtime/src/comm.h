@@ -7,8 +7,9 @@
 //                          immediately.
 //   mpi   (comm_mpi.cpp, library braid_runtime_mpi): CPU ranks; collectives
 //          are nonblocking MPI calls completed in Event::wait.
-//   nccl  (to come): GPU ranks, collectives on the backend's commStream(),
-//                    events are cudaEvents the compute stream waits on.
+//   nccl  (cuda/comm_nccl.cu, library braid_comm_nccl): GPU ranks,
+//          collectives on the backend's commStream(), events are cudaEvents
+//          the compute stream waits on.
 //
 // Counts are in elements of `dtype`; all_gather / reduce_scatter / all_to_all
 // take the count of one rank's block. `send` may equal `recv` (in place).

@@ -490,6 +490,12 @@ int32_t worldRank() {
   return rank;
 }
 
+void broadcastFromRoot(void *data, int64_t bytes) {
+  if (bytes < 0 || bytes > INT_MAX)
+    fatal("MPI_Bcast of %lld bytes", (long long)bytes);
+  check(MPI_Bcast(data, int(bytes), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast", "world");
+}
+
 void finalize() {
   setFatalAbort(nullptr);
   if (initialized())

@@ -40,6 +40,9 @@ void initialize(int *argc, char ***argv);
 bool initialized();
 int32_t worldSize();
 int32_t worldRank();
+/// MPI_Bcast of `bytes` at `data` from world rank 0 over MPI_COMM_WORLD (the
+/// NCCL provider's bootstrap of its unique id).
+void broadcastFromRoot(void *data, int64_t bytes);
 /// MPI_Finalize (after every communicator was released).
 void finalize();
 

@@ -35,11 +35,24 @@
 // unless --dump-all-ranks (then every rank writes NAME.rank<R>.npy); the
 // trace of rank R goes to FILE with ".rank<R>" before its extension.
 //
+// GPU ranks. Built with BRAID_RUNTIME_NCCL (braid_runtime_main_cuda when NCCL
+// is found), several ranks on the cuda backend communicate over NCCL
+// (cuda/comm_nccl.h), one process per GPU: started by any launcher with
+// BRAID_WORLD_SIZE, BRAID_RANK, BRAID_LOCAL_RANK (the GPU on its node) and
+// BRAID_NCCL_STORE=DIR (a directory every rank sees; the NCCL unique id goes
+// through a file there), or, built with BRAID_RUNTIME_MPI too
+// (braid_runtime_main_cuda_mpi), by mpirun (the id goes through MPI_Bcast,
+// the GPU is the launcher's local rank). Several ranks on the cpu backend
+// need MPI.
+//
 //===----------------------------------------------------------------------===//
 
 #include "backend.h"
 #ifdef BRAID_RUNTIME_MPI
 #include "comm_mpi.h"
+#endif
+#ifdef BRAID_RUNTIME_NCCL
+#include "cuda/comm_nccl.h"
 #endif
 #include "rng.h"
 #include "rt_impl.h"
@@ -218,6 +231,9 @@ std::string rankFile(const std::string &file, int32_t rank) {
 struct Ranks {
   int32_t size = 1, rank = 0;
   bool mpi = false;
+  bool store = false;       ///< GPU ranks from BRAID_WORLD_SIZE / BRAID_RANK (NCCL)
+  int32_t localRank = -1;   ///< store mode: BRAID_LOCAL_RANK
+  std::string storeDir;     ///< store mode: BRAID_NCCL_STORE
   void finalize() {
 #ifdef BRAID_RUNTIME_MPI
     if (mpi)
@@ -241,6 +257,12 @@ int main(int argc, char **argv) {
     ranks.rank = mpi::worldRank();
   }
 #endif
+#ifdef BRAID_RUNTIME_NCCL
+  if (!ranks.mpi && nccl::storeLaunched()) {
+    nccl::storeRanks(&ranks.size, &ranks.rank, &ranks.localRank, &ranks.storeDir);
+    ranks.store = true;
+  }
+#endif
   Grid grid = worldGrid(ranks.size);
   if (!args.grid.empty()) {
     std::string error;
@@ -253,6 +275,9 @@ int main(int argc, char **argv) {
     if (ranks.rank == 0) {
       if (ranks.mpi)
         std::fprintf(stderr, "%s: grid %s has %lld ranks but the MPI world has %d ranks\n",
+                     argv[0], grid.str().c_str(), (long long)grid.ranks(), int(ranks.size));
+      else if (ranks.store)
+        std::fprintf(stderr, "%s: grid %s has %lld ranks but BRAID_WORLD_SIZE is %d\n",
                      argv[0], grid.str().c_str(), (long long)grid.ranks(), int(ranks.size));
       else
         std::fprintf(stderr,
@@ -273,7 +298,16 @@ int main(int argc, char **argv) {
   const bool talks = ranks.rank == 0 || args.allRanks;
   const std::string prefix =
       multi && args.allRanks ? "rank " + std::to_string(ranks.rank) + ": " : "";
-  if (multi && args.backend != "cpu")
+  // Several ranks: NCCL on the cuda backend (NCCL builds), MPI on the cpu backend.
+  bool useNccl = false;
+#ifdef BRAID_RUNTIME_NCCL
+  useNccl = multi && args.backend == "cuda";
+#endif
+  if (multi && !useNccl && !ranks.mpi)
+    fatal("ranks from BRAID_WORLD_SIZE run on the cuda backend over NCCL (--backend %s); CPU "
+          "ranks need mpirun",
+          args.backend.c_str());
+  if (multi && !useNccl && args.backend != "cpu")
     fatal("MPI ranks run on the cpu backend (--backend %s)", args.backend.c_str());
   if (multi && !args.dumpAllRanks && ranks.rank != 0)
     args.dumpDir.clear();
@@ -302,8 +336,26 @@ int main(int argc, char **argv) {
     options.dumpSuffix = ".rank" + std::to_string(ranks.rank);
   options.trace = !args.traceFile.empty();
   std::unique_ptr<CommProvider> comms;
+#ifdef BRAID_RUNTIME_NCCL
+  if (useNccl) {
+    // One GPU per process, chosen before the backend and NCCL use it.
+    int32_t local = ranks.store ? ranks.localRank : nccl::launcherLocalRank();
+    nccl::selectDevice(local >= 0 ? local : ranks.rank);
+    nccl::Bootstrap boot;
+    boot.size = ranks.size;
+    boot.rank = ranks.rank;
+    boot.storeDir = ranks.storeDir;
 #ifdef BRAID_RUNTIME_MPI
-  if (multi)
+    if (ranks.mpi)
+      boot.broadcast = [](void *data, size_t bytes) {
+        mpi::broadcastFromRoot(data, int64_t(bytes));
+      };
+#endif
+    comms = nccl::makeCommProvider(grid, boot);
+  }
+#endif
+#ifdef BRAID_RUNTIME_MPI
+  if (multi && !comms)
     comms = mpi::makeCommProvider(grid);
 #endif
   if (!comms)
@@ -314,7 +366,8 @@ int main(int argc, char **argv) {
     std::string where;
     if (multi || grid.isExplicit)
       where = ", grid " + grid.str() + " (" + std::to_string(ranks.size) +
-              (ranks.size == 1 ? " rank" : " ranks") + (multi ? ", mpi" : "") + ")";
+              (ranks.size == 1 ? " rank" : " ranks") +
+              (multi ? std::string(", ") + rt->comms->kind() : std::string()) + ")";
     std::fprintf(stderr, "%sbraid: %s on %s, arena %lld bytes, seed %llu, %lld steps%s\n",
                  prefix.c_str(), programName, rt->backend->name(),
                  (long long)program->arena_bytes, (unsigned long long)args.seed,

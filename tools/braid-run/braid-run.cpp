@@ -141,6 +141,11 @@ buildCommand(StringRef source, StringRef binary, std::string &compiler) {
             "-I", BRAID_RUNTIME_INCLUDE_DIR, source.str(), "-o", binary.str(), lib + "/libbraid_runtime_main_cuda.a",
             lib + "/libbraid_kernels_cuda.a", lib + "/libbraid_runtime.a",
             "-lcublasLt", "-lcudart", "-Xlinker", "-rpath," BRAID_CUDA_LIB_DIR};
+#ifdef BRAID_NCCL_LIBRARY
+    // main() of a CUDA build runs GPU ranks over NCCL (braid_comm_nccl).
+    args.insert(args.begin() + (args.size() - 6), lib + "/libbraid_comm_nccl.a");
+    args.append({"-L" BRAID_NCCL_LIB_DIR, "-lnccl", "-Xlinker", "-rpath," BRAID_NCCL_LIB_DIR});
+#endif
     return args;
 #else
     fail("this build has no CUDA runtime (CUDA was not found at configure "

@@ -1,0 +1,662 @@
+//===- comm_nccl.cu - communicators of GPU ranks over NCCL ----------------===//
+//
+// See comm_nccl.h. Every NCCL call's result is checked; a failure aborts every
+// NCCL communicator of the process, then fails with
+// "braid runtime: rank R: <collective> on '<axes>': NCCL error: <ncclGetErrorString>
+//  (<ncclGetLastError>)".
+//
+// Compiled only where nccl.h exists (the build adds it to braid_comm_nccl when
+// NCCL is found; test/Cuda/compile.py compiles every .cu here).
+//
+//===----------------------------------------------------------------------===//
+
+#if __has_include(<nccl.h>)
+
+#include "cuda/comm_nccl.h"
+
+#include "cuda/check.h"
+#include "rt_impl.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace braid::rt::nccl {
+
+namespace {
+
+//===--- Every communicator of the process (for abortAll) -----------------===//
+
+std::mutex &liveMutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<ncclComm_t> &liveComms() {
+  static std::set<ncclComm_t> comms;
+  return comms;
+}
+bool aborted = false;
+
+[[noreturn]] void failNccl(ncclResult_t code, const char *what, const std::string &axes,
+                           ncclComm_t comm) {
+  const char *last = ncclGetLastError(comm);
+  std::string detail = last && *last ? std::string(" (") + last + ")" : std::string();
+  abortAll();
+  fatal("%s on '%s': NCCL error: %s%s", what, axes.c_str(), ncclGetErrorString(code),
+        detail.c_str());
+}
+
+void check(ncclResult_t code, const char *what, const std::string &axes, ncclComm_t comm) {
+  if (code != ncclSuccess)
+    failNccl(code, what, axes, comm);
+}
+
+void checkCuda(cudaError_t code, const char *what, const std::string &axes, const char *call) {
+  if (code != cudaSuccess) {
+    abortAll();
+    fatal("%s on '%s': %s failed: %s (%s)", what, axes.c_str(), call, cudaGetErrorString(code),
+          cudaGetErrorName(code));
+  }
+}
+#define BRAID_NCCL_CUDA(expr, what, axes) checkCuda((expr), (what), (axes), #expr)
+
+void abortOnFatal() {
+  abortAll();
+  std::abort();
+}
+
+ncclDataType_t dataType(braid_dtype dtype) {
+  switch (dtype) {
+  case BRAID_F32:
+    return ncclFloat32;
+  case BRAID_BF16:
+    return ncclBfloat16;
+  case BRAID_F16:
+    return ncclFloat16;
+  case BRAID_I32:
+    return ncclInt32;
+  case BRAID_I64:
+    return ncclInt64;
+  }
+  return ncclNumTypes;
+}
+
+bool overlaps(const void *a, int64_t aBytes, const void *b, int64_t bBytes) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return aBytes > 0 && bBytes > 0 && x < y + uintptr_t(bBytes) && y < x + uintptr_t(aBytes);
+}
+
+//===--- Events ----------------------------------------------------------===//
+
+/// cudaEvents (timing disabled) reused across collectives.
+class EventPool {
+public:
+  ~EventPool() {
+    for (cudaEvent_t e : free_)
+      cudaEventDestroy(e);
+  }
+  cudaEvent_t acquire() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      cudaEvent_t e = free_.back();
+      free_.pop_back();
+      return e;
+    }
+    cudaEvent_t e = nullptr;
+    BRAID_NCCL_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event pool", "-");
+    return e;
+  }
+  void release(cudaEvent_t e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(e);
+  }
+
+private:
+  std::mutex mutex_;
+  std::vector<cudaEvent_t> free_;
+};
+
+/// An NCCL communicator, destroyed when the last Communicator using it goes.
+struct Handle {
+  ncclComm_t comm = nullptr;
+  std::string axes;
+  void track() {
+    std::lock_guard<std::mutex> lock(liveMutex());
+    liveComms().insert(comm);
+  }
+  ~Handle() {
+    if (!comm)
+      return;
+    bool wasAborted;
+    {
+      std::lock_guard<std::mutex> lock(liveMutex());
+      liveComms().erase(comm);
+      wasAborted = aborted;
+    }
+    if (wasAborted)
+      return; // ncclCommAbort already freed it
+    // Flushes the operations in flight, then frees the resources.
+    ncclResult_t code = ncclCommFinalize(comm);
+    if (code == ncclSuccess)
+      code = ncclCommDestroy(comm);
+    else
+      code = ncclCommAbort(comm);
+    if (code != ncclSuccess)
+      std::fprintf(stderr, "braid runtime: releasing the NCCL communicator of '%s': %s\n",
+                   axes.c_str(), ncclGetErrorString(code));
+  }
+};
+
+/// One collective in flight: the completion event recorded on the comm stream.
+class NcclEvent final : public Event {
+public:
+  NcclEvent(cudaEvent_t done, std::shared_ptr<EventPool> pool, std::shared_ptr<Handle> handle,
+            const char *what)
+      : done_(done), pool_(std::move(pool)), handle_(std::move(handle)), what_(what) {}
+  ~NcclEvent() override {
+    if (done_)
+      pool_->release(done_);
+  }
+  void wait(Backend &backend) override {
+    if (!done_)
+      return;
+    ncclResult_t state = ncclSuccess;
+    check(ncclCommGetAsyncError(handle_->comm, &state), what_, handle_->axes, handle_->comm);
+    if (state != ncclSuccess && state != ncclInProgress)
+      failNccl(state, what_, handle_->axes, handle_->comm);
+    auto compute = static_cast<cudaStream_t>(backend.computeStream());
+    if (!compute)
+      fatal("braid_event_wait: an NCCL event needs the cuda backend, not %s", backend.name());
+    BRAID_NCCL_CUDA(cudaStreamWaitEvent(compute, done_, 0), what_, handle_->axes);
+    pool_->release(done_);
+    done_ = nullptr;
+  }
+
+private:
+  cudaEvent_t done_;
+  std::shared_ptr<EventPool> pool_;
+  std::shared_ptr<Handle> handle_;
+  const char *what_;
+};
+
+//===--- Communicators ---------------------------------------------------===//
+
+class NcclCommunicator final : public Communicator {
+public:
+  NcclCommunicator(std::shared_ptr<Handle> handle, std::string axes,
+                   std::shared_ptr<EventPool> pool)
+      : handle_(std::move(handle)), axes_(std::move(axes)), pool_(std::move(pool)) {
+    int n = 0, r = 0;
+    check(ncclCommCount(handle_->comm, &n), "braid_rt_comm", axes_, handle_->comm);
+    check(ncclCommUserRank(handle_->comm, &r), "braid_rt_comm", axes_, handle_->comm);
+    size_ = n;
+    rank_ = r;
+  }
+  const char *kind() const override { return "nccl"; }
+  int32_t size() const override { return size_; }
+  int32_t rank() const override { return rank_; }
+
+  std::unique_ptr<Event> allReduce(Backend &backend, const void *send, void *recv, int64_t count,
+                                   braid_dtype dtype, braid_redop op) override {
+    const char *what = "braid_all_reduce";
+    Issue in = begin(backend, what, send, recv, count, dtype);
+    ncclRedOp_t rop = redOp(what, op);
+    int64_t bytes = count * braid_dtype_size(dtype);
+    if (count > 0) {
+      if (send != recv && overlaps(send, bytes, recv, bytes))
+        send = stage(in, send, bytes);
+      check(ncclAllReduce(send, recv, size_t(count), dataType(dtype), rop, comm(), in.stream),
+            what, axes_, comm());
+    }
+    return finish(in);
+  }
+
+  std::unique_ptr<Event> allGather(Backend &backend, const void *send, void *recv,
+                                   int64_t countPerRank, braid_dtype dtype) override {
+    const char *what = "braid_all_gather";
+    Issue in = begin(backend, what, send, recv, countPerRank, dtype);
+    int64_t bytes = countPerRank * braid_dtype_size(dtype);
+    char *out = static_cast<char *>(recv);
+    if (countPerRank > 0) {
+      // In place when this rank's block already sits in recv (NCCL's rule).
+      if (send != out + rank_ * bytes && overlaps(send, bytes, recv, bytes * size_))
+        send = stage(in, send, bytes);
+      check(ncclAllGather(send, recv, size_t(countPerRank), dataType(dtype), comm(), in.stream),
+            what, axes_, comm());
+    }
+    return finish(in);
+  }
+
+  std::unique_ptr<Event> reduceScatter(Backend &backend, const void *send, void *recv,
+                                       int64_t countPerRank, braid_dtype dtype,
+                                       braid_redop op) override {
+    const char *what = "braid_reduce_scatter";
+    Issue in = begin(backend, what, send, recv, countPerRank, dtype);
+    ncclRedOp_t rop = redOp(what, op);
+    int64_t bytes = countPerRank * braid_dtype_size(dtype);
+    if (countPerRank > 0) {
+      const char *input = static_cast<const char *>(send);
+      if (send == recv && rank_ != 0) {
+        // Braid's in place (like MPI_IN_PLACE): the input is recv's full
+        // extent, the result its first block. NCCL's in place puts the result
+        // at this rank's block; move it to the first block afterwards.
+        char *block = static_cast<char *>(recv) + rank_ * bytes;
+        check(ncclReduceScatter(input, block, size_t(countPerRank), dataType(dtype), rop, comm(),
+                                in.stream),
+              what, axes_, comm());
+        BRAID_NCCL_CUDA(cudaMemcpyAsync(recv, block, size_t(bytes), cudaMemcpyDeviceToDevice,
+                                        in.stream),
+                        what, axes_);
+        return finish(in);
+      }
+      if (send != recv && static_cast<const void *>(input + rank_ * bytes) != recv &&
+          overlaps(send, bytes * size_, recv, bytes))
+        input = static_cast<const char *>(stage(in, send, bytes * size_));
+      check(ncclReduceScatter(input, recv, size_t(countPerRank), dataType(dtype), rop, comm(),
+                              in.stream),
+            what, axes_, comm());
+    }
+    return finish(in);
+  }
+
+  std::unique_ptr<Event> allToAll(Backend &backend, const void *send, void *recv,
+                                  int64_t countPerRank, braid_dtype dtype) override {
+    const char *what = "braid_all_to_all";
+    Issue in = begin(backend, what, send, recv, countPerRank, dtype);
+    int64_t bytes = countPerRank * braid_dtype_size(dtype);
+    if (countPerRank > 0) {
+      if (overlaps(send, bytes * size_, recv, bytes * size_))
+        send = stage(in, send, bytes * size_);
+      const char *from = static_cast<const char *>(send);
+      char *to = static_cast<char *>(recv);
+      check(ncclGroupStart(), what, axes_, comm());
+      for (int32_t peer = 0; peer < size_; ++peer) {
+        check(ncclSend(from + peer * bytes, size_t(countPerRank), dataType(dtype), peer, comm(),
+                       in.stream),
+              what, axes_, comm());
+        check(ncclRecv(to + peer * bytes, size_t(countPerRank), dataType(dtype), peer, comm(),
+                       in.stream),
+              what, axes_, comm());
+      }
+      check(ncclGroupEnd(), what, axes_, comm());
+    }
+    return finish(in);
+  }
+
+  std::unique_ptr<Event> broadcast(Backend &backend, void *buffer, int64_t count,
+                                   braid_dtype dtype, int32_t root) override {
+    const char *what = "braid_broadcast";
+    Issue in = begin(backend, what, buffer, buffer, count, dtype);
+    checkPeer(what, "root", root, true);
+    if (count > 0)
+      check(ncclBroadcast(buffer, buffer, size_t(count), dataType(dtype), root, comm(),
+                          in.stream),
+            what, axes_, comm());
+    return finish(in);
+  }
+
+  std::unique_ptr<Event> send(Backend &backend, const void *buffer, int64_t count,
+                              braid_dtype dtype, int32_t peer) override {
+    const char *what = "braid_send";
+    Issue in = begin(backend, what, buffer, buffer, count, dtype);
+    checkPeer(what, "peer", peer, false);
+    if (count > 0)
+      check(ncclSend(buffer, size_t(count), dataType(dtype), peer, comm(), in.stream), what,
+            axes_, comm());
+    return finish(in);
+  }
+
+  std::unique_ptr<Event> recv(Backend &backend, void *buffer, int64_t count, braid_dtype dtype,
+                              int32_t peer) override {
+    const char *what = "braid_recv";
+    Issue in = begin(backend, what, buffer, buffer, count, dtype);
+    checkPeer(what, "peer", peer, false);
+    if (count > 0)
+      check(ncclRecv(buffer, size_t(count), dataType(dtype), peer, comm(), in.stream), what,
+            axes_, comm());
+    return finish(in);
+  }
+
+private:
+  /// A collective being issued: its comm stream and staging buffers.
+  struct Issue {
+    const char *what;
+    cudaStream_t stream;
+    std::vector<void *> staging; ///< freed (stream-ordered) after the call
+  };
+
+  ncclComm_t comm() const { return handle_->comm; }
+
+  /// Checks the arguments and orders the comm stream after the compute stream.
+  Issue begin(Backend &backend, const char *what, const void *send, const void *recv,
+              int64_t count, braid_dtype dtype) {
+    auto compute = static_cast<cudaStream_t>(backend.computeStream());
+    auto stream = static_cast<cudaStream_t>(backend.commStream());
+    if (!compute || !stream)
+      fatal("%s on '%s': the NCCL communicator works on device memory (cuda backend), not %s",
+            what, axes_.c_str(), backend.name());
+    if (count < 0)
+      fatal("%s on '%s': negative count %lld", what, axes_.c_str(), (long long)count);
+    if (braid_dtype_size(dtype) <= 0 || dataType(dtype) == ncclNumTypes)
+      fatal("%s on '%s': unknown dtype %d", what, axes_.c_str(), int(dtype));
+    if (count > 0 && (!send || !recv))
+      fatal("%s on '%s': null buffer", what, axes_.c_str());
+    // cudaStreamWaitEvent takes the event's state at the call: it can go back
+    // to the pool at once.
+    cudaEvent_t ready = pool_->acquire();
+    BRAID_NCCL_CUDA(cudaEventRecord(ready, compute), what, axes_);
+    BRAID_NCCL_CUDA(cudaStreamWaitEvent(stream, ready, 0), what, axes_);
+    pool_->release(ready);
+    return Issue{what, stream, {}};
+  }
+
+  /// Records the completion event (after freeing the staging buffers in
+  /// stream order).
+  std::unique_ptr<Event> finish(Issue &in) {
+    for (void *p : in.staging)
+      BRAID_NCCL_CUDA(cudaFreeAsync(p, in.stream), in.what, axes_);
+    cudaEvent_t done = pool_->acquire();
+    BRAID_NCCL_CUDA(cudaEventRecord(done, in.stream), in.what, axes_);
+    return std::make_unique<NcclEvent>(done, pool_, handle_, in.what);
+  }
+
+  /// A stream-ordered copy of an input that overlaps the output.
+  const void *stage(Issue &in, const void *src, int64_t bytes) {
+    void *copy = nullptr;
+    BRAID_NCCL_CUDA(cudaMallocAsync(&copy, size_t(bytes), in.stream), in.what, axes_);
+    in.staging.push_back(copy);
+    BRAID_NCCL_CUDA(
+        cudaMemcpyAsync(copy, src, size_t(bytes), cudaMemcpyDeviceToDevice, in.stream), in.what,
+        axes_);
+    return copy;
+  }
+
+  ncclRedOp_t redOp(const char *what, braid_redop op) {
+    switch (op) {
+    case BRAID_RED_SUM:
+      return ncclSum;
+    case BRAID_RED_MAX:
+      return ncclMax;
+    case BRAID_RED_MIN:
+      return ncclMin;
+    }
+    fatal("%s on '%s': unknown reduction %d", what, axes_.c_str(), int(op));
+  }
+
+  void checkPeer(const char *what, const char *role, int32_t peer, bool selfOk) {
+    if (peer < 0 || peer >= size_)
+      fatal("%s on '%s': %s %d is not a rank of a communicator of size %d", what, axes_.c_str(),
+            role, int(peer), size_);
+    if (!selfOk && peer == rank_)
+      fatal("%s on '%s': %s %d is this rank (NCCL send/recv to oneself is not supported)", what,
+            axes_.c_str(), role, int(peer));
+  }
+
+  std::shared_ptr<Handle> handle_;
+  std::string axes_;
+  std::shared_ptr<EventPool> pool_;
+  int32_t rank_ = 0, size_ = 1;
+};
+
+//===--- Bootstrap -------------------------------------------------------===//
+
+std::string env(const char *name) {
+  const char *value = std::getenv(name);
+  return value ? value : "";
+}
+
+bool parseInt(const std::string &text, int64_t *value) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno || *end)
+    return false;
+  *value = v;
+  return true;
+}
+
+std::string storeFile(const std::string &dir) {
+  std::string name = dir + "/nccl-unique-id";
+  if (std::string run = env("BRAID_RUN_ID"); !run.empty())
+    name += "." + run;
+  return name;
+}
+
+/// Rank 0: writes the id to a temporary file, then renames it into place.
+void storeWrite(const std::string &dir, const ncclUniqueId &id) {
+  std::string file = storeFile(dir);
+  std::string temp = file + ".tmp." + std::to_string(getpid());
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    fatal("NCCL store: cannot create %s: %s (BRAID_NCCL_STORE must be a writable directory)",
+          temp.c_str(), std::strerror(errno));
+  const char *data = reinterpret_cast<const char *>(&id);
+  size_t done = 0;
+  while (done < sizeof id) {
+    ssize_t n = ::write(fd, data + done, sizeof id - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      fatal("NCCL store: writing %s: %s", temp.c_str(), std::strerror(errno));
+    done += size_t(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (std::rename(temp.c_str(), file.c_str()) != 0)
+    fatal("NCCL store: renaming %s to %s: %s", temp.c_str(), file.c_str(), std::strerror(errno));
+}
+
+/// Other ranks: poll for the file until it holds a whole id.
+ncclUniqueId storeRead(const std::string &dir, int32_t rank) {
+  std::string file = storeFile(dir);
+  int64_t timeout = 60;
+  if (std::string t = env("BRAID_NCCL_STORE_TIMEOUT"); !t.empty() &&
+                                                        (!parseInt(t, &timeout) || timeout <= 0))
+    fatal("BRAID_NCCL_STORE_TIMEOUT must be a positive number of seconds, not '%s'", t.c_str());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
+  ncclUniqueId id;
+  for (;;) {
+    int fd = ::open(file.c_str(), O_RDONLY);
+    if (fd >= 0) {
+      size_t done = 0;
+      char *data = reinterpret_cast<char *>(&id);
+      while (done < sizeof id) {
+        ssize_t n = ::read(fd, data + done, sizeof id - done);
+        if (n < 0 && errno == EINTR)
+          continue;
+        if (n <= 0)
+          break;
+        done += size_t(n);
+      }
+      ::close(fd);
+      if (done == sizeof id)
+        return id;
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      fatal("NCCL store: rank %d found no unique id in %s after %lld s: is rank 0 running "
+            "with the same BRAID_NCCL_STORE (and BRAID_RUN_ID), on a directory every rank sees?",
+            int(rank), file.c_str(), (long long)timeout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+//===--- Provider --------------------------------------------------------===//
+
+class NcclProvider final : public CommProvider {
+public:
+  NcclProvider(Grid grid, const Bootstrap &boot) : grid_(std::move(grid)) {
+    size_ = boot.size;
+    rank_ = boot.rank;
+    if (size_ < 1 || rank_ < 0 || rank_ >= size_)
+      fatal("NCCL: rank %d of a world of %d ranks", int(rank_), int(size_));
+    if (grid_.ranks() != size_)
+      fatal("grid %s has %lld ranks but the NCCL world has %d ranks", grid_.str().c_str(),
+            (long long)grid_.ranks(), int(size_));
+    if (size_ > 1)
+      setFatalRank(rank_);
+    if (!boot.broadcast)
+      setFatalAbort(abortOnFatal); // under MPI, MPI_Abort ends every rank already
+
+    ncclUniqueId id;
+    std::memset(&id, 0, sizeof id);
+    if (rank_ == 0)
+      check(ncclGetUniqueId(&id), "ncclGetUniqueId", "world", nullptr);
+    bool store = !boot.broadcast;
+    if (store) {
+      if (boot.storeDir.empty())
+        fatal("NCCL: a world of %d ranks without MPI needs BRAID_NCCL_STORE=DIR", int(size_));
+      if (rank_ == 0)
+        storeWrite(boot.storeDir, id);
+      else
+        id = storeRead(boot.storeDir, rank_);
+    } else {
+      boot.broadcast(&id, sizeof id);
+    }
+
+    world_ = std::make_shared<Handle>();
+    world_->axes = "world";
+    check(ncclCommInitRank(&world_->comm, size_, id, rank_), "ncclCommInitRank", "world",
+          nullptr);
+    world_->track();
+    if (store && rank_ == 0) // every rank has joined: the id was read
+      std::remove(storeFile(boot.storeDir).c_str());
+    coords_ = grid_.coordinates(rank_);
+  }
+  const char *kind() const override { return "nccl"; }
+  int32_t worldSize() const override { return size_; }
+  int32_t worldRank() const override { return rank_; }
+
+  std::unique_ptr<Communicator> create(const std::string &axes) override {
+    std::vector<int> group;
+    std::string error;
+    if (!groupAxes(grid_, axes, &group, &error))
+      fatal("braid_rt_comm: %s (grid %s)", error.c_str(), grid_.str().c_str());
+    std::string key;
+    for (int a : group)
+      key += (key.empty() ? "" : ",") + grid_.names[size_t(a)];
+    std::shared_ptr<Handle> &handle = byGroup_[key];
+    if (!handle) {
+      if (group.size() == grid_.names.size()) {
+        handle = world_;
+      } else {
+        // color: row-major index of the coordinates outside the group; key:
+        // row-major index of those inside, which is the rank in the group.
+        std::vector<bool> in(grid_.names.size(), false);
+        for (int a : group)
+          in[size_t(a)] = true;
+        int color = 0, order = 0;
+        for (size_t a = 0; a < grid_.names.size(); ++a) {
+          if (in[a])
+            order = order * grid_.sizes[a] + coords_[a];
+          else
+            color = color * grid_.sizes[a] + coords_[a];
+        }
+        handle = std::make_shared<Handle>();
+        handle->axes = key;
+        check(ncclCommSplit(world_->comm, color, order, &handle->comm, nullptr),
+              "braid_rt_comm (ncclCommSplit)", axes, world_->comm);
+        if (!handle->comm)
+          fatal("braid_rt_comm: ncclCommSplit gave no communicator for '%s'", axes.c_str());
+        handle->track();
+      }
+    }
+    return std::make_unique<NcclCommunicator>(handle, axes, pool_);
+  }
+
+private:
+  Grid grid_;
+  int32_t size_ = 1, rank_ = 0;
+  std::vector<int32_t> coords_;
+  std::shared_ptr<Handle> world_;
+  std::map<std::string, std::shared_ptr<Handle>> byGroup_;
+  std::shared_ptr<EventPool> pool_ = std::make_shared<EventPool>();
+};
+
+} // namespace
+
+void abortAll() {
+  std::lock_guard<std::mutex> lock(liveMutex());
+  if (aborted)
+    return;
+  aborted = true;
+  for (ncclComm_t comm : liveComms())
+    ncclCommAbort(comm);
+  liveComms().clear();
+}
+
+bool storeLaunched() { return !env("BRAID_WORLD_SIZE").empty(); }
+
+void storeRanks(int32_t *size, int32_t *rank, int32_t *localRank, std::string *storeDir) {
+  int64_t s = 0, r = 0, l = 0;
+  std::string sizeText = env("BRAID_WORLD_SIZE"), rankText = env("BRAID_RANK");
+  if (!parseInt(sizeText, &s) || s < 1 || s > (1 << 24))
+    fatal("BRAID_WORLD_SIZE must be a positive integer, not '%s'", sizeText.c_str());
+  if (rankText.empty() && s == 1)
+    rankText = "0";
+  if (!parseInt(rankText, &r) || r < 0 || r >= s)
+    fatal("BRAID_RANK must be set to an integer in [0, %lld) with BRAID_WORLD_SIZE=%lld, not "
+          "'%s'",
+          (long long)s, (long long)s, rankText.c_str());
+  std::string localText = env("BRAID_LOCAL_RANK");
+  if (localText.empty())
+    l = r;
+  else if (!parseInt(localText, &l) || l < 0)
+    fatal("BRAID_LOCAL_RANK must be a non-negative integer, not '%s'", localText.c_str());
+  *size = int32_t(s);
+  *rank = int32_t(r);
+  *localRank = int32_t(l);
+  *storeDir = env("BRAID_NCCL_STORE");
+  if (s > 1 && storeDir->empty())
+    fatal("BRAID_WORLD_SIZE=%lld without MPI needs BRAID_NCCL_STORE=DIR (a directory every "
+          "rank sees) to exchange the NCCL unique id",
+          (long long)s);
+}
+
+int32_t launcherLocalRank() {
+  for (const char *name : {"BRAID_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                           "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "PMI_LOCAL_RANK",
+                           "LOCAL_RANK"}) {
+    int64_t v = 0;
+    if (parseInt(env(name), &v) && v >= 0)
+      return int32_t(v);
+  }
+  return -1;
+}
+
+void selectDevice(int32_t localRank) {
+  int count = 0;
+  cudaError_t code = cudaGetDeviceCount(&count);
+  if (code != cudaSuccess)
+    fatal("cudaGetDeviceCount failed: %s", cudaGetErrorString(code));
+  if (localRank < 0 || localRank >= count)
+    fatal("local rank %d has no GPU: this node has %d (one process per GPU: set "
+          "BRAID_LOCAL_RANK, or start at most %d ranks per node)",
+          int(localRank), count, count);
+  code = cudaSetDevice(localRank);
+  if (code != cudaSuccess)
+    fatal("cudaSetDevice(%d) failed: %s", int(localRank), cudaGetErrorString(code));
+}
+
+std::unique_ptr<CommProvider> makeCommProvider(const Grid &grid, const Bootstrap &bootstrap) {
+  return std::make_unique<NcclProvider>(grid, bootstrap);
+}
+
+} // namespace braid::rt::nccl
+
+#endif // __has_include(<nccl.h>)
