@@ -87,6 +87,21 @@ Grid worldGrid(int32_t size);
 bool groupAxes(const Grid &grid, const std::string &axes, std::vector<int> *out,
                std::string *error);
 
+/// How a world rank joins the communicator of an axis group, for backends
+/// that split the world (MPI_Comm_split, ncclCommSplit): the canonical group
+/// key (axis names in grid order), whether the group is the whole world, the
+/// color (row-major index of the coordinates outside the group) and the order
+/// (row-major index of those inside: the rank in the group). Aborts with a
+/// message naming the grid when `axes` does not name axes of it.
+struct GroupSplit {
+  std::string key;
+  bool world = false;
+  int color = 0;
+  int order = 0;
+};
+GroupSplit splitForGroup(const Grid &grid, const std::vector<int32_t> &coords,
+                         const std::string &axes);
+
 /// Creates the communicators of a process (one per distinct axis list).
 class CommProvider {
 public:

@@ -260,4 +260,26 @@ void copyOnDevice(Backend &backend, void *dst, const void *src, int64_t bytes) {
   backend.copyToDevice(dst, staging.data(), bytes);
 }
 
+GroupSplit splitForGroup(const Grid &grid, const std::vector<int32_t> &coords,
+                         const std::string &axes) {
+  std::vector<int> group;
+  std::string error;
+  if (!groupAxes(grid, axes, &group, &error))
+    fatal("braid_rt_comm: %s (grid %s)", error.c_str(), grid.str().c_str());
+  GroupSplit split;
+  std::vector<bool> in(grid.names.size(), false);
+  for (int a : group) {
+    in[size_t(a)] = true;
+    split.key += (split.key.empty() ? "" : ",") + grid.names[size_t(a)];
+  }
+  split.world = group.size() == grid.names.size();
+  for (size_t a = 0; a < grid.names.size(); ++a) {
+    if (in[a])
+      split.order = split.order * grid.sizes[a] + coords[a];
+    else
+      split.color = split.color * grid.sizes[a] + coords[a];
+  }
+  return split;
+}
+
 } // namespace braid::rt

@@ -543,30 +543,14 @@ public:
   int32_t worldRank() const override { return rank_; }
 
   std::unique_ptr<Communicator> create(const std::string &axes) override {
-    std::vector<int> group;
-    std::string error;
-    if (!groupAxes(grid_, axes, &group, &error))
-      fatal("braid_rt_comm: %s (grid %s)", error.c_str(), grid_.str().c_str());
-    std::string key;
-    for (int a : group)
-      key += (key.empty() ? "" : ",") + grid_.names[size_t(a)];
+    GroupSplit split = splitForGroup(grid_, coords_, axes);
+    const std::string &key = split.key;
+    const int color = split.color, order = split.order;
     std::shared_ptr<Handle> &handle = byGroup_[key];
     if (!handle) {
-      if (group.size() == grid_.names.size()) {
+      if (split.world) {
         handle = world_;
       } else {
-        // color: row-major index of the coordinates outside the group; key:
-        // row-major index of those inside, which is the rank in the group.
-        std::vector<bool> in(grid_.names.size(), false);
-        for (int a : group)
-          in[size_t(a)] = true;
-        int color = 0, order = 0;
-        for (size_t a = 0; a < grid_.names.size(); ++a) {
-          if (in[a])
-            order = order * grid_.sizes[a] + coords_[a];
-          else
-            color = color * grid_.sizes[a] + coords_[a];
-        }
         handle = std::make_shared<Handle>();
         handle->axes = key;
         check(ncclCommSplit(world_->comm, color, order, &handle->comm, nullptr),
