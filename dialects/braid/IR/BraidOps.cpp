@@ -69,10 +69,21 @@ int64_t LinearOp::getOutFeatures() {
   return getTransposeWeight() ? shape[0] : shape[1];
 }
 
-double AttentionOp::getScaleOrDefault() {
-  if (FloatAttr scale = getScaleAttr())
+/// The softmax scale of attention and its backward: the attribute, or
+/// 1/sqrt(head dim).
+static double attentionScale(FloatAttr scale, Value query) {
+  if (scale)
     return scale.getValueAsDouble();
-  return 1.0 / std::sqrt(static_cast<double>(getQuery().getType().getShape()[3]));
+  auto type = cast<ShapedType>(query.getType());
+  return 1.0 / std::sqrt(static_cast<double>(type.getShape()[3]));
+}
+
+double AttentionOp::getScaleOrDefault() {
+  return attentionScale(getScaleAttr(), getQuery());
+}
+
+double AttentionGradOp::getScaleOrDefault() {
+  return attentionScale(getScaleAttr(), getQuery());
 }
 
 //===----------------------------------------------------------------------===//

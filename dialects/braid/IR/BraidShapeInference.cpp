@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/ShapeErrors.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
@@ -17,42 +18,8 @@
 using namespace mlir;
 using namespace mlir::braid;
 
-namespace {
-/// Emits "'<op>' op <message>" at `loc` when there is a location.
-template <typename OpTy>
-struct ShapeErrors {
-  std::optional<Location> loc;
-
-  template <typename... Args>
-  LogicalResult operator()(Args &&...args) const {
-    return emitOptionalError(loc, "'", OpTy::getOperationName(), "' op ",
-                             std::forward<Args>(args)...);
-  }
-
-  /// Checks that `type` has `rank`, naming the operand by its role.
-  LogicalResult expectRank(RankedTensorType type, int64_t rank,
-                           StringRef role, StringRef layout) const {
-    if (type.getRank() == rank)
-      return success();
-    return (*this)(role, " must be ", layout, ", found ", type);
-  }
-
-  /// Checks that all given types share one element type.
-  LogicalResult expectSameElementType(ArrayRef<RankedTensorType> types) const {
-    for (RankedTensorType t : types.drop_front())
-      if (t && t.getElementType() != types.front().getElementType())
-        return (*this)("operands must share one element type, found ",
-                       types.front().getElementType(), " and ",
-                       t.getElementType());
-    return success();
-  }
-};
-} // namespace
-
-/// The ranked type of an optional operand, or null.
-static RankedTensorType typeOf(Value value) {
-  return value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
-}
+using mlir::braid::detail::ShapeErrors;
+using mlir::braid::detail::typeOf;
 
 /// `shape` with `last` appended.
 static SmallVector<int64_t> withTrailing(ArrayRef<int64_t> shape,

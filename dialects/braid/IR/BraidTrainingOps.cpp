@@ -1,6 +1,7 @@
 //===- BraidTrainingOps.cpp - backward, state and optimizer ops -----------===//
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/ShapeErrors.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -9,15 +10,13 @@
 using namespace mlir;
 using namespace mlir::braid;
 
-/// The ranked type of a value, or null.
-static RankedTensorType typeOf(Value value) {
-  return value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
-}
+using mlir::braid::detail::ShapeErrors;
+using mlir::braid::detail::typeOf;
 
+/// Emits "'<op>' op <message>" at `loc` when there is a location.
 template <typename OpTy, typename... Args>
 static LogicalResult shapeError(std::optional<Location> loc, Args &&...args) {
-  return emitOptionalError(loc, "'", OpTy::getOperationName(), "' op ",
-                           std::forward<Args>(args)...);
+  return ShapeErrors<OpTy>{loc}(std::forward<Args>(args)...);
 }
 
 //===----------------------------------------------------------------------===//

@@ -88,6 +88,10 @@ def Braid_AttentionGradOp : Braid_InferredOp<"attention_grad"> {
                        OptionalAttr<F64Attr>:$rope_theta);
   let results = (outs Braid_FloatTensor:$dquery, Braid_FloatTensor:$dkey,
                       Braid_FloatTensor:$dvalue);
+  let extraClassDeclaration = [{
+    /// The softmax scale: the attribute, or 1/sqrt(head dim).
+    double getScaleOrDefault();
+  }];
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $grad (`causal` $causal^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($grad) `->`

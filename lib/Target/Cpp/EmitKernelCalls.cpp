@@ -13,8 +13,6 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
-#include <cmath>
-
 namespace braid::cpp {
 
 LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
@@ -192,9 +190,6 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
             double theta = 0.0;
             if (FloatAttr attr = a.getRopeThetaAttr())
               theta = attr.getValueAsDouble();
-            double scale = 1.0 / std::sqrt(static_cast<double>(q[3]));
-            if (FloatAttr attr = a.getScaleAttr())
-              scale = attr.getValueAsDouble();
             call = "braid_k_attention_grad(rt, " +
                    dtypeName(a.getQuery().getType()) + ", " + p(a.getQuery()) +
                    ", " + p(a.getKey()) + ", " + p(a.getValue()) + ", " +
@@ -202,8 +197,8 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
                    p(a.getDkey()) + ", " + p(a.getDvalue()) + ", " + n(q[0]) +
                    ", " + n(q[1]) + ", " + n(k[1]) + ", " + n(q[2]) + ", " +
                    n(k[2]) + ", " + n(q[3]) + ", " + n(v[3]) + ", " +
-                   (a.getCausal() ? "1" : "0") + ", " + literal(scale) + ", " +
-                   literal(theta) + ")";
+                   (a.getCausal() ? "1" : "0") + ", " +
+                   literal(a.getScaleOrDefault()) + ", " + literal(theta) + ")";
             return success();
           })
           .Case([&](RMSNormGradOp r) {
