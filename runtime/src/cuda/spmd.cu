@@ -1,0 +1,461 @@
+//===- spmd.cu - local pieces of partitioned ops --------------------------===//
+//
+// Semantics: the "SPMD kernels" section of braid/runtime.h.
+//
+// embedding_shard: one thread per output element; tokens outside the shard
+// belong to another rank and give 0 (no error: no rank knows the others'
+// ranges, so an out-of-vocabulary token is not detectable here).
+//
+// embedding_grad_shard: deterministic, as embedding_grad (grad_embedding.cu):
+// local ids (token - offset; vocab_local for tokens of other shards, sorting
+// after every local id) are sorted with their positions by CUB's stable
+// radix sort, segment starts found by binary search, then one thread per
+// (local row, column) sums its segment's dy rows in ascending position order.
+// Scratch: 4 x num_tokens i32 + (vocab_local + 1) i32 + CUB's temp storage.
+// Limit: num_tokens, vocab_local < 2^31.
+//
+// Vocabulary-parallel cross-entropy: max and stats take one block per row
+// (fixed-order block reductions); the loss sums rows in one block in f64, as
+// loss.cu; the gradient is one thread per element. A label outside
+// [0, valid) sets the device error record on every rank (each knows `valid`).
+//
+// bias_add, slice, unslice: one thread per output element. slice / unslice
+// move elements by size (any dtype, tokens included) and write the padding as
+// all-zero bits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda/grad_common.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
+
+namespace braid::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+/// How many of the `local` indices from global index `first` on lie below
+/// `valid` (the rest are padding).
+__host__ __device__ inline int64_t realCount(int64_t local, int64_t first, int64_t valid) {
+  const int64_t n = valid - first;
+  return n < 0 ? 0 : n > local ? local : n;
+}
+
+template <typename T>
+__global__ void embeddingShardKernel(const void *__restrict__ tokens, int index64,
+                                     const T *__restrict__ table, T *__restrict__ out,
+                                     int64_t numTokens, int64_t vocabLocal, int64_t hidden,
+                                     int64_t offset) {
+  const int64_t total = numTokens * hidden;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t t = i / hidden, c = i - t * hidden;
+    long long local = loadIndex(tokens, index64, t) - offset;
+    out[i] = local >= 0 && local < vocabLocal ? table[local * hidden + c] : fromF<T>(0.0f);
+  }
+}
+
+__global__ void shardKeysKernel(const void *__restrict__ tokens, int index64,
+                                int32_t *__restrict__ keys, int32_t *__restrict__ values,
+                                int64_t numTokens, int64_t vocabLocal, int64_t offset) {
+  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < numTokens;
+       t += (int64_t)gridDim.x * blockDim.x) {
+    long long local = loadIndex(tokens, index64, t) - offset;
+    keys[t] = static_cast<int32_t>(local >= 0 && local < vocabLocal ? local : vocabLocal);
+    values[t] = static_cast<int32_t>(t);
+  }
+}
+
+// starts[v] = first i with sortedKeys[i] >= v, for v in [0, vocabLocal].
+__global__ void segmentStartsKernel(const int32_t *__restrict__ sortedKeys,
+                                    int32_t *__restrict__ starts, int64_t numTokens,
+                                    int64_t vocabLocal) {
+  for (int64_t v = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; v <= vocabLocal;
+       v += (int64_t)gridDim.x * blockDim.x) {
+    int64_t lo = 0, hi = numTokens;
+    while (lo < hi) {
+      int64_t mid = (lo + hi) / 2;
+      if (sortedKeys[mid] < v)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    starts[v] = static_cast<int32_t>(lo);
+  }
+}
+
+template <typename T>
+__global__ void segmentSumKernel(const int32_t *__restrict__ starts,
+                                 const int32_t *__restrict__ order, const T *__restrict__ dy,
+                                 T *__restrict__ dtable, int64_t vocabLocal, int64_t hidden) {
+  const int64_t total = vocabLocal * hidden;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t v = i / hidden, c = i - v * hidden;
+    float acc = 0.0f;
+    for (int32_t k = starts[v], end = starts[v + 1]; k < end; ++k)
+      acc += toF(dy[static_cast<int64_t>(order[k]) * hidden + c]);
+    dtable[i] = fromF<T>(acc);
+  }
+}
+
+template <typename T>
+__global__ void biasAddKernel(const T *__restrict__ x, const T *__restrict__ bias,
+                              T *__restrict__ y, int64_t n, int64_t nBias) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = fromF<T>(toF(x[i]) + toF(bias[i % nBias]));
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    ceShardMaxKernel(const T *__restrict__ logits, float *__restrict__ rowMax,
+                     int64_t vocabLocal, int64_t real) {
+  __shared__ float shared[32];
+  const T *row = logits + static_cast<int64_t>(blockIdx.x) * vocabLocal;
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < real; c += blockDim.x)
+    m = fmaxf(m, toF(row[c]));
+  m = blockMax(m, shared);
+  if (threadIdx.x == 0)
+    rowMax[blockIdx.x] = m;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    ceShardStatsKernel(const T *__restrict__ logits, const void *__restrict__ labels,
+                       int index64, const float *__restrict__ rowMax, float *__restrict__ stats,
+                       int64_t vocabLocal, int64_t offset, int64_t valid, int64_t real,
+                       DeviceError *error) {
+  __shared__ float shared[32];
+  const int64_t r = blockIdx.x;
+  const T *row = logits + r * vocabLocal;
+  const float M = rowMax[r];
+  float s = 0.0f;
+  for (int64_t c = threadIdx.x; c < real; c += blockDim.x)
+    s += expf(toF(row[c]) - M);
+  s = blockSum(s, shared);
+  if (threadIdx.x == 0) {
+    long long label = loadIndex(labels, index64, r);
+    if (label < 0 || label >= valid)
+      reportIndexError(error, kLabelOutOfRange, label, valid, r);
+    long long local = label - offset;
+    stats[2 * r] = s;
+    stats[2 * r + 1] = label < valid && local >= 0 && local < vocabLocal ? toF(row[local]) : 0.0f;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    ceShardLossKernel(const float *__restrict__ rowMax, const float *__restrict__ stats,
+                      float *__restrict__ loss, int64_t rows, int64_t denominator) {
+  __shared__ double partial[kThreads];
+  double sum = 0.0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
+    sum += static_cast<double>(rowMax[r]) + log(static_cast<double>(stats[2 * r])) -
+           static_cast<double>(stats[2 * r + 1]);
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+    if ((int)threadIdx.x < stride)
+      partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    *loss = static_cast<float>(partial[0] / static_cast<double>(denominator));
+}
+
+template <typename T>
+__global__ void ceShardGradKernel(const T *__restrict__ logits, const void *__restrict__ labels,
+                                  int index64, const float *__restrict__ rowMax,
+                                  const float *__restrict__ stats, const float *__restrict__ dloss,
+                                  T *__restrict__ dlogits, int64_t rows, int64_t vocabLocal,
+                                  int64_t offset, int64_t valid, int64_t real,
+                                  int64_t denominator, DeviceError *error) {
+  const int64_t total = rows * vocabLocal;
+  const float g = *dloss / static_cast<float>(denominator);
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t r = i / vocabLocal, c = i - r * vocabLocal;
+    long long label = loadIndex(labels, index64, r);
+    if (c == 0 && (label < 0 || label >= valid))
+      reportIndexError(error, kLabelOutOfRange, label, valid, r);
+    float d = 0.0f;
+    if (c < real) {
+      float p = expf(toF(logits[i]) - rowMax[r]) / stats[2 * r];
+      d = g * (p - (offset + c == label ? 1.0f : 0.0f));
+    }
+    dlogits[i] = fromF<T>(d);
+  }
+}
+
+template <typename E>
+__global__ void sliceKernel(const E *__restrict__ x, E *__restrict__ y, int64_t outer,
+                            int64_t dim, int64_t dimLocal, int64_t inner, int64_t start) {
+  const int64_t block = dimLocal * inner, total = outer * block;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t o = i / block, rem = i - o * block, d = rem / inner, j = rem - d * inner;
+    y[i] = start + d < dim ? x[(o * dim + start + d) * inner + j] : E(0);
+  }
+}
+
+template <typename E>
+__global__ void unsliceKernel(const E *__restrict__ x, E *__restrict__ y, int64_t outer,
+                              int64_t dim, int64_t dimLocal, int64_t inner, int64_t start) {
+  const int64_t block = dim * inner, total = outer * block;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t o = i / block, rem = i - o * block, d = rem / inner, j = rem - d * inner;
+    int64_t local = d - start;
+    y[i] = local >= 0 && local < dimLocal ? x[(o * dimLocal + local) * inner + j] : E(0);
+  }
+}
+
+void checkShard(const char *kernel, int64_t vocabLocal, int64_t offset) {
+  if (vocabLocal < 0 || offset < 0)
+    BRAID_CUDA_FATAL("%s: shard [%lld, %lld + %lld) is not a range of global indices", kernel,
+                     static_cast<long long>(offset), static_cast<long long>(offset),
+                     static_cast<long long>(vocabLocal));
+}
+
+void checkRows(const char *kernel, int64_t rows) {
+  if (rows > 0x7fffffffLL)
+    BRAID_CUDA_FATAL("%s: %lld rows exceed the grid", kernel, static_cast<long long>(rows));
+}
+
+void checkDenominator(const char *kernel, int64_t denominator) {
+  if (denominator <= 0)
+    BRAID_CUDA_FATAL("%s: denominator %lld must be positive", kernel,
+                     static_cast<long long>(denominator));
+}
+
+void checkExtents(const char *kernel, int64_t outer, int64_t dim, int64_t dimLocal,
+                  int64_t inner, int64_t start) {
+  if (outer < 0 || dim < 0 || dimLocal < 0 || inner < 0 || start < 0)
+    BRAID_CUDA_FATAL("%s: negative extent (outer %lld, dim %lld, dim_local %lld, inner %lld, "
+                     "start %lld)",
+                     kernel, static_cast<long long>(outer), static_cast<long long>(dim),
+                     static_cast<long long>(dimLocal), static_cast<long long>(inner),
+                     static_cast<long long>(start));
+}
+
+} // namespace
+} // namespace braid::cuda
+
+/// Runs the statement with `E` an unsigned integer of the element size of `dt`.
+#define BRAID_DISPATCH_BITS(dt, E, ...)                                                          \
+  do {                                                                                           \
+    switch (braid_dtype_size(dt)) {                                                              \
+    case 2: {                                                                                    \
+      using E = uint16_t;                                                                        \
+      __VA_ARGS__;                                                                               \
+      break;                                                                                     \
+    }                                                                                            \
+    case 4: {                                                                                    \
+      using E = uint32_t;                                                                        \
+      __VA_ARGS__;                                                                               \
+      break;                                                                                     \
+    }                                                                                            \
+    case 8: {                                                                                    \
+      using E = uint64_t;                                                                        \
+      __VA_ARGS__;                                                                               \
+      break;                                                                                     \
+    }                                                                                            \
+    default:                                                                                     \
+      BRAID_CUDA_FATAL("%s: unknown dtype %d", __func__, static_cast<int>(dt));                  \
+    }                                                                                            \
+  } while (0)
+
+extern "C" {
+
+void braid_k_embedding_shard(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                             const void *tokens, const void *table, void *out,
+                             int64_t num_tokens, int64_t vocab_local, int64_t hidden,
+                             int64_t offset) {
+  using namespace braid::cuda;
+  BRAID_CHECK_INDEX_DTYPE(index_dt);
+  checkShard("embedding_shard", vocab_local, offset);
+  if (num_tokens <= 0 || hidden <= 0)
+    return;
+  cudaStream_t stream = streamOf(rt);
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    embeddingShardKernel<T><<<gridFor(num_tokens * hidden, kThreads), kThreads, 0, stream>>>(
+        tokens, index_dt == BRAID_I64, static_cast<const T *>(table), static_cast<T *>(out),
+        num_tokens, vocab_local, hidden, offset);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_embedding_grad_shard(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                                  const void *tokens, const void *dy, void *dtable,
+                                  int64_t num_tokens, int64_t vocab_local, int64_t hidden,
+                                  int64_t offset) {
+  using namespace braid::cuda;
+  BRAID_CHECK_INDEX_DTYPE(index_dt);
+  checkShard("embedding_grad_shard", vocab_local, offset);
+  if (vocab_local <= 0 || hidden <= 0)
+    return;
+  if (num_tokens >= 0x7fffffffLL || vocab_local >= 0x7fffffffLL)
+    BRAID_CUDA_FATAL("embedding_grad_shard: %lld tokens / vocab_local %lld exceed the i32 sort",
+                     static_cast<long long>(num_tokens), static_cast<long long>(vocab_local));
+  cudaStream_t stream = streamOf(rt);
+  if (num_tokens <= 0) {
+    BRAID_CUDA_CHECK(
+        cudaMemsetAsync(dtable, 0, vocab_local * hidden * braid_dtype_size(dt), stream));
+    return;
+  }
+  const int n = static_cast<int>(num_tokens);
+  int endBit = 1;
+  while (endBit < 31 && (1LL << endBit) <= vocab_local) // keys lie in [0, vocab_local]
+    ++endBit;
+  size_t tempBytes = 0;
+  BRAID_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, tempBytes,
+                                                   static_cast<const int32_t *>(nullptr),
+                                                   static_cast<int32_t *>(nullptr),
+                                                   static_cast<const int32_t *>(nullptr),
+                                                   static_cast<int32_t *>(nullptr), n, 0, endBit,
+                                                   stream));
+  const int64_t arrBytes = grad::alignUp(num_tokens * static_cast<int64_t>(sizeof(int32_t)));
+  const int64_t startsBytes =
+      grad::alignUp((vocab_local + 1) * static_cast<int64_t>(sizeof(int32_t)));
+  char *base = static_cast<char *>(
+      scratch(stream, 4 * arrBytes + startsBytes + static_cast<int64_t>(tempBytes)));
+  auto *keysIn = reinterpret_cast<int32_t *>(base);
+  auto *valsIn = reinterpret_cast<int32_t *>(base + arrBytes);
+  auto *keysOut = reinterpret_cast<int32_t *>(base + 2 * arrBytes);
+  auto *valsOut = reinterpret_cast<int32_t *>(base + 3 * arrBytes);
+  auto *starts = reinterpret_cast<int32_t *>(base + 4 * arrBytes);
+  void *temp = base + 4 * arrBytes + startsBytes;
+
+  shardKeysKernel<<<gridFor(num_tokens, kThreads), kThreads, 0, stream>>>(
+      tokens, index_dt == BRAID_I64, keysIn, valsIn, num_tokens, vocab_local, offset);
+  BRAID_CUDA_CHECK_LAUNCH();
+  BRAID_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, tempBytes,
+                                                   static_cast<const int32_t *>(keysIn), keysOut,
+                                                   static_cast<const int32_t *>(valsIn), valsOut,
+                                                   n, 0, endBit, stream));
+  segmentStartsKernel<<<gridFor(vocab_local + 1, kThreads), kThreads, 0, stream>>>(
+      keysOut, starts, num_tokens, vocab_local);
+  BRAID_CUDA_CHECK_LAUNCH();
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    segmentSumKernel<T><<<gridFor(vocab_local * hidden, kThreads), kThreads, 0, stream>>>(
+        starts, valsOut, static_cast<const T *>(dy), static_cast<T *>(dtable), vocab_local,
+        hidden);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_bias_add(braid_rt *rt, braid_dtype dt, const void *x, const void *bias, void *y,
+                      int64_t n, int64_t n_bias) {
+  using namespace braid::cuda;
+  if (n <= 0)
+    return;
+  if (n_bias <= 0 || n % n_bias != 0)
+    BRAID_CUDA_FATAL("bias_add: %lld elements are not a whole number of bias vectors of %lld",
+                     static_cast<long long>(n), static_cast<long long>(n_bias));
+  cudaStream_t stream = streamOf(rt);
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    biasAddKernel<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<const T *>(bias), static_cast<T *>(y), n, n_bias);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_ce_shard_max(braid_rt *rt, braid_dtype dt, const void *logits, float *row_max,
+                          int64_t rows, int64_t vocab_local, int64_t offset, int64_t valid) {
+  using namespace braid::cuda;
+  checkShard("ce_shard_max", vocab_local, offset);
+  checkRows("ce_shard_max", rows);
+  if (rows <= 0)
+    return;
+  cudaStream_t stream = streamOf(rt);
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    ceShardMaxKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+        static_cast<const T *>(logits), row_max, vocab_local,
+        realCount(vocab_local, offset, valid));
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_ce_shard_stats(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                            const void *logits, const void *labels, const float *row_max,
+                            float *stats, int64_t rows, int64_t vocab_local, int64_t offset,
+                            int64_t valid) {
+  using namespace braid::cuda;
+  BRAID_CHECK_INDEX_DTYPE(index_dt);
+  checkShard("ce_shard_stats", vocab_local, offset);
+  checkRows("ce_shard_stats", rows);
+  if (rows <= 0)
+    return;
+  cudaStream_t stream = streamOf(rt);
+  DeviceError *error = deviceErrorRecord();
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    ceShardStatsKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+        static_cast<const T *>(logits), labels, index_dt == BRAID_I64, row_max, stats,
+        vocab_local, offset, valid, realCount(vocab_local, offset, valid), error);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_ce_shard_loss(braid_rt *rt, const float *row_max, const float *stats, float *loss,
+                           int64_t rows, int64_t denominator) {
+  using namespace braid::cuda;
+  checkDenominator("ce_shard_loss", denominator);
+  ceShardLossKernel<<<1, kThreads, 0, streamOf(rt)>>>(row_max, stats, loss,
+                                                      rows < 0 ? 0 : rows, denominator);
+  BRAID_CUDA_CHECK_LAUNCH();
+}
+
+void braid_k_ce_shard_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                           const void *logits, const void *labels, const float *row_max,
+                           const float *stats, const float *dloss, void *dlogits, int64_t rows,
+                           int64_t vocab_local, int64_t offset, int64_t valid,
+                           int64_t denominator) {
+  using namespace braid::cuda;
+  BRAID_CHECK_INDEX_DTYPE(index_dt);
+  checkShard("ce_shard_grad", vocab_local, offset);
+  checkDenominator("ce_shard_grad", denominator);
+  if (rows <= 0 || vocab_local <= 0)
+    return;
+  cudaStream_t stream = streamOf(rt);
+  DeviceError *error = deviceErrorRecord();
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    ceShardGradKernel<T><<<gridFor(rows * vocab_local, kThreads), kThreads, 0, stream>>>(
+        static_cast<const T *>(logits), labels, index_dt == BRAID_I64, row_max, stats, dloss,
+        static_cast<T *>(dlogits), rows, vocab_local, offset, valid,
+        realCount(vocab_local, offset, valid), denominator, error);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_slice(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t outer,
+                   int64_t dim, int64_t dim_local, int64_t inner, int64_t start) {
+  using namespace braid::cuda;
+  checkExtents("slice", outer, dim, dim_local, inner, start);
+  const int64_t total = outer * dim_local * inner;
+  if (total == 0)
+    return;
+  cudaStream_t stream = streamOf(rt);
+  BRAID_DISPATCH_BITS(dt, E, {
+    sliceKernel<E><<<gridFor(total, kThreads), kThreads, 0, stream>>>(
+        static_cast<const E *>(x), static_cast<E *>(y), outer, dim, dim_local, inner, start);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_unslice(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t outer,
+                     int64_t dim, int64_t dim_local, int64_t inner, int64_t start) {
+  using namespace braid::cuda;
+  checkExtents("unslice", outer, dim, dim_local, inner, start);
+  const int64_t total = outer * dim * inner;
+  if (total == 0)
+    return;
+  cudaStream_t stream = streamOf(rt);
+  BRAID_DISPATCH_BITS(dt, E, {
+    unsliceKernel<E><<<gridFor(total, kThreads), kThreads, 0, stream>>>(
+        static_cast<const E *>(x), static_cast<E *>(y), outer, dim, dim_local, inner, start);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+} // extern "C"
