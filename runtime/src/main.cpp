@@ -13,19 +13,35 @@
 // then
 //   planned_peak_bytes: P
 //   measured_peak_bytes: M
+//   collective KIND: C per step, B bytes sent per rank   (the last step's,
+//   collective_bytes_per_step: T                          ring model; rt_impl.h)
 // and exits with status 1 when they differ. Progress and timing lines go to
 // stderr unless --quiet; stdout carries only the lines above.
 //
 // --dump DIR writes DIR/<name>.npy for every parameter and input after init,
 // DIR/<scope>.<name>.npy for every braid_rt_value call (the last step's value
-// when several steps run), and DIR/loss.npy (0-d float32) at the end. bf16
-// tensors are dumped as float32 arrays (numpy has no bfloat16).
+// when several steps run), and at the end DIR/loss.npy (0-d float32) and
+// DIR/updated.<name>.npy for every parameter and state (the trained values).
+// bf16 tensors are dumped as float32 arrays (numpy has no bfloat16).
+//
+// Sharded tensors (a partitioned program's descriptors with global_shape /
+// split_axes, and braid_rt_value_sharded values). Each rank initializes
+// exactly its slice of the global tensor: the rng value at the element's
+// global index (so that N ranks start from the state of one), zero in
+// padding. Dumps hold the global tensor, as a 1-rank run of the unpartitioned
+// program writes it: every rank's shard is all-gathered over "world" (only
+// when dumping) and rank 0 writes it with the padding dropped; with
+// --dump-all-ranks each rank writes its own shard (local shape, padding
+// included) as NAME.rank<R>.npy instead.
 //
 // Built with BRAID_RUNTIME_CUDA, the default backend is cuda; otherwise cpu.
 //
 // Ranks. --grid dp=2,tp=2 names the device grid (row-major over the ranks: the
 // last axis varies fastest); its size must equal the number of ranks. Without
-// it the grid is "world=<ranks>". braid_rt_comm(rt, "tp") is the group of the
+// it the grid is "world=<ranks>". A program partitioned for a grid
+// (braid_program.grid) runs on that grid: --grid may be omitted or must equal
+// it, and every axis its tensors are split over must be in it (exit status 2
+// otherwise). braid_rt_comm(rt, "tp") is the group of the
 // ranks that share every coordinate but tp. Built with BRAID_RUNTIME_MPI
 // (braid_runtime_main_mpi) and started by mpirun, the program calls MPI_Init
 // and runs one rank per process over MPI communicators (comm_mpi.h);
@@ -66,6 +82,7 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 using namespace braid::rt;
@@ -180,9 +197,14 @@ struct Persistent {
   const braid_tensor_desc *desc;
   int64_t numel, bytes;
   std::vector<int64_t> shape;
+  bool param = false; ///< a parameter or state (dumped again as updated.<name>)
+  ShardLayout layout; ///< where the local buffer lies in the global tensor
 };
 
-Persistent describe(const braid_tensor_desc &desc, const char *kind) {
+/// The tensor's sizes and, for a sharded one, its layout on `grid`; false
+/// with a message in `error` when the sharding does not fit the grid.
+bool describe(const braid_tensor_desc &desc, const char *kind, const Grid &grid,
+              Persistent *out, std::string *error) {
   if (!desc.name || !*desc.name)
     fatal("a %s has no name", kind);
   int64_t size = braid_dtype_size(desc.dtype);
@@ -191,16 +213,109 @@ Persistent describe(const braid_tensor_desc &desc, const char *kind) {
   int64_t numel = numElements(desc.name, desc.rank, desc.shape);
   if (numel > INT64_MAX / size)
     fatal("%s %s: too large", kind, desc.name);
-  Persistent p{&desc, numel, numel * size, {}};
+  Persistent p{&desc, numel, numel * size, {}, std::strcmp(kind, "parameter") == 0, {}};
   p.shape.assign(desc.shape, desc.shape + desc.rank);
-  return p;
+  if (!shardLayout(grid, desc.rank, desc.shape, desc.global_shape, desc.split_axes, &p.layout,
+                   error)) {
+    *error = std::string(kind) + " " + desc.name + ": " + *error;
+    return false;
+  }
+  *out = std::move(p);
+  return true;
+}
+
+constexpr int64_t kInitChunk = int64_t(1) << 22; ///< elements generated per host copy
+
+// Fills this rank's shard of a sharded tensor: local element i holds global
+// element g (g_d = block_d * local_d + i_d, rng.h's value at g's linear index
+// over the global shape), zero where g is padding. The local elements that
+// share their indices up to the innermost split dimension k (a "block": the
+// slice [i_0, ..., i_(k-1), :, ..., :]) start with a run of global indices
+// that is contiguous (dimensions after k are whole), followed by padding.
+void initializeShard(braid_rt *rt, const Persistent &p, uint64_t seed) {
+  const braid_tensor_desc &d = *p.desc;
+  const ShardLayout &l = p.layout;
+  const int64_t size = braid_dtype_size(d.dtype);
+  const int rank = int(l.local.size());
+  int k = rank - 1;
+  while (k > 0 && l.parts[size_t(k)] == 1)
+    --k;
+  int64_t inner = 1;
+  for (int j = k + 1; j < rank; ++j)
+    inner *= l.local[size_t(j)];
+  std::vector<int64_t> base(static_cast<size_t>(rank));
+  for (int j = 0; j < rank; ++j)
+    base[size_t(j)] = l.block(size_t(j), rt->coords) * l.local[size_t(j)];
+  const int64_t blockLen = l.local[size_t(k)] * inner;
+  const int64_t validLen =
+      std::max<int64_t>(0, std::min(l.local[size_t(k)], l.global[size_t(k)] - base[size_t(k)])) *
+      inner;
+  if (p.numel == 0)
+    return;
+  std::string error;
+  if (!rng::fill(nullptr, d.dtype, d.init, d.std, d.bound, seed, d.name, 0, 0, &error))
+    fatal("init of %s", error.c_str());
+  // The global linear index of block b's first element; -1 for a padding block.
+  auto blockStart = [&](int64_t b) -> int64_t {
+    int64_t at = base[size_t(k)], stride = l.global[size_t(k)];
+    for (int j = k - 1; j >= 0; --j) {
+      int64_t g = base[size_t(j)] + b % l.local[size_t(j)];
+      b /= l.local[size_t(j)];
+      if (g >= l.global[size_t(j)])
+        return -1;
+      at += g * stride;
+      stride *= l.global[size_t(j)];
+    }
+    return at * inner;
+  };
+  std::vector<char> host(size_t(std::min(p.numel, kInitChunk) * size));
+  for (int64_t start = 0; start < p.numel; start += kInitChunk) {
+    const int64_t end = std::min(p.numel, start + kInitChunk);
+    std::memset(host.data(), 0, size_t((end - start) * size));
+    // Blocks [first, last] overlap the chunk; each fills its valid run.
+    const int64_t first = start / blockLen, last = (end - 1) / blockLen;
+    auto fillBlocks = [&](int64_t from, int64_t to) {
+      for (int64_t b = from; b < to; ++b) {
+        int64_t global = blockStart(b);
+        int64_t lo = std::max(start, b * blockLen);
+        int64_t hi = std::min(end, b * blockLen + validLen);
+        if (global < 0 || lo >= hi)
+          continue;
+        rng::fill(host.data() + (lo - start) * size, d.dtype, d.init, d.std, d.bound, seed,
+                  d.name, uint64_t(global + lo - b * blockLen), uint64_t(hi - lo), nullptr);
+      }
+    };
+    // Long runs: rng::fill splits each over the cores; short ones: the blocks
+    // are split over the cores instead.
+    unsigned threads = 1;
+    if (validLen < (int64_t(1) << 16) && end - start >= (int64_t(1) << 17))
+      threads = std::max(1u, std::min(std::thread::hardware_concurrency(),
+                                       unsigned(std::min<int64_t>(64, last - first + 1))));
+    if (threads == 1) {
+      fillBlocks(first, last + 1);
+    } else {
+      std::vector<std::thread> pool;
+      int64_t per = (last - first + threads) / threads;
+      for (unsigned t = 0; t < threads; ++t) {
+        int64_t a = first + per * t, b = std::min(last + 1, a + per);
+        if (a < b)
+          pool.emplace_back(fillBlocks, a, b);
+      }
+      for (std::thread &thread : pool)
+        thread.join();
+    }
+    rt->backend->copyToDevice(rt->arena + d.offset + start * size, host.data(),
+                              (end - start) * size);
+  }
 }
 
 // Generates the tensor on the host in chunks and copies it to the arena.
 void initialize(braid_rt *rt, const Persistent &p, uint64_t seed) {
+  if (p.layout.split())
+    return initializeShard(rt, p, seed);
   const braid_tensor_desc &d = *p.desc;
   int64_t size = braid_dtype_size(d.dtype);
-  constexpr int64_t chunk = int64_t(1) << 22;
+  constexpr int64_t chunk = kInitChunk;
   std::vector<char> host(size_t(std::min(p.numel, chunk) * size));
   for (int64_t start = 0; start < p.numel; start += chunk) {
     int64_t count = std::min(chunk, p.numel - start);
@@ -263,6 +378,23 @@ int main(int argc, char **argv) {
     ranks.store = true;
   }
 #endif
+  const braid_program *program = braid_program_get();
+  if (!program || !program->step)
+    fatal("braid_program_get returned no program");
+  const char *programName = program->name ? program->name : "?";
+  if ((program->num_params && !program->params) || (program->num_inputs && !program->inputs) ||
+      program->num_params < 0 || program->num_inputs < 0)
+    fatal("program %s: bad parameter/input tables", programName);
+  // Every rank reaches the same verdict; rank 0 says why.
+  auto refuse = [&](const std::string &message) {
+    if (ranks.rank == 0)
+      std::fprintf(stderr, "%s: %s\n", argv[0], message.c_str());
+    ranks.finalize();
+    return 2;
+  };
+
+  // The grid: the one the program was partitioned for (--grid may only
+  // repeat it), else --grid, else "world=<ranks>".
   Grid grid = worldGrid(ranks.size);
   if (!args.grid.empty()) {
     std::string error;
@@ -271,18 +403,31 @@ int main(int argc, char **argv) {
       badArgs(argv[0], error);
     }
   }
+  std::string partitionedFor;
+  if (program->grid && *program->grid) {
+    Grid compiled;
+    std::string error;
+    if (!parseGrid(program->grid, &compiled, &error))
+      return refuse("program " + std::string(programName) + " has a malformed grid: " + error);
+    if (!args.grid.empty() && grid.str() != compiled.str())
+      return refuse("--grid " + grid.str() + " differs from the grid " + compiled.str() +
+                    " program " + programName + " was partitioned for");
+    grid = compiled;
+    partitionedFor = " (program " + std::string(programName) + " was partitioned for it)";
+  }
   if (grid.ranks() != ranks.size) {
     if (ranks.rank == 0) {
+      std::string g = grid.str() + partitionedFor;
       if (ranks.mpi)
         std::fprintf(stderr, "%s: grid %s has %lld ranks but the MPI world has %d ranks\n",
-                     argv[0], grid.str().c_str(), (long long)grid.ranks(), int(ranks.size));
+                     argv[0], g.c_str(), (long long)grid.ranks(), int(ranks.size));
       else if (ranks.store)
         std::fprintf(stderr, "%s: grid %s has %lld ranks but BRAID_WORLD_SIZE is %d\n",
-                     argv[0], grid.str().c_str(), (long long)grid.ranks(), int(ranks.size));
+                     argv[0], g.c_str(), (long long)grid.ranks(), int(ranks.size));
       else
         std::fprintf(stderr,
                      "%s: grid %s has %lld ranks but this process runs 1 rank (%s)\n", argv[0],
-                     grid.str().c_str(), (long long)grid.ranks(),
+                     g.c_str(), (long long)grid.ranks(),
 #ifdef BRAID_RUNTIME_MPI
                      "not launched by mpirun: run mpirun -np N PROGRAM"
 #else
@@ -309,19 +454,26 @@ int main(int argc, char **argv) {
           args.backend.c_str());
   if (multi && !useNccl && args.backend != "cpu")
     fatal("MPI ranks run on the cpu backend (--backend %s)", args.backend.c_str());
+  // Persistent tensors, and where sharded ones lie on the grid (every split
+  // axis must be one of its axes).
+  std::vector<Persistent> persistent;
+  for (int32_t i = 0; i < program->num_params + program->num_inputs; ++i) {
+    bool isParam = i < program->num_params;
+    const braid_tensor_desc &desc =
+        isParam ? program->params[i] : program->inputs[i - program->num_params];
+    std::string error;
+    persistent.emplace_back();
+    if (!describe(desc, isParam ? "parameter" : "input", grid, &persistent.back(), &error))
+      return refuse("program " + std::string(programName) + ": " + error);
+  }
+
+  const bool dumping = !args.dumpDir.empty();
   if (multi && !args.dumpAllRanks && ranks.rank != 0)
     args.dumpDir.clear();
   if (multi && !args.traceFile.empty())
     args.traceFile = rankFile(args.traceFile, ranks.rank);
   if (!args.quiet && !talks)
     args.quiet = true;
-  const braid_program *program = braid_program_get();
-  if (!program || !program->step)
-    fatal("braid_program_get returned no program");
-  const char *programName = program->name ? program->name : "?";
-  if ((program->num_params && !program->params) || (program->num_inputs && !program->inputs) ||
-      program->num_params < 0 || program->num_inputs < 0)
-    fatal("program %s: bad parameter/input tables", programName);
 
   if (!args.dumpDir.empty()) {
     std::error_code ec;
@@ -332,6 +484,8 @@ int main(int argc, char **argv) {
 
   Options options;
   options.dumpDir = args.dumpDir;
+  options.dumping = dumping;
+  options.dumpLocal = args.dumpAllRanks;
   if (args.dumpAllRanks)
     options.dumpSuffix = ".rank" + std::to_string(ranks.rank);
   options.trace = !args.traceFile.empty();
@@ -362,6 +516,8 @@ int main(int argc, char **argv) {
     comms = makeSelfCommProvider(grid);
   std::unique_ptr<braid_rt> rt = createRuntime(makeBackend(args.backend), program->arena_bytes,
                                                options, std::move(comms));
+  rt->grid = grid;
+  rt->coords = grid.coordinates(ranks.rank);
   if (!args.quiet) {
     std::string where;
     if (multi || grid.isExplicit)
@@ -376,11 +532,6 @@ int main(int argc, char **argv) {
 
   // Persistent tensors: live for the whole run.
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<Persistent> persistent;
-  for (int32_t i = 0; i < program->num_params; ++i)
-    persistent.push_back(describe(program->params[i], "parameter"));
-  for (int32_t i = 0; i < program->num_inputs; ++i)
-    persistent.push_back(describe(program->inputs[i], "input"));
   for (const Persistent &p : persistent)
     braid_rt_alloc(rt.get(), p.desc->offset, p.bytes, p.desc->name);
   braid_rt_alloc(rt.get(), program->loss_offset, 4, "loss");
@@ -388,7 +539,7 @@ int main(int argc, char **argv) {
   for (const Persistent &p : persistent)
     initialize(rt.get(), p, args.seed);
   for (const Persistent &p : persistent)
-    dumpTensor(rt.get(), p.desc->name, rt->arena + p.desc->offset, p.desc->dtype, p.shape);
+    dumpSharded(rt.get(), p.desc->name, rt->arena + p.desc->offset, p.desc->dtype, p.layout);
   rt->backend->synchronize();
   if (!args.quiet)
     std::fprintf(stderr, "%sbraid: initialized %zu tensors in %.3f s\n", prefix.c_str(),
@@ -397,6 +548,7 @@ int main(int argc, char **argv) {
   auto t1 = std::chrono::steady_clock::now();
   for (int64_t k = 1; k <= args.steps; ++k) {
     rt->step = k;
+    rt->collectives.clear();
     program->step(rt.get(), rt->arena);
     if (!rt->scopes.empty())
       fatal("step %lld returned inside scope '%s'", (long long)k, currentScope(rt.get()).c_str());
@@ -426,6 +578,11 @@ int main(int argc, char **argv) {
   double stepSeconds = secondsSince(t1);
   rt->step = 0;
   dumpTensor(rt.get(), "loss", rt->arena + program->loss_offset, BRAID_F32, {});
+  // The trained weights and optimizer state, to compare runs.
+  for (const Persistent &p : persistent)
+    if (p.param)
+      dumpSharded(rt.get(), std::string("updated.") + p.desc->name, rt->arena + p.desc->offset,
+                  p.desc->dtype, p.layout);
 
   if (!args.quiet && args.steps > 0)
     std::fprintf(stderr, "%sbraid: %lld steps in %.3f s (%.3f ms/step)\n", prefix.c_str(),
@@ -441,6 +598,15 @@ int main(int argc, char **argv) {
   if (talks) {
     std::printf("%splanned_peak_bytes: %lld\n%smeasured_peak_bytes: %lld\n", prefix.c_str(),
                 (long long)planned, prefix.c_str(), (long long)measured);
+    // What the last step's collectives moved (the plan printer's model).
+    double total = 0;
+    for (const auto &[kind, stat] : rt->collectives) {
+      std::printf("%scollective %s: %lld per step, %.0f bytes sent per rank\n", prefix.c_str(),
+                  kind.c_str(), (long long)stat.first, stat.second);
+      total += stat.second;
+    }
+    if (!rt->collectives.empty())
+      std::printf("%scollective_bytes_per_step: %.0f\n", prefix.c_str(), total);
     std::fflush(stdout);
   }
   destroyRuntime(std::move(rt)); // frees the communicators before MPI_Finalize

@@ -4,6 +4,7 @@
 
 #include "npy.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -92,6 +93,47 @@ int64_t numElements(const char *what, int32_t rank, const int64_t *shape) {
   return n;
 }
 
+namespace {
+
+/// Writes host data as DIR/<file><suffix>.npy ('/' in `file` becomes '.').
+void writeDump(braid_rt *rt, const std::string &file, const void *host, braid_dtype dtype,
+               const std::vector<int64_t> &shape) {
+  std::string name = file;
+  for (char &c : name)
+    if (c == '/')
+      c = '.';
+  std::string error;
+  std::string path = rt->options.dumpDir + "/" + name + rt->options.dumpSuffix + ".npy";
+  if (!npy::writeTensor(path, dtype, shape, host, &error))
+    fatal("dump: %s", error.c_str());
+}
+
+/// "dp, tp" -> {"dp", "tp"} (spaces around names ignored).
+std::vector<std::string> axisNames(const char *spec) {
+  std::vector<std::string> names;
+  std::string text = spec;
+  size_t begin = 0;
+  while (true) {
+    size_t comma = text.find(',', begin);
+    std::string part = text.substr(begin, comma == std::string::npos ? std::string::npos
+                                                                     : comma - begin);
+    size_t a = part.find_first_not_of(' '), b = part.find_last_not_of(' ');
+    names.push_back(a == std::string::npos ? std::string() : part.substr(a, b - a + 1));
+    if (comma == std::string::npos)
+      return names;
+    begin = comma + 1;
+  }
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+} // namespace
+
 void dumpTensor(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
                 const std::vector<int64_t> &shape) {
   if (rt->options.dumpDir.empty())
@@ -107,19 +149,183 @@ void dumpTensor(braid_rt *rt, const std::string &file, const void *data, braid_d
     rt->backend->synchronize();
     rt->backend->copyToHost(host.data(), data, numel * elementSize);
   }
-  std::string name = file;
-  for (char &c : name)
-    if (c == '/')
-      c = '.';
-  std::string error;
-  std::string path = rt->options.dumpDir + "/" + name + rt->options.dumpSuffix + ".npy";
-  if (!npy::writeTensor(path, dtype, shape, host.data(), &error))
-    fatal("dump: %s", error.c_str());
+  writeDump(rt, file, host.data(), dtype, shape);
+}
+
+bool ShardLayout::split() const {
+  for (int64_t p : parts)
+    if (p > 1)
+      return true;
+  return false;
+}
+
+int64_t ShardLayout::block(size_t d, const std::vector<int32_t> &coords) const {
+  int64_t c = 0;
+  for (int a : axes[d])
+    c = c * gridSizes[size_t(a)] + coords[size_t(a)];
+  return c;
+}
+
+bool shardLayout(const Grid &grid, int32_t rank, const int64_t *shape,
+                 const int64_t *globalShape, const char *const *splitAxes, ShardLayout *out,
+                 std::string *error) {
+  ShardLayout layout;
+  layout.local.assign(shape, shape + rank);
+  layout.global = globalShape ? std::vector<int64_t>(globalShape, globalShape + rank)
+                              : layout.local;
+  layout.axes.resize(size_t(rank));
+  layout.parts.assign(size_t(rank), 1);
+  layout.gridSizes = grid.sizes;
+  std::vector<int> usedBy(grid.names.size(), -1);
+  for (int32_t d = 0; d < rank; ++d) {
+    const char *spec = splitAxes ? splitAxes[d] : nullptr;
+    if (spec && *spec) {
+      if (!globalShape) {
+        *error = "dimension " + std::to_string(d) + " is split over '" + spec +
+                 "' but there is no global shape";
+        return false;
+      }
+      for (const std::string &name : axisNames(spec)) {
+        size_t a = 0;
+        while (a < grid.names.size() && grid.names[a] != name)
+          ++a;
+        if (a == grid.names.size()) {
+          *error = "dimension " + std::to_string(d) + " is split over axis '" + name +
+                   "', which grid " + grid.str() + " does not have";
+          return false;
+        }
+        if (usedBy[a] >= 0) {
+          *error = "axis '" + name + "' splits " +
+                   (usedBy[a] == d ? "dimension " + std::to_string(d) + " twice"
+                                   : "dimensions " + std::to_string(usedBy[a]) + " and " +
+                                         std::to_string(d));
+          return false;
+        }
+        usedBy[a] = d;
+        layout.axes[size_t(d)].push_back(int(a));
+        layout.parts[size_t(d)] *= grid.sizes[a];
+      }
+    }
+    int64_t global = layout.global[size_t(d)], parts = layout.parts[size_t(d)];
+    if (global < 0) {
+      *error = "negative global dimension " + std::to_string(global);
+      return false;
+    }
+    int64_t want = (global + parts - 1) / parts;
+    if (layout.local[size_t(d)] != want) {
+      *error = "local shape " + shapeString(layout.local) + " does not match global shape " +
+               shapeString(layout.global) + ": dimension " + std::to_string(d) +
+               (parts > 1 ? " over " + std::to_string(parts) + " ranks" : std::string()) +
+               " must be " + std::to_string(want);
+      return false;
+    }
+  }
+  *out = std::move(layout);
+  return true;
+}
+
+void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
+                 const ShardLayout &layout) {
+  if (!rt->options.dumping && rt->options.dumpDir.empty())
+    return;
+  // Whole on every rank, or each rank's own shard: as an unsharded value.
+  if (!layout.split() || rt->options.dumpLocal) {
+    dumpTensor(rt, file, data, dtype, layout.local);
+    return;
+  }
+  int64_t size = braid_dtype_size(dtype);
+  if (size <= 0)
+    fatal("dump of %s: unknown dtype %d", file.c_str(), int(dtype));
+  const int32_t rank = int32_t(layout.local.size());
+  int64_t localNumel = numElements(file.c_str(), rank, layout.local.data());
+  int64_t globalNumel = numElements(file.c_str(), rank, layout.global.data());
+  if (localNumel && !data)
+    fatal("dump of %s: null data", file.c_str());
+  // Every rank's shard, in world-rank order, on the host. The gather runs on
+  // the backend's communicator (device memory on GPU ranks), then one copy.
+  Backend &backend = *rt->backend;
+  Communicator &world = *braid_rt_comm(rt, "world")->impl;
+  const int32_t ranks = world.size();
+  if (ranks != rt->grid.ranks())
+    fatal("dump of %s: the world has %d ranks but grid %s has %lld", file.c_str(), int(ranks),
+          rt->grid.str().c_str(), (long long)rt->grid.ranks());
+  const int64_t localBytes = localNumel * size;
+  std::vector<char> shards(size_t(localBytes * ranks));
+  backend.synchronize();
+  if (localBytes > 0) {
+    void *gathered = backend.allocate(localBytes * ranks);
+    world.allGather(backend, data, gathered, localNumel, dtype)->wait(backend);
+    backend.synchronize();
+    backend.copyToHost(shards.data(), gathered, localBytes * ranks);
+    backend.release(gathered);
+  }
+  if (rt->options.dumpDir.empty())
+    return; // a rank that only took part in the gather
+
+  // Place each block by its rank's coordinates, row by row (the last
+  // dimension is contiguous in both), dropping padding. Of the ranks holding
+  // the same block (replicas along axes that do not split the tensor) the
+  // one at coordinate 0 on those axes is taken.
+  std::vector<char> global(size_t(globalNumel * size), 0);
+  std::vector<bool> splits(rt->grid.names.size(), false);
+  for (const std::vector<int> &axes : layout.axes)
+    for (int a : axes)
+      splits[size_t(a)] = true;
+  const int64_t lastLocal = layout.local[size_t(rank - 1)];
+  const int64_t lastGlobal = layout.global[size_t(rank - 1)];
+  const int64_t rows = lastLocal ? localNumel / lastLocal : 0;
+  for (int32_t r = 0; r < ranks; ++r) {
+    std::vector<int32_t> coords = rt->grid.coordinates(r);
+    bool replica = false;
+    for (size_t a = 0; a < coords.size(); ++a)
+      replica |= !splits[a] && coords[a] != 0;
+    if (replica)
+      continue;
+    std::vector<int64_t> base(static_cast<size_t>(rank));
+    for (int32_t d = 0; d < rank; ++d)
+      base[size_t(d)] = layout.block(size_t(d), coords) * layout.local[size_t(d)];
+    int64_t valid =
+        std::max<int64_t>(0, std::min(lastLocal, lastGlobal - base[size_t(rank - 1)]));
+    if (valid == 0)
+      continue;
+    const char *block = shards.data() + r * localBytes;
+    // The row's local index (the last dimension's entry stays 0).
+    std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t at = 0;
+      bool inside = true;
+      for (int32_t d = 0; d + 1 < rank; ++d) {
+        int64_t g = base[size_t(d)] + index[size_t(d)];
+        inside &= g < layout.global[size_t(d)];
+        at = at * layout.global[size_t(d)] + g;
+      }
+      if (inside)
+        std::memcpy(global.data() + (at * lastGlobal + base[size_t(rank - 1)]) * size,
+                    block + row * lastLocal * size, size_t(valid * size));
+      for (int32_t d = rank - 2; d >= 0; --d) { // next row, row-major
+        if (++index[size_t(d)] < layout.local[size_t(d)])
+          break;
+        index[size_t(d)] = 0;
+      }
+    }
+  }
+  writeDump(rt, file, global.data(), dtype, layout.global);
 }
 
 } // namespace braid::rt
 
 using namespace braid::rt;
+
+namespace {
+
+/// The dump name of a value: SCOPE.NAME. An explicit scope wins; a null one
+/// means the scope stack.
+std::string valueFile(const braid_rt *rt, const char *scope, const char *name) {
+  std::string path = scope ? std::string(scope) : currentScope(rt);
+  return path.empty() ? std::string(name ? name : "?") : path + "." + (name ? name : "?");
+}
+
+} // namespace
 
 /// The stream generated elementwise kernels are launched on (codegen.h):
 /// the backend's compute stream, null on the CPU or without a context.
@@ -214,11 +420,24 @@ void braid_rt_value(braid_rt *rt, const char *scope, const char *name, const voi
                     braid_dtype dtype, int32_t rank, const int64_t *shape) {
   if (!rt || rt->options.dumpDir.empty())
     return;
-  // An explicit scope wins; a null one means the scope stack.
-  std::string path = scope ? std::string(scope) : currentScope(rt);
-  std::string file = path.empty() ? std::string(name ? name : "?") : path + "." + (name ? name : "?");
+  std::string file = valueFile(rt, scope, name);
   numElements(file.c_str(), rank, shape);
   dumpTensor(rt, file, data, dtype, std::vector<int64_t>(shape, shape + rank));
+}
+
+void braid_rt_value_sharded(braid_rt *rt, const char *scope, const char *name, const void *data,
+                            braid_dtype dtype, int32_t rank, const int64_t *shape,
+                            const int64_t *global_shape, const char *const *split_axes) {
+  // Cheap unless dumping: the layout is only parsed for a dump.
+  if (!rt || (!rt->options.dumping && rt->options.dumpDir.empty()))
+    return;
+  std::string file = valueFile(rt, scope, name);
+  numElements(file.c_str(), rank, shape);
+  ShardLayout layout;
+  std::string error;
+  if (!shardLayout(rt->grid, rank, shape, global_shape, split_axes, &layout, &error))
+    fatal("braid_rt_value_sharded %s: %s", file.c_str(), error.c_str());
+  dumpSharded(rt, file, data, dtype, layout);
 }
 
 void braid_rt_push_scope(braid_rt *rt, const char *scope) {
@@ -279,32 +498,49 @@ braid::rt::Communicator &commOf(braid_rt *rt, braid_comm *comm, const char *what
   return *comm->impl;
 }
 
+/// Counts one collective of the step in flight; `blocks` is how many
+/// `bytes`-sized blocks a rank sends for a group of n (ring model).
+void account(braid_rt *rt, braid_comm *comm, const char *kind, double bytes,
+             double blocks) {
+  int32_t n = comm->impl->size();
+  if (n <= 1 || rt->step == 0)
+    return;
+  auto &[count, sent] = rt->collectives[kind];
+  ++count;
+  sent += bytes * blocks;
+}
+
 } // namespace
 
 extern "C" {
 
 braid_event *braid_all_reduce(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
                               int64_t count, braid_dtype dtype, braid_redop op) {
-  return wrap(commOf(rt, comm, "braid_all_reduce")
-                  .allReduce(*rt->backend, send, recv, count, dtype, op));
+  braid::rt::Communicator &c = commOf(rt, comm, "braid_all_reduce");
+  double n = c.size();
+  account(rt, comm, "all_reduce", double(count * braid_dtype_size(dtype)), 2 * (n - 1) / n);
+  return wrap(c.allReduce(*rt->backend, send, recv, count, dtype, op));
 }
 
 braid_event *braid_all_gather(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
                               int64_t count_per_rank, braid_dtype dtype) {
-  return wrap(commOf(rt, comm, "braid_all_gather")
-                  .allGather(*rt->backend, send, recv, count_per_rank, dtype));
+  braid::rt::Communicator &c = commOf(rt, comm, "braid_all_gather");
+  account(rt, comm, "all_gather", double(count_per_rank * braid_dtype_size(dtype)), c.size() - 1);
+  return wrap(c.allGather(*rt->backend, send, recv, count_per_rank, dtype));
 }
 
 braid_event *braid_reduce_scatter(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
                                   int64_t count_per_rank, braid_dtype dtype, braid_redop op) {
-  return wrap(commOf(rt, comm, "braid_reduce_scatter")
-                  .reduceScatter(*rt->backend, send, recv, count_per_rank, dtype, op));
+  braid::rt::Communicator &c = commOf(rt, comm, "braid_reduce_scatter");
+  account(rt, comm, "reduce_scatter", double(count_per_rank * braid_dtype_size(dtype)), c.size() - 1);
+  return wrap(c.reduceScatter(*rt->backend, send, recv, count_per_rank, dtype, op));
 }
 
 braid_event *braid_all_to_all(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
                               int64_t count_per_rank, braid_dtype dtype) {
-  return wrap(commOf(rt, comm, "braid_all_to_all")
-                  .allToAll(*rt->backend, send, recv, count_per_rank, dtype));
+  braid::rt::Communicator &c = commOf(rt, comm, "braid_all_to_all");
+  account(rt, comm, "all_to_all", double(count_per_rank * braid_dtype_size(dtype)), c.size() - 1);
+  return wrap(c.allToAll(*rt->backend, send, recv, count_per_rank, dtype));
 }
 
 braid_event *braid_broadcast(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,

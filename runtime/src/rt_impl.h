@@ -31,10 +31,42 @@ void setFatalRank(int32_t rank);
 void setFatalAbort(void (*abortFn)());
 
 struct Options {
-  std::string dumpDir;    ///< empty: no dumps
+  std::string dumpDir;    ///< where this rank writes dumps; empty: it writes none
   std::string dumpSuffix; ///< inserted before ".npy" (".rank1" with --dump-all-ranks)
-  bool trace = false;     ///< record kernels for a trace
+  /// Dumps are on for the run. True on every rank, also those that write
+  /// nothing: a sharded tensor is gathered collectively (every rank takes part)
+  /// and written by rank 0.
+  bool dumping = false;
+  /// --dump-all-ranks: a sharded tensor is written as this rank's shard
+  /// (local shape, padding included) instead of gathered.
+  bool dumpLocal = false;
+  bool trace = false; ///< record kernels for a trace
 };
+
+/// Where a rank's local buffer of a sharded tensor lies in the global tensor
+/// (braid_tensor_desc's global_shape / split_axes on the run's grid): along
+/// dimension d, the rank whose linear coordinate over axes[d] (major to
+/// minor, in the order listed) is c holds global indices
+/// [c * local[d], (c + 1) * local[d]); indices past global[d] are padding.
+struct ShardLayout {
+  std::vector<int64_t> local, global;
+  std::vector<std::vector<int>> axes; ///< per dimension: indices into grid.names
+  std::vector<int64_t> parts;         ///< per dimension: ranks splitting it (>= 1)
+  std::vector<int32_t> gridSizes;     ///< the grid's axis sizes
+
+  /// Some dimension is split over more than one rank.
+  bool split() const;
+  /// The block index along dimension d of the rank at grid coordinates `coords`.
+  int64_t block(size_t d, const std::vector<int32_t> &coords) const;
+};
+
+/// The layout of a tensor of local shape `shape` (rank `rank`) with
+/// `globalShape` / `splitAxes` (either may be null: not split) on `grid`.
+/// False with a message when an axis is not in the grid or repeated, or a
+/// local dimension is not ceil(global / parts) (global itself when not split).
+bool shardLayout(const Grid &grid, int32_t rank, const int64_t *shape,
+                 const int64_t *globalShape, const char *const *splitAxes, ShardLayout *out,
+                 std::string *error);
 
 } // namespace braid::rt
 
@@ -57,6 +89,19 @@ struct braid_rt {
   std::vector<std::string> scopes; ///< pushed call-path components
   int64_t step = 0;                ///< the step in flight (1-based; 0 = init)
   braid::rt::Trace trace;
+
+  /// The run's grid and this rank's coordinates on it (sharded dumps place
+  /// every rank's block by its coordinates). Default: one rank, "world=1".
+  braid::rt::Grid grid = braid::rt::worldGrid(1);
+  std::vector<int32_t> coords = {0};
+
+  /// Collectives issued during the step in flight (reset when a step
+  /// starts): per kind, how many and the bytes this rank sends under the
+  /// ring model (all-reduce 2(n-1)/n of the buffer, all-gather,
+  /// reduce-scatter and all-to-all (n-1) blocks), the volumes
+  /// --braid-print-plan predicts. Groups of one rank move nothing and are
+  /// not counted.
+  std::map<std::string, std::pair<int64_t, double>> collectives;
 };
 
 namespace braid::rt {
@@ -76,6 +121,15 @@ std::string currentScope(const braid_rt *rt);
 /// ('/' in `file` becomes '.'); bf16 becomes float32.
 void dumpTensor(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
                 const std::vector<int64_t> &shape);
+
+/// Dumps a sharded tensor whose local buffer (backend memory) is `data`:
+/// normally every rank's shard is all-gathered over "world" (collective:
+/// every rank must call this in the same order) and rank 0 writes the global
+/// tensor, padding dropped, as DIR/<file>.npy; with options.dumpLocal each
+/// rank writes its own shard (local shape) with its suffix. Nothing when
+/// dumps are off.
+void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
+                 const ShardLayout &layout);
 
 /// Elements of a shape (aborts on a negative dimension or overflow).
 int64_t numElements(const char *what, int32_t rank, const int64_t *shape);

@@ -92,7 +92,9 @@ r = run([coll, "--grid", "dp=2,tp=2", "--steps", "2", "--dump", dump, "--trace",
 expect(r.returncode == 0, f"collectives failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
 expect(re.fullmatch(r"collectives: grid dp=2,tp=2, 4 ranks, \d+ checks per rank, 0 failures\n"
                     r"step 1 loss 0\nstep 2 loss 0\n"
-                    r"planned_peak_bytes: 4\nmeasured_peak_bytes: 4\n", r.stdout) is not None,
+                    r"planned_peak_bytes: 4\nmeasured_peak_bytes: 4\n"
+                    r"(collective \w+: \d+ per step, \d+ bytes sent per rank\n)+"
+                    r"collective_bytes_per_step: \d+\n", r.stdout) is not None,
        f"collectives stdout:\n{r.stdout}\nstderr:\n{r.stderr}")
 m = re.search(r"(\d+) checks per rank", r.stdout)
 expect(m is not None and int(m.group(1)) > 100, f"too few checks: {r.stdout!r}")

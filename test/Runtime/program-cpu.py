@@ -5,7 +5,8 @@
 # braid_runtime_main + braid_runtime runs on the CPU backend: its loss equals the
 # value computed from braid_ref.rng's parameters, the measured peak equals the
 # plan, --dump writes the parameters, inputs, values and loss as .npy files equal
-# to rng.py, --trace writes valid Chrome JSON with the bracketed kernels. Variants:
+# to rng.py (and the parameters after the last step as updated.<name>.npy), --trace
+# writes valid Chrome JSON with the bracketed kernels. Variants:
 # overlapping live buffers abort naming both, a plan that differs from the
 # measured peak exits non-zero, a send to self aborts naming braid_send.
 import json
@@ -77,7 +78,8 @@ expect("braid: tiny on cpu" in r.stderr, f"no progress line on stderr: {r.stderr
 
 files = sorted(p.name for p in dump.glob("*.npy"))
 want_files = sorted(["embed.w.npy", "layers.0.norm.g.npy", "tokens.npy", "layers.0.h.npy",
-                     "grad.tmp.npy", "loss.npy"])
+                     "grad.tmp.npy", "loss.npy", "updated.embed.w.npy",
+                     "updated.layers.0.norm.g.npy"])
 expect(files == want_files, f"dump files {files}, expected {want_files}")
 
 
@@ -98,6 +100,9 @@ same("tokens.npy", tokens.astype(np.int32), np.int32)
 same("layers.0.h.npy", h, np.float32)
 same("grad.tmp.npy", tmpv, np.float32)
 same("loss.npy", np.array(loss, np.float32), np.float32)
+# The parameters after the last step (the tiny step leaves them as they were).
+same("updated.embed.w.npy", w, np.float32)
+same("updated.layers.0.norm.g.npy", g, np.float32)
 
 events = json.load(open(trace))
 expect(events.get("displayTimeUnit") == "ms", "trace: displayTimeUnit")

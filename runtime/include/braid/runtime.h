@@ -80,6 +80,16 @@ typedef struct braid_tensor_desc {
   double std;
   int64_t bound;
   int64_t offset; /* bytes from the arena base */
+  /* SPMD sharding; NULL when the tensor is whole on every rank. `global_shape`
+   * is the tensor's global shape and split_axes[d] the grid axes splitting
+   * dimension d, comma-separated, major to minor ("tp", "dp,tp"; NULL or ""
+   * when not split). `shape` is then the local shape, ceil(global / n) along
+   * a dimension split over n ranks; the rank whose coordinate over the listed
+   * axes (linear, major to minor) is c holds the global indices
+   * [c * local, (c + 1) * local) of that dimension. Global indices past the
+   * global size are padding: zero on every rank whatever `init` says. */
+  const int64_t *global_shape;
+  const char *const *split_axes;
 } braid_tensor_desc;
 
 typedef struct braid_rt braid_rt; /* opaque: backend, stream, arena, trace */
@@ -94,6 +104,9 @@ typedef struct braid_program {
   const braid_tensor_desc *inputs;
   int64_t loss_offset; /* a 0-d f32 in the arena, written by each step */
   void (*step)(braid_rt *rt, char *arena);
+  /* The grid the program was partitioned for ("dp=2,tp=2"); NULL or "" for
+   * a single-rank program. */
+  const char *grid;
 } braid_program;
 
 const braid_program *braid_program_get(void);
@@ -117,6 +130,15 @@ void braid_rt_op_flops(braid_rt *rt, double flops);
  * NAME.npy when dumping is on. `scope` is the call path ("layers.3"). */
 void braid_rt_value(braid_rt *rt, const char *scope, const char *name, const void *data,
                     braid_dtype dtype, int32_t rank, const int64_t *shape);
+
+/* braid_rt_value for a sharded value: `shape` is the local shape and
+ * (global_shape, split_axes) say where it lies in the global tensor, as in
+ * braid_tensor_desc. When dumping, the runtime assembles the global tensor
+ * from every rank's shard (dropping padding) and rank 0 writes it; every rank
+ * must make the call. */
+void braid_rt_value_sharded(braid_rt *rt, const char *scope, const char *name, const void *data,
+                            braid_dtype dtype, int32_t rank, const int64_t *shape,
+                            const int64_t *global_shape, const char *const *split_axes);
 
 /* Scope of the calls in flight, for value names: push on call, pop on return. */
 void braid_rt_push_scope(braid_rt *rt, const char *scope);
@@ -304,6 +326,63 @@ void braid_k_increment(braid_rt *rt, float *step);
  * master weights, f32 gradients of bf16 values). */
 void braid_k_convert(braid_rt *rt, braid_dtype from, braid_dtype to, const void *x, void *y,
                      int64_t n);
+/*===--- SPMD kernels -----------------------------------------------------===*
+ * Local pieces of partitioned ops. `offset` is the global index of the first
+ * vocabulary row or column this rank holds; global indices >= `valid` are
+ * padding.
+ */
+
+/* Vocabulary-parallel embedding: out[t] = table[tokens[t] - offset] when
+ * offset <= tokens[t] < offset + vocab_local, else 0 (the ranks' outputs sum
+ * to the whole lookup). */
+void braid_k_embedding_shard(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                             const void *tokens, const void *table, void *out,
+                             int64_t num_tokens, int64_t vocab_local, int64_t hidden,
+                             int64_t offset);
+/* dtable [vocab_local, hidden] = scatter-add of dy rows whose token falls in
+ * [offset, offset + vocab_local). */
+void braid_k_embedding_grad_shard(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                                  const void *tokens, const void *dy, void *dtable,
+                                  int64_t num_tokens, int64_t vocab_local, int64_t hidden,
+                                  int64_t offset);
+/* y[i] = x[i] + bias[i % n_bias], n a multiple of n_bias. */
+void braid_k_bias_add(braid_rt *rt, braid_dtype dt, const void *x, const void *bias, void *y,
+                      int64_t n, int64_t n_bias);
+/* Cross-entropy over logits [rows, vocab_local] holding global columns
+ * [offset, offset + vocab_local) of a vocabulary whose first `valid` columns
+ * are real. Three passes with all-reduces between them (done by the caller):
+ *   1. row_max[r] = max over real local columns (-inf when none);
+ *      -> all-reduce max over the vocabulary's ranks
+ *   2. stats[r] = {sum over real local columns of exp(l - row_max[r]),
+ *                  l[r, labels[r] - offset] when the label is local, else 0};
+ *      -> all-reduce sum
+ *   3. loss (0-d f32) = sum over rows of (row_max + log stats[r][0] - stats[r][1])
+ *      / denominator.
+ * The gradient uses the reduced row_max and stats:
+ *   dlogits[r, c] = dloss / denominator * (exp(l - row_max - log stats[r][0])
+ *                   - [offset + c == labels[r]]), 0 in padding columns. */
+void braid_k_ce_shard_max(braid_rt *rt, braid_dtype dt, const void *logits, float *row_max,
+                          int64_t rows, int64_t vocab_local, int64_t offset, int64_t valid);
+void braid_k_ce_shard_stats(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                            const void *logits, const void *labels, const float *row_max,
+                            float *stats, int64_t rows, int64_t vocab_local, int64_t offset,
+                            int64_t valid);
+void braid_k_ce_shard_loss(braid_rt *rt, const float *row_max, const float *stats, float *loss,
+                           int64_t rows, int64_t denominator);
+void braid_k_ce_shard_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                           const void *logits, const void *labels, const float *row_max,
+                           const float *stats, const float *dloss, void *dlogits, int64_t rows,
+                           int64_t vocab_local, int64_t offset, int64_t valid,
+                           int64_t denominator);
+/* x viewed as [outer, dim, inner] -> y [outer, dim_local, inner]:
+ * y[o, i, j] = x[o, start + i, j], zero where start + i >= dim. */
+void braid_k_slice(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t outer,
+                   int64_t dim, int64_t dim_local, int64_t inner, int64_t start);
+/* The adjoint: y [outer, dim, inner] = zero except y[o, start + i, j] =
+ * x[o, i, j] for start + i < dim. */
+void braid_k_unslice(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t outer,
+                     int64_t dim, int64_t dim_local, int64_t inner, int64_t start);
+
 /* y = 0. */
 void braid_k_zero(braid_rt *rt, braid_dtype dt, void *y, int64_t n);
 

@@ -1,11 +1,13 @@
 //===- matmul.cpp - CPU kernels: linear, batch_matmul ---------------------===//
 //
 // One cache-blocked GEMM: C[m, n] = sum_k A(m, k) B(k, n) (+ bias[n]) with A
-// and B given by element strides (which covers the transposed layouts) and f32
-// accumulation. For each output the sum runs over k in increasing order
-// (bias added last), whatever the blocking, so results do not depend on the
-// block sizes. Blocks of B are converted to f32 and packed row-major so that
-// the innermost loop (over n) is contiguous and vectorizes.
+// and B given by element strides (which covers the transposed layouts) and f64
+// accumulation: products of f32 values are exact in f64 and their sum nearly
+// so, which makes the CPU backend a reference whose results hardly depend on
+// how a sum is split (over ranks by a partitioned program, or over k blocks).
+// For each output the sum runs over k in increasing order (bias added last),
+// whatever the blocking. Blocks of B are converted and packed row-major so
+// that the innermost loop (over n) is contiguous and vectorizes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,15 +24,15 @@ constexpr int64_t KB = 64;  // contraction slice
 template <typename T>
 void gemm(const T *a, int64_t aRow, int64_t aCol, const T *b, int64_t bRow, int64_t bCol,
           const T *bias, T *c, int64_t m, int64_t k, int64_t n) {
-  float acc[MB][NB];
-  float bp[KB][NB];
+  double acc[MB][NB];
+  double bp[KB][NB];
   for (int64_t j0 = 0; j0 < n; j0 += NB) {
     const int64_t nb = n - j0 < NB ? n - j0 : NB;
     for (int64_t i0 = 0; i0 < m; i0 += MB) {
       const int64_t mb = m - i0 < MB ? m - i0 : MB;
       for (int64_t i = 0; i < mb; ++i)
         for (int64_t j = 0; j < NB; ++j)
-          acc[i][j] = 0.0f;
+          acc[i][j] = 0.0;
       for (int64_t k0 = 0; k0 < k; k0 += KB) {
         const int64_t kb = k - k0 < KB ? k - k0 : KB;
         for (int64_t kk = 0; kk < kb; ++kk) {
@@ -38,14 +40,14 @@ void gemm(const T *a, int64_t aRow, int64_t aCol, const T *b, int64_t bRow, int6
           for (int64_t j = 0; j < nb; ++j)
             bp[kk][j] = braid::load(brow, j * bCol);
           for (int64_t j = nb; j < NB; ++j) // padding: the inner loop has a fixed trip count
-            bp[kk][j] = 0.0f;
+            bp[kk][j] = 0.0;
         }
         for (int64_t i = 0; i < mb; ++i) {
           const T *arow = a + (i0 + i) * aRow + k0 * aCol;
-          float *ci = acc[i];
+          double *ci = acc[i];
           for (int64_t kk = 0; kk < kb; ++kk) {
-            const float av = braid::load(arow, kk * aCol);
-            const float *bk = bp[kk];
+            const double av = braid::load(arow, kk * aCol);
+            const double *bk = bp[kk];
             for (int64_t j = 0; j < NB; ++j) // fixed length: vectorizes even at -O2
               ci[j] += av * bk[j];
           }
@@ -54,10 +56,10 @@ void gemm(const T *a, int64_t aRow, int64_t aCol, const T *b, int64_t bRow, int6
       for (int64_t i = 0; i < mb; ++i) {
         T *crow = c + (i0 + i) * n + j0;
         for (int64_t j = 0; j < nb; ++j) {
-          float v = acc[i][j];
+          double v = acc[i][j];
           if (bias)
             v += braid::load(bias, j0 + j);
-          braid::store(crow, j, v);
+          braid::store(crow, j, static_cast<float>(v));
         }
       }
     }
