@@ -6,7 +6,8 @@
 
 namespace braid {
 /// Registers the braid dialect and the upstream dialects Braid's pipeline uses
-/// (func, arith, tensor, linalg, shard, ...), with their external models.
+/// (func, arith, tensor, linalg, shard, ...), with their external models,
+/// among them the upstream sharding models of the braid ops.
 void registerAllDialects(mlir::DialectRegistry &registry);
 } // namespace braid
 

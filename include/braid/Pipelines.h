@@ -37,9 +37,30 @@ struct TrainingPipelineOptions
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("Decoupled weight decay"),
                              llvm::cl::init(0.1)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("AdamW epsilon"),
+                     llvm::cl::init(1e-8)};
   Option<double> maxNorm{*this, "max-norm",
                          llvm::cl::desc("Global-norm clipping (<= 0: off)"),
                          llvm::cl::init(1.0)};
+  // SPMD partitioning (empty grid: one rank, nothing partitioned).
+  Option<std::string> grid{
+      *this, "grid",
+      llvm::cl::desc("Device grid as AXIS=SIZE,... over the axes dp, ep, tp "
+                     "(e.g. dp=2,tp=2); empty: one rank")};
+  Option<std::string> plan{
+      *this, "plan",
+      llvm::cl::desc("How unannotated weights are sharded: megatron (tensor "
+                     "parallel over tp, vocabulary parallel, experts over "
+                     "ep) or data (replicated)"),
+      llvm::cl::init("megatron")};
+  Option<int> zero{*this, "zero",
+                   llvm::cl::desc("ZeRO stage over dp: 0, 1 (optimizer "
+                                  "state), 2 (+ gradients), 3 (+ parameters)"),
+                   llvm::cl::init(0)};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("Shard norms and residuals over tp along the sequence"),
+      llvm::cl::init(false)};
 };
 
 /// Lowers a model description to the step braid-translate emits: expert FFNs

@@ -1,6 +1,8 @@
 //===- TrainingPipeline.cpp - --braid-training-pipeline -------------------===//
 //
-// The order matters: expert FFNs are expanded before anything differentiates
+// The order matters: the step is partitioned over the grid first, so that
+// everything after it works on one rank's program (and autodiff derives
+// the backward collectives from the forward ones); expert FFNs are expanded before anything differentiates
 // or emits them; element types change before autodiff so that the backward
 // pass is built at the precision the forward runs in (and, with master
 // weights, flows back to f32 through the converts); the optimizer consumes
@@ -22,6 +24,13 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
                                     const TrainingPipelineOptions &options,
                                     std::string *error) {
   bool training = options.optimizer != "none";
+  mlir::braid::BraidPartitionPassOptions partition;
+  partition.gridOption = options.grid;
+  partition.entry = options.entry;
+  partition.plan = options.plan;
+  partition.zero = options.zero;
+  partition.sequenceParallel = options.sequenceParallel;
+  pm.addPass(mlir::braid::createBraidPartitionPass(partition));
   pm.addNestedPass<func::FuncOp>(mlir::braid::createBraidExpandExpertFFNPass());
   // Other element types (bf16, f16) are checked by the conversion pass,
   // which reports what it cannot do.
@@ -43,6 +52,7 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   optimizer.lr = options.lr;
   optimizer.weightDecay = options.weightDecay;
   optimizer.maxNorm = options.maxNorm;
+  optimizer.eps = options.eps;
   pm.addPass(mlir::braid::createBraidOptimizerPass(optimizer));
   return success();
 }

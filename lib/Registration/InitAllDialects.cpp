@@ -3,6 +3,7 @@
 #include "braid/InitAllDialects.h"
 
 #include "dialects/braid/IR/BraidDialect.h"
+#include "dialects/braid/Transforms/ShardingInterfaceImpl.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/ShardingInterfaceImpl.h"
@@ -26,9 +27,10 @@ void braid::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::math::MathDialect, mlir::memref::MemRefDialect,
                   mlir::scf::SCFDialect, mlir::shard::ShardDialect,
                   mlir::tensor::TensorDialect>();
-  // Sharding models of the upstream ops, for the upstream propagation and
-  // partition passes.
+  // Sharding models of the upstream and braid ops, for the upstream
+  // propagation and partition passes.
   mlir::arith::registerShardingInterfaceExternalModels(registry);
   mlir::linalg::registerShardingInterfaceExternalModels(registry);
   mlir::tensor::registerShardingInterfaceExternalModels(registry);
+  mlir::braid::registerShardingInterfaceExternalModels(registry);
 }

@@ -5,7 +5,8 @@
 # to the measured peak, a Perfetto/Chrome trace that is valid JSON with one
 # complete event per kernel of the program, the generated source on request,
 # the CUDA variant of the same source compiled with nvcc for sm_90 when nvcc
-# is installed, and located errors for bad input.
+# is installed, located errors for bad input, --grid/--verify on a 1-rank grid
+# (and on 2 ranks under mpirun when MPI is installed), and the new options' errors.
 import json
 import os
 import re
@@ -93,6 +94,47 @@ if r.returncode != 1 or not re.search(r"bad\.mlir:2:3: error: autodiff needs a s
 r = run(model, "--dtype", "f8")
 if r.returncode != 1 or "'to' must be bf16 or f16, found 'f8'" not in r.stderr:
     failures.append(f"bad dtype: rc {r.returncode}, stderr:\n{r.stderr}")
+
+# --grid and --verify. A 1-rank grid checks the whole --verify path without MPI:
+# both programs run, dump, and compare equal.
+verify_dump = os.path.join(work, "verify")
+r = run(model, "--steps", "2", "--seed", "1", "--quiet", "--grid", "dp=1", "--verify",
+        "--dump", verify_dump)
+verdict = "\n".join(r.stdout.splitlines()[-4:])
+if (r.returncode != 0 or len(re.findall(r"^step \d+ loss ", r.stdout, re.M)) != 2
+        or not re.fullmatch(r"verify: loss 0\nverify: gradients 0 \(grad\.\S+\)\n"
+                            r"verify: parameters 0 \(updated\.\S+\)\nverify: PASS", verdict)):
+    failures.append(f"--grid dp=1 --verify: rc {r.returncode}\n{r.stdout}{r.stderr}")
+for sub in ("", "reference"):
+    names = os.listdir(os.path.join(verify_dump, sub)) if os.path.isdir(
+        os.path.join(verify_dump, sub)) else []
+    if not any(n.startswith("updated.") for n in names) or "loss.npy" not in names:
+        failures.append(f"--verify --dump: no updated.*.npy / loss.npy in {sub or 'DIR'}: "
+                        f"{sorted(names)[:5]}")
+# Several ranks: braid-run links the MPI runtime and starts mpirun itself; only
+# rank 0 prints.
+if shutil.which("mpirun") or shutil.which("mpiexec"):
+    r = run(model, "--steps", "1", "--optimizer", "none", "--grid", "dp=2")
+    if (r.returncode != 0 or len(re.findall(r"^step 1 loss ", r.stdout, re.M)) != 1
+            or "grid dp=2 (2 ranks, mpi)" not in r.stderr):
+        failures.append(f"--grid dp=2 under mpirun: rc {r.returncode}\n{r.stdout}{r.stderr}")
+    print("mpi run:", "ok" if r.returncode == 0 else "FAILED")
+else:
+    print("mpi run: mpirun not installed")
+# Option errors, before any work.
+for args, message in (
+        (["--verify"], "--verify compares a partitioned run with the 1-rank run: it needs --grid"),
+        (["--grid", "dp=2,tp"], "bad --grid 'dp=2,tp': 'tp' is not AXIS=SIZE"),
+        (["--grid", "dp=0"], "bad --grid 'dp=0': axis dp needs a positive size, got '0'"),
+        (["--grid", "tp=2,tp=2"], "bad --grid 'tp=2,tp=2': axis tp appears twice"),
+        (["--grid="], "--grid needs AXIS=SIZE"),
+        (["--zero", "4"], "--zero must be 0, 1, 2 or 3, found 4"),
+        (["--plan", "fsdp"], "--plan must be megatron or data, found 'fsdp'"),
+        (["--grid", "dp=1", "--verify", "--verify-tolerance", "-1"],
+         "--verify-tolerance must be a non-negative number")):
+    r = run(model, *args)
+    if r.returncode != 1 or f"braid-run: {message}" not in r.stderr or r.stdout:
+        failures.append(f"{args}: rc {r.returncode}, stdout {r.stdout!r}, stderr:\n{r.stderr}")
 
 for failure in failures:
     print("FAIL:", failure)

@@ -11,7 +11,11 @@
 // size), and a call reserves the callee's frame for the duration of the call.
 // A value returned by a function is written straight into the buffer its
 // caller planned for the call's result; reshapes alias their input; values
-// inside a fused elementwise group are never stored.
+// inside a fused elementwise group are never stored. An op that needs
+// scratch while it runs (the re-layout of a collective's blocks, the softmax
+// statistics of a vocabulary-parallel cross-entropy: scratchBytes) gets a
+// buffer live at that op alone, so the planned peak still equals the
+// measured one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +25,7 @@
 #include "dialects/braid/Analysis/ElementwiseFusion.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -54,6 +59,12 @@ struct FrameBuffer {
   unsigned firstOp = 0, lastOp = 0; ///< live range in op positions
 };
 
+/// A buffer an op uses while it runs (see scratchBytes).
+struct ScratchBuffer {
+  int64_t offset = 0;
+  int64_t bytes = 0; ///< rounded up to kBufferAlignment
+};
+
 struct FunctionPlan {
   func::FuncOp func;
   int64_t frameBytes = 0;
@@ -62,6 +73,8 @@ struct FunctionPlan {
   /// none).
   llvm::DenseMap<Value, Storage> storage;
   SmallVector<FrameBuffer> buffers;
+  /// Scratch of the ops that need it, live at their position only.
+  llvm::DenseMap<Operation *, ScratchBuffer> scratch;
   /// Offset of the callee's frame inside this frame, per call.
   llvm::DenseMap<Operation *, int64_t> calleeFrame;
   /// Position of each op in the block (fused members: their root's).
@@ -101,6 +114,82 @@ FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry);
 
 /// Bytes of a tensor of `type`.
 int64_t getTensorBytes(Type type);
+
+//===----------------------------------------------------------------------===//
+// SPMD programs: grid groups and the scratch of partitioned ops
+//===----------------------------------------------------------------------===//
+
+/// Grid axes a collective or a partitioned op runs over, in the order it
+/// lists them (major to minor): the rank's coordinate over them is the
+/// row-major index of its coordinates along them, and block c of a
+/// dimension split over them is that rank's.
+struct GridGroup {
+  SmallVector<std::string> names;
+  SmallVector<int64_t> sizes;
+  /// The index of each listed axis in the grid.
+  SmallVector<unsigned> positions;
+
+  /// The number of ranks in the group.
+  int64_t size() const;
+  /// True when the axes are listed in grid order, the order of the runtime's
+  /// communicator ranks (braid_rt_comm orders its ranks row-major over the
+  /// group's axes as the grid lists them, whatever order the spec names them
+  /// in).
+  bool inGridOrder() const;
+  /// The communicator spec: the names joined with ",".
+  std::string spec() const;
+};
+
+/// The program's device grid: the one shard.grid of the module holding
+/// `op`, or null.
+shard::GridOp getProgramGrid(Operation *op);
+/// The names of `grid`'s axes (its `braid.axes` attribute, an array of one
+/// string per axis); failure with an error at the grid when missing.
+FailureOr<SmallVector<std::string>> getGridAxisNames(shard::GridOp grid);
+
+/// The group of a shard collective on `grid` over `axes` (grid axis
+/// indices); the group named by `names` (a braid op's `vocab_axes`,
+/// `zero_axes`, `axes`) on the program's grid. Failures are reported
+/// through `emitError` when given.
+FailureOr<GridGroup>
+getGridGroup(Operation *op, FlatSymbolRefAttr grid, ArrayRef<int16_t> axes,
+             function_ref<InFlightDiagnostic()> emitError = {});
+FailureOr<GridGroup>
+getGridGroup(Operation *op, ArrayAttr names,
+             function_ref<InFlightDiagnostic()> emitError = {});
+
+/// A permutation of a tensor's elements as braid_k_transpose takes it:
+/// the input has `shape`, the output y.shape[i] = shape[perm[i]].
+struct Transpose {
+  SmallVector<int64_t> shape, perm;
+};
+
+/// The runtime's collectives move one contiguous block per rank, in
+/// communicator rank order. A tensor of `shape` whose dimension `dim` holds
+/// one block per rank of `group` (block c at [c L, (c + 1) L)) is laid out
+/// that way only when `dim` is its outermost dimension of size above one
+/// and the group lists its axes in grid order; otherwise the collective goes
+/// through a scratch buffer in rank-block layout, reached by `toBlocks` and
+/// left by `fromBlocks`. Nullopt when no re-layout is needed.
+struct BlockRelayout {
+  Transpose toBlocks, fromBlocks;
+};
+std::optional<BlockRelayout> getBlockRelayout(ArrayRef<int64_t> shape,
+                                              int64_t dim,
+                                              const GridGroup &group);
+
+/// True for a cross_entropy / cross_entropy_grad partitioning has annotated
+/// (`vocab_axes`, `vocab_size` or `denominator`): it runs as the
+/// braid_k_ce_shard_* passes with its statistics in scratch.
+bool isShardedCrossEntropy(Operation *op);
+/// The byte offset of the stats array within a sharded cross-entropy's
+/// scratch ([row_max: rows f32 | stats: rows x 2 f32]).
+int64_t getCrossEntropyStatsOffset(int64_t rows);
+
+/// Bytes of scratch `op` needs while it runs, 0 for most ops: a collective
+/// whose blocks need a re-layout (getBlockRelayout), the softmax statistics
+/// of a sharded cross-entropy.
+int64_t scratchBytes(Operation *op);
 
 } // namespace mlir::braid
 

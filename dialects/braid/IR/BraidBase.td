@@ -27,6 +27,7 @@ def Braid_Dialect : Dialect {
   let dependentDialects = ["::mlir::func::FuncDialect"];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Name of the module attribute holding the model's hyper-parameters.
     static constexpr ::llvm::StringLiteral getModelAttrName() {

@@ -3,9 +3,12 @@
 #include "dialects/braid/IR/BraidDialect.h"
 #include "dialects/braid/IR/BraidOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -31,6 +34,34 @@ void BraidDialect::initialize() {
 /// `braid.model` holds the hyper-parameters of the model as a flat dictionary
 /// of integers, floats, strings, booleans and arrays of those; `name` and
 /// `family` are required so that tools can say what they are looking at.
+/// `braid.split` (per dimension, the grid axis names splitting it) and
+/// `braid.global_shape`, on a parameter, state or step argument of a
+/// partitioned program.
+static LogicalResult verifyShardAttr(Operation *op, NamedAttribute attr) {
+  if (attr.getName() == "braid.global_shape") {
+    if (!isa<DenseI64ArrayAttr>(attr.getValue()))
+      return op->emitError("'braid.global_shape' must be an array<i64>");
+    return success();
+  }
+  auto dims = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!dims || !llvm::all_of(dims, [](Attribute dim) {
+        auto axes = dyn_cast<ArrayAttr>(dim);
+        return axes && llvm::all_of(axes, llvm::IsaPred<StringAttr>);
+      }))
+    return op->emitError("'braid.split' must be an array (one per dimension) "
+                         "of arrays of grid axis names");
+  return success();
+}
+
+LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                     unsigned,
+                                                     NamedAttribute attr) {
+  if (attr.getName() == "braid.split" || attr.getName() == "braid.global_shape")
+    return verifyShardAttr(op, attr);
+  return op->emitError() << "unknown braid argument attribute '"
+                         << attr.getName().getValue() << "'";
+}
+
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   // The parameters whose gradients a differentiated step returns after its
@@ -46,6 +77,29 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
               op, cast<FlatSymbolRefAttr>(name))))
         return op->emitError("'braid.gradients' names ")
                << name << ", which is not a braid.param";
+    return success();
+  }
+  if (attr.getName() == "braid.axes") {
+    // The names of a shard.grid's axes, in order.
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    auto grid = dyn_cast<shard::GridOp>(op);
+    if (!grid || !names || !llvm::all_of(names, llvm::IsaPred<StringAttr>) ||
+        names.size() != grid.getShape().size())
+      return op->emitError("'braid.axes' must name each axis of a shard.grid "
+                           "with a string");
+    llvm::StringSet<> seen;
+    for (Attribute name : names)
+      if (!seen.insert(cast<StringAttr>(name).getValue()).second)
+        return op->emitError("'braid.axes' names axis ")
+               << name << " twice";
+    return success();
+  }
+  if (attr.getName() == "braid.split" || attr.getName() == "braid.global_shape")
+    return verifyShardAttr(op, attr);
+  if (attr.getName() == "braid.zero") {
+    auto stage = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !stage || stage.getInt() < 0 || stage.getInt() > 3)
+      return op->emitError("'braid.zero' must be a ZeRO stage 0-3 on a module");
     return success();
   }
   if (attr.getName() != getModelAttrName())

@@ -84,13 +84,19 @@ def Braid_EmbeddingOp : Braid_InferredOp<"embedding"> {
     (GPT-2/GPT-3 learned positions). Every token must lie in [0, V); the
     runtime checks it.
 
+    After SPMD partitioning, `vocab_axes` names the grid axes the table's rows
+    are split over: this rank's table holds rows [c V, (c + 1) V) of the
+    global table (c its coordinate over those axes) and the lookup of a token
+    outside them is zero, so the ranks' results sum to the whole lookup.
+
     ```mlir
     %h = braid.embedding %tok, %wte positions %wpe
         : tensor<2x16xi32>, tensor<97x32xf32>, tensor<16x32xf32> -> tensor<2x16x32xf32>
     ```
   }];
   let arguments = (ins Braid_IndexTensor:$tokens, Braid_FloatTensor:$table,
-                       Optional<Braid_FloatTensor>:$position_table);
+                       Optional<Braid_FloatTensor>:$position_table,
+                       OptionalAttr<StrArrayAttr>:$vocab_axes);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $tokens `,` $table (`positions` $position_table^)? attr-dict `:` type($tokens)
@@ -299,6 +305,25 @@ def Braid_MulOp : Braid_BinaryOp<"mul", [Commutative]> {
   let description = "`result = lhs * rhs`; no broadcasting.";
 }
 
+def Braid_BiasAddOp : Braid_InferredOp<"bias_add"> {
+  let summary = "adds a tensor broadcast over the leading dimensions";
+  let description = [{
+    `bias`'s shape is a suffix of `input`'s: `result[..., i] = input[..., i] +
+    bias[i]` over the trailing dimensions bias has. SPMD partitioning uses it
+    to add a row-parallel linear's bias, or a learned position table, once
+    after the partial sums are reduced.
+
+    ```mlir
+    %y = braid.bias_add %x, %b : tensor<2x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$bias);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $bias attr-dict `:` type($input) `,` type($bias)
+  }];
+}
+
 def Braid_GluOp : Braid_Op<"glu", [Pure, Elementwise, SameOperandsAndResultType]> {
   let summary = "gated linear unit: act(gate) * up (SwiGLU, GeGLU, Mamba's gate)";
   let description = [{
@@ -371,11 +396,22 @@ def Braid_CrossEntropyOp : Braid_InferredOp<"cross_entropy"> {
     a 0-d f32 tensor whatever the logits' element type. Labels must lie in
     [0, V).
 
+    Attributes set by SPMD partitioning: `denominator` replaces N (the global
+    number of labels when the batch is split, so that the ranks' results sum
+    to the global mean); `vocab_axes` names the grid axes the logits' last
+    dimension is split over (this rank holds global columns [c V, (c + 1) V);
+    the softmax statistics are all-reduced over those axes, so every rank of
+    them returns the same value); `vocab_size` is the number of real columns
+    of the global vocabulary, the rest being padding that takes no part.
+
     ```mlir
     %loss = braid.cross_entropy %logits, %labels : tensor<2x16x97xf32>, tensor<2x16xi32> -> tensor<f32>
     ```
   }];
-  let arguments = (ins Braid_FloatTensor:$logits, Braid_IndexTensor:$labels);
+  let arguments = (ins Braid_FloatTensor:$logits, Braid_IndexTensor:$labels,
+                       OptionalAttr<StrArrayAttr>:$vocab_axes,
+                       OptionalAttr<I64Attr>:$vocab_size,
+                       OptionalAttr<I64Attr>:$denominator);
   let results = (outs 0DTensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)

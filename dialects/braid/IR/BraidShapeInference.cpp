@@ -427,3 +427,22 @@ LogicalResult CombineOp::inferReturnTypes(MLIRContext *,
       experts.getElementType()));
   return success();
 }
+
+LogicalResult BiasAddOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  ShapeErrors<BiasAddOp> error{loc};
+  auto input = typeOf(adaptor.getInput());
+  auto bias = typeOf(adaptor.getBias());
+  if (!input || !bias)
+    return failure();
+  if (failed(error.expectSameElementType({input, bias})))
+    return failure();
+  if (bias.getRank() > input.getRank() ||
+      input.getShape().take_back(bias.getRank()) != bias.getShape())
+    return error("bias shape ", bias, " is not a suffix of the input's ",
+                 input);
+  inferred.push_back(input);
+  return success();
+}

@@ -279,6 +279,15 @@ LogicalResult IncrementOp::verifySymbolUses(SymbolTableCollection &symbols) {
 }
 
 /// The update's parameter exists and has the gradient's shape.
+/// Elements of this rank's range of a ZeRO-sharded update: the length of a
+/// 1-D `grad` that is a range of the parameter, else 0.
+static int64_t zeroRange(RankedTensorType param, RankedTensorType grad) {
+  if (grad.getRank() != 1 || grad.getShape() == param.getShape())
+    return 0;
+  int64_t n = grad.getDimSize(0);
+  return n > 0 && param.getNumElements() % n == 0 ? n : 0;
+}
+
 static LogicalResult verifyUpdatedParam(Operation *op,
                                         SymbolTableCollection &symbols,
                                         FlatSymbolRefAttr symbol,
@@ -287,6 +296,9 @@ static LogicalResult verifyUpdatedParam(Operation *op,
   if (!param)
     return op->emitOpError("'") << symbol
                                 << "' does not reference a braid.param";
+  // ZeRO-2 passes this rank's range of the flat gradient.
+  if (op->hasAttr("zero_axes") && zeroRange(param.getTensorType(), grad))
+    return success();
   if (param.getTensorType().getShape() != grad.getShape())
     return op->emitOpError("grad shape ")
            << grad << " differs from the parameter's "
@@ -338,6 +350,17 @@ LogicalResult AdamWUpdateOp::verifySymbolUses(SymbolTableCollection &symbols) {
     FailureOr<RankedTensorType> type = lookupState(*this, symbols, symbol, role);
     if (failed(type))
       return failure();
+    if (getZeroAxes()) {
+      auto param = symbols.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+      if (!zeroRange(param.getTensorType(), *type) ||
+          !type->getElementType().isF32())
+        return emitOpError("the ")
+               << role
+               << " of a ZeRO-sharded update must be a 1-D f32 range of the "
+                  "flat parameter, found "
+               << *type;
+      continue;
+    }
     if (type->getShape() != grad.getShape() || !type->getElementType().isF32())
       return emitOpError("the ")
              << role << " must be an f32 tensor of the parameter's shape, found "
@@ -353,4 +376,42 @@ LogicalResult AdamWUpdateOp::verifySymbolUses(SymbolTableCollection &symbols) {
   if (step->getRank() != 0 || !step->getElementType().isF32())
     return emitOpError("step must be a tensor<f32>, found ") << *step;
   return success();
+}
+
+/// A slice (`part`) of `whole` along `dim` over `axes`: the shapes agree but
+/// along dim, where the part is no larger.
+template <typename OpTy>
+static LogicalResult verifyBlock(OpTy op, RankedTensorType part,
+                                 RankedTensorType whole) {
+  int64_t dim = op.getDim();
+  if (part.getRank() != whole.getRank() || dim < 0 || dim >= part.getRank())
+    return op.emitOpError("dim ") << dim << " must index both " << part
+                                  << " and " << whole;
+  for (int64_t d = 0; d < part.getRank(); ++d)
+    if (d != dim && part.getDimSize(d) != whole.getDimSize(d))
+      return op.emitOpError("the block ")
+             << part << " and the whole " << whole
+             << " may differ only along dim " << dim;
+  if (part.getDimSize(dim) > whole.getDimSize(dim))
+    return op.emitOpError("the block (") << part.getDimSize(dim)
+                                         << ") is larger than the whole ("
+                                         << whole.getDimSize(dim) << ")";
+  if (part.getElementType() != whole.getElementType())
+    return op.emitOpError("input and result element types differ");
+  if (op.getAxes().empty())
+    return op.emitOpError("needs at least one grid axis");
+  if (op.getReplicas() < 1)
+    return op.emitOpError("replicas must be at least 1, found ")
+           << op.getReplicas();
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  return verifyBlock(*this, cast<RankedTensorType>(getResult().getType()),
+                     cast<RankedTensorType>(getInput().getType()));
+}
+
+LogicalResult UnsliceOp::verify() {
+  return verifyBlock(*this, cast<RankedTensorType>(getInput().getType()),
+                     cast<RankedTensorType>(getResult().getType()));
 }

@@ -129,8 +129,11 @@ def Braid_EmbeddingGradOp : Braid_Op<"embedding_grad", [Pure]> {
   let description = [{
     `tokens` [..., S], `grad` [..., S, H] -> [V, H] (V from the result type):
     `result[v] = sum over positions p with tokens[p] == v of grad[p]`.
+    With `vocab_axes` the result is this rank's shard of the table's
+    cotangent, as in braid.embedding.
   }];
-  let arguments = (ins Braid_IndexTensor:$tokens, Braid_FloatTensor:$grad);
+  let arguments = (ins Braid_IndexTensor:$tokens, Braid_FloatTensor:$grad,
+                       OptionalAttr<StrArrayAttr>:$vocab_axes);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $tokens `,` $grad attr-dict `:` type($tokens) `,` type($grad) `->` type($result)
@@ -155,9 +158,14 @@ def Braid_CrossEntropyGradOp : Braid_InferredOp<"cross_entropy_grad"> {
   let description = [{
     `result = grad / N * (softmax(logits) - onehot(labels))` row by row, with
     `grad` the 0-d f32 cotangent of the loss and N the number of labels.
+    `vocab_axes`, `vocab_size` and `denominator` mean what they mean on
+    braid.cross_entropy (padding columns get a zero cotangent).
   }];
   let arguments = (ins Braid_FloatTensor:$logits, Braid_IndexTensor:$labels,
-                       0DTensorOf<[F32]>:$grad);
+                       0DTensorOf<[F32]>:$grad,
+                       OptionalAttr<StrArrayAttr>:$vocab_axes,
+                       OptionalAttr<I64Attr>:$vocab_size,
+                       OptionalAttr<I64Attr>:$denominator);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $grad attr-dict `:` type($logits) `,` type($labels)
@@ -253,6 +261,42 @@ def Braid_CombineGradOp : Braid_InferredOp<"combine_grad"> {
 // Program state and optimizer updates
 //===----------------------------------------------------------------------===//
 
+def Braid_SliceOp : Braid_Op<"slice", [Pure]> {
+  let summary = "this rank's block of a replicated value, blocks shared by neighbours";
+  let description = [{
+    `input` is whole on every rank of grid `axes`; the result is its block
+    b = floor(c / replicas) along `dim` (c the rank's coordinate over `axes`,
+    the block size the result's): `result[..., i, ...] = input[..., b L + i,
+    ...]`. With `replicas` = 1 this is `shard.all_slice`; with more, groups of
+    `replicas` consecutive ranks hold the same block, as tensor parallelism
+    over more ranks than key/value heads gives each rank the one key/value
+    head its query heads share.
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, StrArrayAttr:$axes,
+                       I64Attr:$dim, DefaultValuedAttr<I64Attr, "1">:$replicas);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input `along` $dim `over` $axes attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Braid_UnsliceOp : Braid_Op<"unslice", [Pure]> {
+  let summary = "places this rank's slice into zeros of the whole shape";
+  let description = [{
+    The adjoint of `shard.all_slice` and `braid.slice`: `input` is the block
+    b = floor(c / replicas) of `dim` that the rank with coordinate c over grid
+    `axes` holds (size L), the result is zero except
+    `result[..., b L + i, ...] = input[..., i, ...]` (indices past the
+    result's size dropped). Under the SPMD convention that a replicated
+    value's cotangent may be spread over the ranks, this is exact without
+    communication.
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, StrArrayAttr:$axes,
+                       I64Attr:$dim, DefaultValuedAttr<I64Attr, "1">:$replicas);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input `along` $dim `over` $axes attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Braid_StateOp : Braid_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
   let summary = "declares persistent, non-trainable program state";
   let description = [{
@@ -310,10 +354,12 @@ def Braid_SGDUpdateOp : Braid_Op<"sgd_update",
   let summary = "in-place SGD step of one parameter";
   let description = [{
     With g = coef * grad: `param -= lr * (g + weight_decay * param)`.
+    `zero_axes` shards the update as on braid.adamw_update.
   }];
   let arguments = (ins FlatSymbolRefAttr:$param, Braid_FloatTensor:$grad,
                        0DTensorOf<[F32]>:$coef, F64Attr:$lr,
-                       F64Attr:$weight_decay);
+                       F64Attr:$weight_decay,
+                       OptionalAttr<StrArrayAttr>:$zero_axes);
   let assemblyFormat = "$param `,` $grad `,` $coef attr-dict `:` type($grad) `,` type($coef)";
   let hasVerifier = 1;
 }
@@ -326,12 +372,19 @@ def Braid_AdamWUpdateOp : Braid_Op<"adamw_update",
     `m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g^2`,
     `param -= lr * (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + weight_decay * param)`
     (bias correction, decoupled weight decay). m and v are f32 states.
+
+    ZeRO: with `zero_axes` the update is sharded over those grid axes. The
+    parameter is viewed flat and split into equal ranges, one per rank of
+    the axes (c the rank's coordinate); m and v hold this rank's range only,
+    `grad` is either the whole gradient or (ZeRO-2) this rank's range, and
+    after updating its range each rank all-gathers the parameter.
   }];
   let arguments = (ins FlatSymbolRefAttr:$param, Braid_FloatTensor:$grad,
                        0DTensorOf<[F32]>:$coef, FlatSymbolRefAttr:$m,
                        FlatSymbolRefAttr:$v, FlatSymbolRefAttr:$step,
                        F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
-                       F64Attr:$eps, F64Attr:$weight_decay);
+                       F64Attr:$eps, F64Attr:$weight_decay,
+                       OptionalAttr<StrArrayAttr>:$zero_axes);
   let assemblyFormat = [{
     $param `,` $grad `,` $coef `moments` $m `,` $v `step` $step attr-dict `:`
     type($grad) `,` type($coef)

@@ -20,6 +20,7 @@
 #include "dialects/braid/Transforms/VJPRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
@@ -208,7 +209,12 @@ FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
   for (Operation *op : forwardOps) {
     bool view = isa<ReshapeOp, TransposeOp>(op);
     Value input = view ? op->getOperand(0) : Value();
-    if (isa<GetParamOp>(op) ||
+    // A gather of an argument is a ZeRO-3 parameter shard made whole: it is
+    // gathered again rather than kept, so that only shards live between
+    // the passes (as FSDP does).
+    bool gatheredArgument = isa<shard::AllGatherOp>(op) &&
+                            isa<BlockArgument>(op->getOperand(0));
+    if (isa<GetParamOp>(op) || gatheredArgument ||
         (view && (isa<BlockArgument>(input) ||
                   recomputed.contains(input.getDefiningOp()))) ||
         (policy == Recompute::Selective && isa<AttentionOp>(op)))
@@ -238,6 +244,9 @@ FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
                                       (f.getSymName() + ".fwd").str(),
                                       b.getFunctionType(type.getInputs(), fwdResults));
   forward.setPrivate();
+  // Its arguments are f's, shardings included.
+  if (ArrayAttr argAttrs = f.getArgAttrsAttr())
+    forward.setArgAttrsAttr(argAttrs);
   Block *fwdEntry = forward.addEntryBlock();
   b.setInsertionPointToStart(fwdEntry);
   IRMapping fwdMap;
@@ -311,8 +320,15 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
     forwardOps.push_back(&op);
   b.setInsertionPoint(ret);
   llvm::DenseMap<Value, Value> cot;
+  // On a device grid every rank holds the same loss and differentiates its
+  // share 1/ranks of it, so that the ranks' parameter cotangents sum to the
+  // gradient (the convention the collectives' VJPs follow).
+  double share = 1.0;
+  for (auto grid : module.getOps<shard::GridOp>())
+    for (int64_t size : grid.getShape())
+      share /= static_cast<double>(size);
   Value seed = FillOp::create(b, plain(ret.getLoc()), loss.getType(),
-                              b.getF64FloatAttr(1.0));
+                              b.getF64FloatAttr(share));
   accumulate(b, cot, loss, seed);
   if (failed(reverse(b, forwardOps, cot)))
     return failure();
@@ -345,9 +361,11 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
     if (!grad)
       grad = zeros(b, param.getLoc(), param.getType());
     // Each gradient its own single-result op, named after its parameter
-    // (a copy, x * 1, when it is shared, an argument or one result of many).
+    // (a copy, x * 1, when it is shared, an argument, one result of many or
+    // a view, which is not a value of its own).
     if (llvm::is_contained(results, grad) || !grad.getDefiningOp() ||
-        grad.getDefiningOp()->getNumResults() != 1)
+        grad.getDefiningOp()->getNumResults() != 1 ||
+        isa<ReshapeOp>(grad.getDefiningOp()))
       grad = MulOp::create(b, param.getLoc(), grad,
                            FillOp::create(b, param.getLoc(), grad.getType(),
                                           b.getF64FloatAttr(1.0)));

@@ -1,10 +1,13 @@
 //===- Optimizer.cpp - the --braid-optimizer pass -------------------------===//
 
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/Sharding.h"
 
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <map>
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_BRAIDOPTIMIZERPASS
@@ -15,6 +18,35 @@ using namespace mlir;
 using namespace mlir::braid;
 
 namespace {
+/// The grid axes a parameter is not split over (its gradient, a partial sum
+/// over them, is summed there).
+AxisList replicatedAxes(ModuleOp module, const Grid &grid, StringRef param) {
+  AxisList used;
+  if (auto op = module.lookupSymbol<ParamOp>(param))
+    if (auto split = op->getAttrOfType<ArrayAttr>("braid.split"))
+      for (Attribute dim : split)
+        for (Attribute name : cast<ArrayAttr>(dim))
+          used.push_back(*grid.find(cast<StringAttr>(name).getValue()));
+  AxisList replicated;
+  for (int16_t axis : grid.allAxes())
+    if (!llvm::is_contained(used, axis))
+      replicated.push_back(axis);
+  return replicated;
+}
+
+/// Moves a value's name (its NameLoc) to the value that replaces it, so
+/// dumps show the reduced gradient under the gradient's name.
+void moveName(Value from, Value to) {
+  Operation *source = from.getDefiningOp();
+  Operation *dest = to.getDefiningOp();
+  if (!source || !dest || source == dest)
+    return;
+  if (auto name = dyn_cast<NameLoc>(source->getLoc())) {
+    dest->setLoc(name);
+    source->setLoc(name.getChildLoc());
+  }
+}
+
 struct BraidOptimizerPass
     : braid::impl::BraidOptimizerPassBase<BraidOptimizerPass> {
   using Base::Base;
@@ -59,36 +91,136 @@ struct BraidOptimizerPass
         declare("opt.step", RankedTensorType::get({}, f32));
 
     b.setInsertionPoint(ret);
-    Value sumsq = SumSquaresOp::create(b, loc, RankedTensorType::get({}, f32),
-                                       grads);
+    std::optional<Grid> grid = Grid::of(module);
+    SmallVector<ArrayAttr> zeroAxes(grads.size());
+    Value sumsq;
+    if (grid) {
+      if (failed(reduceGradients(b, *grid, names, grads, zeroAxes, sumsq)))
+        return signalPassFailure();
+    } else {
+      sumsq = SumSquaresOp::create(b, loc, RankedTensorType::get({}, f32),
+                                   grads);
+    }
     Value coef = ClipCoefficientOp::create(b, loc, sumsq,
                                            b.getF64FloatAttr(maxNorm));
     IncrementOp::create(b, loc, counter);
-    for (auto [name, grad] : llvm::zip(names, grads)) {
+    for (auto [name, grad, zeroAttr] : llvm::zip(names, grads, zeroAxes)) {
       auto param = cast<FlatSymbolRefAttr>(name);
       auto type = cast<RankedTensorType>(grad.getType());
       if (kind == "sgd") {
         SGDUpdateOp::create(b, loc, param, grad, coef, b.getF64FloatAttr(lr),
-                            b.getF64FloatAttr(weightDecay));
+                            b.getF64FloatAttr(weightDecay), zeroAttr);
         continue;
+      }
+      // ZeRO-1/2: the moments hold this rank's range of the flat parameter.
+      RankedTensorType moments = type.clone(f32);
+      if (zeroAttr) {
+        auto paramOp = module.lookupSymbol<ParamOp>(param);
+        int64_t n = grid->size(*grid->find("dp"));
+        moments = RankedTensorType::get(
+            {paramOp.getTensorType().getNumElements() / n}, f32);
       }
       OpBuilder::InsertPoint updates = b.saveInsertionPoint();
       b.setInsertionPoint(step);
       FlatSymbolRefAttr m =
-          declare(("opt.m." + param.getValue()).str(), type.clone(f32));
+          declare(("opt.m." + param.getValue()).str(), moments);
       FlatSymbolRefAttr v =
-          declare(("opt.v." + param.getValue()).str(), type.clone(f32));
+          declare(("opt.v." + param.getValue()).str(), moments);
+      // The moments lie over the grid like their parameter.
+      auto paramOp = module.lookupSymbol<ParamOp>(param);
+      if (!zeroAttr && paramOp->hasAttr("braid.split"))
+        for (FlatSymbolRefAttr state : {m, v})
+          for (StringRef attr : {"braid.split", "braid.global_shape"})
+            module.lookupSymbol(state)->setAttr(attr, paramOp->getAttr(attr));
+      if (zeroAttr)
+        for (FlatSymbolRefAttr state : {m, v}) {
+          Operation *op = module.lookupSymbol(state);
+          op->setAttr("braid.split", b.getArrayAttr({zeroAttr}));
+          op->setAttr("braid.global_shape",
+                      b.getDenseI64ArrayAttr(
+                          {moments.getNumElements() *
+                           grid->size(*grid->find("dp"))}));
+        }
       b.restoreInsertionPoint(updates);
       AdamWUpdateOp::create(b, loc, param, grad, coef, m, v, counter,
                             b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
                             b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
-                            b.getF64FloatAttr(weightDecay));
+                            b.getF64FloatAttr(weightDecay), zeroAttr);
     }
     func::ReturnOp::create(b, ret.getLoc(), loss);
     ret.erase();
     step.setType(FunctionType::get(context, step.getArgumentTypes(),
                                    loss.getType()));
     step->removeAttr("braid.gradients");
+  }
+
+  /// On a grid: each gradient is a partial sum over the axes its parameter
+  /// is replicated on; sums it there (ZeRO-2: reduce-scatters it over dp
+  /// into this rank's range of the flat gradient), marks ZeRO-1/2 updates,
+  /// and computes the global sum of squares, each element counted once.
+  LogicalResult reduceGradients(OpBuilder &b, const Grid &grid,
+                                ArrayAttr names, SmallVector<Value> &grads,
+                                SmallVector<ArrayAttr> &zeroAxes,
+                                Value &sumsq) {
+    ModuleOp module = getOperation();
+    Location loc = module.getLoc();
+    auto f32 = RankedTensorType::get({}, b.getF32Type());
+    int64_t stage = 0;
+    if (auto attr = module->getAttrOfType<IntegerAttr>("braid.zero"))
+      stage = attr.getInt();
+    std::optional<int16_t> dp = grid.find("dp");
+    // Gradients grouped by how many ranks hold each of their elements.
+    std::map<int64_t, SmallVector<Value>> byReplicas;
+    for (auto [i, name] : llvm::enumerate(names)) {
+      StringRef param = cast<FlatSymbolRefAttr>(name).getValue();
+      Value grad = grads[i];
+      auto type = cast<RankedTensorType>(grad.getType());
+      AxisList replicated = replicatedAxes(module, grid, param);
+      bool sharded = (stage == 1 || stage == 2) && dp &&
+                     llvm::is_contained(replicated, *dp) &&
+                     type.getNumElements() % grid.sizes[*dp] == 0;
+      AxisList summed = replicated;
+      if (sharded && stage == 2)
+        llvm::erase(summed, *dp);
+      Value reduced = grad;
+      if (!summed.empty())
+        reduced = shard::AllReduceOp::create(b, loc, type, grid.symbol,
+                                             summed, reduced);
+      int64_t replicas = grid.size(summed);
+      if (sharded && stage == 2) {
+        int64_t n = grid.sizes[*dp];
+        Value flat = ReshapeOp::create(
+            b, loc, RankedTensorType::get({type.getNumElements()},
+                                          type.getElementType()),
+            reduced);
+        reduced = shard::ReduceScatterOp::create(
+            b, loc,
+            RankedTensorType::get({type.getNumElements() / n},
+                                  type.getElementType()),
+            FlatSymbolRefAttr::get(b.getContext(), grid.symbol),
+            b.getDenseI16ArrayAttr({*dp}), flat,
+            shard::ReductionKindAttr::get(b.getContext(),
+                                          shard::ReductionKind::Sum),
+            b.getIndexAttr(0));
+      }
+      if (sharded)
+        zeroAxes[i] = grid.nameAttr(b.getContext(), {*dp});
+      moveName(grad, reduced);
+      grads[i] = reduced;
+      byReplicas[replicas].push_back(reduced);
+    }
+    for (auto &[replicas, group] : byReplicas) {
+      Value part = SumSquaresOp::create(b, loc, f32, group);
+      if (replicas > 1)
+        part = MulOp::create(
+            b, loc, part,
+            FillOp::create(b, loc, f32,
+                           b.getF64FloatAttr(1.0 / static_cast<double>(replicas))));
+      sumsq = sumsq ? AddOp::create(b, loc, sumsq, part).getResult() : part;
+    }
+    sumsq = shard::AllReduceOp::create(b, loc, f32, grid.symbol,
+                                       grid.allAxes(), sumsq);
+    return success();
   }
 };
 } // namespace

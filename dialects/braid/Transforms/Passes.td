@@ -204,4 +204,59 @@ def BraidPrintMemoryPlanPass
   ];
 }
 
+
+//===----------------------------------------------------------------------===//
+// SPMD
+//===----------------------------------------------------------------------===//
+
+def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
+  let summary = "Partition the step over a device grid: one SPMD per-rank program";
+  let description = [{
+    Splits the step over `grid` (AXIS=SIZE,... over dp, ep, tp): weights
+    sharded by the user's `shard.shard` annotations of parameter reads and,
+    for the rest, by `plan`; every other value's sharding completed by
+    propagation over the ops' factor rules (conflicting annotations are
+    reported at both); ops rewritten to local shapes with the collectives
+    their operands need (upstream `shard` collectives, a shard.grid whose
+    `braid.axes` attribute names the axes). `zero=3` stores parameters split
+    over dp and gathers them where they are read; `zero=1/2` are carried out
+    by the optimizer. `sequence-parallel` splits the sequence over tp
+    between the tensor-parallel regions. Without a grid the pass does
+    nothing. Run it before --braid-autodiff: the backward pass follows from
+    the collectives' vector-Jacobian products.
+  }];
+  let options = [
+    Option<"gridOption", "grid", "std::string", /*default=*/"\"\"",
+           "Device grid, e.g. dp=2,tp=2">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
+           "Step function">,
+    Option<"plan", "plan", "std::string", /*default=*/"\"megatron\"",
+           "megatron or data: how unannotated weights are sharded">,
+    Option<"zero", "zero", "int", /*default=*/"0", "ZeRO stage over dp (0-3)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool",
+           /*default=*/"false", "Split the sequence over tp around norms">,
+  ];
+  let dependentDialects = ["::mlir::shard::ShardDialect"];
+}
+
+def BraidPrintPlanPass : Pass<"braid-print-plan", "::mlir::ModuleOp"> {
+  let summary = "Print the parallel plan of a partitioned program";
+  let description = [{
+    For a program partitioned by --braid-partition (best after the whole
+    training pipeline, so that backward and optimizer collectives count):
+    the grid; every parameter's and optimizer state's global shape,
+    sharding, per-rank shape and bytes; the activations layer functions take
+    (layer boundaries) with their shardings and per-rank shapes; and for
+    each collective kind and group, the number per step and the bytes each
+    rank sends under the ring model (all-reduce 2(n-1)/n of the buffer,
+    all-gather, reduce-scatter and all-to-all n-1 blocks), which is what the
+    runtime counts (`collective ...` lines of a run). Lines are
+    `kind name: ...`; the IR is unchanged.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
+           "Step function">,
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD

@@ -11,6 +11,9 @@
 
 #include "dialects/braid/IR/BraidOps.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/SymbolTable.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -61,6 +64,44 @@ static SmallVector<Value> matmulVJP(OpBuilder &b, Location loc, Value a,
   Value db = tb ? BatchMatmulOp::create(b, loc, dc, a, true, ta).getResult()
                 : BatchMatmulOp::create(b, loc, a, dc, !ta, false).getResult();
   return {da, db};
+}
+
+/// The grid of the module and the indices of the named `axes`.
+static FailureOr<std::pair<FlatSymbolRefAttr, SmallVector<int16_t>>>
+gridAxesOf(Operation *op, ArrayAttr axes) {
+  auto module = op->getParentOfType<ModuleOp>();
+  for (auto grid : module.getOps<shard::GridOp>()) {
+    auto names = grid->getAttrOfType<ArrayAttr>("braid.axes");
+    if (!names)
+      continue;
+    SmallVector<int16_t> indices;
+    for (Attribute axis : axes) {
+      auto it = llvm::find(names, axis);
+      if (it == names.end())
+        return op->emitError("grid @")
+               << grid.getSymName() << " has no axis " << axis;
+      indices.push_back(static_cast<int16_t>(it - names.begin()));
+    }
+    llvm::sort(indices);
+    return std::make_pair(FlatSymbolRefAttr::get(grid.getSymNameAttr()),
+                          indices);
+  }
+  return op->emitError("vocabulary axes ")
+         << axes << " but the module has no shard.grid with braid.axes";
+}
+
+/// The names of `axes` of the grid `gridRef` (its `braid.axes` attribute).
+static FailureOr<ArrayAttr> gridAxisNames(Operation *op,
+                                          FlatSymbolRefAttr gridRef,
+                                          ArrayRef<int16_t> axes) {
+  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, gridRef);
+  auto names = grid ? grid->getAttrOfType<ArrayAttr>("braid.axes") : ArrayAttr();
+  if (!names)
+    return op->emitError("grid ") << gridRef << " has no braid.axes names";
+  SmallVector<Attribute> picked;
+  for (int16_t axis : axes)
+    picked.push_back(names[axis]);
+  return ArrayAttr::get(op->getContext(), picked);
 }
 
 FailureOr<SmallVector<Value>>
@@ -156,16 +197,88 @@ mlir::braid::emitVJP(OpBuilder &b, Location loc, Operation *op,
       .Case([&](EmbeddingOp e) -> SmallVector<Value> {
         SmallVector<Value> grads = {
             Value(), EmbeddingGradOp::create(b, loc, e.getTable().getType(),
-                                             e.getTokens(), dy)};
+                                             e.getTokens(), dy,
+                                             e.getVocabAxesAttr())};
         if (e.getPositionTable())
           grads.push_back(PositionGradOp::create(
               b, loc, e.getPositionTable().getType(), dy));
         return grads;
       })
-      .Case([&](CrossEntropyOp c) -> SmallVector<Value> {
-        return {CrossEntropyGradOp::create(b, loc, c.getLogits(),
-                                           c.getLabels(), dy),
+      .Case([&](CrossEntropyOp c) -> FailureOr<SmallVector<Value>> {
+        // Split over a vocabulary, every rank's loss depends on every
+        // shard of the logits (through the op's internal reductions): the
+        // cotangent of this shard sums the ranks' loss cotangents.
+        if (ArrayAttr axes = c.getVocabAxesAttr()) {
+          FailureOr<std::pair<FlatSymbolRefAttr, SmallVector<int16_t>>> group =
+              gridAxesOf(c, axes);
+          if (failed(group))
+            return failure();
+          dy = shard::AllReduceOp::create(b, loc, dy.getType(),
+                                          group->first.getValue(),
+                                          group->second, dy);
+        }
+        return SmallVector<Value>{
+            CrossEntropyGradOp::create(
+                    b, loc, c.getLogits(), c.getLabels(), dy,
+                    c.getVocabAxesAttr(), c.getVocabSizeAttr(),
+                    c.getDenominatorAttr()),
                 Value()};
+      })
+      .Case([&](BiasAddOp a) -> SmallVector<Value> {
+        // The bias's cotangent sums dy over the leading dimensions.
+        auto bias = tensorType(a.getBias());
+        int64_t n = bias.getNumElements();
+        auto matrix = RankedTensorType::get(
+            {tensorType(dy).getNumElements() / n, n}, bias.getElementType());
+        Value rows = ReshapeOp::create(b, loc, matrix, dy);
+        Value db = SumRowsOp::create(b, loc, rows);
+        if (db.getType() != bias)
+          db = ReshapeOp::create(b, loc, bias, db);
+        return {dy, db};
+      })
+      // Collectives, under the SPMD convention that the per-rank objectives
+      // sum to the loss: each rank's cotangent of a value is its share of the
+      // whole cotangent. The transpose of a sum over ranks is then a sum over
+      // ranks, of a gather a reduce-scatter and back, of an all-to-all the
+      // inverse all-to-all, and of a slice placing the slice into zeros.
+      .Case([&](shard::AllReduceOp r) -> FailureOr<SmallVector<Value>> {
+        if (r.getReduction() != shard::ReductionKind::Sum)
+          return r.emitError("no vector-Jacobian product for an all-reduce "
+                             "other than a sum");
+        return SmallVector<Value>{shard::AllReduceOp::create(
+            b, loc, dy.getType(), r.getGrid(), r.getGridAxes(), dy)};
+      })
+      .Case([&](shard::AllGatherOp g) -> SmallVector<Value> {
+        return {shard::ReduceScatterOp::create(
+            b, loc, g.getInput().getType(), g.getGridAttr(),
+            g.getGridAxesAttr(), dy,
+            shard::ReductionKindAttr::get(b.getContext(),
+                                          shard::ReductionKind::Sum),
+            g.getGatherAxisAttr())};
+      })
+      .Case([&](shard::ReduceScatterOp r) -> SmallVector<Value> {
+        return {shard::AllGatherOp::create(
+            b, loc, r.getInput().getType(), r.getGridAttr(),
+            r.getGridAxesAttr(), dy, r.getScatterAxisAttr())};
+      })
+      .Case([&](shard::AllToAllOp a) -> SmallVector<Value> {
+        return {shard::AllToAllOp::create(
+            b, loc, a.getInput().getType(), a.getGridAttr(),
+            a.getGridAxesAttr(), dy, a.getConcatAxisAttr(),
+            a.getSplitAxisAttr())};
+      })
+      .Case([&](SliceOp s) -> SmallVector<Value> {
+        return {UnsliceOp::create(b, loc, s.getInput().getType(), dy,
+                                  s.getAxes(), s.getDim(), s.getReplicas())};
+      })
+      .Case([&](shard::AllSliceOp s) -> FailureOr<SmallVector<Value>> {
+        FailureOr<ArrayAttr> names = gridAxisNames(s, s.getGridAttr(),
+                                                   s.getGridAxes());
+        if (failed(names))
+          return failure();
+        return SmallVector<Value>{UnsliceOp::create(
+            b, loc, s.getInput().getType(), dy, *names,
+            s.getSliceAxisAttr().getInt(), /*replicas=*/1)};
       })
       // Mamba.
       .Case([&](Conv1dOp c) -> SmallVector<Value> {

@@ -4,7 +4,8 @@
 // (functors run by braid::launch_elementwise on the CPU or as CUDA kernels),
 // one C++ function per braid function (kernel calls at planned arena
 // offsets, lifetime announcements, value names for dumps), and the program
-// descriptor the runtime reads (arena size, parameters, inputs, loss).
+// descriptor the runtime reads (arena size, parameters, inputs, loss, and
+// for an SPMD program its grid and the sharding of its tensors).
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,17 +145,26 @@ LogicalResult FunctionEmitter::emit(raw_ostream &os) {
         if (const FrameBuffer *buffer = bufferOf.lookup(result))
           opsOs << "  braid_rt_alloc(rt, frame + " << buffer->offset << ", "
                 << buffer->bytes << ", " << quoted(nameOf(result)) << ");\n";
+      // Scratch lives while its op runs.
+      auto scratch = fp.scratch.find(&op);
+      if (scratch != fp.scratch.end()) {
+        std::string owner = op.getNumResults()
+                                ? nameOf(op.getResult(0))
+                                : op.getName().stripDialect().str();
+        opsOs << "  braid_rt_alloc(rt, frame + " << scratch->second.offset
+              << ", " << scratch->second.bytes << ", "
+              << quoted(owner + ".scratch") << ");\n";
+      }
       if (failed(emitOp(&op, opsOs)))
         return failure();
+      if (scratch != fp.scratch.end())
+        opsOs << "  braid_rt_free(rt, frame + " << scratch->second.offset
+              << ", " << scratch->second.bytes << ");\n";
       // Announce named results for dumps (reshapes are views, not values).
       if (!isa<ReshapeOp, GetParamOp, func::ReturnOp>(op) &&
           isa<NameLoc>(op.getLoc()))
-        for (Value result : op.getResults()) {
-          auto type = cast<RankedTensorType>(result.getType());
-          opsOs << "  braid_rt_value(rt, nullptr, " << quoted(nameOf(result))
-                << ", " << ptr(result) << ", " << dtypeName(type) << ", "
-                << type.getRank() << ", " << array(type.getShape()) << ");\n";
-        }
+        for (Value result : op.getResults())
+          announce(result, opsOs);
     }
     // Buffers whose last use executes at this position die after it.
     if (!innerMember && (!root || root == &op))
@@ -178,6 +188,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, raw_ostream &os) {
     return success();
   if (auto call = dyn_cast<func::CallOp>(op))
     return emitCall(call, os);
+  if (isSpmdOp(op))
+    return emitSpmdOp(op, os);
   if (fp.fusion->getRoot(op) == op)
     return emitFusedGroup(op, os);
   return emitKernelCall(op, os);
@@ -234,14 +246,26 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp call, raw_ostream &os) {
   return success();
 }
 
-/// The expression computing one fused member from its operands' names.
-static FailureOr<std::string> inputName(BlockArgument arg) {
-  for (Operation *user : arg.getUsers()) {
-    if (auto e = dyn_cast<EmbeddingOp>(user); e && e.getTokens() == arg)
+/// How a step input is generated: tokens for an embedding, labels for the
+/// loss; both uniform below the vocabulary the model draws from. A
+/// partitioned program may first move the input through collectives.
+static std::optional<std::string> inputRole(Value value) {
+  for (Operation *user : value.getUsers()) {
+    if (auto e = dyn_cast<EmbeddingOp>(user); e && e.getTokens() == value)
       return std::string("tokens");
-    if (auto c = dyn_cast<CrossEntropyOp>(user); c && c.getLabels() == arg)
+    if (auto c = dyn_cast<CrossEntropyOp>(user); c && c.getLabels() == value)
       return std::string("labels");
+    if (isa_and_nonnull<shard::ShardDialect>(user->getDialect()))
+      for (Value result : user->getResults())
+        if (std::optional<std::string> role = inputRole(result))
+          return role;
   }
+  return std::nullopt;
+}
+
+static FailureOr<std::string> inputName(BlockArgument arg) {
+  if (std::optional<std::string> role = inputRole(arg))
+    return *role;
   return emitError(arg.getLoc(), "step argument #")
          << arg.getArgNumber()
          << " feeds neither an embedding's tokens nor the loss's labels, so "
@@ -258,7 +282,11 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
         bound = v.getInt();
   if (bound == 0)
     plan.entry.walk([&](EmbeddingOp e) {
-      bound = cast<ShapedType>(e.getTable().getType()).getShape()[0];
+      bound = shapeOf(e.getTable())[0];
+      // A vocabulary-parallel table is a slice: draw from the global one.
+      if (auto get = e.getTable().getDefiningOp<GetParamOp>())
+        if (auto it = shardings.find(get.getName()); it != shardings.end())
+          bound = it->second.globalShape[0];
     });
 
   unsigned shapeId = 0;
@@ -274,11 +302,36 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
   // Parameters and program state are both initialized by the runtime.
   SmallVector<PersistentTensor> persistent(plan.params);
   llvm::append_range(persistent, plan.states);
-  SmallVector<std::string> paramShapes, inputShapes;
-  for (const PersistentTensor &p : persistent)
+  // A sharded tensor's global shape and split axes: ", kGlobalN, kSplitN".
+  unsigned shardingId = 0;
+  auto shardingArrays = [&](const Sharding *sharding) -> std::string {
+    if (!sharding)
+      return "";
+    std::string id = std::to_string(shardingId++);
+    os << "constexpr int64_t kGlobal" << id << "[] = {";
+    llvm::interleaveComma(sharding->globalShape, os);
+    os << "};\nconst char *const kSplit" << id << "[] = {";
+    llvm::interleaveComma(sharding->split, os,
+                          [&](const std::string &axes) { os << quoted(axes); });
+    os << "};\n";
+    return ", kGlobal" + id + ", kSplit" + id;
+  };
+  SmallVector<std::string> paramShapes, inputShapes, paramShardings,
+      inputShardings;
+  for (const PersistentTensor &p : persistent) {
     paramShapes.push_back(shapeArray(p.type));
-  for (const PersistentTensor &in : plan.inputs)
+    auto it = shardings.find(p.name);
+    paramShardings.push_back(
+        shardingArrays(it == shardings.end() ? nullptr : &it->second));
+  }
+  for (auto [i, in] : llvm::enumerate(plan.inputs)) {
     inputShapes.push_back(shapeArray(in.type));
+    FailureOr<std::optional<Sharding>> sharding =
+        readSharding(plan.entry.getArgAttrDict(i), in.type, plan.entry);
+    if (failed(sharding))
+      return failure();
+    inputShardings.push_back(shardingArrays(*sharding ? &**sharding : nullptr));
+  }
 
   os << "\nconst braid_tensor_desc kParams[] = {\n";
   for (auto [i, p] : llvm::enumerate(persistent)) {
@@ -298,7 +351,7 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
       init = "BRAID_INIT_ONES";
     os << "  {" << quoted(p.name) << ", " << dtypeName(p.type) << ", "
        << p.type.getRank() << ", " << paramShapes[i] << ", " << init << ", "
-       << literal(std) << ", 0, " << p.offset << "},\n";
+       << literal(std) << ", 0, " << p.offset << paramShardings[i] << "},\n";
   }
   if (persistent.empty())
     os << "  {nullptr, BRAID_F32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
@@ -309,14 +362,15 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
       return failure();
     os << "  {" << quoted(*name) << ", " << dtypeName(in.type) << ", "
        << in.type.getRank() << ", " << inputShapes[i]
-       << ", BRAID_INIT_TOKENS, 0, " << bound << ", " << in.offset << "},\n";
+       << ", BRAID_INIT_TOKENS, 0, " << bound << ", " << in.offset
+       << inputShardings[i] << "},\n";
   }
   if (plan.inputs.empty())
     os << "  {nullptr, BRAID_I32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
   os << "};\n\n";
 
-  // One step: the entry over the persistent inputs, its loss summed over the
-  // world (every rank then holds the same loss; one rank: unchanged).
+  // One step: the entry over the persistent inputs. A partitioned program
+  // computes the global loss itself (its IR reduces it over the grid).
   os << "void step(braid_rt *rt, char *arena) {\n  void *const args[] = {";
   llvm::interleaveComma(plan.inputs, os, [&](const PersistentTensor &in) {
     os << "arena + " << in.offset;
@@ -325,11 +379,7 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
     os << "nullptr";
   os << "};\n  void *const results[] = {arena + " << plan.lossOffset << "};\n";
   os << "  fn_" << identifier(plan.entry.getSymName()) << "(rt, arena, "
-     << plan.persistentBytes << ", args, results);\n";
-  os << "  braid_event_wait(rt, braid_all_reduce(rt, braid_rt_comm(rt, "
-        "\"world\"), arena + "
-     << plan.lossOffset << ", arena + " << plan.lossOffset
-     << ", 1, BRAID_F32, BRAID_RED_SUM));\n}\n\n";
+     << plan.persistentBytes << ", args, results);\n}\n\n";
 
   std::string name = "braid";
   if (auto config = module->getAttrOfType<DictionaryAttr>(
@@ -338,12 +388,14 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
       name = n.getValue().str();
   os << "const braid_program kProgram = {" << quoted(name) << ", "
      << plan.arenaBytes << ", " << persistent.size() << ", kParams, "
-     << plan.inputs.size() << ", kInputs, " << plan.lossOffset
-     << ", step};\n";
+     << plan.inputs.size() << ", kInputs, " << plan.lossOffset << ", step, "
+     << (grid.empty() ? "nullptr" : quoted(grid)) << "};\n";
   return success();
 }
 
 LogicalResult ProgramEmitter::emit(raw_ostream &os) {
+  if (failed(collectSpmd()))
+    return failure();
   std::string functions;
   llvm::raw_string_ostream fnOs(functions);
   for (auto &[op, fp] : plan.functions)
@@ -364,6 +416,14 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
   os << "/// A typeless pointer `offset` bytes into the arena.\n"
         "inline void *at(char *arena, int64_t offset) { return arena + offset; "
         "}\n\n";
+  if (!grid.empty())
+    os << "/// This rank's coordinate over grid axes listed in grid order: its "
+          "rank in\n/// their communicator.\n"
+          "inline int64_t coord(braid_rt *rt, const char *axes) {\n"
+          "  return braid_comm_rank(braid_rt_comm(rt, axes));\n}\n\n"
+          "/// `base` advanced by `bytes` bytes.\n"
+          "inline void *advance(void *base, int64_t bytes) {\n"
+          "  return static_cast<char *>(base) + bytes;\n}\n\n";
   os << kernels << functions << descriptor;
   os << "\n} // namespace\n\nextern \"C\" const braid_program "
         "*braid_program_get(void) { return &kProgram; }\n";

@@ -371,6 +371,12 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
           });
   if (failed(result))
     return failure();
+  emitBracketed(op, call, os);
+  return success();
+}
+
+void FunctionEmitter::emitBracketed(Operation *op, StringRef call,
+                                    raw_ostream &os) {
   std::string label = op->getNumResults() ? nameOf(op->getResult(0)) : "";
   os << "  braid_rt_op_begin(rt, "
      << quoted(op->getName().stripDialect()) << ", " << quoted(label)
@@ -378,9 +384,6 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
   if (int64_t flops = getForwardCost(op).matmulFlops)
     os << "  braid_rt_op_flops(rt, " << flops << ");\n";
   os << "  " << call << ";\n  braid_rt_op_end(rt);\n";
-  return success();
 }
 
-/// How a step input is generated: tokens for an embedding, labels for the
-/// loss; both uniform below the vocabulary the model draws from.
 } // namespace braid::cpp

@@ -2,7 +2,8 @@
 //
 // Shared by the emitter's files: EmitCpp.cpp (program and functions),
 // EmitFusion.cpp (generated elementwise kernels), EmitKernelCalls.cpp (calls
-// of the runtime's kernels).
+// of the runtime's kernels), EmitSpmd.cpp (collectives and the local pieces
+// of partitioned ops, the sharding of tensors in SPMD programs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +12,9 @@
 
 #include "dialects/braid/Analysis/MemoryPlan.h"
 
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -33,6 +36,27 @@ std::string identifier(StringRef name);
 int64_t numElements(Value value);
 ArrayRef<int64_t> shapeOf(Value value);
 
+/// Where a tensor of an SPMD program lies in its global tensor, as
+/// braid_tensor_desc's global_shape / split_axes say it.
+struct Sharding {
+  SmallVector<int64_t> globalShape;
+  /// Per dimension, the grid axes splitting it joined with "," ("" if none).
+  SmallVector<std::string> split;
+};
+
+/// Reads the `braid.global_shape` / `braid.split` attributes among `attrs`
+/// (a param's, a state's or a step argument's) of a tensor of local type
+/// `type`: nullopt when it has none, failure (reported at `anchor`) when they
+/// do not describe a sharding of it over the program grid's axes.
+FailureOr<std::optional<Sharding>> readSharding(DictionaryAttr attrs,
+                                                RankedTensorType type,
+                                                Operation *anchor);
+
+/// True for the ops EmitSpmd.cpp emits: shard collectives, bias_add,
+/// unslice, and braid ops partitioning annotated (vocabulary-parallel
+/// embedding and cross-entropy, ZeRO updates).
+bool isSpmdOp(Operation *op);
+
 class FunctionEmitter;
 
 class ProgramEmitter {
@@ -47,9 +71,23 @@ public:
   unsigned nextKernel = 0;
   ModuleOp module;
   ProgramPlan &plan;
+  /// The grid the program was partitioned for ("dp=2,tp=2"), empty without
+  /// a shard.grid.
+  std::string grid;
+  /// The sharded parameters and states, by name.
+  llvm::StringMap<Sharding> shardings;
+  /// The group of each parameter a ZeRO update shards.
+  llvm::StringMap<GridGroup> zeroGroups;
+
+  /// The sharding a gradient dump announces for the value named `name` of
+  /// `type`: a `grad.NAME` of sharded parameter NAME's local shape, or of its
+  /// ZeRO range.
+  std::optional<Sharding> gradSharding(StringRef name, RankedTensorType type);
 
 private:
   LogicalResult emitDescriptor(raw_ostream &os);
+  /// Fills `grid`, `shardings` and `zeroGroups`.
+  LogicalResult collectSpmd();
 };
 
 class FunctionEmitter {
@@ -71,9 +109,19 @@ private:
   std::string nameOf(Value value);
   /// A static array of int64 in the body; returns its name.
   std::string array(ArrayRef<int64_t> values);
+  /// A static array of C strings in the body; returns its name.
+  std::string strings(ArrayRef<std::string> values);
+  /// This rank's coordinate over `group` (an expression).
+  std::string coordinate(const GridGroup &group);
+  /// Makes a dump announce `result` (braid_rt_value, or
+  /// braid_rt_value_sharded for a sharded gradient).
+  void announce(Value result, raw_ostream &os);
+  /// Writes `call` (one or more statements) bracketed for the trace.
+  void emitBracketed(Operation *op, StringRef call, raw_ostream &os);
 
   LogicalResult emitOp(Operation *op, raw_ostream &os);
   LogicalResult emitKernelCall(Operation *op, raw_ostream &os);
+  LogicalResult emitSpmdOp(Operation *op, raw_ostream &os);
   LogicalResult emitFusedGroup(Operation *root, raw_ostream &os);
   LogicalResult emitCall(func::CallOp call, raw_ostream &os);
   std::string callScope(func::CallOp call);

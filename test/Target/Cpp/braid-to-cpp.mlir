@@ -76,6 +76,11 @@ module attributes {braid.model = {name = "mlp", family = "gpt", vocab = 10 : i64
 // CHECK:      const braid_tensor_desc kInputs[] = {
 // CHECK-NEXT:   {"tokens", BRAID_I32, 2, kShape5, BRAID_INIT_TOKENS, 0, 10, 2368},
 // CHECK-NEXT:   {"labels", BRAID_I32, 2, kShape6, BRAID_INIT_TOKENS, 0, 10, 2432},
-// CHECK:      braid_all_reduce(rt, braid_rt_comm(rt, "world"), arena + 2496, arena + 2496, 1, BRAID_F32, BRAID_RED_SUM)
-// CHECK:      const braid_program kProgram = {"mlp", 4096, 5, kParams, 2, kInputs, 2496, step};
+// The step runs the entry; the loss is what it returns (no reduction).
+// CHECK:      void step(braid_rt *rt, char *arena) {
+// CHECK-NEXT:   void *const args[] = {arena + 2368, arena + 2432};
+// CHECK-NEXT:   void *const results[] = {arena + 2496};
+// CHECK-NEXT:   fn_step(rt, arena, 2560, args, results);
+// CHECK-NEXT: }
+// CHECK:      const braid_program kProgram = {"mlp", 4096, 5, kParams, 2, kInputs, 2496, step, nullptr};
 // CHECK:      extern "C" const braid_program *braid_program_get(void) { return &kProgram; }

@@ -1,0 +1,945 @@
+//===- Partition.cpp - the --braid-partition pass (SPMD) ------------------===//
+//
+// Turns a model into the program one rank of a device grid runs:
+//
+// 1. Seeds. Weights get shardings from the user's `shard.shard`
+//    annotations of parameter reads and, for the rest, from the plan
+//    (`megatron`: column-parallel linears after norms and the LM head split
+//    over tp, the embedding split by vocabulary over tp, expert weights over
+//    ep and their FFN dimension over tp). The batch is split over dp and ep;
+//    with sequence parallelism the sequence over tp.
+// 2. Propagation. Tensor dimensions that an op's factor rule (ShardingRules)
+//    ties together, across calls and returns too, form classes; a class
+//    takes the axes of its seeds. Two seeds of one class that disagree are
+//    a conflict, reported at both. Axes are unique within a tensor: where
+//    two classes claim one axis, weight classes win over the sequence, the
+//    sequence over the batch.
+// 3. Partitioning. Op by op, each factor is split over its class's axes
+//    (none for factors the op needs whole); operands are resharded to that
+//    (Sharding.cpp: all-reduce, reduce-scatter, all-to-all, all-gather,
+//    all-slice), the op runs on local shapes, and results left partial by
+//    split reductions are resolved where they are used. A row-parallel
+//    linear's bias and a vocabulary-parallel embedding's positions are added
+//    once, after the partial sums are reduced. Layer functions are
+//    rewritten once for the shardings their first call passes.
+// 4. ZeRO-3 stores each parameter split over dp on its first dimension
+//    that dp divides; its reads gather it (the backward gathers it again).
+//
+// The result records the grid (`shard.grid @grid {braid.axes}`), each
+// sharded parameter's and input's global shape and split (`braid.split`,
+// `braid.global_shape`), and the ZeRO stage (`braid.zero`) for the
+// optimizer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/Sharding.h"
+
+#include "dialects/braid/IR/BraidOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_BRAIDPARTITIONPASS
+#include "dialects/braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+using DimKey = std::pair<Value, unsigned>;
+
+/// Why a class has its axes, for diagnostics.
+struct Seed {
+  AxisList axes;
+  int priority = 0; ///< 2 weights, 1 sequence, 0 batch
+  Location loc;
+  std::string source;
+};
+
+RankedTensorType tensorTypeOf(Value v) {
+  return dyn_cast<RankedTensorType>(v.getType());
+}
+
+/// The location without its name, for ops the partitioner adds (a NameLoc
+/// would make dumps show them under the name of the op they serve).
+Location plain(Location loc) {
+  if (auto named = dyn_cast<NameLoc>(loc))
+    return named.getChildLoc();
+  return loc;
+}
+
+class Partitioner {
+public:
+  Partitioner(ModuleOp module, Grid grid, StringRef entry, StringRef plan,
+              int zero, bool sequenceParallel)
+      : module(module), grid(std::move(grid)), entry(entry), plan(plan),
+        zero(zero), sequenceParallel(sequenceParallel) {}
+
+  LogicalResult run();
+
+private:
+  // --- Propagation -------------------------------------------------------
+  LogicalResult collectFunctions();
+  LogicalResult readAnnotations();
+  LogicalResult seedAnnotations();
+  void unite();
+  unsigned node(Value v, unsigned d);
+  LogicalResult seed(Value v, unsigned d, AxisList axes, int priority,
+                     Location loc, const std::string &source);
+  LogicalResult seedPlan();
+  LogicalResult seedBatchAndSequence();
+  const Seed *seedOf(Value v, unsigned d);
+  /// Whether n divides every dimension tied to (v, d).
+  bool classDivides(Value v, unsigned d, int64_t n);
+  /// The sharding a value has where nothing forces another.
+  FailureOr<ValueSharding> canonical(Value v);
+  bool isPaddable(Value v, unsigned d);
+
+  // --- Partitioning --------------------------------------------------------
+  struct Local {
+    Value value;
+    ValueSharding sharding;
+  };
+  LogicalResult partitionFunction(func::FuncOp func,
+                                  ArrayRef<ValueSharding> argShardings);
+  LogicalResult partitionOp(OpBuilder &b, Operation *op);
+  LogicalResult partitionCall(OpBuilder &b, func::CallOp call);
+  FailureOr<Value> use(OpBuilder &b, Location loc, Value global,
+                       const ValueSharding &to);
+  FailureOr<SmallVector<AxisList>> factorAxes(Operation *op,
+                                              const ShardingRule &rule);
+  ValueSharding paramStorage(StringRef name);
+
+  ModuleOp module;
+  Grid grid;
+  std::string entry, plan;
+  int zero;
+  bool sequenceParallel;
+
+  SmallVector<func::FuncOp> functions; ///< entry first
+  llvm::DenseMap<DimKey, unsigned> nodes;
+  llvm::EquivalenceClasses<unsigned> classes;
+  llvm::DenseMap<unsigned, Seed> seeds; ///< by class leader
+  llvm::DenseSet<unsigned> paddable;    ///< class leaders of vocabularies
+  struct Annotation {
+    Value value;
+    unsigned dim;
+    AxisList axes;
+    Location loc;
+    std::string source;
+  };
+  SmallVector<Annotation> annotations; ///< read before the classes exist
+
+  llvm::DenseMap<Value, Local> locals; ///< global value -> local value
+  llvm::DenseMap<Value, SmallVector<std::pair<ValueSharding, Value>>> resharded;
+  /// Global types, recorded before arguments and parameter reads are
+  /// retyped in place.
+  llvm::DenseMap<Value, RankedTensorType> globalTypes;
+  RankedTensorType globalType(Value v) {
+    auto it = globalTypes.find(v);
+    return it != globalTypes.end() ? it->second : tensorTypeOf(v);
+  }
+  llvm::DenseMap<func::FuncOp, SmallVector<ValueSharding>> argShardingsOf;
+  llvm::DenseMap<func::FuncOp, SmallVector<ValueSharding>> resultShardingsOf;
+  llvm::StringMap<ValueSharding> paramShardings;
+  llvm::StringMap<RankedTensorType> paramGlobal;
+};
+
+//===----------------------------------------------------------------------===//
+// Propagation
+//===----------------------------------------------------------------------===//
+
+LogicalResult Partitioner::collectFunctions() {
+  auto step = module.lookupSymbol<func::FuncOp>(entry);
+  if (!step)
+    return module.emitError("--braid-partition: no step function '@")
+           << entry << "'";
+  llvm::SetVector<func::FuncOp> seen;
+  SmallVector<func::FuncOp> work = {step};
+  while (!work.empty()) {
+    func::FuncOp f = work.pop_back_val();
+    if (!seen.insert(f))
+      continue;
+    WalkResult walk = f.walk([&](func::CallOp call) {
+      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      if (!callee || callee.isExternal()) {
+        call.emitError("cannot partition a call to '")
+            << call.getCallee() << "': no body";
+        return WalkResult::interrupt();
+      }
+      work.push_back(callee);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+    if (!llvm::hasSingleElement(f.getBody()))
+      return f.emitError("cannot partition a function with several blocks");
+  }
+  functions.assign(seen.begin(), seen.end());
+  return success();
+}
+
+unsigned Partitioner::node(Value v, unsigned d) {
+  auto [it, inserted] = nodes.try_emplace({v, d}, nodes.size());
+  if (inserted)
+    classes.insert(it->second);
+  return it->second;
+}
+
+void Partitioner::unite() {
+  auto join = [&](Value a, unsigned da, Value b, unsigned db) {
+    classes.unionSets(node(a, da), node(b, db));
+  };
+  llvm::StringMap<Value> firstRead;
+  for (func::FuncOp f : functions) {
+    for (BlockArgument arg : f.getArguments())
+      if (auto type = tensorTypeOf(arg)) {
+        globalTypes[arg] = type;
+        for (unsigned d = 0; d < type.getRank(); ++d)
+          node(arg, d);
+      }
+    f.walk([&](Operation *op) {
+      if (op == f.getOperation())
+        return;
+      for (Value result : op->getResults())
+        if (auto type = tensorTypeOf(result)) {
+          globalTypes[result] = type;
+          for (unsigned d = 0; d < type.getRank(); ++d)
+            node(result, d);
+        }
+      if (auto get = dyn_cast<GetParamOp>(op)) {
+        auto [it, inserted] = firstRead.try_emplace(get.getName(), get.getResult());
+        if (!inserted)
+          for (unsigned d = 0; d < get.getType().getRank(); ++d)
+            join(it->second, d, get.getResult(), d);
+        return;
+      }
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+        for (auto [operand, arg] : llvm::zip(call.getOperands(), callee.getArguments()))
+          if (auto type = tensorTypeOf(operand))
+            for (unsigned d = 0; d < type.getRank(); ++d)
+              join(operand, d, arg, d);
+        auto ret = cast<func::ReturnOp>(callee.getBody().front().getTerminator());
+        for (auto [result, returned] : llvm::zip(call.getResults(), ret.getOperands()))
+          if (auto type = tensorTypeOf(result))
+            for (unsigned d = 0; d < type.getRank(); ++d)
+              join(result, d, returned, d);
+        return;
+      }
+      if (isa<func::ReturnOp>(op))
+        return;
+      FailureOr<ShardingRule> rule = getShardingRule(op, /*report=*/false);
+      if (failed(rule))
+        return; // reported when partitioning
+      auto tensorAt = [&](unsigned t) {
+        return t < rule->numOperands ? op->getOperand(t)
+                                     : op->getResult(t - rule->numOperands);
+      };
+      for (const Factor &factor : rule->factors) {
+        if (factor.kind == FactorKind::Whole || factor.dims.empty())
+          continue;
+        for (const TensorDim &td : factor.dims)
+          join(tensorAt(factor.dims.front().tensor), factor.dims.front().dim,
+               tensorAt(td.tensor), td.dim);
+        // Vocabularies may be padded to a multiple of the split.
+        if ((isa<EmbeddingOp>(op) && factor.kind == FactorKind::Reduction) ||
+            factor.kind == FactorKind::Vocab)
+          paddable.insert(node(tensorAt(factor.dims.front().tensor),
+                               factor.dims.front().dim));
+      }
+    });
+  }
+  // Leaders change as classes merge: re-key the paddable set.
+  llvm::DenseSet<unsigned> leaders;
+  for (unsigned n : paddable)
+    leaders.insert(classes.getLeaderValue(n));
+  paddable = std::move(leaders);
+}
+
+bool Partitioner::classDivides(Value v, unsigned d, int64_t n) {
+  unsigned leader = classes.getLeaderValue(node(v, d));
+  if (paddable.contains(leader))
+    return true;
+  for (auto &[key, id] : nodes)
+    if (classes.getLeaderValue(id) == leader &&
+        globalType(key.first).getDimSize(key.second) % n != 0)
+      return false;
+  return true;
+}
+
+const Seed *Partitioner::seedOf(Value v, unsigned d) {
+  auto it = nodes.find({v, d});
+  if (it == nodes.end())
+    return nullptr;
+  auto found = seeds.find(classes.getLeaderValue(it->second));
+  return found == seeds.end() ? nullptr : &found->second;
+}
+
+bool Partitioner::isPaddable(Value v, unsigned d) {
+  auto it = nodes.find({v, d});
+  return it != nodes.end() &&
+         paddable.contains(classes.getLeaderValue(it->second));
+}
+
+LogicalResult Partitioner::seed(Value v, unsigned d, AxisList axes,
+                                int priority, Location loc,
+                                const std::string &source) {
+  unsigned leader = classes.getLeaderValue(node(v, d));
+  auto [it, inserted] =
+      seeds.try_emplace(leader, Seed{axes, priority, loc, source});
+  if (inserted || it->second.axes == axes) {
+    it->second.priority = std::max(it->second.priority, priority);
+    return success();
+  }
+  auto how = [&](ArrayRef<int16_t> a) {
+    return a.empty() ? std::string("keeps it whole")
+                     : "splits it over " + grid.describe(a);
+  };
+  InFlightDiagnostic diag = emitError(loc, "conflicting shardings of dimension ")
+                            << d << ": " << source << " " << how(axes);
+  diag.attachNote(it->second.loc)
+      << "but " << it->second.source << " " << how(it->second.axes)
+      << " (the two dimensions are tied by the ops between them)";
+  return failure();
+}
+
+LogicalResult Partitioner::seedAnnotations() {
+  for (const Annotation &a : annotations)
+    if (failed(seed(a.value, a.dim, a.axes, 2, a.loc, a.source)))
+      return failure();
+  return success();
+}
+
+LogicalResult Partitioner::readAnnotations() {
+  // `%w = shard.shard %read to %sharding` on a parameter read: the user's
+  // sharding of that parameter. The annotation is consumed.
+  SmallVector<shard::ShardOp> ops;
+  for (func::FuncOp f : functions)
+    f.walk([&](shard::ShardOp op) { ops.push_back(op); });
+  for (shard::ShardOp op : ops) {
+    auto sharding = op.getSharding().getDefiningOp<shard::ShardingOp>();
+    if (!sharding)
+      return op.emitError("the sharding of this annotation must come from a "
+                          "shard.sharding op");
+    if (sharding.getGrid() != grid.symbol)
+      return op.emitError("annotation on grid @")
+             << sharding.getGrid() << ", but the program's grid is @"
+             << grid.symbol;
+    auto type = tensorTypeOf(op.getSrc());
+    shard::GridAxesArrayAttr split = sharding.getSplitAxes();
+    if (static_cast<int64_t>(split.size()) > type.getRank())
+      return op.emitError("sharding has ")
+             << split.size() << " split dimensions for a tensor of rank "
+             << type.getRank();
+    for (unsigned d = 0; d < type.getRank(); ++d) {
+      AxisList axes;
+      if (d < split.size())
+        for (int16_t axis : split.getAxes()[d].asArrayRef())
+          axes.push_back(axis);
+      std::string what = "the annotation";
+      if (auto get = op.getSrc().getDefiningOp<GetParamOp>())
+        what += " of @" + get.getName().str();
+      annotations.push_back({op.getSrc(), d, axes, op.getLoc(), what});
+    }
+    op.getResult().replaceAllUsesWith(op.getSrc());
+    op.erase();
+    if (sharding->use_empty())
+      sharding.erase();
+  }
+  return success();
+}
+
+/// Whether `v` (a linear's input) comes out of a norm, directly or through
+/// a call argument.
+static bool isNormed(Value v) {
+  return v.getDefiningOp<RMSNormOp>() || v.getDefiningOp<LayerNormOp>();
+}
+
+LogicalResult Partitioner::seedPlan() {
+  if (plan == "data")
+    return success();
+  std::optional<int16_t> tp = grid.find("tp"), ep = grid.find("ep");
+  for (func::FuncOp f : functions) {
+    WalkResult walk = f.walk([&](Operation *op) -> WalkResult {
+      if (op == f.getOperation())
+        return WalkResult::advance();
+      std::string where;
+      llvm::raw_string_ostream os(where);
+      if (auto linear = dyn_cast<LinearOp>(op); linear && tp) {
+        // Column-parallel: a linear reading a norm's output (q, k, v, the
+        // MLP's up projections, Mamba's input projections, the LM head),
+        // except a router's, whose experts the router needs whole.
+        bool feedsRouter = llvm::any_of(linear->getUsers(), [](Operation *u) {
+          return isa<RouterOp>(u);
+        });
+        if (!isNormed(linear.getInput()) || feedsRouter)
+          return WalkResult::advance();
+        unsigned out = linear.getTransposeWeight() ? 0 : 1;
+        // A split the shapes do not allow (fewer key/value heads than tp
+        // ranks) leaves the weight whole: each rank then computes every
+        // key/value head and takes its group's (Megatron's replication).
+        if (!classDivides(linear.getWeight(), out, grid.sizes[*tp])) {
+          linear.emitWarning("the megatron plan keeps this linear's weight "
+                             "whole: tp=")
+              << grid.sizes[*tp]
+              << " does not divide every dimension its output is tied to "
+                 "(e.g. fewer key/value heads), so each tp rank computes all "
+                 "of it";
+          return WalkResult::advance();
+        }
+        os << "the megatron plan (column-parallel weight of the linear at "
+           << linear.getLoc() << ")";
+        return mlir::failed(seed(linear.getWeight(), out, {*tp}, 2, linear.getLoc(),
+                            where))
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      }
+      if (auto e = dyn_cast<EmbeddingOp>(op); e && tp) {
+        os << "the megatron plan (vocabulary-parallel embedding)";
+        return mlir::failed(seed(e.getTable(), 0, {*tp}, 2, e.getLoc(), where))
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      }
+      if (auto ffn = dyn_cast<ExpertFFNOp>(op)) {
+        os << "the megatron plan (expert weights)";
+        if (ep && failed(seed(ffn.getWUp(), 0, {*ep}, 2, ffn.getLoc(), where)))
+          return WalkResult::interrupt();
+        if (tp && failed(seed(ffn.getWUp(), 2, {*tp}, 2, ffn.getLoc(), where)))
+          return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult Partitioner::seedBatchAndSequence() {
+  auto step = functions.front();
+  AxisList batch;
+  for (StringRef name : {"dp", "ep"})
+    if (auto axis = grid.find(name))
+      batch.push_back(*axis);
+  llvm::sort(batch);
+  for (BlockArgument arg : step.getArguments()) {
+    auto type = tensorTypeOf(arg);
+    if (!type || type.getRank() == 0)
+      continue;
+    if (!batch.empty() &&
+        failed(seed(arg, 0, batch, 0, step.getLoc(),
+                    "the batch split over " + grid.describe(batch))))
+      return failure();
+    if (sequenceParallel && type.getRank() >= 2)
+      if (auto tp = grid.find("tp"))
+        if (failed(seed(arg, 1, {*tp}, 1, step.getLoc(),
+                        "sequence parallelism")))
+          return failure();
+  }
+  return success();
+}
+
+FailureOr<ValueSharding> Partitioner::canonical(Value v) {
+  auto type = globalType(v);
+  ValueSharding s = ValueSharding::replicated(type.getRank());
+  // Highest priority first; an axis goes to the first dimension claiming it.
+  SmallVector<std::pair<int, unsigned>> order;
+  for (unsigned d = 0; d < type.getRank(); ++d)
+    if (const Seed *seed = seedOf(v, d))
+      order.push_back({-seed->priority, d});
+  llvm::sort(order);
+  AxisList used;
+  for (auto [negPriority, d] : order) {
+    for (int16_t axis : seedOf(v, d)->axes)
+      if (!llvm::is_contained(used, axis)) {
+        s.split[d].push_back(axis);
+        used.push_back(axis);
+      }
+    int64_t n = grid.size(s.split[d]);
+    if (type.getDimSize(d) % n != 0 && !isPaddable(v, d)) {
+      Location loc = v.getDefiningOp() ? v.getDefiningOp()->getLoc()
+                                       : cast<BlockArgument>(v).getOwner()->getParentOp()->getLoc();
+      return emitError(loc, "cannot split dimension ")
+             << d << " of " << type << " over " << grid.describe(s.split[d])
+             << " (" << n << " ranks): " << type.getDimSize(d)
+             << " is not a multiple of " << n << " (only vocabularies are padded)";
+    }
+  }
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Partitioning
+//===----------------------------------------------------------------------===//
+
+ValueSharding Partitioner::paramStorage(StringRef name) {
+  return paramShardings.lookup(name);
+}
+
+FailureOr<Value> Partitioner::use(OpBuilder &b, Location loc, Value global,
+                                  const ValueSharding &to) {
+  auto it = locals.find(global);
+  if (it == locals.end())
+    return emitError(loc, "internal: value used before it was partitioned");
+  if (it->second.sharding == to)
+    return it->second.value;
+  // One reshard per value and target: every later use (in the same block,
+  // after it) shares it, and the backward pass then sums the uses'
+  // cotangents before the one transposed collective.
+  for (auto &[sharding, value] : resharded[global])
+    if (sharding == to)
+      return value;
+  FailureOr<Value> moved = reshard(b, plain(loc), it->second.value,
+                                   globalType(global), it->second.sharding,
+                                   to, grid);
+  if (succeeded(moved))
+    resharded[global].push_back({to, *moved});
+  return moved;
+}
+
+FailureOr<SmallVector<AxisList>>
+Partitioner::factorAxes(Operation *op, const ShardingRule &rule) {
+  auto tensorAt = [&](unsigned t) {
+    return t < rule.numOperands ? op->getOperand(t)
+                                : op->getResult(t - rule.numOperands);
+  };
+  SmallVector<AxisList> axes(rule.factors.size());
+  // Weight factors first, then reductions, then the rest: an axis goes to
+  // the first factor claiming it.
+  SmallVector<std::tuple<int, int, unsigned>> order;
+  for (auto [i, factor] : llvm::enumerate(rule.factors)) {
+    if (factor.kind == FactorKind::Whole || factor.dims.empty())
+      continue;
+    const TensorDim &td = factor.dims.front();
+    const Seed *s = seedOf(tensorAt(td.tensor), td.dim);
+    if (!s)
+      continue;
+    order.push_back({-s->priority,
+                     factor.kind == FactorKind::Parallel ? 1 : 0,
+                     static_cast<unsigned>(i)});
+  }
+  llvm::sort(order);
+  AxisList used;
+  for (auto [p, k, i] : order) {
+    const TensorDim &td = rule.factors[i].dims.front();
+    for (int16_t axis : seedOf(tensorAt(td.tensor), td.dim)->axes)
+      if (!llvm::is_contained(used, axis)) {
+        axes[i].push_back(axis);
+        used.push_back(axis);
+      }
+  }
+  return axes;
+}
+
+LogicalResult Partitioner::partitionCall(OpBuilder &b, func::CallOp call) {
+  auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+  if (!argShardingsOf.count(callee)) {
+    SmallVector<ValueSharding> args;
+    // Arguments come as the first call passes them (parameters as stored),
+    // partial sums resolved first.
+    for (Value operand : call.getOperands()) {
+      ValueSharding s = locals.lookup(operand).sharding;
+      if (!s.partial.empty()) {
+        FailureOr<ValueSharding> c = canonical(operand);
+        if (failed(c))
+          return failure();
+        s = *c;
+      }
+      args.push_back(s);
+    }
+    OpBuilder::InsertionGuard guard(b);
+    if (failed(partitionFunction(callee, args)))
+      return failure();
+  }
+  SmallVector<Value> operands;
+  for (auto [operand, sharding] :
+       llvm::zip(call.getOperands(), argShardingsOf[callee])) {
+    FailureOr<Value> v = use(b, call.getLoc(), operand, sharding);
+    if (failed(v))
+      return failure();
+    operands.push_back(*v);
+  }
+  auto local = func::CallOp::create(b, call.getLoc(), callee, operands);
+  for (auto [result, newResult, sharding] :
+       llvm::zip(call.getResults(), local.getResults(),
+                 resultShardingsOf[callee]))
+    locals[result] = {newResult, sharding};
+  return success();
+}
+
+LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
+  if (auto call = dyn_cast<func::CallOp>(op))
+    return partitionCall(b, call);
+  if (auto get = dyn_cast<GetParamOp>(op)) {
+    ValueSharding storage = paramStorage(get.getName());
+    get.getResult().setType(localType(get.getType(), storage, grid));
+    locals[get.getResult()] = {get.getResult(), storage};
+    return success();
+  }
+  FailureOr<ShardingRule> rule = getShardingRule(op);
+  if (failed(rule))
+    return failure();
+  FailureOr<SmallVector<AxisList>> axes = factorAxes(op, *rule);
+  if (failed(axes))
+    return failure();
+  // Attention: key/value heads follow the query heads' split; with fewer
+  // key/value heads than ranks, each rank takes its query heads' group.
+  int64_t kvReplicas = 0;
+  AxisList queryAxes;
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    int hq = rule->factorOf(0, 2), hkv = rule->factorOf(1, 2);
+    queryAxes = (*axes)[hq];
+    if ((*axes)[hkv] != queryAxes) {
+      int64_t n = grid.size(queryAxes);
+      int64_t kvHeads = globalType(attention.getKey()).getDimSize(2);
+      if (!queryAxes.empty() && kvHeads % n != 0 && n % kvHeads == 0) {
+        (*axes)[hkv].clear();
+        kvReplicas = n / kvHeads;
+      } else {
+        (*axes)[hkv] = queryAxes;
+      }
+    }
+  }
+  unsigned numTensors = op->getNumOperands() + op->getNumResults();
+  auto shardingOf = [&](unsigned t, int64_t rank) {
+    ValueSharding s = ValueSharding::replicated(rank);
+    for (int64_t d = 0; d < rank; ++d) {
+      int f = rule->factorOf(t, d);
+      if (f >= 0 && rule->factors[f].kind != FactorKind::Whole)
+        s.split[d] = (*axes)[f];
+    }
+    return s;
+  };
+  (void)numTensors;
+
+  // Operands in the op's compute sharding.
+  IRMapping mapping;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = globalType(operand.get());
+    FailureOr<Value> v = use(b, op->getLoc(), operand.get(),
+                             shardingOf(operand.getOperandNumber(), type.getRank()));
+    if (failed(v))
+      return failure();
+    mapping.map(operand.get(), *v);
+  }
+  if (kvReplicas)
+    for (Value kv : {op->getOperand(1), op->getOperand(2)}) {
+      auto whole = cast<RankedTensorType>(mapping.lookup(kv).getType());
+      SmallVector<int64_t> shape(whole.getShape());
+      shape[2] = 1;
+      mapping.map(kv, SliceOp::create(b, plain(op->getLoc()), whole.clone(shape),
+                                      mapping.lookup(kv),
+                                      grid.nameAttr(b.getContext(), queryAxes),
+                                      /*dim=*/2, kvReplicas)
+                          .getResult());
+    }
+  // Results: split like their factors, partial over split reductions.
+  AxisList partial;
+  for (auto [i, factor] : llvm::enumerate(rule->factors))
+    if (factor.kind == FactorKind::Reduction)
+      llvm::append_range(partial, (*axes)[i]);
+  llvm::sort(partial);
+  SmallVector<ValueSharding> natural;
+  for (OpResult result : op->getResults()) {
+    ValueSharding s = shardingOf(op->getNumOperands() + result.getResultNumber(),
+                                 globalType(result).getRank());
+    s.partial = partial;
+    natural.push_back(s);
+  }
+
+  // Ops that change form when split.
+  auto localOf = [&](Value v) { return mapping.lookup(v); };
+  auto resultType = [&](unsigned i) {
+    return localType(globalType(op->getResult(i)), natural[i], grid);
+  };
+  if (auto linear = dyn_cast<LinearOp>(op); linear && linear.getBias() &&
+                                            !partial.empty()) {
+    // Row-parallel with bias: add the bias once, after the reduction.
+    auto local = LinearOp::create(b, linear.getLoc(), resultType(0),
+                                  localOf(linear.getInput()),
+                                  localOf(linear.getWeight()), Value(),
+                                  linear.getTransposeWeight());
+    locals[linear.getResult()] = {local.getResult(), natural[0]};
+    FailureOr<ValueSharding> want = canonical(linear.getResult());
+    if (failed(want))
+      return failure();
+    FailureOr<Value> reduced = use(b, linear.getLoc(), linear.getResult(), *want);
+    ValueSharding biasSharding = ValueSharding::replicated(1);
+    biasSharding.split[0] = want->split.back();
+    FailureOr<Value> bias = use(b, linear.getLoc(), linear.getBias(), biasSharding);
+    if (failed(reduced) || failed(bias))
+      return failure();
+    auto added = BiasAddOp::create(b, linear.getLoc(), *reduced, *bias);
+    locals[linear.getResult()] = {added.getResult(), *want};
+    return success();
+  }
+  if (auto e = dyn_cast<EmbeddingOp>(op); e && !partial.empty()) {
+    // Vocabulary-parallel: each rank looks up its rows; positions are added
+    // once, after the partial lookups are summed.
+    auto local = EmbeddingOp::create(
+        b, e.getLoc(), resultType(0), localOf(e.getTokens()),
+        localOf(e.getTable()), Value(), grid.nameAttr(b.getContext(), partial));
+    locals[e.getResult()] = {local.getResult(), natural[0]};
+    if (!e.getPositionTable())
+      return success();
+    FailureOr<ValueSharding> want = canonical(e.getResult());
+    if (failed(want))
+      return failure();
+    auto pos = globalType(e.getPositionTable());
+    int64_t seq = globalType(e.getTokens()).getShape().back();
+    if (pos.getDimSize(0) != seq)
+      return e.emitError("a vocabulary-parallel embedding needs a position "
+                         "table of exactly the sequence length (")
+             << seq << "), found " << pos;
+    FailureOr<Value> reduced = use(b, e.getLoc(), e.getResult(), *want);
+    ValueSharding posSharding = ValueSharding::replicated(2);
+    posSharding.split[0] = want->split[want->split.size() - 2];
+    posSharding.split[1] = want->split.back();
+    FailureOr<Value> positions =
+        use(b, e.getLoc(), e.getPositionTable(), posSharding);
+    if (failed(reduced) || failed(positions))
+      return failure();
+    auto added = BiasAddOp::create(b, e.getLoc(), *reduced, *positions);
+    locals[e.getResult()] = {added.getResult(), *want};
+    return success();
+  }
+
+  Operation *local = b.clone(*op, mapping);
+  for (auto [i, result] : llvm::enumerate(local->getResults()))
+    result.setType(resultType(i));
+  if (auto ce = dyn_cast<CrossEntropyOp>(local)) {
+    auto logits = globalType(cast<CrossEntropyOp>(op).getLogits());
+    int f = rule->factorOf(0, logits.getRank() - 1);
+    if (!(*axes)[f].empty()) {
+      ce.setVocabAxesAttr(grid.nameAttr(b.getContext(), (*axes)[f]));
+      ce.setVocabSizeAttr(b.getI64IntegerAttr(logits.getShape().back()));
+    }
+    if (!partial.empty())
+      ce.setDenominatorAttr(b.getI64IntegerAttr(
+          globalType(cast<CrossEntropyOp>(op).getLabels()).getNumElements()));
+  }
+  for (auto [result, localResult, s] :
+       llvm::zip(op->getResults(), local->getResults(), natural))
+    locals[result] = {localResult, s};
+  return success();
+}
+
+LogicalResult
+Partitioner::partitionFunction(func::FuncOp func,
+                               ArrayRef<ValueSharding> argShardings) {
+  Block &body = func.getBody().front();
+  argShardingsOf[func] = SmallVector<ValueSharding>(argShardings);
+  MLIRContext *context = func.getContext();
+  for (auto [arg, sharding] : llvm::zip(body.getArguments(), argShardings)) {
+    auto global = globalType(arg);
+    locals[arg] = {arg, sharding};
+    arg.setType(localType(global, sharding, grid));
+    if (!sharding.isReplicated()) {
+      func.setArgAttr(arg.getArgNumber(), "braid.split",
+                      splitAttr(context, sharding, grid));
+      func.setArgAttr(arg.getArgNumber(), "braid.global_shape",
+                      DenseI64ArrayAttr::get(context, global.getShape()));
+    }
+  }
+  // Types of block arguments now are local; `locals` maps the global values
+  // (the same arguments) to themselves with their shardings. Keep the
+  // global types for resharding.
+  llvm::DenseMap<Value, RankedTensorType> argGlobal;
+
+  OpBuilder b(context);
+  SmallVector<Operation *> old;
+  for (Operation &op : body.without_terminator())
+    old.push_back(&op);
+  for (Operation *op : old) {
+    b.setInsertionPoint(op);
+    if (failed(partitionOp(b, op)))
+      return failure();
+  }
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  b.setInsertionPoint(ret);
+  SmallVector<ValueSharding> resultShardings;
+  SmallVector<Value> results;
+  bool isEntry = func == functions.front();
+  for (Value operand : ret.getOperands()) {
+    ValueSharding want = ValueSharding::replicated(globalType(operand).getRank());
+    if (!isEntry) {
+      FailureOr<ValueSharding> c = canonical(operand);
+      if (failed(c))
+        return failure();
+      want = *c;
+    }
+    FailureOr<Value> v = use(b, ret.getLoc(), operand, want);
+    if (failed(v))
+      return failure();
+    results.push_back(*v);
+    resultShardings.push_back(want);
+  }
+  resultShardingsOf[func] = resultShardings;
+  func::ReturnOp::create(b, ret.getLoc(), results);
+  ret.erase();
+  for (Operation *op : llvm::reverse(old))
+    if (!isa<GetParamOp>(op)) {
+      op->dropAllUses();
+      op->erase();
+    }
+  func.setType(FunctionType::get(context, body.getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+LogicalResult Partitioner::run() {
+  if (plan != "megatron" && plan != "data")
+    return module.emitError("--braid-partition: plan must be megatron or "
+                            "data, found '")
+           << plan << "'";
+  if (zero < 0 || zero > 3)
+    return module.emitError("--braid-partition: zero must be 0, 1, 2 or 3, "
+                            "found ")
+           << zero;
+  if (sequenceParallel && !grid.find("tp"))
+    return module.emitError("--braid-partition: sequence parallelism needs "
+                            "a tp axis");
+  if (failed(collectFunctions()))
+    return failure();
+  if (failed(readAnnotations()))
+    return failure();
+  unite();
+  // Global types, before any retyping.
+  for (ParamOp param : module.getOps<ParamOp>())
+    paramGlobal[param.getSymName()] = param.getTensorType();
+  // Annotations first: a plan's seeds then only fill the classes they left.
+  if (failed(seedAnnotations()) || failed(seedPlan()) ||
+      failed(seedBatchAndSequence()))
+    return failure();
+
+  // Parameter shardings: from their reads; ZeRO-3 adds dp to storage.
+  std::optional<int16_t> dp = grid.find("dp");
+  for (func::FuncOp f : functions) {
+    WalkResult walk = f.walk([&](GetParamOp get) {
+      if (paramShardings.count(get.getName()))
+        return WalkResult::advance();
+      FailureOr<ValueSharding> s = canonical(get.getResult());
+      if (failed(s))
+        return WalkResult::interrupt();
+      paramShardings[get.getName()] = *s;
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  if (zero == 3 && dp)
+    for (auto &entry : paramShardings) {
+      ValueSharding &s = entry.second;
+      if (llvm::is_contained(s.usedAxes(), *dp))
+        continue;
+      RankedTensorType local = localType(paramGlobal[entry.first()], s, grid);
+      for (int64_t d = 0; d < local.getRank(); ++d) {
+        bool padded = paramGlobal[entry.first()].getDimSize(d) % grid.size(s.split[d]) != 0;
+        if (!padded && local.getDimSize(d) % grid.sizes[*dp] == 0) {
+          s.split[d].push_back(*dp);
+          break;
+        }
+      }
+    }
+
+  // Inputs: their seeds (the batch split), nothing else.
+  func::FuncOp step = functions.front();
+  SmallVector<ValueSharding> inputs;
+  for (BlockArgument arg : step.getArguments()) {
+    auto type = globalType(arg);
+    ValueSharding s = ValueSharding::replicated(type.getRank());
+    if (type.getRank() > 0)
+      if (const Seed *seed = seedOf(arg, 0); seed && seed->priority == 0) {
+        s.split[0] = seed->axes;
+        if (type.getDimSize(0) % grid.size(seed->axes) != 0)
+          return step.emitError("the batch (")
+                 << type.getDimSize(0) << ") of input #" << arg.getArgNumber()
+                 << " is not a multiple of " << grid.describe(seed->axes)
+                 << " (" << grid.size(seed->axes) << " ranks)";
+      }
+    inputs.push_back(s);
+  }
+  if (failed(partitionFunction(step, inputs)))
+    return failure();
+
+  // Parameters: local types and where they lie in the global tensor.
+  MLIRContext *context = module.getContext();
+  for (ParamOp param : module.getOps<ParamOp>()) {
+    ValueSharding s = paramShardings.lookup(param.getSymName());
+    if (s.split.empty() || s.isReplicated())
+      continue;
+    RankedTensorType global = param.getTensorType();
+    param.setTypeAttr(TypeAttr::get(localType(global, s, grid)));
+    param->setAttr("braid.split", splitAttr(context, s, grid));
+    param->setAttr("braid.global_shape",
+                   DenseI64ArrayAttr::get(context, global.getShape()));
+  }
+  OpBuilder b(context);
+  b.setInsertionPointToStart(module.getBody());
+  grid.declare(b, module.getLoc());
+  if (zero > 0)
+    module->setAttr("braid.zero", b.getI64IntegerAttr(zero));
+  return success();
+}
+
+struct BraidPartitionPass
+    : braid::impl::BraidPartitionPassBase<BraidPartitionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (gridOption.empty()) {
+      if (zero != 0 || sequenceParallel)
+        module.emitWarning("--braid-partition: no grid; zero and "
+                           "sequence-parallel have no effect");
+      return;
+    }
+    if (Grid::of(module)) {
+      module.emitError("--braid-partition: the module is already partitioned");
+      return signalPassFailure();
+    }
+    std::string error;
+    FailureOr<Grid> grid = Grid::parse(gridOption, error);
+    if (failed(grid)) {
+      module.emitError("--braid-partition: ") << error;
+      return signalPassFailure();
+    }
+    // A grid of one rank partitions nothing.
+    if (grid->numRanks() == 1)
+      return;
+    // The user's own grid (for annotations) must be this one.
+    auto grids = llvm::to_vector(module.getOps<shard::GridOp>());
+    if (grids.size() > 1) {
+      grids[1].emitError("a second grid: Braid partitions a program over one "
+                         "grid (@")
+          << grids[0].getSymName() << ")";
+      return signalPassFailure();
+    }
+    for (auto existing : grids) {
+      if (existing.getShape() != ArrayRef<int64_t>(grid->sizes)) {
+        existing.emitError("grid @")
+            << existing.getSymName() << " does not have the shape of --grid "
+            << gridOption;
+        return signalPassFailure();
+      }
+      grid->symbol = existing.getSymName().str();
+      existing.erase();
+    }
+    Partitioner partitioner(module, *grid, entry, plan, zero, sequenceParallel);
+    if (failed(partitioner.run()))
+      signalPassFailure();
+  }
+};
+} // namespace

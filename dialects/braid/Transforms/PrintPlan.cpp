@@ -1,0 +1,238 @@
+//===- PrintPlan.cpp - the --braid-print-plan pass ------------------------===//
+//
+// Prints the parallel plan of a partitioned program (after --braid-partition,
+// and after --braid-autodiff/--braid-optimizer for the whole training step):
+// the grid; each parameter's sharding, per-rank shape and bytes; each value
+// crossing a layer boundary (the activations layer functions take and
+// return); and, per collective kind and group, how many run per step and the
+// bytes each rank sends under the ring model the runtime also counts
+// (all-reduce 2(n-1)/n of the buffer; all-gather, reduce-scatter and
+// all-to-all n-1 blocks of a rank's share). Collectives inside ops (the
+// softmax statistics of a vocabulary-parallel cross-entropy and its
+// gradient, the parameter gather of a ZeRO update) are counted as the
+// emitter issues them. Layer functions count once per call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/Sharding.h"
+
+#include "dialects/braid/IR/BraidOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+
+#include <map>
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_BRAIDPRINTPLANPASS
+#include "dialects/braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+std::string shapeText(ArrayRef<int64_t> shape) {
+  return llvm::join(llvm::map_range(shape, [](int64_t d) { return std::to_string(d); }),
+                    "x");
+}
+
+int64_t bytesOf(RankedTensorType type) {
+  return type.getNumElements() *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+std::string splitText(ArrayAttr split) {
+  if (!split)
+    return "replicated";
+  SmallVector<std::string> dims;
+  for (Attribute dim : split) {
+    auto axes = cast<ArrayAttr>(dim);
+    dims.push_back(axes.empty()
+                       ? "-"
+                       : llvm::join(llvm::map_range(axes, [](Attribute a) {
+                                      return cast<StringAttr>(a).getValue().str();
+                                    }),
+                                    ","));
+  }
+  return "[" + llvm::join(dims, ", ") + "]";
+}
+
+struct Traffic {
+  int64_t count = 0;
+  double bytes = 0;
+};
+
+struct PlanPrinter {
+  ModuleOp module;
+  const Grid &grid;
+  raw_ostream &os;
+  /// (kind, group) -> traffic per step.
+  std::map<std::pair<std::string, std::string>, Traffic> traffic;
+
+  void add(StringRef kind, ArrayRef<int16_t> axes, double blockBytes,
+           double blocks, int64_t times) {
+    if (grid.size(axes) <= 1)
+      return;
+    Traffic &t = traffic[{kind.str(), grid.describe(axes)}];
+    t.count += times;
+    t.bytes += blockBytes * blocks * static_cast<double>(times);
+  }
+  AxisList axesOf(ArrayRef<int16_t> indices) {
+    return AxisList(indices.begin(), indices.end());
+  }
+  AxisList axesNamed(ArrayAttr names) {
+    AxisList axes;
+    for (Attribute name : names)
+      if (auto axis = grid.find(cast<StringAttr>(name).getValue()))
+        axes.push_back(*axis);
+    return axes;
+  }
+
+  /// Collectives of `func`, run `times` per step, and of its callees.
+  void count(func::FuncOp func, int64_t times) {
+    func.walk([&](Operation *op) {
+      TypeSwitch<Operation *>(op)
+          .Case([&](func::CallOp call) {
+            if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+              count(callee, times);
+          })
+          .Case([&](shard::AllReduceOp r) {
+            AxisList axes = axesOf(r.getGridAxes());
+            double n = grid.size(axes);
+            add("all_reduce", axes, bytesOf(cast<RankedTensorType>(r.getType())),
+                2 * (n - 1) / n, times);
+          })
+          .Case([&](shard::AllGatherOp g) {
+            AxisList axes = axesOf(g.getGridAxes());
+            add("all_gather", axes, bytesOf(cast<RankedTensorType>(g.getInput().getType())),
+                grid.size(axes) - 1, times);
+          })
+          .Case([&](shard::ReduceScatterOp r) {
+            AxisList axes = axesOf(r.getGridAxes());
+            add("reduce_scatter", axes, bytesOf(r.getType()), grid.size(axes) - 1,
+                times);
+          })
+          .Case([&](shard::AllToAllOp a) {
+            AxisList axes = axesOf(a.getGridAxes());
+            double n = grid.size(axes);
+            add("all_to_all", axes,
+                bytesOf(cast<RankedTensorType>(a.getInput().getType())) / n, n - 1,
+                times);
+          })
+          .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
+            auto vocab = ce->getAttrOfType<ArrayAttr>("vocab_axes");
+            if (!vocab)
+              return;
+            AxisList axes = axesNamed(vocab);
+            double n = grid.size(axes);
+            auto logits = cast<RankedTensorType>(ce->getOperand(0).getType());
+            double rows = logits.getNumElements() / logits.getShape().back();
+            // Row maxima, then (sum of exponentials, label logit) per row.
+            add("all_reduce", axes, 4 * rows, 2 * (n - 1) / n, times);
+            add("all_reduce", axes, 8 * rows, 2 * (n - 1) / n, times);
+          })
+          .Case<AdamWUpdateOp, SGDUpdateOp>([&](Operation *update) {
+            auto zero = update->getAttrOfType<ArrayAttr>("zero_axes");
+            if (!zero)
+              return;
+            AxisList axes = axesNamed(zero);
+            auto param = module.lookupSymbol<ParamOp>(
+                update->getAttrOfType<FlatSymbolRefAttr>("param"));
+            double n = grid.size(axes);
+            add("all_gather", axes, bytesOf(param.getTensorType()) / n, n - 1, times);
+          });
+    });
+  }
+};
+} // namespace
+
+namespace {
+struct BraidPrintPlanPass
+    : braid::impl::BraidPrintPlanPassBase<BraidPrintPlanPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    raw_ostream &os = llvm::outs();
+    std::optional<Grid> grid = Grid::of(module);
+    auto step = module.lookupSymbol<func::FuncOp>(entry);
+    if (!step) {
+      module.emitError("--braid-print-plan: no step function '@") << entry << "'";
+      return signalPassFailure();
+    }
+    if (!grid) {
+      os << "plan: one rank (the module is not partitioned)\n";
+      return;
+    }
+    int64_t zero = 0;
+    if (auto attr = module->getAttrOfType<IntegerAttr>("braid.zero"))
+      zero = attr.getInt();
+    SmallVector<std::string> axes;
+    for (auto [name, size] : llvm::zip(grid->names, grid->sizes))
+      axes.push_back(name + "=" + std::to_string(size));
+    os << "plan: grid " << llvm::join(axes, ",") << " (" << grid->numRanks()
+       << " ranks), zero " << zero << "\n";
+
+    // Parameters and optimizer state.
+    int64_t localBytes = 0, globalBytes = 0;
+    auto persistent = [&](Operation *op, StringRef kind, StringRef name,
+                          RankedTensorType local) {
+      auto split = op->getAttrOfType<ArrayAttr>("braid.split");
+      auto global = op->getAttrOfType<DenseI64ArrayAttr>("braid.global_shape");
+      ArrayRef<int64_t> globalShape = global ? global.asArrayRef() : local.getShape();
+      int64_t bytes = bytesOf(local);
+      localBytes += bytes;
+      globalBytes += bytesOf(local.clone(globalShape));
+      os << kind << " " << name << ": " << shapeText(globalShape) << " "
+         << splitText(split) << " -> " << shapeText(local.getShape()) << " ("
+         << bytes << " bytes per rank)\n";
+    };
+    for (ParamOp param : module.getOps<ParamOp>())
+      persistent(param, "param", param.getSymName(), param.getTensorType());
+    for (StateOp state : module.getOps<StateOp>())
+      persistent(state, "state", state.getSymName(),
+                 cast<RankedTensorType>(state.getType()));
+    os << "persistent: " << localBytes << " bytes per rank (" << globalBytes
+       << " unpartitioned)\n";
+
+    // Activations at layer boundaries: what layer functions take and return
+    // besides parameters.
+    llvm::DenseSet<func::FuncOp> seen;
+    step.walk([&](func::CallOp call) {
+      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      // Backward functions take what the forward saved, not boundaries.
+      if (!callee || callee.getSymName().ends_with(".bwd") ||
+          !seen.insert(callee).second)
+        return;
+      for (auto [i, operand] : llvm::enumerate(call.getOperands())) {
+        if (operand.getDefiningOp<GetParamOp>())
+          continue;
+        auto type = cast<RankedTensorType>(operand.getType());
+        auto split = callee.getArgAttrOfType<ArrayAttr>(i, "braid.split");
+        auto global = callee.getArgAttrOfType<DenseI64ArrayAttr>(i, "braid.global_shape");
+        os << "boundary @" << callee.getSymName() << " arg " << i << ": "
+           << shapeText(global ? global.asArrayRef() : type.getShape()) << " "
+           << splitText(split) << " -> " << shapeText(type.getShape()) << "\n";
+      }
+    });
+
+    PlanPrinter printer{module, *grid, os, {}};
+    printer.count(step, 1);
+    double total = 0;
+    for (auto &[key, t] : printer.traffic) {
+      os << "collective " << key.first << " over " << key.second << ": "
+         << t.count << " per step, "
+         << llvm::format("%.0f", t.bytes) << " bytes sent per rank\n";
+      total += t.bytes;
+    }
+    os << "collective_bytes_per_step: " << llvm::format("%.0f", total) << "\n";
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace

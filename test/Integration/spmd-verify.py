@@ -1,0 +1,83 @@
+# RUN: rm -rf %t && mkdir -p %t
+# RUN: %python %s %t
+#
+# The SPMD differential matrix: every parallel plan, run on N CPU ranks
+# (MPI), equals the unpartitioned program on one rank after 2 AdamW steps,
+# fp32: loss, gradients and updated parameters within a relative 1e-5
+# (braid-run --verify prints the largest differences and PASS or FAIL).
+#
+# AdamW runs with eps = 1e-5 here. Its step is lr * g / (|g| + eps): for the
+# gradient elements within a few eps of zero its derivative is lr / (4 eps),
+# so with the default eps = 1e-8 a difference of one f32 rounding of a
+# partial sum (2e-7 of a tensor's scale, what `verify: gradients` shows)
+# moves those elements' updates by up to 1e-4 of the parameters' scale, in
+# any implementation that sums in another order. The gradients themselves
+# are compared at the same 1e-5.
+#
+# MoE models are built with capacity factor 4: capacity is per data shard (as
+# GShard and Megatron do), so a plan equals one rank exactly when no token
+# is dropped on either side.
+import os
+import subprocess
+import sys
+import time
+
+work = sys.argv[1]
+failures = []
+
+
+def model(preset, *flags):
+    path = os.path.join(work, preset + "".join(flags).replace("-", "_") + ".mlir")
+    with open(path, "w") as f:
+        f.write(subprocess.run([sys.executable, "-m", "braid.models", preset, *flags],
+                               check=True, capture_output=True, text=True).stdout)
+    return path
+
+
+MATRIX = []
+for preset in ["gpt-tiny", "llama-tiny"]:
+    MATRIX += [
+        (preset, ["--grid", "dp=2"]),
+        (preset, ["--grid", "tp=2"]),
+        (preset, ["--grid", "tp=2", "--sequence-parallel"]),
+        (preset, ["--grid", "dp=2,tp=2"]),
+        (preset, ["--grid", "dp=2", "--zero", "1"]),
+        (preset, ["--grid", "dp=2", "--zero", "2"]),
+        (preset, ["--grid", "dp=2", "--zero", "3"]),
+        (preset, ["--grid", "dp=2,tp=2", "--zero", "3"]),
+    ]
+MATRIX += [
+    # gpt-tiny's vocabulary (97) over 4 ranks: 25 rows each, 3 of padding.
+    ("gpt-tiny", ["--grid", "tp=4"]),
+    # llama-tiny's 2 key/value heads over 4 ranks: each rank computes both
+    # and takes the one its query head uses.
+    ("llama-tiny", ["--grid", "tp=4"]),
+    ("moe-tiny", ["--grid", "ep=2"]),
+    ("moe-tiny", ["--grid", "ep=2,tp=2"]),
+    ("moe-tiny-b4", ["--grid", "dp=2,ep=2"]),
+    ("mamba-tiny", ["--grid", "tp=2"]),
+    ("hybrid-tiny", ["--grid", "dp=2,tp=2"]),
+]
+
+paths = {}
+for preset, flags in MATRIX:
+    if preset not in paths:
+        name, extra = preset, []
+        if preset.endswith("-b4"):  # batch 4: split over dp x ep = 4
+            name, extra = preset[:-3], ["--batch", "4"]
+        if name in ("moe-tiny", "hybrid-tiny"):
+            extra += ["--capacity-factor", "4"]
+        paths[preset] = model(name, *extra)
+    start = time.time()
+    r = subprocess.run(["braid-run", paths[preset], "--steps", "2", "--eps", "1e-5",
+                        "--verify", "--quiet", *flags],
+                       capture_output=True, text=True)
+    lines = [l for l in r.stdout.splitlines() if l.startswith("verify:")]
+    label = f"{preset} {' '.join(flags)}"
+    print(f"{label}: {'; '.join(l[8:] for l in lines)} ({time.time() - start:.1f} s)")
+    if r.returncode != 0 or "verify: PASS" not in lines:
+        failures.append(f"{label}: exit {r.returncode}\n{r.stdout}{r.stderr}")
+
+if failures:
+    print("\n".join(failures), file=sys.stderr)
+    sys.exit(1)

@@ -1,0 +1,124 @@
+// RUN: braid-translate --braid-to-cpp %s -split-input-file -verify-diagnostics -o /dev/null
+
+// What an SPMD program needs from its grid, shardings and partitioned ops.
+
+module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
+  // expected-error @+1 {{the runtime needs the grid's axes named: braid.axes = [...] with 2 non-empty strings}}
+  shard.grid @grid(shape = 2x2)
+  func.func @step(%l: tensor<2x8xf32>, %t: tensor<2xi32>) -> tensor<f32> {
+    %loss = braid.cross_entropy %l, %t : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
+  // expected-error @+1 {{a program runs on one device grid; the module declares several}}
+  shard.grid @grid(shape = 2) {braid.axes = ["dp"]}
+  shard.grid @other(shape = 2) {braid.axes = ["tp"]}
+  func.func @step(%l: tensor<2x8xf32>, %t: tensor<2xi32>) -> tensor<f32> {
+    %loss = braid.cross_entropy %l, %t : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
+  shard.grid @grid(shape = 2x2) {braid.axes = ["dp", "tp"]}
+  // expected-error @+1 {{local size 4 of dimension 0 is not ceil(9 / 2) for global size 9 split over 2 ranks}}
+  braid.param @w normal(0.02) {braid.global_shape = array<i64: 9, 4>, braid.split = [["tp"], []]} : tensor<4x4xf32>
+  func.func @step(%l: tensor<2x8xf32>, %t: tensor<2xi32>) -> tensor<f32> {
+    %loss = braid.cross_entropy %l, %t : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
+  shard.grid @grid(shape = 2x2) {braid.axes = ["dp", "tp"]}
+  // expected-error @+1 {{braid.split: "pp" is not an axis of grid @grid}}
+  braid.param @w normal(0.02) {braid.global_shape = array<i64: 8, 4>, braid.split = [["pp"], []]} : tensor<4x4xf32>
+  func.func @step(%l: tensor<2x8xf32>, %t: tensor<2xi32>) -> tensor<f32> {
+    %loss = braid.cross_entropy %l, %t : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
+  shard.grid @grid(shape = 2x2) {braid.axes = ["dp", "tp"]}
+  // expected-error @+1 {{a sharded tensor of type 'tensor<4x4xf32>' needs braid.global_shape = array<i64: ...> and braid.split = [[axes], ...] with one entry per dimension}}
+  braid.param @w normal(0.02) {braid.split = [["tp"], []]} : tensor<4x4xf32>
+  func.func @step(%l: tensor<2x8xf32>, %t: tensor<2xi32>) -> tensor<f32> {
+    %loss = braid.cross_entropy %l, %t : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
+  shard.grid @grid(shape = 2x2) {braid.axes = ["dp", "tp"]}
+  func.func @step(%l: tensor<2x8xf32>, %t: tensor<2xi32>) -> tensor<f32> {
+    // expected-error @+1 {{the runtime reduces by sum, max or min, not product}}
+    %p = shard.all_reduce %l on @grid grid_axes = [1] reduction = product : tensor<2x8xf32> -> tensor<2x8xf32>
+    %loss = braid.cross_entropy %p, %t : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
+  func.func @step(%l: tensor<2x8xf32>, %t: tensor<2xi32>) -> tensor<f32> {
+    // expected-error @+1 {{names grid axes but the module has no shard.grid}}
+    %loss = braid.cross_entropy %l, %t {vocab_axes = ["tp"]} : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
+  shard.grid @grid(shape = 2) {braid.axes = ["tp"]}
+  braid.param @wte normal(0.02) : tensor<4x4xf32>
+  braid.param @wpe normal(0.02) : tensor<2x4xf32>
+  func.func @step(%tok: tensor<1x2xi32>, %t: tensor<2xi32>, %l: tensor<2x8xf32>) -> tensor<f32> {
+    %wte = braid.get_param @wte : tensor<4x4xf32>
+    %wpe = braid.get_param @wpe : tensor<2x4xf32>
+    // expected-error @+1 {{a vocabulary-parallel embedding has no position table (partitioning adds positions with braid.bias_add)}}
+    %h = braid.embedding %tok, %wte positions %wpe {vocab_axes = ["tp"]} : tensor<1x2xi32>, tensor<4x4xf32>, tensor<2x4xf32> -> tensor<1x2x4xf32>
+    %loss = braid.cross_entropy %l, %t : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
+  shard.grid @grid(shape = 2x2) {braid.axes = ["dp", "tp"]}
+  braid.param @b zeros : tensor<5xf32>
+  func.func @step(%l: tensor<2x8xf32>, %t: tensor<2xi32>, %g: tensor<5xf32>, %c: tensor<f32>) -> tensor<f32> {
+    %loss = braid.cross_entropy %l, %t : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    // expected-error @+1 {{a ZeRO update needs the parameter's 5 elements divisible by the 2 ranks of its zero_axes}}
+    braid.sgd_update @b, %g, %c {lr = 1.0 : f64, weight_decay = 0.0 : f64, zero_axes = ["dp"]} : tensor<5xf32>, tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
+  shard.grid @grid(shape = 2x2) {braid.axes = ["dp", "tp"]}
+  braid.param @b zeros : tensor<8xf32>
+  func.func @step(%l: tensor<2x8xf32>, %t: tensor<2xi32>, %g: tensor<8xf32>, %c: tensor<f32>) -> tensor<f32> {
+    %loss = braid.cross_entropy %l, %t : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    // expected-error @+1 {{zero_axes must list grid axes in grid order (the communicator's rank order, in which the parameter is all-gathered)}}
+    braid.sgd_update @b, %g, %c {lr = 1.0 : f64, weight_decay = 0.0 : f64, zero_axes = ["tp", "dp"]} : tensor<8xf32>, tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
