@@ -197,6 +197,15 @@ void braid_k_attention(braid_rt *rt, braid_dtype dt, const void *q, const void *
                        void *out, int64_t batch, int64_t seq, int64_t seq_kv, int64_t heads,
                        int64_t kv_heads, int64_t head_dim, int64_t v_head_dim, int32_t causal,
                        double scale, double rope_theta);
+/* Attention of a chunk of the queries (context parallelism): query row s has
+ * global position q_offset + s for RoPE and for the causal mask (keys t >
+ * q_offset + s are masked); keys keep positions 0..Skv-1. q_offset >= 0, and
+ * causal needs q_offset + S <= Skv. braid_k_attention is q_offset = 0. */
+void braid_k_attention_offset(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
+                              const void *v, void *out, int64_t batch, int64_t seq,
+                              int64_t seq_kv, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                              int64_t v_head_dim, int32_t causal, double scale,
+                              double rope_theta, int64_t q_offset);
 void braid_k_rms_norm(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma, void *y,
                       int64_t rows, int64_t hidden, double epsilon);
 void braid_k_layer_norm(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
@@ -255,6 +264,15 @@ void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void *q, const v
                             int64_t batch, int64_t seq, int64_t seq_kv, int64_t heads,
                             int64_t kv_heads, int64_t head_dim, int64_t v_head_dim,
                             int32_t causal, double scale, double rope_theta);
+/* braid_k_attention_grad for a chunk of the queries at global positions
+ * q_offset.. (as braid_k_attention_offset): dq for the chunk's rows; dk, dv
+ * are this chunk's contribution only (summed over the chunks by the caller). */
+void braid_k_attention_grad_offset(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
+                                   const void *v, const void *dout, void *dq, void *dk,
+                                   void *dv, int64_t batch, int64_t seq, int64_t seq_kv,
+                                   int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                   int64_t v_head_dim, int32_t causal, double scale,
+                                   double rope_theta, int64_t q_offset);
 void braid_k_rms_norm_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
                            const void *dy, void *dx, void *dgamma, int64_t rows, int64_t hidden,
                            double epsilon);

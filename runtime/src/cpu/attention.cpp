@@ -8,6 +8,9 @@
 //   m' = max(m, s_t), acc = acc e^(m - m') + e^(s_t - m') v_t, l likewise,
 // and out = acc / l. Rotation angles p f_i are formed in double (positions
 // can be large: p f_0 = p radians) and f_i = theta^(-2i/D) is computed once.
+// Query row s sits at global position qOff + s (qOff = q_offset, context
+// parallelism; 0 for braid_k_attention): its RoPE angle and causal horizon
+// (keys t <= qOff + s) use that position, keys keep positions 0..Skv-1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,7 +49,7 @@ inline void loadRotated(const T *x, float *dst, int64_t d, int64_t p, const doub
 template <typename T>
 void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t S, int64_t Skv,
                    int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, bool causal, float scale,
-                   double theta) {
+                   double theta, int64_t qOff) {
   const bool rope = theta > 0.0;
   double freq[kMaxHeadDim / 2];
   if (rope)
@@ -68,21 +71,21 @@ void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t 
         const int64_t qb = S - s0 < QB ? S - s0 : QB;
         for (int64_t r = 0; r < qb; ++r) {
           const int64_t s = s0 + r;
-          loadRotated(q + ((b * S + s) * Hq + h) * D, qbuf + r * D, D, s, freq, rope);
+          loadRotated(q + ((b * S + s) * Hq + h) * D, qbuf + r * D, D, qOff + s, freq, rope);
           mx[r] = -INFINITY;
           l[r] = 0.0;
           for (int64_t e = 0; e < Dv; ++e)
             acc[r * Dv + e] = 0.0f;
         }
-        // Causal: the block's last query sees keys 0..s0+qb-1.
-        const int64_t tEnd = causal ? s0 + qb : Skv;
+        // Causal: the block's last query sees keys 0..qOff+s0+qb-1.
+        const int64_t tEnd = causal && qOff + s0 + qb < Skv ? qOff + s0 + qb : Skv;
         for (int64_t t = 0; t < tEnd; ++t) {
           loadRotated(k + ((b * Skv + t) * Hkv + hk) * D, kbuf, D, t, freq, rope);
           const T *vrow = v + ((b * Skv + t) * Hkv + hk) * Dv;
           for (int64_t e = 0; e < Dv; ++e)
             vbuf[e] = braid::load(vrow, e);
           for (int64_t r = 0; r < qb; ++r) {
-            if (causal && t > s0 + r)
+            if (causal && t > qOff + s0 + r)
               continue;
             float dot = 0.0f;
             for (int64_t i = 0; i < D; ++i)
@@ -114,25 +117,42 @@ void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t 
 
 } // namespace
 
-extern "C" void braid_k_attention(braid_rt *, braid_dtype dt, const void *q, const void *k,
-                                  const void *v, void *o, int64_t batch, int64_t seq,
-                                  int64_t seq_kv, int64_t heads, int64_t kv_heads,
-                                  int64_t head_dim, int64_t v_head_dim, int32_t causal,
-                                  double scale, double rope_theta) {
+extern "C" void braid_k_attention_offset(braid_rt *, braid_dtype dt, const void *q,
+                                         const void *k, const void *v, void *o, int64_t batch,
+                                         int64_t seq, int64_t seq_kv, int64_t heads,
+                                         int64_t kv_heads, int64_t head_dim, int64_t v_head_dim,
+                                         int32_t causal, double scale, double rope_theta,
+                                         int64_t q_offset) {
   if (kv_heads <= 0 || heads % kv_heads != 0)
     fail("attention", "%lld query heads are not a multiple of %lld kv heads", (long long)heads,
          (long long)kv_heads);
   if (head_dim > kMaxHeadDim || v_head_dim > kMaxHeadDim)
     fail("attention", "head dims %lld / %lld exceed the supported %lld", (long long)head_dim,
          (long long)v_head_dim, (long long)kMaxHeadDim);
-  if (causal && seq != seq_kv)
-    fail("attention", "causal attention needs seq == seq_kv, got %lld and %lld",
-         (long long)seq, (long long)seq_kv);
+  if (q_offset < 0)
+    fail("attention", "negative query offset %lld", (long long)q_offset);
+  if (causal && q_offset + seq > seq_kv)
+    fail("attention",
+         "causal attention needs q_offset + seq <= seq_kv, got %lld + %lld and %lld",
+         (long long)q_offset, (long long)seq, (long long)seq_kv);
   if (rope_theta > 0.0 && head_dim % 2 != 0)
     fail("attention", "rotary embedding needs an even head dim, got %lld", (long long)head_dim);
   withFloatType(dt, "attention", [&](auto tag) {
     using T = decltype(tag);
     attentionImpl<T>(in<T>(q), in<T>(k), in<T>(v), out<T>(o), batch, seq, seq_kv, heads,
-                     kv_heads, head_dim, v_head_dim, causal != 0, float(scale), rope_theta);
+                     kv_heads, head_dim, v_head_dim, causal != 0, float(scale), rope_theta,
+                     q_offset);
   });
+}
+
+extern "C" void braid_k_attention(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
+                                  const void *v, void *o, int64_t batch, int64_t seq,
+                                  int64_t seq_kv, int64_t heads, int64_t kv_heads,
+                                  int64_t head_dim, int64_t v_head_dim, int32_t causal,
+                                  double scale, double rope_theta) {
+  if (causal && seq != seq_kv)
+    fail("attention", "causal attention needs seq == seq_kv, got %lld and %lld",
+         (long long)seq, (long long)seq_kv);
+  braid_k_attention_offset(rt, dt, q, k, v, o, batch, seq, seq_kv, heads, kv_heads, head_dim,
+                           v_head_dim, causal, scale, rope_theta, 0);
 }

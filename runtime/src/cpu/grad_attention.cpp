@@ -8,6 +8,9 @@
 //   dq' = scale sum_t ds_t k'_t,  dk'_t += scale ds_t q',  dv_t += p_t dout,
 // and dq, dk are dq', dk' rotated back (the inverse rotation, the transpose).
 // GQA: key/value head g = h / (Hq / Hkv) collects the group's query heads.
+// Query row s sits at global position qOff + s (qOff = q_offset, context
+// parallelism; 0 for braid_k_attention_grad): RoPE and the causal horizon
+// t <= qOff + s use it; dk, dv are the contribution of these query rows.
 //
 // Pass 1, per (b, h) and block of up to 64 query rows: one sweep over the
 // keys (each rotated once per block) gives each row's max m, 1/l and delta
@@ -107,7 +110,7 @@ inline RowStats finish(float m, double l, double dl) {
 template <typename T>
 void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq, T *dk, T *dv,
                        int64_t B, int64_t S, int64_t Skv, int64_t Hq, int64_t Hkv, int64_t D,
-                       int64_t Dv, bool causal, float scale, double theta) {
+                       int64_t Dv, bool causal, float scale, double theta, int64_t qOff) {
   Rope rope;
   rope.on = theta > 0.0;
   rope.d = D;
@@ -139,7 +142,7 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
           const int64_t qb = S - s0 < QB ? S - s0 : QB;
           float *qbuf = bufA, *dobuf = bufB, *dqacc = bufC;
           for (int64_t r = 0; r < qb; ++r) {
-            loadRotated(q + qRow(b, s0 + r, h) * D, qbuf + r * D, s0 + r, rope);
+            loadRotated(q + qRow(b, s0 + r, h) * D, qbuf + r * D, qOff + s0 + r, rope);
             const T *dr = dout + qRow(b, s0 + r, h) * Dv;
             for (int64_t e = 0; e < Dv; ++e)
               dobuf[r * Dv + e] = braid::load(dr, e);
@@ -148,14 +151,14 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
             mx[r] = -INFINITY;
             l[r] = dl[r] = 0.0;
           }
-          const int64_t tEnd = causal ? s0 + qb : Skv;
+          const int64_t tEnd = causal && qOff + s0 + qb < Skv ? qOff + s0 + qb : Skv;
           for (int64_t t = 0; t < tEnd; ++t) {
             loadRotated(k + kvRow(b, t, g) * D, kr, t, rope);
             const T *vrow = v + kvRow(b, t, g) * Dv;
             for (int64_t e = 0; e < Dv; ++e)
               vr[e] = braid::load(vrow, e);
             for (int64_t r = 0; r < qb; ++r) {
-              if (causal && t > s0 + r)
+              if (causal && t > qOff + s0 + r)
                 continue;
               onlineAdd(scale * dot(qbuf + r * D, kr, D), dot(dobuf + r * Dv, vr, Dv), mx[r],
                         l[r], dl[r]);
@@ -169,7 +172,7 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
             for (int64_t e = 0; e < Dv; ++e)
               vr[e] = braid::load(vrow, e);
             for (int64_t r = 0; r < qb; ++r) {
-              if (causal && t > s0 + r)
+              if (causal && t > qOff + s0 + r)
                 continue;
               const float p = std::exp(scale * dot(qbuf + r * D, kr, D) - rs[r].m) * rs[r].invl;
               const float ds = p * (dot(dobuf + r * Dv, vr, Dv) - rs[r].delta);
@@ -179,7 +182,8 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
             }
           }
           for (int64_t r = 0; r < qb; ++r) {
-            storeUnrotated(dqacc + r * D, dq + qRow(b, s0 + r, h) * D, scale, s0 + r, rope);
+            storeUnrotated(dqacc + r * D, dq + qRow(b, s0 + r, h) * D, scale, qOff + s0 + r,
+                           rope);
             if (cached) {
               const int64_t row = hi * S + s0 + r;
               stM[row] = rs[r].m;
@@ -205,8 +209,10 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
         }
         for (int64_t hi = 0; hi < group; ++hi) {
           const int64_t h = g * group + hi;
-          for (int64_t s = causal ? t0 : 0; s < S; ++s) {
-            loadRotated(q + qRow(b, s, h) * D, qr, s, rope);
+          // Causal: rows before global position t0 see none of the block.
+          for (int64_t s = causal && t0 > qOff ? t0 - qOff : 0; s < S; ++s) {
+            const int64_t pos = qOff + s;
+            loadRotated(q + qRow(b, s, h) * D, qr, pos, rope);
             const T *dr = dout + qRow(b, s, h) * Dv;
             for (int64_t e = 0; e < Dv; ++e)
               dor[e] = braid::load(dr, e);
@@ -217,7 +223,7 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
             } else { // recompute over every visible key
               float m = -INFINITY;
               double ll = 0.0, dd = 0.0;
-              const int64_t tEnd = causal ? s + 1 : Skv;
+              const int64_t tEnd = causal && pos + 1 < Skv ? pos + 1 : Skv;
               for (int64_t t = 0; t < tEnd; ++t) {
                 loadRotated(k + kvRow(b, t, g) * D, kr, t, rope);
                 const T *vrow = v + kvRow(b, t, g) * Dv;
@@ -227,7 +233,7 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
               }
               st = finish(m, ll, dd);
             }
-            const int64_t jEnd = causal ? (s - t0 + 1 < kb ? s - t0 + 1 : kb) : kb;
+            const int64_t jEnd = causal ? (pos - t0 + 1 < kb ? pos - t0 + 1 : kb) : kb;
             for (int64_t j = 0; j < jEnd; ++j) {
               const float p = std::exp(scale * dot(qr, kbuf + j * D, D) - st.m) * st.invl;
               const float ds = p * (dot(dor, vbuf + j * Dv, Dv) - st.delta);
@@ -251,21 +257,25 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
 
 } // namespace
 
-extern "C" void braid_k_attention_grad(braid_rt *, braid_dtype dt, const void *q, const void *k,
-                                       const void *v, const void *dout, void *dq, void *dk,
-                                       void *dv, int64_t batch, int64_t seq, int64_t seq_kv,
-                                       int64_t heads, int64_t kv_heads, int64_t head_dim,
-                                       int64_t v_head_dim, int32_t causal, double scale,
-                                       double rope_theta) {
+extern "C" void braid_k_attention_grad_offset(braid_rt *, braid_dtype dt, const void *q,
+                                              const void *k, const void *v, const void *dout,
+                                              void *dq, void *dk, void *dv, int64_t batch,
+                                              int64_t seq, int64_t seq_kv, int64_t heads,
+                                              int64_t kv_heads, int64_t head_dim,
+                                              int64_t v_head_dim, int32_t causal, double scale,
+                                              double rope_theta, int64_t q_offset) {
   if (kv_heads <= 0 || heads % kv_heads != 0)
     fail("attention_grad", "%lld query heads are not a multiple of %lld kv heads",
          (long long)heads, (long long)kv_heads);
   if (head_dim > kMaxHeadDim || v_head_dim > kMaxHeadDim)
     fail("attention_grad", "head dims %lld / %lld exceed the supported %lld",
          (long long)head_dim, (long long)v_head_dim, (long long)kMaxHeadDim);
-  if (causal && seq != seq_kv)
-    fail("attention_grad", "causal attention needs seq == seq_kv, got %lld and %lld",
-         (long long)seq, (long long)seq_kv);
+  if (q_offset < 0)
+    fail("attention_grad", "negative query offset %lld", (long long)q_offset);
+  if (causal && q_offset + seq > seq_kv)
+    fail("attention_grad",
+         "causal attention needs q_offset + seq <= seq_kv, got %lld + %lld and %lld",
+         (long long)q_offset, (long long)seq, (long long)seq_kv);
   if (rope_theta > 0.0 && head_dim % 2 != 0)
     fail("attention_grad", "rotary embedding needs an even head dim, got %lld",
          (long long)head_dim);
@@ -273,6 +283,19 @@ extern "C" void braid_k_attention_grad(braid_rt *, braid_dtype dt, const void *q
     using T = decltype(tag);
     attentionGradImpl<T>(in<T>(q), in<T>(k), in<T>(v), in<T>(dout), out<T>(dq), out<T>(dk),
                          out<T>(dv), batch, seq, seq_kv, heads, kv_heads, head_dim, v_head_dim,
-                         causal != 0, float(scale), rope_theta);
+                         causal != 0, float(scale), rope_theta, q_offset);
   });
+}
+
+extern "C" void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void *q,
+                                       const void *k, const void *v, const void *dout, void *dq,
+                                       void *dk, void *dv, int64_t batch, int64_t seq,
+                                       int64_t seq_kv, int64_t heads, int64_t kv_heads,
+                                       int64_t head_dim, int64_t v_head_dim, int32_t causal,
+                                       double scale, double rope_theta) {
+  if (causal && seq != seq_kv)
+    fail("attention_grad", "causal attention needs seq == seq_kv, got %lld and %lld",
+         (long long)seq, (long long)seq_kv);
+  braid_k_attention_grad_offset(rt, dt, q, k, v, dout, dq, dk, dv, batch, seq, seq_kv, heads,
+                                kv_heads, head_dim, v_head_dim, causal, scale, rope_theta, 0);
 }

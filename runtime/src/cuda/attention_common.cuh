@@ -5,9 +5,12 @@
 // shared memory, and the forward's online softmax over the key tiles (which
 // the backward's statistics kernel recomputes).
 //
-// RoPE is rotate-half with positions 0..S-1 / 0..Skv-1, applied while loading
-// q and k tiles; the angle p * theta^(-2i/D) and its sin/cos are computed in
-// double (angles reach thousands of radians). theta <= 0: no rotation.
+// RoPE is rotate-half with positions qOff..qOff+S-1 / 0..Skv-1, applied while
+// loading q and k tiles; the angle p * theta^(-2i/D) and its sin/cos are
+// computed in double (angles reach thousands of radians). theta <= 0: no
+// rotation. qOff is the global position of query row 0 (q_offset of the
+// *_offset entry points, context parallelism; 0 otherwise): the causal mask
+// lets query s see the keys t <= qOff + s.
 //
 // Everything is inline (templates, __forceinline__ device functions), so each
 // including .cu compiles its own copy.
@@ -70,18 +73,22 @@ __device__ __forceinline__ int64_t rowOffset(int b, int s, int S, int H, int h, 
 }
 
 /// dst[r * pitch + d] = row (b, s0 + r, h) of src [B, S, H, D], rotated to
-/// position s0 + r and (kScaled) times `scale`, for r < tileRows, d < D; 0 for
-/// rows s0 + r >= S. All threads of the block take part (no synchronization).
+/// position posOff + s0 + r and (kScaled) times `scale`, for r < tileRows,
+/// d < D; 0 for rows s0 + r >= S. All threads of the block take part (no
+/// synchronization).
 template <bool kScaled, typename T>
 __device__ __forceinline__ void loadRopeTile(float *dst, int pitch, int tileRows,
                                              const T *src, int b, int s0, int S,
-                                             int H, int h, int D, double theta, float scale) {
+                                             int H, int h, int D, double theta, float scale,
+                                             int posOff) {
   for (int idx = threadIdx.x; idx < tileRows * D; idx += blockDim.x) {
     int r = idx / D, d = idx - r * D, s = s0 + r;
     float val = 0.0f;
-    if (s < S)
-      val = kScaled ? ropeLoad(src + rowOffset(b, s, S, H, h, D), d, D, s, theta) * scale
-                    : ropeLoad(src + rowOffset(b, s, S, H, h, D), d, D, s, theta);
+    if (s < S) {
+      const T *row = src + rowOffset(b, s, S, H, h, D);
+      val = kScaled ? ropeLoad(row, d, D, posOff + s, theta) * scale
+                    : ropeLoad(row, d, D, posOff + s, theta);
+    }
     dst[r * pitch + d] = val;
   }
 }
@@ -105,7 +112,8 @@ __device__ __forceinline__ void loadTile(float *dst, int pitch, int tileRows,
 /// running sum l, rescaled output accumulator acc) means no S x Skv buffer
 /// exists. Within a key tile, lane j scores key j against the warp's rows;
 /// then every lane accumulates its output dimensions (lane + 32 e, e < DPL)
-/// over the tile's keys. Causal tiles beyond the last query are skipped.
+/// over the tile's keys. Causal tiles beyond the last query's global position
+/// qOff + s are skipped.
 /// Row qi of the warp is query q0 + warp * kRowsPerWarp + qi; output
 /// dimension d = lane + 32 e is acc[qi][e] / l[qi] (l = 0: no visible key).
 /// Shared memory: sQ [kBlockQ][D], sK [kBlockK][D + 1], sV [kBlockK][Dv].
@@ -113,11 +121,11 @@ template <typename T, int DPL>
 __device__ __forceinline__ void attendQueryTile(
     const T *q, const T *k, const T *v, float *sQ,
     float *sK, float *sV, int b, int h, int hk, int q0, int S, int Skv, int Hq, int Hkv, int D,
-    int Dv, int causal, float scale, double theta, float (&m)[kRowsPerWarp],
+    int Dv, int causal, float scale, double theta, int qOff, float (&m)[kRowsPerWarp],
     float (&l)[kRowsPerWarp], float (&acc)[kRowsPerWarp][DPL]) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 
-  loadRopeTile<true>(sQ, D, kBlockQ, q, b, q0, S, Hq, h, D, theta, scale);
+  loadRopeTile<true>(sQ, D, kBlockQ, q, b, q0, S, Hq, h, D, theta, scale, qOff);
 
 #pragma unroll
   for (int qi = 0; qi < kRowsPerWarp; ++qi) {
@@ -129,13 +137,13 @@ __device__ __forceinline__ void attendQueryTile(
   }
 
   const int qLast = min(q0 + kBlockQ, S) - 1;
-  const int kEnd = causal ? min(Skv, qLast + 1) : Skv;
+  const int kEnd = causal ? min(Skv, qOff + qLast + 1) : Skv;
   const int rowBase = warp * kRowsPerWarp;
 
   for (int k0 = 0; k0 < kEnd; k0 += kBlockK) {
     __syncthreads(); // previous tile fully consumed (and sQ written, first time)
     // sK padded to D + 1: lanes read rows.
-    loadRopeTile<false>(sK, D + 1, kBlockK, k, b, k0, Skv, Hkv, hk, D, theta, 1.0f);
+    loadRopeTile<false>(sK, D + 1, kBlockK, k, b, k0, Skv, Hkv, hk, D, theta, 1.0f, 0);
     loadTile(sV, Dv, kBlockK, v, b, k0, Skv, Hkv, hk, Dv);
     __syncthreads();
 
@@ -156,7 +164,7 @@ __device__ __forceinline__ void attendQueryTile(
 #pragma unroll
     for (int qi = 0; qi < kRowsPerWarp; ++qi) {
       int s = q0 + rowBase + qi;
-      bool valid = t < Skv && s < S && (!causal || t <= s);
+      bool valid = t < Skv && s < S && (!causal || t <= qOff + s);
       float sc = valid ? score[qi] : -INFINITY;
       float mNew = fmaxf(m[qi], warpMax(sc));
       if (mNew == -INFINITY) { // nothing visible yet for this row (warp-uniform)

@@ -28,8 +28,13 @@
 // inverse rotation (angle -p f_i, ropeBack) through the warp's own rows of
 // shared memory before they are written.
 //
+// Query row s has global position qOff + s (q_offset of
+// braid_k_attention_grad_offset, context parallelism; 0 for
+// braid_k_attention_grad) for its RoPE, its rotation back and the causal mask
+// t <= qOff + s; dk / dv are then the contribution of these query rows.
+//
 // Limits: head dims D, Dv <= 256 (accumulators of DPL = 1, 2, 4, 8 values per
-// lane cover max(D, Dv)); causal needs S == Skv. Shared memory: about
+// lane cover max(D, Dv)); causal needs qOff + S <= Skv. Shared memory: about
 // 4 (64 D + 64 Dv + 128) bytes, 131 KiB at D = Dv = 256.
 //
 //===----------------------------------------------------------------------===//
@@ -48,7 +53,8 @@ __global__ void __launch_bounds__(kBlockThreads)
     attentionStatsKernel(const T *__restrict__ q, const T *__restrict__ k,
                          const T *__restrict__ v, const T *__restrict__ dout,
                          float *__restrict__ lseOut, float *__restrict__ deltaOut, int S, int Skv,
-                         int Hq, int Hkv, int D, int Dv, int causal, float scale, double theta) {
+                         int Hq, int Hkv, int D, int Dv, int causal, float scale, double theta,
+                         int qOff) {
   extern __shared__ float smem[];
   float *sQ = smem;                   // [kBlockQ][D]
   float *sK = sQ + kBlockQ * D;       // [kBlockK][D + 1]
@@ -60,7 +66,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 
   float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][DPL];
   attendQueryTile<T, DPL>(q, k, v, sQ, sK, sV, b, h, hk, q0, S, Skv, Hq, Hkv, D, Dv, causal,
-                          scale, theta, m, l, acc);
+                          scale, theta, qOff, m, l, acc);
 
 #pragma unroll
   for (int qi = 0; qi < kRowsPerWarp; ++qi) {
@@ -93,7 +99,7 @@ __global__ void __launch_bounds__(kBlockThreads)
                          const T *__restrict__ v, const T *__restrict__ dout,
                          const float *__restrict__ lse, const float *__restrict__ delta,
                          T *__restrict__ dq, int S, int Skv, int Hq, int Hkv, int D, int Dv,
-                         int causal, float scale, double theta) {
+                         int causal, float scale, double theta, int qOff) {
   extern __shared__ float smem[];
   float *sQ = smem;                      // [kBlockQ][D] (rotated, scaled)
   float *sDO = sQ + kBlockQ * D;         // [kBlockQ][Dv]
@@ -104,7 +110,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int rowBase = warp * kRowsPerWarp;
 
-  loadRopeTile<true>(sQ, D, kBlockQ, q, b, q0, S, Hq, h, D, theta, scale);
+  loadRopeTile<true>(sQ, D, kBlockQ, q, b, q0, S, Hq, h, D, theta, scale, qOff);
   loadTile(sDO, Dv, kBlockQ, dout, b, q0, S, Hq, h, Dv);
   float rowLse[kRowsPerWarp], rowDelta[kRowsPerWarp], acc[kRowsPerWarp][DPL];
 #pragma unroll
@@ -118,11 +124,11 @@ __global__ void __launch_bounds__(kBlockThreads)
       acc[qi][e] = 0.0f;
   }
   const int qLast = min(q0 + kBlockQ, S) - 1;
-  const int kEnd = causal ? min(Skv, qLast + 1) : Skv;
+  const int kEnd = causal ? min(Skv, qOff + qLast + 1) : Skv;
 
   for (int k0 = 0; k0 < kEnd; k0 += kBlockK) {
     __syncthreads();
-    loadRopeTile<false>(sK, D + 1, kBlockK, k, b, k0, Skv, Hkv, hk, D, theta, 1.0f);
+    loadRopeTile<false>(sK, D + 1, kBlockK, k, b, k0, Skv, Hkv, hk, D, theta, 1.0f, 0);
     loadTile(sV, Dv + 1, kBlockK, v, b, k0, Skv, Hkv, hk, Dv);
     __syncthreads();
 
@@ -149,7 +155,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
     for (int qi = 0; qi < kRowsPerWarp; ++qi) {
       int s = q0 + rowBase + qi;
-      bool valid = t < Skv && s < S && (!causal || t <= s);
+      bool valid = t < Skv && s < S && (!causal || t <= qOff + s);
       ds[qi] = valid ? expf(score[qi] - rowLse[qi]) * (dp[qi] - rowDelta[qi]) : 0.0f;
     }
     const int tileKeys = min(kBlockK, Skv - k0);
@@ -191,7 +197,7 @@ __global__ void __launch_bounds__(kBlockThreads)
     const float *g = sQ + (rowBase + qi) * D;
     T *row = dq + rowOffset(b, s, S, Hq, h, D);
     for (int d = lane; d < D; d += 32)
-      row[d] = fromF<T>(ropeBack(g, d, D, s, theta));
+      row[d] = fromF<T>(ropeBack(g, d, D, qOff + s, theta));
   }
 }
 
@@ -203,7 +209,8 @@ __global__ void __launch_bounds__(kBlockThreads)
                           const T *__restrict__ v, const T *__restrict__ dout,
                           const float *__restrict__ lse, const float *__restrict__ delta,
                           T *__restrict__ dk, T *__restrict__ dv, int S, int Skv, int Hq,
-                          int Hkv, int D, int Dv, int causal, float scale, double theta) {
+                          int Hkv, int D, int Dv, int causal, float scale, double theta,
+                          int qOff) {
   extern __shared__ float smem[];
   float *sK = smem;                       // [kBlockK][D] (rotated)
   float *sV = sK + kBlockK * D;           // [kBlockK][Dv]
@@ -216,7 +223,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int rowBase = warp * kRowsPerWarp;
 
-  loadRopeTile<false>(sK, D, kBlockK, k, b, k0, Skv, Hkv, hk, D, theta, 1.0f);
+  loadRopeTile<false>(sK, D, kBlockK, k, b, k0, Skv, Hkv, hk, D, theta, 1.0f, 0);
   loadTile(sV, Dv, kBlockK, v, b, k0, Skv, Hkv, hk, Dv);
   float accK[kRowsPerWarp][DPL], accV[kRowsPerWarp][DPL];
 #pragma unroll
@@ -225,12 +232,13 @@ __global__ void __launch_bounds__(kBlockThreads)
     for (int e = 0; e < DPL; ++e)
       accK[ki][e] = accV[ki][e] = 0.0f;
 
-  const int qStart = causal ? k0 : 0;
+  // Causal: query rows before global position k0 see none of the tile.
+  const int qStart = causal ? max(0, k0 - qOff) : 0;
   for (int hh = 0; hh < group; ++hh) {
     const int h = hk * group + hh;
     for (int q0 = qStart; q0 < S; q0 += kBlockQ) {
       __syncthreads(); // previous tile consumed (and sK / sV written, first time)
-      loadRopeTile<true>(sQ, D + 1, kBlockQ, q, b, q0, S, Hq, h, D, theta, scale);
+      loadRopeTile<true>(sQ, D + 1, kBlockQ, q, b, q0, S, Hq, h, D, theta, scale, qOff);
       loadTile(sDO, Dv + 1, kBlockQ, dout, b, q0, S, Hq, h, Dv);
       if (tid < kBlockQ) {
         int s = q0 + tid;
@@ -264,7 +272,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 #pragma unroll
       for (int ki = 0; ki < kRowsPerWarp; ++ki) {
         int t = k0 + rowBase + ki;
-        bool valid = t < Skv && s < S && (!causal || t <= s);
+        bool valid = t < Skv && s < S && (!causal || t <= qOff + s);
         p[ki] = valid ? expf(score[ki] - myLse) : 0.0f;
         ds[ki] = p[ki] * (dp[ki] - myDelta);
       }
@@ -325,10 +333,11 @@ void launchAttentionGrad(cudaStream_t stream, const void *q, const void *k, cons
                          const void *dout, void *dq, void *dk, void *dv, float *lse,
                          float *delta, int64_t batch, int64_t seq, int64_t seqKv, int64_t heads,
                          int64_t kvHeads, int64_t D, int64_t Dv, int causal, float scale,
-                         double theta) {
+                         double theta, int64_t qOffset) {
   const int S = static_cast<int>(seq), Skv = static_cast<int>(seqKv);
   const int Hq = static_cast<int>(heads), Hkv = static_cast<int>(kvHeads);
   const int d = static_cast<int>(D), dvDim = static_cast<int>(Dv);
+  const int qOff = static_cast<int>(qOffset);
   const T *qT = static_cast<const T *>(q), *kT = static_cast<const T *>(k),
           *vT = static_cast<const T *>(v), *gT = static_cast<const T *>(dout);
   const unsigned qTiles = static_cast<unsigned>((seq + kBlockQ - 1) / kBlockQ);
@@ -339,7 +348,7 @@ void launchAttentionGrad(cudaStream_t stream, const void *q, const void *k, cons
   auto stats = attentionStatsKernel<T, DPL>;
   setSmem(stats, statsSmem);
   stats<<<dim3(qTiles, Hq, batch), kBlockThreads, statsSmem, stream>>>(
-      qT, kT, vT, gT, lse, delta, S, Skv, Hq, Hkv, d, dvDim, causal, scale, theta);
+      qT, kT, vT, gT, lse, delta, S, Skv, Hq, Hkv, d, dvDim, causal, scale, theta, qOff);
   BRAID_CUDA_CHECK_LAUNCH();
 
   size_t qSmem = sizeof(float) * static_cast<size_t>(kBlockQ * D + kBlockQ * Dv +
@@ -348,7 +357,7 @@ void launchAttentionGrad(cudaStream_t stream, const void *q, const void *k, cons
   setSmem(gradQ, qSmem);
   gradQ<<<dim3(qTiles, Hq, batch), kBlockThreads, qSmem, stream>>>(
       qT, kT, vT, gT, lse, delta, static_cast<T *>(dq), S, Skv, Hq, Hkv, d, dvDim, causal, scale,
-      theta);
+      theta, qOff);
   BRAID_CUDA_CHECK_LAUNCH();
 
   size_t kvSmem = sizeof(float) * static_cast<size_t>(kBlockK * D + kBlockK * Dv +
@@ -358,19 +367,20 @@ void launchAttentionGrad(cudaStream_t stream, const void *q, const void *k, cons
   setSmem(gradKV, kvSmem);
   gradKV<<<dim3(kTiles, Hkv, batch), kBlockThreads, kvSmem, stream>>>(
       qT, kT, vT, gT, lse, delta, static_cast<T *>(dk), static_cast<T *>(dv), S, Skv, Hq, Hkv, d,
-      dvDim, causal, scale, theta);
+      dvDim, causal, scale, theta, qOff);
   BRAID_CUDA_CHECK_LAUNCH();
 }
 
 } // namespace
 } // namespace braid::cuda
 
-extern "C" void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void *q,
-                                       const void *k, const void *v, const void *dout, void *dq,
-                                       void *dk, void *dv, int64_t batch, int64_t seq,
-                                       int64_t seq_kv, int64_t heads, int64_t kv_heads,
-                                       int64_t head_dim, int64_t v_head_dim, int32_t causal,
-                                       double scale, double rope_theta) {
+extern "C" void braid_k_attention_grad_offset(braid_rt *rt, braid_dtype dt, const void *q,
+                                              const void *k, const void *v, const void *dout,
+                                              void *dq, void *dk, void *dv, int64_t batch,
+                                              int64_t seq, int64_t seq_kv, int64_t heads,
+                                              int64_t kv_heads, int64_t head_dim,
+                                              int64_t v_head_dim, int32_t causal, double scale,
+                                              double rope_theta, int64_t q_offset) {
   using namespace braid::cuda;
   using namespace braid::cuda::attn;
   if (batch <= 0 || heads <= 0)
@@ -378,9 +388,14 @@ extern "C" void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void 
   if (kv_heads <= 0 || heads % kv_heads != 0)
     BRAID_CUDA_FATAL("attention_grad: %lld query heads not a multiple of %lld kv heads",
                      static_cast<long long>(heads), static_cast<long long>(kv_heads));
-  if (causal && seq != seq_kv)
-    BRAID_CUDA_FATAL("attention_grad: causal needs S == Skv, got %lld and %lld",
-                     static_cast<long long>(seq), static_cast<long long>(seq_kv));
+  if (q_offset < 0 || q_offset + seq > INT32_MAX)
+    BRAID_CUDA_FATAL("attention_grad: query offset %lld outside 0..2^31 - 1 - S (S %lld)",
+                     static_cast<long long>(q_offset), static_cast<long long>(seq));
+  if (causal && q_offset + seq > seq_kv)
+    BRAID_CUDA_FATAL("attention_grad: causal needs q_offset + S <= Skv, got %lld + %lld and "
+                     "%lld",
+                     static_cast<long long>(q_offset), static_cast<long long>(seq),
+                     static_cast<long long>(seq_kv));
   if (rope_theta > 0 && head_dim % 2 != 0)
     BRAID_CUDA_FATAL("attention_grad: rope needs an even head dim, got %lld",
                      static_cast<long long>(head_dim));
@@ -417,18 +432,31 @@ extern "C" void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void 
     if (widest <= 32)
       launchAttentionGrad<T, 1>(stream, q, k, v, dout, dq, dk, dv, lse, delta, batch, seq,
                                 seq_kv, heads, kv_heads, head_dim, v_head_dim, causal, s,
-                                rope_theta);
+                                rope_theta, q_offset);
     else if (widest <= 64)
       launchAttentionGrad<T, 2>(stream, q, k, v, dout, dq, dk, dv, lse, delta, batch, seq,
                                 seq_kv, heads, kv_heads, head_dim, v_head_dim, causal, s,
-                                rope_theta);
+                                rope_theta, q_offset);
     else if (widest <= 128)
       launchAttentionGrad<T, 4>(stream, q, k, v, dout, dq, dk, dv, lse, delta, batch, seq,
                                 seq_kv, heads, kv_heads, head_dim, v_head_dim, causal, s,
-                                rope_theta);
+                                rope_theta, q_offset);
     else
       launchAttentionGrad<T, 8>(stream, q, k, v, dout, dq, dk, dv, lse, delta, batch, seq,
                                 seq_kv, heads, kv_heads, head_dim, v_head_dim, causal, s,
-                                rope_theta);
+                                rope_theta, q_offset);
   });
+}
+
+extern "C" void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void *q,
+                                       const void *k, const void *v, const void *dout, void *dq,
+                                       void *dk, void *dv, int64_t batch, int64_t seq,
+                                       int64_t seq_kv, int64_t heads, int64_t kv_heads,
+                                       int64_t head_dim, int64_t v_head_dim, int32_t causal,
+                                       double scale, double rope_theta) {
+  if (batch > 0 && heads > 0 && causal && seq != seq_kv)
+    BRAID_CUDA_FATAL("attention_grad: causal needs S == Skv, got %lld and %lld",
+                     static_cast<long long>(seq), static_cast<long long>(seq_kv));
+  braid_k_attention_grad_offset(rt, dt, q, k, v, dout, dq, dk, dv, batch, seq, seq_kv, heads,
+                                kv_heads, head_dim, v_head_dim, causal, scale, rope_theta, 0);
 }
