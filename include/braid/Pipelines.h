@@ -45,7 +45,7 @@ struct TrainingPipelineOptions
   // SPMD partitioning (empty grid: one rank, nothing partitioned).
   Option<std::string> grid{
       *this, "grid",
-      llvm::cl::desc("Device grid as AXIS=SIZE,... over the axes dp, ep, tp "
+      llvm::cl::desc("Device grid as AXIS=SIZE,... over the axes dp, ep, cp, tp "
                      "(e.g. dp=2,tp=2); empty: one rank")};
   Option<std::string> plan{
       *this, "plan",
@@ -61,6 +61,10 @@ struct TrainingPipelineOptions
       *this, "sequence-parallel",
       llvm::cl::desc("Shard norms and residuals over tp along the sequence"),
       llvm::cl::init(false)};
+  Option<std::string> cpAttention{
+      *this, "cp-attention",
+      llvm::cl::desc("Attention under a cp axis: allgather or ulysses"),
+      llvm::cl::init("allgather")};
 };
 
 /// Lowers a model description to the step braid-translate emits: expert FFNs

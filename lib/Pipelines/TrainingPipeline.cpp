@@ -30,6 +30,7 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   partition.plan = options.plan;
   partition.zero = options.zero;
   partition.sequenceParallel = options.sequenceParallel;
+  partition.cpAttention = options.cpAttention;
   pm.addPass(mlir::braid::createBraidPartitionPass(partition));
   pm.addNestedPass<func::FuncOp>(mlir::braid::createBraidExpandExpertFFNPass());
   // Other element types (bf16, f16) are checked by the conversion pass,

@@ -130,6 +130,10 @@ static cl::opt<int> zeroStage("zero",
                                        "0, 1 (optimizer state), 2 (+ "
                                        "gradients) or 3 (+ parameters)"),
                               cl::init(0));
+static cl::opt<std::string> cpAttention(
+    "cp-attention",
+    cl::desc("Attention under a cp grid axis: allgather or ulysses"),
+    cl::init("allgather"));
 static cl::opt<bool> sequenceParallel(
     "sequence-parallel",
     cl::desc("With --grid, shard norms and residuals over tp along the "
@@ -367,6 +371,7 @@ static FailureOr<std::string> compile(ModuleOp module, StringRef grid,
   // How a grid is used means nothing without one (the 1-rank reference).
   pipeline.zero = grid.empty() ? 0 : zeroStage.getValue();
   pipeline.sequenceParallel = !grid.empty() && sequenceParallel;
+  pipeline.cpAttention = cpAttention;
   if (failed(::braid::buildTrainingPipeline(pm, pipeline)))
     return failure();
   if (failed(pm.run(module)))

@@ -172,6 +172,11 @@ def Braid_AttentionOp : Braid_InferredOp<"attention"> {
     scores with t > s are -inf. The weights are the softmax over t, and
     `result[b, s, h, :] = sum_t p[b, h, s, t] * value[b, t, h/g, :]`.
 
+    Context parallelism: with `query_offset_axes`, the queries are the chunk
+    of the sequence this rank holds, c its coordinate over those grid axes:
+    query s has global position o + s with o = c S, for RoPE and for the
+    causal mask (t > o + s is masked), and S may be less than Skv.
+
     ```mlir
     %o = braid.attention %q, %k, %v causal {rope_theta = 5.000000e+05 : f64}
         : tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32> -> tensor<2x16x4x8xf32>
@@ -180,7 +185,8 @@ def Braid_AttentionOp : Braid_InferredOp<"attention"> {
   let arguments = (ins Braid_FloatTensor:$query, Braid_FloatTensor:$key,
                        Braid_FloatTensor:$value, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$scale,
-                       OptionalAttr<F64Attr>:$rope_theta);
+                       OptionalAttr<F64Attr>:$rope_theta,
+                       OptionalAttr<StrArrayAttr>:$query_offset_axes);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`causal` $causal^)? attr-dict `:` type($query)

@@ -154,7 +154,10 @@ static LogicalResult inferAttention(std::optional<Location> loc,
   if (kvHeads < 1 || heads % kvHeads != 0)
     return error("query heads (", heads,
                  ") must be a multiple of key/value heads (", kvHeads, ")");
-  if (adaptor.getCausal() && q.getDimSize(1) != k.getDimSize(1))
+  // A chunk of the queries (context parallelism) sees every key up to its
+  // global position.
+  if (adaptor.getCausal() && !adaptor.getQueryOffsetAxes() &&
+      q.getDimSize(1) != k.getDimSize(1))
     return error("causal attention needs equal query and key lengths, found ",
                  q.getDimSize(1), " and ", k.getDimSize(1));
   if (FloatAttr attr = adaptor.getScaleAttr()) {

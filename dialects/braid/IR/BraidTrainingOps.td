@@ -85,7 +85,8 @@ def Braid_AttentionGradOp : Braid_InferredOp<"attention_grad"> {
   let arguments = (ins Braid_FloatTensor:$query, Braid_FloatTensor:$key,
                        Braid_FloatTensor:$value, Braid_FloatTensor:$grad,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
-                       OptionalAttr<F64Attr>:$rope_theta);
+                       OptionalAttr<F64Attr>:$rope_theta,
+                       OptionalAttr<StrArrayAttr>:$query_offset_axes);
   let results = (outs Braid_FloatTensor:$dquery, Braid_FloatTensor:$dkey,
                       Braid_FloatTensor:$dvalue);
   let extraClassDeclaration = [{

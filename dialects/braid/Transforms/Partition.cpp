@@ -78,9 +78,10 @@ Location plain(Location loc) {
 class Partitioner {
 public:
   Partitioner(ModuleOp module, Grid grid, StringRef entry, StringRef plan,
-              int zero, bool sequenceParallel)
+              int zero, bool sequenceParallel, StringRef cpAttention)
       : module(module), grid(std::move(grid)), entry(entry), plan(plan),
-        zero(zero), sequenceParallel(sequenceParallel) {}
+        zero(zero), sequenceParallel(sequenceParallel),
+        cpAttention(cpAttention) {}
 
   LogicalResult run();
 
@@ -122,6 +123,7 @@ private:
   std::string entry, plan;
   int zero;
   bool sequenceParallel;
+  std::string cpAttention;
 
   SmallVector<func::FuncOp> functions; ///< entry first
   llvm::DenseMap<DimKey, unsigned> nodes;
@@ -438,11 +440,18 @@ LogicalResult Partitioner::seedBatchAndSequence() {
         failed(seed(arg, 0, batch, 0, step.getLoc(),
                     "the batch split over " + grid.describe(batch))))
       return failure();
-    if (sequenceParallel && type.getRank() >= 2)
+    // The sequence: over cp (context parallelism), then over tp between
+    // the tensor-parallel regions (sequence parallelism).
+    AxisList sequence;
+    if (auto cp = grid.find("cp"))
+      sequence.push_back(*cp);
+    if (sequenceParallel)
       if (auto tp = grid.find("tp"))
-        if (failed(seed(arg, 1, {*tp}, 1, step.getLoc(),
-                        "sequence parallelism")))
-          return failure();
+        sequence.push_back(*tp);
+    if (!sequence.empty() && type.getRank() >= 2 &&
+        failed(seed(arg, 1, sequence, 1, step.getLoc(),
+                    "the sequence split over " + grid.describe(sequence))))
+      return failure();
   }
   return success();
 }
@@ -593,9 +602,38 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
   // Attention: key/value heads follow the query heads' split; with fewer
   // key/value heads than ranks, each rank takes its query heads' group.
   int64_t kvReplicas = 0;
-  AxisList queryAxes;
+  AxisList queryAxes, contextAxes;
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     int hq = rule->factorOf(0, 2), hkv = rule->factorOf(1, 2);
+    // Context parallelism: the queries' sequence is split over cp.
+    if (auto cp = grid.find("cp"))
+      if (const Seed *s = seedOf(attention.getQuery(), 1);
+          s && llvm::is_contained(s->axes, *cp)) {
+        if (cpAttention == "ulysses") {
+          // All-to-all from the sequence to the heads: every rank attends
+          // over the whole sequence with its share of the heads.
+          // (Fewer key/value heads than ranks: replicated below.)
+          if (!llvm::is_contained((*axes)[hq], *cp))
+            (*axes)[hq].push_back(*cp);
+          int64_t n = grid.size((*axes)[hq]);
+          if (globalType(attention.getQuery()).getDimSize(2) % n != 0)
+            return attention.emitError("Ulysses attention over ")
+                   << grid.describe((*axes)[hq]) << " (" << n
+                   << " ranks) needs the query heads divisible by it, found "
+                   << globalType(attention.getQuery());
+          if (globalType(attention.getKey()).getDimSize(2) % n == 0)
+            (*axes)[hkv] = (*axes)[hq];
+        } else if (cpAttention == "allgather") {
+          // Keys and values gathered; the queries keep their chunk, whose
+          // global positions the op is told.
+          (*axes)[rule->factorOf(0, 1)] = {*cp};
+          contextAxes = {*cp};
+        } else {
+          return attention.emitError("--braid-partition: cp-attention must "
+                                     "be allgather or ulysses, found '")
+                 << cpAttention << "'";
+        }
+      }
     queryAxes = (*axes)[hq];
     if ((*axes)[hkv] != queryAxes) {
       int64_t n = grid.size(queryAxes);
@@ -613,7 +651,7 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
     ValueSharding s = ValueSharding::replicated(rank);
     for (int64_t d = 0; d < rank; ++d) {
       int f = rule->factorOf(t, d);
-      if (f >= 0 && rule->factors[f].kind != FactorKind::Whole)
+      if (f >= 0)
         s.split[d] = (*axes)[f];
     }
     return s;
@@ -715,6 +753,9 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
   Operation *local = b.clone(*op, mapping);
   for (auto [i, result] : llvm::enumerate(local->getResults()))
     result.setType(resultType(i));
+  if (!contextAxes.empty())
+    cast<AttentionOp>(local).setQueryOffsetAxesAttr(
+        grid.nameAttr(b.getContext(), contextAxes));
   if (auto ce = dyn_cast<CrossEntropyOp>(local)) {
     auto logits = globalType(cast<CrossEntropyOp>(op).getLogits());
     int f = rule->factorOf(0, logits.getRank() - 1);
@@ -869,6 +910,15 @@ LogicalResult Partitioner::run() {
                  << " is not a multiple of " << grid.describe(seed->axes)
                  << " (" << grid.size(seed->axes) << " ranks)";
       }
+    // Context parallelism: each rank reads its chunk of the sequence.
+    if (auto cp = grid.find("cp"); cp && type.getRank() >= 2) {
+      if (type.getDimSize(1) % grid.sizes[*cp] != 0)
+        return step.emitError("the sequence (")
+               << type.getDimSize(1) << ") of input #" << arg.getArgNumber()
+               << " is not a multiple of cp=" << grid.sizes[*cp]
+               << " (pad it to a multiple)";
+      s.split[1] = {*cp};
+    }
     inputs.push_back(s);
   }
   if (failed(partitionFunction(step, inputs)))
@@ -937,7 +987,8 @@ struct BraidPartitionPass
       grid->symbol = existing.getSymName().str();
       existing.erase();
     }
-    Partitioner partitioner(module, *grid, entry, plan, zero, sequenceParallel);
+    Partitioner partitioner(module, *grid, entry, plan, zero, sequenceParallel,
+                            cpAttention);
     if (failed(partitioner.run()))
       signalPassFailure();
   }

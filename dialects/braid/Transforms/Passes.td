@@ -212,7 +212,7 @@ def BraidPrintMemoryPlanPass
 def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
   let summary = "Partition the step over a device grid: one SPMD per-rank program";
   let description = [{
-    Splits the step over `grid` (AXIS=SIZE,... over dp, ep, tp): weights
+    Splits the step over `grid` (AXIS=SIZE,... over dp, ep, cp, tp): weights
     sharded by the user's `shard.shard` annotations of parameter reads and,
     for the rest, by `plan`; every other value's sharding completed by
     propagation over the ops' factor rules (conflicting annotations are
@@ -221,7 +221,10 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
     `braid.axes` attribute names the axes). `zero=3` stores parameters split
     over dp and gathers them where they are read; `zero=1/2` are carried out
     by the optimizer. `sequence-parallel` splits the sequence over tp
-    between the tensor-parallel regions. Without a grid the pass does
+    between the tensor-parallel regions. A `cp` axis splits the sequence of
+    every activation (context parallelism); attention then gathers keys and
+    values (`cp-attention=allgather`, queries keep their global positions)
+    or moves the split to the heads (`ulysses`). Without a grid the pass does
     nothing. Run it before --braid-autodiff: the backward pass follows from
     the collectives' vector-Jacobian products.
   }];
@@ -235,6 +238,11 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
     Option<"zero", "zero", "int", /*default=*/"0", "ZeRO stage over dp (0-3)">,
     Option<"sequenceParallel", "sequence-parallel", "bool",
            /*default=*/"false", "Split the sequence over tp around norms">,
+    Option<"cpAttention", "cp-attention", "std::string",
+           /*default=*/"\"allgather\"",
+           "Attention under a cp axis: allgather (keys and values gathered, "
+           "queries stay split) or ulysses (all-to-all from sequence to "
+           "heads)">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }

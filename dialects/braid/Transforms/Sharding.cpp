@@ -23,10 +23,10 @@ FailureOr<Grid> Grid::parse(StringRef text, std::string &error) {
       error = ("grid axis '" + item + "' must be NAME=SIZE with SIZE >= 1").str();
       return failure();
     }
-    if (name != "dp" && name != "ep" && name != "tp") {
+    if (name != "dp" && name != "ep" && name != "tp" && name != "cp") {
       error = ("unknown grid axis '" + name +
-               "' (the SPMD axes are dp, ep and tp; pipeline and context "
-               "parallelism are not partitioned yet)")
+               "' (the axes are dp, ep, cp and tp; pipeline parallelism is "
+               "not partitioned yet)")
                   .str();
       return failure();
     }

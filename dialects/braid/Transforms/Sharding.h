@@ -31,7 +31,7 @@ struct Grid {
   SmallVector<std::string> names;
   SmallVector<int64_t> sizes;
 
-  /// Parses "dp=2,tp=4". Axis names are dp, ep and tp.
+  /// Parses "dp=2,tp=4". Axis names are dp, ep, cp and tp.
   static FailureOr<Grid> parse(StringRef text, std::string &error);
   /// The grid of a partitioned module (its shard.grid with braid.axes).
   static std::optional<Grid> of(ModuleOp module);

@@ -180,7 +180,7 @@ mlir::braid::emitVJP(OpBuilder &b, Location loc, Operation *op,
       .Case([&](AttentionOp a) -> SmallVector<Value> {
         auto grad = AttentionGradOp::create(
             b, loc, a.getQuery(), a.getKey(), a.getValue(), dy, a.getCausal(),
-            a.getScaleAttr(), a.getRopeThetaAttr());
+            a.getScaleAttr(), a.getRopeThetaAttr(), a.getQueryOffsetAxesAttr());
         return {grad.getDquery(), grad.getDkey(), grad.getDvalue()};
       })
       // Norms and embeddings.

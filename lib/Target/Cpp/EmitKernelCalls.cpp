@@ -68,14 +68,19 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
             double theta = 0.0;
             if (FloatAttr attr = a.getRopeThetaAttr())
               theta = attr.getValueAsDouble();
-            call = "braid_k_attention(rt, " + dtypeName(a.getType()) + ", " +
+            std::string offset;
+            if (failed(queryOffset(a, a.getQueryOffsetAxesAttr(), q[1], offset)))
+              return failure();
+            call = std::string(offset.empty() ? "braid_k_attention("
+                                              : "braid_k_attention_offset(") +
+                   "rt, " + dtypeName(a.getType()) + ", " +
                    p(a.getQuery()) + ", " + p(a.getKey()) + ", " +
                    p(a.getValue()) + ", " + p(a.getResult()) + ", " +
                    n(q[0]) + ", " + n(q[1]) + ", " + n(k[1]) + ", " +
                    n(q[2]) + ", " + n(k[2]) + ", " + n(q[3]) + ", " +
                    n(v[3]) + ", " + (a.getCausal() ? "1" : "0") + ", " +
                    literal(a.getScaleOrDefault()) + ", " + literal(theta) +
-                   ")";
+                   offset + ")";
             return success();
           })
           .Case([&](RMSNormOp r) {
@@ -190,15 +195,20 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
             double theta = 0.0;
             if (FloatAttr attr = a.getRopeThetaAttr())
               theta = attr.getValueAsDouble();
-            call = "braid_k_attention_grad(rt, " +
-                   dtypeName(a.getQuery().getType()) + ", " + p(a.getQuery()) +
+            std::string offset;
+            if (failed(queryOffset(a, a.getQueryOffsetAxesAttr(), q[1], offset)))
+              return failure();
+            call = std::string(offset.empty() ? "braid_k_attention_grad("
+                                              : "braid_k_attention_grad_offset(") +
+                   "rt, " + dtypeName(a.getQuery().getType()) + ", " + p(a.getQuery()) +
                    ", " + p(a.getKey()) + ", " + p(a.getValue()) + ", " +
                    p(a.getGrad()) + ", " + p(a.getDquery()) + ", " +
                    p(a.getDkey()) + ", " + p(a.getDvalue()) + ", " + n(q[0]) +
                    ", " + n(q[1]) + ", " + n(k[1]) + ", " + n(q[2]) + ", " +
                    n(k[2]) + ", " + n(q[3]) + ", " + n(v[3]) + ", " +
                    (a.getCausal() ? "1" : "0") + ", " +
-                   literal(a.getScaleOrDefault()) + ", " + literal(theta) + ")";
+                   literal(a.getScaleOrDefault()) + ", " + literal(theta) +
+                   offset + ")";
             return success();
           })
           .Case([&](RMSNormGradOp r) {

@@ -164,6 +164,19 @@ std::string FunctionEmitter::strings(ArrayRef<std::string> values) {
   return name;
 }
 
+LogicalResult FunctionEmitter::queryOffset(Operation *op, ArrayAttr axes,
+                                           int64_t seq, std::string &offset) {
+  offset.clear();
+  if (!axes)
+    return success();
+  FailureOr<GridGroup> group =
+      getGridGroup(op, axes, [&] { return op->emitError(); });
+  if (failed(group))
+    return failure();
+  offset = ", " + coordinate(*group) + " * " + std::to_string(seq);
+  return success();
+}
+
 std::string FunctionEmitter::coordinate(const GridGroup &group) {
   if (group.inGridOrder())
     return "coord(rt, " + quoted(group.spec()) + ")";

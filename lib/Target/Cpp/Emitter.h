@@ -113,6 +113,10 @@ private:
   std::string strings(ArrayRef<std::string> values);
   /// This rank's coordinate over `group` (an expression).
   std::string coordinate(const GridGroup &group);
+  /// `offset` becomes ", c * seq" for an attention whose queries are this
+  /// rank's chunk over `axes` (context parallelism), empty without axes.
+  LogicalResult queryOffset(Operation *op, ArrayAttr axes, int64_t seq,
+                            std::string &offset);
   /// Makes a dump announce `result` (braid_rt_value, or
   /// braid_rt_value_sharded for a sharded gradient).
   void announce(Value result, raw_ostream &os);

@@ -1,0 +1,68 @@
+// RUN: braid-opt --braid-partition="grid=cp=2" %s | FileCheck %s --check-prefix=GATHER
+// RUN: braid-opt --braid-partition="grid=cp=2 cp-attention=ulysses" %s | FileCheck %s --check-prefix=ULYSSES
+// RUN: braid-opt --braid-partition="grid=cp=4 cp-attention=ulysses" %s | FileCheck %s --check-prefix=REPLICA
+// RUN: not braid-opt --braid-partition="grid=cp=2 cp-attention=ring" %s 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not braid-opt --braid-partition="grid=cp=3" %s 2>&1 | FileCheck %s --check-prefix=ODD
+
+// Context parallelism: the sequence of every activation split over cp, the
+// inputs read by chunk.
+
+// GATHER-LABEL: func.func private @layer(
+// GATHER-SAME: tensor<2x4x16xf32> {braid.global_shape = array<i64: 2, 8, 16>, braid.split = {{\[}}[], ["cp"], []]}
+// GATHER: %[[K:.*]] = shard.all_gather %{{.*}} on @grid grid_axes = [0] gather_axis = 1 : tensor<2x4x2x4xf32> -> tensor<2x8x2x4xf32>
+// GATHER-NEXT: %[[V:.*]] = shard.all_gather %{{.*}} on @grid grid_axes = [0] gather_axis = 1 : tensor<2x4x2x4xf32> -> tensor<2x8x2x4xf32>
+// GATHER-NEXT: braid.attention %{{.*}}, %[[K]], %[[V]] causal {query_offset_axes = ["cp"], rope_theta = 1.000000e+04 : f64} : tensor<2x4x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x4x4x4xf32>
+// GATHER-LABEL: func.func @step(
+// GATHER-SAME: tensor<2x4xi32> {braid.global_shape = array<i64: 2, 8>, braid.split = {{\[}}[], ["cp"]]}
+// GATHER: %[[CE:.*]] = braid.cross_entropy {{.*}} {denominator = 16 : i64}
+// GATHER-NEXT: shard.all_reduce %[[CE]] on @grid grid_axes = [0]
+
+// Ulysses: all-to-all from the sequence to the heads and back.
+// ULYSSES-LABEL: func.func private @layer(
+// ULYSSES: %[[Q:.*]] = shard.all_to_all %{{.*}} on @grid grid_axes = [0] split_axis = 2 concat_axis = 1 : tensor<2x4x4x4xf32> -> tensor<2x8x2x4xf32>
+// ULYSSES-NEXT: %[[K:.*]] = shard.all_to_all %{{.*}} split_axis = 2 concat_axis = 1 : tensor<2x4x2x4xf32> -> tensor<2x8x1x4xf32>
+// ULYSSES-NEXT: %[[V:.*]] = shard.all_to_all %{{.*}} split_axis = 2 concat_axis = 1 : tensor<2x4x2x4xf32> -> tensor<2x8x1x4xf32>
+// ULYSSES-NEXT: %[[O:.*]] = braid.attention %[[Q]], %[[K]], %[[V]] causal {rope_theta = 1.000000e+04 : f64} : tensor<2x8x2x4xf32>, tensor<2x8x1x4xf32>, tensor<2x8x1x4xf32> -> tensor<2x8x2x4xf32>
+// ULYSSES-NEXT: shard.all_to_all %[[O]] on @grid grid_axes = [0] split_axis = 1 concat_axis = 2 : tensor<2x8x2x4xf32> -> tensor<2x4x4x4xf32>
+
+// Ulysses over more ranks than key/value heads: the keys and values are
+// gathered whole and each rank takes its query head's group.
+// REPLICA: %[[K:.*]] = shard.all_gather %{{.*}} gather_axis = 1 : tensor<2x2x2x4xf32> -> tensor<2x8x2x4xf32>
+// REPLICA: braid.slice %[[K]] along 2 over ["cp"] {replicas = 2 : i64} : tensor<2x8x2x4xf32> -> tensor<2x8x1x4xf32>
+// REPLICA: braid.attention {{.*}} : tensor<2x8x1x4xf32>, tensor<2x8x1x4xf32>, tensor<2x8x1x4xf32> -> tensor<2x8x1x4xf32>
+
+// BAD: error: --braid-partition: cp-attention must be allgather or ulysses, found 'ring'
+// ODD: error: the sequence (8) of input #0 is not a multiple of cp=3 (pad it to a multiple)
+
+module attributes {braid.model = {name = "attn", family = "llama", vocab = 16 : i64, hidden = 16 : i64}} {
+  braid.param @wte normal(2.000000e-02) : tensor<16x16xf32>
+  braid.param @wq normal(2.000000e-02) : tensor<16x16xf32>
+  braid.param @wk normal(2.000000e-02) : tensor<16x8xf32>
+  braid.param @wv normal(2.000000e-02) : tensor<16x8xf32>
+  braid.param @wo normal(2.000000e-02) : tensor<16x16xf32>
+  func.func private @layer(%x: tensor<2x8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<16x8xf32>, %wv: tensor<16x8xf32>, %wo: tensor<16x16xf32>) -> tensor<2x8x16xf32> {
+    %q = braid.linear %x, %wq : tensor<2x8x16xf32>, tensor<16x16xf32> -> tensor<2x8x16xf32>
+    %qh = braid.reshape %q : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+    %k = braid.linear %x, %wk : tensor<2x8x16xf32>, tensor<16x8xf32> -> tensor<2x8x8xf32>
+    %kh = braid.reshape %k : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
+    %v = braid.linear %x, %wv : tensor<2x8x16xf32>, tensor<16x8xf32> -> tensor<2x8x8xf32>
+    %vh = braid.reshape %v : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
+    %a = braid.attention %qh, %kh, %vh causal {rope_theta = 1.000000e+04 : f64} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>
+    %af = braid.reshape %a : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+    %o = braid.linear %af, %wo : tensor<2x8x16xf32>, tensor<16x16xf32> -> tensor<2x8x16xf32>
+    %r = braid.add %x, %o : tensor<2x8x16xf32>
+    return %r : tensor<2x8x16xf32>
+  }
+  func.func @step(%tokens: tensor<2x8xi32>, %labels: tensor<2x8xi32>) -> tensor<f32> {
+    %wte = braid.get_param @wte : tensor<16x16xf32>
+    %h0 = braid.embedding %tokens, %wte : tensor<2x8xi32>, tensor<16x16xf32> -> tensor<2x8x16xf32>
+    %wq = braid.get_param @wq : tensor<16x16xf32>
+    %wk = braid.get_param @wk : tensor<16x8xf32>
+    %wv = braid.get_param @wv : tensor<16x8xf32>
+    %wo = braid.get_param @wo : tensor<16x16xf32>
+    %h1 = func.call @layer(%h0, %wq, %wk, %wv, %wo) : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+    %logits = braid.linear %h1, %wte transpose_weight : tensor<2x8x16xf32>, tensor<16x16xf32> -> tensor<2x8x16xf32>
+    %loss = braid.cross_entropy %logits, %labels : tensor<2x8x16xf32>, tensor<2x8xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
