@@ -1,6 +1,7 @@
 // RUN: braid-opt --braid-partition="grid=cp=2" %s | FileCheck %s --check-prefix=GATHER
 // RUN: braid-opt --braid-partition="grid=cp=2 cp-attention=ulysses" %s | FileCheck %s --check-prefix=ULYSSES
 // RUN: braid-opt --braid-partition="grid=cp=4 cp-attention=ulysses" %s | FileCheck %s --check-prefix=REPLICA
+// RUN: braid-opt --braid-partition="grid=cp=2" --braid-print-plan %s -o /dev/null | FileCheck %s --check-prefix=FLOPS
 // RUN: not braid-opt --braid-partition="grid=cp=2 cp-attention=ring" %s 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not braid-opt --braid-partition="grid=cp=3" %s 2>&1 | FileCheck %s --check-prefix=ODD
 
@@ -30,6 +31,12 @@
 // REPLICA: %[[K:.*]] = shard.all_gather %{{.*}} gather_axis = 1 : tensor<2x2x2x4xf32> -> tensor<2x8x2x4xf32>
 // REPLICA: braid.slice %[[K]] along 2 over ["cp"] {replicas = 2 : i64} : tensor<2x8x2x4xf32> -> tensor<2x8x1x4xf32>
 // REPLICA: braid.attention {{.*}} : tensor<2x8x1x4xf32>, tensor<2x8x1x4xf32>, tensor<2x8x1x4xf32> -> tensor<2x8x1x4xf32>
+
+// Causal attention over contiguous chunks: the second rank's queries see
+// more keys (4 x 2 x 4 x 4 FLOPs per visible pair: 10 pairs, then 26).
+// FLOPS: attention_flops cp=0: 1280 per step
+// FLOPS-NEXT: attention_flops cp=1: 3328 per step
+// FLOPS-NEXT: attention_flops busiest/mean: 1.444
 
 // BAD: error: --braid-partition: cp-attention must be allgather or ulysses, found 'ring'
 // ODD: error: the sequence (8) of input #0 is not a multiple of cp=3 (pad it to a multiple)

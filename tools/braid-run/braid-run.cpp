@@ -181,13 +181,12 @@ static int execute(StringRef program, ArrayRef<std::string> args,
   for (const std::string &arg : args)
     argv.push_back(arg);
   std::string error;
-  std::optional<StringRef> redirects[] = {std::nullopt, stdoutFile,
+  // Programs read nothing; stdin from /dev/null ("") keeps mpirun, which
+  // forwards its stdin to rank 0, from consuming a caller's script.
+  std::optional<StringRef> redirects[] = {StringRef(""), stdoutFile,
                                           std::nullopt};
-  int rc = llvm::sys::ExecuteAndWait(
-      program, argv, std::nullopt,
-      stdoutFile ? ArrayRef<std::optional<StringRef>>(redirects)
-                 : ArrayRef<std::optional<StringRef>>(),
-      0, 0, &error);
+  int rc = llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects, 0,
+                                     0, &error);
   if (rc < 0)
     llvm::errs() << "braid-run: cannot run " << program << ": " << error
                  << "\n";

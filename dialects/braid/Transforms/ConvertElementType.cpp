@@ -5,6 +5,7 @@
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_BRAIDCONVERTELEMENTTYPEPASS
@@ -68,6 +69,16 @@ struct BraidConvertElementTypePass
       // The loss is always f32.
       if (isa<CrossEntropyOp>(op))
         return;
+      // A collective moves its operand's elements as they are (the loss's
+      // sums stay f32).
+      if (isa_and_nonnull<shard::ShardDialect>(op->getDialect()) &&
+          op->getNumOperands() == 1 && op->getNumResults() == 1) {
+        auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+        auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+        if (in && out)
+          op->getResult(0).setType(out.clone(in.getElementType()));
+        return;
+      }
       for (OpResult result : op->getResults())
         result.setType(convert(result.getType()));
     });

@@ -74,6 +74,25 @@ struct PlanPrinter {
   raw_ostream &os;
   /// (kind, group) -> traffic per step.
   std::map<std::pair<std::string, std::string>, Traffic> traffic;
+  /// Forward attention FLOPs per step by the rank's cp coordinate (scores
+  /// and weighted sum, 4 per visible query-key pair and head dimension).
+  SmallVector<double> attentionFlops;
+
+  void countAttention(AttentionOp a, int64_t times) {
+    auto q = cast<RankedTensorType>(a.getQuery().getType()).getShape();
+    auto k = cast<RankedTensorType>(a.getKey().getType()).getShape();
+    int64_t ranks = attentionFlops.size();
+    bool chunked = a.getQueryOffsetAxesAttr() != nullptr;
+    for (int64_t c = 0; c < ranks; ++c) {
+      double seq = q[1], keys = k[1], offset = chunked ? c * seq : 0;
+      // Visible pairs: all of them, or under the causal mask those with
+      // key position <= query position.
+      double pairs = a.getCausal()
+                         ? seq * offset + seq * (seq + 1) / 2
+                         : seq * keys;
+      attentionFlops[c] += 4.0 * q[0] * q[2] * q[3] * pairs * times;
+    }
+  }
 
   void add(StringRef kind, ArrayRef<int16_t> axes, double blockBytes,
            double blocks, int64_t times) {
@@ -125,6 +144,7 @@ struct PlanPrinter {
                 bytesOf(cast<RankedTensorType>(a.getInput().getType())) / n, n - 1,
                 times);
           })
+          .Case([&](AttentionOp a) { countAttention(a, times); })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
             auto vocab = ce->getAttrOfType<ArrayAttr>("vocab_axes");
             if (!vocab)
@@ -222,8 +242,24 @@ struct BraidPrintPlanPass
       }
     });
 
-    PlanPrinter printer{module, *grid, os, {}};
+    PlanPrinter printer{module, *grid, os, {}, {}};
+    std::optional<int16_t> cp = grid->find("cp");
+    printer.attentionFlops.assign(cp ? grid->sizes[*cp] : 1, 0.0);
     printer.count(step, 1);
+    // Context parallelism: how evenly attention's work falls on the ranks.
+    if (cp) {
+      double total = 0, busiest = 0;
+      for (auto [c, flops] : llvm::enumerate(printer.attentionFlops)) {
+        os << "attention_flops cp=" << c << ": "
+           << llvm::format("%.0f", flops) << " per step\n";
+        total += flops;
+        busiest = std::max(busiest, flops);
+      }
+      if (total > 0)
+        os << "attention_flops busiest/mean: "
+           << llvm::format("%.3f", busiest * printer.attentionFlops.size() / total)
+           << "\n";
+    }
     double total = 0;
     for (auto &[key, t] : printer.traffic) {
       os << "collective " << key.first << " over " << key.second << ": "
