@@ -8,7 +8,7 @@
 // RUN: braid-opt --braid-partition="grid=dp=2" %S/braid-partition.mlir | not braid-opt --braid-partition="grid=dp=2" 2>&1 | FileCheck %s --check-prefix=AGAIN
 // RUN: braid-opt --braid-partition="grid=tp=3" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=SHAPE
 
-// AXIS: error: --braid-partition: unknown grid axis 'pp' (the SPMD axes are dp, ep and tp; pipeline and context parallelism are not partitioned yet)
+// AXIS: error: --braid-partition: unknown grid axis 'pp' (the axes are dp, ep, cp and tp; pipeline parallelism is not partitioned yet)
 // SIZE: error: --braid-partition: grid axis 'dp=0' must be NAME=SIZE with SIZE >= 1
 // TWICE: error: --braid-partition: grid axis 'dp' appears twice
 // SP: error: --braid-partition: sequence parallelism needs a tp axis
