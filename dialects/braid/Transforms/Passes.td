@@ -267,4 +267,69 @@ def BraidPrintPlanPass : Pass<"braid-print-plan", "::mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Pipeline
+//===----------------------------------------------------------------------===//
+
+def BraidPrintSchedulePass : Pass<"braid-print-schedule", "::mlir::ModuleOp"> {
+  let summary = "Assign pipeline stages and print a simulated pipeline schedule";
+  let description = [{
+    Splits the layer calls of the step function `entry` into `pp` x
+    `virtual-stages` contiguous model chunks (chunk c on rank c mod pp), by
+    `layout` (layers per chunk) or, when it is empty, so that the largest
+    chunk's forward FLOPs are the smallest possible; the embedding counts
+    with the first layer, the LM head and loss with the last. It then builds
+    the per-rank action lists of `schedule` over `microbatches` and simulates
+    them, and prints to stdout (gpt-tiny with 5 layers, `pp=2
+    microbatches=4 schedule=1f1b`):
+
+    ```
+    schedule: 1f1b
+    layers: 5
+    stage 0: layers 0-2 (cost 10237952)
+    stage 1: layers 3-4 (cost 7248000)
+    rank 0: F0 F1 B0 F2 B1 F3 B2 B3
+    rank 1: F0 B0 F1 B1 F2 B2 F3 B3
+    makespan: 13.247725
+    busy_time: 20.495449
+    bubble_fraction: 0.226454
+    textbook_bubble_fraction: 0.200000
+    peak_live_microbatches rank 0: 2
+    peak_live_microbatches rank 1: 1
+    ```
+    Schedules: `gpipe` (all forwards, then all backwards), `1f1b`
+    (PipeDream-flush), `interleaved` (Megatron-LM, needs microbatches
+    divisible by pp; labels `F3c1` name the rank's chunk), `zb-h1`
+    (zero-bubble: backward split into B, the input gradient, and W, the
+    weight gradient, W held back to fill the cool-down). Time unit: the
+    forward of the costliest chunk; B and W each take as long as F (backward
+    is twice the forward), an unsplit backward B + W. `uniform=true` gives
+    every chunk F = B = W = 1 instead, where the bubble fraction equals the
+    textbook value. `comm-time` adds that much to every dependency between
+    ranks. `trace=FILE` writes the timelines as Chrome/Perfetto JSON (one
+    "X" event per action, tid = rank, 1 time unit = 1 us). Peak live
+    microbatches counts forwards whose B has not finished. The IR is
+    unchanged.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
+           "Step function">,
+    Option<"pp", "pp", "int64_t", /*default=*/"1", "Pipeline stages (ranks)">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "Microbatches per step">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved or zb-h1">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "Model chunks per rank (interleaved only)">,
+    ListOption<"layout", "layout", "int64_t",
+               "Layers per chunk, e.g. 7,8,8,7; empty: balanced by FLOPs">,
+    Option<"trace", "trace", "std::string", /*default=*/"\"\"",
+           "Write a Chrome/Perfetto JSON trace of the simulation here">,
+    Option<"uniform", "uniform", "bool", /*default=*/"false",
+           "Time every chunk as F = B = W = 1 (ignore the FLOPs)">,
+    Option<"commTime", "comm-time", "double", /*default=*/"0.0",
+           "Time of one send between ranks, in schedule time units">,
+  ];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD
