@@ -231,6 +231,29 @@ void braid_k_selective_scan(braid_rt *rt, braid_dtype dt, const void *x, const v
                             const void *A, const void *Bm, const void *Cm, const void *D, void *y,
                             int64_t batch, int64_t seq, int64_t channels, int64_t state,
                             int32_t delta_softplus);
+/* Context parallelism of the Mamba ops (the sequence split into chunks, one
+ * per rank). State tensors (h0, h_end, decay and their cotangents) are f32
+ * [B, Di, N] whatever dt is. */
+/* conv1d of a chunk: halo [B, K-1, C] holds the K-1 inputs preceding x (zeros
+ * for the first chunk); y = the rows of braid_k_conv1d(concat(halo, x)) that
+ * belong to x. b may be NULL. */
+void braid_k_conv1d_halo(braid_rt *rt, braid_dtype dt, const void *x, const void *halo,
+                         const void *w, const void *b, void *y, int64_t batch, int64_t seq,
+                         int64_t channels, int64_t kernel);
+/* selective_scan of a chunk from the state h0 (NULL: zeros): y [B,S,Di]
+ * (NULL: skip), the final state h_end (NULL: skip) and decay[b,d,n] =
+ * exp(A[d,n] * sum_t delta_t[b,d]) (after softplus when set; NULL: skip), the
+ * factor by which the chunk scales a state entering it. */
+void braid_k_selective_scan_chunk(braid_rt *rt, braid_dtype dt, const void *x,
+                                  const void *delta, const void *A, const void *Bm,
+                                  const void *Cm, const void *D, const float *h0, void *y,
+                                  float *h_end, float *decay, int64_t batch, int64_t seq,
+                                  int64_t channels, int64_t state, int32_t delta_softplus);
+/* The state entering chunk `chunk` from every chunk's zero-start decay and
+ * h_end (decay_all, hend_all [chunks, count], count = B*Di*N): h0 = H_{chunk-1}
+ * with H_{-1} = 0, H_j = decay_j H_{j-1} + hend_j. */
+void braid_k_scan_carry(braid_rt *rt, const float *decay_all, const float *hend_all, float *h0,
+                        int64_t chunks, int64_t chunk, int64_t count);
 /* logits [T, E] -> weights [T, k] (dt), indices [T, k] (i32). */
 void braid_k_router(braid_rt *rt, braid_dtype dt, const void *logits, void *weights,
                     int32_t *indices, int64_t tokens, int64_t experts, int64_t top_k,
@@ -302,6 +325,36 @@ void braid_k_selective_scan_grad(braid_rt *rt, braid_dtype dt, const void *x, co
                                  const void *dy, void *dx, void *ddelta, void *dA, void *dBm,
                                  void *dCm, void *dD, int64_t batch, int64_t seq,
                                  int64_t channels, int64_t state, int32_t delta_softplus);
+/* VJP of braid_k_conv1d_halo: dx [B,S,C], dw [C,K] (this chunk's
+ * contribution), db [C] (may be NULL), dhalo [B,K-1,C]. */
+void braid_k_conv1d_halo_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *halo,
+                              const void *w, const void *dy, void *dx, void *dw, void *db,
+                              void *dhalo, int64_t batch, int64_t seq, int64_t channels,
+                              int64_t kernel);
+/* dx[b, seq-(K-1)+i, c] += dnext[b, i, c] for i < K-1: the next chunk's dhalo
+ * added into this chunk's last K-1 rows (seq >= K-1). */
+void braid_k_conv1d_halo_accumulate(braid_rt *rt, braid_dtype dt, void *dx, const void *dnext,
+                                    int64_t batch, int64_t seq, int64_t channels,
+                                    int64_t kernel);
+/* VJP of braid_k_selective_scan_chunk with respect to x, delta (raw), A, Bm,
+ * Cm, D and h0, from the cotangents dy (NULL: zero), dh_end and ddecay (f32;
+ * NULL: zero); dh0 may be NULL. With accumulate != 0 every result is added
+ * into its output instead of written. */
+void braid_k_selective_scan_chunk_grad(braid_rt *rt, braid_dtype dt, const void *x,
+                                       const void *delta, const void *A, const void *Bm,
+                                       const void *Cm, const void *D, const float *h0,
+                                       const void *dy, const float *dh_end, const float *ddecay,
+                                       void *dx, void *ddelta, void *dA, void *dBm, void *dCm,
+                                       void *dD, float *dh0, int64_t batch, int64_t seq,
+                                       int64_t channels, int64_t state, int32_t delta_softplus,
+                                       int32_t accumulate);
+/* VJP of braid_k_scan_carry over every chunk's use: from dh0_all [chunks,
+ * count] (the cotangent of each chunk's entering state), this chunk's
+ * dhend = dH_chunk and ddecay = H_{chunk-1} * dH_chunk, where dH_{chunks-1} = 0
+ * and dH_j = dh0_all[j+1] + decay_{j+1} dH_{j+1}. */
+void braid_k_scan_carry_grad(braid_rt *rt, const float *decay_all, const float *hend_all,
+                             const float *dh0_all, float *ddecay, float *dhend, int64_t chunks,
+                             int64_t chunk, int64_t count);
 /* dlogits [T, E] from dweights [T, k] through softmax, top-k (indices fixed)
  * and optional renormalization. */
 void braid_k_router_grad(braid_rt *rt, braid_dtype dt, const void *logits,

@@ -45,6 +45,14 @@ SIGS = {
     "braid_k_router": [P, I4, P, P, P, I, I, I, I4],
     "braid_k_dispatch": [P, I4, P, P, P, I, I, I, I, I],
     "braid_k_combine": [P, I4, P, P, P, P, I, I, I, I, I],
+    # context parallelism of the Mamba ops (mamba_chunk.cpp)
+    "braid_k_conv1d_halo": [P, I4, P, P, P, P, P, I, I, I, I],
+    "braid_k_conv1d_halo_grad": [P, I4, P, P, P, P, P, P, P, P, I, I, I, I],
+    "braid_k_conv1d_halo_accumulate": [P, I4, P, P, I, I, I, I],
+    "braid_k_selective_scan_chunk": [P, I4, P, P, P, P, P, P, P, P, P, P, I, I, I, I, I4],
+    "braid_k_scan_carry": [P, P, P, P, I, I, I],
+    "braid_k_selective_scan_chunk_grad": [P, I4] + [P] * 17 + [I, I, I, I, I4, I4],
+    "braid_k_scan_carry_grad": [P, P, P, P, P, P, I, I, I],
     # backward
     "braid_k_sum_rows": [P, I4, P, P, I, I],
     "braid_k_activation_grad": [P, I4, I4, P, P, P, I],
