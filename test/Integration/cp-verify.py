@@ -7,8 +7,11 @@
 # the reason spmd-verify.py gives). Attention gathers keys and values
 # (allgather: queries keep their chunk and global positions for RoPE and the
 # causal mask) or moves the split from the sequence to the heads (ulysses).
-# Mamba's convolution and scan still gather the sequence (correct; the
-# cross-rank scan is not built yet).
+# Mamba keeps its chunk too: the convolution takes a (kernel-1)-token halo
+# from the previous rank, the selective scan starts from the state the
+# previous ranks leave (their final states and decays, all-gathered and
+# composed: an exclusive scan across ranks), and the backward sends the
+# halo's cotangent back and composes the state cotangents the same way.
 import os
 import subprocess
 import sys
@@ -38,6 +41,8 @@ for variant in ["allgather", "ulysses"]:
 MATRIX += [
     ("gpt-tiny", ["--grid", "cp=2"]),
     ("mamba-tiny", ["--grid", "cp=2"]),
+    ("mamba-tiny", ["--grid", "cp=4"]),
+    ("mamba-tiny", ["--grid", "cp=2,tp=2"]),
     ("hybrid-tiny", ["--grid", "cp=2,tp=2"]),
 ]
 

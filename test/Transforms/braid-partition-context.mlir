@@ -2,6 +2,8 @@
 // RUN: braid-opt --braid-partition="grid=cp=2 cp-attention=ulysses" %s | FileCheck %s --check-prefix=ULYSSES
 // RUN: braid-opt --braid-partition="grid=cp=4 cp-attention=ulysses" %s | FileCheck %s --check-prefix=REPLICA
 // RUN: braid-opt --braid-partition="grid=cp=2" --braid-print-plan %s -o /dev/null | FileCheck %s --check-prefix=FLOPS
+// RUN: %python -m braid.models mamba-tiny | braid-opt --braid-partition="grid=cp=2" | FileCheck %s --check-prefix=MAMBA
+// RUN: %python -m braid.models mamba-tiny | braid-opt --braid-training-pipeline="grid=cp=2 optimizer=none" | braid-translate --braid-to-cpp | FileCheck %s --check-prefix=EMIT
 // RUN: not braid-opt --braid-partition="grid=cp=2 cp-attention=ring" %s 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not braid-opt --braid-partition="grid=cp=3" %s 2>&1 | FileCheck %s --check-prefix=ODD
 
@@ -37,6 +39,25 @@
 // FLOPS: attention_flops cp=0: 1280 per step
 // FLOPS-NEXT: attention_flops cp=1: 3328 per step
 // FLOPS-NEXT: attention_flops busiest/mean: 1.444
+
+// Mamba keeps its chunk: the convolution takes a halo from the previous
+// rank, the scan the state the previous ranks leave; nothing is gathered.
+// MAMBA-LABEL: func.func private @mamba_layer(
+// MAMBA-NOT: shard.all_gather
+// MAMBA: braid.conv1d {{.*}} {context_axes = ["cp"]} : tensor<2x8x128xf32>, tensor<128x4xf32>, tensor<128xf32> -> tensor<2x8x128xf32>
+// MAMBA-NOT: shard.all_gather
+// MAMBA: braid.selective_scan {{.*}} {context_axes = ["cp"]} : tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<128x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<128xf32>
+// MAMBA-NOT: shard.all_gather
+// MAMBA: return
+// EMIT: braid_k_slice(rt, BRAID_F32, {{.*}}, 2, 8, 3, 128, 5);
+// EMIT: braid_recv(rt, braid_rt_comm(rt, "cp"),
+// EMIT-SAME: braid_send(rt, braid_rt_comm(rt, "cp"),
+// EMIT: braid_k_conv1d_halo(rt, BRAID_F32,
+// EMIT: braid_k_selective_scan_chunk(rt, BRAID_F32, {{.*}}, nullptr, nullptr,
+// EMIT: braid_all_gather(rt, braid_rt_comm(rt, "cp"),
+// EMIT: braid_all_gather(rt, braid_rt_comm(rt, "cp"),
+// EMIT: braid_k_scan_carry(rt, {{.*}}, 2, coord(rt, "cp"), 4096);
+// EMIT: braid_k_selective_scan_chunk(rt, BRAID_F32,
 
 // BAD: error: --braid-partition: cp-attention must be allgather or ulysses, found 'ring'
 // ODD: error: the sequence (8) of input #0 is not a multiple of cp=3 (pad it to a multiple)

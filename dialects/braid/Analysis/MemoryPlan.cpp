@@ -491,6 +491,13 @@ int64_t mlir::braid::getCrossEntropyStatsOffset(int64_t rows) {
   return align(4 * rows);
 }
 
+int64_t mlir::braid::getConvHaloBytes(Operation *op) {
+  auto x = cast<ShapedType>(op->getOperand(0).getType());
+  int64_t rows = shapeOf(op->getOperand(1))[1] - 1;
+  int64_t bytes = getTensorBytes(x) / x.getShape()[1] * rows;
+  return align(bytes);
+}
+
 int64_t mlir::braid::scratchBytes(Operation *op) {
   auto relayoutBytes = [&](auto collective, Value blocked, int64_t dim,
                            Value other = {}, int64_t otherDim = 0) {
@@ -510,6 +517,27 @@ int64_t mlir::braid::scratchBytes(Operation *op) {
   if (auto a = dyn_cast<shard::AllToAllOp>(op))
     return relayoutBytes(a, a.getInput(), a.getSplitAxis().getSExtValue(),
                          a.getResult(), a.getConcatAxis().getSExtValue());
+  // Context-parallel Mamba mixer: the convolution's halo buffers (received
+  // and sent; the gradient also the halo's cotangent and the next rank's),
+  // the scan's f32 states (final state, decay, their gathers over the ranks,
+  // the entering state; the gradient also its cotangent, gathered, and the
+  // cotangents of final state and decay).
+  if (isa<Conv1dOp, Conv1dGradOp>(op) && op->hasAttr("context_axes"))
+    return (isa<Conv1dGradOp>(op) ? 4 : 2) * getConvHaloBytes(op);
+  if (isa<SelectiveScanOp, SelectiveScanGradOp>(op) &&
+      op->hasAttr("context_axes")) {
+    FailureOr<GridGroup> group =
+        getGridGroup(op, op->getAttrOfType<ArrayAttr>("context_axes"));
+    if (failed(group))
+      return 0;
+    auto x = shapeOf(op->getOperand(0));
+    int64_t count = x[0] * x[2] * shapeOf(op->getOperand(2))[1];
+    int64_t ranks = group->size();
+    int64_t slots = 3 + 2 * ranks;
+    if (isa<SelectiveScanGradOp>(op))
+      slots += 3 + ranks;
+    return 4 * count * slots;
+  }
   if (isShardedCrossEntropy(op)) {
     Value logits = op->getOperand(0);
     int64_t rows = cast<ShapedType>(logits.getType()).getNumElements() /

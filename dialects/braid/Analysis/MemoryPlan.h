@@ -189,6 +189,10 @@ int64_t getCrossEntropyStatsOffset(int64_t rows);
 /// Bytes of scratch `op` needs while it runs, 0 for most ops: a collective
 /// whose blocks need a re-layout (getBlockRelayout), the softmax statistics
 /// of a sharded cross-entropy.
+/// Bytes of one halo buffer of a context-parallel conv1d (or its gradient):
+/// the K-1 rows of every batch element, aligned.
+int64_t getConvHaloBytes(Operation *op);
+
 int64_t scratchBytes(Operation *op);
 
 } // namespace mlir::braid

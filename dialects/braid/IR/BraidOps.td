@@ -436,12 +436,17 @@ def Braid_Conv1dOp : Braid_InferredOp<"conv1d"> {
     with input at negative positions taken as 0 (left padding by K-1, the
     convolution of Mamba's mixer).
 
+    Context parallelism: with `context_axes`, `input` is this rank's chunk of
+    a sequence split over those grid axes, and the K-1 positions before it
+    come from the previous rank's chunk (a halo; zeros on the first rank).
+
     ```mlir
     %y = braid.conv1d %x, %w bias %b : tensor<2x16x64xf32>, tensor<64x4xf32>, tensor<64xf32> -> tensor<2x16x64xf32>
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
-                       Optional<Braid_FloatTensor>:$bias);
+                       Optional<Braid_FloatTensor>:$bias,
+                       OptionalAttr<StrArrayAttr>:$context_axes);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? attr-dict `:` type($input) `,` type($weight)
@@ -460,6 +465,11 @@ def Braid_SelectiveScanOp : Braid_InferredOp<"selective_scan"> {
     `result[b,t,d] = sum_n C[b,t,n] * h[b,d,n] + D[d] * x[b,t,d]`.
     All arithmetic is in f32.
 
+    Context parallelism: with `context_axes`, the inputs are this rank's
+    chunk of a sequence split over those grid axes, and the scan starts from
+    the state the previous chunks leave (composed across ranks from each
+    chunk's final state and decay, an exclusive scan), not from zero.
+
     ```mlir
     %y = braid.selective_scan %x, %dt, %A, %B, %C, %D delta_softplus
         : tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x8xf32>, tensor<2x16x8xf32>,
@@ -469,7 +479,8 @@ def Braid_SelectiveScanOp : Braid_InferredOp<"selective_scan"> {
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$delta,
                        Braid_FloatTensor:$A, Braid_FloatTensor:$B,
                        Braid_FloatTensor:$C, Braid_FloatTensor:$D,
-                       UnitAttr:$delta_softplus);
+                       UnitAttr:$delta_softplus,
+                       OptionalAttr<StrArrayAttr>:$context_axes);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $delta `,` $A `,` $B `,` $C `,` $D (`delta_softplus` $delta_softplus^)?

@@ -177,7 +177,8 @@ def Braid_CrossEntropyGradOp : Braid_InferredOp<"cross_entropy_grad"> {
 def Braid_Conv1dGradOp : Braid_InferredOp<"conv1d_grad"> {
   let summary = "cotangents of conv1d's input, weight and bias";
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
-                       Braid_FloatTensor:$grad);
+                       Braid_FloatTensor:$grad,
+                       OptionalAttr<StrArrayAttr>:$context_axes);
   let results = (outs Braid_FloatTensor:$dinput, Braid_FloatTensor:$dweight,
                       Braid_FloatTensor:$dbias);
   let assemblyFormat = [{
@@ -196,7 +197,8 @@ def Braid_SelectiveScanGradOp : Braid_InferredOp<"selective_scan_grad"> {
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$delta,
                        Braid_FloatTensor:$A, Braid_FloatTensor:$B,
                        Braid_FloatTensor:$C, Braid_FloatTensor:$D,
-                       Braid_FloatTensor:$grad, UnitAttr:$delta_softplus);
+                       Braid_FloatTensor:$grad, UnitAttr:$delta_softplus,
+                       OptionalAttr<StrArrayAttr>:$context_axes);
   let results = (outs Braid_FloatTensor:$dinput, Braid_FloatTensor:$ddelta,
                       Braid_FloatTensor:$dA, Braid_FloatTensor:$dB,
                       Braid_FloatTensor:$dC, Braid_FloatTensor:$dD);

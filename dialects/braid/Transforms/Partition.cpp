@@ -246,7 +246,13 @@ void Partitioner::unite() {
                                      : op->getResult(t - rule->numOperands);
       };
       for (const Factor &factor : rule->factors) {
-        if (factor.kind == FactorKind::Whole || factor.dims.empty())
+        // The mixer's sequence is one dimension through the op (context
+        // parallelism splits it; otherwise the op needs it whole).
+        bool mixerSequence = isa<Conv1dOp, SelectiveScanOp>(op) &&
+                             rule->factorOf(0, 1) ==
+                                 static_cast<int>(&factor - rule->factors.data());
+        if ((factor.kind == FactorKind::Whole && !mixerSequence) ||
+            factor.dims.empty())
           continue;
         for (const TensorDim &td : factor.dims)
           join(tensorAt(factor.dims.front().tensor), factor.dims.front().dim,
@@ -646,6 +652,17 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
       }
     }
   }
+  // Mamba's mixer under context parallelism: the sequence stays split;
+  // the convolution takes a halo from the previous rank and the scan the
+  // state the previous ranks leave.
+  AxisList mixerContext;
+  if (isa<Conv1dOp, SelectiveScanOp>(op))
+    if (auto cp = grid.find("cp"))
+      if (const Seed *s = seedOf(op->getOperand(0), 1);
+          s && llvm::is_contained(s->axes, *cp)) {
+        (*axes)[rule->factorOf(0, 1)] = {*cp};
+        mixerContext = {*cp};
+      }
   unsigned numTensors = op->getNumOperands() + op->getNumResults();
   auto shardingOf = [&](unsigned t, int64_t rank) {
     ValueSharding s = ValueSharding::replicated(rank);
@@ -756,6 +773,8 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
   if (!contextAxes.empty())
     cast<AttentionOp>(local).setQueryOffsetAxesAttr(
         grid.nameAttr(b.getContext(), contextAxes));
+  if (!mixerContext.empty())
+    local->setAttr("context_axes", grid.nameAttr(b.getContext(), mixerContext));
   if (auto ce = dyn_cast<CrossEntropyOp>(local)) {
     auto logits = globalType(cast<CrossEntropyOp>(op).getLogits());
     int f = rule->factorOf(0, logits.getRank() - 1);

@@ -282,7 +282,8 @@ mlir::braid::emitVJP(OpBuilder &b, Location loc, Operation *op,
       })
       // Mamba.
       .Case([&](Conv1dOp c) -> SmallVector<Value> {
-        auto grad = Conv1dGradOp::create(b, loc, c.getInput(), c.getWeight(), dy);
+        auto grad = Conv1dGradOp::create(b, loc, c.getInput(), c.getWeight(),
+                                         dy, c.getContextAxesAttr());
         SmallVector<Value> grads = {grad.getDinput(), grad.getDweight()};
         if (c.getBias())
           grads.push_back(grad.getDbias());
@@ -291,7 +292,7 @@ mlir::braid::emitVJP(OpBuilder &b, Location loc, Operation *op,
       .Case([&](SelectiveScanOp s) -> SmallVector<Value> {
         auto grad = SelectiveScanGradOp::create(
             b, loc, s.getInput(), s.getDelta(), s.getA(), s.getB(), s.getC(),
-            s.getD(), dy, s.getDeltaSoftplus());
+            s.getD(), dy, s.getDeltaSoftplus(), s.getContextAxesAttr());
         return {grad.getDinput(), grad.getDdelta(), grad.getDA(),
                 grad.getDB(), grad.getDC(), grad.getDD()};
       })

@@ -43,6 +43,8 @@ bool isSpmdOp(Operation *op) {
           [](Operation *c) { return isShardedCrossEntropy(c); })
       .Case<AdamWUpdateOp, SGDUpdateOp>(
           [](auto u) { return u.getZeroAxes().has_value(); })
+      .Case<Conv1dOp, Conv1dGradOp, SelectiveScanOp, SelectiveScanGradOp>(
+          [](auto m) { return m.getContextAxes().has_value(); })
       .Default([](Operation *) { return false; });
 }
 
@@ -361,6 +363,121 @@ LogicalResult FunctionEmitter::emitSpmdOp(Operation *op, raw_ostream &os) {
                 p(s.getInput()) + ", " + p(s.getResult()) + ", " + n(outer) +
                 ", " + n(shapeOf(s.getInput())[dim]) + ", " + n(local) + ", " +
                 n(inner) + ", " + coordinate(*group) + " * " + n(local) + ")");
+            return success();
+          })
+          .Case<Conv1dOp, Conv1dGradOp>([&](auto c) -> LogicalResult {
+            // The halo: this chunk's last K-1 rows go to the next rank, the
+            // previous rank's arrive (zeros on the first). The gradient sends
+            // the halo's cotangent back and adds the next rank's into its
+            // last rows.
+            FailureOr<GridGroup> group = namedGroup(*c.getContextAxes());
+            if (failed(group))
+              return failure();
+            auto x = shapeOf(c.getInput());
+            int64_t batch = x[0], seq = x[1], ch = x[2];
+            int64_t kernel = shapeOf(c.getWeight())[1], rows = kernel - 1;
+            if (seq < rows)
+              return c.emitError("a chunk of ")
+                     << seq << " positions is shorter than the convolution's "
+                     << rows << "-position halo";
+            int64_t haloBytes = getConvHaloBytes(op);
+            auto at = [&](int64_t k) {
+              return "static_cast<void *>(static_cast<char *>(" + scratch +
+                     ") + " + n(k * haloBytes) + ")";
+            };
+            std::string halo = at(0), sent = at(1), cr = coordinate(*group),
+                        size = n(group->size()), count = n(batch * rows * ch),
+                        cm = comm(*group), d = dt(c.getInput());
+            std::string dims = n(batch) + ", " + n(seq) + ", " + n(ch) + ", " + n(kernel);
+            add("braid_k_slice(rt, " + d + ", " + p(c.getInput()) + ", " + sent +
+                ", " + n(batch) + ", " + n(seq) + ", " + n(rows) + ", " + n(ch) +
+                ", " + n(seq - rows) + ")");
+            add("braid_k_zero(rt, " + d + ", " + halo + ", " + count + ")");
+            add("{ braid_event *r = " + cr + " > 0 ? braid_recv(rt, " + cm + ", " +
+                halo + ", " + count + ", " + d + ", " + cr + " - 1) : nullptr; "
+                "braid_event *s = " + cr + " < " + size + " - 1 ? braid_send(rt, " +
+                cm + ", " + sent + ", " + count + ", " + d + ", " + cr +
+                " + 1) : nullptr; braid_event_wait(rt, s); braid_event_wait(rt, r); }");
+            if constexpr (std::is_same_v<decltype(c), Conv1dOp>) {
+              add("braid_k_conv1d_halo(rt, " + d + ", " + p(c.getInput()) + ", " +
+                  halo + ", " + p(c.getWeight()) + ", " +
+                  (c.getBias() ? p(c.getBias()) : std::string("nullptr")) + ", " +
+                  p(c.getResult()) + ", " + dims + ")");
+            } else {
+              std::string dhalo = at(2), dnext = at(3);
+              add("braid_k_conv1d_halo_grad(rt, " + d + ", " + p(c.getInput()) +
+                  ", " + halo + ", " + p(c.getWeight()) + ", " + p(c.getGrad()) +
+                  ", " + p(c.getDinput()) + ", " + p(c.getDweight()) + ", " +
+                  p(c.getDbias()) + ", " + dhalo + ", " + dims + ")");
+              add("{ braid_event *r = " + cr + " < " + size +
+                  " - 1 ? braid_recv(rt, " + cm + ", " + dnext + ", " + count +
+                  ", " + d + ", " + cr + " + 1) : nullptr; braid_event *s = " + cr +
+                  " > 0 ? braid_send(rt, " + cm + ", " + dhalo + ", " + count + ", " +
+                  d + ", " + cr + " - 1) : nullptr; braid_event_wait(rt, s); "
+                  "braid_event_wait(rt, r); }");
+              add("if (" + cr + " < " + size + " - 1) braid_k_conv1d_halo_accumulate(rt, " +
+                  d + ", " + p(c.getDinput()) + ", " + dnext + ", " + dims + ")");
+            }
+            return success();
+          })
+          .Case<SelectiveScanOp, SelectiveScanGradOp>([&](auto sc) -> LogicalResult {
+            // Pass 1: the chunk from a zero state gives its final state and
+            // decay; gathered over the ranks, they compose into the state
+            // entering this chunk (an exclusive scan); pass 2 scans from it.
+            FailureOr<GridGroup> group = namedGroup(*sc.getContextAxes());
+            if (failed(group))
+              return failure();
+            auto x = shapeOf(sc.getInput());
+            int64_t batch = x[0], seq = x[1], di = x[2];
+            int64_t state = shapeOf(sc.getA())[1], count = batch * di * state;
+            int64_t ranks = group->size();
+            int64_t slot = 0;
+            auto f32 = [&](int64_t slots) {
+              std::string ptr = "reinterpret_cast<float *>(static_cast<char *>(" +
+                                scratch + ") + " + n(4 * count * slot) + ")";
+              slot += slots;
+              return ptr;
+            };
+            std::string hend = f32(1), decay = f32(1), hendAll = f32(ranks),
+                        decayAll = f32(ranks), h0 = f32(1);
+            std::string cr = coordinate(*group), cm = comm(*group), d = dt(sc.getInput());
+            std::string in = p(sc.getInput()) + ", " + p(sc.getDelta()) + ", " +
+                             p(sc.getA()) + ", " + p(sc.getB()) + ", " +
+                             p(sc.getC()) + ", " + p(sc.getD());
+            std::string dims = n(batch) + ", " + n(seq) + ", " + n(di) + ", " +
+                               n(state) + ", " + (sc.getDeltaSoftplus() ? "1" : "0");
+            add("braid_k_selective_scan_chunk(rt, " + d + ", " + in +
+                ", nullptr, nullptr, " + hend + ", " + decay + ", " + dims + ")");
+            add(wait("braid_all_gather(rt, " + cm + ", " + hend + ", " + hendAll +
+                     ", " + n(count) + ", BRAID_F32)"));
+            add(wait("braid_all_gather(rt, " + cm + ", " + decay + ", " + decayAll +
+                     ", " + n(count) + ", BRAID_F32)"));
+            add("braid_k_scan_carry(rt, " + decayAll + ", " + hendAll + ", " + h0 +
+                ", " + n(ranks) + ", " + cr + ", " + n(count) + ")");
+            if constexpr (std::is_same_v<decltype(sc), SelectiveScanOp>) {
+              add("braid_k_selective_scan_chunk(rt, " + d + ", " + in + ", " + h0 +
+                  ", " + p(sc.getResult()) + ", nullptr, nullptr, " + dims + ")");
+            } else {
+              std::string dh0 = f32(1), dh0All = f32(ranks), ddecay = f32(1),
+                          dhend = f32(1);
+              std::string grads = p(sc.getDinput()) + ", " + p(sc.getDdelta()) + ", " +
+                                  p(sc.getDA()) + ", " + p(sc.getDB()) + ", " +
+                                  p(sc.getDC()) + ", " + p(sc.getDD());
+              // The chunk's own scan from h0, which also gives the state's
+              // cotangent; the ranks' state cotangents give this chunk's
+              // final state's and decay's; their pass-1 gradients add.
+              add("braid_k_selective_scan_chunk_grad(rt, " + d + ", " + in + ", " +
+                  h0 + ", " + p(sc.getGrad()) + ", nullptr, nullptr, " + grads +
+                  ", " + dh0 + ", " + dims + ", 0)");
+              add(wait("braid_all_gather(rt, " + cm + ", " + dh0 + ", " + dh0All +
+                       ", " + n(count) + ", BRAID_F32)"));
+              add("braid_k_scan_carry_grad(rt, " + decayAll + ", " + hendAll + ", " +
+                  dh0All + ", " + ddecay + ", " + dhend + ", " + n(ranks) + ", " + cr +
+                  ", " + n(count) + ")");
+              add("braid_k_selective_scan_chunk_grad(rt, " + d + ", " + in +
+                  ", nullptr, nullptr, " + dhend + ", " + ddecay + ", " + grads +
+                  ", nullptr, " + dims + ", 1)");
+            }
             return success();
           })
           .Case([&](BiasAddOp b) {
