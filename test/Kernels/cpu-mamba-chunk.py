@@ -1,4 +1,4 @@
-# The context-parallel Mamba kernels of runtime/src/cpu/mamba_chunk.cpp
+# The context-parallel Mamba kernels of runtime/src/cpu/mamba.cpp and grad_mamba.cpp
 # (braid_k_conv1d_halo[_grad|_accumulate], braid_k_selective_scan_chunk[_grad],
 # braid_k_scan_carry[_grad]: the sequence split into chunks, one per rank)
 # against float64 numpy references written here (independent of the kernels

@@ -1,18 +1,20 @@
 //===- mamba_chunk.cu - conv1d / selective_scan over sequence chunks ------===//
 //
-// Context parallelism of the Mamba ops (semantics in runtime.h and
-// src/cpu/mamba_chunk.cpp). Straightforward kernels, f32 arithmetic:
+// The Mamba ops over a chunk of the sequence (context parallelism; the whole
+// sequence is the one-chunk case, mamba.cu and grad_mamba.cu). Semantics in
+// runtime.h and src/cpu/mamba.cpp, grad_mamba.cpp. f32 arithmetic:
 //
 // conv1d_halo: one thread per output element over xe = concat(halo, x).
 // conv1d_halo_grad: one thread per element of the extended input for dx /
 //   dhalo; one thread per channel walking every (b, t) row in order for dw /
 //   db (deterministic, no scratch). conv1d_halo_accumulate: one thread per
 //   element of the halo.
-// selective_scan_chunk: one thread per (b, d) from h0, as selective_scan.
+// selective_scan_chunk: one thread per (b, d) walking the chunk from h0 with
+//   the N-element state in registers (N <= 64) or local memory.
 // scan_carry / scan_carry_grad: one thread per state element, a loop over
 //   the chunks.
-// selective_scan_chunk_grad: the selective_scan_grad kernel of grad_mamba.cu
-//   (checkpoints every kChunk steps in the runtime scratch, per-chunk state
+// selective_scan_chunk_grad: one thread per (b, d) channel (checkpoints
+//   every kChunk steps in the runtime scratch, per-chunk state
 //   recomputation, deterministic warp / block sums for dB, dC and per-b
 //   partials for dA, dD) started from h0, with the reverse recurrence
 //   started from dh_end, dh0 = the final carry and the decay term

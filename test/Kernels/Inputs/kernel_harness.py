@@ -45,7 +45,7 @@ SIGS = {
     "braid_k_router": [P, I4, P, P, P, I, I, I, I4],
     "braid_k_dispatch": [P, I4, P, P, P, I, I, I, I, I],
     "braid_k_combine": [P, I4, P, P, P, P, I, I, I, I, I],
-    # context parallelism of the Mamba ops (mamba_chunk.cpp)
+    # context parallelism of the Mamba ops (mamba.cpp, grad_mamba.cpp)
     "braid_k_conv1d_halo": [P, I4, P, P, P, P, P, I, I, I, I],
     "braid_k_conv1d_halo_grad": [P, I4, P, P, P, P, P, P, P, P, I, I, I, I],
     "braid_k_conv1d_halo_accumulate": [P, I4, P, P, I, I, I, I],
