@@ -1,14 +1,17 @@
 //===- grad_embedding.cu - embedding / position backward, cross_entropy ----===//
 //
-// embedding_grad, deterministic (no float atomics, no [vocab, hidden] f32
-// buffer): the token ids are sorted with their positions as values by CUB's
-// stable radix sort (key bits limited to ceil(log2(vocab + 1))), the start of
-// every vocab row's segment is found by binary search, then one thread per
-// (vocab row, column) sums dy rows of its segment in ascending token order and
-// writes dtable (rows of unused ids get 0). Everything lives in one runtime
-// scratch block: 4 x num_tokens i32 + (vocab + 1) i32 + CUB's temp storage.
-// Tokens outside [0, vocab) set the device error record and are skipped.
-// Limit: num_tokens < 2^31.
+// embedding_grad and embedding_grad_shard (rows [offset, offset + rows) of
+// the table: one implementation, offset 0 for the whole table),
+// deterministic (no float atomics, no [rows, hidden] f32 buffer): the local
+// ids (token - offset) are sorted with their positions as values by CUB's
+// stable radix sort (key bits limited to ceil(log2(rows + 1))), the start of
+// every row's segment is found by binary search, then one thread per (row,
+// column) sums dy rows of its segment in ascending token order and writes
+// dtable (rows of unused ids get 0). Everything lives in one runtime scratch
+// block: 4 x num_tokens i32 + (rows + 1) i32 + CUB's temp storage. Tokens
+// outside the rows are skipped (key `rows`, sorting after every row): for
+// the whole table they also set the device error record; for a shard they
+// belong to another rank. Limit: num_tokens, rows < 2^31.
 //
 // position_grad: one thread per (position, column); dpos[s] sums dy[t] over
 // t = s, s + seq, ... in order (rows s >= seq get 0). Deterministic.
@@ -29,15 +32,18 @@ namespace {
 
 using grad::kThreads;
 
+// error == nullptr: a shard's gradient, whose other tokens are not errors.
 __global__ void tokenKeysKernel(const void *__restrict__ tokens, int index64,
                                 int32_t *__restrict__ keys, int32_t *__restrict__ values,
-                                int64_t numTokens, int64_t vocab, DeviceError *error) {
+                                int64_t numTokens, int64_t rows, int64_t offset,
+                                DeviceError *error) {
   for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < numTokens;
        t += (int64_t)gridDim.x * blockDim.x) {
-    long long token = loadIndex(tokens, index64, t);
-    if (token < 0 || token >= vocab) {
-      reportIndexError(error, kTokenOutOfRange, token, vocab, t);
-      token = vocab; // sorts after every valid id; no segment reads it
+    long long token = loadIndex(tokens, index64, t) - offset;
+    if (token < 0 || token >= rows) {
+      if (error)
+        reportIndexError(error, kTokenOutOfRange, token, rows, t);
+      token = rows; // sorts after every valid id; no segment reads it
     }
     keys[t] = static_cast<int32_t>(token);
     values[t] = static_cast<int32_t>(t);
@@ -126,15 +132,18 @@ __global__ void __launch_bounds__(kThreads)
 
 extern "C" {
 
-void braid_k_embedding_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
-                            const void *tokens, const void *dy, void *dtable, int64_t num_tokens,
-                            int64_t vocab, int64_t hidden) {
+/// dtable [vocab, hidden] = the table rows [offset, offset + vocab)'s
+/// gradient; `reportOutside`: tokens outside them are errors.
+static void embeddingGradRows(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                              const void *tokens, const void *dy, void *dtable,
+                              int64_t num_tokens, int64_t vocab, int64_t hidden, int64_t offset,
+                              bool reportOutside, const char *what) {
   using namespace braid::cuda;
   BRAID_CHECK_INDEX_DTYPE(index_dt);
   if (vocab <= 0 || hidden <= 0)
     return;
   if (num_tokens >= 0x7fffffffLL || vocab >= 0x7fffffffLL)
-    BRAID_CUDA_FATAL("embedding_grad: %lld tokens / vocab %lld exceed the i32 sort",
+    BRAID_CUDA_FATAL("%s: %lld tokens / vocab %lld exceed the i32 sort", what,
                      static_cast<long long>(num_tokens), static_cast<long long>(vocab));
   cudaStream_t stream = streamOf(rt);
   if (num_tokens <= 0) {
@@ -164,7 +173,8 @@ void braid_k_embedding_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
   void *temp = base + 4 * arrBytes + startsBytes;
 
   tokenKeysKernel<<<gridFor(num_tokens, kThreads), kThreads, 0, stream>>>(
-      tokens, index_dt == BRAID_I64, keysIn, valsIn, num_tokens, vocab, deviceErrorRecord());
+      tokens, index_dt == BRAID_I64, keysIn, valsIn, num_tokens, vocab, offset,
+      reportOutside ? deviceErrorRecord() : nullptr);
   BRAID_CUDA_CHECK_LAUNCH();
   BRAID_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, tempBytes,
                                                    static_cast<const int32_t *>(keysIn), keysOut,
@@ -178,6 +188,26 @@ void braid_k_embedding_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
         starts, valsOut, static_cast<const T *>(dy), static_cast<T *>(dtable), vocab, hidden);
     BRAID_CUDA_CHECK_LAUNCH();
   });
+}
+
+void braid_k_embedding_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                            const void *tokens, const void *dy, void *dtable, int64_t num_tokens,
+                            int64_t vocab, int64_t hidden) {
+  embeddingGradRows(rt, dt, index_dt, tokens, dy, dtable, num_tokens, vocab, hidden, 0, true,
+                    "embedding_grad");
+}
+
+void braid_k_embedding_grad_shard(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
+                                  const void *tokens, const void *dy, void *dtable,
+                                  int64_t num_tokens, int64_t vocab_local, int64_t hidden,
+                                  int64_t offset) {
+  if (vocab_local < 0 || offset < 0)
+    BRAID_CUDA_FATAL("embedding_grad_shard: shard [%lld, %lld + %lld) is not a range of global "
+                     "indices",
+                     static_cast<long long>(offset), static_cast<long long>(offset),
+                     static_cast<long long>(vocab_local));
+  embeddingGradRows(rt, dt, index_dt, tokens, dy, dtable, num_tokens, vocab_local, hidden,
+                    offset, false, "embedding_grad_shard");
 }
 
 void braid_k_position_grad(braid_rt *rt, braid_dtype dt, const void *dy, void *dpos,

@@ -6,13 +6,8 @@
 // belong to another rank and give 0 (no error: no rank knows the others'
 // ranges, so an out-of-vocabulary token is not detectable here).
 //
-// embedding_grad_shard: deterministic, as embedding_grad (grad_embedding.cu):
-// local ids (token - offset; vocab_local for tokens of other shards, sorting
-// after every local id) are sorted with their positions by CUB's stable
-// radix sort, segment starts found by binary search, then one thread per
-// (local row, column) sums its segment's dy rows in ascending position order.
-// Scratch: 4 x num_tokens i32 + (vocab_local + 1) i32 + CUB's temp storage.
-// Limit: num_tokens, vocab_local < 2^31.
+// embedding_grad_shard: in grad_embedding.cu, as embedding_grad with an
+// offset.
 //
 // Vocabulary-parallel cross-entropy: max and stats take one block per row
 // (fixed-order block reductions); the loss sums rows in one block in f64, as
@@ -26,8 +21,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/grad_common.cuh"
-
-#include <cub/device/device_radix_sort.cuh>
 
 namespace braid::cuda {
 namespace {
@@ -52,50 +45,6 @@ __global__ void embeddingShardKernel(const void *__restrict__ tokens, int index6
     int64_t t = i / hidden, c = i - t * hidden;
     long long local = loadIndex(tokens, index64, t) - offset;
     out[i] = local >= 0 && local < vocabLocal ? table[local * hidden + c] : fromF<T>(0.0f);
-  }
-}
-
-__global__ void shardKeysKernel(const void *__restrict__ tokens, int index64,
-                                int32_t *__restrict__ keys, int32_t *__restrict__ values,
-                                int64_t numTokens, int64_t vocabLocal, int64_t offset) {
-  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < numTokens;
-       t += (int64_t)gridDim.x * blockDim.x) {
-    long long local = loadIndex(tokens, index64, t) - offset;
-    keys[t] = static_cast<int32_t>(local >= 0 && local < vocabLocal ? local : vocabLocal);
-    values[t] = static_cast<int32_t>(t);
-  }
-}
-
-// starts[v] = first i with sortedKeys[i] >= v, for v in [0, vocabLocal].
-__global__ void segmentStartsKernel(const int32_t *__restrict__ sortedKeys,
-                                    int32_t *__restrict__ starts, int64_t numTokens,
-                                    int64_t vocabLocal) {
-  for (int64_t v = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; v <= vocabLocal;
-       v += (int64_t)gridDim.x * blockDim.x) {
-    int64_t lo = 0, hi = numTokens;
-    while (lo < hi) {
-      int64_t mid = (lo + hi) / 2;
-      if (sortedKeys[mid] < v)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    starts[v] = static_cast<int32_t>(lo);
-  }
-}
-
-template <typename T>
-__global__ void segmentSumKernel(const int32_t *__restrict__ starts,
-                                 const int32_t *__restrict__ order, const T *__restrict__ dy,
-                                 T *__restrict__ dtable, int64_t vocabLocal, int64_t hidden) {
-  const int64_t total = vocabLocal * hidden;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t v = i / hidden, c = i - v * hidden;
-    float acc = 0.0f;
-    for (int32_t k = starts[v], end = starts[v + 1]; k < end; ++k)
-      acc += toF(dy[static_cast<int64_t>(order[k]) * hidden + c]);
-    dtable[i] = fromF<T>(acc);
   }
 }
 
@@ -282,65 +231,6 @@ void braid_k_embedding_shard(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
     embeddingShardKernel<T><<<gridFor(num_tokens * hidden, kThreads), kThreads, 0, stream>>>(
         tokens, index_dt == BRAID_I64, static_cast<const T *>(table), static_cast<T *>(out),
         num_tokens, vocab_local, hidden, offset);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
-}
-
-void braid_k_embedding_grad_shard(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
-                                  const void *tokens, const void *dy, void *dtable,
-                                  int64_t num_tokens, int64_t vocab_local, int64_t hidden,
-                                  int64_t offset) {
-  using namespace braid::cuda;
-  BRAID_CHECK_INDEX_DTYPE(index_dt);
-  checkShard("embedding_grad_shard", vocab_local, offset);
-  if (vocab_local <= 0 || hidden <= 0)
-    return;
-  if (num_tokens >= 0x7fffffffLL || vocab_local >= 0x7fffffffLL)
-    BRAID_CUDA_FATAL("embedding_grad_shard: %lld tokens / vocab_local %lld exceed the i32 sort",
-                     static_cast<long long>(num_tokens), static_cast<long long>(vocab_local));
-  cudaStream_t stream = streamOf(rt);
-  if (num_tokens <= 0) {
-    BRAID_CUDA_CHECK(
-        cudaMemsetAsync(dtable, 0, vocab_local * hidden * braid_dtype_size(dt), stream));
-    return;
-  }
-  const int n = static_cast<int>(num_tokens);
-  int endBit = 1;
-  while (endBit < 31 && (1LL << endBit) <= vocab_local) // keys lie in [0, vocab_local]
-    ++endBit;
-  size_t tempBytes = 0;
-  BRAID_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, tempBytes,
-                                                   static_cast<const int32_t *>(nullptr),
-                                                   static_cast<int32_t *>(nullptr),
-                                                   static_cast<const int32_t *>(nullptr),
-                                                   static_cast<int32_t *>(nullptr), n, 0, endBit,
-                                                   stream));
-  const int64_t arrBytes = grad::alignUp(num_tokens * static_cast<int64_t>(sizeof(int32_t)));
-  const int64_t startsBytes =
-      grad::alignUp((vocab_local + 1) * static_cast<int64_t>(sizeof(int32_t)));
-  char *base = static_cast<char *>(
-      scratch(stream, 4 * arrBytes + startsBytes + static_cast<int64_t>(tempBytes)));
-  auto *keysIn = reinterpret_cast<int32_t *>(base);
-  auto *valsIn = reinterpret_cast<int32_t *>(base + arrBytes);
-  auto *keysOut = reinterpret_cast<int32_t *>(base + 2 * arrBytes);
-  auto *valsOut = reinterpret_cast<int32_t *>(base + 3 * arrBytes);
-  auto *starts = reinterpret_cast<int32_t *>(base + 4 * arrBytes);
-  void *temp = base + 4 * arrBytes + startsBytes;
-
-  shardKeysKernel<<<gridFor(num_tokens, kThreads), kThreads, 0, stream>>>(
-      tokens, index_dt == BRAID_I64, keysIn, valsIn, num_tokens, vocab_local, offset);
-  BRAID_CUDA_CHECK_LAUNCH();
-  BRAID_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, tempBytes,
-                                                   static_cast<const int32_t *>(keysIn), keysOut,
-                                                   static_cast<const int32_t *>(valsIn), valsOut,
-                                                   n, 0, endBit, stream));
-  segmentStartsKernel<<<gridFor(vocab_local + 1, kThreads), kThreads, 0, stream>>>(
-      keysOut, starts, num_tokens, vocab_local);
-  BRAID_CUDA_CHECK_LAUNCH();
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    segmentSumKernel<T><<<gridFor(vocab_local * hidden, kThreads), kThreads, 0, stream>>>(
-        starts, valsOut, static_cast<const T *>(dy), static_cast<T *>(dtable), vocab_local,
-        hidden);
     BRAID_CUDA_CHECK_LAUNCH();
   });
 }
