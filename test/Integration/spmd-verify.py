@@ -20,19 +20,11 @@
 import os
 import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
+import verify_matrix  # noqa: E402
 
 work = sys.argv[1]
-failures = []
-
-
-def model(preset, *flags):
-    path = os.path.join(work, preset + "".join(flags).replace("-", "_") + ".mlir")
-    with open(path, "w") as f:
-        f.write(subprocess.run([sys.executable, "-m", "braid.models", preset, *flags],
-                               check=True, capture_output=True, text=True).stdout)
-    return path
-
 
 MATRIX = []
 for preset in ["gpt-tiny", "llama-tiny"]:
@@ -59,24 +51,8 @@ MATRIX += [
     ("hybrid-tiny", ["--grid", "dp=2,tp=2"]),
 ]
 
-paths = {}
-for preset, flags in MATRIX:
-    if preset not in paths:
-        name, extra = preset, []
-        if preset.endswith("-b4"):  # batch 4: split over dp x ep = 4
-            name, extra = preset[:-3], ["--batch", "4"]
-        if name in ("moe-tiny", "hybrid-tiny"):
-            extra += ["--capacity-factor", "4"]
-        paths[preset] = model(name, *extra)
-    start = time.time()
-    r = subprocess.run(["braid-run", paths[preset], "--steps", "2", "--eps", "1e-5",
-                        "--verify", "--quiet", *flags],
-                       capture_output=True, text=True)
-    lines = [l for l in r.stdout.splitlines() if l.startswith("verify:")]
-    label = f"{preset} {' '.join(flags)}"
-    print(f"{label}: {'; '.join(l[8:] for l in lines)} ({time.time() - start:.1f} s)")
-    if r.returncode != 0 or "verify: PASS" not in lines:
-        failures.append(f"{label}: exit {r.returncode}\n{r.stdout}{r.stderr}")
+paths, failures = verify_matrix.run(work, MATRIX)
+
 
 # Mixed precision composes: bf16 compute with f32 master weights on
 # dp=2 x tp=2 with sequence parallelism (collectives move bf16 activations
