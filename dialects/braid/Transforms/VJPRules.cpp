@@ -8,11 +8,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/Transforms/VJPRules.h"
+#include "dialects/braid/Transforms/Sharding.h"
 
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
-#include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -66,42 +66,12 @@ static SmallVector<Value> matmulVJP(OpBuilder &b, Location loc, Value a,
   return {da, db};
 }
 
-/// The grid of the module and the indices of the named `axes`.
-static FailureOr<std::pair<FlatSymbolRefAttr, SmallVector<int16_t>>>
-gridAxesOf(Operation *op, ArrayAttr axes) {
-  auto module = op->getParentOfType<ModuleOp>();
-  for (auto grid : module.getOps<shard::GridOp>()) {
-    auto names = grid->getAttrOfType<ArrayAttr>("braid.axes");
-    if (!names)
-      continue;
-    SmallVector<int16_t> indices;
-    for (Attribute axis : axes) {
-      auto it = llvm::find(names, axis);
-      if (it == names.end())
-        return op->emitError("grid @")
-               << grid.getSymName() << " has no axis " << axis;
-      indices.push_back(static_cast<int16_t>(it - names.begin()));
-    }
-    llvm::sort(indices);
-    return std::make_pair(FlatSymbolRefAttr::get(grid.getSymNameAttr()),
-                          indices);
-  }
-  return op->emitError("vocabulary axes ")
-         << axes << " but the module has no shard.grid with braid.axes";
-}
-
-/// The names of `axes` of the grid `gridRef` (its `braid.axes` attribute).
-static FailureOr<ArrayAttr> gridAxisNames(Operation *op,
-                                          FlatSymbolRefAttr gridRef,
-                                          ArrayRef<int16_t> axes) {
-  auto grid = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, gridRef);
-  auto names = grid ? grid->getAttrOfType<ArrayAttr>("braid.axes") : ArrayAttr();
-  if (!names)
-    return op->emitError("grid ") << gridRef << " has no braid.axes names";
-  SmallVector<Attribute> picked;
-  for (int16_t axis : axes)
-    picked.push_back(names[axis]);
-  return ArrayAttr::get(op->getContext(), picked);
+/// The program's grid (Sharding.h), or a located error.
+static FailureOr<Grid> gridOf(Operation *op) {
+  if (std::optional<Grid> grid = Grid::of(op->getParentOfType<ModuleOp>()))
+    return *grid;
+  return op->emitError("a collective or sharded op, but the module has no "
+                       "shard.grid with braid.axes");
 }
 
 FailureOr<SmallVector<Value>>
@@ -209,13 +179,20 @@ mlir::braid::emitVJP(OpBuilder &b, Location loc, Operation *op,
         // shard of the logits (through the op's internal reductions): the
         // cotangent of this shard sums the ranks' loss cotangents.
         if (ArrayAttr axes = c.getVocabAxesAttr()) {
-          FailureOr<std::pair<FlatSymbolRefAttr, SmallVector<int16_t>>> group =
-              gridAxesOf(c, axes);
-          if (failed(group))
+          FailureOr<Grid> grid = gridOf(c);
+          if (failed(grid))
             return failure();
-          dy = shard::AllReduceOp::create(b, loc, dy.getType(),
-                                          group->first.getValue(),
-                                          group->second, dy);
+          AxisList group;
+          for (Attribute axis : axes) {
+            std::optional<int16_t> index =
+                grid->find(cast<StringAttr>(axis).getValue());
+            if (!index)
+              return c.emitError("grid @") << grid->symbol << " has no axis " << axis;
+            group.push_back(*index);
+          }
+          llvm::sort(group);
+          dy = shard::AllReduceOp::create(b, loc, dy.getType(), grid->symbol,
+                                          group, dy);
         }
         return SmallVector<Value>{
             CrossEntropyGradOp::create(
@@ -272,12 +249,12 @@ mlir::braid::emitVJP(OpBuilder &b, Location loc, Operation *op,
                                   s.getAxes(), s.getDim(), s.getReplicas())};
       })
       .Case([&](shard::AllSliceOp s) -> FailureOr<SmallVector<Value>> {
-        FailureOr<ArrayAttr> names = gridAxisNames(s, s.getGridAttr(),
-                                                   s.getGridAxes());
-        if (failed(names))
+        FailureOr<Grid> grid = gridOf(s);
+        if (failed(grid))
           return failure();
         return SmallVector<Value>{UnsliceOp::create(
-            b, loc, s.getInput().getType(), dy, *names,
+            b, loc, s.getInput().getType(), dy,
+            grid->nameAttr(b.getContext(), s.getGridAxes()),
             s.getSliceAxisAttr().getInt(), /*replicas=*/1)};
       })
       // Mamba.

@@ -16,6 +16,28 @@
 namespace braid::cpp {
 
 LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
+  // Attention and its gradient share their trailing arguments: the shape,
+  // mask, scale, RoPE and, for a chunk of the queries (context
+  // parallelism), the queries' global offset (the *_offset kernels).
+  auto attentionKernel = [](auto a, StringRef name) {
+    return (name + (a.getQueryOffsetAxesAttr() ? "_offset" : "")).str();
+  };
+  auto attentionDims = [&](auto a) -> FailureOr<std::string> {
+    auto q = shapeOf(a.getQuery());
+    auto k = shapeOf(a.getKey());
+    auto v = shapeOf(a.getValue());
+    double theta = 0.0;
+    if (FloatAttr attr = a.getRopeThetaAttr())
+      theta = attr.getValueAsDouble();
+    std::string offset;
+    if (failed(queryOffset(a, a.getQueryOffsetAxesAttr(), q[1], offset)))
+      return failure();
+    auto n = [](int64_t v) { return std::to_string(v); };
+    return ", " + n(q[0]) + ", " + n(q[1]) + ", " + n(k[1]) + ", " + n(q[2]) +
+           ", " + n(k[2]) + ", " + n(q[3]) + ", " + n(v[3]) + ", " +
+           (a.getCausal() ? "1" : "0") + ", " + literal(a.getScaleOrDefault()) +
+           ", " + literal(theta) + offset;
+  };
   std::string call;
   auto p = [&](Value v) { return v ? ptr(v) : std::string("nullptr"); };
   auto n = [](int64_t v) { return std::to_string(v); };
@@ -61,26 +83,14 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
                    (m.getTransposeB() ? "1" : "0") + ")";
             return success();
           })
-          .Case([&](AttentionOp a) {
-            auto q = shapeOf(a.getQuery());
-            auto k = shapeOf(a.getKey());
-            auto v = shapeOf(a.getValue());
-            double theta = 0.0;
-            if (FloatAttr attr = a.getRopeThetaAttr())
-              theta = attr.getValueAsDouble();
-            std::string offset;
-            if (failed(queryOffset(a, a.getQueryOffsetAxesAttr(), q[1], offset)))
+          .Case([&](AttentionOp a) -> LogicalResult {
+            FailureOr<std::string> dims = attentionDims(a);
+            if (failed(dims))
               return failure();
-            call = std::string(offset.empty() ? "braid_k_attention("
-                                              : "braid_k_attention_offset(") +
-                   "rt, " + dtypeName(a.getType()) + ", " +
-                   p(a.getQuery()) + ", " + p(a.getKey()) + ", " +
-                   p(a.getValue()) + ", " + p(a.getResult()) + ", " +
-                   n(q[0]) + ", " + n(q[1]) + ", " + n(k[1]) + ", " +
-                   n(q[2]) + ", " + n(k[2]) + ", " + n(q[3]) + ", " +
-                   n(v[3]) + ", " + (a.getCausal() ? "1" : "0") + ", " +
-                   literal(a.getScaleOrDefault()) + ", " + literal(theta) +
-                   offset + ")";
+            call = attentionKernel(a, "braid_k_attention") + "(rt, " +
+                   dtypeName(a.getType()) + ", " + p(a.getQuery()) + ", " +
+                   p(a.getKey()) + ", " + p(a.getValue()) + ", " +
+                   p(a.getResult()) + *dims + ")";
             return success();
           })
           .Case([&](RMSNormOp r) {
@@ -188,27 +198,15 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
                    p(a.getResult()) + ", " + n(numElements(a.getResult())) + ")";
             return success();
           })
-          .Case([&](AttentionGradOp a) {
-            auto q = shapeOf(a.getQuery());
-            auto k = shapeOf(a.getKey());
-            auto v = shapeOf(a.getValue());
-            double theta = 0.0;
-            if (FloatAttr attr = a.getRopeThetaAttr())
-              theta = attr.getValueAsDouble();
-            std::string offset;
-            if (failed(queryOffset(a, a.getQueryOffsetAxesAttr(), q[1], offset)))
+          .Case([&](AttentionGradOp a) -> LogicalResult {
+            FailureOr<std::string> dims = attentionDims(a);
+            if (failed(dims))
               return failure();
-            call = std::string(offset.empty() ? "braid_k_attention_grad("
-                                              : "braid_k_attention_grad_offset(") +
-                   "rt, " + dtypeName(a.getQuery().getType()) + ", " + p(a.getQuery()) +
+            call = attentionKernel(a, "braid_k_attention_grad") + "(rt, " +
+                   dtypeName(a.getQuery().getType()) + ", " + p(a.getQuery()) +
                    ", " + p(a.getKey()) + ", " + p(a.getValue()) + ", " +
                    p(a.getGrad()) + ", " + p(a.getDquery()) + ", " +
-                   p(a.getDkey()) + ", " + p(a.getDvalue()) + ", " + n(q[0]) +
-                   ", " + n(q[1]) + ", " + n(k[1]) + ", " + n(q[2]) + ", " +
-                   n(k[2]) + ", " + n(q[3]) + ", " + n(v[3]) + ", " +
-                   (a.getCausal() ? "1" : "0") + ", " +
-                   literal(a.getScaleOrDefault()) + ", " + literal(theta) +
-                   offset + ")";
+                   p(a.getDkey()) + ", " + p(a.getDvalue()) + *dims + ")";
             return success();
           })
           .Case([&](RMSNormGradOp r) {
