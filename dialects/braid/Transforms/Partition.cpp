@@ -246,13 +246,7 @@ void Partitioner::unite() {
                                      : op->getResult(t - rule->numOperands);
       };
       for (const Factor &factor : rule->factors) {
-        // The mixer's sequence is one dimension through the op (context
-        // parallelism splits it; otherwise the op needs it whole).
-        bool mixerSequence = isa<Conv1dOp, SelectiveScanOp>(op) &&
-                             rule->factorOf(0, 1) ==
-                                 static_cast<int>(&factor - rule->factors.data());
-        if ((factor.kind == FactorKind::Whole && !mixerSequence) ||
-            factor.dims.empty())
+        if (factor.kind == FactorKind::Whole || factor.dims.empty())
           continue;
         for (const TensorDim &td : factor.dims)
           join(tensorAt(factor.dims.front().tensor), factor.dims.front().dim,
@@ -531,7 +525,10 @@ Partitioner::factorAxes(Operation *op, const ShardingRule &rule) {
   // the first factor claiming it.
   SmallVector<std::tuple<int, int, unsigned>> order;
   for (auto [i, factor] : llvm::enumerate(rule.factors)) {
-    if (factor.kind == FactorKind::Whole || factor.dims.empty())
+    // The op needs these whole (a sequence, unless context parallelism
+    // splits it below).
+    if (factor.kind == FactorKind::Whole ||
+        factor.kind == FactorKind::Sequence || factor.dims.empty())
       continue;
     const TensorDim &td = factor.dims.front();
     const Seed *s = seedOf(tensorAt(td.tensor), td.dim);
@@ -652,17 +649,22 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
       }
     }
   }
-  // Mamba's mixer under context parallelism: the sequence stays split;
-  // the convolution takes a halo from the previous rank and the scan the
-  // state the previous ranks leave.
+  // A recurrence's sequence under context parallelism stays split: the op
+  // takes `context_axes` (Mamba: the convolution takes a halo from the
+  // previous rank, the scan the state the previous ranks leave).
   AxisList mixerContext;
-  if (isa<Conv1dOp, SelectiveScanOp>(op))
-    if (auto cp = grid.find("cp"))
-      if (const Seed *s = seedOf(op->getOperand(0), 1);
-          s && llvm::is_contained(s->axes, *cp)) {
-        (*axes)[rule->factorOf(0, 1)] = {*cp};
+  if (auto cp = grid.find("cp"))
+    for (auto [f, factor] : llvm::enumerate(rule->factors)) {
+      if (factor.kind != FactorKind::Sequence)
+        continue;
+      const TensorDim &td = factor.dims.front();
+      Value v = td.tensor < rule->numOperands ? op->getOperand(td.tensor)
+                                              : op->getResult(td.tensor - rule->numOperands);
+      if (const Seed *s = seedOf(v, td.dim); s && llvm::is_contained(s->axes, *cp)) {
+        (*axes)[f] = {*cp};
         mixerContext = {*cp};
       }
+    }
   unsigned numTensors = op->getNumOperands() + op->getNumResults();
   auto shardingOf = [&](unsigned t, int64_t rank) {
     ValueSharding s = ValueSharding::replicated(rank);

@@ -83,6 +83,9 @@ enum class FactorKind {
   Parallel,  ///< split freely: every tensor holding it is split alike
   Reduction, ///< summed over: splitting it leaves the results partial
   Vocab,     ///< the vocabulary of a cross-entropy: split, reduced inside
+  Sequence,  ///< a recurrence's sequence (Mamba's mixer): one dimension
+             ///< through the op, whole unless split by context parallelism
+             ///< (the op then takes `context_axes`)
   Whole,     ///< must not be split for this op
 };
 

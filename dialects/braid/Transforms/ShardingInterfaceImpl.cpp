@@ -93,6 +93,7 @@ FailureOr<LoopNest> getLoopNest(Operation *op) {
     case FactorKind::Parallel:
       nest.addLoop(IteratorType::parallel, /*canSplit=*/true);
       break;
+    case FactorKind::Sequence:
     case FactorKind::Whole:
       nest.addLoop(IteratorType::parallel, /*canSplit=*/false);
       break;

@@ -212,7 +212,7 @@ FailureOr<ShardingRule> mlir::braid::getShardingRule(Operation *op,
           .Case([&](Conv1dOp c) {
             Value x = c.getInput(), y = c.getResult();
             r.add(parallel, {P{x, 0}, P{y, 0}});
-            r.add(whole, {P{x, 1}, P{y, 1}});
+            r.add(FactorKind::Sequence, {P{x, 1}, P{y, 1}});
             r.add(parallel, {P{x, 2}, P{c.getWeight(), 0}, P{c.getBias(), 0}, P{y, 2}});
             r.add(whole, {P{c.getWeight(), 1}});
             return true;
@@ -221,7 +221,7 @@ FailureOr<ShardingRule> mlir::braid::getShardingRule(Operation *op,
             Value x = s.getInput(), dt = s.getDelta(), B = s.getB(),
                   C = s.getC(), y = s.getResult();
             r.add(parallel, {P{x, 0}, P{dt, 0}, P{B, 0}, P{C, 0}, P{y, 0}});
-            r.add(whole, {P{x, 1}, P{dt, 1}, P{B, 1}, P{C, 1}, P{y, 1}});
+            r.add(FactorKind::Sequence, {P{x, 1}, P{dt, 1}, P{B, 1}, P{C, 1}, P{y, 1}});
             r.add(parallel, {P{x, 2}, P{dt, 2}, P{s.getA(), 0}, P{s.getD(), 0},
                              P{y, 2}});
             r.add(whole, {P{s.getA(), 1}, P{B, 2}, P{C, 2}});
