@@ -1,0 +1,127 @@
+//===- Partitioner.h - the SPMD partitioner's state ------------*- C++ -*-===//
+//
+// Private to --braid-partition: one class, its two jobs in two files —
+// propagation (ShardingPropagation.cpp: dimension classes, seeds from
+// annotations, the plan, the sequence and the batch, canonical shardings)
+// and partitioning (Partition.cpp: rewriting ops on local shapes with
+// collectives, and the pass).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_DIALECT_BRAID_TRANSFORMS_PARTITIONER_H
+#define BRAID_DIALECT_BRAID_TRANSFORMS_PARTITIONER_H
+
+#include "dialects/braid/Transforms/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::braid::partition {
+
+
+using DimKey = std::pair<Value, unsigned>;
+
+/// Why a class has its axes, for diagnostics.
+struct Seed {
+  AxisList axes;
+  int priority = 0; ///< 2 weights, 1 sequence, 0 batch
+  Location loc;
+  std::string source;
+};
+
+inline RankedTensorType tensorTypeOf(Value v) {
+  return dyn_cast<RankedTensorType>(v.getType());
+}
+
+/// The location without its name, for ops the partitioner adds (a NameLoc
+/// would make dumps show them under the name of the op they serve).
+inline Location plain(Location loc) {
+  if (auto named = dyn_cast<NameLoc>(loc))
+    return named.getChildLoc();
+  return loc;
+}
+
+class Partitioner {
+public:
+  Partitioner(ModuleOp module, Grid grid, StringRef entry, StringRef plan,
+              int zero, bool sequenceParallel, StringRef cpAttention)
+      : module(module), grid(std::move(grid)), entry(entry), plan(plan),
+        zero(zero), sequenceParallel(sequenceParallel),
+        cpAttention(cpAttention) {}
+
+  LogicalResult run();
+
+private:
+  // --- Propagation -------------------------------------------------------
+  LogicalResult collectFunctions();
+  LogicalResult readAnnotations();
+  LogicalResult seedAnnotations();
+  void unite();
+  unsigned node(Value v, unsigned d);
+  LogicalResult seed(Value v, unsigned d, AxisList axes, int priority,
+                     Location loc, const std::string &source);
+  LogicalResult seedPlan();
+  LogicalResult seedBatchAndSequence();
+  const Seed *seedOf(Value v, unsigned d);
+  /// Whether n divides every dimension tied to (v, d).
+  bool classDivides(Value v, unsigned d, int64_t n);
+  /// The sharding a value has where nothing forces another.
+  FailureOr<ValueSharding> canonical(Value v);
+  bool isPaddable(Value v, unsigned d);
+
+  // --- Partitioning --------------------------------------------------------
+  struct Local {
+    Value value;
+    ValueSharding sharding;
+  };
+  LogicalResult partitionFunction(func::FuncOp func,
+                                  ArrayRef<ValueSharding> argShardings);
+  LogicalResult partitionOp(OpBuilder &b, Operation *op);
+  LogicalResult partitionCall(OpBuilder &b, func::CallOp call);
+  FailureOr<Value> use(OpBuilder &b, Location loc, Value global,
+                       const ValueSharding &to);
+  FailureOr<SmallVector<AxisList>> factorAxes(Operation *op,
+                                              const ShardingRule &rule);
+  ValueSharding paramStorage(StringRef name);
+
+  ModuleOp module;
+  Grid grid;
+  std::string entry, plan;
+  int zero;
+  bool sequenceParallel;
+  std::string cpAttention;
+
+  SmallVector<func::FuncOp> functions; ///< entry first
+  llvm::DenseMap<DimKey, unsigned> nodes;
+  llvm::EquivalenceClasses<unsigned> classes;
+  llvm::DenseMap<unsigned, Seed> seeds; ///< by class leader
+  llvm::DenseSet<unsigned> paddable;    ///< class leaders of vocabularies
+  struct Annotation {
+    Value value;
+    unsigned dim;
+    AxisList axes;
+    Location loc;
+    std::string source;
+  };
+  SmallVector<Annotation> annotations; ///< read before the classes exist
+
+  llvm::DenseMap<Value, Local> locals; ///< global value -> local value
+  llvm::DenseMap<Value, SmallVector<std::pair<ValueSharding, Value>>> resharded;
+  /// Global types, recorded before arguments and parameter reads are
+  /// retyped in place.
+  llvm::DenseMap<Value, RankedTensorType> globalTypes;
+  RankedTensorType globalType(Value v) {
+    auto it = globalTypes.find(v);
+    return it != globalTypes.end() ? it->second : tensorTypeOf(v);
+  }
+  llvm::DenseMap<func::FuncOp, SmallVector<ValueSharding>> argShardingsOf;
+  llvm::DenseMap<func::FuncOp, SmallVector<ValueSharding>> resultShardingsOf;
+  llvm::StringMap<ValueSharding> paramShardings;
+  llvm::StringMap<RankedTensorType> paramGlobal;
+};
+
+} // namespace mlir::braid::partition
+
+#endif // BRAID_DIALECT_BRAID_TRANSFORMS_PARTITIONER_H
