@@ -71,6 +71,7 @@
 #include "cuda/comm_nccl.h"
 #endif
 #include "rng.h"
+#include "persistent.h"
 #include "rt_impl.h"
 
 #include <algorithm>
@@ -191,140 +192,6 @@ std::unique_ptr<Backend> makeBackend(const std::string &name) {
     fatal("this program was built without the CUDA backend (--backend cuda)");
 #endif
   fatal("unknown backend '%s' (cpu or cuda)", name.c_str());
-}
-
-struct Persistent {
-  const braid_tensor_desc *desc;
-  int64_t numel, bytes;
-  std::vector<int64_t> shape;
-  bool param = false; ///< a parameter or state (dumped again as updated.<name>)
-  ShardLayout layout; ///< where the local buffer lies in the global tensor
-};
-
-/// The tensor's sizes and, for a sharded one, its layout on `grid`; false
-/// with a message in `error` when the sharding does not fit the grid.
-bool describe(const braid_tensor_desc &desc, const char *kind, const Grid &grid,
-              Persistent *out, std::string *error) {
-  if (!desc.name || !*desc.name)
-    fatal("a %s has no name", kind);
-  int64_t size = braid_dtype_size(desc.dtype);
-  if (size <= 0)
-    fatal("%s %s: unknown dtype %d", kind, desc.name, int(desc.dtype));
-  int64_t numel = numElements(desc.name, desc.rank, desc.shape);
-  if (numel > INT64_MAX / size)
-    fatal("%s %s: too large", kind, desc.name);
-  Persistent p{&desc, numel, numel * size, {}, std::strcmp(kind, "parameter") == 0, {}};
-  p.shape.assign(desc.shape, desc.shape + desc.rank);
-  if (!shardLayout(grid, desc.rank, desc.shape, desc.global_shape, desc.split_axes, &p.layout,
-                   error)) {
-    *error = std::string(kind) + " " + desc.name + ": " + *error;
-    return false;
-  }
-  *out = std::move(p);
-  return true;
-}
-
-constexpr int64_t kInitChunk = int64_t(1) << 22; ///< elements generated per host copy
-
-// Fills this rank's shard of a sharded tensor: local element i holds global
-// element g (g_d = block_d * local_d + i_d, rng.h's value at g's linear index
-// over the global shape), zero where g is padding. The local elements that
-// share their indices up to the innermost split dimension k (a "block": the
-// slice [i_0, ..., i_(k-1), :, ..., :]) start with a run of global indices
-// that is contiguous (dimensions after k are whole), followed by padding.
-void initializeShard(braid_rt *rt, const Persistent &p, uint64_t seed) {
-  const braid_tensor_desc &d = *p.desc;
-  const ShardLayout &l = p.layout;
-  const int64_t size = braid_dtype_size(d.dtype);
-  const int rank = int(l.local.size());
-  int k = rank - 1;
-  while (k > 0 && l.parts[size_t(k)] == 1)
-    --k;
-  int64_t inner = 1;
-  for (int j = k + 1; j < rank; ++j)
-    inner *= l.local[size_t(j)];
-  std::vector<int64_t> base(static_cast<size_t>(rank));
-  for (int j = 0; j < rank; ++j)
-    base[size_t(j)] = l.block(size_t(j), rt->coords) * l.local[size_t(j)];
-  const int64_t blockLen = l.local[size_t(k)] * inner;
-  const int64_t validLen =
-      std::max<int64_t>(0, std::min(l.local[size_t(k)], l.global[size_t(k)] - base[size_t(k)])) *
-      inner;
-  if (p.numel == 0)
-    return;
-  std::string error;
-  if (!rng::fill(nullptr, d.dtype, d.init, d.std, d.bound, seed, d.name, 0, 0, &error))
-    fatal("init of %s", error.c_str());
-  // The global linear index of block b's first element; -1 for a padding block.
-  auto blockStart = [&](int64_t b) -> int64_t {
-    int64_t at = base[size_t(k)], stride = l.global[size_t(k)];
-    for (int j = k - 1; j >= 0; --j) {
-      int64_t g = base[size_t(j)] + b % l.local[size_t(j)];
-      b /= l.local[size_t(j)];
-      if (g >= l.global[size_t(j)])
-        return -1;
-      at += g * stride;
-      stride *= l.global[size_t(j)];
-    }
-    return at * inner;
-  };
-  std::vector<char> host(size_t(std::min(p.numel, kInitChunk) * size));
-  for (int64_t start = 0; start < p.numel; start += kInitChunk) {
-    const int64_t end = std::min(p.numel, start + kInitChunk);
-    std::memset(host.data(), 0, size_t((end - start) * size));
-    // Blocks [first, last] overlap the chunk; each fills its valid run.
-    const int64_t first = start / blockLen, last = (end - 1) / blockLen;
-    auto fillBlocks = [&](int64_t from, int64_t to) {
-      for (int64_t b = from; b < to; ++b) {
-        int64_t global = blockStart(b);
-        int64_t lo = std::max(start, b * blockLen);
-        int64_t hi = std::min(end, b * blockLen + validLen);
-        if (global < 0 || lo >= hi)
-          continue;
-        rng::fill(host.data() + (lo - start) * size, d.dtype, d.init, d.std, d.bound, seed,
-                  d.name, uint64_t(global + lo - b * blockLen), uint64_t(hi - lo), nullptr);
-      }
-    };
-    // Long runs: rng::fill splits each over the cores; short ones: the blocks
-    // are split over the cores instead.
-    unsigned threads = 1;
-    if (validLen < (int64_t(1) << 16) && end - start >= (int64_t(1) << 17))
-      threads = std::max(1u, std::min(std::thread::hardware_concurrency(),
-                                       unsigned(std::min<int64_t>(64, last - first + 1))));
-    if (threads == 1) {
-      fillBlocks(first, last + 1);
-    } else {
-      std::vector<std::thread> pool;
-      int64_t per = (last - first + threads) / threads;
-      for (unsigned t = 0; t < threads; ++t) {
-        int64_t a = first + per * t, b = std::min(last + 1, a + per);
-        if (a < b)
-          pool.emplace_back(fillBlocks, a, b);
-      }
-      for (std::thread &thread : pool)
-        thread.join();
-    }
-    rt->backend->copyToDevice(rt->arena + d.offset + start * size, host.data(),
-                              (end - start) * size);
-  }
-}
-
-// Generates the tensor on the host in chunks and copies it to the arena.
-void initialize(braid_rt *rt, const Persistent &p, uint64_t seed) {
-  if (p.layout.split())
-    return initializeShard(rt, p, seed);
-  const braid_tensor_desc &d = *p.desc;
-  int64_t size = braid_dtype_size(d.dtype);
-  constexpr int64_t chunk = kInitChunk;
-  std::vector<char> host(size_t(std::min(p.numel, chunk) * size));
-  for (int64_t start = 0; start < p.numel; start += chunk) {
-    int64_t count = std::min(chunk, p.numel - start);
-    std::string error;
-    if (!rng::fill(host.data(), d.dtype, d.init, d.std, d.bound, seed, d.name, uint64_t(start),
-                   uint64_t(count), &error))
-      fatal("init of %s", error.c_str());
-    rt->backend->copyToDevice(rt->arena + d.offset + start * size, host.data(), count * size);
-  }
 }
 
 double secondsSince(std::chrono::steady_clock::time_point t0) {

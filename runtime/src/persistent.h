@@ -1,0 +1,39 @@
+//===- persistent.h - the tensors a program owns: layout and init --*- C++ -*-===//
+//
+// Parameters, optimizer state and inputs (braid_tensor_desc): their sizes,
+// where a sharded one's local buffer lies in the global tensor, and their
+// deterministic initialization (rng.h), each rank generating exactly its
+// slice. Used by main() (main.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_PERSISTENT_H
+#define BRAID_RUNTIME_PERSISTENT_H
+
+#include "rt_impl.h"
+
+#include <string>
+#include <vector>
+
+namespace braid::rt {
+
+struct Persistent {
+  const braid_tensor_desc *desc;
+  int64_t numel, bytes;
+  std::vector<int64_t> shape;
+  bool param = false; ///< a parameter or state (dumped again as updated.<name>)
+  ShardLayout layout; ///< where the local buffer lies in the global tensor
+};
+
+/// The tensor's sizes and, for a sharded one, its layout on `grid`; false
+/// with a message in `error` when the sharding does not fit the grid.
+bool describe(const braid_tensor_desc &desc, const char *kind, const Grid &grid,
+              Persistent *out, std::string *error);
+
+/// Fills the tensor's local buffer in the arena from the rng under `seed`:
+/// the whole tensor, or this rank's shard of it (padding zero).
+void initialize(braid_rt *rt, const Persistent &p, uint64_t seed);
+
+} // namespace braid::rt
+
+#endif // BRAID_RUNTIME_PERSISTENT_H
