@@ -419,10 +419,10 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
   if (!grid.empty())
     os << "/// This rank's coordinate over grid axes listed in grid order: its "
           "rank in\n/// their communicator.\n"
-          "inline int64_t coord(braid_rt *rt, const char *axes) {\n"
+          "[[maybe_unused]] inline int64_t coord(braid_rt *rt, const char *axes) {\n"
           "  return braid_comm_rank(braid_rt_comm(rt, axes));\n}\n\n"
           "/// `base` advanced by `bytes` bytes.\n"
-          "inline void *advance(void *base, int64_t bytes) {\n"
+          "[[maybe_unused]] inline void *advance(void *base, int64_t bytes) {\n"
           "  return static_cast<char *>(base) + bytes;\n}\n\n";
   os << kernels << functions << descriptor;
   os << "\n} // namespace\n\nextern \"C\" const braid_program "
