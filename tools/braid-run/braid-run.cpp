@@ -19,6 +19,8 @@
 // GPU ranks over NCCL) and braid-run starts it with mpirun from PATH
 // (-np N, and for Open MPI --oversubscribe, plus --allow-run-as-root as root).
 //
+// Running is Launch.cpp (mpirun when several ranks); comparing is Verify.cpp.
+//
 // --verify (needs --grid) also builds the unpartitioned program (no grid, the
 // same other options), runs both with the same --seed and --steps and --dump
 // (into temporary directories; the partitioned run into --dump DIR when given,
@@ -37,6 +39,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Launch.h"
 #include "NpyReader.h"
 #include "Verify.h"
 
@@ -65,7 +68,6 @@
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <cmath>
-#include <unistd.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -171,26 +173,6 @@ static void nameOpsFromSource(ModuleOp module, const AsmParserState &state) {
 static int fail(const Twine &message) {
   llvm::errs() << "braid-run: " << message << "\n";
   return 1;
-}
-
-/// Runs `program` with `args`, output passed through (stdout into
-/// `stdoutFile` when given); returns its exit code.
-static int execute(StringRef program, ArrayRef<std::string> args,
-                   std::optional<StringRef> stdoutFile = std::nullopt) {
-  SmallVector<StringRef> argv = {program};
-  for (const std::string &arg : args)
-    argv.push_back(arg);
-  std::string error;
-  // Programs read nothing; stdin from /dev/null ("") keeps mpirun, which
-  // forwards its stdin to rank 0, from consuming a caller's script.
-  std::optional<StringRef> redirects[] = {StringRef(""), stdoutFile,
-                                          std::nullopt};
-  int rc = llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects, 0,
-                                     0, &error);
-  if (rc < 0)
-    llvm::errs() << "braid-run: cannot run " << program << ": " << error
-                 << "\n";
-  return rc;
 }
 
 /// The number of ranks of a grid "dp=2,tp=2" (names [A-Za-z_][A-Za-z0-9_]*,
@@ -475,7 +457,7 @@ static FailureOr<std::string> compile(ModuleOp module, StringRef grid,
   }
   if (!quiet)
     llvm::errs() << "braid-run: building " << binary << "\n";
-  if (execute(*program, *args) != 0) {
+  if (::braid::run::execute(*program, *args) != 0) {
     fail("building the program failed (source: " + sourcePath + ")");
     return failure();
   }
@@ -484,67 +466,6 @@ static FailureOr<std::string> compile(ModuleOp module, StringRef grid,
     return failure();
   }
   return binary;
-}
-
-/// Runs a built program on `ranks` ranks (under mpirun when more than one);
-/// stdout into `stdoutFile` when given. Returns its exit code.
-static int runProgram(StringRef binary, int64_t ranks,
-                      ArrayRef<std::string> args,
-                      std::optional<StringRef> stdoutFile = std::nullopt) {
-  if (ranks <= 1)
-    return execute(binary, args, stdoutFile);
-  llvm::ErrorOr<std::string> launcher = llvm::sys::findProgramByName("mpirun");
-  if (!launcher)
-    launcher = llvm::sys::findProgramByName("mpiexec");
-  if (!launcher) {
-    fail("--grid " + gridSpec + " runs " + Twine(ranks) +
-         " ranks, which needs mpirun on PATH (e.g. apt-get install "
-         "openmpi-bin)");
-    return 1;
-  }
-  SmallVector<std::string> full = {"-np", std::to_string(ranks)};
-  // Open MPI refuses more ranks than cores, and root, unless told.
-  llvm::SmallString<128> versionFile;
-  if (!llvm::sys::fs::createTemporaryFile("braid-run-mpirun", "txt",
-                                          versionFile)) {
-    std::optional<StringRef> redirects[] = {
-        std::nullopt, StringRef(versionFile), StringRef(versionFile)};
-    StringRef argv[] = {*launcher, "--version"};
-    llvm::sys::ExecuteAndWait(*launcher, argv, std::nullopt, redirects);
-    auto text = llvm::MemoryBuffer::getFile(versionFile);
-    if (text && ((*text)->getBuffer().contains("Open MPI") ||
-                 (*text)->getBuffer().contains("OpenRTE"))) {
-      full.push_back("--oversubscribe");
-      if (geteuid() == 0)
-        full.push_back("--allow-run-as-root");
-    }
-    llvm::sys::fs::remove(versionFile);
-  }
-  full.push_back(binary.str());
-  full.append(args.begin(), args.end());
-  return execute(*launcher, full, stdoutFile);
-}
-
-/// Runs a program with its stdout captured, then copies it to ours; the
-/// captured text goes into `text`.
-static int runCaptured(StringRef binary, int64_t ranks,
-                       ArrayRef<std::string> args, std::string &text,
-                       bool echo) {
-  llvm::SmallString<128> file;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("braid-run", "out", file)) {
-    fail("cannot create a temporary file: " + ec.message());
-    return 1;
-  }
-  int rc = runProgram(binary, ranks, args, StringRef(file));
-  if (auto buffer = llvm::MemoryBuffer::getFile(file))
-    text = (*buffer)->getBuffer().str();
-  llvm::sys::fs::remove(file);
-  if (echo || rc != 0) {
-    llvm::outs() << text;
-    llvm::outs().flush();
-  }
-  return rc;
 }
 
 static std::string formatDifference(double d) {
@@ -637,7 +558,7 @@ int main(int argc, char **argv) {
   if (!verifyRuns) {
     if (!dumpDir.empty())
       runArgs.append({"--dump", dumpDir});
-    return runProgram(*binary, ranks, runArgs);
+    return ::braid::run::runProgram(*binary, ranks, gridSpec, runArgs);
   }
 
   // --verify: both runs dump; the partitioned one into --dump DIR when given
@@ -667,12 +588,12 @@ int main(int argc, char **argv) {
 
   ::braid::run::RunRecord partitioned{"", partitionedDump};
   ::braid::run::RunRecord single{"", referenceDump};
-  if (int rc = runCaptured(*binary, ranks, runArgs, partitioned.stdoutText,
+  if (int rc = ::braid::run::runCaptured(*binary, ranks, gridSpec, runArgs, partitioned.stdoutText,
                            /*echo=*/true))
     return rc;
   if (!quiet)
     llvm::errs() << "braid-run: verify: the unpartitioned program on 1 rank\n";
-  if (int rc = runCaptured(*referenceBinary, 1, referenceArgs,
+  if (int rc = ::braid::run::runCaptured(*referenceBinary, 1, gridSpec, referenceArgs,
                            single.stdoutText, /*echo=*/false)) {
     fail("verify: the 1-rank run failed");
     return rc;

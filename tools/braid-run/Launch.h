@@ -1,0 +1,39 @@
+//===- Launch.h - run the programs braid-run builds ---------------*- C++ -*-===//
+//
+// A built program runs on one rank directly, or on several under mpirun
+// (-np N; with Open MPI also --oversubscribe, and --allow-run-as-root as
+// root). Programs read nothing: their stdin is /dev/null, so that mpirun,
+// which forwards its stdin to rank 0, cannot consume a caller's script.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUN_LAUNCH_H
+#define BRAID_RUN_LAUNCH_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+#include <string>
+
+namespace braid::run {
+
+/// Runs `program` with `args`, output passed through (stdout into
+/// `stdoutFile` when given); returns its exit code.
+int execute(llvm::StringRef program, llvm::ArrayRef<std::string> args,
+            std::optional<llvm::StringRef> stdoutFile = std::nullopt);
+
+/// Runs a built program on `ranks` ranks (under mpirun when more than one;
+/// `gridSpec` names the grid in errors); stdout into `stdoutFile` when given.
+int runProgram(llvm::StringRef binary, int64_t ranks, llvm::StringRef gridSpec,
+               llvm::ArrayRef<std::string> args,
+               std::optional<llvm::StringRef> stdoutFile = std::nullopt);
+
+/// runProgram with stdout captured into `text`, then copied to ours when
+/// `echo` or on failure.
+int runCaptured(llvm::StringRef binary, int64_t ranks, llvm::StringRef gridSpec,
+                llvm::ArrayRef<std::string> args, std::string &text, bool echo);
+
+} // namespace braid::run
+
+#endif // BRAID_RUN_LAUNCH_H
