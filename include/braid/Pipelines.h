@@ -65,7 +65,33 @@ struct TrainingPipelineOptions
       *this, "cp-attention",
       llvm::cl::desc("Attention under a cp axis: allgather or ulysses"),
       llvm::cl::init("allgather")};
+  // Pipeline parallelism (a pp axis in the grid) and micro-batching.
+  Option<int> microbatches{
+      *this, "microbatches",
+      llvm::cl::desc("Micro-batches per step: the batch is split into this "
+                     "many, whose gradients are accumulated before the "
+                     "optimizer step"),
+      llvm::cl::init(1)};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved or zb-h1"),
+      llvm::cl::init("1f1b")};
+  Option<int> virtualStages{
+      *this, "virtual-stages",
+      llvm::cl::desc("Model chunks per pipeline rank (interleaved 1F1B)"),
+      llvm::cl::init(1)};
+  Option<std::string> ppLayout{
+      *this, "pp-layout",
+      llvm::cl::desc("Layers per model chunk, e.g. 7,8,8,7 (empty: balanced "
+                     "by cost, or the layers' braid.stage attributes)")};
 };
+
+/// The module attribute the pipeline pass leaves on a pipelined module: the
+/// step function of each pipeline rank (an array of symbol references, index
+/// = the rank's coordinate on the pp axis). braid-translate emits each as its
+/// own program (`--braid-entry`), and braid-run launches them side by side.
+inline constexpr llvm::StringLiteral kPipelineEntriesAttr =
+    "braid.pipeline_entries";
 
 /// Lowers a model description to the step braid-translate emits: expert FFNs
 /// expanded, floats converted when asked, and for training the backward pass

@@ -13,6 +13,7 @@
 #include "braid/Pipelines.h"
 
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -24,6 +25,24 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
                                     const TrainingPipelineOptions &options,
                                     std::string *error) {
   bool training = options.optimizer != "none";
+  // Pipeline ranks (the grid's pp axis); the grid's other checks are the
+  // partitioner's.
+  int64_t pp = 1;
+  {
+    std::string ignored;
+    if (FailureOr<mlir::braid::Grid> grid =
+            mlir::braid::Grid::parse(options.grid, ignored);
+        succeeded(grid))
+      if (std::optional<int16_t> axis = grid->find("pp"))
+        pp = grid->sizes[*axis];
+  }
+  bool pipelined = training && (pp > 1 || options.microbatches != 1);
+  if (pipelined) {
+    mlir::braid::BraidMicrobatchPassOptions microbatch;
+    microbatch.entry = options.entry;
+    microbatch.count = options.microbatches;
+    pm.addPass(mlir::braid::createBraidMicrobatchPass(microbatch));
+  }
   mlir::braid::BraidPartitionPassOptions partition;
   partition.gridOption = options.grid;
   partition.entry = options.entry;
@@ -46,7 +65,32 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   mlir::braid::BraidAutodiffPassOptions autodiff;
   autodiff.entry = options.entry;
   autodiff.recompute = options.recompute;
+  if (pipelined) {
+    mlir::braid::BraidPipelineStagesPassOptions stages;
+    stages.entry = options.entry;
+    stages.pp = pp;
+    stages.virtualStages = options.virtualStages;
+    SmallVector<StringRef> counts;
+    StringRef(options.ppLayout).split(counts, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef count : counts) {
+      int64_t n = 0;
+      if (count.trim().getAsInteger(10, n)) {
+        if (error)
+          *error = "--pp-layout must list layer counts, e.g. 7,8,8,7; found '" +
+                   options.ppLayout + "'";
+        return failure();
+      }
+      stages.layout.push_back(n);
+    }
+    pm.addPass(mlir::braid::createBraidPipelineStagesPass(stages));
+  }
   pm.addPass(mlir::braid::createBraidAutodiffPass(autodiff));
+  if (pipelined) {
+    mlir::braid::BraidPipelinePassOptions pipeline;
+    pipeline.entry = options.entry;
+    pipeline.schedule = options.schedule;
+    pm.addPass(mlir::braid::createBraidPipelinePass(pipeline));
+  }
   mlir::braid::BraidOptimizerPassOptions optimizer;
   optimizer.entry = options.entry;
   optimizer.kind = options.optimizer;

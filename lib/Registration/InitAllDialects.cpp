@@ -4,6 +4,7 @@
 
 #include "dialects/braid/IR/BraidDialect.h"
 #include "dialects/braid/Transforms/ShardingInterfaceImpl.h"
+#include "dialects/dist/IR/DistDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/ShardingInterfaceImpl.h"
@@ -20,7 +21,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 void braid::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<mlir::braid::BraidDialect, mlir::arith::ArithDialect,
+  registry.insert<mlir::braid::BraidDialect, mlir::dist::DistDialect,
+                  mlir::arith::ArithDialect,
                   mlir::bufferization::BufferizationDialect,
                   mlir::cf::ControlFlowDialect,
                   mlir::func::FuncDialect, mlir::linalg::LinalgDialect,

@@ -2,6 +2,8 @@
 
 #include "dialects/braid/Analysis/MemoryPlan.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include "dialects/braid/Analysis/OpCost.h"
 #include "dialects/braid/IR/BraidOps.h"
 
@@ -283,13 +285,38 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
                                 "tensor<f32> (the loss), found ")
            << type;
 
+  // The parameters and state the entry uses: a pipeline rank's program
+  // holds only its own stages' (the module holds every rank's).
+  llvm::StringSet<> used;
+  {
+    SmallVector<func::FuncOp> work = {plan.entry};
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    while (!work.empty()) {
+      func::FuncOp f = work.pop_back_val();
+      if (!seen.insert(f).second)
+        continue;
+      f.walk([&](Operation *op) {
+        if (auto call = dyn_cast<func::CallOp>(op))
+          if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+            work.push_back(callee);
+        if (std::optional<SymbolTable::UseRange> uses =
+                SymbolTable::getSymbolUses(op))
+          for (const SymbolTable::SymbolUse &use : *uses)
+            used.insert(use.getSymbolRef().getLeafReference().getValue());
+      });
+    }
+  }
   int64_t offset = 0;
   for (ParamOp param : module.getOps<ParamOp>()) {
+    if (!used.contains(param.getSymName()))
+      continue;
     plan.params.push_back(
         {param.getSymName().str(), param.getTensorType(), offset});
     offset += align(getTensorBytes(param.getTensorType()));
   }
   for (StateOp state : module.getOps<StateOp>()) {
+    if (!used.contains(state.getSymName()))
+      continue;
     plan.states.push_back(
         {state.getSymName().str(), state.getTensorType(), offset});
     offset += align(getTensorBytes(state.getTensorType()));

@@ -62,6 +62,53 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                          << attr.getName().getValue() << "'";
 }
 
+/// Attributes of pipeline parallelism (PipelineStages.cpp, Autodiff.cpp,
+/// Pipeline.cpp and Microbatch.cpp say what each means).
+static bool isPipelineAttr(StringRef name) {
+  return llvm::is_contained(
+      {"braid.stage", "braid.backward", "braid.microbatches", "braid.pipeline",
+       "braid.pipeline_entries", "braid.pipeline_rank", "braid.pipeline_chunk",
+       "braid.gradient_copies"},
+      name);
+}
+
+static LogicalResult verifyPipelineAttr(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto nonNegative = [&](Attribute v) {
+    auto i = dyn_cast<IntegerAttr>(v);
+    return i && i.getType().isInteger(64) && i.getInt() >= 0;
+  };
+  if ((name == "braid.stage" || name == "braid.pipeline_rank") &&
+      !nonNegative(value))
+    return op->emitError("'") << name << "' must be a non-negative i64";
+  if (name == "braid.microbatches" &&
+      !(nonNegative(value) && cast<IntegerAttr>(value).getInt() >= 1))
+    return op->emitError("'braid.microbatches' must be a positive i64");
+  if ((name == "braid.backward" || name == "braid.pipeline_chunk") &&
+      !isa<UnitAttr>(value))
+    return op->emitError("'") << name << "' must be a unit attribute";
+  if (name == "braid.pipeline" &&
+      !(isa<DictionaryAttr>(value) && isa<func::FuncOp>(op)))
+    return op->emitError("'braid.pipeline' must be a dictionary on a "
+                         "func.func");
+  if (name == "braid.gradient_copies" && !isa<DenseI64ArrayAttr>(value))
+    return op->emitError("'braid.gradient_copies' must be an i64 array");
+  if (name == "braid.pipeline_entries") {
+    auto entries = dyn_cast<ArrayAttr>(value);
+    if (!isa<ModuleOp>(op) || !entries ||
+        !llvm::all_of(entries, llvm::IsaPred<FlatSymbolRefAttr>))
+      return op->emitError("'braid.pipeline_entries' must be an array of "
+                           "symbol references on a module");
+    for (Attribute entry : entries)
+      if (!isa_and_nonnull<func::FuncOp>(SymbolTable::lookupNearestSymbolFrom(
+              op, cast<FlatSymbolRefAttr>(entry))))
+        return op->emitError("'braid.pipeline_entries' names ")
+               << entry << ", which is not a function of the module";
+  }
+  return success();
+}
+
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   // The parameters whose gradients a differentiated step returns after its
@@ -102,6 +149,10 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'braid.zero' must be a ZeRO stage 0-3 on a module");
     return success();
   }
+  if (failed(verifyPipelineAttr(op, attr)))
+    return failure();
+  if (isPipelineAttr(attr.getName().getValue()))
+    return success();
   if (attr.getName() != getModelAttrName())
     return op->emitError() << "unknown braid attribute '" << attr.getName().getValue()
                            << "'";

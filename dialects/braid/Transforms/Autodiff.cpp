@@ -12,6 +12,13 @@
 //      f.bwd(args..., saved..., dresults...) keeps only the reverse part and
 //      the ops recompute chooses to redo (attention cores for selective).
 //
+// A step whose ops carry pipeline chunks (`braid.stage`, from
+// --braid-pipeline-stages) keeps them: every op the reverse pass creates gets
+// the chunk of the forward op it differentiates and the unit attribute
+// `braid.backward`, and a parameter read in several chunks (a tied
+// embedding) gets one gradient per chunk, so that --braid-pipeline can cut
+// forward and backward of each chunk apart.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/Transforms/Passes.h"
@@ -26,6 +33,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <set>
+
 namespace mlir::braid {
 #define GEN_PASS_DEF_BRAIDAUTODIFFPASS
 #include "dialects/braid/Transforms/Passes.h.inc"
@@ -36,6 +45,33 @@ using namespace mlir::braid;
 
 namespace {
 enum class Recompute { None, Selective, Full };
+
+constexpr StringLiteral kStageAttr = "braid.stage";
+constexpr StringLiteral kBackwardAttr = "braid.backward";
+
+std::optional<int64_t> stageOf(Operation *op) {
+  if (op)
+    if (auto attr = op->getAttrOfType<IntegerAttr>(kStageAttr))
+      return attr.getInt();
+  return std::nullopt;
+}
+
+/// Stamps the ops a builder creates in the step with the pipeline chunk of
+/// the op being differentiated, and marks those of the reverse pass.
+struct StageStamper : public OpBuilder::Listener {
+  std::optional<int64_t> stage;
+  bool backward = false;
+
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint previous) override {
+    if (stage)
+      op->setAttr(kStageAttr,
+                  IntegerAttr::get(IntegerType::get(op->getContext(), 64),
+                                   *stage));
+    if (backward)
+      op->setAttr(kBackwardAttr, UnitAttr::get(op->getContext()));
+  }
+};
 
 /// The functions a layer call is differentiated with.
 struct LayerVJP {
@@ -78,6 +114,8 @@ private:
   llvm::DenseMap<Operation *, std::unique_ptr<LayerVJP>> layers;
   /// Calls to forward variants: their layer and where saved values start.
   llvm::DenseMap<Operation *, LayerVJP *> callLayer;
+  /// Stamps the step's new ops (null outside the step's reverse pass).
+  StageStamper *stamper = nullptr;
 
   FailureOr<LayerVJP *> getLayerVJP(func::FuncOp f);
   LogicalResult reverse(OpBuilder &b, ArrayRef<Operation *> ops,
@@ -114,6 +152,8 @@ LogicalResult Autodiff::reverse(OpBuilder &b, ArrayRef<Operation *> ops,
     if (!any || op->getNumOperands() == 0)
       continue;
     Location loc = plain(op->getLoc());
+    if (stamper)
+      stamper->stage = stageOf(op);
 
     if (auto call = dyn_cast<func::CallOp>(op)) {
       LayerVJP *layer = callLayer.lookup(call);
@@ -295,6 +335,12 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
 
   // Layer calls call their forward variants, which also return saved values.
   OpBuilder b(step.getContext());
+  StageStamper stageStamper;
+  bool staged = llvm::any_of(body.without_terminator(), [](Operation &op) {
+    return op.hasAttr(kStageAttr);
+  });
+  if (staged)
+    b.setListener(&stageStamper);
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
     auto call = dyn_cast<func::CallOp>(op);
     if (!call)
@@ -307,6 +353,7 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
     if (failed(layer))
       return failure();
     b.setInsertionPoint(call);
+    stageStamper.stage = stageOf(call);
     auto forward = func::CallOp::create(b, call.getLoc(), (*layer)->forward,
                                         call.getOperands());
     call.replaceAllUsesWith(
@@ -323,14 +370,25 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
   // On a device grid every rank holds the same loss and differentiates its
   // share 1/ranks of it, so that the ranks' parameter cotangents sum to the
   // gradient (the convention the collectives' VJPs follow).
+  // Pipeline ranks (pp) are not copies: each holds its own chunks.
   double share = 1.0;
-  for (auto grid : module.getOps<shard::GridOp>())
-    for (int64_t size : grid.getShape())
-      share /= static_cast<double>(size);
+  for (auto grid : module.getOps<shard::GridOp>()) {
+    auto axes = grid->getAttrOfType<ArrayAttr>("braid.axes");
+    for (auto [i, size] : llvm::enumerate(grid.getShape()))
+      if (!axes || i >= axes.size() ||
+          cast<StringAttr>(axes[i]).getValue() != "pp")
+        share /= static_cast<double>(size);
+  }
+  stageStamper.backward = true;
+  stageStamper.stage = stageOf(loss.getDefiningOp());
   Value seed = FillOp::create(b, plain(ret.getLoc()), loss.getType(),
                               b.getF64FloatAttr(share));
   accumulate(b, cot, loss, seed);
-  if (failed(reverse(b, forwardOps, cot)))
+  if (staged)
+    stamper = &stageStamper;
+  LogicalResult reversed = reverse(b, forwardOps, cot);
+  stamper = nullptr;
+  if (failed(reversed))
     return failure();
 
   // Name the cotangents of named values so that dumps show them.
@@ -347,14 +405,19 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
           d.getDefiningOp()->getLoc()));
     }
 
-  // The gradient of each parameter: the sum over its reads.
+  // The gradient of each parameter: the sum over its reads (in a pipeline,
+  // one sum per chunk reading it, in chunk order; an unread parameter's
+  // zeros go with the first chunk).
   SmallVector<Value> results = {loss};
   SmallVector<Attribute> names;
-  for (ParamOp param : module.getOps<ParamOp>()) {
+  auto emitGradient = [&](ParamOp param, std::optional<int64_t> chunk) {
+    stageStamper.stage = staged ? std::optional<int64_t>(chunk.value_or(0))
+                                : std::nullopt;
     Value grad;
     for (Operation *op : forwardOps)
       if (auto get = dyn_cast<GetParamOp>(op);
-          get && get.getName() == param.getSymName())
+          get && get.getName() == param.getSymName() &&
+          (!chunk || stageOf(get) == chunk))
         if (Value d = cot.lookup(get.getResult()))
           grad = grad ? AddOp::create(b, plain(get.getLoc()), grad, d).getResult()
                       : d;
@@ -374,7 +437,20 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
         plain(grad.getDefiningOp()->getLoc())));
     results.push_back(grad);
     names.push_back(FlatSymbolRefAttr::get(param.getSymNameAttr()));
+  };
+  for (ParamOp param : module.getOps<ParamOp>()) {
+    std::set<int64_t> chunks;
+    if (staged)
+      for (Operation *op : forwardOps)
+        if (auto get = dyn_cast<GetParamOp>(op);
+            get && get.getName() == param.getSymName())
+          chunks.insert(stageOf(get).value_or(0));
+    if (chunks.empty())
+      emitGradient(param, std::nullopt);
+    for (int64_t chunk : chunks)
+      emitGradient(param, chunk);
   }
+  stageStamper.stage = std::nullopt;
   func::ReturnOp::create(b, ret.getLoc(), results);
   ret.erase();
   SmallVector<Type> resultTypes;

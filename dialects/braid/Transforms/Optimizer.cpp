@@ -27,9 +27,11 @@ AxisList replicatedAxes(ModuleOp module, const Grid &grid, StringRef param) {
       for (Attribute dim : split)
         for (Attribute name : cast<ArrayAttr>(dim))
           used.push_back(*grid.find(cast<StringAttr>(name).getValue()));
+  // Pipeline ranks hold different chunks, not copies.
+  std::optional<int16_t> pp = grid.find("pp");
   AxisList replicated;
   for (int16_t axis : grid.allAxes())
-    if (!llvm::is_contained(used, axis))
+    if (!llvm::is_contained(used, axis) && axis != pp)
       replicated.push_back(axis);
   return replicated;
 }
@@ -53,28 +55,41 @@ struct BraidOptimizerPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    MLIRContext *context = &getContext();
     if (kind != "adamw" && kind != "sgd") {
       module.emitError("--braid-optimizer: kind must be adamw or sgd, found '")
           << kind << "'";
       return signalPassFailure();
     }
-    auto step = module.lookupSymbol<func::FuncOp>(entry);
+    // A pipelined module has a step function per pipeline rank, each
+    // updating its own parameters.
+    SmallVector<func::FuncOp> steps;
+    if (auto entries = module->getAttrOfType<ArrayAttr>(
+            "braid.pipeline_entries")) {
+      for (Attribute e : entries)
+        steps.push_back(module.lookupSymbol<func::FuncOp>(
+            cast<FlatSymbolRefAttr>(e).getValue()));
+    } else {
+      steps.push_back(module.lookupSymbol<func::FuncOp>(entry));
+    }
+    for (func::FuncOp step : steps)
+      if (failed(updateStep(step)))
+        return signalPassFailure();
+  }
+
+  LogicalResult updateStep(func::FuncOp step) {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
     auto names = step ? step->getAttrOfType<ArrayAttr>("braid.gradients")
                       : ArrayAttr();
-    if (!names) {
-      module.emitError("--braid-optimizer needs the gradients of a step "
-                       "function '@")
-          << entry << "' (run --braid-autodiff first)";
-      return signalPassFailure();
-    }
+    if (!names)
+      return module.emitError("--braid-optimizer needs the gradients of a "
+                              "step function '@")
+             << entry << "' (run --braid-autodiff first)";
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
-    if (ret.getNumOperands() != names.size() + 1) {
-      ret.emitError("expected the loss and ")
-          << names.size() << " gradients, found " << ret.getNumOperands()
-          << " results";
-      return signalPassFailure();
-    }
+    if (ret.getNumOperands() != names.size() + 1)
+      return ret.emitError("expected the loss and ")
+             << names.size() << " gradients, found " << ret.getNumOperands()
+             << " results";
     Value loss = ret.getOperand(0);
     SmallVector<Value> grads(ret.getOperands().drop_front());
 
@@ -83,7 +98,10 @@ struct BraidOptimizerPass
     b.setInsertionPoint(step);
     Location loc = step.getLoc();
     auto f32 = Float32Type::get(context);
+    // Pipeline ranks share the declarations (each program holds its own).
     auto declare = [&](StringRef name, RankedTensorType type) {
+      if (auto state = module.lookupSymbol<StateOp>(name))
+        return FlatSymbolRefAttr::get(state.getSymNameAttr());
       auto state = StateOp::create(b, loc, name, type, InitKind::Zeros);
       return FlatSymbolRefAttr::get(state.getSymNameAttr());
     };
@@ -95,8 +113,13 @@ struct BraidOptimizerPass
     SmallVector<ArrayAttr> zeroAxes(grads.size());
     Value sumsq;
     if (grid) {
-      if (failed(reduceGradients(b, *grid, names, grads, zeroAxes, sumsq)))
-        return signalPassFailure();
+      SmallVector<int64_t> copies(grads.size(), 1);
+      if (auto attr = step->getAttrOfType<DenseI64ArrayAttr>(
+              "braid.gradient_copies"))
+        copies.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
+      if (failed(reduceGradients(b, *grid, names, grads, copies, zeroAxes,
+                                 sumsq)))
+        return failure();
     } else {
       sumsq = SumSquaresOp::create(b, loc, RankedTensorType::get({}, f32),
                                    grads);
@@ -152,14 +175,19 @@ struct BraidOptimizerPass
     step.setType(FunctionType::get(context, step.getArgumentTypes(),
                                    loss.getType()));
     step->removeAttr("braid.gradients");
+    step->removeAttr("braid.gradient_copies");
+    return success();
   }
 
   /// On a grid: each gradient is a partial sum over the axes its parameter
   /// is replicated on; sums it there (ZeRO-2: reduce-scatters it over dp
   /// into this rank's range of the flat gradient), marks ZeRO-1/2 updates,
-  /// and computes the global sum of squares, each element counted once.
+  /// and computes the global sum of squares, each element counted once
+  /// (`copies`: how many pipeline ranks hold each gradient whole, as a tied
+  /// embedding's first and last stage do).
   LogicalResult reduceGradients(OpBuilder &b, const Grid &grid,
                                 ArrayAttr names, SmallVector<Value> &grads,
+                                ArrayRef<int64_t> copies,
                                 SmallVector<ArrayAttr> &zeroAxes,
                                 Value &sumsq) {
     ModuleOp module = getOperation();
@@ -186,7 +214,7 @@ struct BraidOptimizerPass
       if (!summed.empty())
         reduced = shard::AllReduceOp::create(b, loc, type, grid.symbol,
                                              summed, reduced);
-      int64_t replicas = grid.size(summed);
+      int64_t replicas = grid.size(summed) * copies[i];
       if (sharded && stage == 2) {
         int64_t n = grid.sizes[*dp];
         Value flat = ReshapeOp::create(

@@ -141,6 +141,8 @@ LogicalResult Partitioner::partitionCall(OpBuilder &b, func::CallOp call) {
     operands.push_back(*v);
   }
   auto local = func::CallOp::create(b, call.getLoc(), callee, operands);
+  // The model's own annotations of the call (a layer's pipeline stage).
+  local->setDiscardableAttrs(call->getDiscardableAttrDictionary());
   for (auto [result, newResult, sharding] :
        llvm::zip(call.getResults(), local.getResults(),
                  resultShardingsOf[callee]))
@@ -345,7 +347,8 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
       ce.setVocabAxesAttr(grid.nameAttr(b.getContext(), (*axes)[f]));
       ce.setVocabSizeAttr(b.getI64IntegerAttr(logits.getShape().back()));
     }
-    if (!partial.empty())
+    // A micro-batched loss already divides by the global batch's tokens.
+    if (!partial.empty() && !ce.getDenominator())
       ce.setDenominatorAttr(b.getI64IntegerAttr(
           globalType(cast<CrossEntropyOp>(op).getLabels()).getNumElements()));
   }

@@ -332,4 +332,104 @@ def BraidPrintSchedulePass : Pass<"braid-print-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Pipeline parallelism and micro-batching
+//===----------------------------------------------------------------------===//
+
+def BraidMicrobatchPass : Pass<"braid-microbatch", "::mlir::ModuleOp"> {
+  let summary = "Make the step compute one micro-batch of its batch";
+  let description = [{
+    Divides the leading (batch) dimension of the step's inputs by `count`
+    and carries the new shapes through the step and the layer functions it
+    calls, so that the step computes one micro-batch. The loss becomes that
+    micro-batch's share of the global batch's mean (`cross_entropy` gets the
+    global token count as its `denominator`): the sum of the micro-batches'
+    losses, and of their gradients, is the step's. MoE dispatch capacity is
+    per micro-batch, as it is per data-parallel shard. Runs before
+    `--braid-partition`; `--braid-pipeline` then builds the loop over the
+    micro-batches. `count` = 1 changes nothing.
+
+    ```mlir
+    func.func @step(%tok: tensor<8x16xi32>, %labels: tensor<8x16xi32>) -> tensor<f32>
+    ```
+    becomes with `count=4`
+    ```mlir
+    func.func @step(%tok: tensor<2x16xi32>, %labels: tensor<2x16xi32>) -> tensor<f32>
+        attributes {braid.microbatches = 4 : i64}
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
+           "Name of the step function">,
+    Option<"count", "count", "int64_t", /*default=*/"1",
+           "Micro-batches per step">,
+  ];
+}
+
+def BraidPipelineStagesPass
+    : Pass<"braid-pipeline-stages", "::mlir::ModuleOp"> {
+  let summary = "Assign the step's ops to pipeline model chunks";
+  let description = [{
+    Splits the layers of the step into `pp * virtual-stages` contiguous model
+    chunks and stamps every op of the step with its chunk (`braid.stage`):
+    a layer call gets its chunk; the embedding and whatever precedes the
+    first layer go with the first chunk, the head and the loss with the last;
+    other ops follow their operands. Parameter reads (and ops computed from
+    parameters alone) are cloned into every chunk that uses them, so that a
+    tied embedding is read by the first and the last chunk.
+
+    The layers of each chunk come from `layout` (layers per chunk, e.g.
+    `7,8,8,7`), else from `braid.stage` attributes the model gives its layer
+    calls, else from balancing the layers' cost (FLOPs; the embedding counted
+    with the first layer, the head and loss with the last). A layout that
+    does not cover every layer exactly once is an error.
+
+    `--braid-autodiff` carries the stamps to the backward ops, and
+    `--braid-pipeline` cuts the step along them.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
+           "Name of the step function">,
+    Option<"pp", "pp", "int64_t", /*default=*/"1", "Pipeline ranks">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
+           "Model chunks per pipeline rank">,
+    ListOption<"layout", "layout", "int64_t",
+               "Layers per model chunk (empty: stage attributes or balance)">,
+  ];
+}
+
+def BraidPipelinePass : Pass<"braid-pipeline", "::mlir::ModuleOp"> {
+  let summary = "Cut the differentiated step into pipeline stage programs";
+  let description = [{
+    Runs after `--braid-autodiff` on a step whose ops carry `braid.stage`
+    (`--braid-pipeline-stages`) and computes one micro-batch
+    (`--braid-microbatch`). Each model chunk c becomes a forward function
+    `@step.c<c>.fwd` (its inputs received from chunk c-1, its outputs and the
+    values its backward needs returned) and a backward function
+    `@step.c<c>.bwd` (the cotangents of its outputs in, those of its inputs
+    and its parameters' gradients out); the zero-bubble schedule splits the
+    backward further into `.bwd_input` and `.bwd_weight`.
+
+    Each pipeline rank r gets its own step function `@step.pp<r>`, which
+    runs the schedule explicitly: for every action of the rank, in order,
+    the micro-batch's inputs (`dist.microbatch`), the receive of what the
+    neighbouring chunk sent (`dist.recv`), the call of the chunk function
+    (tagged `dist.action`), the send to the next or previous chunk
+    (`dist.send`), and the accumulation of the gradients. After the last
+    action, parameters that several ranks hold (a tied embedding) have their
+    gradients exchanged and summed, and the loss is summed over the pp axis
+    so that every rank reports it. Each rank's function returns the loss and
+    its parameters' gradients for `--braid-optimizer`. The module attribute
+    `braid.pipeline_entries` lists the ranks' step functions.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
+           "Name of the step function">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved or zb-h1">,
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_TD

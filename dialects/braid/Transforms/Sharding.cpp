@@ -23,11 +23,17 @@ FailureOr<Grid> Grid::parse(StringRef text, std::string &error) {
       error = ("grid axis '" + item + "' must be NAME=SIZE with SIZE >= 1").str();
       return failure();
     }
-    if (name != "dp" && name != "ep" && name != "tp" && name != "cp") {
+    if (name != "pp" && name != "dp" && name != "ep" && name != "tp" &&
+        name != "cp") {
       error = ("unknown grid axis '" + name +
-               "' (the axes are dp, ep, cp and tp; pipeline parallelism is "
-               "not partitioned yet)")
+               "' (the axes are pp, dp, ep, cp and tp)")
                   .str();
+      return failure();
+    }
+    // Pipeline stages are programs of their own, each on a contiguous
+    // block of ranks: pp is the outermost axis.
+    if (name == "pp" && !grid.names.empty()) {
+      error = "the pp axis must come first (outermost) in the grid";
       return failure();
     }
     if (grid.find(name)) {

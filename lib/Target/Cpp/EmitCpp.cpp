@@ -13,11 +13,15 @@
 
 #include "Emitter.h"
 
+#include "braid/Pipelines.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/dist/IR/DistDialect.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
+
+#include <set>
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -162,7 +166,7 @@ LogicalResult FunctionEmitter::emit(raw_ostream &os) {
               << ", " << scratch->second.bytes << ");\n";
       // Announce named results for dumps (reshapes are views, not values).
       if (!isa<ReshapeOp, GetParamOp, func::ReturnOp>(op) &&
-          isa<NameLoc>(op.getLoc()))
+          isa<NameLoc>(op.getLoc()) && program.announcesIn(fp.func))
         for (Value result : op.getResults())
           announce(result, opsOs);
     }
@@ -190,6 +194,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, raw_ostream &os) {
     return emitCall(call, os);
   if (isSpmdOp(op))
     return emitSpmdOp(op, os);
+  if (isDistOp(op))
+    return emitDistOp(op, os);
   if (fp.fusion->getRoot(op) == op)
     return emitFusedGroup(op, os);
   return emitKernelCall(op, os);
@@ -228,6 +234,17 @@ std::string FunctionEmitter::callScope(func::CallOp call) {
 
 LogicalResult FunctionEmitter::emitCall(func::CallOp call, raw_ostream &os) {
   std::string scope = callScope(call);
+  // A pipeline action is one event of the trace, around its kernels: "F3c1"
+  // is the forward of micro-batch 3 through model chunk 1.
+  std::string action;
+  if (auto kind = call->getAttrOfType<StringAttr>("dist.action")) {
+    action = kind.getValue().str();
+    if (auto mb = call->getAttrOfType<IntegerAttr>("dist.microbatch"))
+      action += std::to_string(mb.getInt());
+    if (auto chunk = call->getAttrOfType<IntegerAttr>("dist.chunk"))
+      action += "c" + std::to_string(chunk.getInt());
+    os << "  braid_rt_op_begin(rt, \"pipeline\", " << quoted(action) << ");\n";
+  }
   os << "  {\n    braid_rt_push_scope(rt, " << quoted(scope) << ");\n";
   os << "    void *const a[] = {";
   llvm::interleaveComma(call.getOperands(), os, [&](Value v) {
@@ -243,6 +260,8 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp call, raw_ostream &os) {
   os << "};\n    fn_" << identifier(call.getCallee()) << "(rt, arena, frame + "
      << fp.calleeFrame.lookup(call) << ", a, r);\n";
   os << "    braid_rt_pop_scope(rt);\n  }\n";
+  if (!action.empty())
+    os << "  braid_rt_op_end(rt);\n";
   return success();
 }
 
@@ -255,10 +274,20 @@ static std::optional<std::string> inputRole(Value value) {
       return std::string("tokens");
     if (auto c = dyn_cast<CrossEntropyOp>(user); c && c.getLabels() == value)
       return std::string("labels");
-    if (isa_and_nonnull<shard::ShardDialect>(user->getDialect()))
+    if (isa_and_nonnull<shard::ShardDialect>(user->getDialect()) ||
+        isa<dist::MicrobatchOp>(user))
       for (Value result : user->getResults())
         if (std::optional<std::string> role = inputRole(result))
           return role;
+    // A pipeline rank passes its micro-batches to its chunk functions.
+    if (auto call = dyn_cast<func::CallOp>(user))
+      if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+              call, call.getCalleeAttr()))
+        for (auto [operand, arg] :
+             llvm::zip(call.getOperands(), callee.getArguments()))
+          if (operand == value)
+            if (std::optional<std::string> role = inputRole(arg))
+              return role;
   }
   return std::nullopt;
 }
@@ -351,7 +380,11 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
       init = "BRAID_INIT_ONES";
     os << "  {" << quoted(p.name) << ", " << dtypeName(p.type) << ", "
        << p.type.getRank() << ", " << paramShapes[i] << ", " << init << ", "
-       << literal(std) << ", 0, " << p.offset << paramShardings[i] << "},\n";
+       << literal(std) << ", 0, " << p.offset << paramShardings[i];
+    // A lower pipeline rank holds this tensor too, and dumps it.
+    if (mirrors.contains(p.name))
+      os << (paramShardings[i].empty() ? ", nullptr, nullptr" : "") << ", 1";
+    os << "},\n";
   }
   if (persistent.empty())
     os << "  {nullptr, BRAID_F32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
@@ -386,10 +419,19 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
           BraidDialect::getModelAttrName()))
     if (auto n = config.getAs<StringAttr>("name"))
       name = n.getValue().str();
+  if (!commGroups.empty()) {
+    os << "const char *const kCommGroups[] = {";
+    llvm::interleaveComma(commGroups, os,
+                          [&](const std::string &g) { os << quoted(g); });
+    os << "};\n\n";
+  }
   os << "const braid_program kProgram = {" << quoted(name) << ", "
      << plan.arenaBytes << ", " << persistent.size() << ", kParams, "
      << plan.inputs.size() << ", kInputs, " << plan.lossOffset << ", step, "
-     << (grid.empty() ? "nullptr" : quoted(grid)) << "};\n";
+     << (grid.empty() ? "nullptr" : quoted(grid)) << ", " << commGroups.size()
+     << ", " << (commGroups.empty() ? "nullptr" : "kCommGroups") << ", "
+     << (pipelineRank ? "\"pp\"" : "nullptr") << ", " << pipelineRank.value_or(0)
+     << "};\n";
   return success();
 }
 
@@ -433,12 +475,75 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
 } // namespace braid::cpp
 
 namespace braid {
+/// The communicator groups a program's text asks for, in order of appearance.
+static void collectCommGroups(llvm::StringRef text,
+                              llvm::SmallVectorImpl<std::string> &groups) {
+  for (llvm::StringRef prefix : {"braid_rt_comm(rt, \"", "coord(rt, \""}) {
+    size_t at = 0;
+    while ((at = text.find(prefix, at)) != llvm::StringRef::npos) {
+      at += prefix.size();
+      std::string group = text.substr(at, text.find('"', at) - at).str();
+      if (!llvm::is_contained(groups, group))
+        groups.push_back(group);
+    }
+  }
+}
+
 mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entry,
                                      llvm::raw_ostream &os) {
-  mlir::FailureOr<mlir::braid::ProgramPlan> plan =
-      mlir::braid::planProgram(module, entry);
+  mlir::FailureOr<mlir::braid::ProgramPlan> plan = mlir::braid::planProgram(module, entry);
   if (mlir::failed(plan))
     return mlir::failure();
-  return cpp::ProgramEmitter(module, *plan).emit(os);
+  cpp::ProgramEmitter emitter(module, *plan);
+  auto entries = module->getAttrOfType<mlir::ArrayAttr>(kPipelineEntriesAttr);
+  if (!entries)
+    return emitter.emit(os);
+
+  // A pipeline: every rank's program creates the communicators any of them
+  // uses (creating one is collective over all ranks), in one order, plus
+  // the group of its own stage (every axis but pp), which dumps use; the
+  // lowest rank holding a tensor dumps it.
+  auto rank = plan->entry->getAttrOfType<mlir::IntegerAttr>("braid.pipeline_rank");
+  if (!rank)
+    return plan->entry.emitError("a pipelined module's programs are the "
+                                 "functions of braid.pipeline_entries");
+  emitter.pipelineRank = rank.getInt();
+  std::set<std::string> groups;
+  llvm::StringMap<int64_t> lowest;
+  for (auto [k, e] : llvm::enumerate(entries)) {
+    llvm::StringRef name = llvm::cast<mlir::FlatSymbolRefAttr>(e).getValue();
+    mlir::FailureOr<mlir::braid::ProgramPlan> other = mlir::braid::planProgram(module, name);
+    if (mlir::failed(other))
+      return mlir::failure();
+    for (const auto *list : {&other->params, &other->states})
+      for (const mlir::braid::PersistentTensor &t : *list)
+        lowest.try_emplace(t.name, static_cast<int64_t>(k));
+    cpp::ProgramEmitter probe(module, *other);
+    probe.pipelineRank = static_cast<int64_t>(k);
+    std::string text;
+    llvm::raw_string_ostream textOs(text);
+    if (mlir::failed(probe.emit(textOs)))
+      return mlir::failure();
+    llvm::SmallVector<std::string> found;
+    collectCommGroups(text, found);
+    groups.insert(found.begin(), found.end());
+  }
+  if (mlir::shard::GridOp grid = mlir::braid::getProgramGrid(module)) {
+    mlir::FailureOr<llvm::SmallVector<std::string>> names = mlir::braid::getGridAxisNames(grid);
+    if (mlir::failed(names))
+      return mlir::failure();
+    std::string stage;
+    for (const std::string &axis : *names)
+      if (axis != "pp")
+        stage += (stage.empty() ? "" : ",") + axis;
+    if (!stage.empty())
+      groups.insert(stage);
+  }
+  emitter.commGroups.assign(groups.begin(), groups.end());
+  for (const auto *list : {&plan->params, &plan->states})
+    for (const mlir::braid::PersistentTensor &t : *list)
+      if (lowest.lookup(t.name) < rank.getInt())
+        emitter.mirrors.insert(t.name);
+  return emitter.emit(os);
 }
 } // namespace braid

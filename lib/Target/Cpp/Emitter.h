@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -56,6 +57,8 @@ FailureOr<std::optional<Sharding>> readSharding(DictionaryAttr attrs,
 /// unslice, and braid ops partitioning annotated (vocabulary-parallel
 /// embedding and cross-entropy, ZeRO updates).
 bool isSpmdOp(Operation *op);
+/// dist.send, dist.recv, dist.microbatch.
+bool isDistOp(Operation *op);
 
 class FunctionEmitter;
 
@@ -78,6 +81,21 @@ public:
   llvm::StringMap<Sharding> shardings;
   /// The group of each parameter a ZeRO update shards.
   llvm::StringMap<GridGroup> zeroGroups;
+
+  /// Pipelined programs (one per pipeline rank, emitted from one module):
+  /// this program's rank on the pp axis, the communicators every program of
+  /// the run creates (in this order) and the persistent tensors a lower rank
+  /// holds too and dumps.
+  std::optional<int64_t> pipelineRank;
+  SmallVector<std::string> commGroups;
+  llvm::StringSet<> mirrors;
+
+  /// Whether values computed in `func` are announced for dumps: in a
+  /// pipelined program only the step's own (its chunk functions run once
+  /// per micro-batch).
+  bool announcesIn(func::FuncOp func) const {
+    return !pipelineRank || func == plan.entry;
+  }
 
   /// The sharding a gradient dump announces for the value named `name` of
   /// `type`: a `grad.NAME` of sharded parameter NAME's local shape, or of its
@@ -126,6 +144,7 @@ private:
   LogicalResult emitOp(Operation *op, raw_ostream &os);
   LogicalResult emitKernelCall(Operation *op, raw_ostream &os);
   LogicalResult emitSpmdOp(Operation *op, raw_ostream &os);
+  LogicalResult emitDistOp(Operation *op, raw_ostream &os);
   LogicalResult emitFusedGroup(Operation *root, raw_ostream &os);
   LogicalResult emitCall(func::CallOp call, raw_ostream &os);
   std::string callScope(func::CallOp call);

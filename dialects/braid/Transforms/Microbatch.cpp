@@ -1,0 +1,194 @@
+//===- Microbatch.cpp - the --braid-microbatch pass -----------------------===//
+//
+// Gradient accumulation and pipelining run the step once per micro-batch.
+// Rather than slicing inside the step, the step itself is re-typed to one
+// micro-batch: the leading dimension of its inputs shrinks by `count` and the
+// new shapes are carried through every op (their shape inference) and every
+// layer function it calls. What depends on the batch besides shapes is the
+// loss's normalization, which stays the global batch's: each micro-batch's
+// loss is its share, so that the shares (and their gradients) sum to the
+// step's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/braid/Transforms/Passes.h"
+
+#include "dialects/braid/IR/BraidDialect.h"
+#include "dialects/braid/IR/BraidOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_BRAIDMICROBATCHPASS
+#include "dialects/braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+/// `type` with its leading dimension divided by `count`, or failure when
+/// `count` does not divide it.
+FailureOr<RankedTensorType> shrinkLeading(RankedTensorType type,
+                                          int64_t count) {
+  if (type.getRank() == 0 || type.isDynamicDim(0) ||
+      type.getDimSize(0) % count != 0)
+    return failure();
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] /= count;
+  return type.clone(shape);
+}
+
+class Microbatcher {
+public:
+  Microbatcher(ModuleOp module, int64_t count)
+      : module(module), count(count) {}
+
+  /// Re-types `f` for arguments of `inputs` types and returns its results'
+  /// (`call`: where it is called from, for errors).
+  FailureOr<SmallVector<Type>> retype(func::FuncOp f, TypeRange inputs,
+                                      Operation *call = nullptr);
+
+private:
+  ModuleOp module;
+  int64_t count;
+  /// Functions already re-typed, with the argument types they got.
+  llvm::DenseMap<Operation *, SmallVector<Type>> done;
+
+  LogicalResult retypeOp(Operation &op);
+};
+} // namespace
+
+LogicalResult Microbatcher::retypeOp(Operation &op) {
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (!callee || callee.isExternal())
+      return call.emitError("cannot micro-batch a call to ")
+             << call.getCalleeAttr() << ", which has no body";
+    FailureOr<SmallVector<Type>> results =
+        retype(callee, call.getOperandTypes(), call);
+    if (failed(results))
+      return failure();
+    for (auto [result, type] : llvm::zip(call.getResults(), *results))
+      result.setType(type);
+    return success();
+  }
+  // The loss: this micro-batch's share of the global mean.
+  if (auto ce = dyn_cast<CrossEntropyOp>(op))
+    if (!ce.getDenominator())
+      ce.setDenominatorAttr(IntegerAttr::get(
+          IntegerType::get(op.getContext(), 64),
+          cast<RankedTensorType>(ce.getLabels().getType()).getNumElements() *
+              count));
+  // Views keep their element count: the batch is the leading factor of the
+  // leading dimension on both sides (row-major, batch outermost).
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    auto type = cast<RankedTensorType>(reshape.getType());
+    FailureOr<RankedTensorType> local = shrinkLeading(type, count);
+    if (failed(local))
+      return reshape.emitError("cannot micro-batch this reshape: its leading "
+                               "dimension (")
+             << type.getDimSize(0) << ") is not a multiple of " << count;
+    reshape.getResult().setType(*local);
+    return success();
+  }
+  // Capacity is per micro-batch, as it is per data-parallel shard: the
+  // slots of a micro-batch are its tokens' share.
+  if (auto dispatch = dyn_cast<DispatchOp>(op)) {
+    auto type = cast<RankedTensorType>(dispatch.getType());
+    if (type.getDimSize(1) % count != 0)
+      return dispatch.emitError("cannot micro-batch this dispatch: its "
+                                "capacity (")
+             << type.getDimSize(1) << ") is not a multiple of " << count;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[1] /= count;
+    dispatch.getResult().setType(type.clone(shape));
+    return success();
+  }
+  if (op.getNumOperands() == 0)
+    return success(); // parameter reads, constants: no batch
+  auto infer = dyn_cast<InferTypeOpInterface>(op);
+  if (!infer)
+    return op.emitError("cannot micro-batch '")
+           << op.getName() << "': it does not infer its result types";
+  SmallVector<Type> types;
+  if (failed(infer.inferReturnTypes(
+          op.getContext(), op.getLoc(), op.getOperands(),
+          op.getAttrDictionary(), op.getPropertiesStorage(), op.getRegions(),
+          types)))
+    return op.emitError("cannot micro-batch this op: its result types do not "
+                        "follow from the micro-batch's operands");
+  for (auto [result, type] : llvm::zip(op.getResults(), types))
+    result.setType(type);
+  return success();
+}
+
+FailureOr<SmallVector<Type>> Microbatcher::retype(func::FuncOp f,
+                                                  TypeRange inputs,
+                                                  Operation *call) {
+  if (auto it = done.find(f); it != done.end()) {
+    if (TypeRange(it->second) != inputs)
+      return (call ? call : f.getOperation())
+                 ->emitError("cannot micro-batch @")
+             << f.getSymName()
+             << ": it is called with different shapes once micro-batched";
+    return SmallVector<Type>(f.getResultTypes());
+  }
+  done[f] = SmallVector<Type>(inputs);
+  if (!f.getBody().hasOneBlock())
+    return f.emitError("cannot micro-batch a function of several blocks");
+  Block &body = f.getBody().front();
+  for (auto [arg, type] : llvm::zip(body.getArguments(), inputs))
+    arg.setType(type);
+  for (Operation &op : body.without_terminator())
+    if (failed(retypeOp(op)))
+      return failure();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<Type> results(ret.getOperandTypes());
+  f.setType(FunctionType::get(f.getContext(), inputs, results));
+  return results;
+}
+
+namespace mlir::braid {
+namespace {
+struct BraidMicrobatchPass
+    : braid::impl::BraidMicrobatchPassBase<BraidMicrobatchPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>(entry);
+    if (!step || step.isExternal()) {
+      module.emitError("no step function '@") << entry << "' to micro-batch";
+      return signalPassFailure();
+    }
+    if (count < 1) {
+      step.emitError("--braid-microbatch: count must be at least 1, found ")
+          << static_cast<int64_t>(count);
+      return signalPassFailure();
+    }
+    if (count == 1)
+      return;
+    SmallVector<Type> inputs;
+    for (BlockArgument arg : step.getArguments()) {
+      FailureOr<RankedTensorType> local =
+          shrinkLeading(cast<RankedTensorType>(arg.getType()), count);
+      if (failed(local)) {
+        step.emitError("the batch (")
+            << cast<RankedTensorType>(arg.getType()).getDimSize(0)
+            << ") of input #" << arg.getArgNumber()
+            << " is not a multiple of the " << static_cast<int64_t>(count)
+            << " micro-batches";
+        return signalPassFailure();
+      }
+      inputs.push_back(*local);
+    }
+    if (failed(Microbatcher(module, static_cast<int64_t>(count)).retype(step, inputs)))
+      return signalPassFailure();
+    step->setAttr("braid.microbatches",
+                  IntegerAttr::get(IntegerType::get(&getContext(), 64), count));
+  }
+};
+} // namespace
+} // namespace mlir::braid

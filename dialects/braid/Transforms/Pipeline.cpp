@@ -1,0 +1,597 @@
+//===- Pipeline.cpp - the --braid-pipeline pass ---------------------------===//
+//
+// Cuts a differentiated, micro-batched step whose ops carry model chunks
+// (braid.stage; the reverse pass's ops also braid.backward) into functions
+// per chunk and phase, and writes for every pipeline rank a step function
+// that runs its part of the schedule explicitly.
+//
+// What crosses between the pieces follows from the data alone:
+//  - carry[k]: forward values made before chunk k and used from chunk k on
+//    (usually the residual stream; a value skipping chunks is relayed);
+//  - cotangent carry bcarry[k]: backward values made after chunk k and used
+//    by the backward of chunk k or earlier;
+//  - saved(c): forward values of chunk c its backward reads, kept by the
+//    rank between the two (the received carry is kept as well).
+// A rank's step function is unrolled over its actions, so the number of
+// micro-batches whose activations are alive at once is visible to the memory
+// planner, which then plans the stage's peak exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/braid/Transforms/Passes.h"
+
+#include "dialects/braid/Analysis/PipelineSchedule.h"
+#include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/Transforms/Sharding.h"
+#include "dialects/dist/IR/DistDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <map>
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_BRAIDPIPELINEPASS
+#include "dialects/braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+constexpr StringLiteral kStageAttr = "braid.stage";
+constexpr StringLiteral kBackwardAttr = "braid.backward";
+
+using ValueSet = llvm::SetVector<Value>;
+
+/// One piece of the step: the ops of a chunk's forward or backward (or of
+/// the backward's input- or weight-gradient part), what it reads from
+/// elsewhere and what it gives out, in a deterministic order.
+struct Piece {
+  SmallVector<Operation *> ops;
+  ValueSet inputs;
+  ValueSet outputs;
+  func::FuncOp function;
+};
+
+class PipelineBuilder {
+public:
+  PipelineBuilder(ModuleOp module, func::FuncOp step, PipelineSchedule schedule,
+                  int64_t microbatches, std::optional<Grid> grid)
+      : module(module), step(step), schedule(std::move(schedule)),
+        microbatches(microbatches), grid(std::move(grid)),
+        chunks(this->schedule.numChunks()) {}
+
+  LogicalResult run();
+
+private:
+  ModuleOp module;
+  func::FuncOp step;
+  PipelineSchedule schedule;
+  int64_t microbatches;
+  std::optional<Grid> grid;
+  int64_t chunks;
+
+  llvm::DenseMap<Operation *, int64_t> chunkOf;
+  llvm::DenseMap<Operation *, bool> backwardOf;
+  SmallVector<Piece> forward, backward, backwardInput, backwardWeight;
+  SmallVector<ValueSet> carry, bcarry;
+  Value loss;
+  /// The step's gradients: value, parameter, position in braid.gradients.
+  SmallVector<std::pair<Value, FlatSymbolRefAttr>> gradients;
+
+  LogicalResult classify();
+  LogicalResult collectInputs(Piece &piece, int64_t chunk, bool isBackward);
+  void splitBackward(int64_t chunk);
+  func::FuncOp outline(StringRef name, Piece &piece);
+  LogicalResult buildRank(int64_t rank, SmallVector<Attribute> &entries);
+
+  bool definedIn(Value v, int64_t chunk, bool isBackward) const {
+    Operation *def = v.getDefiningOp();
+    return def && chunkOf.lookup(def) == chunk &&
+           backwardOf.lookup(def) == isBackward;
+  }
+};
+} // namespace
+
+LogicalResult PipelineBuilder::classify() {
+  Block &body = step.getBody().front();
+  forward.resize(chunks);
+  backward.resize(chunks);
+  for (Operation &op : body.without_terminator()) {
+    auto attr = op.getAttrOfType<IntegerAttr>(kStageAttr);
+    if (!attr)
+      return op.emitError("this op has no pipeline chunk (braid.stage): run "
+                          "--braid-pipeline-stages before --braid-autodiff");
+    int64_t chunk = attr.getInt();
+    if (chunk < 0 || chunk >= chunks)
+      return op.emitError("pipeline chunk ")
+             << chunk << " is not one of the " << chunks << " model chunks";
+    bool isBackward = op.hasAttr(kBackwardAttr);
+    chunkOf[&op] = chunk;
+    backwardOf[&op] = isBackward;
+    // Parameter reads are views of the rank's parameters: every piece
+    // reading one reads it itself rather than being passed it.
+    if (isa<GetParamOp>(op))
+      continue;
+    (isBackward ? backward : forward)[chunk].ops.push_back(&op);
+  }
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  auto names = step->getAttrOfType<ArrayAttr>("braid.gradients");
+  if (!names || ret.getNumOperands() != names.size() + 1)
+    return step.emitError("--braid-pipeline needs the differentiated step: "
+                          "the loss and the gradients of braid.gradients "
+                          "(run --braid-autodiff first)");
+  loss = ret.getOperand(0);
+  if (!loss.getDefiningOp() || backwardOf.lookup(loss.getDefiningOp()) ||
+      chunkOf.lookup(loss.getDefiningOp()) != chunks - 1)
+    return step.emitError("the loss must be computed by the forward of the "
+                          "last model chunk");
+  for (auto [value, name] : llvm::zip(ret.getOperands().drop_front(), names)) {
+    if (!value.getDefiningOp() || !backwardOf.lookup(value.getDefiningOp()))
+      return step.emitError("the gradient of ")
+             << name << " is not computed by a backward op";
+    gradients.push_back({value, cast<FlatSymbolRefAttr>(name)});
+  }
+  return success();
+}
+
+/// Records what `piece` (chunk `chunk`, forward or backward) reads from
+/// outside itself and checks it reads only what a pipeline can deliver.
+LogicalResult PipelineBuilder::collectInputs(Piece &piece, int64_t chunk,
+                                             bool isBackward) {
+  llvm::SmallPtrSet<Operation *, 32> inside(piece.ops.begin(), piece.ops.end());
+  for (Operation *op : piece.ops)
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && (inside.count(def) || isa<GetParamOp>(def)))
+        continue;
+      if (def) {
+        int64_t from = chunkOf.lookup(def);
+        bool fromBackward = backwardOf.lookup(def);
+        bool ok = isBackward ? (fromBackward ? from > chunk : from <= chunk)
+                             : (!fromBackward && from < chunk);
+        if (!ok)
+          return op->emitError("a ")
+                 << (isBackward ? "backward" : "forward") << " op of chunk "
+                 << chunk << " reads a " << (fromBackward ? "backward" : "forward")
+                 << " value of chunk " << from
+                 << ", which no pipeline schedule delivers";
+      }
+      piece.inputs.insert(operand);
+    }
+  return success();
+}
+
+/// ZB-H1: the backward's input-gradient part is what the cotangents sent to
+/// the previous chunk need; the rest (weight gradients) can wait.
+void PipelineBuilder::splitBackward(int64_t chunk) {
+  Piece &whole = backward[chunk];
+  Piece &input = backwardInput[chunk];
+  Piece &weight = backwardWeight[chunk];
+  llvm::SmallPtrSet<Operation *, 32> needed;
+  SmallVector<Operation *> work;
+  for (Value v : whole.outputs)
+    if (chunk > 0 && bcarry[chunk - 1].contains(v))
+      work.push_back(v.getDefiningOp());
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!op || !needed.insert(op).second)
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp();
+          def && chunkOf.lookup(def) == chunk && backwardOf.lookup(def))
+        work.push_back(def);
+  }
+  for (Operation *op : whole.ops)
+    (needed.count(op) ? input : weight).ops.push_back(op);
+  auto readsFrom = [](Piece &piece) {
+    llvm::SmallPtrSet<Operation *, 32> inside(piece.ops.begin(),
+                                              piece.ops.end());
+    for (Operation *op : piece.ops)
+      for (Value operand : op->getOperands())
+        if (!operand.getDefiningOp() ||
+            (!inside.count(operand.getDefiningOp()) &&
+             !isa<GetParamOp>(operand.getDefiningOp())))
+          piece.inputs.insert(operand);
+  };
+  readsFrom(input);
+  readsFrom(weight);
+  llvm::SmallPtrSet<Operation *, 32> inInput(input.ops.begin(),
+                                             input.ops.end());
+  for (Value v : whole.outputs)
+    (inInput.count(v.getDefiningOp()) ? input : weight).outputs.insert(v);
+  // What the weight part reads of the input part is kept in between.
+  for (Value v : weight.inputs)
+    if (v.getDefiningOp() && inInput.count(v.getDefiningOp()))
+      input.outputs.insert(v);
+}
+
+func::FuncOp PipelineBuilder::outline(StringRef name, Piece &piece) {
+  MLIRContext *context = module.getContext();
+  OpBuilder b(context);
+  b.setInsertionPoint(step);
+  SmallVector<Type> inputs, outputs;
+  for (Value v : piece.inputs)
+    inputs.push_back(v.getType());
+  for (Value v : piece.outputs)
+    outputs.push_back(v.getType());
+  auto f = func::FuncOp::create(b, step.getLoc(), name,
+                                b.getFunctionType(inputs, outputs));
+  f.setPrivate();
+  f->setAttr("braid.pipeline_chunk", UnitAttr::get(context));
+  Block *entry = f.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  IRMapping map;
+  map.map(piece.inputs.getArrayRef(), entry->getArguments());
+  for (Operation *op : piece.ops) {
+    for (Value operand : op->getOperands())
+      if (auto get = operand.getDefiningOp<GetParamOp>();
+          get && !map.contains(operand))
+        b.clone(*get, map)->removeAttr(kStageAttr);
+    Operation *clone = b.clone(*op, map);
+    clone->removeAttr(kStageAttr);
+    clone->removeAttr(kBackwardAttr);
+  }
+  SmallVector<Value> results;
+  for (Value v : piece.outputs)
+    results.push_back(map.lookup(v));
+  func::ReturnOp::create(b, step.getLoc(), results);
+  piece.function = f;
+  return f;
+}
+
+LogicalResult PipelineBuilder::buildRank(int64_t rank,
+                                         SmallVector<Attribute> &entries) {
+  MLIRContext *context = module.getContext();
+  OpBuilder b(context);
+  b.setInsertionPoint(step);
+  Location loc = step.getLoc();
+  Block &body = step.getBody().front();
+  int64_t stages = schedule.stages;
+  std::optional<int16_t> ppAxis = grid ? grid->find("pp") : std::nullopt;
+
+  // The rank's chunks and the step inputs they read.
+  SmallVector<int64_t> mine;
+  for (int64_t c = 0; c < chunks; ++c)
+    if (schedule.rankOf(c) == rank)
+      mine.push_back(c);
+  llvm::SetVector<unsigned> usedArgs;
+  for (int64_t c : mine)
+    for (SmallVector<Piece> *pieces : {&forward, &backward})
+      for (Value v : (*pieces)[c].inputs)
+        if (auto arg = dyn_cast<BlockArgument>(v))
+          usedArgs.insert(arg.getArgNumber());
+  SmallVector<unsigned> args(usedArgs.begin(), usedArgs.end());
+  llvm::sort(args);
+
+  // Arguments: the whole local batch (micro-batches times the step's).
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned a : args) {
+    auto type = cast<RankedTensorType>(body.getArgument(a).getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] *= microbatches;
+    argTypes.push_back(type.clone(shape));
+    NamedAttrList attrs(step.getArgAttrDict(a));
+    if (auto global = attrs.get("braid.global_shape")) {
+      SmallVector<int64_t> g(cast<DenseI64ArrayAttr>(global).asArrayRef());
+      g[0] *= microbatches;
+      attrs.set("braid.global_shape", DenseI64ArrayAttr::get(context, g));
+    }
+    argAttrs.push_back(attrs.getDictionary(context));
+  }
+
+  // Gradients this rank computes, one accumulator per parameter.
+  llvm::MapVector<StringRef, SmallVector<unsigned>> held; // param -> indices
+  for (auto [i, g] : llvm::enumerate(gradients))
+    if (schedule.rankOf(chunkOf.lookup(g.first.getDefiningOp())) == rank)
+      held[g.second.getValue()].push_back(i);
+
+  std::string name = (step.getSymName() + ".pp" + Twine(rank)).str();
+  auto f = func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
+  for (auto [i, attrs] : llvm::enumerate(argAttrs))
+    f.setArgAttrs(i, attrs);
+  f->setAttr("braid.pipeline_rank", b.getI64IntegerAttr(rank));
+  Block *entry = f.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+
+  // Values of the step per micro-batch, as this rank has them.
+  std::map<std::pair<void *, int64_t>, Value> env;
+  auto key = [](Value v, int64_t mb) {
+    return std::make_pair(v.getAsOpaquePointer(), mb);
+  };
+  auto lookup = [&](Value v, int64_t mb) -> Value {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      auto found = env.find(key(v, mb));
+      if (found != env.end())
+        return found->second;
+      unsigned position = llvm::find(args, arg.getArgNumber()) - args.begin();
+      Value whole = entry->getArgument(position);
+      Value slice = whole;
+      if (microbatches > 1)
+        slice = dist::MicrobatchOp::create(
+            b, loc, cast<RankedTensorType>(arg.getType()), whole,
+            b.getI64IntegerAttr(mb), b.getI64IntegerAttr(microbatches));
+      env[key(v, mb)] = slice;
+      return slice;
+    }
+    return env.at(key(v, mb));
+  };
+  // Transfers between pipeline ranks, tagged so that they match whatever
+  // order the two ranks' schedules issue them in.
+  auto tag = [&](int64_t boundary, int64_t mb, bool isBackward) {
+    return 1 + 2 * (boundary * microbatches + mb) + (isBackward ? 1 : 0);
+  };
+  auto axes = [&]() { return b.getDenseI16ArrayAttr({*ppAxis}); };
+  auto gridRef = [&]() {
+    return FlatSymbolRefAttr::get(context, grid->symbol);
+  };
+  auto send = [&](Value v, int64_t peer, int64_t t) {
+    auto op = dist::SendOp::create(b, loc, v, gridRef(), axes(),
+                                   b.getI64IntegerAttr(peer));
+    op->setAttr("tag", b.getI64IntegerAttr(t));
+  };
+  auto recv = [&](Type type, int64_t peer, int64_t t) -> Value {
+    auto op = dist::RecvOp::create(b, loc, type, gridRef(), axes(),
+                                   b.getI64IntegerAttr(peer));
+    op->setAttr("tag", b.getI64IntegerAttr(t));
+    return op.getResult();
+  };
+  auto call = [&](Piece &piece, StringRef kind, int64_t chunk, int64_t mb) {
+    SmallVector<Value> operands;
+    for (Value v : piece.inputs)
+      operands.push_back(lookup(v, mb));
+    auto c = func::CallOp::create(b, loc, piece.function, operands);
+    c->setAttr("dist.action", b.getStringAttr(kind));
+    c->setAttr("dist.chunk", b.getI64IntegerAttr(chunk));
+    c->setAttr("dist.microbatch", b.getI64IntegerAttr(mb));
+    for (auto [v, result] : llvm::zip(piece.outputs, c.getResults()))
+      env[key(v, mb)] = result;
+  };
+  Value lossSum;
+  llvm::DenseMap<StringRef, Value> accumulated;
+  auto accumulate = [&](Piece &piece, int64_t mb) {
+    for (auto &[param, indices] : held)
+      for (unsigned i : indices)
+        if (piece.outputs.contains(gradients[i].first)) {
+          Value g = env.at(key(gradients[i].first, mb));
+          Value &acc = accumulated[param];
+          acc = acc ? AddOp::create(b, loc, acc, g).getResult() : g;
+        }
+  };
+
+  for (const PipelineAction &action : schedule.ranks[rank]) {
+    int64_t c = action.chunk, mb = action.microbatch;
+    bool fromOther = c > 0 && schedule.rankOf(c - 1) != rank;
+    bool toOther = c + 1 < chunks && schedule.rankOf(c + 1) != rank;
+    switch (action.kind) {
+    case ActionKind::Forward:
+      if (fromOther)
+        for (Value v : carry[c])
+          env[key(v, mb)] = recv(v.getType(), schedule.rankOf(c - 1),
+                                 tag(c, mb, false));
+      call(forward[c], "F", c, mb);
+      if (toOther)
+        for (Value v : carry[c + 1])
+          send(lookup(v, mb), schedule.rankOf(c + 1), tag(c + 1, mb, false));
+      if (c == chunks - 1) {
+        Value l = lookup(loss, mb);
+        lossSum = lossSum ? AddOp::create(b, loc, lossSum, l).getResult() : l;
+      }
+      break;
+    case ActionKind::Backward: {
+      if (toOther)
+        for (Value v : bcarry[c])
+          env[key(v, mb)] = recv(v.getType(), schedule.rankOf(c + 1),
+                                 tag(c, mb, true));
+      Piece &piece = schedule.splitBackward ? backwardInput[c] : backward[c];
+      call(piece, "B", c, mb);
+      if (fromOther)
+        for (Value v : bcarry[c - 1])
+          send(lookup(v, mb), schedule.rankOf(c - 1), tag(c - 1, mb, true));
+      accumulate(piece, mb);
+      break;
+    }
+    case ActionKind::Weight:
+      call(backwardWeight[c], "W", c, mb);
+      accumulate(backwardWeight[c], mb);
+      break;
+    }
+  }
+
+  // The loss: the last chunk's rank has it; every rank reports it.
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  if (!lossSum)
+    lossSum = FillOp::create(b, loc, scalar, b.getF64FloatAttr(0.0));
+  if (stages > 1)
+    lossSum = shard::AllReduceOp::create(b, loc, scalar, grid->symbol,
+                                         {*ppAxis}, lossSum);
+
+  // Parameters several ranks hold (a tied embedding): each sends its sum to
+  // the others, and all add the parts in rank order, so that the copies stay
+  // bit-identical.
+  SmallVector<Value> results = {lossSum};
+  SmallVector<Attribute> names;
+  SmallVector<int64_t> copies;
+  int64_t tiedTag = tag(chunks, 0, false) + 2;
+  for (auto [index, entryPair] : llvm::enumerate(gradients)) {
+    StringRef param = entryPair.second.getValue();
+    if (!held.count(param) || held[param].front() != index)
+      continue; // not ours, or not its first gradient here
+    // The tag: the parameter's first gradient in the step, the same on
+    // every rank.
+    int64_t first = llvm::find_if(gradients, [&](auto &g) {
+                      return g.second.getValue() == param;
+                    }) - gradients.begin();
+    SmallVector<int64_t> holders;
+    for (auto &g : gradients)
+      if (g.second.getValue() == param) {
+        int64_t r = schedule.rankOf(chunkOf.lookup(g.first.getDefiningOp()));
+        if (!llvm::is_contained(holders, r))
+          holders.push_back(r);
+      }
+    llvm::sort(holders);
+    Value total = accumulated.lookup(param);
+    int64_t t = tiedTag + first;
+    if (holders.size() > 1) {
+      for (int64_t h : holders)
+        if (h != rank)
+          send(total, h, t);
+      Value own = total;
+      total = Value();
+      for (int64_t h : holders) {
+        Value part = h == rank ? own : recv(own.getType(), h, t);
+        total = total ? AddOp::create(b, loc, total, part).getResult() : part;
+      }
+    }
+    // Named as the gradient, for dumps (a copy when it is one micro-batch's
+    // value, which its chunk function computes).
+    if (!total.getDefiningOp() || !isa<AddOp>(total.getDefiningOp()))
+      total = MulOp::create(b, loc, total,
+                            FillOp::create(b, loc, total.getType(),
+                                           b.getF64FloatAttr(1.0)));
+    total.getDefiningOp()->setLoc(
+        NameLoc::get(StringAttr::get(context, "grad." + param.str()), loc));
+    results.push_back(total);
+    names.push_back(entryPair.second);
+    copies.push_back(static_cast<int64_t>(holders.size()));
+  }
+  func::ReturnOp::create(b, loc, results);
+  SmallVector<Type> resultTypes;
+  for (Value v : results)
+    resultTypes.push_back(v.getType());
+  f.setType(b.getFunctionType(argTypes, resultTypes));
+  f->setAttr("braid.gradients", b.getArrayAttr(names));
+  f->setAttr("braid.gradient_copies", b.getDenseI64ArrayAttr(copies));
+  entries.push_back(FlatSymbolRefAttr::get(f.getSymNameAttr()));
+  return success();
+}
+
+LogicalResult PipelineBuilder::run() {
+  if (failed(classify()))
+    return failure();
+  for (int64_t c = 0; c < chunks; ++c)
+    if (failed(collectInputs(forward[c], c, false)) ||
+        failed(collectInputs(backward[c], c, true)))
+      return failure();
+
+  // Carries: every boundary a value crosses relays it.
+  carry.resize(chunks + 1);
+  bcarry.resize(chunks);
+  for (int64_t c = 0; c < chunks; ++c)
+    for (Piece *piece : {&forward[c], &backward[c]})
+      for (Value v : piece->inputs) {
+        Operation *def = v.getDefiningOp();
+        if (!def)
+          continue;
+        int64_t from = chunkOf.lookup(def);
+        if (!backwardOf.lookup(def))
+          for (int64_t k = from + 1; k <= c; ++k)
+            carry[k].insert(v);
+        else
+          for (int64_t k = c; k < from; ++k)
+            bcarry[k].insert(v);
+      }
+
+  // Outputs: what later pieces and the driver take.
+  for (int64_t c = 0; c < chunks; ++c) {
+    if (c == chunks - 1)
+      forward[c].outputs.insert(loss);
+    for (Value v : carry[c + 1])
+      if (definedIn(v, c, false))
+        forward[c].outputs.insert(v);
+    for (Value v : backward[c].inputs)
+      if (definedIn(v, c, false))
+        forward[c].outputs.insert(v);
+    if (c > 0)
+      for (Value v : bcarry[c - 1])
+        if (definedIn(v, c, true))
+          backward[c].outputs.insert(v);
+    for (auto &g : gradients)
+      if (definedIn(g.first, c, true))
+        backward[c].outputs.insert(g.first);
+  }
+
+  StringRef base = step.getSymName();
+  if (schedule.splitBackward) {
+    backwardInput.resize(chunks);
+    backwardWeight.resize(chunks);
+  }
+  for (int64_t c = 0; c < chunks; ++c) {
+    std::string prefix = (base + ".c" + Twine(c)).str();
+    outline(prefix + ".fwd", forward[c]);
+    if (schedule.splitBackward) {
+      splitBackward(c);
+      outline(prefix + ".bwd_input", backwardInput[c]);
+      outline(prefix + ".bwd_weight", backwardWeight[c]);
+    } else {
+      outline(prefix + ".bwd", backward[c]);
+    }
+  }
+
+  SmallVector<Attribute> entries;
+  for (int64_t r = 0; r < schedule.stages; ++r)
+    if (failed(buildRank(r, entries)))
+      return failure();
+  module->setAttr("braid.pipeline_entries",
+                  ArrayAttr::get(module.getContext(), entries));
+  step.erase();
+  return success();
+}
+
+namespace mlir::braid {
+namespace {
+struct BraidPipelinePass
+    : braid::impl::BraidPipelinePassBase<BraidPipelinePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>(entry);
+    if (!step || step.isExternal() || !step.getBody().hasOneBlock()) {
+      module.emitError("no step function '@")
+          << entry << "' of one block to pipeline";
+      return signalPassFailure();
+    }
+    Location loc = step.getLoc();
+    auto config = step->getAttrOfType<DictionaryAttr>("braid.pipeline");
+    if (!config) {
+      emitError(loc, "--braid-pipeline needs the step's model chunks (run "
+                     "--braid-pipeline-stages first)");
+      return signalPassFailure();
+    }
+    int64_t pp = config.getAs<IntegerAttr>("pp").getInt();
+    int64_t virtualStages = config.getAs<IntegerAttr>("virtual_stages").getInt();
+    int64_t microbatches = 1;
+    if (auto attr = step->getAttrOfType<IntegerAttr>("braid.microbatches"))
+      microbatches = attr.getInt();
+    std::optional<ScheduleKind> kind = parseScheduleKind(schedule);
+    if (!kind) {
+      emitError(loc, "unknown pipeline schedule '")
+          << schedule << "'; expected gpipe, 1f1b, interleaved or zb-h1";
+      return signalPassFailure();
+    }
+    std::optional<Grid> grid = Grid::of(module);
+    if (pp > 1) {
+      std::optional<int16_t> axis = grid ? grid->find("pp") : std::nullopt;
+      if (!axis || grid->sizes[*axis] != pp) {
+        emitError(loc, "a pipeline of ")
+            << pp << " ranks needs a grid whose pp axis has size " << pp;
+        return signalPassFailure();
+      }
+    }
+    FailureOr<PipelineSchedule> plan =
+        buildSchedule(*kind, pp, virtualStages, microbatches, loc);
+    if (failed(plan))
+      return signalPassFailure();
+    if (failed(PipelineBuilder(module, step, std::move(*plan), microbatches,
+                               std::move(grid))
+                   .run()))
+      signalPassFailure();
+  }
+};
+} // namespace
+} // namespace mlir::braid
