@@ -19,8 +19,9 @@ struct braid_rt;
 
 namespace braid::rt {
 
-/// One kernel's interval on the device timeline, in microseconds from the
-/// backend's time origin.
+/// One kernel's interval, in microseconds on the host's steady clock since
+/// its epoch (std::chrono::steady_clock, CLOCK_MONOTONIC on Linux): shared by
+/// every process of a machine, so that the ranks' traces line up.
 struct OpTiming {
   double beginUs = 0;
   double endUs = 0;

@@ -6,7 +6,8 @@
 //   self  (comm_self.cpp): one rank; collectives are copies, events complete
 //                          immediately.
 //   mpi   (comm_mpi.cpp, library braid_runtime_mpi): CPU ranks; collectives
-//          are nonblocking MPI calls completed in Event::wait.
+//          are nonblocking MPI calls completed in Event::wait; sends complete
+//          for the program at once (the runtime owns a copy of the data).
 //   nccl  (cuda/comm_nccl.cu, library braid_comm_nccl): GPU ranks,
 //          collectives on the backend's commStream(), events are cudaEvents
 //          the compute stream waits on.
@@ -115,6 +116,9 @@ public:
   /// Lets communication in flight advance (called at kernel boundaries,
   /// braid_rt_op_begin / braid_rt_op_end); cheap when nothing is in flight.
   virtual void progress() {}
+  /// Waits for the communication the program no longer waits for (MPI: sends
+  /// in flight). Called before the communicators are freed.
+  virtual void drain() {}
 };
 
 /// A single rank: every group is {this rank}. Any axis list is accepted.

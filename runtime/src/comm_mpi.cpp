@@ -18,6 +18,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <list>
 #include <map>
 #include <vector>
 
@@ -155,11 +157,54 @@ struct Handle {
   }
 };
 
+/// The sends the program no longer waits for (see comm_mpi.h): each owns a
+/// copy of its data and keeps its communicator alive until MPI completes it.
+class PendingSends {
+public:
+  /// A new send's entry; the caller copies the data in and posts its requests
+  /// (a list: entries never move while MPI holds their buffers).
+  struct Send {
+    std::vector<MPI_Request> requests;
+    std::vector<char> data;
+    std::shared_ptr<Handle> handle;
+    std::string axes;
+  };
+  Send &add(std::shared_ptr<Handle> handle, const std::string &axes) {
+    sends_.emplace_back();
+    sends_.back().handle = std::move(handle);
+    sends_.back().axes = axes;
+    return sends_.back();
+  }
+  /// Releases the sends MPI has completed; testing also lets MPI progress.
+  void reap() {
+    for (auto it = sends_.begin(); it != sends_.end();) {
+      int done = 0;
+      finish(*it, MPI_Testall(int(it->requests.size()), it->requests.data(), &done,
+                              MPI_STATUSES_IGNORE));
+      it = done ? sends_.erase(it) : std::next(it);
+    }
+  }
+  /// Waits for every send.
+  void drain() {
+    for (Send &send : sends_)
+      finish(send, MPI_Waitall(int(send.requests.size()), send.requests.data(),
+                               MPI_STATUSES_IGNORE));
+    sends_.clear();
+  }
+  bool empty() const { return sends_.empty(); }
+
+private:
+  static void finish(const Send &send, int code) { check(code, "braid_send", send.axes); }
+
+  std::list<Send> sends_;
+};
+
 class MpiCommunicator final : public Communicator {
 public:
   MpiCommunicator(std::shared_ptr<Handle> handle, std::string axes,
-                  std::shared_ptr<int64_t> inFlight)
-      : handle_(std::move(handle)), axes_(std::move(axes)), inFlight_(std::move(inFlight)) {
+                  std::shared_ptr<int64_t> inFlight, std::shared_ptr<PendingSends> sends)
+      : handle_(std::move(handle)), axes_(std::move(axes)), inFlight_(std::move(inFlight)),
+        sends_(std::move(sends)) {
     check(MPI_Comm_rank(handle_->comm, &rank_), "braid_rt_comm", axes_);
     check(MPI_Comm_size(handle_->comm, &size_), "braid_rt_comm", axes_);
   }
@@ -287,13 +332,20 @@ public:
     const char *what = "braid_send";
     checkArgs(backend, what, buffer, buffer, count, dtype);
     checkPeer(what, "peer", peer);
-    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    // Complete for the program at once, on a copy of the data: see comm_mpi.h
+    // (pipeline neighbours sending to each other at once would deadlock if a
+    // send waited for its receive; the program may reuse its buffer at once).
     int64_t size = braid_dtype_size(dtype);
-    for (int64_t at = 0; at < count || at == 0; at += kChunk)
-      issue(event.get(), what,
-            MPI_Isend(static_cast<const char *>(buffer) + at * size, int(chunk(count, at)),
-                      moveType(dtype), peer, kTag, comm(), next(event.get())));
-    return event;
+    PendingSends::Send &pending = sends_->add(handle_, axes_);
+    pending.data.assign(static_cast<const char *>(buffer),
+                        static_cast<const char *>(buffer) + count * size);
+    for (int64_t at = 0; at < count || at == 0; at += kChunk) {
+      pending.requests.push_back(MPI_REQUEST_NULL);
+      check(MPI_Isend(pending.data.data() + at * size, int(chunk(count, at)), moveType(dtype),
+                      peer, kTag, comm(), &pending.requests.back()),
+            what, axes_);
+    }
+    return makeCompletedEvent();
   }
 
   std::unique_ptr<Event> recv(Backend &backend, void *buffer, int64_t count, braid_dtype dtype,
@@ -330,8 +382,11 @@ private:
     return event->staging.data();
   }
 
+  /// Every call starts here: checks the arguments and releases the sends
+  /// that have completed since.
   void checkArgs(Backend &backend, const char *what, const void *send, const void *recv,
                  int64_t count, braid_dtype dtype) {
+    sends_->reap();
     if (std::strcmp(backend.name(), "cpu") != 0)
       fatal("%s on '%s': the MPI communicator works on host memory (cpu backend), not %s",
             what, axes_.c_str(), backend.name());
@@ -362,6 +417,7 @@ private:
   std::shared_ptr<Handle> handle_;
   std::string axes_;
   std::shared_ptr<int64_t> inFlight_;
+  std::shared_ptr<PendingSends> sends_;
   int rank_ = 0, size_ = 1;
 };
 
@@ -381,6 +437,11 @@ public:
     check(MPI_Comm_set_errhandler(world_->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
           "world");
     coords_ = grid_.coordinates(rank_);
+  }
+  // The sends' buffers must outlive MPI's use of them.
+  ~MpiProvider() override {
+    if (initialized())
+      sends_->drain();
   }
   const char *kind() const override { return "mpi"; }
   int32_t worldSize() const override { return size_; }
@@ -403,17 +464,22 @@ public:
         MPI_Comm_set_name(handle->comm, name.c_str());
       }
     }
-    return std::make_unique<MpiCommunicator>(handle, axes, inFlight_);
+    return std::make_unique<MpiCommunicator>(handle, axes, inFlight_, sends_);
   }
 
   // Open MPI (like most implementations) advances nonblocking collectives only
-  // inside MPI calls; a probe runs its progress engine.
+  // inside MPI calls; a probe runs its progress engine (testing the pending
+  // sends does too).
   void progress() override {
     if (*inFlight_ > 0) {
       int flag = 0;
       MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world_->comm, &flag, MPI_STATUS_IGNORE);
     }
+    if (!sends_->empty())
+      sends_->reap();
   }
+
+  void drain() override { sends_->drain(); }
 
 private:
   Grid grid_;
@@ -423,6 +489,7 @@ private:
   std::shared_ptr<Handle> world_;
   std::map<std::string, std::shared_ptr<Handle>> byGroup_;
   std::shared_ptr<int64_t> inFlight_ = std::make_shared<int64_t>(0);
+  std::shared_ptr<PendingSends> sends_ = std::make_shared<PendingSends>();
 };
 
 } // namespace

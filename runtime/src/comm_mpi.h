@@ -12,11 +12,23 @@
 // call braid_rt_comm with the same new axis lists in the same order (SPMD).
 //
 // Collectives are nonblocking (MPI_Iallreduce, MPI_Iallgather,
-// MPI_Ireduce_scatter_block, MPI_Ialltoall, MPI_Ibcast, MPI_Isend/Irecv) and
+// MPI_Ireduce_scatter_block, MPI_Ialltoall, MPI_Ibcast, MPI_Irecv) and
 // complete in braid_event_wait (MPI_Waitall). bf16/f16 reductions convert to
 // f32 buffers before the call and back (round to nearest even) after the wait;
 // moves without reduction send the 16-bit payload as is. Buffers must stay
 // untouched until the event is waited for. Host memory only (cpu backend).
+//
+// Sends do not wait for their receive: braid_send copies the data into a
+// buffer the provider owns, posts MPI_Isend on it and returns a completed
+// event. The provider keeps each send in flight with its buffer, releases the
+// finished ones (MPI_Testall) at later communication calls and kernel
+// boundaries, and waits for the rest before the communicators are freed
+// (CommProvider::drain, from destroyRuntime). Pipeline neighbours send to each
+// other in both directions at once (1F1B sends an activation forward while
+// the next stage sends a gradient back): a send that waited for its receive
+// would deadlock them. Messages from one rank to another on one communicator
+// (one tag) arrive in the order they were sent (MPI's non-overtaking rule);
+// the pipeline relies on that to match its sends and receives.
 //
 //===----------------------------------------------------------------------===//
 

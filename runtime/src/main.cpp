@@ -49,7 +49,24 @@
 // With several ranks: only rank 0 prints (step, peak and progress lines)
 // unless --all-ranks (then lines are prefixed "rank R: "); only rank 0 dumps
 // unless --dump-all-ranks (then every rank writes NAME.rank<R>.npy); the
-// trace of rank R goes to FILE with ".rank<R>" before its extension.
+// trace of rank R goes to FILE with ".rank<R>" before its extension (trace.h).
+//
+// Communicators. The groups the program lists (braid_program.comm_groups) are
+// created in that order right after the runtime, before initialization:
+// creating one is collective over the world, and pipeline stages are
+// different programs.
+//
+// Pipeline stages (braid_program.stage_axis, e.g. "pp"): one program per
+// stage, launched together (mpirun -np K stage0 ARGS : -np K stage1 ARGS ...)
+// on one grid; stage S's program must run on the ranks whose coordinate on
+// the stage axis is S (a fatal error naming the program, rank, coordinate and
+// stage otherwise). Its dumps are gathered over its stage group (every other
+// axis) and written by the stage leader (coordinate 0 on those axes), into
+// the same --dump DIR as the other stages; mirrors (braid_tensor_desc.mirror)
+// are left to the stage that owns them and loss.npy to rank 0. Rank 0 prints
+// as above (its own stage's peaks); in addition each stage leader prints
+//   stage S: planned_peak_bytes: P measured_peak_bytes: M
+// Every rank checks its own peak against its program's plan.
 //
 // GPU ranks. Built with BRAID_RUNTIME_NCCL (braid_runtime_main_cuda when NCCL
 // is found), several ranks on the cuda backend communicate over NCCL
@@ -252,6 +269,8 @@ int main(int argc, char **argv) {
   if ((program->num_params && !program->params) || (program->num_inputs && !program->inputs) ||
       program->num_params < 0 || program->num_inputs < 0)
     fatal("program %s: bad parameter/input tables", programName);
+  if (program->num_comm_groups < 0 || (program->num_comm_groups && !program->comm_groups))
+    fatal("program %s: bad communicator group table", programName);
   // Every rank reaches the same verdict; rank 0 says why.
   auto refuse = [&](const std::string &message) {
     if (ranks.rank == 0)
@@ -305,6 +324,32 @@ int main(int argc, char **argv) {
     ranks.finalize();
     return 2;
   }
+  // Pipeline: the program is one stage, launched (mpirun -np K stage0 : -np K
+  // stage1 ...) on the ranks whose coordinate on the stage axis is its stage.
+  // A mixed-up launch would pair the wrong programs' communication.
+  const std::vector<int32_t> coords = grid.coordinates(ranks.rank);
+  int stageAxis = -1;
+  if (program->stage_axis && *program->stage_axis) {
+    auto axis = std::find(grid.names.begin(), grid.names.end(), program->stage_axis);
+    if (axis == grid.names.end())
+      fatal("program %s is pipeline stage %d along axis '%s', which grid %s does not have",
+            programName, int(program->stage), program->stage_axis, grid.str().c_str());
+    stageAxis = int(axis - grid.names.begin());
+    if (coords[size_t(stageAxis)] != program->stage)
+      fatal("program %s is pipeline stage %d but runs on rank %d, whose coordinate on axis "
+            "'%s' is %d (were the stages' programs launched in the wrong order?)",
+            programName, int(program->stage), int(ranks.rank), program->stage_axis,
+            int(coords[size_t(stageAxis)]));
+  }
+  // Rank 0, or each stage's leader (coordinate 0 on every other axis), writes
+  // the dumps: the stages' tensors differ, so their files do not collide.
+  bool leader = ranks.rank == 0;
+  if (stageAxis >= 0) {
+    leader = true;
+    for (size_t a = 0; a < coords.size(); ++a)
+      leader &= int(a) == stageAxis || coords[a] == 0;
+  }
+
   const bool multi = ranks.size > 1;
   // Lines on stdout/stderr: rank 0, or every rank (prefixed) with --all-ranks.
   const bool talks = ranks.rank == 0 || args.allRanks;
@@ -335,7 +380,7 @@ int main(int argc, char **argv) {
   }
 
   const bool dumping = !args.dumpDir.empty();
-  if (multi && !args.dumpAllRanks && ranks.rank != 0)
+  if (multi && !args.dumpAllRanks && !leader)
     args.dumpDir.clear();
   if (multi && !args.traceFile.empty())
     args.traceFile = rankFile(args.traceFile, ranks.rank);
@@ -384,13 +429,24 @@ int main(int argc, char **argv) {
   std::unique_ptr<braid_rt> rt = createRuntime(makeBackend(args.backend), program->arena_bytes,
                                                options, std::move(comms));
   rt->grid = grid;
-  rt->coords = grid.coordinates(ranks.rank);
+  rt->coords = coords;
+  rt->stageAxis = stageAxis;
+  // Every communicator, in the program's order, before anything else: making
+  // one is collective over the world, and the stages' programs reach their
+  // first use of a group at different points. The stage group (dumps) next.
+  for (int32_t i = 0; i < program->num_comm_groups; ++i)
+    braid_rt_comm(rt.get(), program->comm_groups[i]);
+  if (std::string group = stageAxis >= 0 ? stageGroup(rt.get()) : ""; !group.empty())
+    braid_rt_comm(rt.get(), group.c_str());
   if (!args.quiet) {
     std::string where;
     if (multi || grid.isExplicit)
       where = ", grid " + grid.str() + " (" + std::to_string(ranks.size) +
               (ranks.size == 1 ? " rank" : " ranks") +
               (multi ? std::string(", ") + rt->comms->kind() : std::string()) + ")";
+    if (stageAxis >= 0)
+      where += ", pipeline stage " + std::to_string(program->stage) + " along " +
+               program->stage_axis;
     std::fprintf(stderr, "%sbraid: %s on %s, arena %lld bytes, seed %llu, %lld steps%s\n",
                  prefix.c_str(), programName, rt->backend->name(),
                  (long long)program->arena_bytes, (unsigned long long)args.seed,
@@ -405,8 +461,10 @@ int main(int argc, char **argv) {
   size_t persistentLive = rt->live.size();
   for (const Persistent &p : persistent)
     initialize(rt.get(), p, args.seed);
+  // A mirror is dumped by the stage that owns it.
   for (const Persistent &p : persistent)
-    dumpSharded(rt.get(), p.desc->name, rt->arena + p.desc->offset, p.desc->dtype, p.layout);
+    if (!p.desc->mirror)
+      dumpSharded(rt.get(), p.desc->name, rt->arena + p.desc->offset, p.desc->dtype, p.layout);
   rt->backend->synchronize();
   if (!args.quiet)
     std::fprintf(stderr, "%sbraid: initialized %zu tensors in %.3f s\n", prefix.c_str(),
@@ -444,10 +502,11 @@ int main(int argc, char **argv) {
   rt->backend->synchronize();
   double stepSeconds = secondsSince(t1);
   rt->step = 0;
-  dumpTensor(rt.get(), "loss", rt->arena + program->loss_offset, BRAID_F32, {});
+  if (ranks.rank == 0 || args.dumpAllRanks) // rank 0's, not every stage leader's
+    dumpTensor(rt.get(), "loss", rt->arena + program->loss_offset, BRAID_F32, {});
   // The trained weights and optimizer state, to compare runs.
   for (const Persistent &p : persistent)
-    if (p.param)
+    if (p.param && !p.desc->mirror)
       dumpSharded(rt.get(), std::string("updated.") + p.desc->name, rt->arena + p.desc->offset,
                   p.desc->dtype, p.layout);
 
@@ -457,7 +516,7 @@ int main(int argc, char **argv) {
 
   if (!args.traceFile.empty()) {
     std::string error;
-    if (!rt->trace.write(*rt->backend, args.traceFile, &error))
+    if (!rt->trace.write(*rt->backend, args.traceFile, ranks.rank, &error))
       fatal("trace: %s", error.c_str());
   }
 
@@ -474,6 +533,12 @@ int main(int argc, char **argv) {
     }
     if (!rt->collectives.empty())
       std::printf("%scollective_bytes_per_step: %.0f\n", prefix.c_str(), total);
+    std::fflush(stdout);
+  }
+  // Rank 0's lines are its stage's: each stage's leader reports its program.
+  if (stageAxis >= 0 && leader) {
+    std::printf("%sstage %d: planned_peak_bytes: %lld measured_peak_bytes: %lld\n",
+                prefix.c_str(), int(program->stage), (long long)planned, (long long)measured);
     std::fflush(stdout);
   }
   destroyRuntime(std::move(rt)); // frees the communicators before MPI_Finalize

@@ -62,6 +62,7 @@ void destroyRuntime(std::unique_ptr<braid_rt> rt) {
   if (!rt)
     return;
   rt->backend->synchronize();
+  rt->comms->drain(); // sends still in flight use the communicators
   rt->commByAxes.clear();
   rt->backend->release(rt->arena);
   rt->arena = nullptr;
@@ -224,11 +225,28 @@ bool shardLayout(const Grid &grid, int32_t rank, const int64_t *shape,
   return true;
 }
 
+std::string stageGroup(const braid_rt *rt) {
+  std::string group;
+  for (size_t a = 0; a < rt->grid.names.size(); ++a)
+    if (int(a) != rt->stageAxis)
+      group += (group.empty() ? "" : ",") + rt->grid.names[a];
+  return group;
+}
+
 void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
                  const ShardLayout &layout) {
   if (!rt->options.dumping && rt->options.dumpDir.empty())
     return;
+  // A stage holds its own tensors: none lies across the stages.
+  const bool staged = rt->stageAxis >= 0;
+  if (staged)
+    for (const std::vector<int> &axes : layout.axes)
+      for (int a : axes)
+        if (a == rt->stageAxis)
+          fatal("dump of %s: split over the pipeline's stage axis '%s'", file.c_str(),
+                rt->grid.names[size_t(a)].c_str());
   // Whole on every rank, or each rank's own shard: as an unsharded value.
+  // (A stage group without axes never gets past here: nothing splits it.)
   if (!layout.split() || rt->options.dumpLocal) {
     dumpTensor(rt, file, data, dtype, layout.local);
     return;
@@ -241,20 +259,30 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
   int64_t globalNumel = numElements(file.c_str(), rank, layout.global.data());
   if (localNumel && !data)
     fatal("dump of %s: null data", file.c_str());
-  // Every rank's shard, in world-rank order, on the host. The gather runs on
-  // the backend's communicator (device memory on GPU ranks), then one copy.
+  // The ranks holding the tensor: the world, or the ranks of this pipeline
+  // stage (every axis but the stage axis; this rank's coordinate on it).
+  std::vector<int> groupAxes;
+  int64_t members = 1;
+  for (size_t a = 0; a < rt->grid.names.size(); ++a)
+    if (int(a) != rt->stageAxis) {
+      groupAxes.push_back(int(a));
+      members *= rt->grid.sizes[a];
+    }
+  const std::string group = staged ? stageGroup(rt) : std::string("world");
+  // Every member's shard, in group-rank order, on the host. The gather runs
+  // on the backend's communicator (device memory on GPU ranks), then one copy.
   Backend &backend = *rt->backend;
-  Communicator &world = *braid_rt_comm(rt, "world")->impl;
-  const int32_t ranks = world.size();
-  if (ranks != rt->grid.ranks())
-    fatal("dump of %s: the world has %d ranks but grid %s has %lld", file.c_str(), int(ranks),
-          rt->grid.str().c_str(), (long long)rt->grid.ranks());
+  Communicator &comm = *braid_rt_comm(rt, group.c_str())->impl;
+  const int32_t ranks = comm.size();
+  if (ranks != members)
+    fatal("dump of %s: the group '%s' has %d ranks but grid %s has %lld", file.c_str(),
+          group.c_str(), int(ranks), rt->grid.str().c_str(), (long long)members);
   const int64_t localBytes = localNumel * size;
   std::vector<char> shards(size_t(localBytes * ranks));
   backend.synchronize();
   if (localBytes > 0) {
     void *gathered = backend.allocate(localBytes * ranks);
-    world.allGather(backend, data, gathered, localNumel, dtype)->wait(backend);
+    comm.allGather(backend, data, gathered, localNumel, dtype)->wait(backend);
     backend.synchronize();
     backend.copyToHost(shards.data(), gathered, localBytes * ranks);
     backend.release(gathered);
@@ -262,10 +290,10 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
   if (rt->options.dumpDir.empty())
     return; // a rank that only took part in the gather
 
-  // Place each block by its rank's coordinates, row by row (the last
+  // Place each block by its rank's grid coordinates, row by row (the last
   // dimension is contiguous in both), dropping padding. Of the ranks holding
-  // the same block (replicas along axes that do not split the tensor) the
-  // one at coordinate 0 on those axes is taken.
+  // the same block (replicas along axes of the group that do not split the
+  // tensor) the one at coordinate 0 on those axes is taken.
   std::vector<char> global(size_t(globalNumel * size), 0);
   std::vector<bool> splits(rt->grid.names.size(), false);
   for (const std::vector<int> &axes : layout.axes)
@@ -275,10 +303,15 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
   const int64_t lastGlobal = layout.global[size_t(rank - 1)];
   const int64_t rows = lastLocal ? localNumel / lastLocal : 0;
   for (int32_t r = 0; r < ranks; ++r) {
-    std::vector<int32_t> coords = rt->grid.coordinates(r);
+    // Group rank r is row-major over the group's axes (comm.h, GroupSplit).
+    std::vector<int32_t> coords = rt->coords;
     bool replica = false;
-    for (size_t a = 0; a < coords.size(); ++a)
+    for (int32_t i = int32_t(groupAxes.size()) - 1, rest = r; i >= 0; --i) {
+      size_t a = size_t(groupAxes[size_t(i)]);
+      coords[a] = rest % rt->grid.sizes[a];
+      rest /= rt->grid.sizes[a];
       replica |= !splits[a] && coords[a] != 0;
+    }
     if (replica)
       continue;
     std::vector<int64_t> base(static_cast<size_t>(rank));

@@ -35,7 +35,7 @@ struct Options {
   std::string dumpSuffix; ///< inserted before ".npy" (".rank1" with --dump-all-ranks)
   /// Dumps are on for the run. True on every rank, also those that write
   /// nothing: a sharded tensor is gathered collectively (every rank takes part)
-  /// and written by rank 0.
+  /// and written by rank 0 (a pipeline stage's leader).
   bool dumping = false;
   /// --dump-all-ranks: a sharded tensor is written as this rank's shard
   /// (local shape, padding included) instead of gathered.
@@ -94,6 +94,11 @@ struct braid_rt {
   /// every rank's block by its coordinates). Default: one rank, "world=1".
   braid::rt::Grid grid = braid::rt::worldGrid(1);
   std::vector<int32_t> coords = {0};
+  /// Pipeline (braid_program.stage_axis): the index in grid.names of the axis
+  /// the stages lie along; -1 when the program runs on every rank of the grid.
+  /// Sharded dumps are then gathered over the stage group (stageGroup)
+  /// instead of the world.
+  int stageAxis = -1;
 
   /// Collectives issued during the step in flight (reset when a step
   /// starts): per kind, how many and the bytes this rank sends under the
@@ -122,12 +127,19 @@ std::string currentScope(const braid_rt *rt);
 void dumpTensor(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
                 const std::vector<int64_t> &shape);
 
+/// The axis group of the ranks that run the same pipeline stage as this one:
+/// every grid axis but rt->stageAxis, in grid order ("dp,tp"; "" when the
+/// grid has no other axis). Only for a pipelined program (stageAxis >= 0).
+std::string stageGroup(const braid_rt *rt);
+
 /// Dumps a sharded tensor whose local buffer (backend memory) is `data`:
 /// normally every rank's shard is all-gathered over "world" (collective:
 /// every rank must call this in the same order) and rank 0 writes the global
 /// tensor, padding dropped, as DIR/<file>.npy; with options.dumpLocal each
-/// rank writes its own shard (local shape) with its suffix. Nothing when
-/// dumps are off.
+/// rank writes its own shard (local shape) with its suffix. A pipeline stage
+/// (rt->stageAxis >= 0) gathers over its stage group instead, and its leader
+/// (coordinate 0 on the group's axes) writes; with no other axis its shard is
+/// the whole tensor. Nothing when dumps are off.
 void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
                  const ShardLayout &layout);
 

@@ -67,7 +67,21 @@ std::string jsonString(const std::string &text) {
   return out;
 }
 
-bool Trace::write(Backend &backend, const std::string &path, std::string *error) const {
+namespace {
+
+/// `ns` nanoseconds as microseconds with three decimals ("12.345").
+std::string micros(int64_t ns) {
+  char text[32];
+  uint64_t magnitude = ns < 0 ? uint64_t(0) - uint64_t(ns) : uint64_t(ns);
+  std::snprintf(text, sizeof text, "%s%llu.%03llu", ns < 0 ? "-" : "",
+                (unsigned long long)(magnitude / 1000), (unsigned long long)(magnitude % 1000));
+  return text;
+}
+
+} // namespace
+
+bool Trace::write(Backend &backend, const std::string &path, int32_t pid,
+                  std::string *error) const {
   backend.synchronize();
   std::vector<OpTiming> timings = backend.resolveTimings(size());
   FILE *file = std::fopen(path.c_str(), "w");
@@ -76,17 +90,25 @@ bool Trace::write(Backend &backend, const std::string &path, std::string *error)
       *error = "cannot open " + path + ": " + std::strerror(errno);
     return false;
   }
-  std::fputs("{\"traceEvents\":[", file);
+  // The process's row: named and sorted by rank when several files are merged.
+  std::fprintf(file,
+               "{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
+               "\"tid\":0,\"args\":{\"name\":\"rank %d\"}},\n{\"name\":\"process_sort_index\","
+               "\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
+               int(pid), int(pid), int(pid), int(pid));
   for (size_t i = 0; i < ops_.size(); ++i) {
     const Op &op = ops_[i];
     OpTiming t = i < timings.size() ? timings[i] : OpTiming{};
     if (!std::isfinite(t.beginUs) || !std::isfinite(t.endUs))
       t = OpTiming{}; // never print nan/inf: the document must stay valid JSON
-    double dur = t.endUs - t.beginUs;
+    // Whole nanoseconds, the end rounded like the begin: a nested op then
+    // never sticks out of its enclosing one by a rounding.
+    int64_t begin = std::llround(t.beginUs * 1e3), end = std::llround(t.endUs * 1e3);
     std::fprintf(file,
-                 "%s\n{\"name\":%s,\"cat\":\"kernel\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
-                 "\"pid\":0,\"tid\":0,\"args\":{\"label\":%s,\"scope\":%s,\"step\":%lld",
-                 i ? "," : "", jsonString(op.op).c_str(), t.beginUs, dur < 0 ? 0.0 : dur,
+                 ",\n{\"name\":%s,\"cat\":\"kernel\",\"ph\":\"X\",\"ts\":%s,\"dur\":%s,"
+                 "\"pid\":%d,\"tid\":0,\"args\":{\"label\":%s,\"scope\":%s,\"step\":%lld",
+                 jsonString(op.op).c_str(), micros(begin).c_str(),
+                 micros(end > begin ? end - begin : 0).c_str(), int(pid),
                  jsonString(op.label).c_str(), jsonString(op.scope).c_str(),
                  (long long)op.step);
     if (op.flops >= 0)

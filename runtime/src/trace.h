@@ -1,4 +1,32 @@
 //===- trace.h - kernel trace in Chrome / Perfetto JSON ---------*- C++ -*-===//
+//
+// --trace FILE writes one JSON document per rank (rank R of several: FILE
+// with ".rank<R>" before its extension), in the Chrome trace event format
+// that Perfetto and chrome://tracing read:
+//
+//   {"traceEvents":[
+//   {"name":"process_name","ph":"M","pid":R,"tid":0,"args":{"name":"rank R"}},
+//   {"name":"process_sort_index","ph":"M","pid":R,"tid":0,"args":{"sort_index":R}},
+//   {"name":OP,"cat":"kernel","ph":"X","ts":T,"dur":D,"pid":R,"tid":0,
+//    "args":{"label":LABEL,"scope":SCOPE,"step":K[,"flops":F]}},
+//   ...],"displayTimeUnit":"ms"}
+//
+// - One complete event ("ph":"X") per braid_rt_op_begin / braid_rt_op_end
+//   pair, in the order the ops began: OP and LABEL are their arguments,
+//   SCOPE the call path, K the step (0: initialization), F the FLOPs given by
+//   braid_rt_op_flops. An op begun while another is open is recorded as well
+//   and lies inside it (e.g. op "pipeline" label "F3" around the kernels of a
+//   pipeline action): viewers nest it under the enclosing event.
+// - "pid" is the world rank R, so that the traceEvents of every rank's file
+//   concatenated make one trace with a row per rank.
+// - "ts" and "dur" are microseconds. "ts" is on the steady clock since its
+//   epoch (CLOCK_MONOTONIC on Linux), which every process of a machine
+//   shares, so the ranks of a machine lie on one timeline (not relative to a
+//   process's start). CPU: host times at begin/end. CUDA: the device's event
+//   times, placed on the host clock by an event recorded when the backend
+//   was created (to within that synchronization's latency).
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef BRAID_RUNTIME_TRACE_H
 #define BRAID_RUNTIME_TRACE_H
@@ -33,11 +61,9 @@ public:
   int64_t openCount() const { return int64_t(open_.size()); }
   const std::vector<Op> &ops() const { return ops_; }
 
-  /// Synchronizes, resolves the timings and writes the JSON document:
-  /// {"traceEvents": [{"name", "cat": "kernel", "ph": "X", "ts", "dur", "pid",
-  /// "tid", "args": {"label", "scope", "step"[, "flops"]}}...],
-  /// "displayTimeUnit": "ms"}
-  bool write(Backend &backend, const std::string &path, std::string *error) const;
+  /// Synchronizes, resolves the timings and writes the JSON document (above)
+  /// of world rank `pid`.
+  bool write(Backend &backend, const std::string &path, int32_t pid, std::string *error) const;
 
 private:
   std::vector<Op> ops_;

@@ -111,9 +111,9 @@ for k in range(4):
     path = traces / f"trace.rank{k}.json"
     if path.exists():
         ev = json.load(open(path)).get("traceEvents", [])
-        expect([(e["name"], e["args"]["label"], e["args"]["step"]) for e in ev] ==
-               [("all_reduce", "overlap", 1), ("all_reduce", "overlap", 2)],
-               f"trace of rank {k}: {ev}")
+        expect([(e["name"], e["args"]["label"], e["args"]["step"]) for e in ev
+                if e["ph"] == "X"] == [("all_reduce", "overlap", 1), ("all_reduce", "overlap", 2)]
+               and all(e["pid"] == k for e in ev), f"trace of rank {k}: {ev}")
 
 # --- --all-ranks, --dump-all-ranks ----------------------------------------------------
 dump2 = tmp / "dump-all"

@@ -106,7 +106,12 @@ same("updated.layers.0.norm.g.npy", g, np.float32)
 
 events = json.load(open(trace))
 expect(events.get("displayTimeUnit") == "ms", "trace: displayTimeUnit")
-ev = events.get("traceEvents", [])
+allev = events.get("traceEvents", [])
+meta = [e for e in allev if e.get("ph") == "M"]
+expect([(e["name"], e["pid"], e["args"]) for e in meta] ==
+       [("process_name", 0, {"name": "rank 0"}), ("process_sort_index", 0, {"sort_index": 0})],
+       f"trace metadata {meta}")
+ev = [e for e in allev if e.get("ph") != "M"]
 got = [(e["name"], e["args"]["label"], e["args"]["scope"], e["args"]["step"]) for e in ev]
 want = [(n, l, s, k) for k in (1, 2) for n, l, s in
         (("embed_sum", "h", "layers.0"), ("square_mean", "tmp", "layers.0"),

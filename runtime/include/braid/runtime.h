@@ -90,6 +90,11 @@ typedef struct braid_tensor_desc {
    * global size are padding: zero on every rank whatever `init` says. */
   const int64_t *global_shape;
   const char *const *split_axes;
+  /* 1 when another program of the run (a lower pipeline stage) holds the same
+   * tensor (a tied embedding, the optimizer's step counter) and dumps it:
+   * this program dumps it neither after init nor as updated.NAME. 0 (what
+   * programs that omit the field get): the program dumps it. */
+  int32_t mirror;
 } braid_tensor_desc;
 
 typedef struct braid_rt braid_rt; /* opaque: backend, stream, arena, trace */
@@ -107,6 +112,23 @@ typedef struct braid_program {
   /* The grid the program was partitioned for ("dp=2,tp=2"); NULL or "" for
    * a single-rank program. */
   const char *grid;
+  /* The axis groups whose communicators the program uses ("dp,tp", "pp",
+   * "world"), which the runtime creates in this order before initializing
+   * anything. Creating a communicator is collective over the world
+   * (MPI_Comm_split, ncclCommSplit), and pipeline stages are different
+   * programs that ask for their groups at different points of their steps:
+   * every program of a run lists the same groups in the same order. */
+  int32_t num_comm_groups;
+  const char *const *comm_groups;
+  /* Pipeline parallelism (MPMD): the grid axis the stages lie along ("pp")
+   * and this program's coordinate on it; the program runs on the ranks whose
+   * coordinate on `stage_axis` is `stage` (launched together with the other
+   * stages' programs, e.g. mpirun -np K stage0 : -np K stage1). Its dumps
+   * are gathered over the stage group (every other grid axis) and written by
+   * the stage leader (coordinate 0 on those axes). NULL: the program runs on
+   * every rank of the grid. */
+  const char *stage_axis;
+  int32_t stage;
 } braid_program;
 
 const braid_program *braid_program_get(void);
@@ -134,8 +156,9 @@ void braid_rt_value(braid_rt *rt, const char *scope, const char *name, const voi
 /* braid_rt_value for a sharded value: `shape` is the local shape and
  * (global_shape, split_axes) say where it lies in the global tensor, as in
  * braid_tensor_desc. When dumping, the runtime assembles the global tensor
- * from every rank's shard (dropping padding) and rank 0 writes it; every rank
- * must make the call. */
+ * from every rank's shard (dropping padding) and rank 0 writes it (a
+ * pipeline stage: gathered over the stage group, written by the stage
+ * leader); every rank (of the stage) must make the call. */
 void braid_rt_value_sharded(braid_rt *rt, const char *scope, const char *name, const void *data,
                             braid_dtype dtype, int32_t rank, const int64_t *shape,
                             const int64_t *global_shape, const char *const *split_axes);
@@ -168,6 +191,11 @@ braid_event *braid_all_to_all(braid_rt *rt, braid_comm *comm, const void *send, 
                               int64_t count_per_rank, braid_dtype dtype);
 braid_event *braid_broadcast(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,
                              braid_dtype dtype, int32_t root);
+/* Point to point. On CPU ranks (MPI) a send does not wait for its receive:
+ * the runtime copies the data and the returned event is already complete,
+ * so the buffer may be reused at once. A receive's event completes when the
+ * data is there. Messages from one rank to another on one communicator
+ * arrive in the order they were sent. */
 braid_event *braid_send(braid_rt *rt, braid_comm *comm, const void *buffer, int64_t count,
                         braid_dtype dtype, int32_t peer);
 braid_event *braid_recv(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,

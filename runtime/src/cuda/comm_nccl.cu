@@ -312,6 +312,13 @@ public:
   std::unique_ptr<Event> send(Backend &backend, const void *buffer, int64_t count,
                               braid_dtype dtype, int32_t peer) override {
     const char *what = "braid_send";
+    // Unlike MPI's (comm_mpi.h), this send holds the comm stream until the
+    // peer receives: two pipeline neighbours that send to each other before
+    // receiving (1F1B) deadlock, each recv queued behind its own send. What
+    // it would need: sends on a stream of their own (ordered after the
+    // compute stream like this one, with the event the program waits for
+    // recorded right after the issue) and the sent buffer kept (copied, or
+    // the arena block held) until the send completes.
     Issue in = begin(backend, what, buffer, buffer, count, dtype);
     checkPeer(what, "peer", peer, false);
     if (count > 0)

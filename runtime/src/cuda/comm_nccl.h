@@ -38,6 +38,8 @@
 // NCCL call aborts every communicator of the process (ncclCommAbort) first.
 //
 // send/recv to oneself are not supported (NCCL would need both in one group).
+// A send occupies the comm stream until its receive is posted (the MPI
+// provider's sends do not wait; see the note at NcclCommunicator::send).
 //
 //===----------------------------------------------------------------------===//
 

@@ -10,8 +10,10 @@
 //
 // Timing: markBegin/markEnd record an event pair per kernel id on the compute
 // stream; the pool grows on demand and is reused across steps (ids restart).
-// resolveTimings reports times relative to a base event recorded when the
-// backend was created, in microseconds.
+// resolveTimings reports the times relative to a base event recorded when the
+// backend was created, plus the host's steady-clock time of that event (read
+// right after waiting for it: backend.h wants the host clock, shared by the
+// ranks of a machine), in microseconds.
 //
 // Also here: the device error record and the scratch buffer of common.cuh.
 //
@@ -19,6 +21,7 @@
 
 #include "cuda/common.cuh"
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -115,6 +118,10 @@ public:
     BRAID_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
     BRAID_CUDA_CHECK(cudaEventCreate(&base_));
     BRAID_CUDA_CHECK(cudaEventRecord(base_, compute_));
+    BRAID_CUDA_CHECK(cudaEventSynchronize(base_));
+    baseUs_ = std::chrono::duration<double, std::micro>(
+                  std::chrono::steady_clock::now().time_since_epoch())
+                  .count();
     (void)braid::cuda::deviceErrorRecord(); // allocate before the first kernel
   }
 
@@ -200,8 +207,8 @@ public:
       float beginMs = 0, endMs = 0;
       BRAID_CUDA_CHECK(cudaEventElapsedTime(&beginMs, base_, begin_[static_cast<size_t>(i)]));
       BRAID_CUDA_CHECK(cudaEventElapsedTime(&endMs, base_, end_[static_cast<size_t>(i)]));
-      timings[static_cast<size_t>(i)].beginUs = 1000.0 * beginMs;
-      timings[static_cast<size_t>(i)].endUs = 1000.0 * endMs;
+      timings[static_cast<size_t>(i)].beginUs = baseUs_ + 1000.0 * beginMs;
+      timings[static_cast<size_t>(i)].endUs = baseUs_ + 1000.0 * endMs;
     }
     return timings;
   }
@@ -226,6 +233,7 @@ private:
   cudaStream_t compute_ = nullptr;
   cudaStream_t comm_ = nullptr;
   cudaEvent_t base_ = nullptr;
+  double baseUs_ = 0; ///< base_ on the host's steady clock
   std::vector<cudaEvent_t> begin_, end_;
 };
 
