@@ -33,10 +33,18 @@ int execute(StringRef program, ArrayRef<std::string> args,
   return rc;
 }
 
-int runProgram(StringRef binary, int64_t ranks, StringRef gridSpec,
-               ArrayRef<std::string> args, std::optional<StringRef> stdoutFile) {
-  if (ranks <= 1)
-    return execute(binary, args, stdoutFile);
+int runPrograms(ArrayRef<std::string> binaries, int64_t ranks,
+                StringRef gridSpec, ArrayRef<std::string> args,
+                std::optional<StringRef> stdoutFile) {
+  const int64_t programs = binaries.size();
+  if (programs == 0 || ranks % programs != 0) {
+    llvm::errs() << "braid-run: --grid " << gridSpec << " has " << ranks
+                 << " ranks, which " << programs
+                 << " pipeline stages cannot share evenly\n";
+    return 1;
+  }
+  if (ranks == 1)
+    return execute(binaries.front(), args, stdoutFile);
   llvm::ErrorOr<std::string> launcher = llvm::sys::findProgramByName("mpirun");
   if (!launcher)
     launcher = llvm::sys::findProgramByName("mpiexec");
@@ -46,7 +54,7 @@ int runProgram(StringRef binary, int64_t ranks, StringRef gridSpec,
                     "openmpi-bin)\n";
     return 1;
   }
-  SmallVector<std::string> full = {"-np", std::to_string(ranks)};
+  SmallVector<std::string> full;
   // Open MPI refuses more ranks than cores, and root, unless told.
   llvm::SmallString<128> versionFile;
   if (!llvm::sys::fs::createTemporaryFile("braid-run-mpirun", "txt",
@@ -64,20 +72,29 @@ int runProgram(StringRef binary, int64_t ranks, StringRef gridSpec,
     }
     llvm::sys::fs::remove(versionFile);
   }
-  full.push_back(binary.str());
-  full.append(args.begin(), args.end());
+  // One app context per program; those flags above are global, and each
+  // context gets its ranks in order, which is what puts stage S on
+  // [S*K, (S+1)*K).
+  for (const std::string &binary : binaries) {
+    if (&binary != &binaries.front())
+      full.push_back(":");
+    full.append({"-np", std::to_string(ranks / programs), binary});
+    full.append(args.begin(), args.end());
+  }
   return execute(*launcher, full, stdoutFile);
 }
 
-int runCaptured(StringRef binary, int64_t ranks, StringRef gridSpec,
-                ArrayRef<std::string> args, std::string &text, bool echo) {
+int runCaptured(ArrayRef<std::string> binaries, int64_t ranks,
+                StringRef gridSpec, ArrayRef<std::string> args,
+                std::string &text, bool echo) {
   llvm::SmallString<128> file;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("braid-run", "out", file)) {
-    llvm::errs() << "braid-run: cannot create a temporary file: " << ec.message() << "\n";
+    llvm::errs() << "braid-run: cannot create a temporary file: "
+                 << ec.message() << "\n";
     return 1;
   }
-  int rc = runProgram(binary, ranks, gridSpec, args, StringRef(file));
+  int rc = runPrograms(binaries, ranks, gridSpec, args, StringRef(file));
   if (auto buffer = llvm::MemoryBuffer::getFile(file))
     text = (*buffer)->getBuffer().str();
   llvm::sys::fs::remove(file);

@@ -1,9 +1,13 @@
-//===- Launch.h - run the programs braid-run builds ---------------*- C++ -*-===//
+//===- Launch.h - run the programs braid-run builds -------------*- C++ -*-===//
 //
 // A built program runs on one rank directly, or on several under mpirun
 // (-np N; with Open MPI also --oversubscribe, and --allow-run-as-root as
-// root). Programs read nothing: their stdin is /dev/null, so that mpirun,
-// which forwards its stdin to rank 0, cannot consume a caller's script.
+// root). A pipelined model is several programs, one per stage, started
+// together by one mpirun, MPMD:
+//   mpirun <flags> -np K stage0 ARGS : -np K stage1 ARGS : ...
+// so that stage S runs on the world ranks [S*K, (S+1)*K). Programs read
+// nothing: their stdin is /dev/null, so that mpirun, which forwards its stdin
+// to rank 0, cannot consume a caller's script.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,16 +27,20 @@ namespace braid::run {
 int execute(llvm::StringRef program, llvm::ArrayRef<std::string> args,
             std::optional<llvm::StringRef> stdoutFile = std::nullopt);
 
-/// Runs a built program on `ranks` ranks (under mpirun when more than one;
-/// `gridSpec` names the grid in errors); stdout into `stdoutFile` when given.
-int runProgram(llvm::StringRef binary, int64_t ranks, llvm::StringRef gridSpec,
-               llvm::ArrayRef<std::string> args,
-               std::optional<llvm::StringRef> stdoutFile = std::nullopt);
+/// Runs built programs, each with `args`, on `ranks` ranks: one program on
+/// all of them (under mpirun when more than one), or several under one
+/// mpirun, MPMD, program S on the K = ranks / programs ranks [S*K, (S+1)*K)
+/// (an error unless they divide evenly). `gridSpec` names the grid in errors;
+/// stdout into `stdoutFile` when given. Returns the exit code.
+int runPrograms(llvm::ArrayRef<std::string> binaries, int64_t ranks,
+                llvm::StringRef gridSpec, llvm::ArrayRef<std::string> args,
+                std::optional<llvm::StringRef> stdoutFile = std::nullopt);
 
-/// runProgram with stdout captured into `text`, then copied to ours when
+/// runPrograms with stdout captured into `text`, then copied to ours when
 /// `echo` or on failure.
-int runCaptured(llvm::StringRef binary, int64_t ranks, llvm::StringRef gridSpec,
-                llvm::ArrayRef<std::string> args, std::string &text, bool echo);
+int runCaptured(llvm::ArrayRef<std::string> binaries, int64_t ranks,
+                llvm::StringRef gridSpec, llvm::ArrayRef<std::string> args,
+                std::string &text, bool echo);
 
 } // namespace braid::run
 

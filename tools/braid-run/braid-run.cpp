@@ -3,7 +3,9 @@
 //   braid-run model.mlir [--steps N] [--seed S] [--dtype f32|bf16]
 //             [--dump DIR] [--trace FILE] [--backend cpu|cuda]
 //             [--grid AXIS=SIZE,...] [--plan megatron|data] [--zero 0|1|2|3]
-//             [--sequence-parallel] [--verify] [--verify-tolerance T]
+//             [--sequence-parallel] [--microbatches N]
+//             [--schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages V]
+//             [--pp-layout L,...] [--verify] [--verify-tolerance T]
 //
 // Parses the model (keeping its SSA names as value names for dumps and
 // traces), lowers it (expert FFNs expanded, optional bf16 storage), emits
@@ -18,13 +20,29 @@
 // (braid_runtime_main_mpi; for --backend cuda braid_runtime_main_cuda_mpi,
 // GPU ranks over NCCL) and braid-run starts it with mpirun from PATH
 // (-np N, and for Open MPI --oversubscribe, plus --allow-run-as-root as root).
+// With several ranks, --trace FILE is one file per rank: rank R writes FILE
+// with ".rank<R>" before its extension (trace.json -> trace.rank1.json).
 //
-// Running is Launch.cpp (mpirun when several ranks); comparing is Verify.cpp.
+// --microbatches N splits the batch of a step into N micro-batches whose
+// gradients are accumulated before the optimizer step (with or without a
+// grid). A pp axis in the grid, outermost (--grid pp=2,dp=2,tp=2), pipelines
+// the model over its coordinates (--schedule, --virtual-stages and
+// --pp-layout say how; the passes check their values). The lowering then
+// names one step function per pp coordinate (braid::kPipelineEntriesAttr;
+// one when only micro-batched): each is emitted and built as its own program
+// (with several, --emit-cpp F writes stage S to F with ".stage<S>" before its
+// extension), and the programs start together under one mpirun, MPMD:
+// program S on the K = ranks / stages ranks [S*K, (S+1)*K), those whose pp
+// coordinate is S.
 //
-// --verify (needs --grid) also builds the unpartitioned program (no grid, the
-// same other options), runs both with the same --seed and --steps and --dump
-// (into temporary directories; the partitioned run into --dump DIR when given,
-// the 1-rank run into DIR/reference), and prints
+// Building is Build.cpp (cached by hash), running Launch.cpp (mpirun when
+// several ranks), comparing Verify.cpp.
+//
+// --verify (needs --grid) also builds the unpartitioned, unpipelined program
+// (no grid, one micro-batch, the same other options), runs both with the same
+// --seed and --steps and --dump (into temporary directories; the partitioned
+// run into --dump DIR when given, the 1-rank run into DIR/reference), and
+// prints
 //   verify: loss <max over the steps of |a-b| / |b|>
 //   verify: gradients <max over grad.<param> of max|a-b| / max|b|> (<worst>)
 //   verify: parameters <max over updated.* of the same> (<worst>)
@@ -39,6 +57,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Build.h"
 #include "Launch.h"
 #include "NpyReader.h"
 #include "Verify.h"
@@ -62,8 +81,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
-#include "llvm/Support/SHA256.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -84,8 +101,10 @@ static cl::opt<std::string> dtype("dtype",
 static cl::opt<std::string> dumpDir("dump",
                                     cl::desc("Write every named tensor as "
                                              ".npy into this directory"));
-static cl::opt<std::string> traceFile("trace",
-                                      cl::desc("Write a Perfetto/Chrome trace"));
+static cl::opt<std::string>
+    traceFile("trace",
+              cl::desc("Write a Perfetto/Chrome trace (with several ranks, one "
+                       "per rank: trace.rank1.json for trace.json)"));
 static cl::opt<std::string> backend("backend", cl::desc("cpu or cuda"),
                                     cl::init("cpu"));
 static cl::opt<std::string> entry("entry", cl::desc("Step function"),
@@ -119,7 +138,8 @@ static cl::opt<bool> quiet("quiet", cl::desc("Only print the losses and "
 static cl::opt<std::string>
     gridSpec("grid",
              cl::desc("Partition the program for this device grid, "
-                      "AXIS=SIZE,... over dp, ep and tp (e.g. dp=2,tp=2), and "
+                      "AXIS=SIZE,... over pp (outermost), dp, ep, cp and tp "
+                      "(e.g. pp=2,dp=2,tp=2), and "
                       "run it on that many ranks (mpirun when more than one)"));
 static cl::opt<std::string>
     plan("plan",
@@ -140,6 +160,26 @@ static cl::opt<bool> sequenceParallel(
     "sequence-parallel",
     cl::desc("With --grid, shard norms and residuals over tp along the "
              "sequence"));
+static cl::opt<int> microbatches(
+    "microbatches",
+    cl::desc("Micro-batches per step: the batch is split into this many, "
+             "whose gradients are accumulated before the optimizer step"),
+    cl::init(1));
+static cl::opt<std::string>
+    schedule("schedule",
+             cl::desc("With a pp grid axis, the pipeline schedule: gpipe, "
+                      "1f1b, interleaved or zb-h1"),
+             cl::init("1f1b"));
+static cl::opt<int>
+    virtualStages("virtual-stages",
+                  cl::desc("With a pp grid axis, model chunks per pipeline "
+                           "rank (--schedule interleaved)"),
+                  cl::init(1));
+static cl::opt<std::string>
+    ppLayout("pp-layout",
+             cl::desc("With a pp grid axis, layers per model chunk, e.g. "
+                      "7,8,8,7 (default: balanced by cost, or the layers' "
+                      "braid.stage attributes)"));
 static cl::opt<bool> verifyRuns(
     "verify",
     cl::desc("With --grid: also run the unpartitioned program on one rank "
@@ -208,135 +248,65 @@ static FailureOr<int64_t> gridRanks(StringRef spec) {
   return ranks;
 }
 
-/// The linker arguments of MPI (configure-time FindMPI: the libraries with an
-/// rpath to their directories, and its link flags); `nvcc` spells the rpath
-/// for nvcc.
-static FailureOr<SmallVector<std::string>> mpiLinkArgs(bool nvcc) {
-#ifdef BRAID_MPI_LIBRARIES
-  SmallVector<std::string> args;
-  SmallVector<StringRef> items;
-  StringRef(BRAID_MPI_LIBRARIES).split(items, '|', -1, /*KeepEmpty=*/false);
-  llvm::StringSet<> dirs;
-  for (StringRef lib : items) {
-    args.push_back(lib.str());
-    StringRef dir = llvm::sys::path::parent_path(lib);
-    if (!dir.empty() && dirs.insert(dir).second) {
-      if (nvcc)
-        args.append({"-Xlinker", ("-rpath," + dir).str()});
-      else
-        args.push_back(("-Wl,-rpath," + dir).str());
-    }
-  }
-  items.clear();
-  StringRef(BRAID_MPI_LINK_FLAGS).split(items, '|', -1, false);
-  for (StringRef flags : items) {
-    SmallVector<StringRef> words;
-    flags.split(words, ' ', -1, false);
-    for (StringRef word : words)
-      if (nvcc)
-        args.append({"-Xlinker", word.str()});
-      else
-        args.push_back(word.str());
-  }
-  return args;
-#else
-  fail("running several ranks needs the MPI runtime (braid_runtime_mpi), "
-       "which this build does not have: install MPI (e.g. libopenmpi-dev) and "
-       "reconfigure");
-  return failure();
-#endif
+/// FILE with ".stage<S>" before its extension (prog.cpp -> prog.stage0.cpp),
+/// as the runtime names per-rank files (a leading dot starts no extension).
+static std::string stageFile(StringRef file, size_t stage) {
+  std::string suffix = ".stage" + std::to_string(stage);
+  StringRef name = llvm::sys::path::filename(file);
+  size_t dot = name.rfind('.');
+  if (dot == StringRef::npos || dot == 0)
+    return (file + suffix).str();
+  size_t at = file.size() - name.size() + dot;
+  return (file.take_front(at) + suffix + file.drop_front(at)).str();
 }
 
-/// The command that builds `source` into `binary` for the backend; `mpi`:
-/// for several ranks started by mpirun.
-static FailureOr<SmallVector<std::string>> buildCommand(StringRef source,
-                                                        StringRef binary,
-                                                        std::string &compiler,
-                                                        bool mpi) {
-  std::string lib = BRAID_LIBRARY_DIR;
-  SmallVector<std::string> args;
-  if (backend == "cpu") {
-    compiler = BRAID_HOST_CXX;
-    args = {"-std=c++17", "-O2", "-I",        BRAID_RUNTIME_INCLUDE_DIR,
-            source.str(), "-o",  binary.str()};
-    if (mpi) {
-      FailureOr<SmallVector<std::string>> mpiArgs = mpiLinkArgs(false);
-      if (failed(mpiArgs))
-        return failure();
-      args.append({lib + "/libbraid_runtime_main_mpi.a",
-                   lib + "/libbraid_runtime_mpi.a",
-                   lib + "/libbraid_kernels_cpu.a",
-                   lib + "/libbraid_runtime.a"});
-      args.append(mpiArgs->begin(), mpiArgs->end());
-    } else {
-      args.append({lib + "/libbraid_runtime_main.a",
-                   lib + "/libbraid_kernels_cpu.a",
-                   lib + "/libbraid_runtime.a"});
-    }
-    args.push_back("-lpthread");
-    return args;
-  }
-  if (backend == "cuda") {
-#ifdef BRAID_NVCC
-    compiler = BRAID_NVCC;
-    // The source is saved as .cu, so nvcc compiles it as CUDA.
-    args = {"-std=c++17",
-            "-O2",
-            "-ccbin",
-            "g++-12",
-            "-gencode",
-            "arch=compute_90,code=sm_90",
-            "-DBRAID_RUNTIME_CUDA",
-            "-I",
-            BRAID_RUNTIME_INCLUDE_DIR,
-            source.str(),
-            "-o",
-            binary.str()};
-    if (mpi) {
-      // GPU ranks under mpirun: NCCL communicators, the id through MPI.
-#if defined(BRAID_NCCL_LIBRARY) && defined(BRAID_HAVE_MAIN_CUDA_MPI)
-      FailureOr<SmallVector<std::string>> mpiArgs = mpiLinkArgs(true);
-      if (failed(mpiArgs))
-        return failure();
-      args.append({lib + "/libbraid_runtime_main_cuda_mpi.a",
-                   lib + "/libbraid_comm_nccl.a",
-                   lib + "/libbraid_runtime_mpi.a"});
-      args.append(mpiArgs->begin(), mpiArgs->end());
-#else
-      fail("GPU ranks need NCCL and MPI (braid_runtime_main_cuda_mpi), which "
-           "this build does not have");
-      return failure();
-#endif
-    } else {
-      args.push_back(lib + "/libbraid_runtime_main_cuda.a");
-#ifdef BRAID_NCCL_LIBRARY
-      // main() of a CUDA build runs GPU ranks over NCCL (braid_comm_nccl).
-      args.push_back(lib + "/libbraid_comm_nccl.a");
-#endif
-    }
-    args.append({lib + "/libbraid_kernels_cuda.a", lib + "/libbraid_runtime.a",
-                 "-lcublasLt", "-lcudart", "-Xlinker",
-                 "-rpath," BRAID_CUDA_LIB_DIR});
-#ifdef BRAID_NCCL_LIBRARY
-    args.append({"-L" BRAID_NCCL_LIB_DIR, "-lnccl", "-Xlinker",
-                 "-rpath," BRAID_NCCL_LIB_DIR});
-#endif
-    return args;
-#else
-    fail("this build has no CUDA runtime (CUDA was not found at configure "
-         "time)");
+/// The step functions to build as programs: one per pp coordinate when the
+/// lowering pipelined or micro-batched the step (kPipelineEntriesAttr; a pp
+/// axis must then be the grid's outermost, so that the ranks of a stage are
+/// contiguous), else --entry alone.
+static FailureOr<SmallVector<std::string>> programEntries(ModuleOp module,
+                                                          StringRef grid) {
+  Attribute attr = module->getAttr(::braid::kPipelineEntriesAttr);
+  if (!attr)
+    return SmallVector<std::string>{entry};
+  SmallVector<std::string> names;
+  if (auto entries = dyn_cast<ArrayAttr>(attr))
+    for (Attribute e : entries)
+      if (auto ref = dyn_cast<FlatSymbolRefAttr>(e))
+        names.push_back(ref.getValue().str());
+  if (names.empty() || names.size() != cast<ArrayAttr>(attr).size()) {
+    module.emitError() << "expected " << ::braid::kPipelineEntriesAttr
+                       << " to be a non-empty array of symbol references, "
+                          "found "
+                       << attr;
     return failure();
-#endif
   }
-  fail("--backend must be cpu or cuda, found '" + backend + "'");
-  return failure();
+  // The grid was checked by gridRanks.
+  int64_t pp = 1;
+  bool outermost = true;
+  SmallVector<StringRef> axes;
+  grid.split(axes, ',', -1, /*KeepEmpty=*/false);
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    auto [name, size] = axis.split('=');
+    if (name.trim() == "pp" && !size.trim().getAsInteger(10, pp))
+      outermost = i == 0;
+  }
+  if (int64_t(names.size()) != pp || (pp > 1 && !outermost)) {
+    fail("the pipelined program has " + Twine(names.size()) +
+         " stages, one per coordinate of a pp axis that must be the grid's "
+         "outermost (the grid is '" +
+         grid + "')");
+    return failure();
+  }
+  return names;
 }
 
-/// Lowers `module` for `grid` (empty: one rank, unpartitioned), emits it as
-/// C++ (also into --emit-cpp when `emit`), and builds it into the cache
-/// unless it is there; returns the binary.
-static FailureOr<std::string> compile(ModuleOp module, StringRef grid,
-                                      int64_t ranks, bool emit) {
+/// Lowers `module` (`reference`: the --verify reference, unpartitioned and
+/// unpipelined), emits its programs as C++ (also into --emit-cpp when
+/// `emit`) and builds them for `ranks` ranks (cached); returns the binaries,
+/// one per pipeline stage (one when not pipelined).
+static FailureOr<SmallVector<std::string>>
+compile(ModuleOp module, bool reference, int64_t ranks, bool emit) {
   PassManager pm(module.getContext());
   ::braid::TrainingPipelineOptions pipeline;
   pipeline.entry = entry;
@@ -347,125 +317,63 @@ static FailureOr<std::string> compile(ModuleOp module, StringRef grid,
   pipeline.weightDecay = weightDecay;
   pipeline.maxNorm = maxNorm;
   pipeline.eps = adamEps;
-  pipeline.grid = grid.str();
+  std::string grid = reference ? "" : gridSpec.getValue();
+  pipeline.grid = grid;
   pipeline.plan = plan;
   // How a grid is used means nothing without one (the 1-rank reference).
   pipeline.zero = grid.empty() ? 0 : zeroStage.getValue();
   pipeline.sequenceParallel = !grid.empty() && sequenceParallel;
   pipeline.cpAttention = cpAttention;
-  if (failed(::braid::buildTrainingPipeline(pm, pipeline)))
+  // The reference takes the whole batch at once: micro-batches accumulate
+  // the same gradients, so one micro-batch is what they are measured against.
+  if (!reference) {
+    pipeline.microbatches = microbatches;
+    pipeline.schedule = schedule;
+    pipeline.virtualStages = virtualStages;
+    pipeline.ppLayout = ppLayout;
+  }
+  std::string error;
+  if (failed(::braid::buildTrainingPipeline(pm, pipeline, &error))) {
+    fail(error.empty() ? "cannot build the pass pipeline" : error);
     return failure();
+  }
   if (failed(pm.run(module)))
     return failure();
 
-  std::string source, error;
-  llvm::raw_string_ostream os(source);
-  if (failed(::braid::emitProgramAsCpp(module, entry, os)))
+  FailureOr<SmallVector<std::string>> entries = programEntries(module, grid);
+  if (failed(entries))
     return failure();
-  if (emit && !emitCpp.empty()) {
-    auto out = openOutputFile(emitCpp, &error);
-    if (!out) {
-      fail(error);
+  // One file per program when there are several (micro-batching alone
+  // leaves one).
+  const bool staged = entries->size() > 1;
+  // Every source is emitted (and written) before any is built, so that
+  // --emit-cpp shows all stages when one fails to build.
+  SmallVector<std::string> sources;
+  for (auto [stage, name] : llvm::enumerate(*entries)) {
+    std::string &source = sources.emplace_back();
+    llvm::raw_string_ostream os(source);
+    if (failed(::braid::emitProgramAsCpp(module, name, os)))
       return failure();
-    }
-    out->os() << source;
-    out->keep();
-  }
-
-  // Cache the binary by the hash of what builds it.
-  const bool mpi = ranks > 1;
-  llvm::SmallString<128> cache;
-  if (const char *dir = std::getenv("BRAID_RUN_CACHE"))
-    cache = dir;
-  else
-    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, cache),
-        llvm::sys::path::append(cache, "braid-run-cache");
-  if (std::error_code ec = llvm::sys::fs::create_directories(cache)) {
-    fail("cannot create " + cache + ": " + ec.message());
-    return failure();
-  }
-  // The key covers what the binary is built from: the source, the compiler
-  // and its whole command line (backend, runtime libraries, MPI's flags), and
-  // the identity (size, modification time) of the libraries it links and the
-  // runtime headers, so that a rebuilt runtime never runs under a stale
-  // program.
-  std::string identity = source + backend;
-  {
-    std::string compilerName;
-    FailureOr<SmallVector<std::string>> args =
-        buildCommand("source", "binary", compilerName, mpi);
-    if (failed(args))
-      return failure();
-    identity += "\n" + compilerName;
-    for (const std::string &arg : *args) {
-      identity += "\n" + arg;
-      llvm::sys::fs::file_status status;
-      if ((StringRef(arg).ends_with(".a") || StringRef(arg).contains(".so")) &&
-          !llvm::sys::fs::status(arg, status))
-        identity +=
-            ":" + std::to_string(status.getSize()) + ":" +
-            std::to_string(
-                status.getLastModificationTime().time_since_epoch().count());
+    if (emit && !emitCpp.empty()) {
+      auto out = openOutputFile(
+          staged ? stageFile(emitCpp, stage) : emitCpp.getValue(), &error);
+      if (!out) {
+        fail(error);
+        return failure();
+      }
+      out->os() << source;
+      out->keep();
     }
   }
-  // The runtime headers the source includes (braid/runtime.h, codegen.h),
-  // in a stable order.
-  std::vector<std::string> headers;
-  std::error_code ec;
-  for (llvm::sys::fs::recursive_directory_iterator
-           it(BRAID_RUNTIME_INCLUDE_DIR, ec),
-       end;
-       it != end && !ec; it.increment(ec)) {
-    llvm::sys::fs::file_status status;
-    if (!llvm::sys::fs::status(it->path(), status) &&
-        status.type() == llvm::sys::fs::file_type::regular_file)
-      headers.push_back(
-          it->path() + ":" + std::to_string(status.getSize()) + ":" +
-          std::to_string(
-              status.getLastModificationTime().time_since_epoch().count()));
-  }
-  llvm::sort(headers);
-  for (const std::string &header : headers)
-    identity += "\n" + header;
-  std::string key = llvm::toHex(
-      llvm::SHA256::hash(llvm::arrayRefFromStringRef(identity)),
-      /*LowerCase=*/true);
-  llvm::SmallString<128> base(cache);
-  llvm::sys::path::append(base, key.substr(0, 24));
-  std::string sourcePath = (base + (backend == "cuda" ? ".cu" : ".cpp")).str();
-  std::string binary = (base + ".bin").str();
-  if (llvm::sys::fs::exists(binary))
-    return binary;
-  {
-    auto out = openOutputFile(sourcePath, &error);
-    if (!out) {
-      fail(error);
+  SmallVector<std::string> binaries;
+  for (const std::string &source : sources) {
+    FailureOr<std::string> binary =
+        ::braid::run::buildProgram(source, backend, ranks > 1, quiet);
+    if (failed(binary))
       return failure();
-    }
-    out->os() << source;
-    out->keep();
+    binaries.push_back(*binary);
   }
-  std::string compiler;
-  FailureOr<SmallVector<std::string>> args =
-      buildCommand(sourcePath, binary + ".tmp", compiler, mpi);
-  if (failed(args))
-    return failure();
-  auto program = llvm::sys::findProgramByName(compiler);
-  if (!program) {
-    fail("cannot find the compiler " + compiler);
-    return failure();
-  }
-  if (!quiet)
-    llvm::errs() << "braid-run: building " << binary << "\n";
-  if (::braid::run::execute(*program, *args) != 0) {
-    fail("building the program failed (source: " + sourcePath + ")");
-    return failure();
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(binary + ".tmp", binary)) {
-    fail("cannot move the program into the cache: " + ec.message());
-    return failure();
-  }
-  return binary;
+  return binaries;
 }
 
 static std::string formatDifference(double d) {
@@ -498,6 +406,28 @@ int main(int argc, char **argv) {
                 Twine(zeroStage.getValue()));
   if (plan != "megatron" && plan != "data")
     return fail("--plan must be megatron or data, found '" + plan + "'");
+  if (microbatches < 1)
+    return fail("--microbatches must be at least 1, found " +
+                Twine(microbatches.getValue()));
+  if (virtualStages < 1)
+    return fail("--virtual-stages must be at least 1, found " +
+                Twine(virtualStages.getValue()));
+  if (!llvm::is_contained({"gpipe", "1f1b", "interleaved", "zb-h1"},
+                          StringRef(schedule)))
+    return fail(
+        "--schedule must be gpipe, 1f1b, interleaved or zb-h1, found '" +
+        schedule + "'");
+  if (!ppLayout.empty()) {
+    SmallVector<StringRef> counts;
+    StringRef(ppLayout).split(counts, ',');
+    for (StringRef count : counts) {
+      int64_t n;
+      if (count.trim().getAsInteger(10, n) || n < 1)
+        return fail("--pp-layout must list positive layer counts (e.g. 2,3), "
+                    "found '" +
+                    ppLayout + "'");
+    }
+  }
 
   DialectRegistry registry;
   ::braid::registerAllDialects(registry);
@@ -533,14 +463,15 @@ int main(int argc, char **argv) {
   if (verifyRuns)
     reference = module->clone();
 
-  FailureOr<std::string> binary =
-      compile(*module, gridSpec, ranks, /*emit=*/true);
-  if (failed(binary))
+  FailureOr<SmallVector<std::string>> binaries =
+      compile(*module, /*reference=*/false, ranks, /*emit=*/true);
+  if (failed(binaries))
     return 1;
-  FailureOr<std::string> referenceBinary;
+  FailureOr<SmallVector<std::string>> referenceBinaries;
   if (verifyRuns) {
-    referenceBinary = compile(*reference, "", 1, /*emit=*/false);
-    if (failed(referenceBinary))
+    referenceBinaries = compile(*reference, /*reference=*/true, 1,
+                                /*emit=*/false);
+    if (failed(referenceBinaries))
       return 1;
   }
   if (compileOnly)
@@ -558,7 +489,7 @@ int main(int argc, char **argv) {
   if (!verifyRuns) {
     if (!dumpDir.empty())
       runArgs.append({"--dump", dumpDir});
-    return ::braid::run::runProgram(*binary, ranks, gridSpec, runArgs);
+    return ::braid::run::runPrograms(*binaries, ranks, gridSpec, runArgs);
   }
 
   // --verify: both runs dump; the partitioned one into --dump DIR when given
@@ -588,13 +519,15 @@ int main(int argc, char **argv) {
 
   ::braid::run::RunRecord partitioned{"", partitionedDump};
   ::braid::run::RunRecord single{"", referenceDump};
-  if (int rc = ::braid::run::runCaptured(*binary, ranks, gridSpec, runArgs, partitioned.stdoutText,
-                           /*echo=*/true))
+  if (int rc = ::braid::run::runCaptured(*binaries, ranks, gridSpec, runArgs,
+                                         partitioned.stdoutText,
+                                         /*echo=*/true))
     return rc;
   if (!quiet)
     llvm::errs() << "braid-run: verify: the unpartitioned program on 1 rank\n";
-  if (int rc = ::braid::run::runCaptured(*referenceBinary, 1, gridSpec, referenceArgs,
-                           single.stdoutText, /*echo=*/false)) {
+  if (int rc = ::braid::run::runCaptured(*referenceBinaries, 1, gridSpec,
+                                         referenceArgs, single.stdoutText,
+                                         /*echo=*/false)) {
     fail("verify: the 1-rank run failed");
     return rc;
   }

@@ -1,0 +1,257 @@
+//===- Build.cpp - build emitted programs against the runtime -------------===//
+
+#include "Build.h"
+
+#include "Launch.h"
+
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+using namespace llvm;
+
+namespace braid::run {
+
+namespace {
+
+void fail(const Twine &message) {
+  llvm::errs() << "braid-run: " << message << "\n";
+}
+
+/// The linker arguments of MPI (configure-time FindMPI: the libraries with an
+/// rpath to their directories, and its link flags); `nvcc` spells the rpath
+/// for nvcc.
+FailureOr<SmallVector<std::string>> mpiLinkArgs(bool nvcc) {
+#ifdef BRAID_MPI_LIBRARIES
+  SmallVector<std::string> args;
+  SmallVector<StringRef> items;
+  StringRef(BRAID_MPI_LIBRARIES).split(items, '|', -1, /*KeepEmpty=*/false);
+  llvm::StringSet<> dirs;
+  for (StringRef lib : items) {
+    args.push_back(lib.str());
+    StringRef dir = llvm::sys::path::parent_path(lib);
+    if (!dir.empty() && dirs.insert(dir).second) {
+      if (nvcc)
+        args.append({"-Xlinker", ("-rpath," + dir).str()});
+      else
+        args.push_back(("-Wl,-rpath," + dir).str());
+    }
+  }
+  items.clear();
+  StringRef(BRAID_MPI_LINK_FLAGS).split(items, '|', -1, false);
+  for (StringRef flags : items) {
+    SmallVector<StringRef> words;
+    flags.split(words, ' ', -1, false);
+    for (StringRef word : words)
+      if (nvcc)
+        args.append({"-Xlinker", word.str()});
+      else
+        args.push_back(word.str());
+  }
+  return args;
+#else
+  fail("running several ranks needs the MPI runtime (braid_runtime_mpi), "
+       "which this build does not have: install MPI (e.g. libopenmpi-dev) and "
+       "reconfigure");
+  return failure();
+#endif
+}
+
+/// The command that builds `source` into `binary` for `backend`; `mpi`: for
+/// several ranks started by mpirun.
+FailureOr<SmallVector<std::string>>
+buildCommand(StringRef source, StringRef binary, StringRef backend,
+             std::string &compiler, bool mpi) {
+  std::string lib = BRAID_LIBRARY_DIR;
+  SmallVector<std::string> args;
+  if (backend == "cpu") {
+    compiler = BRAID_HOST_CXX;
+    args = {"-std=c++17", "-O2", "-I",        BRAID_RUNTIME_INCLUDE_DIR,
+            source.str(), "-o",  binary.str()};
+    if (mpi) {
+      FailureOr<SmallVector<std::string>> mpiArgs = mpiLinkArgs(false);
+      if (failed(mpiArgs))
+        return failure();
+      args.append({lib + "/libbraid_runtime_main_mpi.a",
+                   lib + "/libbraid_runtime_mpi.a",
+                   lib + "/libbraid_kernels_cpu.a",
+                   lib + "/libbraid_runtime.a"});
+      args.append(mpiArgs->begin(), mpiArgs->end());
+    } else {
+      args.append({lib + "/libbraid_runtime_main.a",
+                   lib + "/libbraid_kernels_cpu.a",
+                   lib + "/libbraid_runtime.a"});
+    }
+    args.push_back("-lpthread");
+    return args;
+  }
+  if (backend == "cuda") {
+#ifdef BRAID_NVCC
+    compiler = BRAID_NVCC;
+    // The source is saved as .cu, so nvcc compiles it as CUDA.
+    args = {"-std=c++17",
+            "-O2",
+            "-ccbin",
+            "g++-12",
+            "-gencode",
+            "arch=compute_90,code=sm_90",
+            "-DBRAID_RUNTIME_CUDA",
+            "-I",
+            BRAID_RUNTIME_INCLUDE_DIR,
+            source.str(),
+            "-o",
+            binary.str()};
+    if (mpi) {
+      // GPU ranks under mpirun: NCCL communicators, the id through MPI.
+#if defined(BRAID_NCCL_LIBRARY) && defined(BRAID_HAVE_MAIN_CUDA_MPI)
+      FailureOr<SmallVector<std::string>> mpiArgs = mpiLinkArgs(true);
+      if (failed(mpiArgs))
+        return failure();
+      args.append({lib + "/libbraid_runtime_main_cuda_mpi.a",
+                   lib + "/libbraid_comm_nccl.a",
+                   lib + "/libbraid_runtime_mpi.a"});
+      args.append(mpiArgs->begin(), mpiArgs->end());
+#else
+      fail("GPU ranks need NCCL and MPI (braid_runtime_main_cuda_mpi), which "
+           "this build does not have");
+      return failure();
+#endif
+    } else {
+      args.push_back(lib + "/libbraid_runtime_main_cuda.a");
+#ifdef BRAID_NCCL_LIBRARY
+      // main() of a CUDA build runs GPU ranks over NCCL (braid_comm_nccl).
+      args.push_back(lib + "/libbraid_comm_nccl.a");
+#endif
+    }
+    args.append({lib + "/libbraid_kernels_cuda.a", lib + "/libbraid_runtime.a",
+                 "-lcublasLt", "-lcudart", "-Xlinker",
+                 "-rpath," BRAID_CUDA_LIB_DIR});
+#ifdef BRAID_NCCL_LIBRARY
+    args.append({"-L" BRAID_NCCL_LIB_DIR, "-lnccl", "-Xlinker",
+                 "-rpath," BRAID_NCCL_LIB_DIR});
+#endif
+    return args;
+#else
+    fail("this build has no CUDA runtime (CUDA was not found at configure "
+         "time)");
+    return failure();
+#endif
+  }
+  fail("--backend must be cpu or cuda, found '" + backend + "'");
+  return failure();
+}
+
+} // namespace
+
+FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
+                                    bool mpi, bool quiet) {
+  std::string error;
+  // Cache the binary by the hash of what builds it.
+  llvm::SmallString<128> cache;
+  if (const char *dir = std::getenv("BRAID_RUN_CACHE"))
+    cache = dir;
+  else
+    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, cache),
+        llvm::sys::path::append(cache, "braid-run-cache");
+  if (std::error_code ec = llvm::sys::fs::create_directories(cache)) {
+    fail("cannot create " + cache + ": " + ec.message());
+    return failure();
+  }
+  // The key covers what the binary is built from: the source, the compiler
+  // and its whole command line (backend, runtime libraries, MPI's flags), and
+  // the identity (size, modification time) of the libraries it links and the
+  // runtime headers, so that a rebuilt runtime never runs under a stale
+  // program.
+  std::string identity = (source + backend).str();
+  {
+    std::string compilerName;
+    FailureOr<SmallVector<std::string>> args =
+        buildCommand("source", "binary", backend, compilerName, mpi);
+    if (failed(args))
+      return failure();
+    identity += "\n" + compilerName;
+    for (const std::string &arg : *args) {
+      identity += "\n" + arg;
+      llvm::sys::fs::file_status status;
+      if ((StringRef(arg).ends_with(".a") || StringRef(arg).contains(".so")) &&
+          !llvm::sys::fs::status(arg, status))
+        identity +=
+            ":" + std::to_string(status.getSize()) + ":" +
+            std::to_string(
+                status.getLastModificationTime().time_since_epoch().count());
+    }
+  }
+  // The runtime headers the source includes (braid/runtime.h, codegen.h),
+  // in a stable order.
+  std::vector<std::string> headers;
+  std::error_code ec;
+  for (llvm::sys::fs::recursive_directory_iterator
+           it(BRAID_RUNTIME_INCLUDE_DIR, ec),
+       end;
+       it != end && !ec; it.increment(ec)) {
+    llvm::sys::fs::file_status status;
+    if (!llvm::sys::fs::status(it->path(), status) &&
+        status.type() == llvm::sys::fs::file_type::regular_file)
+      headers.push_back(
+          it->path() + ":" + std::to_string(status.getSize()) + ":" +
+          std::to_string(
+              status.getLastModificationTime().time_since_epoch().count()));
+  }
+  llvm::sort(headers);
+  for (const std::string &header : headers)
+    identity += "\n" + header;
+  std::string key =
+      llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(identity)),
+                  /*LowerCase=*/true);
+  llvm::SmallString<128> base(cache);
+  llvm::sys::path::append(base, key.substr(0, 24));
+  std::string sourcePath = (base + (backend == "cuda" ? ".cu" : ".cpp")).str();
+  std::string binary = (base + ".bin").str();
+  if (llvm::sys::fs::exists(binary))
+    return binary;
+  {
+    auto out = mlir::openOutputFile(sourcePath, &error);
+    if (!out) {
+      fail(error);
+      return failure();
+    }
+    out->os() << source;
+    out->keep();
+  }
+  std::string compiler;
+  FailureOr<SmallVector<std::string>> args =
+      buildCommand(sourcePath, binary + ".tmp", backend, compiler, mpi);
+  if (failed(args))
+    return failure();
+  auto program = llvm::sys::findProgramByName(compiler);
+  if (!program) {
+    fail("cannot find the compiler " + compiler);
+    return failure();
+  }
+  if (!quiet)
+    llvm::errs() << "braid-run: building " << binary << "\n";
+  if (execute(*program, *args) != 0) {
+    fail("building the program failed (source: " + sourcePath + ")");
+    return failure();
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(binary + ".tmp", binary)) {
+    fail("cannot move the program into the cache: " + ec.message());
+    return failure();
+  }
+  return binary;
+}
+
+} // namespace braid::run
