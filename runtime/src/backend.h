@@ -37,6 +37,8 @@ public:
   virtual void release(void *pointer) = 0;
   virtual void copyToDevice(void *dst, const void *src, int64_t bytes) = 0;
   virtual void copyToHost(void *dst, const void *src, int64_t bytes) = 0;
+  /// Device to device, ordered with the kernels (not overlapping).
+  virtual void copy(void *dst, const void *src, int64_t bytes) = 0;
   /// Waits for all work issued so far.
   virtual void synchronize() = 0;
   /// Marks the start / end of kernel `id` on the compute timeline.

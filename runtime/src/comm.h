@@ -57,10 +57,12 @@ public:
                                           int64_t countPerRank, braid_dtype dtype) = 0;
   virtual std::unique_ptr<Event> broadcast(Backend &backend, void *buffer, int64_t count,
                                            braid_dtype dtype, int32_t root) = 0;
+  /// `tag` >= 0 matches a send with the receive of the same tag (MPI); -1
+  /// is the untagged stream. NCCL has no tags: its transfers match in order.
   virtual std::unique_ptr<Event> send(Backend &backend, const void *buffer, int64_t count,
-                                      braid_dtype dtype, int32_t peer) = 0;
+                                      braid_dtype dtype, int32_t peer, int32_t tag) = 0;
   virtual std::unique_ptr<Event> recv(Backend &backend, void *buffer, int64_t count,
-                                      braid_dtype dtype, int32_t peer) = 0;
+                                      braid_dtype dtype, int32_t peer, int32_t tag) = 0;
 };
 
 /// The device grid: named axes and their sizes, row-major over the world

@@ -328,7 +328,7 @@ public:
   }
 
   std::unique_ptr<Event> send(Backend &backend, const void *buffer, int64_t count,
-                              braid_dtype dtype, int32_t peer) override {
+                              braid_dtype dtype, int32_t peer, int32_t tag) override {
     const char *what = "braid_send";
     checkArgs(backend, what, buffer, buffer, count, dtype);
     checkPeer(what, "peer", peer);
@@ -342,14 +342,14 @@ public:
     for (int64_t at = 0; at < count || at == 0; at += kChunk) {
       pending.requests.push_back(MPI_REQUEST_NULL);
       check(MPI_Isend(pending.data.data() + at * size, int(chunk(count, at)), moveType(dtype),
-                      peer, kTag, comm(), &pending.requests.back()),
+                      peer, mpiTag(tag), comm(), &pending.requests.back()),
             what, axes_);
     }
     return makeCompletedEvent();
   }
 
   std::unique_ptr<Event> recv(Backend &backend, void *buffer, int64_t count, braid_dtype dtype,
-                              int32_t peer) override {
+                              int32_t peer, int32_t tag) override {
     const char *what = "braid_recv";
     checkArgs(backend, what, buffer, buffer, count, dtype);
     checkPeer(what, "peer", peer);
@@ -358,11 +358,18 @@ public:
     for (int64_t at = 0; at < count || at == 0; at += kChunk)
       issue(event.get(), what,
             MPI_Irecv(static_cast<char *>(buffer) + at * size, int(chunk(count, at)),
-                      moveType(dtype), peer, kTag, comm(), next(event.get())));
+                      moveType(dtype), peer, mpiTag(tag), comm(), next(event.get())));
     return event;
   }
 
 private:
+  /// The program's tags are small (below kTag); -1 is the untagged stream.
+  static int mpiTag(int32_t tag) {
+    if (tag >= kTag)
+      fatal("braid_send/braid_recv: tag %d is not below %d", int(tag), kTag);
+    return tag < 0 ? kTag : int(tag);
+  }
+
   static constexpr int kTag = 0x62726400 & 0x7fff; // within MPI's guaranteed tag range
 
   MPI_Comm comm() const { return handle_->comm; }

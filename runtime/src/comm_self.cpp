@@ -53,13 +53,14 @@ public:
             axes_.c_str(), int(root));
     return makeCompletedEvent();
   }
-  std::unique_ptr<Event> send(Backend &, const void *, int64_t, braid_dtype,
-                              int32_t peer) override {
+  std::unique_ptr<Event> send(Backend &, const void *, int64_t, braid_dtype, int32_t peer,
+                              int32_t) override {
     fatal("braid_send on '%s': peer %d: a communicator of size 1 has no other rank "
           "(send to self is not supported)",
           axes_.c_str(), int(peer));
   }
-  std::unique_ptr<Event> recv(Backend &, void *, int64_t, braid_dtype, int32_t peer) override {
+  std::unique_ptr<Event> recv(Backend &, void *, int64_t, braid_dtype, int32_t peer,
+                              int32_t) override {
     fatal("braid_recv on '%s': peer %d: a communicator of size 1 has no other rank "
           "(recv from self is not supported)",
           axes_.c_str(), int(peer));

@@ -40,6 +40,10 @@ public:
     if (bytes > 0)
       std::memmove(dst, src, size_t(bytes));
   }
+  void copy(void *dst, const void *src, int64_t bytes) override {
+    if (bytes > 0)
+      std::memcpy(dst, src, size_t(bytes));
+  }
   void synchronize() override {}
 
   void markBegin(int64_t id) override { at(id).beginUs = now(); }

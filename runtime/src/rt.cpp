@@ -584,12 +584,30 @@ braid_event *braid_broadcast(braid_rt *rt, braid_comm *comm, void *buffer, int64
 
 braid_event *braid_send(braid_rt *rt, braid_comm *comm, const void *buffer, int64_t count,
                         braid_dtype dtype, int32_t peer) {
-  return wrap(commOf(rt, comm, "braid_send").send(*rt->backend, buffer, count, dtype, peer));
+  return braid_send_tagged(rt, comm, buffer, count, dtype, peer, -1);
 }
 
 braid_event *braid_recv(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,
                         braid_dtype dtype, int32_t peer) {
-  return wrap(commOf(rt, comm, "braid_recv").recv(*rt->backend, buffer, count, dtype, peer));
+  return braid_recv_tagged(rt, comm, buffer, count, dtype, peer, -1);
+}
+
+braid_event *braid_send_tagged(braid_rt *rt, braid_comm *comm, const void *buffer,
+                               int64_t count, braid_dtype dtype, int32_t peer, int32_t tag) {
+  return wrap(
+      commOf(rt, comm, "braid_send").send(*rt->backend, buffer, count, dtype, peer, tag));
+}
+
+braid_event *braid_recv_tagged(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,
+                               braid_dtype dtype, int32_t peer, int32_t tag) {
+  return wrap(
+      commOf(rt, comm, "braid_recv").recv(*rt->backend, buffer, count, dtype, peer, tag));
+}
+
+void braid_rt_copy(braid_rt *rt, void *dst, const void *src, int64_t bytes) {
+  if (!rt)
+    fatal("braid_rt_copy: null context");
+  rt->backend->copy(dst, src, bytes);
 }
 
 void braid_event_wait(braid_rt *rt, braid_event *event) {

@@ -36,7 +36,7 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
     FailureOr<int64_t> tag = tagOf();
     if (failed(group) || failed(tag))
       return failure();
-    return "braid_event_wait(rt, braid_" + kind.str() + "(rt, braid_rt_comm(rt, " +
+    return "braid_event_wait(rt, braid_" + kind.str() + "_tagged(rt, braid_rt_comm(rt, " +
            quoted(group->spec()) + "), " + ptr(value) + ", " +
            n(numElements(value)) + ", " + dtypeName(value.getType()) + ", " +
            n(peer) + ", " + n(*tag) + "))";

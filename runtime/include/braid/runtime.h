@@ -167,6 +167,10 @@ void braid_rt_value_sharded(braid_rt *rt, const char *scope, const char *name, c
 void braid_rt_push_scope(braid_rt *rt, const char *scope);
 void braid_rt_pop_scope(braid_rt *rt);
 
+/* Copies `bytes` bytes between two device (arena) buffers, in order with the
+ * kernels: a micro-batch's rows of a step input. */
+void braid_rt_copy(braid_rt *rt, void *dst, const void *src, int64_t bytes);
+
 /*===--- Communication ----------------------------------------------------===*
  * A communicator per grid-axis group ("world" for all ranks). Collectives are
  * issued on the runtime's communication stream (GPU) or thread (CPU) and
@@ -200,6 +204,14 @@ braid_event *braid_send(braid_rt *rt, braid_comm *comm, const void *buffer, int6
                         braid_dtype dtype, int32_t peer);
 braid_event *braid_recv(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,
                         braid_dtype dtype, int32_t peer);
+/* braid_send / braid_recv with a tag (0 <= tag < 25600): a receive takes the
+ * next send of the same tag from its peer, whatever other tags came between
+ * (pipeline stages issue their transfers in their own schedules' orders).
+ * On NCCL tags are ignored and transfers match in issue order. */
+braid_event *braid_send_tagged(braid_rt *rt, braid_comm *comm, const void *buffer,
+                               int64_t count, braid_dtype dtype, int32_t peer, int32_t tag);
+braid_event *braid_recv_tagged(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,
+                               braid_dtype dtype, int32_t peer, int32_t tag);
 /* Makes later compute wait for the collective, then releases the event. */
 void braid_event_wait(braid_rt *rt, braid_event *event);
 

@@ -309,8 +309,9 @@ public:
     return finish(in);
   }
 
+  // NCCL has no tags: transfers between two ranks match in issue order.
   std::unique_ptr<Event> send(Backend &backend, const void *buffer, int64_t count,
-                              braid_dtype dtype, int32_t peer) override {
+                              braid_dtype dtype, int32_t peer, int32_t /*tag*/) override {
     const char *what = "braid_send";
     // Unlike MPI's (comm_mpi.h), this send holds the comm stream until the
     // peer receives: two pipeline neighbours that send to each other before
@@ -328,7 +329,7 @@ public:
   }
 
   std::unique_ptr<Event> recv(Backend &backend, void *buffer, int64_t count, braid_dtype dtype,
-                              int32_t peer) override {
+                              int32_t peer, int32_t /*tag*/) override {
     const char *what = "braid_recv";
     Issue in = begin(backend, what, buffer, buffer, count, dtype);
     checkPeer(what, "peer", peer, false);

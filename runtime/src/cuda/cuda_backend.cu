@@ -182,6 +182,12 @@ public:
     checkDeviceError();
   }
 
+  void copy(void *dst, const void *src, int64_t bytes) override {
+    if (bytes > 0)
+      BRAID_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes),
+                                       cudaMemcpyDeviceToDevice, compute_));
+  }
+
   void synchronize() override {
     BRAID_CUDA_CHECK(cudaStreamSynchronize(comm_));
     BRAID_CUDA_CHECK(cudaStreamSynchronize(compute_));
