@@ -123,7 +123,7 @@ else:
     print("mpi run: mpirun not installed")
 # Option errors, before any work.
 for args, message in (
-        (["--verify"], "--verify compares a partitioned run with the 1-rank run: it needs --grid"),
+        (["--verify"], "--verify compares a partitioned or micro-batched run with the 1-rank run: it needs --grid or --microbatches"),
         (["--grid", "dp=2,tp"], "bad --grid 'dp=2,tp': 'tp' is not AXIS=SIZE"),
         (["--grid", "dp=0"], "bad --grid 'dp=0': axis dp needs a positive size, got '0'"),
         (["--grid", "tp=2,tp=2"], "bad --grid 'tp=2,tp=2': axis tp appears twice"),

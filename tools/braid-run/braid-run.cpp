@@ -396,9 +396,9 @@ int main(int argc, char **argv) {
       return 1;
     ranks = *n;
   }
-  if (verifyRuns && gridSpec.empty())
-    return fail("--verify compares a partitioned run with the 1-rank run: it "
-                "needs --grid");
+  if (verifyRuns && gridSpec.empty() && microbatches == 1)
+    return fail("--verify compares a partitioned or micro-batched run with "
+                "the 1-rank run: it needs --grid or --microbatches");
   if (!(verifyTolerance >= 0) || !std::isfinite(verifyTolerance))
     return fail("--verify-tolerance must be a non-negative number");
   if (zeroStage < 0 || zeroStage > 3)

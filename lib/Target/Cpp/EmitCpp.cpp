@@ -419,6 +419,8 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
           BraidDialect::getModelAttrName()))
     if (auto n = config.getAs<StringAttr>("name"))
       name = n.getValue().str();
+  // Pipeline ranks on a grid (micro-batches alone run on every rank).
+  bool stageAxis = pipelineRank && StringRef(grid).starts_with("pp=");
   if (!commGroups.empty()) {
     os << "const char *const kCommGroups[] = {";
     llvm::interleaveComma(commGroups, os,
@@ -430,8 +432,8 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
      << plan.inputs.size() << ", kInputs, " << plan.lossOffset << ", step, "
      << (grid.empty() ? "nullptr" : quoted(grid)) << ", " << commGroups.size()
      << ", " << (commGroups.empty() ? "nullptr" : "kCommGroups") << ", "
-     << (pipelineRank ? "\"pp\"" : "nullptr") << ", " << pipelineRank.value_or(0)
-     << "};\n";
+     << (stageAxis ? "\"pp\"" : "nullptr") << ", "
+     << (stageAxis ? *pipelineRank : 0) << "};\n";
   return success();
 }
 

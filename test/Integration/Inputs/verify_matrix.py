@@ -1,9 +1,10 @@
 """Runs braid-run --verify over a matrix of (preset, flags): the shared body of
-the differential tests (spmd-verify.py, cp-verify.py).
+the differential tests (spmd-verify.py, cp-verify.py, pipeline-verify.py).
 
 Presets are built with the Python builder; MoE presets (and the hybrid) with
 capacity factor 4, so that no token is dropped on either side (capacity is
-per data shard); a "-b4" suffix builds batch 4 (split over dp x ep = 4).
+per data shard and micro-batch); suffixes "-b<N>" and "-l<N>" build batch N
+and N layers.
 Every run is 2 AdamW steps with eps 1e-5 (spmd-verify.py says why).
 """
 import os
@@ -14,8 +15,14 @@ import time
 
 def build(work, preset):
     name, extra = preset, []
-    if preset.endswith("-b4"):
-        name, extra = preset[:-3], ["--batch", "4"]
+    # Suffixes, in any order: -b<N> batch N, -l<N> N layers.
+    while True:
+        stem, _, suffix = name.rpartition("-")
+        if suffix[:1] in ("b", "l") and suffix[1:].isdigit():
+            extra += ["--batch" if suffix[0] == "b" else "--layers", suffix[1:]]
+            name = stem
+        else:
+            break
     if name in ("moe-tiny", "hybrid-tiny"):
         extra += ["--capacity-factor", "4"]
     path = os.path.join(work, preset + ".mlir")
