@@ -22,7 +22,7 @@
 // gradient is exchanged with rank 1 and summed in rank order; the loss is
 // summed over pp.
 // CHECK-LABEL: func.func @step.pp0(%arg0: tensor<4x6xi32>) -> (tensor<f32>, tensor<10x8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<16x8xf32>)
-// CHECK-SAME: braid.gradient_copies = array<i64: 2, 1, 1, 1>, braid.gradients = [@wte, @l0.norm, @l0.up, @l0.down], braid.pipeline_rank = 0 : i64
+// CHECK-SAME: braid.gradient_copies = array<i64: 2, 1, 1, 1>, braid.gradients = [@wte, @l0.norm, @l0.up, @l0.down], braid.peak_live_microbatches = 2 : i64, braid.pipeline_rank = 0 : i64
 // CHECK: %[[MB0:.*]] = dist.microbatch %arg0[0 of 2] : tensor<4x6xi32> -> tensor<2x6xi32>
 // CHECK-NEXT: %[[F0:.*]]:5 = call @step.c0.fwd(%[[MB0]]) {dist.action = "F", dist.chunk = 0 : i64, dist.microbatch = 0 : i64}
 // CHECK-NEXT: dist.send %[[F0]]#0 to 1 on @grid grid_axes = [0] {tag = 5 : i64} : tensor<2x6x8xf32>
@@ -43,7 +43,7 @@
 
 // Rank 1: receive, forward, backward at once (1F1B), send the gradient back.
 // CHECK-LABEL: func.func @step.pp1(%arg0: tensor<4x6xi32>)
-// CHECK-SAME: braid.gradients = [@wte, @l1.norm, @l1.up, @l1.down], braid.pipeline_rank = 1 : i64
+// CHECK-SAME: braid.gradients = [@wte, @l1.norm, @l1.up, @l1.down], braid.peak_live_microbatches = 1 : i64, braid.pipeline_rank = 1 : i64
 // CHECK-NEXT: %[[X0:.*]] = dist.recv from 0 on @grid grid_axes = [0] {tag = 5 : i64}
 // CHECK-NEXT: %[[L0:.*]] = dist.microbatch %arg0[0 of 2]
 // CHECK-NEXT: %[[Y0:.*]]:6 = call @step.c1.fwd(%[[X0]], %[[L0]]) {dist.action = "F", dist.chunk = 1 : i64, dist.microbatch = 0 : i64}

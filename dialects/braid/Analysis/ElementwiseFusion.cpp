@@ -13,6 +13,16 @@ bool mlir::braid::isFusibleElementwise(Operation *op) {
 }
 
 ElementwiseFusion::ElementwiseFusion(func::FuncOp func) {
+  // Groups do not span calls: a group runs at its root, so an op fused past
+  // a call would keep its operands alive through the callee (a pipeline's
+  // gradient accumulation would hold every micro-batch's gradients).
+  llvm::DenseMap<Operation *, unsigned> segment;
+  unsigned calls = 0;
+  for (Operation &op : func.getBody().getOps()) {
+    if (isa<func::CallOp>(op))
+      ++calls;
+    segment[&op] = calls;
+  }
   for (Operation &op : func.getBody().getOps()) {
     if (!isFusibleElementwise(&op))
       continue;
@@ -24,6 +34,7 @@ ElementwiseFusion::ElementwiseFusion(func::FuncOp func) {
       Operation *producer = operand.getDefiningOp();
       if (!producer || !isFusibleElementwise(producer) ||
           !operand.hasOneUse() || producer->getBlock() != op.getBlock() ||
+          segment.lookup(producer) != segment.lookup(&op) ||
           rootOf.lookup(producer) != producer)
         continue;
       auto it = members.find(producer);

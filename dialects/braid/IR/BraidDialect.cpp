@@ -68,7 +68,7 @@ static bool isPipelineAttr(StringRef name) {
   return llvm::is_contained(
       {"braid.stage", "braid.backward", "braid.microbatches", "braid.pipeline",
        "braid.pipeline_entries", "braid.pipeline_rank", "braid.pipeline_chunk",
-       "braid.gradient_copies"},
+       "braid.gradient_copies", "braid.peak_live_microbatches"},
       name);
 }
 
@@ -79,7 +79,8 @@ static LogicalResult verifyPipelineAttr(Operation *op, NamedAttribute attr) {
     auto i = dyn_cast<IntegerAttr>(v);
     return i && i.getType().isInteger(64) && i.getInt() >= 0;
   };
-  if ((name == "braid.stage" || name == "braid.pipeline_rank") &&
+  if ((name == "braid.stage" || name == "braid.pipeline_rank" ||
+       name == "braid.peak_live_microbatches") &&
       !nonNegative(value))
     return op->emitError("'") << name << "' must be a non-negative i64";
   if (name == "braid.microbatches" &&

@@ -202,12 +202,8 @@ void PipelineBuilder::splitLayerBackwards() {
       SmallVector<Operation *> work;
       Halves halves;
       for (auto [k, v] : llvm::enumerate(ret.getOperands()))
-        if (!mask[k]) {
-          halves.inputResults.push_back(k);
+        if (!mask[k])
           work.push_back(v.getDefiningOp());
-        } else {
-          halves.weightResults.push_back(k);
-        }
       while (!work.empty()) {
         Operation *o = work.pop_back_val();
         if (!o || !needed.insert(o).second)
@@ -215,6 +211,14 @@ void PipelineBuilder::splitLayerBackwards() {
         for (Value operand : o->getOperands())
           work.push_back(operand.getDefiningOp());
       }
+      // A weight gradient the input half computes anyway is its result.
+      for (auto [k, v] : llvm::enumerate(ret.getOperands()))
+        if (!mask[k] || needed.count(v.getDefiningOp()))
+          halves.inputResults.push_back(k);
+        else
+          halves.weightResults.push_back(k);
+      if (halves.weightResults.empty())
+        continue;
       // What the weight half reads of the input half passes between them.
       llvm::SetVector<Value> mid;
       for (Operation &o : fb.without_terminator())
@@ -222,10 +226,6 @@ void PipelineBuilder::splitLayerBackwards() {
           for (Value operand : o.getOperands())
             if (operand.getDefiningOp() && needed.count(operand.getDefiningOp()))
               mid.insert(operand);
-      for (unsigned k : halves.weightResults)
-        if (Value v = ret.getOperand(k);
-            v.getDefiningOp() && needed.count(v.getDefiningOp()))
-          mid.insert(v);
       OpBuilder b(context);
       b.setInsertionPointAfter(callee);
       auto makeHalf = [&](StringRef suffix, bool inputHalf) {
@@ -449,6 +449,17 @@ LogicalResult PipelineBuilder::buildRank(int64_t rank,
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
     f.setArgAttrs(i, attrs);
   f->setAttr("braid.pipeline_rank", b.getI64IntegerAttr(rank));
+  // The most micro-batch-chunks whose forward has run and backward not:
+  // whose saved activations are alive at once (m for GPipe, at most p for
+  // 1F1B on the first rank). The memory plan of this function holds them.
+  int64_t live = 0, peakLive = 0;
+  for (const PipelineAction &action : schedule.ranks[rank]) {
+    if (action.kind == ActionKind::Forward)
+      peakLive = std::max(peakLive, ++live);
+    else if (action.kind == ActionKind::Backward)
+      --live;
+  }
+  f->setAttr("braid.peak_live_microbatches", b.getI64IntegerAttr(peakLive));
   Block *entry = f.addEntryBlock();
   b.setInsertionPointToStart(entry);
 

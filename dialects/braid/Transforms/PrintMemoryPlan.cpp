@@ -41,6 +41,11 @@ struct BraidPrintMemoryPlanPass
     llvm::raw_ostream &os = llvm::outs();
     os << "arena_bytes: " << plan->arenaBytes << "\n";
     os << "persistent_bytes: " << plan->persistentBytes << "\n";
+    // A pipeline rank's step: how many micro-batches' activations its
+    // schedule keeps alive at once (the plan above holds them).
+    if (auto live = plan->entry->getAttrOfType<IntegerAttr>(
+            "braid.peak_live_microbatches"))
+      os << "peak_live_microbatches: " << live.getInt() << "\n";
     for (const PersistentTensor &p : plan->params)
       os << "param @" << p.name << " offset " << p.offset << " bytes "
          << getTensorBytes(p.type) << "\n";
