@@ -130,6 +130,12 @@ for args, message in (
         (["--grid="], "--grid needs AXIS=SIZE"),
         (["--zero", "4"], "--zero must be 0, 1, 2 or 3, found 4"),
         (["--plan", "fsdp"], "--plan must be megatron or data, found 'fsdp'"),
+        (["--microbatches", "0"], "--microbatches must be at least 1, found 0"),
+        (["--schedule", "zigzag"],
+         "--schedule must be gpipe, 1f1b, interleaved or zb-h1, found 'zigzag'"),
+        (["--virtual-stages", "0"], "--virtual-stages must be at least 1, found 0"),
+        (["--pp-layout", "2,x"],
+         "--pp-layout must list positive layer counts (e.g. 2,3), found '2,x'"),
         (["--grid", "dp=1", "--verify", "--verify-tolerance", "-1"],
          "--verify-tolerance must be a non-negative number")):
     r = run(model, *args)
