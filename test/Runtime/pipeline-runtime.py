@@ -40,6 +40,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 
 from braid_ref import rng  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
+import mpi_launch  # noqa: E402
 
 mpicxx, mpirun = sys.argv[1], sys.argv[2]
 src, libdir, tmp = pathlib.Path(sys.argv[3]), pathlib.Path(sys.argv[4]), pathlib.Path(sys.argv[5])
@@ -52,20 +54,13 @@ def expect(cond, message):
         failures.append(message)
 
 
-mpi_libs = [libdir / "libbraid_runtime_main_mpi.a", libdir / "libbraid_runtime_mpi.a",
-            libdir / "libbraid_runtime.a"]
+mpi_libs = mpi_launch.mpi_libraries(libdir)
 missing = [str(p) for p in mpi_libs if not p.exists()]
 if missing:
     print(f"missing {missing}: build the braid_runtime_mpi and braid_runtime_main_mpi targets")
     sys.exit(1)
 
-env = dict(os.environ)
-env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_orte_base_help_aggregate="0")
-launcher = [mpirun]
-version = subprocess.run([mpirun, "--version"], capture_output=True, text=True, env=env)
-if "Open MPI" in version.stdout + version.stderr:
-    launcher.append("--oversubscribe")
+env, launcher = mpi_launch.launcher(mpirun)
 
 
 def build(stage):

@@ -32,6 +32,8 @@ import subprocess
 import sys
 
 import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
+import mpi_launch  # noqa: E402
 
 mpicxx, mpirun, cxx = sys.argv[1], sys.argv[2], sys.argv[3]
 src, libdir, tmp = pathlib.Path(sys.argv[4]), pathlib.Path(sys.argv[5]), pathlib.Path(sys.argv[6])
@@ -159,14 +161,7 @@ module attributes {MODEL} {{
 }}
 """
 
-env = dict(os.environ)
-env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1",  # 4 ranks on fewer cores
-           OMPI_MCA_orte_base_help_aggregate="0")
-launcher = [mpirun]
-version = subprocess.run([mpirun, "--version"], capture_output=True, text=True, env=env)
-if "Open MPI" in version.stdout + version.stderr:
-    launcher += ["--oversubscribe"]
+env, launcher = mpi_launch.launcher(mpirun)
 
 include = f"-I{src / 'runtime' / 'include'}"
 plain_libs = [libdir / "libbraid_runtime_main.a", libdir / "libbraid_kernels_cpu.a",
