@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/Pipelining.h"
 
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/Transforms/VJPRules.h"
@@ -46,8 +47,6 @@ using namespace mlir::braid;
 namespace {
 enum class Recompute { None, Selective, Full };
 
-constexpr StringLiteral kStageAttr = "braid.stage";
-constexpr StringLiteral kBackwardAttr = "braid.backward";
 
 std::optional<int64_t> stageOf(Operation *op) {
   if (op)

@@ -22,9 +22,11 @@
 
 #include "dialects/braid/Analysis/PipelineSchedule.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/Transforms/Pipelining.h"
 #include "dialects/braid/Transforms/Sharding.h"
 #include "dialects/dist/IR/DistDialect.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -42,9 +44,6 @@ using namespace mlir;
 using namespace mlir::braid;
 
 namespace {
-constexpr StringLiteral kStageAttr = "braid.stage";
-constexpr StringLiteral kBackwardAttr = "braid.backward";
-
 using ValueSet = llvm::SetVector<Value>;
 
 /// One piece of the step: the ops of a chunk's forward or backward (or of
@@ -83,9 +82,6 @@ private:
   /// The step's gradients: value, parameter, position in braid.gradients.
   SmallVector<std::pair<Value, FlatSymbolRefAttr>> gradients;
 
-  /// ZB-H1: every layer backward call becomes an input-gradient call and a
-  /// weight-gradient call, so that the weight part of a layer can wait.
-  void splitLayerBackwards();
   LogicalResult classify();
   LogicalResult collectInputs(Piece &piece, int64_t chunk, bool isBackward);
   void splitBackward(int64_t chunk);
@@ -142,156 +138,6 @@ LogicalResult PipelineBuilder::classify() {
   return success();
 }
 
-void PipelineBuilder::splitLayerBackwards() {
-  MLIRContext *context = module.getContext();
-  Block &body = step.getBody().front();
-  // Per callee and weight mask: the two halves and how many values pass
-  // from the first to the second.
-  struct Halves {
-    func::FuncOp input, weight;
-    SmallVector<unsigned> inputResults, weightResults;
-  };
-  std::map<std::pair<Operation *, std::vector<bool>>, std::optional<Halves>>
-      made;
-  // Values computed from parameters alone: their cotangents are weight
-  // gradients.
-  llvm::DenseSet<Value> weights;
-  for (Operation &op : body.without_terminator())
-    if (!op.hasAttr(kBackwardAttr) && op.getNumResults() > 0 &&
-        llvm::all_of(op.getOperands(),
-                     [&](Value v) { return weights.contains(v); }) &&
-        !isa<func::CallOp>(op))
-      for (Value r : op.getResults())
-        weights.insert(r);
-
-  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
-    auto call = dyn_cast<func::CallOp>(op);
-    if (!call || !op.hasAttr(kBackwardAttr) ||
-        !call.getCallee().ends_with(".bwd"))
-      continue;
-    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
-    // The forward call it differentiates: the one whose results it reads
-    // (saved values) and whose operands are its leading operands.
-    StringRef base = call.getCallee().drop_back(4);
-    func::CallOp forwardCall;
-    for (Value operand : call.getOperands())
-      if (auto f = operand.getDefiningOp<func::CallOp>();
-          f && (f.getCallee() == base || f.getCallee() == (base + ".fwd").str()))
-        forwardCall = f;
-    if (!callee || !forwardCall)
-      continue;
-    // Result k of the backward is the cotangent of the k-th differentiable
-    // forward operand.
-    std::vector<bool> mask;
-    for (Value operand : forwardCall.getOperands())
-      if (isa<FloatType>(getElementTypeOrSelf(operand.getType())))
-        mask.push_back(weights.contains(operand));
-    if (mask.size() != call.getNumResults() ||
-        llvm::none_of(mask, [](bool w) { return w; }) ||
-        llvm::all_of(mask, [](bool w) { return w; }))
-      continue;
-    auto key = std::make_pair(callee.getOperation(), mask);
-    if (!made.count(key)) {
-      made[key] = std::nullopt;
-      Block &fb = callee.getBody().front();
-      auto ret = cast<func::ReturnOp>(fb.getTerminator());
-      if (llvm::any_of(ret.getOperands(),
-                       [](Value v) { return isa<BlockArgument>(v); }))
-        continue;
-      llvm::SmallPtrSet<Operation *, 32> needed;
-      SmallVector<Operation *> work;
-      Halves halves;
-      for (auto [k, v] : llvm::enumerate(ret.getOperands()))
-        if (!mask[k])
-          work.push_back(v.getDefiningOp());
-      while (!work.empty()) {
-        Operation *o = work.pop_back_val();
-        if (!o || !needed.insert(o).second)
-          continue;
-        for (Value operand : o->getOperands())
-          work.push_back(operand.getDefiningOp());
-      }
-      // A weight gradient the input half computes anyway is its result.
-      for (auto [k, v] : llvm::enumerate(ret.getOperands()))
-        if (!mask[k] || needed.count(v.getDefiningOp()))
-          halves.inputResults.push_back(k);
-        else
-          halves.weightResults.push_back(k);
-      if (halves.weightResults.empty())
-        continue;
-      // What the weight half reads of the input half passes between them.
-      llvm::SetVector<Value> mid;
-      for (Operation &o : fb.without_terminator())
-        if (!needed.count(&o))
-          for (Value operand : o.getOperands())
-            if (operand.getDefiningOp() && needed.count(operand.getDefiningOp()))
-              mid.insert(operand);
-      OpBuilder b(context);
-      b.setInsertionPointAfter(callee);
-      auto makeHalf = [&](StringRef suffix, bool inputHalf) {
-        SmallVector<Type> ins(fb.getArgumentTypes());
-        if (!inputHalf)
-          for (Value v : mid)
-            ins.push_back(v.getType());
-        SmallVector<Value> outs;
-        for (unsigned k : inputHalf ? halves.inputResults : halves.weightResults)
-          outs.push_back(ret.getOperand(k));
-        if (inputHalf)
-          llvm::append_range(outs, mid);
-        SmallVector<Type> outTypes;
-        for (Value v : outs)
-          outTypes.push_back(v.getType());
-        auto f = func::FuncOp::create(
-            b, callee.getLoc(), (callee.getSymName() + suffix).str(),
-            b.getFunctionType(ins, outTypes));
-        f.setPrivate();
-        Block *entry = f.addEntryBlock();
-        OpBuilder fbld = OpBuilder::atBlockBegin(entry);
-        IRMapping map;
-        map.map(fb.getArguments(),
-                entry->getArguments().take_front(fb.getNumArguments()));
-        if (!inputHalf)
-          map.map(mid.getArrayRef(),
-                  entry->getArguments().drop_front(fb.getNumArguments()));
-        for (Operation &o : fb.without_terminator())
-          if (inputHalf ? needed.count(&o) > 0
-                        : (needed.count(&o) == 0 &&
-                           llvm::none_of(o.getResults(), [&](Value r) {
-                             return map.contains(r);
-                           })))
-            fbld.clone(o, map);
-        SmallVector<Value> results;
-        for (Value v : outs)
-          results.push_back(map.lookupOrDefault(v));
-        func::ReturnOp::create(fbld, callee.getLoc(), results);
-        return f;
-      };
-      halves.input = makeHalf("_input", true);
-      halves.weight = makeHalf("_weight", false);
-      made[key] = halves;
-    }
-    std::optional<Halves> &halves = made[key];
-    if (!halves)
-      continue;
-    OpBuilder b(call);
-    b.setListener(nullptr);
-    auto input = func::CallOp::create(b, call.getLoc(), halves->input,
-                                      call.getOperands());
-    SmallVector<Value> weightOperands(call.getOperands());
-    llvm::append_range(weightOperands, input.getResults().drop_front(
-                                           halves->inputResults.size()));
-    auto weight = func::CallOp::create(b, call.getLoc(), halves->weight,
-                                       weightOperands);
-    for (Operation *made : {input.getOperation(), weight.getOperation()})
-      made->setDiscardableAttrs(call->getDiscardableAttrDictionary());
-    for (auto [i, k] : llvm::enumerate(halves->inputResults))
-      call.getResult(k).replaceAllUsesWith(input.getResult(i));
-    for (auto [i, k] : llvm::enumerate(halves->weightResults))
-      call.getResult(k).replaceAllUsesWith(weight.getResult(i));
-    call.erase();
-  }
-}
-
 /// Records what `piece` (chunk `chunk`, forward or backward) reads from
 /// outside itself and checks it reads only what a pipeline can deliver.
 LogicalResult PipelineBuilder::collectInputs(Piece &piece, int64_t chunk,
@@ -325,20 +171,16 @@ void PipelineBuilder::splitBackward(int64_t chunk) {
   Piece &whole = backward[chunk];
   Piece &input = backwardInput[chunk];
   Piece &weight = backwardWeight[chunk];
-  llvm::SmallPtrSet<Operation *, 32> needed;
-  SmallVector<Operation *> work;
+  llvm::SetVector<Operation *> needed;
+  BackwardSliceOptions slice;
+  slice.inclusive = true;
+  slice.omitBlockArguments = true;
+  slice.filter = [&](Operation *op) {
+    return chunkOf.lookup(op) == chunk && backwardOf.lookup(op);
+  };
   for (Value v : whole.outputs)
     if (chunk > 0 && bcarry[chunk - 1].contains(v))
-      work.push_back(v.getDefiningOp());
-  while (!work.empty()) {
-    Operation *op = work.pop_back_val();
-    if (!op || !needed.insert(op).second)
-      continue;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp();
-          def && chunkOf.lookup(def) == chunk && backwardOf.lookup(def))
-        work.push_back(def);
-  }
+      (void)getBackwardSlice(v, &needed, slice);
   for (Operation *op : whole.ops)
     (needed.count(op) ? input : weight).ops.push_back(op);
   auto readsFrom = [](Piece &piece) {
@@ -637,7 +479,7 @@ LogicalResult PipelineBuilder::buildRank(int64_t rank,
 
 LogicalResult PipelineBuilder::run() {
   if (schedule.splitBackward)
-    splitLayerBackwards();
+    splitLayerBackwards(module, step);
   if (failed(classify()))
     return failure();
   for (int64_t c = 0; c < chunks; ++c)

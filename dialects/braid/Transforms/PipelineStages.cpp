@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/Pipelining.h"
 
 #include "dialects/braid/Analysis/PipelineSchedule.h"
 #include "dialects/braid/IR/BraidOps.h"
@@ -26,8 +27,6 @@ namespace mlir::braid {
 
 using namespace mlir;
 using namespace mlir::braid;
-
-static constexpr StringLiteral kStageAttr = "braid.stage";
 
 /// The layout the model's layer calls give with their `braid.stage`
 /// attributes (layers per chunk), none when no call has one, or failure with
