@@ -419,8 +419,6 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
           BraidDialect::getModelAttrName()))
     if (auto n = config.getAs<StringAttr>("name"))
       name = n.getValue().str();
-  // Pipeline ranks on a grid (micro-batches alone run on every rank).
-  bool stageAxis = pipelineRank && StringRef(grid).starts_with("pp=");
   if (!commGroups.empty()) {
     os << "const char *const kCommGroups[] = {";
     llvm::interleaveComma(commGroups, os,
@@ -432,8 +430,8 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
      << plan.inputs.size() << ", kInputs, " << plan.lossOffset << ", step, "
      << (grid.empty() ? "nullptr" : quoted(grid)) << ", " << commGroups.size()
      << ", " << (commGroups.empty() ? "nullptr" : "kCommGroups") << ", "
-     << (stageAxis ? "\"pp\"" : "nullptr") << ", "
-     << (stageAxis ? *pipelineRank : 0) << "};\n";
+     << (onPipelineAxis ? "\"pp\"" : "nullptr") << ", "
+     << (onPipelineAxis ? *pipelineRank : 0) << "};\n";
   return success();
 }
 
@@ -538,6 +536,8 @@ mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entr
     for (const std::string &axis : *names)
       if (axis != "pp")
         stage += (stage.empty() ? "" : ",") + axis;
+      else
+        emitter.onPipelineAxis = true;
     if (!stage.empty())
       groups.insert(stage);
   }

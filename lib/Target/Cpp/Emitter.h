@@ -87,6 +87,9 @@ public:
   /// the run creates (in this order) and the persistent tensors a lower rank
   /// holds too and dumps.
   std::optional<int64_t> pipelineRank;
+  /// Whether the ranks lie along a pp axis of the grid (micro-batching
+  /// alone is a pipeline of one rank, on every rank).
+  bool onPipelineAxis = false;
   SmallVector<std::string> commGroups;
   llvm::StringSet<> mirrors;
 
