@@ -80,7 +80,7 @@ struct TrainingPipelineOptions
       *this, "virtual-stages",
       llvm::cl::desc("Model chunks per pipeline rank (interleaved 1F1B)"),
       llvm::cl::init(1)};
-  Option<std::string> ppLayout{
+  ListOption<int64_t> ppLayout{
       *this, "pp-layout",
       llvm::cl::desc("Layers per model chunk, e.g. 7,8,8,7 (empty: balanced "
                      "by cost, or the layers' braid.stage attributes)")};

@@ -70,18 +70,7 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
     stages.entry = options.entry;
     stages.pp = pp;
     stages.virtualStages = options.virtualStages;
-    SmallVector<StringRef> counts;
-    StringRef(options.ppLayout).split(counts, ',', -1, /*KeepEmpty=*/false);
-    for (StringRef count : counts) {
-      int64_t n = 0;
-      if (count.trim().getAsInteger(10, n)) {
-        if (error)
-          *error = "--pp-layout must list layer counts, e.g. 7,8,8,7; found '" +
-                   options.ppLayout + "'";
-        return failure();
-      }
-      stages.layout.push_back(n);
-    }
+    stages.layout.assign(options.ppLayout.begin(), options.ppLayout.end());
     pm.addPass(mlir::braid::createBraidPipelineStagesPass(stages));
   }
   pm.addPass(mlir::braid::createBraidAutodiffPass(autodiff));

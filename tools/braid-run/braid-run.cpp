@@ -180,6 +180,8 @@ static cl::opt<std::string>
              cl::desc("With a pp grid axis, layers per model chunk, e.g. "
                       "7,8,8,7 (default: balanced by cost, or the layers' "
                       "braid.stage attributes)"));
+/// --pp-layout, parsed (and checked) before any work.
+static SmallVector<int64_t> layerCounts;
 static cl::opt<bool> verifyRuns(
     "verify",
     cl::desc("With --grid: also run the unpartitioned program on one rank "
@@ -330,7 +332,7 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit) {
     pipeline.microbatches = microbatches;
     pipeline.schedule = schedule;
     pipeline.virtualStages = virtualStages;
-    pipeline.ppLayout = ppLayout;
+    pipeline.ppLayout = ArrayRef<int64_t>(layerCounts);
   }
   std::string error;
   if (failed(::braid::buildTrainingPipeline(pm, pipeline, &error))) {
@@ -426,6 +428,7 @@ int main(int argc, char **argv) {
         return fail("--pp-layout must list positive layer counts (e.g. 2,3), "
                     "found '" +
                     ppLayout + "'");
+      layerCounts.push_back(n);
     }
   }
 
