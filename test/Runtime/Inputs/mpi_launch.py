@@ -3,12 +3,20 @@ mpirun command line that works as root and with more ranks than cores
 (Open MPI refuses both by default)."""
 import os
 import subprocess
+import sys
 
 
 def mpi_libraries(libdir):
-    """The MPI driver, the MPI runtime and the runtime core, link order."""
-    return [libdir / "libbraid_runtime_main_mpi.a", libdir / "libbraid_runtime_mpi.a",
+    """The MPI driver, the MPI runtime and the runtime core, link order; exits
+    with a message when one was not built (MPI not found at configure time)."""
+    libs = [libdir / "libbraid_runtime_main_mpi.a", libdir / "libbraid_runtime_mpi.a",
             libdir / "libbraid_runtime.a"]
+    missing = [str(p) for p in libs if not p.exists()]
+    if missing:
+        print(f"missing {missing}: configure with MPI found (find_package(MPI COMPONENTS C)) "
+              "and build the braid_runtime_mpi and braid_runtime_main_mpi targets")
+        sys.exit(1)
+    return libs
 
 
 def launcher(mpirun):
