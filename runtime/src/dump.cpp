@@ -1,0 +1,271 @@
+//===- dump.cpp - tensor dumps: local, and assembled from shards -----------===//
+//
+// A dump is DIR/<name>.npy. A sharded tensor is gathered from the ranks that
+// hold its blocks (over the world, or over a pipeline stage's group) and the
+// writer (rank 0, or the stage's leader) places each block by its rank's
+// coordinates, dropping padding and replicas.
+//
+//===----------------------------------------------------------------------===//
+
+#include "rt_impl.h"
+
+#include "npy.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace braid::rt {
+
+namespace {
+
+/// Writes host data as DIR/<file><suffix>.npy ('/' in `file` becomes '.').
+void writeDump(braid_rt *rt, const std::string &file, const void *host, braid_dtype dtype,
+               const std::vector<int64_t> &shape) {
+  std::string name = file;
+  for (char &c : name)
+    if (c == '/')
+      c = '.';
+  std::string error;
+  std::string path = rt->options.dumpDir + "/" + name + rt->options.dumpSuffix + ".npy";
+  if (!npy::writeTensor(path, dtype, shape, host, &error))
+    fatal("dump: %s", error.c_str());
+}
+
+/// "dp, tp" -> {"dp", "tp"} (spaces around names ignored).
+std::vector<std::string> axisNames(const char *spec) {
+  std::vector<std::string> names;
+  std::string text = spec;
+  size_t begin = 0;
+  while (true) {
+    size_t comma = text.find(',', begin);
+    std::string part = text.substr(begin, comma == std::string::npos ? std::string::npos
+                                                                     : comma - begin);
+    size_t a = part.find_first_not_of(' '), b = part.find_last_not_of(' ');
+    names.push_back(a == std::string::npos ? std::string() : part.substr(a, b - a + 1));
+    if (comma == std::string::npos)
+      return names;
+    begin = comma + 1;
+  }
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+} // namespace
+
+void dumpTensor(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
+                const std::vector<int64_t> &shape) {
+  if (rt->options.dumpDir.empty())
+    return;
+  int64_t elementSize = braid_dtype_size(dtype);
+  if (elementSize <= 0)
+    fatal("dump of %s: unknown dtype %d", file.c_str(), int(dtype));
+  int64_t numel = numElements(file.c_str(), int32_t(shape.size()), shape.data());
+  std::vector<char> host(static_cast<size_t>(numel * elementSize));
+  if (numel) {
+    if (!data)
+      fatal("dump of %s: null data", file.c_str());
+    rt->backend->synchronize();
+    rt->backend->copyToHost(host.data(), data, numel * elementSize);
+  }
+  writeDump(rt, file, host.data(), dtype, shape);
+}
+
+bool ShardLayout::split() const {
+  for (int64_t p : parts)
+    if (p > 1)
+      return true;
+  return false;
+}
+
+int64_t ShardLayout::block(size_t d, const std::vector<int32_t> &coords) const {
+  int64_t c = 0;
+  for (int a : axes[d])
+    c = c * gridSizes[size_t(a)] + coords[size_t(a)];
+  return c;
+}
+
+bool shardLayout(const Grid &grid, int32_t rank, const int64_t *shape,
+                 const int64_t *globalShape, const char *const *splitAxes, ShardLayout *out,
+                 std::string *error) {
+  ShardLayout layout;
+  layout.local.assign(shape, shape + rank);
+  layout.global = globalShape ? std::vector<int64_t>(globalShape, globalShape + rank)
+                              : layout.local;
+  layout.axes.resize(size_t(rank));
+  layout.parts.assign(size_t(rank), 1);
+  layout.gridSizes = grid.sizes;
+  std::vector<int> usedBy(grid.names.size(), -1);
+  for (int32_t d = 0; d < rank; ++d) {
+    const char *spec = splitAxes ? splitAxes[d] : nullptr;
+    if (spec && *spec) {
+      if (!globalShape) {
+        *error = "dimension " + std::to_string(d) + " is split over '" + spec +
+                 "' but there is no global shape";
+        return false;
+      }
+      for (const std::string &name : axisNames(spec)) {
+        size_t a = 0;
+        while (a < grid.names.size() && grid.names[a] != name)
+          ++a;
+        if (a == grid.names.size()) {
+          *error = "dimension " + std::to_string(d) + " is split over axis '" + name +
+                   "', which grid " + grid.str() + " does not have";
+          return false;
+        }
+        if (usedBy[a] >= 0) {
+          *error = "axis '" + name + "' splits " +
+                   (usedBy[a] == d ? "dimension " + std::to_string(d) + " twice"
+                                   : "dimensions " + std::to_string(usedBy[a]) + " and " +
+                                         std::to_string(d));
+          return false;
+        }
+        usedBy[a] = d;
+        layout.axes[size_t(d)].push_back(int(a));
+        layout.parts[size_t(d)] *= grid.sizes[a];
+      }
+    }
+    int64_t global = layout.global[size_t(d)], parts = layout.parts[size_t(d)];
+    if (global < 0) {
+      *error = "negative global dimension " + std::to_string(global);
+      return false;
+    }
+    int64_t want = (global + parts - 1) / parts;
+    if (layout.local[size_t(d)] != want) {
+      *error = "local shape " + shapeString(layout.local) + " does not match global shape " +
+               shapeString(layout.global) + ": dimension " + std::to_string(d) +
+               (parts > 1 ? " over " + std::to_string(parts) + " ranks" : std::string()) +
+               " must be " + std::to_string(want);
+      return false;
+    }
+  }
+  *out = std::move(layout);
+  return true;
+}
+
+std::string stageGroup(const braid_rt *rt) {
+  std::string group;
+  for (size_t a = 0; a < rt->grid.names.size(); ++a)
+    if (int(a) != rt->stageAxis)
+      group += (group.empty() ? "" : ",") + rt->grid.names[a];
+  return group;
+}
+
+void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
+                 const ShardLayout &layout) {
+  if (!rt->options.dumping && rt->options.dumpDir.empty())
+    return;
+  // A stage holds its own tensors: none lies across the stages.
+  const bool staged = rt->stageAxis >= 0;
+  if (staged)
+    for (const std::vector<int> &axes : layout.axes)
+      for (int a : axes)
+        if (a == rt->stageAxis)
+          fatal("dump of %s: split over the pipeline's stage axis '%s'", file.c_str(),
+                rt->grid.names[size_t(a)].c_str());
+  // Whole on every rank, or each rank's own shard: as an unsharded value.
+  // (A stage group without axes never gets past here: nothing splits it.)
+  if (!layout.split() || rt->options.dumpLocal) {
+    dumpTensor(rt, file, data, dtype, layout.local);
+    return;
+  }
+  int64_t size = braid_dtype_size(dtype);
+  if (size <= 0)
+    fatal("dump of %s: unknown dtype %d", file.c_str(), int(dtype));
+  const int32_t rank = int32_t(layout.local.size());
+  int64_t localNumel = numElements(file.c_str(), rank, layout.local.data());
+  int64_t globalNumel = numElements(file.c_str(), rank, layout.global.data());
+  if (localNumel && !data)
+    fatal("dump of %s: null data", file.c_str());
+  // The ranks holding the tensor: the world, or the ranks of this pipeline
+  // stage (every axis but the stage axis; this rank's coordinate on it).
+  std::vector<int> groupAxes;
+  int64_t members = 1;
+  for (size_t a = 0; a < rt->grid.names.size(); ++a)
+    if (int(a) != rt->stageAxis) {
+      groupAxes.push_back(int(a));
+      members *= rt->grid.sizes[a];
+    }
+  const std::string group = staged ? stageGroup(rt) : std::string("world");
+  // Every member's shard, in group-rank order, on the host. The gather runs
+  // on the backend's communicator (device memory on GPU ranks), then one copy.
+  Backend &backend = *rt->backend;
+  Communicator &comm = *braid_rt_comm(rt, group.c_str())->impl;
+  const int32_t ranks = comm.size();
+  if (ranks != members)
+    fatal("dump of %s: the group '%s' has %d ranks but grid %s has %lld", file.c_str(),
+          group.c_str(), int(ranks), rt->grid.str().c_str(), (long long)members);
+  const int64_t localBytes = localNumel * size;
+  std::vector<char> shards(size_t(localBytes * ranks));
+  backend.synchronize();
+  if (localBytes > 0) {
+    void *gathered = backend.allocate(localBytes * ranks);
+    comm.allGather(backend, data, gathered, localNumel, dtype)->wait(backend);
+    backend.synchronize();
+    backend.copyToHost(shards.data(), gathered, localBytes * ranks);
+    backend.release(gathered);
+  }
+  if (rt->options.dumpDir.empty())
+    return; // a rank that only took part in the gather
+
+  // Place each block by its rank's grid coordinates, row by row (the last
+  // dimension is contiguous in both), dropping padding. Of the ranks holding
+  // the same block (replicas along axes of the group that do not split the
+  // tensor) the one at coordinate 0 on those axes is taken.
+  std::vector<char> global(size_t(globalNumel * size), 0);
+  std::vector<bool> splits(rt->grid.names.size(), false);
+  for (const std::vector<int> &axes : layout.axes)
+    for (int a : axes)
+      splits[size_t(a)] = true;
+  const int64_t lastLocal = layout.local[size_t(rank - 1)];
+  const int64_t lastGlobal = layout.global[size_t(rank - 1)];
+  const int64_t rows = lastLocal ? localNumel / lastLocal : 0;
+  for (int32_t r = 0; r < ranks; ++r) {
+    // Group rank r is row-major over the group's axes (comm.h, GroupSplit).
+    std::vector<int32_t> coords = rt->coords;
+    bool replica = false;
+    for (int32_t i = int32_t(groupAxes.size()) - 1, rest = r; i >= 0; --i) {
+      size_t a = size_t(groupAxes[size_t(i)]);
+      coords[a] = rest % rt->grid.sizes[a];
+      rest /= rt->grid.sizes[a];
+      replica |= !splits[a] && coords[a] != 0;
+    }
+    if (replica)
+      continue;
+    std::vector<int64_t> base(static_cast<size_t>(rank));
+    for (int32_t d = 0; d < rank; ++d)
+      base[size_t(d)] = layout.block(size_t(d), coords) * layout.local[size_t(d)];
+    int64_t valid =
+        std::max<int64_t>(0, std::min(lastLocal, lastGlobal - base[size_t(rank - 1)]));
+    if (valid == 0)
+      continue;
+    const char *block = shards.data() + r * localBytes;
+    // The row's local index (the last dimension's entry stays 0).
+    std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t at = 0;
+      bool inside = true;
+      for (int32_t d = 0; d + 1 < rank; ++d) {
+        int64_t g = base[size_t(d)] + index[size_t(d)];
+        inside &= g < layout.global[size_t(d)];
+        at = at * layout.global[size_t(d)] + g;
+      }
+      if (inside)
+        std::memcpy(global.data() + (at * lastGlobal + base[size_t(rank - 1)]) * size,
+                    block + row * lastLocal * size, size_t(valid * size));
+      for (int32_t d = rank - 2; d >= 0; --d) { // next row, row-major
+        if (++index[size_t(d)] < layout.local[size_t(d)])
+          break;
+        index[size_t(d)] = 0;
+      }
+    }
+  }
+  writeDump(rt, file, global.data(), dtype, layout.global);
+}
+
+} // namespace braid::rt
