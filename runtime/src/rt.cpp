@@ -2,8 +2,6 @@
 
 #include "rt_impl.h"
 
-#include "npy.h"
-
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
