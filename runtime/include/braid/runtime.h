@@ -129,6 +129,16 @@ typedef struct braid_program {
    * every rank of the grid. */
   const char *stage_axis;
   int32_t stage;
+  /* Context parallelism with zigzag load balancing: the grid axis ("cp")
+   * whose splits hold a sequence in zigzag order. A dimension whose
+   * split_axes list this axis first is stored permuted (global index order
+   * of braid_k_sequence_positions over n = the axis size): the rank whose
+   * linear coordinate over the listed axes is c holds the stored indices
+   * [c * local, (c + 1) * local), i.e. along the axis alone, rank i holds
+   * chunks i and 2n-1-i of 2n equal chunks. The dimension's global size must
+   * be a multiple of 2n (no padding). Initialization, inputs and dumps use
+   * natural (global position) order. NULL: no dimension is permuted. */
+  const char *zigzag_axis;
 } braid_program;
 
 const braid_program *braid_program_get(void);
@@ -336,6 +346,51 @@ void braid_k_attention_grad_offset(braid_rt *rt, braid_dtype dt, const void *q, 
                                    int64_t heads, int64_t kv_heads, int64_t head_dim,
                                    int64_t v_head_dim, int32_t causal, double scale,
                                    double rope_theta, int64_t q_offset);
+/*===--- Attention by key blocks (context parallelism: ring, zigzag) ------===*
+ * Query rows and key rows carry explicit global positions (int64 arrays in
+ * backend memory, q_pos [seq], k_pos [seq_kv]): the RoPE angle of a row is
+ * its position, and with `causal` key t is visible to query s iff
+ * k_pos[t] <= q_pos[s]. Statistics are f32, one per query row and head,
+ * row-major [batch, seq, heads] like the rows of out [batch, seq, heads, Dv].
+ */
+/* pos[i] = the global position of row start + i of a sequence of `seq` rows
+ * stored in zigzag order over `zigzag_ranks` ranks (0: natural order,
+ * pos[i] = start + i). Zigzag over n ranks cuts the sequence into 2n chunks
+ * of c = seq / (2n) rows and stores chunks 0, 2n-1, 1, 2n-2, ...: stored row
+ * j*2c + w (j < n, w < 2c) is position j*c + w for w < c, else
+ * (2n-1-j)*c + (w - c). seq must be a multiple of 2n. */
+void braid_k_sequence_positions(braid_rt *rt, int64_t *pos, int64_t count, int64_t start,
+                                int64_t seq, int64_t zigzag_ranks);
+/* Attention of the query rows over one block of keys: out [B,S,Hq,Dv] f32
+ * is the block's normalized output and lse [B,S,Hq] f32 the log of the sum
+ * of exp(scale q'.k') over the row's visible keys (-inf and a zero output
+ * row when it sees none). */
+void braid_k_attention_block(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
+                             const void *v, const int64_t *q_pos, const int64_t *k_pos,
+                             float *out, float *lse, int64_t batch, int64_t seq, int64_t seq_kv,
+                             int64_t heads, int64_t kv_heads, int64_t head_dim,
+                             int64_t v_head_dim, int32_t causal, double scale,
+                             double rope_theta);
+/* The online-softmax merge of a block's (out, lse) into the running (out,
+ * lse), rows x Dv: lse' = log(e^lse + e^block_lse), out' = e^(lse - lse') out
+ * + e^(block_lse - lse') block_out; two -inf statistics leave (0, -inf). */
+void braid_k_attention_merge(braid_rt *rt, float *out, float *lse, const float *block_out,
+                             const float *block_lse, int64_t rows, int64_t v_head_dim);
+/* delta[r] = sum_e dout[r, e] * out[r, e] over rows x Dv (dout in dt). */
+void braid_k_attention_delta(braid_rt *rt, braid_dtype dt, const void *dout, const float *out,
+                             float *delta, int64_t rows, int64_t v_head_dim);
+/* Adds one key block's share of the attention gradient, given the final
+ * lse and delta of every query row: with p = exp(scale q'.k'_t - lse) over
+ * visible keys, ds_t = p_t (dout.v_t - delta), dq += scale sum_t ds_t k'_t
+ * (rotated back), dk_t += scale ds_t q' (rotated back), dv_t += p_t dout;
+ * dq [B,S,Hq,D], dk [B,Skv,Hkv,D], dv [B,Skv,Hkv,Dv] are f32 accumulators. */
+void braid_k_attention_block_grad(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
+                                  const void *v, const void *dout, const int64_t *q_pos,
+                                  const int64_t *k_pos, const float *lse, const float *delta,
+                                  float *dq, float *dk, float *dv, int64_t batch, int64_t seq,
+                                  int64_t seq_kv, int64_t heads, int64_t kv_heads,
+                                  int64_t head_dim, int64_t v_head_dim, int32_t causal,
+                                  double scale, double rope_theta);
 void braid_k_rms_norm_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
                            const void *dy, void *dx, void *dgamma, int64_t rows, int64_t hidden,
                            double epsilon);

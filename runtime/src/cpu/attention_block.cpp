@@ -1,0 +1,414 @@
+//===- attention_block.cpp - CPU kernels: attention by key blocks ---------===//
+//
+// Context parallelism (ring / zigzag): every query row and every key row
+// carries its global position (q_pos [S], k_pos [Skv], int64), which is its
+// RoPE angle and, with `causal`, its mask: key t is visible to query s iff
+// k_pos[t] <= q_pos[s]. A rank holds its query rows and sees the keys and
+// values block by block; the kernels here are the pieces of that loop:
+//
+//  - braid_k_sequence_positions: the positions of a range of stored rows,
+//    natural order or zigzag over n ranks (2n chunks of c = S / 2n rows
+//    stored as chunks 0, 2n-1, 1, 2n-2, ...: stored row j*2c + w is position
+//    j*c + w for w < c, else (2n-1-j)*c + (w - c)).
+//  - braid_k_attention_block: attention over one block of keys in the
+//    online-softmax form of attention.cpp (no S x Skv workspace). A block of
+//    up to 64 query rows of one (batch, head) is rotated once into a local
+//    buffer; every key row the block can see is rotated once per block and
+//    folded into each visible row's running max m, sum l (double) and f32
+//    accumulator: m' = max(m, s_t), acc = acc e^(m - m') + e^(s_t - m') v_t.
+//    Then out = acc / l and lse = m + log l (a row that sees no key: 0 and
+//    -inf). Positions are not sorted globally (zigzag) but monotone within
+//    chunks, so a key is skipped for the whole block when k_pos[t] exceeds
+//    the largest query position of the block.
+//  - braid_k_attention_merge: (out, lse) <- the log-sum-exp merge with a
+//    block's (out, lse): lse' = log(e^lse + e^lse_b),
+//    out' = e^(lse - lse') out + e^(lse_b - lse') out_b (weights in double).
+//  - braid_k_attention_delta: delta = dout . out per row (double sum).
+//  - braid_k_attention_block_grad: one key block's share of the backward,
+//    given the final lse and delta of each query row: per (b, h) and block of
+//    query rows (rotated once), each visible key (rotated once per block, its
+//    cos / sin kept for the rotation back) gives per row
+//      p = exp(scale q'.k'_t - lse),  ds = p (dout.v_t - delta),
+//    dq'_row += ds k'_t (f32, per row of the block), and over the block's rows
+//    dk'_t += ds q', dv_t += p dout (f32, local); then dk_t += scale dk'_t
+//    rotated back (the transposed rotation) and dv_t += dv. At the end of the
+//    block dq += scale dq' rotated back. dq, dk, dv are f32 accumulators the
+//    caller zeroes: the kernel adds. Rows with lse = -inf see no key and
+//    contribute nothing.
+//
+// RoPE is rotate-half as in attention.cpp: f_i = theta^(-2i/D) computed once,
+// angles p f_i and their cos / sin in double (positions can be large),
+// theta <= 0: no rotation. GQA: query head h reads kv head h / (Hq / Hkv).
+//
+//===----------------------------------------------------------------------===//
+
+#include "common.h"
+
+#include <cmath>
+
+using namespace braid::cpu;
+
+namespace {
+
+constexpr int64_t kMaxQB = 64;
+constexpr int64_t kBufFloats = 8192;
+
+struct Rope {
+  bool on = false;
+  int64_t d = 0;
+  double freq[kMaxHeadDim / 2];
+
+  void init(double theta, int64_t dim) {
+    on = theta > 0.0;
+    d = dim;
+    if (on)
+      for (int64_t i = 0; i < dim / 2; ++i)
+        freq[i] = std::pow(theta, -2.0 * double(i) / double(dim));
+  }
+  /// cos / sin of the angles of position p (on only).
+  void angles(int64_t p, float *c, float *s) const {
+    for (int64_t i = 0; i < d / 2; ++i) {
+      const double a = double(p) * freq[i];
+      c[i] = float(std::cos(a));
+      s[i] = float(std::sin(a));
+    }
+  }
+};
+
+/// dst[0..D) = x rotated by the angles (c, s) (rotate-half), or a copy.
+template <typename T>
+inline void rotate(const T *x, float *dst, const float *c, const float *s, const Rope &r) {
+  if (!r.on) {
+    for (int64_t i = 0; i < r.d; ++i)
+      dst[i] = braid::load(x, i);
+    return;
+  }
+  const int64_t half = r.d / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float lo = braid::load(x, i), hi = braid::load(x, i + half);
+    dst[i] = lo * c[i] - hi * s[i];
+    dst[i + half] = hi * c[i] + lo * s[i];
+  }
+}
+
+/// dst[0..D) += scale * g rotated back by (c, s) (the transposed rotation).
+inline void addUnrotated(const float *g, float *dst, float scale, const float *c, const float *s,
+                         const Rope &r) {
+  if (!r.on) {
+    for (int64_t i = 0; i < r.d; ++i)
+      dst[i] += scale * g[i];
+    return;
+  }
+  const int64_t half = r.d / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float lo = g[i], hi = g[i + half];
+    dst[i] += scale * (lo * c[i] + hi * s[i]);
+    dst[i + half] += scale * (hi * c[i] - lo * s[i]);
+  }
+}
+
+inline float dot(const float *a, const float *b, int64_t n) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+/// Query rows per block: as many as fit (up to 64) in the fixed buffers.
+inline int64_t queryBlock(int64_t D, int64_t Dv) {
+  const int64_t m = D > Dv ? (D > 0 ? D : 1) : (Dv > 0 ? Dv : 1);
+  return kBufFloats / m < kMaxQB ? kBufFloats / m : kMaxQB; // >= 8
+}
+
+void checkShapes(const char *kernel, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                 int64_t v_head_dim, double rope_theta, int64_t batch, int64_t seq,
+                 int64_t seq_kv) {
+  if (batch < 0 || seq < 0 || seq_kv < 0 || head_dim < 0 || v_head_dim < 0)
+    fail(kernel, "negative size (batch %lld, seq %lld, seq_kv %lld, head dims %lld / %lld)",
+         (long long)batch, (long long)seq, (long long)seq_kv, (long long)head_dim,
+         (long long)v_head_dim);
+  if (kv_heads <= 0 || heads % kv_heads != 0)
+    fail(kernel, "%lld query heads are not a multiple of %lld kv heads", (long long)heads,
+         (long long)kv_heads);
+  if (head_dim > kMaxHeadDim || v_head_dim > kMaxHeadDim)
+    fail(kernel, "head dims %lld / %lld exceed the supported %lld", (long long)head_dim,
+         (long long)v_head_dim, (long long)kMaxHeadDim);
+  if (rope_theta > 0.0 && head_dim % 2 != 0)
+    fail(kernel, "rotary embedding needs an even head dim, got %lld", (long long)head_dim);
+}
+
+template <typename T>
+void attentionBlockImpl(const T *q, const T *k, const T *v, const int64_t *qPos,
+                        const int64_t *kPos, float *o, float *lse, int64_t B, int64_t S,
+                        int64_t Skv, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, bool causal,
+                        float scale, double theta) {
+  Rope rope;
+  rope.init(theta, D);
+  const int64_t group = Hq / Hkv;
+  const int64_t QB = queryBlock(D, Dv);
+  float qbuf[kBufFloats], acc[kBufFloats];
+  float kbuf[kMaxHeadDim], vbuf[kMaxHeadDim];
+  float cs[kMaxHeadDim / 2], sn[kMaxHeadDim / 2];
+  float mx[kMaxQB];
+  double l[kMaxQB];
+
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t hk = h / group;
+      for (int64_t s0 = 0; s0 < S; s0 += QB) {
+        const int64_t qb = S - s0 < QB ? S - s0 : QB;
+        int64_t qMax = INT64_MIN;
+        for (int64_t r = 0; r < qb; ++r) {
+          const int64_t s = s0 + r;
+          if (rope.on)
+            rope.angles(qPos[s], cs, sn);
+          rotate(q + ((b * S + s) * Hq + h) * D, qbuf + r * D, cs, sn, rope);
+          qMax = qPos[s] > qMax ? qPos[s] : qMax;
+          mx[r] = -INFINITY;
+          l[r] = 0.0;
+          for (int64_t e = 0; e < Dv; ++e)
+            acc[r * Dv + e] = 0.0f;
+        }
+        for (int64_t t = 0; t < Skv; ++t) {
+          const int64_t kp = kPos[t];
+          if (causal && kp > qMax) // no row of the block sees key t
+            continue;
+          if (rope.on)
+            rope.angles(kp, cs, sn);
+          rotate(k + ((b * Skv + t) * Hkv + hk) * D, kbuf, cs, sn, rope);
+          const T *vrow = v + ((b * Skv + t) * Hkv + hk) * Dv;
+          for (int64_t e = 0; e < Dv; ++e)
+            vbuf[e] = braid::load(vrow, e);
+          for (int64_t r = 0; r < qb; ++r) {
+            if (causal && kp > qPos[s0 + r])
+              continue;
+            const float score = scale * dot(qbuf + r * D, kbuf, D);
+            float *a = acc + r * Dv;
+            if (score > mx[r]) {
+              const float corr = std::exp(mx[r] - score); // 0 for the first key
+              l[r] *= corr;
+              for (int64_t e = 0; e < Dv; ++e)
+                a[e] *= corr;
+              mx[r] = score;
+            }
+            const float p = std::exp(score - mx[r]);
+            l[r] += p;
+            for (int64_t e = 0; e < Dv; ++e)
+              a[e] += p * vbuf[e];
+          }
+        }
+        for (int64_t r = 0; r < qb; ++r) {
+          const int64_t row = (b * S + s0 + r) * Hq + h;
+          float *dst = o + row * Dv;
+          const bool any = l[r] > 0.0;
+          const float inv = any ? float(1.0 / l[r]) : 0.0f;
+          for (int64_t e = 0; e < Dv; ++e)
+            dst[e] = acc[r * Dv + e] * inv;
+          lse[row] = any ? float(double(mx[r]) + std::log(l[r])) : -INFINITY;
+        }
+      }
+    }
+}
+
+template <typename T>
+void attentionBlockGradImpl(const T *q, const T *k, const T *v, const T *dout,
+                            const int64_t *qPos, const int64_t *kPos, const float *lse,
+                            const float *delta, float *dq, float *dk, float *dv, int64_t B,
+                            int64_t S, int64_t Skv, int64_t Hq, int64_t Hkv, int64_t D,
+                            int64_t Dv, bool causal, float scale, double theta) {
+  Rope rope;
+  rope.init(theta, D);
+  const int64_t group = Hq / Hkv;
+  const int64_t QB = queryBlock(D, Dv);
+  float qbuf[kBufFloats], dobuf[kBufFloats], dqacc[kBufFloats];
+  float kr[kMaxHeadDim], vr[kMaxHeadDim], dkacc[kMaxHeadDim], dvacc[kMaxHeadDim];
+  float cs[kMaxHeadDim / 2], sn[kMaxHeadDim / 2];
+  float rowLse[kMaxQB], rowDelta[kMaxQB];
+  bool live[kMaxQB];
+
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t hk = h / group;
+      for (int64_t s0 = 0; s0 < S; s0 += QB) {
+        const int64_t qb = S - s0 < QB ? S - s0 : QB;
+        int64_t qMax = INT64_MIN;
+        bool anyLive = false;
+        for (int64_t r = 0; r < qb; ++r) {
+          const int64_t s = s0 + r, row = (b * S + s) * Hq + h;
+          rowLse[r] = lse[row];
+          rowDelta[r] = delta[row];
+          live[r] = rowLse[r] != -INFINITY; // -inf: the row sees no key at all
+          if (!live[r])
+            continue;
+          anyLive = true;
+          qMax = qPos[s] > qMax ? qPos[s] : qMax;
+          if (rope.on)
+            rope.angles(qPos[s], cs, sn);
+          rotate(q + row * D, qbuf + r * D, cs, sn, rope);
+          const T *dr = dout + row * Dv;
+          for (int64_t e = 0; e < Dv; ++e)
+            dobuf[r * Dv + e] = braid::load(dr, e);
+          for (int64_t i = 0; i < D; ++i)
+            dqacc[r * D + i] = 0.0f;
+        }
+        if (!anyLive)
+          continue;
+        for (int64_t t = 0; t < Skv; ++t) {
+          const int64_t kp = kPos[t];
+          if (causal && kp > qMax)
+            continue;
+          if (rope.on)
+            rope.angles(kp, cs, sn);
+          const int64_t kvRow = (b * Skv + t) * Hkv + hk;
+          rotate(k + kvRow * D, kr, cs, sn, rope);
+          const T *vrow = v + kvRow * Dv;
+          for (int64_t e = 0; e < Dv; ++e) {
+            vr[e] = braid::load(vrow, e);
+            dvacc[e] = 0.0f;
+          }
+          for (int64_t i = 0; i < D; ++i)
+            dkacc[i] = 0.0f;
+          bool touched = false;
+          for (int64_t r = 0; r < qb; ++r) {
+            if (!live[r] || (causal && kp > qPos[s0 + r]))
+              continue;
+            touched = true;
+            const float *qr = qbuf + r * D, *dor = dobuf + r * Dv;
+            const float p = std::exp(scale * dot(qr, kr, D) - rowLse[r]);
+            const float ds = p * (dot(dor, vr, Dv) - rowDelta[r]);
+            float *a = dqacc + r * D;
+            for (int64_t i = 0; i < D; ++i) {
+              a[i] += ds * kr[i];
+              dkacc[i] += ds * qr[i];
+            }
+            for (int64_t e = 0; e < Dv; ++e)
+              dvacc[e] += p * dor[e];
+          }
+          if (!touched)
+            continue;
+          addUnrotated(dkacc, dk + kvRow * D, scale, cs, sn, rope);
+          float *dvrow = dv + kvRow * Dv;
+          for (int64_t e = 0; e < Dv; ++e)
+            dvrow[e] += dvacc[e];
+        }
+        for (int64_t r = 0; r < qb; ++r) {
+          if (!live[r])
+            continue;
+          const int64_t s = s0 + r;
+          if (rope.on)
+            rope.angles(qPos[s], cs, sn);
+          addUnrotated(dqacc + r * D, dq + ((b * S + s) * Hq + h) * D, scale, cs, sn, rope);
+        }
+      }
+    }
+}
+
+} // namespace
+
+extern "C" void braid_k_sequence_positions(braid_rt *, int64_t *pos, int64_t count,
+                                           int64_t start, int64_t seq, int64_t zigzag_ranks) {
+  if (zigzag_ranks < 0)
+    fail("sequence_positions", "negative zigzag rank count %lld", (long long)zigzag_ranks);
+  if (count < 0 || start < 0 || start > seq - count)
+    fail("sequence_positions", "rows %lld + %lld outside the sequence of %lld rows",
+         (long long)start, (long long)count, (long long)seq);
+  if (zigzag_ranks == 0) {
+    for (int64_t i = 0; i < count; ++i)
+      pos[i] = start + i;
+    return;
+  }
+  const int64_t n = zigzag_ranks;
+  if (seq % (2 * n) != 0)
+    fail("sequence_positions", "zigzag over %lld ranks needs seq a multiple of %lld, got %lld",
+         (long long)n, (long long)(2 * n), (long long)seq);
+  const int64_t c = seq / (2 * n);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t row = start + i, j = row / (2 * c), w = row % (2 * c);
+    pos[i] = w < c ? j * c + w : (2 * n - 1 - j) * c + (w - c);
+  }
+}
+
+extern "C" void braid_k_attention_block(braid_rt *, braid_dtype dt, const void *q, const void *k,
+                                        const void *v, const int64_t *q_pos,
+                                        const int64_t *k_pos, float *out, float *lse,
+                                        int64_t batch, int64_t seq, int64_t seq_kv,
+                                        int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                        int64_t v_head_dim, int32_t causal, double scale,
+                                        double rope_theta) {
+  checkShapes("attention_block", heads, kv_heads, head_dim, v_head_dim, rope_theta, batch, seq,
+              seq_kv);
+  withFloatType(dt, "attention_block", [&](auto tag) {
+    using T = decltype(tag);
+    attentionBlockImpl<T>(in<T>(q), in<T>(k), in<T>(v), q_pos, k_pos, out, lse, batch, seq,
+                          seq_kv, heads, kv_heads, head_dim, v_head_dim, causal != 0,
+                          float(scale), rope_theta);
+  });
+}
+
+extern "C" void braid_k_attention_merge(braid_rt *, float *out, float *lse,
+                                        const float *block_out, const float *block_lse,
+                                        int64_t rows, int64_t v_head_dim) {
+  if (rows < 0 || v_head_dim < 0)
+    fail("attention_merge", "negative size (rows %lld, v_head_dim %lld)", (long long)rows,
+         (long long)v_head_dim);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float a = lse[r], bl = block_lse[r];
+    float *o = out + r * v_head_dim;
+    const float *ob = block_out + r * v_head_dim;
+    if (bl == -INFINITY) { // the block adds nothing; two -inf: (0, -inf)
+      if (a == -INFINITY)
+        for (int64_t e = 0; e < v_head_dim; ++e)
+          o[e] = 0.0f;
+      continue;
+    }
+    if (a == -INFINITY) { // nothing so far: take the block's
+      for (int64_t e = 0; e < v_head_dim; ++e)
+        o[e] = ob[e];
+      lse[r] = bl;
+      continue;
+    }
+    const double m = a > bl ? a : bl;
+    const double merged = m + std::log(std::exp(double(a) - m) + std::exp(double(bl) - m));
+    const float wa = float(std::exp(double(a) - merged));
+    const float wb = float(std::exp(double(bl) - merged));
+    for (int64_t e = 0; e < v_head_dim; ++e)
+      o[e] = wa * o[e] + wb * ob[e];
+    lse[r] = float(merged);
+  }
+}
+
+extern "C" void braid_k_attention_delta(braid_rt *, braid_dtype dt, const void *dout,
+                                        const float *out, float *delta, int64_t rows,
+                                        int64_t v_head_dim) {
+  if (rows < 0 || v_head_dim < 0)
+    fail("attention_delta", "negative size (rows %lld, v_head_dim %lld)", (long long)rows,
+         (long long)v_head_dim);
+  withFloatType(dt, "attention_delta", [&](auto tag) {
+    using T = decltype(tag);
+    const T *g = in<T>(dout);
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0.0;
+      for (int64_t e = 0; e < v_head_dim; ++e)
+        sum += double(braid::load(g, r * v_head_dim + e)) * double(out[r * v_head_dim + e]);
+      delta[r] = float(sum);
+    }
+  });
+}
+
+extern "C" void braid_k_attention_block_grad(braid_rt *, braid_dtype dt, const void *q,
+                                             const void *k, const void *v, const void *dout,
+                                             const int64_t *q_pos, const int64_t *k_pos,
+                                             const float *lse, const float *delta, float *dq,
+                                             float *dk, float *dv, int64_t batch, int64_t seq,
+                                             int64_t seq_kv, int64_t heads, int64_t kv_heads,
+                                             int64_t head_dim, int64_t v_head_dim,
+                                             int32_t causal, double scale, double rope_theta) {
+  checkShapes("attention_block_grad", heads, kv_heads, head_dim, v_head_dim, rope_theta, batch,
+              seq, seq_kv);
+  withFloatType(dt, "attention_block_grad", [&](auto tag) {
+    using T = decltype(tag);
+    attentionBlockGradImpl<T>(in<T>(q), in<T>(k), in<T>(v), in<T>(dout), q_pos, k_pos, lse,
+                              delta, dq, dk, dv, batch, seq, seq_kv, heads, kv_heads, head_dim,
+                              v_head_dim, causal != 0, float(scale), rope_theta);
+  });
+}
