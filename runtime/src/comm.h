@@ -72,6 +72,11 @@ struct Grid {
   std::vector<std::string> names;
   std::vector<int32_t> sizes;
   bool isExplicit = false; ///< given with --grid (axes are then checked)
+  /// Context parallelism (braid_program.zigzag_axis): the index in `names` of
+  /// the axis whose splits hold a sequence in zigzag order; -1 when none.
+  /// Sharded layouts (shardLayout, rt_impl.h) read it: a dimension split over
+  /// this axis first is stored permuted.
+  int zigzagAxis = -1;
 
   int64_t ranks() const;
   std::string str() const; ///< "dp=2,tp=2"

@@ -90,6 +90,23 @@ int64_t ShardLayout::block(size_t d, const std::vector<int32_t> &coords) const {
   return c;
 }
 
+int64_t ShardLayout::natural(size_t d, int64_t p) const {
+  const int64_t n = zigzag[d];
+  if (n == 0 || p >= global[d])
+    return p;
+  // Stored pair j of chunks (2c indices) is chunk j then chunk 2n-1-j.
+  const int64_t c = global[d] / (2 * n), j = p / (2 * c), w = p % (2 * c);
+  return w < c ? j * c + w : (2 * n - 1 - j) * c + (w - c);
+}
+
+int64_t ShardLayout::contiguous(size_t d, int64_t p) const {
+  const int64_t n = zigzag[d];
+  if (n == 0)
+    return INT64_MAX;
+  const int64_t c = global[d] / (2 * n);
+  return c - p % c;
+}
+
 bool shardLayout(const Grid &grid, int32_t rank, const int64_t *shape,
                  const int64_t *globalShape, const char *const *splitAxes, ShardLayout *out,
                  std::string *error) {
@@ -99,6 +116,7 @@ bool shardLayout(const Grid &grid, int32_t rank, const int64_t *shape,
                               : layout.local;
   layout.axes.resize(size_t(rank));
   layout.parts.assign(size_t(rank), 1);
+  layout.zigzag.assign(size_t(rank), 0);
   layout.gridSizes = grid.sizes;
   std::vector<int> usedBy(grid.names.size(), -1);
   for (int32_t d = 0; d < rank; ++d) {
@@ -125,6 +143,12 @@ bool shardLayout(const Grid &grid, int32_t rank, const int64_t *shape,
                                          std::to_string(d));
           return false;
         }
+        if (int(a) == grid.zigzagAxis && !layout.axes[size_t(d)].empty()) {
+          *error = "dimension " + std::to_string(d) + " is split over '" + spec +
+                   "' (zigzag axis '" + name +
+                   "'): the zigzag axis must be the first (major) axis splitting a dimension";
+          return false;
+        }
         usedBy[a] = d;
         layout.axes[size_t(d)].push_back(int(a));
         layout.parts[size_t(d)] *= grid.sizes[a];
@@ -134,6 +158,19 @@ bool shardLayout(const Grid &grid, int32_t rank, const int64_t *shape,
     if (global < 0) {
       *error = "negative global dimension " + std::to_string(global);
       return false;
+    }
+    // Over one rank the zigzag order is the natural one.
+    const std::vector<int> &axes = layout.axes[size_t(d)];
+    if (!axes.empty() && axes[0] == grid.zigzagAxis && grid.sizes[size_t(axes[0])] > 1) {
+      const int64_t n = grid.sizes[size_t(axes[0])];
+      if (global % (2 * n) != 0) {
+        *error = "dimension " + std::to_string(d) + " of size " + std::to_string(global) +
+                 " is split in zigzag order over axis '" + grid.names[size_t(axes[0])] +
+                 "' of " + std::to_string(n) + " ranks: its size must be a multiple of 2 x " +
+                 std::to_string(n) + " = " + std::to_string(2 * n);
+        return false;
+      }
+      layout.zigzag[size_t(d)] = n;
     }
     int64_t want = (global + parts - 1) / parts;
     if (layout.local[size_t(d)] != want) {
@@ -214,9 +251,10 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
     return; // a rank that only took part in the gather
 
   // Place each block by its rank's grid coordinates, row by row (the last
-  // dimension is contiguous in both), dropping padding. Of the ranks holding
-  // the same block (replicas along axes of the group that do not split the
-  // tensor) the one at coordinate 0 on those axes is taken.
+  // dimension is contiguous in both, but for the chunks of zigzag order),
+  // dropping padding. Of the ranks holding the same block (replicas along
+  // axes of the group that do not split the tensor) the one at coordinate 0
+  // on those axes is taken.
   std::vector<char> global(size_t(globalNumel * size), 0);
   std::vector<bool> splits(rt->grid.names.size(), false);
   for (const std::vector<int> &axes : layout.axes)
@@ -247,17 +285,25 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
     const char *block = shards.data() + r * localBytes;
     // The row's local index (the last dimension's entry stays 0).
     std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+    const size_t last = size_t(rank - 1);
     for (int64_t row = 0; row < rows; ++row) {
       int64_t at = 0;
       bool inside = true;
       for (int32_t d = 0; d + 1 < rank; ++d) {
-        int64_t g = base[size_t(d)] + index[size_t(d)];
+        int64_t g = layout.natural(size_t(d), base[size_t(d)] + index[size_t(d)]);
         inside &= g < layout.global[size_t(d)];
         at = at * layout.global[size_t(d)] + g;
       }
-      if (inside)
-        std::memcpy(global.data() + (at * lastGlobal + base[size_t(rank - 1)]) * size,
-                    block + row * lastLocal * size, size_t(valid * size));
+      // The row's valid part in runs of consecutive global indices (one run
+      // in natural order).
+      const char *from = block + row * lastLocal * size;
+      for (int64_t i = 0; inside && i < valid;) {
+        int64_t p = base[last] + i;
+        int64_t run = std::min(valid - i, layout.contiguous(last, p));
+        std::memcpy(global.data() + (at * lastGlobal + layout.natural(last, p)) * size,
+                    from + i * size, size_t(run * size));
+        i += run;
+      }
       for (int32_t d = rank - 2; d >= 0; --d) { // next row, row-major
         if (++index[size_t(d)] < layout.local[size_t(d)])
           break;

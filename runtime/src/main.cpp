@@ -34,6 +34,12 @@
 // --dump-all-ranks each rank writes its own shard (local shape, padding
 // included) as NAME.rank<R>.npy instead.
 //
+// Zigzag order (braid_program.zigzag_axis, e.g. "cp"): a dimension split over
+// that axis first is stored permuted (rank i of the axis holds chunks i and
+// 2n-1-i of the sequence; runtime.h). Initialization and the gathered dumps
+// are in natural order all the same; a --dump-all-ranks shard is as stored.
+// A zigzag axis the grid lacks exits with status 2.
+//
 // Built with BRAID_RUNTIME_CUDA, the default backend is cuda; otherwise cpu.
 //
 // Ranks. --grid dp=2,tp=2 names the device grid (row-major over the ranks: the
@@ -340,6 +346,17 @@ int main(int argc, char **argv) {
             "'%s' is %d (were the stages' programs launched in the wrong order?)",
             programName, int(program->stage), int(ranks.rank), program->stage_axis,
             int(coords[size_t(stageAxis)]));
+  }
+  // Context parallelism: sequences split over the zigzag axis first are
+  // stored in zigzag order (braid_program.zigzag_axis); the layouts of the
+  // persistent tensors and of sharded values (rt->grid) read it from the grid.
+  if (program->zigzag_axis && *program->zigzag_axis) {
+    auto axis = std::find(grid.names.begin(), grid.names.end(), program->zigzag_axis);
+    if (axis == grid.names.end())
+      return refuse("program " + std::string(programName) + " holds sequences in zigzag order " +
+                    "along axis '" + program->zigzag_axis + "', which grid " + grid.str() +
+                    " does not have");
+    grid.zigzagAxis = int(axis - grid.names.begin());
   }
   // Rank 0, or each stage's leader (coordinate 0 on every other axis), writes
   // the dumps: the stages' tensors differ, so their files do not collide.

@@ -34,11 +34,13 @@ bool describe(const braid_tensor_desc &desc, const char *kind, const Grid &grid,
 static constexpr int64_t kInitChunk = int64_t(1) << 22; ///< elements generated per host copy
 
 // Fills this rank's shard of a sharded tensor: local element i holds global
-// element g (g_d = block_d * local_d + i_d, rng.h's value at g's linear index
-// over the global shape), zero where g is padding. The local elements that
-// share their indices up to the innermost split dimension k (a "block": the
-// slice [i_0, ..., i_(k-1), :, ..., :]) start with a run of global indices
-// that is contiguous (dimensions after k are whole), followed by padding.
+// element g (g_d = the global index of stored index block_d * local_d + i_d,
+// ShardLayout::natural; rng.h's value at g's linear index over the global
+// shape), zero where g is padding. The local elements that share their
+// indices up to the innermost split dimension k (a "block": the slice
+// [i_0, ..., i_(k-1), :, ..., :]) start with a run of global indices that is
+// contiguous (dimensions after k are whole), followed by padding; in zigzag
+// order along k the run breaks where the chunks do.
 static void initializeShard(braid_rt *rt, const Persistent &p, uint64_t seed) {
   const braid_tensor_desc &d = *p.desc;
   const ShardLayout &l = p.layout;
@@ -62,18 +64,19 @@ static void initializeShard(braid_rt *rt, const Persistent &p, uint64_t seed) {
   std::string error;
   if (!rng::fill(nullptr, d.dtype, d.init, d.std, d.bound, seed, d.name, 0, 0, &error))
     fatal("init of %s", error.c_str());
-  // The global linear index of block b's first element; -1 for a padding block.
-  auto blockStart = [&](int64_t b) -> int64_t {
-    int64_t at = base[size_t(k)], stride = l.global[size_t(k)];
+  // The linear index over the global dimensions before k of block b; -1 for
+  // a padding block.
+  auto blockOuter = [&](int64_t b) -> int64_t {
+    int64_t at = 0, stride = 1;
     for (int j = k - 1; j >= 0; --j) {
-      int64_t g = base[size_t(j)] + b % l.local[size_t(j)];
+      int64_t g = l.natural(size_t(j), base[size_t(j)] + b % l.local[size_t(j)]);
       b /= l.local[size_t(j)];
       if (g >= l.global[size_t(j)])
         return -1;
       at += g * stride;
       stride *= l.global[size_t(j)];
     }
-    return at * inner;
+    return at;
   };
   std::vector<char> host(size_t(std::min(p.numel, kInitChunk) * size));
   for (int64_t start = 0; start < p.numel; start += kInitChunk) {
@@ -83,13 +86,24 @@ static void initializeShard(braid_rt *rt, const Persistent &p, uint64_t seed) {
     const int64_t first = start / blockLen, last = (end - 1) / blockLen;
     auto fillBlocks = [&](int64_t from, int64_t to) {
       for (int64_t b = from; b < to; ++b) {
-        int64_t global = blockStart(b);
+        int64_t outer = blockOuter(b);
         int64_t lo = std::max(start, b * blockLen);
         int64_t hi = std::min(end, b * blockLen + validLen);
-        if (global < 0 || lo >= hi)
+        if (outer < 0)
           continue;
-        rng::fill(host.data() + (lo - start) * size, d.dtype, d.init, d.std, d.bound, seed,
-                  d.name, uint64_t(global + lo - b * blockLen), uint64_t(hi - lo), nullptr);
+        // [lo, hi) in pieces of consecutive global indices: one piece in
+        // natural order, a zigzag chunk's (or less) otherwise.
+        while (lo < hi) {
+          int64_t e = lo - b * blockLen, i = e / inner, stored = base[size_t(k)] + i;
+          int64_t run = l.contiguous(size_t(k), stored);
+          int64_t piece =
+              run >= l.local[size_t(k)] - i ? hi - lo : std::min(hi - lo, (i + run) * inner - e);
+          int64_t global =
+              (outer * l.global[size_t(k)] + l.natural(size_t(k), stored)) * inner + e % inner;
+          rng::fill(host.data() + (lo - start) * size, d.dtype, d.init, d.std, d.bound, seed,
+                    d.name, uint64_t(global), uint64_t(piece), nullptr);
+          lo += piece;
+        }
       }
     };
     // Long runs: rng::fill splits each over the cores; short ones: the blocks

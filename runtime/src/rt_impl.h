@@ -46,24 +46,42 @@ struct Options {
 /// Where a rank's local buffer of a sharded tensor lies in the global tensor
 /// (braid_tensor_desc's global_shape / split_axes on the run's grid): along
 /// dimension d, the rank whose linear coordinate over axes[d] (major to
-/// minor, in the order listed) is c holds global indices
-/// [c * local[d], (c + 1) * local[d]); indices past global[d] are padding.
+/// minor, in the order listed) is c holds the stored indices
+/// [c * local[d], (c + 1) * local[d]); stored indices past global[d] are
+/// padding. A stored index is the global index itself, except along a
+/// dimension in zigzag order (zigzag[d] = n > 0: split over the grid's zigzag
+/// axis first, of n ranks), whose stored index p is the global index
+/// natural(d, p): 2n chunks of c = global[d] / (2n), stored 0, 2n-1, 1,
+/// 2n-2, ... (braid_k_sequence_positions).
 struct ShardLayout {
   std::vector<int64_t> local, global;
   std::vector<std::vector<int>> axes; ///< per dimension: indices into grid.names
   std::vector<int64_t> parts;         ///< per dimension: ranks splitting it (>= 1)
-  std::vector<int32_t> gridSizes;     ///< the grid's axis sizes
+  /// Per dimension: the zigzag axis's size when the dimension is stored in
+  /// zigzag order, else 0 (natural order).
+  std::vector<int64_t> zigzag;
+  std::vector<int32_t> gridSizes; ///< the grid's axis sizes
 
   /// Some dimension is split over more than one rank.
   bool split() const;
   /// The block index along dimension d of the rank at grid coordinates `coords`.
   int64_t block(size_t d, const std::vector<int32_t> &coords) const;
+  /// The global (natural) index along dimension d of stored index p (the
+  /// rank at `coords` holds p = block(d, coords) * local[d] + its local
+  /// index): p itself in natural order or for padding (p >= global[d]).
+  int64_t natural(size_t d, int64_t p) const;
+  /// How many stored indices from p on (p < global[d]) have consecutive
+  /// global indices: up to the end of p's zigzag chunk; INT64_MAX in natural
+  /// order.
+  int64_t contiguous(size_t d, int64_t p) const;
 };
 
 /// The layout of a tensor of local shape `shape` (rank `rank`) with
 /// `globalShape` / `splitAxes` (either may be null: not split) on `grid`.
-/// False with a message when an axis is not in the grid or repeated, or a
-/// local dimension is not ceil(global / parts) (global itself when not split).
+/// False with a message when an axis is not in the grid or repeated, a local
+/// dimension is not ceil(global / parts) (global itself when not split), the
+/// grid's zigzag axis splits a dimension but not as its first axis, or a
+/// dimension in zigzag order over n ranks is not a multiple of 2n long.
 bool shardLayout(const Grid &grid, int32_t rank, const int64_t *shape,
                  const int64_t *globalShape, const char *const *splitAxes, ShardLayout *out,
                  std::string *error);
