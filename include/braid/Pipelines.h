@@ -63,8 +63,12 @@ struct TrainingPipelineOptions
       llvm::cl::init(false)};
   Option<std::string> cpAttention{
       *this, "cp-attention",
-      llvm::cl::desc("Attention under a cp axis: allgather or ulysses"),
+      llvm::cl::desc("Attention under a cp axis: allgather, ulysses or ring"),
       llvm::cl::init("allgather")};
+  Option<std::string> cpLayout{
+      *this, "cp-layout",
+      llvm::cl::desc("The sequence's cut over cp: contiguous, zigzag or auto"),
+      llvm::cl::init("auto")};
   // Pipeline parallelism (a pp axis in the grid) and micro-batching.
   Option<int> microbatches{
       *this, "microbatches",

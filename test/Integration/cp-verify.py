@@ -4,14 +4,24 @@
 # Context parallelism, differentially: on N CPU ranks with the sequence
 # split over cp, 2 AdamW steps equal the unpartitioned program on one rank
 # (loss, gradients, updated parameters within 1e-5, fp32; AdamW eps 1e-5 for
-# the reason spmd-verify.py gives). Attention gathers keys and values
-# (allgather: queries keep their chunk and global positions for RoPE and the
-# causal mask) or moves the split from the sequence to the heads (ulysses).
-# Mamba keeps its chunk too: the convolution takes a (kernel-1)-token halo
-# from the previous rank, the selective scan starts from the state the
-# previous ranks leave (their final states and decays, all-gathered and
-# composed: an exclusive scan across ranks), and the backward sends the
-# halo's cotangent back and composes the state cotangents the same way.
+# the reason spmd-verify.py gives). Attention under cp:
+# - allgather: keys and values gathered, queries keep their chunk and global
+#   positions for RoPE and the causal mask;
+# - ulysses: the split moves from the sequence to the heads (all-to-all);
+# - ring: key/value chunks travel around the cp group point to point, each
+#   block's output merged by the online-softmax rule; the backward
+#   recomputes the output around the ring, then passes the chunks again with
+#   their f32 cotangent accumulators.
+# Causal attention without a learned position table or Mamba layers holds
+# the sequence in zigzag order by default (rank i: chunks i and 2cp-1-i);
+# `--cp-layout contiguous` and models that need contiguous chunks (GPT's
+# position table, Mamba) run the other layout, as does a sequence that does
+# not cut into 2cp chunks (llama-tiny with 12 positions over cp=4).
+# Mamba keeps its chunk: the convolution takes a (kernel-1)-token halo from
+# the previous rank, the selective scan starts from the state the previous
+# ranks leave (their final states and decays, all-gathered and composed: an
+# exclusive scan across ranks), and the backward sends the halo's cotangent
+# back and composes the state cotangents the same way.
 import os
 import sys
 
@@ -21,7 +31,7 @@ import verify_matrix  # noqa: E402
 work = sys.argv[1]
 
 MATRIX = []
-for variant in ["allgather", "ulysses"]:
+for variant in ["allgather", "ulysses", "ring"]:
     cp = ["--cp-attention", variant]
     MATRIX += [
         ("llama-tiny", ["--grid", "cp=2", *cp]),
@@ -30,11 +40,17 @@ for variant in ["allgather", "ulysses"]:
         ("llama-tiny", ["--grid", "dp=2,cp=2", *cp]),
     ]
 MATRIX += [
+    ("llama-tiny", ["--grid", "cp=4", "--cp-attention", "allgather", "--cp-layout", "contiguous"]),
+    ("llama-tiny", ["--grid", "cp=4", "--cp-attention", "ring", "--cp-layout", "contiguous"]),
+    ("llama-tiny-s12", ["--grid", "cp=4", "--cp-attention", "ring"]),
+    ("llama-tiny", ["--grid", "pp=2,cp=2", "--microbatches", "2", "--cp-attention", "ring"]),
     ("gpt-tiny", ["--grid", "cp=2"]),
+    ("gpt-tiny", ["--grid", "cp=2", "--cp-attention", "ring"]),
     ("mamba-tiny", ["--grid", "cp=2"]),
     ("mamba-tiny", ["--grid", "cp=4"]),
     ("mamba-tiny", ["--grid", "cp=2,tp=2"]),
     ("hybrid-tiny", ["--grid", "cp=2,tp=2"]),
+    ("hybrid-tiny", ["--grid", "cp=2,tp=2", "--cp-attention", "ring"]),
 ]
 
 _, failures = verify_matrix.run(work, MATRIX)

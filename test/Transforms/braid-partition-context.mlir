@@ -1,11 +1,24 @@
 // RUN: braid-opt --braid-partition="grid=cp=2" %s | FileCheck %s --check-prefix=GATHER
+// RUN: braid-opt --braid-partition="grid=cp=2 cp-attention=ring" %s | FileCheck %s --check-prefix=RING
+// RUN: braid-opt --braid-partition="grid=cp=2 cp-attention=ring cp-layout=contiguous" %s | FileCheck %s --check-prefix=RING-CONTIGUOUS
+// RUN: braid-opt --braid-partition="grid=cp=2 cp-attention=ring" --braid-autodiff --braid-print-plan %s -o /dev/null | FileCheck %s --check-prefix=RING-PLAN
+// RUN: braid-opt --braid-training-pipeline="grid=cp=2 cp-attention=ring" %s | braid-translate --braid-to-cpp | FileCheck %s --check-prefix=RING-EMIT
+// RUN: braid-opt --braid-training-pipeline="grid=cp=4 cp-attention=ulysses" %s | braid-translate --braid-to-cpp | FileCheck %s --check-prefix=ULYSSES-EMIT
 // RUN: braid-opt --braid-partition="grid=cp=2 cp-attention=ulysses" %s | FileCheck %s --check-prefix=ULYSSES
 // RUN: braid-opt --braid-partition="grid=cp=4 cp-attention=ulysses" %s | FileCheck %s --check-prefix=REPLICA
-// RUN: braid-opt --braid-partition="grid=cp=2" --braid-print-plan %s -o /dev/null | FileCheck %s --check-prefix=FLOPS
+// RUN: braid-opt --braid-partition="grid=cp=2 cp-layout=contiguous" --braid-print-plan %s -o /dev/null | FileCheck %s --check-prefix=FLOPS
+// RUN: braid-opt --braid-partition="grid=cp=2" --braid-print-plan %s -o /dev/null | FileCheck %s --check-prefix=ZIGZAG-FLOPS
+// RUN: braid-opt --braid-partition="grid=cp=4 cp-layout=zigzag" --braid-print-plan %s -o /dev/null | FileCheck %s --check-prefix=ZIGZAG-FLOPS4
 // RUN: %python -m braid.models mamba-tiny | braid-opt --braid-partition="grid=cp=2" | FileCheck %s --check-prefix=MAMBA
 // RUN: %python -m braid.models mamba-tiny | braid-opt --braid-training-pipeline="grid=cp=2 optimizer=none" | braid-translate --braid-to-cpp | FileCheck %s --check-prefix=EMIT
-// RUN: not braid-opt --braid-partition="grid=cp=2 cp-attention=ring" %s 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not braid-opt --braid-partition="grid=cp=2 cp-attention=spiral" %s 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not braid-opt --braid-partition="grid=cp=3" %s 2>&1 | FileCheck %s --check-prefix=ODD
+// RUN: braid-opt --braid-partition="grid=cp=8" %s | FileCheck %s --check-prefix=AUTO-CONTIGUOUS
+// RUN: not braid-opt --braid-partition="grid=cp=8 cp-layout=zigzag" %s 2>&1 | FileCheck %s --check-prefix=ODD-ZIGZAG
+// RUN: not braid-opt --braid-partition="grid=cp=2 cp-layout=spiral" %s 2>&1 | FileCheck %s --check-prefix=BAD-LAYOUT
+// RUN: %python -m braid.models gpt-tiny | not braid-opt --braid-partition="grid=cp=2 cp-layout=zigzag" 2>&1 | FileCheck %s --check-prefix=POSITIONS
+// RUN: %python -m braid.models gpt-tiny | braid-opt --braid-partition="grid=cp=2" | FileCheck %s --check-prefix=POSITIONS-AUTO
+// RUN: %python -m braid.models mamba-tiny | not braid-opt --braid-partition="grid=cp=2 cp-layout=zigzag" 2>&1 | FileCheck %s --check-prefix=MAMBA-ZIGZAG
 
 // Context parallelism: the sequence of every activation split over cp, the
 // inputs read by chunk.
@@ -14,18 +27,66 @@
 // GATHER-SAME: tensor<2x4x16xf32> {braid.global_shape = array<i64: 2, 8, 16>, braid.split = {{\[}}[], ["cp"], []]}
 // GATHER: %[[K:.*]] = shard.all_gather %{{.*}} on @grid grid_axes = [0] gather_axis = 1 : tensor<2x4x2x4xf32> -> tensor<2x8x2x4xf32>
 // GATHER-NEXT: %[[V:.*]] = shard.all_gather %{{.*}} on @grid grid_axes = [0] gather_axis = 1 : tensor<2x4x2x4xf32> -> tensor<2x8x2x4xf32>
-// GATHER-NEXT: braid.attention %{{.*}}, %[[K]], %[[V]] causal {query_offset_axes = ["cp"], rope_theta = 1.000000e+04 : f64} : tensor<2x4x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x4x4x4xf32>
+// GATHER-NEXT: braid.attention %{{.*}}, %[[K]], %[[V]] causal {query_offset_axes = ["cp"], rope_theta = 1.000000e+04 : f64, sequence_zigzag = 2 : i64} : tensor<2x4x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x4x4x4xf32>
 // GATHER-LABEL: func.func @step(
 // GATHER-SAME: tensor<2x4xi32> {braid.global_shape = array<i64: 2, 8>, braid.split = {{\[}}[], ["cp"]]}
 // GATHER: %[[CE:.*]] = braid.cross_entropy {{.*}} {denominator = 16 : i64}
 // GATHER-NEXT: shard.all_reduce %[[CE]] on @grid grid_axes = [0]
+
+// Ring: queries, keys and values keep their chunk; nothing is gathered.
+// Causal attention with rotary positions takes zigzag order by default.
+// RING: module attributes {{.*}}braid.zigzag_axis = "cp"
+// RING-LABEL: func.func private @layer(
+// RING-NOT: shard.all_gather
+// RING: braid.attention %{{.*}}, %{{.*}}, %{{.*}} causal {ring_axes = ["cp"], rope_theta = 1.000000e+04 : f64, sequence_zigzag = 2 : i64} : tensor<2x4x4x4xf32>, tensor<2x4x2x4xf32>, tensor<2x4x2x4xf32> -> tensor<2x4x4x4xf32>
+// RING-NOT: shard.all_gather
+// RING: return
+// RING-CONTIGUOUS-NOT: braid.zigzag_axis
+// RING-CONTIGUOUS: braid.attention %{{.*}} causal {ring_axes = ["cp"], rope_theta = 1.000000e+04 : f64} :
+
+// The ring's point-to-point volume per rank: the forward sends its K and V
+// chunks (2 x 256 bytes) once (cp - 1 = 1); the backward sends them again
+// for the recomputed output and once more with their f32 cotangents, which
+// take one more step home (2 x 512 + 2 x 512).
+// RING-PLAN: attention_flops busiest/mean: 1.000
+// RING-PLAN: collective ring_send over cp: 3 per step, 2560 bytes sent per rank
+
+// The ring as emitted: the next block's receive and this block's send are
+// issued before the block is computed, then merged.
+// RING-EMIT-LABEL: void fn_layer_fwd(
+// RING-EMIT: braid_rt_op_begin(rt, "attention",
+// RING-EMIT: braid_k_sequence_positions(rt, {{.*}}, 4, c * 4, 8, 2);
+// RING-EMIT: for (int32_t step = 0; step < 2; ++step) {
+// RING-EMIT: braid_event *rk = more ? braid_recv(rt, braid_rt_comm(rt, "cp"), nextK, 64, BRAID_F32, (c + 1) % 2) : nullptr;
+// RING-EMIT: braid_event *sk = more ? braid_send(rt, braid_rt_comm(rt, "cp"), curK, 64, BRAID_F32, (c + 1) % 2) : nullptr;
+// RING-EMIT: const int32_t src = (c + 2 - step) % 2;
+// RING-EMIT: if (!(false)) {
+// RING-EMIT-NEXT: braid_k_sequence_positions(rt, {{.*}}, 4, src * 4, 8, 2);
+// RING-EMIT: braid_k_attention_block(rt, BRAID_F32,
+// RING-EMIT: braid_k_attention_merge(rt,
+// RING-EMIT: braid_event_wait(rt, rk);
+// RING-EMIT: braid_k_convert(rt, BRAID_F32, BRAID_F32,
+// RING-EMIT-LABEL: void fn_layer_bwd(
+// RING-EMIT: braid_k_attention_delta(rt, BRAID_F32,
+// RING-EMIT: braid_event *rdk = more ? braid_recv(rt, braid_rt_comm(rt, "cp"), nextDk, 64, BRAID_F32, (c + 1) % 2) : nullptr;
+// RING-EMIT: braid_k_attention_block_grad(rt, BRAID_F32,
+// RING-EMIT-NEXT: }
+// RING-EMIT-NEXT: braid_event *sdk = more ? braid_send(rt, braid_rt_comm(rt, "cp"), curDk, 64, BRAID_F32, (c + 1) % 2) : nullptr;
+// RING-EMIT: float *homeDk =
+// RING-EMIT: const braid_program kProgram = {{.*}}, "cp"};
+
+// Ulysses in zigzag order: every rank holds the whole (stored) sequence for
+// its heads, one block at zigzag positions.
+// ULYSSES-EMIT: braid_k_sequence_positions(rt, {{.*}}, 8, 0, 8, 4);
+// ULYSSES-EMIT-NEXT: braid_k_sequence_positions(rt, {{.*}}, 8, 0, 8, 4);
+// ULYSSES-EMIT-NEXT: braid_k_attention_block(rt, BRAID_F32,
 
 // Ulysses: all-to-all from the sequence to the heads and back.
 // ULYSSES-LABEL: func.func private @layer(
 // ULYSSES: %[[Q:.*]] = shard.all_to_all %{{.*}} on @grid grid_axes = [0] split_axis = 2 concat_axis = 1 : tensor<2x4x4x4xf32> -> tensor<2x8x2x4xf32>
 // ULYSSES-NEXT: %[[K:.*]] = shard.all_to_all %{{.*}} split_axis = 2 concat_axis = 1 : tensor<2x4x2x4xf32> -> tensor<2x8x1x4xf32>
 // ULYSSES-NEXT: %[[V:.*]] = shard.all_to_all %{{.*}} split_axis = 2 concat_axis = 1 : tensor<2x4x2x4xf32> -> tensor<2x8x1x4xf32>
-// ULYSSES-NEXT: %[[O:.*]] = braid.attention %[[Q]], %[[K]], %[[V]] causal {rope_theta = 1.000000e+04 : f64} : tensor<2x8x2x4xf32>, tensor<2x8x1x4xf32>, tensor<2x8x1x4xf32> -> tensor<2x8x2x4xf32>
+// ULYSSES-NEXT: %[[O:.*]] = braid.attention %[[Q]], %[[K]], %[[V]] causal {rope_theta = 1.000000e+04 : f64, sequence_zigzag = 2 : i64} : tensor<2x8x2x4xf32>, tensor<2x8x1x4xf32>, tensor<2x8x1x4xf32> -> tensor<2x8x2x4xf32>
 // ULYSSES-NEXT: shard.all_to_all %[[O]] on @grid grid_axes = [0] split_axis = 1 concat_axis = 2 : tensor<2x8x2x4xf32> -> tensor<2x4x4x4xf32>
 
 // Ulysses over more ranks than key/value heads: the keys and values are
@@ -59,8 +120,29 @@
 // EMIT: braid_k_scan_carry(rt, {{.*}}, 2, coord(rt, "cp"), 4096);
 // EMIT: braid_k_selective_scan_chunk(rt, BRAID_F32,
 
-// BAD: error: --braid-partition: cp-attention must be allgather or ulysses, found 'ring'
+// Zigzag order: each rank holds chunks i and 2cp-1-i, and the causal work
+// is the same on every rank (cp=2: 36 visible pairs each; cp=4: 9 each).
+// ZIGZAG-FLOPS: attention_flops cp=0: 2304 per step
+// ZIGZAG-FLOPS-NEXT: attention_flops cp=1: 2304 per step
+// ZIGZAG-FLOPS-NEXT: attention_flops busiest/mean: 1.000
+// ZIGZAG-FLOPS4: attention_flops cp=0: 1152 per step
+// ZIGZAG-FLOPS4-NEXT: attention_flops cp=1: 1152 per step
+// ZIGZAG-FLOPS4-NEXT: attention_flops cp=2: 1152 per step
+// ZIGZAG-FLOPS4-NEXT: attention_flops cp=3: 1152 per step
+// ZIGZAG-FLOPS4-NEXT: attention_flops busiest/mean: 1.000
+
+// BAD: error: --braid-partition: cp-attention must be allgather, ulysses or ring, found 'spiral'
 // ODD: error: the sequence (8) of input #0 is not a multiple of cp=3 (pad it to a multiple)
+// A sequence of 8 does not cut into 2 x 8 chunks: auto keeps contiguous
+// chunks, an explicit zigzag is an error.
+// AUTO-CONTIGUOUS-NOT: sequence_zigzag
+// AUTO-CONTIGUOUS: braid.attention {{.*}}query_offset_axes = ["cp"]
+// ODD-ZIGZAG: error: the sequence (8) of input #0 is not a multiple of 2 x cp=8 (zigzag balancing cuts it into 2 x cp chunks; pad it to a multiple or use cp-layout=contiguous)
+// BAD-LAYOUT: error: --braid-partition: cp-layout must be auto, contiguous or zigzag, found 'spiral'
+// POSITIONS: error: cp-layout=zigzag: 'braid.embedding' depends on the order of the sequence's chunks (only attention is told zigzag positions); use cp-layout=contiguous
+// POSITIONS-AUTO-NOT: sequence_zigzag
+// POSITIONS-AUTO-NOT: braid.zigzag_axis
+// MAMBA-ZIGZAG: error: cp-layout=zigzag: 'braid.conv1d' depends on the order of the sequence's chunks
 
 module attributes {braid.model = {name = "attn", family = "llama", vocab = 16 : i64, hidden = 16 : i64}} {
   braid.param @wte normal(2.000000e-02) : tensor<16x16xf32>

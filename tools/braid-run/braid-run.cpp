@@ -154,8 +154,14 @@ static cl::opt<int> zeroStage("zero",
                               cl::init(0));
 static cl::opt<std::string> cpAttention(
     "cp-attention",
-    cl::desc("Attention under a cp grid axis: allgather or ulysses"),
+    cl::desc("Attention under a cp grid axis: allgather, ulysses or ring"),
     cl::init("allgather"));
+static cl::opt<std::string> cpLayout(
+    "cp-layout",
+    cl::desc("The sequence's cut over a cp grid axis: contiguous, zigzag "
+             "(rank i holds chunks i and 2cp-1-i: balanced causal attention) "
+             "or auto (zigzag where the model allows it)"),
+    cl::init("auto"));
 static cl::opt<bool> sequenceParallel(
     "sequence-parallel",
     cl::desc("With --grid, shard norms and residuals over tp along the "
@@ -326,6 +332,7 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit) {
   pipeline.zero = grid.empty() ? 0 : zeroStage.getValue();
   pipeline.sequenceParallel = !grid.empty() && sequenceParallel;
   pipeline.cpAttention = cpAttention;
+  pipeline.cpLayout = cpLayout;
   // The reference takes the whole batch at once: micro-batches accumulate
   // the same gradients, so one micro-batch is what they are measured against.
   if (!reference) {

@@ -525,6 +525,53 @@ int64_t mlir::braid::getConvHaloBytes(Operation *op) {
   return align(bytes);
 }
 
+bool mlir::braid::runsByKeyBlocks(Operation *op) {
+  if (auto a = dyn_cast<AttentionOp>(op))
+    return a.getRingAxes() || a.getSequenceZigzag();
+  if (auto a = dyn_cast<AttentionGradOp>(op))
+    return a.getRingAxes() || a.getSequenceZigzag();
+  return false;
+}
+
+BlockAttentionScratch mlir::braid::getBlockAttentionScratch(Operation *op) {
+  BlockAttentionScratch s;
+  auto q = shapeOf(op->getOperand(0)), k = shapeOf(op->getOperand(1)),
+       v = shapeOf(op->getOperand(2));
+  bool grad = isa<AttentionGradOp>(op);
+  bool ring = op->hasAttr("ring_axes");
+  int64_t rows = q[0] * q[1] * q[2];
+  int64_t kElems = k[0] * k[1] * k[2] * k[3], vElems = v[0] * v[1] * v[2] * v[3];
+  int64_t elem = getTensorBytes(op->getOperand(1).getType()) / std::max<int64_t>(1, kElems);
+  int64_t at = 0;
+  auto take = [&](int64_t bytes) {
+    int64_t offset = at;
+    at += align(bytes);
+    return offset;
+  };
+  s.qPos = take(8 * q[1]);
+  s.kPos = take(8 * k[1]);
+  s.out = take(4 * rows * v[3]);
+  s.lse = take(4 * rows);
+  s.blockOut = take(4 * rows * v[3]);
+  s.blockLse = take(4 * rows);
+  if (grad) {
+    s.delta = take(4 * rows);
+    s.dq = take(4 * rows * q[3]);
+  }
+  if (ring)
+    for (int slot = 0; slot < 2; ++slot) {
+      s.k[slot] = take(elem * kElems);
+      s.v[slot] = take(elem * vElems);
+    }
+  if (grad)
+    for (int slot = 0; slot < (ring ? 2 : 1); ++slot) {
+      s.dk[slot] = take(4 * kElems);
+      s.dv[slot] = take(4 * vElems);
+    }
+  s.bytes = at;
+  return s;
+}
+
 int64_t mlir::braid::scratchBytes(Operation *op) {
   auto relayoutBytes = [&](auto collective, Value blocked, int64_t dim,
                            Value other = {}, int64_t otherDim = 0) {
@@ -565,6 +612,8 @@ int64_t mlir::braid::scratchBytes(Operation *op) {
       slots += 3 + ranks;
     return 4 * count * slots;
   }
+  if (runsByKeyBlocks(op))
+    return getBlockAttentionScratch(op).bytes;
   if (isShardedCrossEntropy(op)) {
     Value logits = op->getOperand(0);
     int64_t rows = cast<ShapedType>(logits.getType()).getNumElements() /

@@ -193,6 +193,25 @@ int64_t getCrossEntropyStatsOffset(int64_t rows);
 /// the K-1 rows of every batch element, aligned.
 int64_t getConvHaloBytes(Operation *op);
 
+/// Attention (or its gradient) that runs by key blocks with explicit token
+/// positions: ring attention (`ring_axes`) or a sequence in zigzag order
+/// (`sequence_zigzag`). Its scratch holds, at these byte offsets: the
+/// positions of the query rows and of a key block (int64), the f32 merged
+/// output and log-sum-exp, a block's f32 output and log-sum-exp; the
+/// gradient also the f32 delta and dq; a ring two slots of the travelling
+/// key and value chunks (the op's element type) and, for the gradient, two
+/// slots of their f32 cotangent accumulators (one slot, for the whole keys,
+/// without a ring).
+struct BlockAttentionScratch {
+  int64_t qPos = 0, kPos = 0, out = 0, lse = 0, blockOut = 0, blockLse = 0;
+  int64_t delta = 0, dq = 0;
+  int64_t k[2] = {0, 0}, v[2] = {0, 0};
+  int64_t dk[2] = {0, 0}, dv[2] = {0, 0};
+  int64_t bytes = 0;
+};
+bool runsByKeyBlocks(Operation *op);
+BlockAttentionScratch getBlockAttentionScratch(Operation *op);
+
 int64_t scratchBytes(Operation *op);
 
 } // namespace mlir::braid

@@ -150,6 +150,15 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'braid.zero' must be a ZeRO stage 0-3 on a module");
     return success();
   }
+  // Context parallelism with zigzag load balancing: the grid axis whose
+  // splits hold sequences in zigzag order (set by --braid-partition).
+  if (attr.getName() == "braid.zigzag_axis") {
+    auto axis = dyn_cast<StringAttr>(attr.getValue());
+    if (!isa<ModuleOp>(op) || !axis || axis.getValue().empty())
+      return op->emitError("'braid.zigzag_axis' must name a grid axis with a "
+                           "string on a module");
+    return success();
+  }
   if (failed(verifyPipelineAttr(op, attr)))
     return failure();
   if (isPipelineAttr(attr.getName().getValue()))

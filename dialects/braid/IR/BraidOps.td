@@ -177,6 +177,20 @@ def Braid_AttentionOp : Braid_InferredOp<"attention"> {
     query s has global position o + s with o = c S, for RoPE and for the
     causal mask (t > o + s is masked), and S may be less than Skv.
 
+    Ring attention: with `ring_axes`, the queries, keys and values are all
+    this rank's chunk of the sequence over those grid axes, and the result is
+    attention of the rank's queries over every rank's keys and values: key
+    and value blocks travel around the group point to point, each block's
+    partial result merged by the online-softmax rule. Chunk j holds global
+    rows j S.. for queries and j Skv.. for keys.
+
+    Zigzag load balancing: with `sequence_zigzag = n`, the global sequence is
+    stored permuted: cut into 2n equal chunks, stored in the order 0, 2n-1,
+    1, 2n-2, ... (so that rank i of n holds chunks i and 2n-1-i, and causal
+    work is the same on every rank). A stored row's position (for RoPE and
+    the causal mask) is then its chunk's position, for queries and keys
+    alike; the global length must be a multiple of 2n.
+
     ```mlir
     %o = braid.attention %q, %k, %v causal {rope_theta = 5.000000e+05 : f64}
         : tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32> -> tensor<2x16x4x8xf32>
@@ -186,7 +200,9 @@ def Braid_AttentionOp : Braid_InferredOp<"attention"> {
                        Braid_FloatTensor:$value, UnitAttr:$causal,
                        OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<F64Attr>:$rope_theta,
-                       OptionalAttr<StrArrayAttr>:$query_offset_axes);
+                       OptionalAttr<StrArrayAttr>:$query_offset_axes,
+                       OptionalAttr<StrArrayAttr>:$ring_axes,
+                       OptionalAttr<I64Attr>:$sequence_zigzag);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`causal` $causal^)? attr-dict `:` type($query)

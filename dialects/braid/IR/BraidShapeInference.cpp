@@ -160,6 +160,12 @@ static LogicalResult inferAttention(std::optional<Location> loc,
       q.getDimSize(1) != k.getDimSize(1))
     return error("causal attention needs equal query and key lengths, found ",
                  q.getDimSize(1), " and ", k.getDimSize(1));
+  if (adaptor.getRingAxes() && adaptor.getQueryOffsetAxes())
+    return error("ring_axes and query_offset_axes exclude each other: a ring "
+                 "passes the key chunks, an offset chunk sees every key");
+  if (IntegerAttr zigzag = adaptor.getSequenceZigzagAttr();
+      zigzag && zigzag.getInt() < 1)
+    return error("sequence_zigzag must be at least 1, found ", zigzag.getInt());
   if (FloatAttr attr = adaptor.getScaleAttr()) {
     double scale = attr.getValueAsDouble();
     if (!(scale > 0.0) || !std::isfinite(scale))

@@ -80,13 +80,18 @@ def Braid_AttentionGradOp : Braid_InferredOp<"attention_grad"> {
     `query`, `key`, `value`. The softmax is recomputed from q and k (nothing
     but the operands is saved); with GQA the key/value cotangents sum over the
     query heads of a group; with RoPE, dq and dk are with respect to the
-    unrotated q and k.
+    unrotated q and k. Under ring attention (`ring_axes`) `dk` and `dv` are
+    the cotangents of this rank's key and value chunk, summed over every
+    rank's queries (the accumulators travel around the group with the
+    blocks).
   }];
   let arguments = (ins Braid_FloatTensor:$query, Braid_FloatTensor:$key,
                        Braid_FloatTensor:$value, Braid_FloatTensor:$grad,
                        UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<F64Attr>:$rope_theta,
-                       OptionalAttr<StrArrayAttr>:$query_offset_axes);
+                       OptionalAttr<StrArrayAttr>:$query_offset_axes,
+                       OptionalAttr<StrArrayAttr>:$ring_axes,
+                       OptionalAttr<I64Attr>:$sequence_zigzag);
   let results = (outs Braid_FloatTensor:$dquery, Braid_FloatTensor:$dkey,
                       Braid_FloatTensor:$dvalue);
   let extraClassDeclaration = [{

@@ -168,7 +168,8 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
   // Attention: key/value heads follow the query heads' split; with fewer
   // key/value heads than ranks, each rank takes its query heads' group.
   int64_t kvReplicas = 0;
-  AxisList queryAxes, contextAxes;
+  AxisList queryAxes, contextAxes, ringAxes;
+  bool zigzagged = false;
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     int hq = rule->factorOf(0, 2), hkv = rule->factorOf(1, 2);
     // Context parallelism: the queries' sequence is split over cp.
@@ -194,11 +195,18 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
           // global positions the op is told.
           (*axes)[rule->factorOf(0, 1)] = {*cp};
           contextAxes = {*cp};
+        } else if (cpAttention == "ring") {
+          // Queries, keys and values all keep their chunk; the op passes
+          // the key/value chunks around the group.
+          (*axes)[rule->factorOf(0, 1)] = {*cp};
+          (*axes)[rule->factorOf(1, 1)] = {*cp};
+          ringAxes = {*cp};
         } else {
           return attention.emitError("--braid-partition: cp-attention must "
-                                     "be allgather or ulysses, found '")
+                                     "be allgather, ulysses or ring, found '")
                  << cpAttention << "'";
         }
+        zigzagged = zigzag > 0;
       }
     queryAxes = (*axes)[hq];
     if ((*axes)[hkv] != queryAxes) {
@@ -338,6 +346,11 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
   if (!contextAxes.empty())
     cast<AttentionOp>(local).setQueryOffsetAxesAttr(
         grid.nameAttr(b.getContext(), contextAxes));
+  if (!ringAxes.empty())
+    cast<AttentionOp>(local).setRingAxesAttr(
+        grid.nameAttr(b.getContext(), ringAxes));
+  if (zigzagged)
+    cast<AttentionOp>(local).setSequenceZigzagAttr(b.getI64IntegerAttr(zigzag));
   if (!mixerContext.empty())
     local->setAttr("context_axes", grid.nameAttr(b.getContext(), mixerContext));
   if (auto ce = dyn_cast<CrossEntropyOp>(local)) {
@@ -437,7 +450,7 @@ LogicalResult Partitioner::run() {
   if (sequenceParallel && !grid.find("tp"))
     return module.emitError("--braid-partition: sequence parallelism needs "
                             "a tp axis");
-  if (failed(collectFunctions()))
+  if (failed(collectFunctions()) || failed(chooseSequenceLayout()))
     return failure();
   if (failed(readAnnotations()))
     return failure();
@@ -495,13 +508,18 @@ LogicalResult Partitioner::run() {
                  << " is not a multiple of " << grid.describe(seed->axes)
                  << " (" << grid.size(seed->axes) << " ranks)";
       }
-    // Context parallelism: each rank reads its chunk of the sequence.
+    // Context parallelism: each rank reads its chunk of the sequence (two
+    // chunks under zigzag balancing).
     if (auto cp = grid.find("cp"); cp && type.getRank() >= 2) {
-      if (type.getDimSize(1) % grid.sizes[*cp] != 0)
+      int64_t chunks = zigzag ? 2 * grid.sizes[*cp] : grid.sizes[*cp];
+      if (type.getDimSize(1) % chunks != 0)
         return step.emitError("the sequence (")
                << type.getDimSize(1) << ") of input #" << arg.getArgNumber()
-               << " is not a multiple of cp=" << grid.sizes[*cp]
-               << " (pad it to a multiple)";
+               << " is not a multiple of "
+               << (zigzag ? "2 x cp=" : "cp=") << grid.sizes[*cp]
+               << (zigzag ? " (zigzag balancing cuts it into 2 x cp chunks; "
+                            "pad it to a multiple or use cp-layout=contiguous)"
+                          : " (pad it to a multiple)");
       s.split[1] = {*cp};
     }
     inputs.push_back(s);
@@ -526,6 +544,52 @@ LogicalResult Partitioner::run() {
   grid.declare(b, module.getLoc());
   if (zero > 0)
     module->setAttr("braid.zero", b.getI64IntegerAttr(zero));
+  if (zigzag)
+    module->setAttr("braid.zigzag_axis", b.getStringAttr("cp"));
+  return success();
+}
+
+LogicalResult Partitioner::chooseSequenceLayout() {
+  if (cpLayout != "auto" && cpLayout != "contiguous" && cpLayout != "zigzag")
+    return module.emitError("--braid-partition: cp-layout must be auto, "
+                            "contiguous or zigzag, found '")
+           << cpLayout << "'";
+  std::optional<int16_t> cp = grid.find("cp");
+  if (!cp || grid.sizes[*cp] == 1 || cpLayout == "contiguous")
+    return success();
+  // Zigzag order is invisible to every op but those that read token
+  // positions: attention is told them; a learned position table and
+  // Mamba's convolution and scan (a chain over the sequence's order) assume
+  // contiguous chunks.
+  Operation *orderDependent = nullptr;
+  bool causal = false;
+  for (func::FuncOp f : functions)
+    f.walk([&](Operation *op) {
+      if (auto a = dyn_cast<AttentionOp>(op))
+        causal |= a.getCausal();
+      auto e = dyn_cast<EmbeddingOp>(op);
+      if ((e && e.getPositionTable()) || isa<Conv1dOp, SelectiveScanOp>(op))
+        if (!orderDependent)
+          orderDependent = op;
+    });
+  if (cpLayout == "auto") {
+    // Zigzag also needs the sequence to cut into 2 x cp chunks; auto falls
+    // back to contiguous chunks where it does not.
+    bool cuts = llvm::all_of(functions.front().getArgumentTypes(), [&](Type t) {
+      auto type = dyn_cast<RankedTensorType>(t);
+      return !type || type.getRank() < 2 ||
+             type.getDimSize(1) % (2 * grid.sizes[*cp]) == 0;
+    });
+    if (causal && !orderDependent && cuts)
+      zigzag = grid.sizes[*cp];
+    return success();
+  }
+  if (orderDependent)
+    return orderDependent->emitError("cp-layout=zigzag: '")
+           << orderDependent->getName()
+           << "' depends on the order of the sequence's chunks (only "
+              "attention is told zigzag positions); use cp-layout=contiguous";
+  zigzag = grid.sizes[*cp];
   return success();
 }
 
@@ -574,7 +638,7 @@ struct BraidPartitionPass
       existing.erase();
     }
     Partitioner partitioner(module, *grid, entry, plan, zero, sequenceParallel,
-                            cpAttention);
+                            cpAttention, cpLayout);
     if (failed(partitioner.run()))
       signalPassFailure();
   }

@@ -46,10 +46,11 @@ inline Location plain(Location loc) {
 class Partitioner {
 public:
   Partitioner(ModuleOp module, Grid grid, StringRef entry, StringRef plan,
-              int zero, bool sequenceParallel, StringRef cpAttention)
+              int zero, bool sequenceParallel, StringRef cpAttention,
+              StringRef cpLayout)
       : module(module), grid(std::move(grid)), entry(entry), plan(plan),
         zero(zero), sequenceParallel(sequenceParallel),
-        cpAttention(cpAttention) {}
+        cpAttention(cpAttention), cpLayout(cpLayout) {}
 
   LogicalResult run();
 
@@ -91,7 +92,12 @@ private:
   std::string entry, plan;
   int zero;
   bool sequenceParallel;
-  std::string cpAttention;
+  std::string cpAttention, cpLayout;
+  /// Zigzag load balancing: the cp size when sequences split over cp are
+  /// held in zigzag order (rank i: chunks i and 2cp-1-i), else 0.
+  int64_t zigzag = 0;
+  /// Decides `zigzag` from cp-layout and the model.
+  LogicalResult chooseSequenceLayout();
 
   SmallVector<func::FuncOp> functions; ///< entry first
   llvm::DenseMap<DimKey, unsigned> nodes;

@@ -224,7 +224,13 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
     between the tensor-parallel regions. A `cp` axis splits the sequence of
     every activation (context parallelism); attention then gathers keys and
     values (`cp-attention=allgather`, queries keep their global positions)
-    or moves the split to the heads (`ulysses`). Without a grid the pass does
+    or moves the split to the heads (`ulysses`), or passes key/value chunks
+    around the cp group (`ring`). `cp-layout=zigzag` balances causal
+    attention: each of n cp ranks holds chunks i and 2n-1-i of the sequence
+    (the module's `braid.zigzag_axis`); `auto` takes it for causal attention
+    when no op of the model depends on token order otherwise (a learned
+    position table, Mamba's convolution and scan, which keep contiguous
+    chunks). Without a grid the pass does
     nothing. Run it before --braid-autodiff: the backward pass follows from
     the collectives' vector-Jacobian products.
   }];
@@ -241,8 +247,12 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
     Option<"cpAttention", "cp-attention", "std::string",
            /*default=*/"\"allgather\"",
            "Attention under a cp axis: allgather (keys and values gathered, "
-           "queries stay split) or ulysses (all-to-all from sequence to "
-           "heads)">,
+           "queries stay split), ulysses (all-to-all from sequence to "
+           "heads) or ring (key/value chunks passed around the cp group)">,
+    Option<"cpLayout", "cp-layout", "std::string", /*default=*/"\"auto\"",
+           "How the sequence is cut over cp: contiguous, zigzag (rank i "
+           "holds chunks i and 2cp-1-i, balancing causal attention) or auto "
+           "(zigzag where the model allows it)">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }

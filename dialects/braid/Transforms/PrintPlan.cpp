@@ -82,16 +82,41 @@ struct PlanPrinter {
     auto q = cast<RankedTensorType>(a.getQuery().getType()).getShape();
     auto k = cast<RankedTensorType>(a.getKey().getType()).getShape();
     int64_t ranks = attentionFlops.size();
-    bool chunked = a.getQueryOffsetAxesAttr() != nullptr;
+    // Rank c's queries are stored rows [c S, (c + 1) S) of the global
+    // sequence when they are its chunk (all-gather, ring), else all of it
+    // (Ulysses: every row, a share of the heads). The keys are always the
+    // whole sequence (gathered, or every ring block in turn).
+    bool chunked = a.getQueryOffsetAxesAttr() || a.getRingAxesAttr();
+    int64_t seqGlobal = chunked ? q[1] * ranks : q[1];
+    int64_t keys = a.getRingAxesAttr() ? k[1] * ranks : k[1];
+    int64_t zigzag = a.getSequenceZigzag().value_or(0);
     for (int64_t c = 0; c < ranks; ++c) {
-      double seq = q[1], keys = k[1], offset = chunked ? c * seq : 0;
-      // Visible pairs: all of them, or under the causal mask those with
-      // key position <= query position.
-      double pairs = a.getCausal()
-                         ? seq * offset + seq * (seq + 1) / 2
-                         : seq * keys;
+      // Visible pairs: all of them, or under the causal mask each query
+      // sees the keys at positions up to its own.
+      double pairs = 0;
+      int64_t first = chunked ? c * q[1] : 0;
+      if (!a.getCausal()) {
+        pairs = double(q[1]) * keys;
+      } else {
+        for (int64_t r = first; r < first + q[1]; ++r)
+          pairs += double(storedPosition(r, seqGlobal, zigzag)) + 1;
+      }
       attentionFlops[c] += 4.0 * q[0] * q[2] * q[3] * pairs * times;
     }
+  }
+  template <typename AttentionLike> static double ringBlockBytes(AttentionLike a) {
+    return bytesOf(cast<RankedTensorType>(a.getKey().getType())) +
+           bytesOf(cast<RankedTensorType>(a.getValue().getType()));
+  }
+  /// The position of stored row `row` of a sequence of `seq` rows held in
+  /// zigzag order over `zigzag` ranks (0: natural order).
+  static int64_t storedPosition(int64_t row, int64_t seq, int64_t zigzag) {
+    if (zigzag <= 0)
+      return row;
+    int64_t chunk = seq / (2 * zigzag), pair = row / (2 * chunk),
+            within = row % (2 * chunk);
+    return within < chunk ? pair * chunk + within
+                          : (2 * zigzag - 1 - pair) * chunk + (within - chunk);
   }
 
   void add(StringRef kind, ArrayRef<int16_t> axes, double blockBytes,
@@ -144,7 +169,30 @@ struct PlanPrinter {
                 bytesOf(cast<RankedTensorType>(a.getInput().getType())) / n, n - 1,
                 times);
           })
-          .Case([&](AttentionOp a) { countAttention(a, times); })
+          .Case([&](AttentionOp a) {
+            countAttention(a, times);
+            // Ring: every rank sends its key/value blocks n - 1 times.
+            if (ArrayAttr ring = a.getRingAxesAttr()) {
+              AxisList axes = axesNamed(ring);
+              add("ring_send", axes, ringBlockBytes(a), grid.size(axes) - 1,
+                  times);
+            }
+          })
+          .Case([&](AttentionGradOp a) {
+            // Ring backward: the forward's blocks again (the recomputed
+            // output), the blocks with their f32 cotangents, which take
+            // one more step home.
+            if (ArrayAttr ring = a.getRingAxesAttr()) {
+              AxisList axes = axesNamed(ring);
+              double n = grid.size(axes);
+              double kv = ringBlockBytes(a);
+              auto k = cast<RankedTensorType>(a.getKey().getType());
+              auto v = cast<RankedTensorType>(a.getValue().getType());
+              double cotangents = 4.0 * (k.getNumElements() + v.getNumElements());
+              add("ring_send", axes, kv, 2 * (n - 1), times);
+              add("ring_send", axes, cotangents, n, times);
+            }
+          })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {
             auto vocab = ce->getAttrOfType<ArrayAttr>("vocab_axes");
             if (!vocab)

@@ -150,7 +150,8 @@ mlir::braid::emitVJP(OpBuilder &b, Location loc, Operation *op,
       .Case([&](AttentionOp a) -> SmallVector<Value> {
         auto grad = AttentionGradOp::create(
             b, loc, a.getQuery(), a.getKey(), a.getValue(), dy, a.getCausal(),
-            a.getScaleAttr(), a.getRopeThetaAttr(), a.getQueryOffsetAxesAttr());
+            a.getScaleAttr(), a.getRopeThetaAttr(), a.getQueryOffsetAxesAttr(),
+            a.getRingAxesAttr(), a.getSequenceZigzagAttr());
         return {grad.getDquery(), grad.getDkey(), grad.getDvalue()};
       })
       // Norms and embeddings.

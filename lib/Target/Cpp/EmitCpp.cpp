@@ -196,6 +196,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, raw_ostream &os) {
     return emitSpmdOp(op, os);
   if (isDistOp(op))
     return emitDistOp(op, os);
+  if (runsByKeyBlocks(op))
+    return emitBlockAttention(op, os);
   if (fp.fusion->getRoot(op) == op)
     return emitFusedGroup(op, os);
   return emitKernelCall(op, os);
@@ -431,7 +433,9 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
      << (grid.empty() ? "nullptr" : quoted(grid)) << ", " << commGroups.size()
      << ", " << (commGroups.empty() ? "nullptr" : "kCommGroups") << ", "
      << (onPipelineAxis ? "\"pp\"" : "nullptr") << ", "
-     << (onPipelineAxis ? *pipelineRank : 0) << "};\n";
+     << (onPipelineAxis ? *pipelineRank : 0) << ", "
+     << (zigzagAxis.empty() ? std::string("nullptr") : quoted(zigzagAxis))
+     << "};\n";
   return success();
 }
 

@@ -103,6 +103,12 @@ LogicalResult ProgramEmitter::collectSpmd() {
       return failure();
     for (auto [name, size] : llvm::zip_equal(*names, gridOp.getShape()))
       grid += (grid.empty() ? "" : ",") + name + "=" + std::to_string(size);
+    if (auto axis = module->getAttrOfType<StringAttr>("braid.zigzag_axis")) {
+      if (!llvm::is_contained(*names, axis.getValue()))
+        return module.emitError("braid.zigzag_axis '")
+               << axis.getValue() << "' is not an axis of the program's grid";
+      zigzagAxis = axis.getValue().str();
+    }
   }
   for (Operation &op : module.getOps()) {
     if (!isa<ParamOp, StateOp>(op))

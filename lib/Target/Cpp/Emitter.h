@@ -77,6 +77,9 @@ public:
   /// The grid the program was partitioned for ("dp=2,tp=2"), empty without
   /// a shard.grid.
   std::string grid;
+  /// Context parallelism with zigzag balancing: the grid axis whose splits
+  /// hold sequences in zigzag order (the module's braid.zigzag_axis).
+  std::string zigzagAxis;
   /// The sharded parameters and states, by name.
   llvm::StringMap<Sharding> shardings;
   /// The group of each parameter a ZeRO update shards.
@@ -148,6 +151,9 @@ private:
   LogicalResult emitKernelCall(Operation *op, raw_ostream &os);
   LogicalResult emitSpmdOp(Operation *op, raw_ostream &os);
   LogicalResult emitDistOp(Operation *op, raw_ostream &os);
+  /// Attention by key blocks: ring attention, zigzag positions
+  /// (EmitBlockAttention.cpp).
+  LogicalResult emitBlockAttention(Operation *op, raw_ostream &os);
   LogicalResult emitFusedGroup(Operation *root, raw_ostream &os);
   LogicalResult emitCall(func::CallOp call, raw_ostream &os);
   std::string callScope(func::CallOp call);

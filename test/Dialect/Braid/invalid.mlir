@@ -273,6 +273,30 @@ func.func @f(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x3x4xf32>) {
 
 // -----
 
+func.func @f(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4xf32>) {
+  // expected-error @+2 {{'braid.attention' op ring_axes and query_offset_axes exclude each other: a ring passes the key chunks, an offset chunk sees every key}}
+  // expected-error @+1 {{'braid.attention' op failed to infer returned types}}
+  %0 = braid.attention %q, %k, %k causal {ring_axes = ["cp"], query_offset_axes = ["cp"]} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x8x4x4xf32>, %k: tensor<2x8x2x4xf32>) {
+  // expected-error @+2 {{'braid.attention' op sequence_zigzag must be at least 1, found 0}}
+  // expected-error @+1 {{'braid.attention' op failed to infer returned types}}
+  %0 = braid.attention %q, %k, %k causal {sequence_zigzag = 0 : i64} : tensor<2x8x4x4xf32>, tensor<2x8x2x4xf32>, tensor<2x8x2x4xf32> -> tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'braid.zigzag_axis' must name a grid axis with a string on a module}}
+module attributes {braid.zigzag_axis = 2 : i64} {
+}
+
+// -----
+
 func.func @f(%q: tensor<2x8x4x4xf32>, %k: tensor<2x6x2x4xf32>) {
   // expected-error @+2 {{'braid.attention' op causal attention needs equal query and key lengths, found 8 and 6}}
   // expected-error @+1 {{'braid.attention' op failed to infer returned types}}

@@ -37,6 +37,8 @@ func.func @transformer(%tok: tensor<2x16xi32>, %wte: tensor<97x32xf32>, %wpe: te
   %logits = braid.linear %ln, %wte transpose_weight : tensor<2x16x32xf32>, tensor<97x32xf32> -> tensor<2x16x97xf32>
   // CHECK: braid.attention %{{.*}}, %{{.*}}, %{{.*}} causal {rope_theta = 1.000000e+04 : f64, scale = 2.500000e-01 : f64} : tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32> -> tensor<2x16x4x8xf32>
   %o = braid.attention %q, %kv, %kv causal {scale = 0.25 : f64, rope_theta = 10000.0 : f64} : tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32> -> tensor<2x16x4x8xf32>
+  // CHECK: braid.attention %{{.*}}, %{{.*}}, %{{.*}} causal {ring_axes = ["cp"], sequence_zigzag = 2 : i64} : tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32> -> tensor<2x16x4x8xf32>
+  %ring = braid.attention %q, %kv, %kv causal {ring_axes = ["cp"], sequence_zigzag = 2 : i64} : tensor<2x16x4x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32> -> tensor<2x16x4x8xf32>
   // CHECK: braid.attention %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32> -> tensor<2x16x4x8xf32>
   %o2 = braid.attention %o, %o, %o : tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32> -> tensor<2x16x4x8xf32>
   // CHECK: braid.cross_entropy %{{.*}}, %{{.*}} : tensor<2x16x97xf32>, tensor<2x16xi32> -> tensor<f32>

@@ -3,8 +3,8 @@ the differential tests (spmd-verify.py, cp-verify.py, pipeline-verify.py).
 
 Presets are built with the Python builder; MoE presets (and the hybrid) with
 capacity factor 4, so that no token is dropped on either side (capacity is
-per data shard and micro-batch); suffixes "-b<N>" and "-l<N>" build batch N
-and N layers.
+per data shard and micro-batch); suffixes "-b<N>", "-l<N>" and "-s<N>" build
+batch N, N layers and sequence length N.
 Every run is 2 AdamW steps with eps 1e-5 (spmd-verify.py says why).
 """
 import os
@@ -15,11 +15,12 @@ import time
 
 def build(work, preset):
     name, extra = preset, []
-    # Suffixes, in any order: -b<N> batch N, -l<N> N layers.
+    # Suffixes, in any order: -b<N> batch N, -l<N> N layers, -s<N> sequence N.
+    flag = {"b": "--batch", "l": "--layers", "s": "--seq"}
     while True:
         stem, _, suffix = name.rpartition("-")
-        if suffix[:1] in ("b", "l") and suffix[1:].isdigit():
-            extra += ["--batch" if suffix[0] == "b" else "--layers", suffix[1:]]
+        if suffix[:1] in flag and suffix[1:].isdigit():
+            extra += [flag[suffix[0]], suffix[1:]]
             name = stem
         else:
             break
