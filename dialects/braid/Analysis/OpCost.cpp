@@ -2,6 +2,8 @@
 
 #include "dialects/braid/Analysis/OpCost.h"
 
+#include "dialects/braid/Analysis/MemoryPlan.h"
+
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -59,7 +61,12 @@ OpCost mlir::braid::getForwardCost(Operation *op) {
         auto q = a.getQuery().getType().getShape();
         auto k = a.getKey().getType().getShape();
         auto v = a.getValue().getType().getShape();
-        int64_t scores = q[0] * q[2] * q[1] * k[1]; // B * Hq * S * Skv
+        // Ring attention: the queries meet every rank's key chunk in turn.
+        int64_t keys = k[1];
+        if (ArrayAttr ring = a.getRingAxesAttr())
+          if (FailureOr<GridGroup> group = getGridGroup(a, ring); succeeded(group))
+            keys *= group->size();
+        int64_t scores = q[0] * q[2] * q[1] * keys; // B * Hq * S * Skv
         cost.matmulFlops = 2 * scores * q[3] + 2 * scores * v[3];
         // scale, mask, max, subtract, exp, sum, divide: ~5 per score.
         cost.otherFlops = 5 * scores;

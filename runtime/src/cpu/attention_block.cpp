@@ -45,6 +45,7 @@
 #include "common.h"
 
 #include <cmath>
+#include <vector>
 
 using namespace braid::cpu;
 
@@ -73,6 +74,28 @@ struct Rope {
       s[i] = float(std::sin(a));
     }
   }
+};
+
+/// The cos / sin of every row's angles, computed once per call: a key row
+/// is visited once per query block and head, and double-precision cos/sin
+/// per visit would cost more than the visit's arithmetic at small head dims
+/// (and more for large positions, making equal-work ranks unequal in time).
+struct AngleTable {
+  std::vector<float> c, s;
+  int64_t half = 0;
+  float dummy[1] = {0.0f};
+
+  AngleTable(const Rope &rope, const int64_t *pos, int64_t rows) {
+    if (!rope.on)
+      return;
+    half = rope.d / 2;
+    c.resize(size_t(rows * half));
+    s.resize(size_t(rows * half));
+    for (int64_t r = 0; r < rows; ++r)
+      rope.angles(pos[r], c.data() + r * half, s.data() + r * half);
+  }
+  const float *cosOf(int64_t row) const { return half ? c.data() + row * half : dummy; }
+  const float *sinOf(int64_t row) const { return half ? s.data() + row * half : dummy; }
 };
 
 /// dst[0..D) = x rotated by the angles (c, s) (rotate-half), or a copy.
@@ -148,7 +171,7 @@ void attentionBlockImpl(const T *q, const T *k, const T *v, const int64_t *qPos,
   const int64_t QB = queryBlock(D, Dv);
   float qbuf[kBufFloats], acc[kBufFloats];
   float kbuf[kMaxHeadDim], vbuf[kMaxHeadDim];
-  float cs[kMaxHeadDim / 2], sn[kMaxHeadDim / 2];
+  const AngleTable qAngles(rope, qPos, S), kAngles(rope, kPos, Skv);
   float mx[kMaxQB];
   double l[kMaxQB];
 
@@ -160,9 +183,8 @@ void attentionBlockImpl(const T *q, const T *k, const T *v, const int64_t *qPos,
         int64_t qMax = INT64_MIN;
         for (int64_t r = 0; r < qb; ++r) {
           const int64_t s = s0 + r;
-          if (rope.on)
-            rope.angles(qPos[s], cs, sn);
-          rotate(q + ((b * S + s) * Hq + h) * D, qbuf + r * D, cs, sn, rope);
+          rotate(q + ((b * S + s) * Hq + h) * D, qbuf + r * D, qAngles.cosOf(s),
+                 qAngles.sinOf(s), rope);
           qMax = qPos[s] > qMax ? qPos[s] : qMax;
           mx[r] = -INFINITY;
           l[r] = 0.0;
@@ -173,9 +195,8 @@ void attentionBlockImpl(const T *q, const T *k, const T *v, const int64_t *qPos,
           const int64_t kp = kPos[t];
           if (causal && kp > qMax) // no row of the block sees key t
             continue;
-          if (rope.on)
-            rope.angles(kp, cs, sn);
-          rotate(k + ((b * Skv + t) * Hkv + hk) * D, kbuf, cs, sn, rope);
+          rotate(k + ((b * Skv + t) * Hkv + hk) * D, kbuf, kAngles.cosOf(t), kAngles.sinOf(t),
+                 rope);
           const T *vrow = v + ((b * Skv + t) * Hkv + hk) * Dv;
           for (int64_t e = 0; e < Dv; ++e)
             vbuf[e] = braid::load(vrow, e);
@@ -222,7 +243,7 @@ void attentionBlockGradImpl(const T *q, const T *k, const T *v, const T *dout,
   const int64_t QB = queryBlock(D, Dv);
   float qbuf[kBufFloats], dobuf[kBufFloats], dqacc[kBufFloats];
   float kr[kMaxHeadDim], vr[kMaxHeadDim], dkacc[kMaxHeadDim], dvacc[kMaxHeadDim];
-  float cs[kMaxHeadDim / 2], sn[kMaxHeadDim / 2];
+  const AngleTable qAngles(rope, qPos, S), kAngles(rope, kPos, Skv);
   float rowLse[kMaxQB], rowDelta[kMaxQB];
   bool live[kMaxQB];
 
@@ -242,9 +263,7 @@ void attentionBlockGradImpl(const T *q, const T *k, const T *v, const T *dout,
             continue;
           anyLive = true;
           qMax = qPos[s] > qMax ? qPos[s] : qMax;
-          if (rope.on)
-            rope.angles(qPos[s], cs, sn);
-          rotate(q + row * D, qbuf + r * D, cs, sn, rope);
+          rotate(q + row * D, qbuf + r * D, qAngles.cosOf(s), qAngles.sinOf(s), rope);
           const T *dr = dout + row * Dv;
           for (int64_t e = 0; e < Dv; ++e)
             dobuf[r * Dv + e] = braid::load(dr, e);
@@ -257,10 +276,9 @@ void attentionBlockGradImpl(const T *q, const T *k, const T *v, const T *dout,
           const int64_t kp = kPos[t];
           if (causal && kp > qMax)
             continue;
-          if (rope.on)
-            rope.angles(kp, cs, sn);
           const int64_t kvRow = (b * Skv + t) * Hkv + hk;
-          rotate(k + kvRow * D, kr, cs, sn, rope);
+          const float *kc = kAngles.cosOf(t), *ks = kAngles.sinOf(t);
+          rotate(k + kvRow * D, kr, kc, ks, rope);
           const T *vrow = v + kvRow * Dv;
           for (int64_t e = 0; e < Dv; ++e) {
             vr[e] = braid::load(vrow, e);
@@ -286,7 +304,7 @@ void attentionBlockGradImpl(const T *q, const T *k, const T *v, const T *dout,
           }
           if (!touched)
             continue;
-          addUnrotated(dkacc, dk + kvRow * D, scale, cs, sn, rope);
+          addUnrotated(dkacc, dk + kvRow * D, scale, kc, ks, rope);
           float *dvrow = dv + kvRow * Dv;
           for (int64_t e = 0; e < Dv; ++e)
             dvrow[e] += dvacc[e];
@@ -295,9 +313,8 @@ void attentionBlockGradImpl(const T *q, const T *k, const T *v, const T *dout,
           if (!live[r])
             continue;
           const int64_t s = s0 + r;
-          if (rope.on)
-            rope.angles(qPos[s], cs, sn);
-          addUnrotated(dqacc + r * D, dq + ((b * S + s) * Hq + h) * D, scale, cs, sn, rope);
+          addUnrotated(dqacc + r * D, dq + ((b * S + s) * Hq + h) * D, scale, qAngles.cosOf(s),
+                       qAngles.sinOf(s), rope);
         }
       }
     }
