@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "rope.h"
 
 #include <cmath>
 
@@ -27,34 +28,11 @@ namespace {
 constexpr int64_t kMaxQB = 64;
 constexpr int64_t kBufFloats = 8192;
 
-/// dst[0..D) = x rotated to position p (rotate-half), or a copy without RoPE.
-template <typename T>
-inline void loadRotated(const T *x, float *dst, int64_t d, int64_t p, const double *freq,
-                        bool rope) {
-  if (!rope) {
-    for (int64_t i = 0; i < d; ++i)
-      dst[i] = braid::load(x, i);
-    return;
-  }
-  const int64_t half = d / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const double angle = double(p) * freq[i];
-    const float c = float(std::cos(angle)), s = float(std::sin(angle));
-    const float lo = braid::load(x, i), hi = braid::load(x, i + half);
-    dst[i] = lo * c - hi * s;
-    dst[i + half] = hi * c + lo * s;
-  }
-}
-
 template <typename T>
 void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t S, int64_t Skv,
                    int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, bool causal, float scale,
                    double theta, int64_t qOff) {
-  const bool rope = theta > 0.0;
-  double freq[kMaxHeadDim / 2];
-  if (rope)
-    for (int64_t i = 0; i < D / 2; ++i)
-      freq[i] = std::pow(theta, -2.0 * double(i) / double(D));
+  const Rope rope(theta, D);
   const int64_t group = Hq / Hkv;
 
   int64_t QB = kBufFloats / (D > Dv ? (D > 0 ? D : 1) : (Dv > 0 ? Dv : 1));
@@ -71,7 +49,7 @@ void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t 
         const int64_t qb = S - s0 < QB ? S - s0 : QB;
         for (int64_t r = 0; r < qb; ++r) {
           const int64_t s = s0 + r;
-          loadRotated(q + ((b * S + s) * Hq + h) * D, qbuf + r * D, D, qOff + s, freq, rope);
+          loadRotated(q + ((b * S + s) * Hq + h) * D, qbuf + r * D, qOff + s, rope);
           mx[r] = -INFINITY;
           l[r] = 0.0;
           for (int64_t e = 0; e < Dv; ++e)
@@ -80,7 +58,7 @@ void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t 
         // Causal: the block's last query sees keys 0..qOff+s0+qb-1.
         const int64_t tEnd = causal && qOff + s0 + qb < Skv ? qOff + s0 + qb : Skv;
         for (int64_t t = 0; t < tEnd; ++t) {
-          loadRotated(k + ((b * Skv + t) * Hkv + hk) * D, kbuf, D, t, freq, rope);
+          loadRotated(k + ((b * Skv + t) * Hkv + hk) * D, kbuf, t, rope);
           const T *vrow = v + ((b * Skv + t) * Hkv + hk) * Dv;
           for (int64_t e = 0; e < Dv; ++e)
             vbuf[e] = braid::load(vrow, e);

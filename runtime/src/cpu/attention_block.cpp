@@ -36,16 +36,16 @@
 //    caller zeroes: the kernel adds. Rows with lse = -inf see no key and
 //    contribute nothing.
 //
-// RoPE is rotate-half as in attention.cpp: f_i = theta^(-2i/D) computed once,
-// angles p f_i and their cos / sin in double (positions can be large),
+// RoPE is rotate-half (rope.h, shared with attention.cpp): f_i = theta^(-2i/D),
+// angles p f_i in double, their cos / sin computed once per row and call,
 // theta <= 0: no rotation. GQA: query head h reads kv head h / (Hq / Hkv).
 //
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "rope.h"
 
 #include <cmath>
-#include <vector>
 
 using namespace braid::cpu;
 
@@ -53,82 +53,6 @@ namespace {
 
 constexpr int64_t kMaxQB = 64;
 constexpr int64_t kBufFloats = 8192;
-
-struct Rope {
-  bool on = false;
-  int64_t d = 0;
-  double freq[kMaxHeadDim / 2];
-
-  void init(double theta, int64_t dim) {
-    on = theta > 0.0;
-    d = dim;
-    if (on)
-      for (int64_t i = 0; i < dim / 2; ++i)
-        freq[i] = std::pow(theta, -2.0 * double(i) / double(dim));
-  }
-  /// cos / sin of the angles of position p (on only).
-  void angles(int64_t p, float *c, float *s) const {
-    for (int64_t i = 0; i < d / 2; ++i) {
-      const double a = double(p) * freq[i];
-      c[i] = float(std::cos(a));
-      s[i] = float(std::sin(a));
-    }
-  }
-};
-
-/// The cos / sin of every row's angles, computed once per call: a key row
-/// is visited once per query block and head, and double-precision cos/sin
-/// per visit would cost more than the visit's arithmetic at small head dims
-/// (and more for large positions, making equal-work ranks unequal in time).
-struct AngleTable {
-  std::vector<float> c, s;
-  int64_t half = 0;
-  float dummy[1] = {0.0f};
-
-  AngleTable(const Rope &rope, const int64_t *pos, int64_t rows) {
-    if (!rope.on)
-      return;
-    half = rope.d / 2;
-    c.resize(size_t(rows * half));
-    s.resize(size_t(rows * half));
-    for (int64_t r = 0; r < rows; ++r)
-      rope.angles(pos[r], c.data() + r * half, s.data() + r * half);
-  }
-  const float *cosOf(int64_t row) const { return half ? c.data() + row * half : dummy; }
-  const float *sinOf(int64_t row) const { return half ? s.data() + row * half : dummy; }
-};
-
-/// dst[0..D) = x rotated by the angles (c, s) (rotate-half), or a copy.
-template <typename T>
-inline void rotate(const T *x, float *dst, const float *c, const float *s, const Rope &r) {
-  if (!r.on) {
-    for (int64_t i = 0; i < r.d; ++i)
-      dst[i] = braid::load(x, i);
-    return;
-  }
-  const int64_t half = r.d / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const float lo = braid::load(x, i), hi = braid::load(x, i + half);
-    dst[i] = lo * c[i] - hi * s[i];
-    dst[i + half] = hi * c[i] + lo * s[i];
-  }
-}
-
-/// dst[0..D) += scale * g rotated back by (c, s) (the transposed rotation).
-inline void addUnrotated(const float *g, float *dst, float scale, const float *c, const float *s,
-                         const Rope &r) {
-  if (!r.on) {
-    for (int64_t i = 0; i < r.d; ++i)
-      dst[i] += scale * g[i];
-    return;
-  }
-  const int64_t half = r.d / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const float lo = g[i], hi = g[i + half];
-    dst[i] += scale * (lo * c[i] + hi * s[i]);
-    dst[i + half] += scale * (hi * c[i] - lo * s[i]);
-  }
-}
 
 inline float dot(const float *a, const float *b, int64_t n) {
   float s = 0.0f;
@@ -165,8 +89,7 @@ void attentionBlockImpl(const T *q, const T *k, const T *v, const int64_t *qPos,
                         const int64_t *kPos, float *o, float *lse, int64_t B, int64_t S,
                         int64_t Skv, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, bool causal,
                         float scale, double theta) {
-  Rope rope;
-  rope.init(theta, D);
+  const Rope rope(theta, D);
   const int64_t group = Hq / Hkv;
   const int64_t QB = queryBlock(D, Dv);
   float qbuf[kBufFloats], acc[kBufFloats];
@@ -237,8 +160,7 @@ void attentionBlockGradImpl(const T *q, const T *k, const T *v, const T *dout,
                             const float *delta, float *dq, float *dk, float *dv, int64_t B,
                             int64_t S, int64_t Skv, int64_t Hq, int64_t Hkv, int64_t D,
                             int64_t Dv, bool causal, float scale, double theta) {
-  Rope rope;
-  rope.init(theta, D);
+  const Rope rope(theta, D);
   const int64_t group = Hq / Hkv;
   const int64_t QB = queryBlock(D, Dv);
   float qbuf[kBufFloats], dobuf[kBufFloats], dqacc[kBufFloats];

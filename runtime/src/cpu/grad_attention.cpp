@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "rope.h"
 
 #include <cmath>
 
@@ -35,47 +36,6 @@ namespace {
 constexpr int64_t kMaxQB = 64;
 constexpr int64_t kBufFloats = 8192;
 constexpr int64_t kStatRows = 8192;
-
-struct Rope {
-  bool on = false;
-  int64_t d = 0;
-  double freq[kMaxHeadDim / 2];
-};
-
-/// dst[0..D) = x rotated to position p (rotate-half), or a copy (attention.cpp).
-template <typename T> inline void loadRotated(const T *x, float *dst, int64_t p, const Rope &r) {
-  if (!r.on) {
-    for (int64_t i = 0; i < r.d; ++i)
-      dst[i] = braid::load(x, i);
-    return;
-  }
-  const int64_t half = r.d / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const double angle = double(p) * r.freq[i];
-    const float c = float(std::cos(angle)), s = float(std::sin(angle));
-    const float lo = braid::load(x, i), hi = braid::load(x, i + half);
-    dst[i] = lo * c - hi * s;
-    dst[i + half] = hi * c + lo * s;
-  }
-}
-
-/// dst = scale * g rotated back from position p (the transposed rotation).
-template <typename T>
-inline void storeUnrotated(const float *g, T *dst, float scale, int64_t p, const Rope &r) {
-  if (!r.on) {
-    for (int64_t i = 0; i < r.d; ++i)
-      braid::store(dst, i, scale * g[i]);
-    return;
-  }
-  const int64_t half = r.d / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const double angle = double(p) * r.freq[i];
-    const float c = float(std::cos(angle)), s = float(std::sin(angle));
-    const float lo = g[i], hi = g[i + half];
-    braid::store(dst, i, scale * (lo * c + hi * s));
-    braid::store(dst, i + half, scale * (hi * c - lo * s));
-  }
-}
 
 inline float dot(const float *a, const float *b, int64_t n) {
   float s = 0.0f;
@@ -111,12 +71,7 @@ template <typename T>
 void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq, T *dk, T *dv,
                        int64_t B, int64_t S, int64_t Skv, int64_t Hq, int64_t Hkv, int64_t D,
                        int64_t Dv, bool causal, float scale, double theta, int64_t qOff) {
-  Rope rope;
-  rope.on = theta > 0.0;
-  rope.d = D;
-  if (rope.on)
-    for (int64_t i = 0; i < D / 2; ++i)
-      rope.freq[i] = std::pow(theta, -2.0 * double(i) / double(D));
+  const Rope rope(theta, D);
   const int64_t group = Hq / Hkv;
   const int64_t M = D > Dv ? (D > 0 ? D : 1) : (Dv > 0 ? Dv : 1);
   const int64_t QB = kBufFloats / M < kMaxQB ? kBufFloats / M : kMaxQB; // >= 8
