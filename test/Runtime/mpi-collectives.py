@@ -18,7 +18,6 @@ import json
 import os
 import pathlib
 import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -43,16 +42,10 @@ env, launcher = mpi_launch.launcher(mpirun)
 
 
 def build(name, program, variant=None, mpi=True):
-    exe = tmp / name
-    cmd = [mpicxx if mpi else cxx, "-std=c++17", "-O1", f"-I{src / 'runtime' / 'include'}",
-           str(inputs / program)]
-    cmd += [str(p) for p in mpi_libs] if mpi else [
-        str(libdir / "libbraid_runtime_main.a"), str(libdir / "libbraid_runtime.a")]
-    cmd += ["-lpthread", "-o", str(exe)]
-    if variant:
-        cmd.insert(2, f"-DVARIANT_{variant}")
-    subprocess.run(cmd, check=True, env=env)
-    return exe
+    return mpi_launch.build_program(
+        tmp / name, inputs / program, [f"VARIANT_{variant}"] if variant else [],
+        mpicxx if mpi else cxx, src, mpi_libs if mpi else mpi_launch.serial_libraries(libdir),
+        env)
 
 
 with ThreadPoolExecutor(4) as pool:
@@ -64,13 +57,7 @@ with ThreadPoolExecutor(4) as pool:
 
 
 def run(cmd, ranks=None):
-    full = launcher + ["-np", str(ranks)] + cmd if ranks else cmd
-    try:
-        return subprocess.run([str(c) for c in full], capture_output=True, text=True, env=env,
-                              timeout=60)
-    except subprocess.TimeoutExpired as e:
-        failures.append(f"timed out: {full}")
-        return subprocess.CompletedProcess(full, 124, e.stdout or "", e.stderr or "")
+    return mpi_launch.run(launcher, env, cmd, ranks, 60, failures)
 
 
 # --- 4 ranks on dp=2,tp=2: every collective, rank 0 prints and dumps ------------------

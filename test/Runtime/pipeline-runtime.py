@@ -60,11 +60,8 @@ env, launcher = mpi_launch.launcher(mpirun)
 
 
 def build(stage):
-    exe = tmp / f"stage{stage}"
-    subprocess.run([mpicxx, "-std=c++17", "-O1", f"-I{src / 'runtime' / 'include'}",
-                    f"-DSTAGE={stage}", str(program), *[str(p) for p in mpi_libs],
-                    "-lpthread", "-o", str(exe)], check=True, env=env)
-    return exe
+    return mpi_launch.build_program(tmp / f"stage{stage}", program, [f"STAGE={stage}"], mpicxx,
+                                    src, mpi_libs, env)
 
 
 with ThreadPoolExecutor(2) as pool:

@@ -194,13 +194,7 @@ expect("braid_rt_comm(rt, \"world\")" not in source, "the step reduces the loss 
 
 
 def run(cmd, ranks=None):
-    full = launcher + ["-np", str(ranks)] + cmd if ranks else cmd
-    try:
-        return subprocess.run([str(c) for c in full], capture_output=True, text=True, env=env,
-                              timeout=120)
-    except subprocess.TimeoutExpired as e:
-        failures.append(f"timed out: {full}")
-        return subprocess.CompletedProcess(full, 124, e.stdout or "", e.stderr or "")
+    return mpi_launch.run(launcher, env, cmd, ranks, 120, failures)
 
 
 def losses(result, what):

@@ -20,7 +20,6 @@
 import os
 import pathlib
 import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -48,14 +47,9 @@ env, launcher = mpi_launch.launcher(mpirun)
 
 
 def build(name, defines, mpi=True):
-    exe = tmp / name
-    cmd = [mpicxx if mpi else cxx, "-std=c++17", "-O1", f"-I{src / 'runtime' / 'include'}",
-           *[f"-D{d}" for d in defines], str(program)]
-    cmd += [str(p) for p in mpi_libs] if mpi else [
-        str(libdir / "libbraid_runtime_main.a"), str(libdir / "libbraid_runtime.a")]
-    cmd += ["-lpthread", "-o", str(exe)]
-    subprocess.run(cmd, check=True, env=env)
-    return exe
+    return mpi_launch.build_program(
+        tmp / name, program, defines, mpicxx if mpi else cxx, src,
+        mpi_libs if mpi else mpi_launch.serial_libraries(libdir), env)
 
 
 VARIANTS = {"twin": ([], False), "cp2": (["ZIGZAG"], True), "cp4": (["ZIGZAG", "CP4"], True),
@@ -67,13 +61,7 @@ with ThreadPoolExecutor(len(VARIANTS)) as pool:
 
 
 def run(cmd, ranks=None):
-    full = launcher + ["-np", str(ranks)] + cmd if ranks else cmd
-    try:
-        return subprocess.run([str(c) for c in full], capture_output=True, text=True, env=env,
-                              timeout=60)
-    except subprocess.TimeoutExpired as e:
-        failures.append(f"timed out: {full}")
-        return subprocess.CompletedProcess(full, 124, e.stdout or "", e.stderr or "")
+    return mpi_launch.run(launcher, env, cmd, ranks, 60, failures)
 
 
 def steps(stdout):
