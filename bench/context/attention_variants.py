@@ -23,28 +23,17 @@ import argparse
 import glob
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import machine  # noqa: E402
+
 VARIANTS = [("allgather", "contiguous"), ("allgather", "zigzag"), ("ulysses", "contiguous"),
             ("ulysses", "zigzag"), ("ring", "contiguous"), ("ring", "zigzag")]
-
-
-def machine():
-    name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{name}, {os.cpu_count()} cores"
 
 
 def from_traces(prefix, step):
@@ -100,7 +89,7 @@ def main():
                         "--trace", trace, "--quiet", *flags], check=True, capture_output=True)
         return from_traces(trace[:-5], args.steps)
 
-    print(f"machine: {machine()}")
+    print(f"machine: {machine.describe()}")
     print(f"model: llama-tiny, 2 layers, batch 1, seq {args.seq}; cp={args.cp} CPU ranks; "
           f"last of {args.steps} steps")
     if (os.cpu_count() or 1) < args.cp:

@@ -20,28 +20,17 @@ import argparse
 import glob
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import machine  # noqa: E402
+
 PP, MICROBATCHES = 4, 16
 SCHEDULES = [("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zb-h1", 1)]
-
-
-def machine():
-    name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{name}, {os.cpu_count()} cores"
 
 
 def measured_bubble(trace_prefix, step):
@@ -85,7 +74,7 @@ def main():
             [sys.executable, "-m", "braid.models", "gpt-tiny", "--layers", str(args.layers),
              "--batch", str(MICROBATCHES), "--seq", str(args.seq)],
             check=True, capture_output=True, text=True, env=env).stdout)
-    print(f"machine: {machine()}")
+    print(f"machine: {machine.describe()}")
     print(f"model: gpt-tiny, {args.layers} layers, batch {MICROBATCHES}, seq {args.seq}; "
           f"pp={PP}, {MICROBATCHES} micro-batches; last of {args.steps} steps")
     print(f"{'schedule':<16}{'measured':>9}{'simulated':>10}{'textbook':>9}{'step ms':>9}"
