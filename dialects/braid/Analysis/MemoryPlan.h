@@ -117,6 +117,7 @@ int64_t getTensorBytes(Type type);
 
 //===----------------------------------------------------------------------===//
 // SPMD programs: grid groups and the scratch of partitioned ops
+// (SpmdScratch.cpp)
 //===----------------------------------------------------------------------===//
 
 /// Grid axes a collective or a partitioned op runs over, in the order it

@@ -1,0 +1,306 @@
+//===- SpmdScratch.cpp - grid groups and the scratch of partitioned ops ---===//
+//
+// The SPMD half of MemoryPlan.h: which grid axes a collective or a
+// partitioned op runs over (GridGroup), the re-layout a collective needs when
+// its blocks are not contiguous per rank, and the scratch each partitioned op
+// uses while it runs (collective re-layouts, a sharded cross-entropy's
+// statistics, a context-parallel Mamba mixer's halos and states, attention by
+// key blocks). The planner (MemoryPlan.cpp) reserves scratchBytes(op) at the
+// op's position; the emitter lays the buffers out by the same functions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/braid/Analysis/MemoryPlan.h"
+
+#include "dialects/braid/IR/BraidOps.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<ShapedType>(value.getType()).getShape();
+}
+
+static int64_t align(int64_t bytes) {
+  return llvm::alignTo(bytes, kBufferAlignment);
+}
+
+int64_t GridGroup::size() const {
+  int64_t n = 1;
+  for (int64_t s : sizes)
+    n *= s;
+  return n;
+}
+
+bool GridGroup::inGridOrder() const { return llvm::is_sorted(positions); }
+
+std::string GridGroup::spec() const { return llvm::join(names, ","); }
+
+shard::GridOp mlir::braid::getProgramGrid(Operation *op) {
+  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op)
+                                  : op->getParentOfType<ModuleOp>();
+  if (!module)
+    return {};
+  auto grids = module.getOps<shard::GridOp>();
+  return grids.empty() ? shard::GridOp() : *grids.begin();
+}
+
+FailureOr<SmallVector<std::string>>
+mlir::braid::getGridAxisNames(shard::GridOp grid) {
+  auto names = grid->getAttrOfType<ArrayAttr>("braid.axes");
+  SmallVector<std::string> out;
+  if (names && static_cast<int64_t>(names.size()) == grid.getRank())
+    for (Attribute name : names)
+      if (auto str = dyn_cast<StringAttr>(name); str && !str.empty())
+        out.push_back(str.str());
+  if (static_cast<int64_t>(out.size()) != grid.getRank())
+    return grid.emitError("the runtime needs the grid's axes named: "
+                          "braid.axes = [...] with ")
+           << grid.getRank() << " non-empty strings";
+  for (int64_t size : grid.getShape())
+    if (ShapedType::isDynamic(size))
+      return grid.emitError("the runtime needs a grid of static shape");
+  return out;
+}
+
+/// The group of `positions` (grid axis indices) of `grid`.
+static FailureOr<GridGroup>
+groupOf(shard::GridOp grid, ArrayRef<int64_t> positions,
+        function_ref<InFlightDiagnostic()> emitError) {
+  auto fail = [&](const Twine &message) -> FailureOr<GridGroup> {
+    if (emitError)
+      emitError() << message;
+    return failure();
+  };
+  auto names = grid->getAttrOfType<ArrayAttr>("braid.axes");
+  if (!names || static_cast<int64_t>(names.size()) != grid.getRank())
+    return fail("grid @" + grid.getSymName() +
+                " does not name its axes (braid.axes)");
+  if (positions.empty())
+    return fail("names no grid axes");
+  GridGroup group;
+  for (int64_t p : positions) {
+    if (p < 0 || p >= grid.getRank() ||
+        llvm::is_contained(group.positions, static_cast<unsigned>(p)))
+      return fail("grid axis " + Twine(p) + " is not a distinct axis of @" +
+                  grid.getSymName());
+    int64_t size = grid.getShape()[p];
+    if (ShapedType::isDynamic(size))
+      return fail("grid @" + grid.getSymName() + " has a dynamic axis");
+    group.names.push_back(cast<StringAttr>(names[p]).str());
+    group.sizes.push_back(size);
+    group.positions.push_back(p);
+  }
+  return group;
+}
+
+FailureOr<GridGroup>
+mlir::braid::getGridGroup(Operation *op, FlatSymbolRefAttr grid,
+                          ArrayRef<int16_t> axes,
+                          function_ref<InFlightDiagnostic()> emitError) {
+  auto gridOp = SymbolTable::lookupNearestSymbolFrom<shard::GridOp>(op, grid);
+  if (!gridOp) {
+    if (emitError)
+      emitError() << "no shard.grid " << grid;
+    return failure();
+  }
+  return groupOf(gridOp, llvm::to_vector(llvm::map_range(
+                             axes, [](int16_t a) { return int64_t(a); })),
+                 emitError);
+}
+
+FailureOr<GridGroup>
+mlir::braid::getGridGroup(Operation *op, ArrayAttr names,
+                          function_ref<InFlightDiagnostic()> emitError) {
+  shard::GridOp grid = getProgramGrid(op);
+  if (!grid) {
+    if (emitError)
+      emitError() << "names grid axes but the module has no shard.grid";
+    return failure();
+  }
+  auto gridNames = grid->getAttrOfType<ArrayAttr>("braid.axes");
+  SmallVector<int64_t> positions;
+  for (Attribute name : names) {
+    auto it = gridNames ? llvm::find(gridNames, name) : nullptr;
+    if (!gridNames || it == gridNames.end()) {
+      if (emitError)
+        emitError() << name << " is not an axis of grid @"
+                    << grid.getSymName();
+      return failure();
+    }
+    positions.push_back(it - gridNames.begin());
+  }
+  return groupOf(grid, positions, emitError);
+}
+
+/// Drops the unit dimensions of a transpose (they move nothing).
+static Transpose squeeze(ArrayRef<int64_t> shape, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> index(shape.size(), -1);
+  Transpose out;
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (size != 1) {
+      index[d] = out.shape.size();
+      out.shape.push_back(size);
+    }
+  for (int64_t p : perm)
+    if (index[p] >= 0)
+      out.perm.push_back(index[p]);
+  return out;
+}
+
+std::optional<BlockRelayout>
+mlir::braid::getBlockRelayout(ArrayRef<int64_t> shape, int64_t dim,
+                              const GridGroup &group) {
+  // The tensor as [outer, a_1 .. a_k, L, inner] (listed axes, major to
+  // minor); the rank blocks as [g_1 .. g_k, outer, L, inner] (the same axes
+  // in grid order).
+  int64_t k = group.sizes.size();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (int64_t d = dim + 1, e = shape.size(); d < e; ++d)
+    inner *= shape[d];
+  SmallVector<int64_t> tensorShape = {outer};
+  llvm::append_range(tensorShape, group.sizes);
+  tensorShape.append({shape[dim] / group.size(), inner});
+
+  SmallVector<int64_t> byGrid = llvm::to_vector(llvm::seq<int64_t>(0, k));
+  llvm::stable_sort(byGrid, [&](int64_t a, int64_t b) {
+    return group.positions[a] < group.positions[b];
+  });
+  SmallVector<int64_t> perm;
+  for (int64_t listed : byGrid)
+    perm.push_back(1 + listed);
+  perm.append({0, k + 1, k + 2});
+
+  BlockRelayout relayout;
+  relayout.toBlocks = squeeze(tensorShape, perm);
+  if (llvm::is_sorted(relayout.toBlocks.perm))
+    return std::nullopt;
+  SmallVector<int64_t> blockShape, inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm)) {
+    blockShape.push_back(tensorShape[p]);
+    inverse[p] = i;
+  }
+  relayout.fromBlocks = squeeze(blockShape, inverse);
+  return relayout;
+}
+
+bool mlir::braid::isShardedCrossEntropy(Operation *op) {
+  if (auto c = dyn_cast<CrossEntropyOp>(op))
+    return c.getVocabAxes() || c.getVocabSize() || c.getDenominator();
+  if (auto c = dyn_cast<CrossEntropyGradOp>(op))
+    return c.getVocabAxes() || c.getVocabSize() || c.getDenominator();
+  return false;
+}
+
+int64_t mlir::braid::getCrossEntropyStatsOffset(int64_t rows) {
+  return align(4 * rows);
+}
+
+int64_t mlir::braid::getConvHaloBytes(Operation *op) {
+  auto x = cast<ShapedType>(op->getOperand(0).getType());
+  int64_t rows = shapeOf(op->getOperand(1))[1] - 1;
+  int64_t bytes = getTensorBytes(x) / x.getShape()[1] * rows;
+  return align(bytes);
+}
+
+bool mlir::braid::runsByKeyBlocks(Operation *op) {
+  if (auto a = dyn_cast<AttentionOp>(op))
+    return a.getRingAxes() || a.getSequenceZigzag();
+  if (auto a = dyn_cast<AttentionGradOp>(op))
+    return a.getRingAxes() || a.getSequenceZigzag();
+  return false;
+}
+
+BlockAttentionScratch mlir::braid::getBlockAttentionScratch(Operation *op) {
+  BlockAttentionScratch s;
+  auto q = shapeOf(op->getOperand(0)), k = shapeOf(op->getOperand(1)),
+       v = shapeOf(op->getOperand(2));
+  bool grad = isa<AttentionGradOp>(op);
+  bool ring = op->hasAttr("ring_axes");
+  int64_t rows = q[0] * q[1] * q[2];
+  int64_t kElems = k[0] * k[1] * k[2] * k[3], vElems = v[0] * v[1] * v[2] * v[3];
+  int64_t elem = getTensorBytes(op->getOperand(1).getType()) / std::max<int64_t>(1, kElems);
+  int64_t at = 0;
+  auto take = [&](int64_t bytes) {
+    int64_t offset = at;
+    at += align(bytes);
+    return offset;
+  };
+  s.qPos = take(8 * q[1]);
+  s.kPos = take(8 * k[1]);
+  s.out = take(4 * rows * v[3]);
+  s.lse = take(4 * rows);
+  s.blockOut = take(4 * rows * v[3]);
+  s.blockLse = take(4 * rows);
+  if (grad) {
+    s.delta = take(4 * rows);
+    s.dq = take(4 * rows * q[3]);
+  }
+  if (ring)
+    for (int slot = 0; slot < 2; ++slot) {
+      s.k[slot] = take(elem * kElems);
+      s.v[slot] = take(elem * vElems);
+    }
+  if (grad)
+    for (int slot = 0; slot < (ring ? 2 : 1); ++slot) {
+      s.dk[slot] = take(4 * kElems);
+      s.dv[slot] = take(4 * vElems);
+    }
+  s.bytes = at;
+  return s;
+}
+
+int64_t mlir::braid::scratchBytes(Operation *op) {
+  auto relayoutBytes = [&](auto collective, Value blocked, int64_t dim,
+                           Value other = {}, int64_t otherDim = 0) {
+    FailureOr<GridGroup> group = getGridGroup(
+        op, collective.getGridAttr(), collective.getGridAxes());
+    if (failed(group))
+      return int64_t(0);
+    bool needed = getBlockRelayout(shapeOf(blocked), dim, *group).has_value();
+    if (other)
+      needed |= getBlockRelayout(shapeOf(other), otherDim, *group).has_value();
+    return needed ? getTensorBytes(blocked.getType()) : 0;
+  };
+  if (auto g = dyn_cast<shard::AllGatherOp>(op))
+    return relayoutBytes(g, g.getResult(), g.getGatherAxis().getSExtValue());
+  if (auto r = dyn_cast<shard::ReduceScatterOp>(op))
+    return relayoutBytes(r, r.getInput(), r.getScatterAxis().getSExtValue());
+  if (auto a = dyn_cast<shard::AllToAllOp>(op))
+    return relayoutBytes(a, a.getInput(), a.getSplitAxis().getSExtValue(),
+                         a.getResult(), a.getConcatAxis().getSExtValue());
+  // Context-parallel Mamba mixer: the convolution's halo buffers (received
+  // and sent; the gradient also the halo's cotangent and the next rank's),
+  // the scan's f32 states (final state, decay, their gathers over the ranks,
+  // the entering state; the gradient also its cotangent, gathered, and the
+  // cotangents of final state and decay).
+  if (isa<Conv1dOp, Conv1dGradOp>(op) && op->hasAttr("context_axes"))
+    return (isa<Conv1dGradOp>(op) ? 4 : 2) * getConvHaloBytes(op);
+  if (isa<SelectiveScanOp, SelectiveScanGradOp>(op) &&
+      op->hasAttr("context_axes")) {
+    FailureOr<GridGroup> group =
+        getGridGroup(op, op->getAttrOfType<ArrayAttr>("context_axes"));
+    if (failed(group))
+      return 0;
+    auto x = shapeOf(op->getOperand(0));
+    int64_t count = x[0] * x[2] * shapeOf(op->getOperand(2))[1];
+    int64_t ranks = group->size();
+    int64_t slots = 3 + 2 * ranks;
+    if (isa<SelectiveScanGradOp>(op))
+      slots += 3 + ranks;
+    return 4 * count * slots;
+  }
+  if (runsByKeyBlocks(op))
+    return getBlockAttentionScratch(op).bytes;
+  if (isShardedCrossEntropy(op)) {
+    Value logits = op->getOperand(0);
+    int64_t rows = cast<ShapedType>(logits.getType()).getNumElements() /
+                   std::max<int64_t>(1, shapeOf(logits).back());
+    return getCrossEntropyStatsOffset(rows) + 8 * rows;
+  }
+  return 0;
+}
