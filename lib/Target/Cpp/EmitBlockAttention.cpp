@@ -122,6 +122,21 @@ LogicalResult FunctionEmitter::emitBlockAttention(Operation *op,
            ptr(to) + ", " + n(count) + ")";
   };
 
+  // The backward's start: delta from the (recomputed) output, the f32
+  // accumulators zeroed.
+  auto gradPrologue = [&] {
+    add("braid_k_attention_delta(rt, " + dt + ", " + ptr(op->getOperand(3)) +
+        ", " + f32(s.out) + ", " + f32(s.delta) + ", " + n(rows) + ", " +
+        n(vs[3]) + ")");
+    add("braid_k_zero(rt, BRAID_F32, " + at(s.dq) + ", " + n(rows * qs[3]) + ")");
+    add("braid_k_zero(rt, BRAID_F32, " + at(s.dk[0]) + ", " + n(kCount) + ")");
+    add("braid_k_zero(rt, BRAID_F32, " + at(s.dv[0]) + ", " + n(vCount) + ")");
+  };
+  auto finish = [&] {
+    emitBracketed(op, "{\n    " + body + "\n  }", os);
+    return success();
+  };
+
   if (!ring) {
     add(positions(s.qPos, qs[1],
                   group ? c + " * " + n(qs[1]) : std::string("0"), qGlobal));
@@ -132,21 +147,13 @@ LogicalResult FunctionEmitter::emitBlockAttention(Operation *op,
     if (!grad) {
       add(convert(f32(s.out), op->getResult(0), rows * vs[3]));
     } else {
-      add("braid_k_attention_delta(rt, " + dt + ", " + ptr(op->getOperand(3)) +
-          ", " + f32(s.out) + ", " + f32(s.delta) + ", " + n(rows) + ", " +
-          n(vs[3]) + ")");
-      add("braid_k_zero(rt, BRAID_F32, " + at(s.dq) + ", " + n(rows * qs[3]) + ")");
-      add("braid_k_zero(rt, BRAID_F32, " + at(s.dk[0]) + ", " + n(kCount) + ")");
-      add("braid_k_zero(rt, BRAID_F32, " + at(s.dv[0]) + ", " + n(vCount) + ")");
+      gradPrologue();
       add(blockGrad(ptr(k), ptr(v), f32(s.dk[0]), f32(s.dv[0])));
       add(convert(f32(s.dq), op->getResult(0), rows * qs[3]));
       add(convert(f32(s.dk[0]), op->getResult(1), kCount));
       add(convert(f32(s.dv[0]), op->getResult(2), vCount));
     }
-    os << "  braid_rt_op_begin(rt, " << quoted(op->getName().stripDialect())
-       << ", " << quoted(nameOf(op->getResult(0))) << ");\n  {\n    " << body
-       << "\n  }\n  braid_rt_op_end(rt);\n";
-    return success();
+    return finish();
   }
 
   // The ring. Slot expressions are chosen at run time by the step's parity.
@@ -251,20 +258,12 @@ LogicalResult FunctionEmitter::emitBlockAttention(Operation *op,
     add(convert(f32(s.out), op->getResult(0), rows * vs[3]));
   } else {
     body += "\n    ";
-    add("braid_k_attention_delta(rt, " + dt + ", " + ptr(op->getOperand(3)) +
-        ", " + f32(s.out) + ", " + f32(s.delta) + ", " + n(rows) + ", " +
-        n(vs[3]) + ")");
-    add("braid_k_zero(rt, BRAID_F32, " + at(s.dq) + ", " + n(rows * qs[3]) + ")");
-    add("braid_k_zero(rt, BRAID_F32, " + at(s.dk[0]) + ", " + n(kCount) + ")");
-    add("braid_k_zero(rt, BRAID_F32, " + at(s.dv[0]) + ", " + n(vCount) + ")");
+    gradPrologue();
     body += "\n    " + loop(true);
     body += "\n    ";
     add(convert(f32(s.dq), op->getResult(0), rows * qs[3]));
   }
-  os << "  braid_rt_op_begin(rt, " << quoted(op->getName().stripDialect())
-     << ", " << quoted(nameOf(op->getResult(0))) << ");\n  {\n    " << body
-     << "\n  }\n  braid_rt_op_end(rt);\n";
-  return success();
+  return finish();
 }
 
 } // namespace braid::cpp
