@@ -122,3 +122,27 @@ module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} 
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// expected-error @+1 {{braid.zigzag_axis 'sp' is not an axis of the program's grid}}
+module attributes {braid.model = {name = "m", family = "llama", vocab = 8 : i64}, braid.zigzag_axis = "sp"} {
+  shard.grid @grid(shape = 2) {braid.axes = ["cp"]}
+  func.func @step(%l: tensor<2x8xf32>, %t: tensor<2xi32>) -> tensor<f32> {
+    %loss = braid.cross_entropy %l, %t : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {braid.model = {name = "m", family = "llama", vocab = 8 : i64}, braid.zigzag_axis = "cp"} {
+  shard.grid @grid(shape = 2) {braid.axes = ["cp"]}
+  func.func @step(%q: tensor<1x3x2x4xf32>, %k: tensor<1x6x2x4xf32>, %t: tensor<3xi32>) -> tensor<f32> {
+    // expected-error @+1 {{a sequence of 6 positions in zigzag order over 2 ranks needs a multiple of 4}}
+    %o = braid.attention %q, %k, %k causal {query_offset_axes = ["cp"], sequence_zigzag = 2 : i64} : tensor<1x3x2x4xf32>, tensor<1x6x2x4xf32>, tensor<1x6x2x4xf32> -> tensor<1x3x2x4xf32>
+    %l = braid.reshape %o : tensor<1x3x2x4xf32> -> tensor<3x8xf32>
+    %loss = braid.cross_entropy %l, %t : tensor<3x8xf32>, tensor<3xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
