@@ -3,7 +3,7 @@ module attributes {braid.model = {name = "hybrid-tiny", family = "hybrid", vocab
                                   batch = 2 : i64, dtype = "f32", heads = 4 : i64,
                                   kv_heads = 2 : i64, head_dim = 16 : i64, ffn = 128 : i64,
                                   experts = 4 : i64, top_k = 2 : i64,
-                                  capacity_factor = 1.250000e+00 : f64, capacity = 20 : i64,
+                                  capacity_factor = 1.250000e+00 : f64, capacity = 10 : i64,
                                   router_normalize = false, d_state = 16 : i64, d_conv = 4 : i64,
                                   expand = 2 : i64, d_inner = 128 : i64, dt_rank = 4 : i64,
                                   attn_period = 4 : i64, attn_offset = 2 : i64,
@@ -121,9 +121,9 @@ module attributes {braid.model = {name = "hybrid-tiny", family = "hybrid", vocab
     %flat = braid.reshape %moe_normed : tensor<2x16x64xf32> -> tensor<32x64xf32>
     %router_logits = braid.linear %flat, %moe_router : tensor<32x64xf32>, tensor<64x4xf32> -> tensor<32x4xf32>
     %route_w, %route_i = braid.router %router_logits top_k 2 : tensor<32x4xf32> -> tensor<32x2xf32>, tensor<32x2xi32>
-    %dispatched = braid.dispatch %flat, %route_i : tensor<32x64xf32>, tensor<32x2xi32> -> tensor<4x20x64xf32>
+    %dispatched = braid.dispatch %flat, %route_i group_size 16 : tensor<32x64xf32>, tensor<32x2xi32> -> tensor<4x20x64xf32>
     %experts = braid.expert_ffn silu %dispatched, %moe_w_up, %moe_w_down gate %moe_w_gate : tensor<4x20x64xf32>, tensor<4x64x128xf32>, tensor<4x128x64xf32>, tensor<4x64x128xf32> -> tensor<4x20x64xf32>
-    %combined = braid.combine %experts, %route_w, %route_i : tensor<4x20x64xf32>, tensor<32x2xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
+    %combined = braid.combine %experts, %route_w, %route_i group_size 16 : tensor<4x20x64xf32>, tensor<32x2xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
     %moe_y = braid.reshape %combined : tensor<32x64xf32> -> tensor<2x16x64xf32>
     %moe_out = braid.add %mamba_out, %moe_y : tensor<2x16x64xf32>
     return %moe_out : tensor<2x16x64xf32>

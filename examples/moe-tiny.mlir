@@ -4,7 +4,7 @@ module attributes {braid.model = {name = "moe-tiny", family = "moe", vocab = 97 
                                   kv_heads = 2 : i64, head_dim = 16 : i64,
                                   rope_theta = 1.000000e+04 : f64, ffn = 128 : i64,
                                   experts = 4 : i64, top_k = 2 : i64,
-                                  capacity_factor = 1.250000e+00 : f64, capacity = 20 : i64,
+                                  capacity_factor = 1.250000e+00 : f64, capacity = 10 : i64,
                                   router_normalize = true, norm = "rms_norm",
                                   norm_eps = 1.000000e-05 : f64, tied_embeddings = false,
                                   init_std = 2.000000e-02 : f64, scale_residual_init = true}} {
@@ -47,9 +47,9 @@ module attributes {braid.model = {name = "moe-tiny", family = "moe", vocab = 97 
     %flat = braid.reshape %moe_normed : tensor<2x16x64xf32> -> tensor<32x64xf32>
     %router_logits = braid.linear %flat, %moe_router : tensor<32x64xf32>, tensor<64x4xf32> -> tensor<32x4xf32>
     %route_w, %route_i = braid.router %router_logits top_k 2 normalize : tensor<32x4xf32> -> tensor<32x2xf32>, tensor<32x2xi32>
-    %dispatched = braid.dispatch %flat, %route_i : tensor<32x64xf32>, tensor<32x2xi32> -> tensor<4x20x64xf32>
+    %dispatched = braid.dispatch %flat, %route_i group_size 16 : tensor<32x64xf32>, tensor<32x2xi32> -> tensor<4x20x64xf32>
     %experts = braid.expert_ffn silu %dispatched, %moe_w_up, %moe_w_down gate %moe_w_gate : tensor<4x20x64xf32>, tensor<4x64x128xf32>, tensor<4x128x64xf32>, tensor<4x64x128xf32> -> tensor<4x20x64xf32>
-    %combined = braid.combine %experts, %route_w, %route_i : tensor<4x20x64xf32>, tensor<32x2xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
+    %combined = braid.combine %experts, %route_w, %route_i group_size 16 : tensor<4x20x64xf32>, tensor<32x2xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
     %moe_y = braid.reshape %combined : tensor<32x64xf32> -> tensor<2x16x64xf32>
     %moe_out = braid.add %attn_out, %moe_y : tensor<2x16x64xf32>
     return %moe_out : tensor<2x16x64xf32>

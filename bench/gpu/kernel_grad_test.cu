@@ -324,7 +324,7 @@ void testMoeGrads() {
     }
   V dd = randv((size_t)E * C * H);
   float *pdd = dev(dd), *pdx = devz<float>((size_t)T * H);
-  braid_k_dispatch_grad(nullptr, BRAID_F32, pdd, pidx, pdx, T, H, K, E, C);
+  braid_k_dispatch_grad(nullptr, BRAID_F32, pdd, pidx, pdx, T, H, K, E, C, 1);
   V got = host(pdx, (size_t)T * H);
   std::vector<double> ref((size_t)T * H, 0.0);
   for (int t = 0; t < T; ++t)
@@ -336,7 +336,7 @@ void testMoeGrads() {
   V eo = randv((size_t)E * C * H), gy = randv((size_t)T * H);
   float *peo = dev(eo), *pgy = dev(gy), *pde = devz<float>(eo.size()),
         *pdw = devz<float>((size_t)T * K);
-  braid_k_combine_grad(nullptr, BRAID_F32, peo, pw, pidx, pgy, pde, pdw, T, H, K, E, C);
+  braid_k_combine_grad(nullptr, BRAID_F32, peo, pw, pidx, pgy, pde, pdw, T, H, K, E, C, 1);
   got = host(pde, eo.size());
   ref.assign(eo.size(), 0.0);
   std::vector<double> refw((size_t)T * K, 0.0);

@@ -166,7 +166,7 @@ void testMoe() {
   V w = host(dw, (size_t)T * K);
   V x = randv((size_t)T * H);
   float *dx = dev(x), *dd = devz<float>((size_t)E * C * H);
-  braid_k_dispatch(nullptr, BRAID_F32, dx, didx, dd, T, H, K, E, C);
+  braid_k_dispatch(nullptr, BRAID_F32, dx, didx, dd, T, H, K, E, C, 1);
   V got = host(dd, (size_t)E * C * H);
   std::vector<int> slot((size_t)T * K, -1), fill(E, 0);
   for (int j = 0; j < K; ++j)
@@ -184,7 +184,7 @@ void testMoe() {
   report("dispatch", got, ref, 0);
   V eo = randv((size_t)E * C * H);
   float *deo = dev(eo), *dc = devz<float>((size_t)T * H);
-  braid_k_combine(nullptr, BRAID_F32, deo, dw, didx, dc, T, H, K, E, C);
+  braid_k_combine(nullptr, BRAID_F32, deo, dw, didx, dc, T, H, K, E, C, 1);
   got = host(dc, (size_t)T * H);
   ref.assign((size_t)T * H, 0.0);
   for (int t = 0; t < T; ++t)

@@ -53,6 +53,10 @@ class ModelConfig:
     experts: int | None = None
     top_k: int | None = None
     capacity_factor: float = 1.0
+    # Tokens per capacity group (GShard's groups): capacity is per group, so a
+    # token's fate depends on its group alone and every parallel plan that
+    # keeps groups whole drops the same tokens. None: one sequence.
+    moe_group_size: int | None = None
     router_normalize: bool = True    # renormalise the top-k probabilities (Mixtral)
     # Mamba
     d_state: int = 16
@@ -87,8 +91,14 @@ class ModelConfig:
         return self.batch * self.seq
 
     @property
+    def moe_group(self) -> int:
+        """Tokens per capacity group (default: one sequence)."""
+        return self.moe_group_size if self.moe_group_size is not None else self.seq
+
+    @property
     def capacity(self) -> int:
-        return moe_capacity(self.capacity_factor, self.top_k, self.tokens, self.experts)
+        """Slots per expert and capacity group."""
+        return moe_capacity(self.capacity_factor, self.top_k, self.moe_group, self.experts)
 
     def resolved(self) -> "ModelConfig":
         """A copy with the derived fields filled in, validated for its family."""
@@ -127,6 +137,10 @@ class ModelConfig:
             raise ValueError(f"{c.name}: expert_offset must be in [0, expert_period)")
         if c.max_positions < c.seq:
             raise ValueError(f"{c.name}: max_positions {c.max_positions} < seq {c.seq}")
+        if c.moe_group_size is not None and (c.moe_group_size < 1
+                                             or c.tokens % c.moe_group_size):
+            raise ValueError(f"{c.name}: moe_group_size {c.moe_group_size} must divide the "
+                             f"{c.tokens} tokens of a step")
         if c.dtype not in ("f32", "bf16", "f16"):
             raise ValueError(f"{c.name}: dtype must be f32, bf16 or f16")
         return c

@@ -207,10 +207,13 @@ class MoE(Block):
         flat = f.reshape(h, (tokens, cfg.hidden), name="flat")
         logits = f.linear(flat, w["router"], name="router_logits")
         weights, idx = f.router(logits, cfg.top_k, normalize=cfg.router_normalize, name="route")
-        capacity = moe_capacity(cfg.capacity_factor, cfg.top_k, tokens, cfg.experts)
-        d = f.dispatch(flat, idx, cfg.experts, capacity, name="dispatched")
+        # Capacity per group of moe_group tokens (one sequence by default): a
+        # plan that keeps groups whole drops the tokens one rank drops.
+        group = cfg.moe_group
+        capacity = moe_capacity(cfg.capacity_factor, cfg.top_k, group, cfg.experts)
+        d = f.dispatch(flat, idx, cfg.experts, capacity, group_size=group, name="dispatched")
         e = f.expert_ffn("silu", d, w["w_up"], w["w_down"], gate=w["w_gate"], name="experts")
-        y = f.combine(e, weights, idx, name="combined")
+        y = f.combine(e, weights, idx, group_size=group, name="combined")
         return f.reshape(y, shape, name="moe_y")
 
 
@@ -400,7 +403,8 @@ class Family:
 
 
 _ATTN_KEYS = ("heads", "kv_heads", "head_dim", "rope_theta")
-_MOE_KEYS = ("experts", "top_k", "capacity_factor", "capacity", "router_normalize")
+_MOE_KEYS = ("experts", "top_k", "capacity_factor", "moe_group_size", "capacity",
+             "router_normalize")
 _MAMBA_KEYS = ("d_state", "d_conv", "expand", "d_inner", "dt_rank")
 
 FAMILIES = {

@@ -501,17 +501,27 @@ class Function:
         return w, i
 
     def dispatch(self, x: Value, indices: Value, experts: int, capacity: int,
-                 name: str = "dispatched") -> Value:
-        """x [T,H], indices [T,k] -> [E,C,H] (E and C only appear in the result type)."""
+                 group_size: int | None = None, name: str = "dispatched") -> Value:
+        """x [T,H], indices [T,k] -> [E,G*C,H]: capacity C per group of group_size
+        tokens (G = T / group_size; one group of all T when None)."""
         dt = self._same_float(x)
         self._own(indices)
         _check(x.type.rank == 2, f"dispatch: x {x.type} must be [T,H]")
         _check(indices.dtype == INDEX_DTYPE and indices.type.rank == 2
                and indices.shape[0] == x.shape[0],
                f"dispatch: indices {indices.type} must be i32 [{x.shape[0]},k]")
-        res = tensor((experts, capacity, x.shape[1]), dt)
-        return self._op(name, res, f"braid.dispatch {x}, {indices} : "
+        groups = self._moe_groups(x.shape[0], group_size)
+        res = tensor((experts, groups * capacity, x.shape[1]), dt)
+        return self._op(name, res, f"braid.dispatch {x}, {indices}{_group_text(group_size)} : "
                                    f"{_types([x, indices])} -> {res}")
+
+    @staticmethod
+    def _moe_groups(tokens: int, group_size: int | None) -> int:
+        if group_size is None:
+            return 1
+        _check(group_size >= 1 and tokens % group_size == 0,
+               f"MoE group_size {group_size} must divide the {tokens} tokens")
+        return tokens // group_size
 
     def expert_ffn(self, act: str, x: Value, w_up: Value, w_down: Value,
                    gate: Value | None = None, name: str = "experts") -> Value:
@@ -531,7 +541,8 @@ class Function:
             operands.append(gate)
         return self._op(name, x.type, f"{text} : {_types(operands)} -> {x.type}")
 
-    def combine(self, e: Value, weights: Value, indices: Value, name: str = "combined") -> Value:
+    def combine(self, e: Value, weights: Value, indices: Value, group_size: int | None = None,
+                name: str = "combined") -> Value:
         """e [E,C,H], weights [T,k], indices [T,k] -> [T,H]."""
         self._same_float(e, weights)
         self._own(indices)
@@ -539,8 +550,12 @@ class Function:
                f"combine: expected e [E,C,H] and weights [T,k], got {e.type}, {weights.type}")
         _check(indices.dtype == INDEX_DTYPE and indices.shape == weights.shape,
                f"combine: indices {indices.type} must be i32 shaped like {weights.type}")
+        groups = self._moe_groups(weights.shape[0], group_size)
+        _check(e.shape[1] % groups == 0,
+               f"combine: {e.shape[1]} slots do not divide into {groups} groups")
         res = tensor((weights.shape[0], e.shape[2]), e.dtype)
-        return self._op(name, res, f"braid.combine {e}, {weights}, {indices} : "
+        return self._op(name, res, f"braid.combine {e}, {weights}, {indices}"
+                                   f"{_group_text(group_size)} : "
                                    f"{_types([e, weights, indices])} -> {res}")
 
     # ---- printing ---------------------------------------------------------
@@ -551,6 +566,10 @@ class Function:
         res = f" -> {_fn_type_results(self.result_types)}" if self.result_types else ""
         body = "".join(f"{indent}  {line}\n" for line in self._lines)
         return f"{indent}func.func {vis}@{self.name}({args}){res} {{\n{body}{indent}}}"
+
+
+def _group_text(group_size: int | None) -> str:
+    return "" if group_size is None else f" group_size {group_size}"
 
 
 # --------------------------------------------------------------------------

@@ -50,6 +50,8 @@ _OVERRIDES = [
     ("--experts", "experts", int, "number of experts"),
     ("--top-k", "top_k", int, "experts per token"),
     ("--capacity-factor", "capacity_factor", float, "expert capacity factor"),
+    ("--moe-group-size", "moe_group_size", int,
+     "tokens per MoE capacity group (default: the sequence length)"),
     ("--d-state", "d_state", int, "Mamba state size N"),
     ("--d-conv", "d_conv", int, "Mamba conv width"),
     ("--expand", "expand", int, "Mamba expansion (d_inner = expand * hidden)"),

@@ -455,17 +455,26 @@ class TestFamilies(unittest.TestCase):
 
     def test_moe_capacity(self):
         body = "\n".join(self.lines("moe-tiny", "moe_layer"))
-        # C = ceil(1.25 * 2 * 32 / 4) = 20
-        self.assertIn("braid.dispatch %flat, %route_i : tensor<32x64xf32>, tensor<32x2xi32> "
-                      "-> tensor<4x20x64xf32>", body)
+        # One capacity group per sequence of 16 tokens: C = ceil(1.25 * 2 * 16 / 4) = 10
+        # slots per group, 2 groups.
+        self.assertIn("braid.dispatch %flat, %route_i group_size 16 : tensor<32x64xf32>, "
+                      "tensor<32x2xi32> -> tensor<4x20x64xf32>", body)
         self.assertIn("braid.router %router_logits top_k 2 normalize : tensor<32x4xf32> -> "
                       "tensor<32x2xf32>, tensor<32x2xi32>", body)
         self.assertIn("braid.expert_ffn silu %dispatched, %moe_w_up, %moe_w_down gate "
                       "%moe_w_gate : tensor<4x20x64xf32>, tensor<4x64x128xf32>, "
                       "tensor<4x128x64xf32>, tensor<4x64x128xf32> -> tensor<4x20x64xf32>", body)
-        self.assertIn("braid.combine %experts, %route_w, %route_i : tensor<4x20x64xf32>, "
-                      "tensor<32x2xf32>, tensor<32x2xi32> -> tensor<32x64xf32>", body)
-        self.assertEqual(parsed("moe-tiny").attrs["capacity"], 20)
+        self.assertIn("braid.combine %experts, %route_w, %route_i group_size 16 : "
+                      "tensor<4x20x64xf32>, tensor<32x2xf32>, tensor<32x2xi32> -> "
+                      "tensor<32x64xf32>", body)
+        self.assertEqual(parsed("moe-tiny").attrs["capacity"], 10)
+        # Groups of 8 tokens: C = ceil(1.25 * 2 * 8 / 4) = 5, 4 groups.
+        p = ParsedModule(run_cli("moe-tiny", "--moe-group-size", "8")[1])
+        self.assertEqual(p.attrs["moe_group_size"], 8)
+        self.assertIn("group_size 8 : tensor<32x64xf32>, tensor<32x2xi32> -> "
+                      "tensor<4x20x64xf32>", p.text)
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+            run_cli("moe-tiny", "--moe-group-size", "5")  # cuts a group of 32 tokens
         # Mixtral: capacity factor 1.0, T = 4096 -> C = 2 * 4096 / 8
         self.assertIn("-> tensor<8x1024x4096xf32>", "\n".join(self.lines("mixtral-8x7b",
                                                                         "moe_layer")))

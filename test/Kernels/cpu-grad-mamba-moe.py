@@ -336,10 +336,10 @@ class MoE(Case):
             # forwards and FD
             x, eo, w, dd, dy = (a.astype(np.float64) for a in (x32, eo32, w32, dd32, dy32))
             o = np.zeros((e, cap, h), np.float32)
-            call("braid_k_dispatch", F32, x32, idx, o, t, h, k, e, cap)
+            call("braid_k_dispatch", F32, x32, idx, o, t, h, k, e, cap, 1)
             self.fwd_close("dispatch", o, dispatch_fwd(x, idx, e, cap))
             y = np.zeros((t, h), np.float32)
-            call("braid_k_combine", F32, eo32, w32, idx, y, t, h, k, e, cap)
+            call("braid_k_combine", F32, eo32, w32, idx, y, t, h, k, e, cap, 1)
             self.fwd_close("combine", y, combine_fwd(eo, w, idx))
             fd_check(self, "dispatch", lambda a: dispatch_fwd(a, idx, e, cap), [x], [0],
                      [dispatch_vjp(dd, idx, cap)], dd)
@@ -349,11 +349,11 @@ class MoE(Case):
                 (dds, ddv), (eos, eov), (ws, wv), (dys, dyv) = (
                     store(a, dt) for a in (dd32, eo32, w32, dy32))
                 dx = empty((t, h), dt)
-                call("braid_k_dispatch_grad", dt, dds, idx, dx, t, h, k, e, cap)
+                call("braid_k_dispatch_grad", dt, dds, idx, dx, t, h, k, e, cap, 1)
                 what = f" t={t} k={k} e={e} cap={cap}"
                 self.close("dispatch_grad", dt, dx, dispatch_vjp(ddv, idx, cap), what)
                 deo, dw = empty((e, cap, h), dt), empty((t, k), dt)
-                call("braid_k_combine_grad", dt, eos, ws, idx, dys, deo, dw, t, h, k, e, cap)
+                call("braid_k_combine_grad", dt, eos, ws, idx, dys, deo, dw, t, h, k, e, cap, 1)
                 rdeo, rdw = combine_vjp(eov, wv, idx, dyv)
                 self.close("combine_grad.dexpert", dt, deo, rdeo, what)
                 self.close("combine_grad.dweights", dt, dw, rdw, what)

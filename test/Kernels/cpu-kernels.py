@@ -2,7 +2,7 @@
 # compiled here with the host compiler so the test does not depend on the CMake
 # wiring of the runtime library.
 #
-# RUN: c++ -std=c++17 -O2 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/kernels.cpp %braid_src/runtime/src/cpu/matmul.cpp %braid_src/runtime/src/cpu/attention.cpp %braid_src/runtime/src/cpu/norms.cpp %braid_src/runtime/src/cpu/loss.cpp %braid_src/runtime/src/cpu/mamba.cpp %braid_src/runtime/src/cpu/moe.cpp %S/Inputs/fused.cpp -o %t.so
+# RUN: c++ -std=c++17 -O2 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/kernels.cpp %braid_src/runtime/src/cpu/matmul.cpp %braid_src/runtime/src/cpu/attention.cpp %braid_src/runtime/src/cpu/norms.cpp %braid_src/runtime/src/cpu/loss.cpp %braid_src/runtime/src/cpu/mamba.cpp %braid_src/runtime/src/cpu/moe.cpp %braid_src/runtime/src/cpu/grad_moe.cpp %S/Inputs/fused.cpp -o %t.so
 # RUN: %python %s %t.so
 #
 # Error measure: rel(a, b) = max|a - b| / max(max|b|, tiny) per tensor, b the
@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inp
 
 import numpy as np  # noqa: E402
 
-from braid_ref import ops  # noqa: E402
+from braid_ref import ops, vjp  # noqa: E402
 from kernel_harness import (BF16, DTYPES, F16, F32, I32, I64, LIB, MAX_ERR, P, I,  # noqa: E402
                             call, declare, empty, from_bf16, main, rel, store, to_bf16, values)
 import kernel_harness  # noqa: E402
@@ -46,7 +46,8 @@ ACTS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "sigmoid": 3, "relu": 4, "exp": 5,
 declare(["braid_k_embedding", "braid_k_linear", "braid_k_batch_matmul", "braid_k_attention",
          "braid_k_rms_norm", "braid_k_layer_norm", "braid_k_unary", "braid_k_binary",
          "braid_k_glu", "braid_k_transpose", "braid_k_cross_entropy", "braid_k_conv1d",
-         "braid_k_selective_scan", "braid_k_router", "braid_k_dispatch", "braid_k_combine"],
+         "braid_k_selective_scan", "braid_k_router", "braid_k_dispatch", "braid_k_combine",
+         "braid_k_dispatch_grad", "braid_k_combine_grad"],
         {"braid_test_fused_example": [P, P, P, I],
          "braid_test_fused_act": [ctypes.c_int, P, P, I],
          "braid_test_to_bf16": [P, P, I],
@@ -369,26 +370,60 @@ class MoE(Case):
             np.testing.assert_array_equal(idx, expect3)
 
     def test_dispatch_combine(self):
+        # (tokens, hidden, k, experts, capacity per group, groups)
         for dt in DTYPES:
-            for t, h, k, e, cap in ((1, 1, 1, 1, 1), (32, 64, 2, 8, 10), (32, 17, 2, 8, 3),
-                                    (9, 300, 3, 4, 2), (6, 5, 2, 3, 12)):
+            for t, h, k, e, cap, g in ((1, 1, 1, 1, 1, 1), (32, 64, 2, 8, 10, 1),
+                                       (32, 17, 2, 8, 3, 1), (9, 300, 3, 4, 2, 1),
+                                       (6, 5, 2, 3, 12, 1), (32, 16, 2, 4, 5, 2),
+                                       (32, 9, 2, 8, 2, 4), (12, 7, 3, 4, 1, 3)):
                 idx = np.stack([RNG.permutation(e)[:k] for _ in range(t)]).astype(np.int32)
                 idx[: t // 2, 0] = 0  # crowd expert 0: drops when cap < t
                 for r in range(t // 2):
                     if k > 1 and idx[r, 1] == 0:
                         idx[r, 1] = 1 if e > 1 else 0
+                what = f" t={t} k={k} e={e} cap={cap} groups={g}"
                 xs, x = store(self.randn(t, h), dt)
-                d = empty((e, cap, h), dt)
-                call("braid_k_dispatch", dt, xs, idx, d, t, h, k, e, cap)
-                np.testing.assert_array_equal(values(d, dt), ops.dispatch(x, idx, e, cap))
-                eos, eo = store(self.randn(e, cap, h), dt)
+                d = empty((e, g * cap, h), dt)
+                call("braid_k_dispatch", dt, xs, idx, d, t, h, k, e, cap, g)
+                np.testing.assert_array_equal(values(d, dt), ops.dispatch(x, idx, e, cap, g))
+                eos, eo = store(self.randn(e, g * cap, h), dt)
                 ws, w = store(np.abs(self.randn(t, k)), dt)
                 y = empty((t, h), dt)
-                call("braid_k_combine", dt, eos, ws, idx, y, t, h, k, e, cap)
-                self.close("combine", dt, y, ops.combine(eo, w, idx),
-                           f" t={t} k={k} e={e} cap={cap}")
+                call("braid_k_combine", dt, eos, ws, idx, y, t, h, k, e, cap, g)
+                self.close("combine", dt, y, ops.combine(eo, w, idx, g), what)
+                dys, dy = store(self.randn(t, h), dt)
+                dx = empty((t, h), dt)
+                call("braid_k_dispatch_grad", dt, eos, idx, dx, t, h, k, e, cap, g)
+                self.close("dispatch_grad", dt, dx, vjp.dispatch_vjp(eo, x, idx, e, cap, g),
+                           what)
+                deo, dw = empty((e, g * cap, h), dt), empty((t, k), dt)
+                call("braid_k_combine_grad", dt, eos, ws, idx, dys, deo, dw, t, h, k, e, cap, g)
+                rdeo, rdw = vjp.combine_vjp(dy, eo, w, idx, g)
+                self.close("combine_grad.dexpert", dt, deo, rdeo, what)
+                self.close("combine_grad.dweights", dt, dw, rdw, what)
             # Drops actually happened in the crowded cases.
-            self.assertTrue((ops.assign_slots(idx, e, cap) < 0).any() or cap >= t)
+            self.assertTrue((ops.assign_slots(idx, e, cap, g) < 0).any() or cap >= t)
+
+    def test_dispatch_groups(self):
+        # Capacity is per group: the same tokens in one call of 2 groups and in
+        # two calls of one group each (two data shards) fill the same slots.
+        t, h, k, e, cap = 16, 3, 2, 4, 2
+        idx = np.stack([RNG.permutation(e)[:k] for _ in range(t)]).astype(np.int32)
+        idx[:, 0] = 0  # every first choice to expert 0: drops in both groups
+        xs, x = store(self.randn(t, h), F32)
+        whole = empty((e, 2 * cap, h), F32)
+        call("braid_k_dispatch", F32, xs, idx, whole, t, h, k, e, cap, 2)
+        for half in range(2):
+            rows = slice(half * t // 2, (half + 1) * t // 2)
+            xh, ih = store(x[rows].copy(), F32)[0], np.ascontiguousarray(idx[rows])
+            part = empty((e, cap, h), F32)
+            call("braid_k_dispatch", F32, xh, ih, part, t // 2, h, k, e, cap, 1)
+            np.testing.assert_array_equal(values(part, F32),
+                                          values(whole, F32)[:, half * cap:(half + 1) * cap])
+        # One group of all 16 tokens is another function: expert 0 keeps 2
+        # tokens of the batch, not 2 of each half.
+        self.assertEqual(int((ops.assign_slots(idx, e, cap, 2)[:, 0] >= 0).sum()), 4)
+        self.assertEqual(int((ops.assign_slots(idx, e, cap, 1)[:, 0] >= 0).sum()), 2)
 
 
 # --- program errors abort with a message -------------------------------------
@@ -413,8 +448,9 @@ elif which == "cross_entropy":
 elif which == "dispatch":
     idx = np.array([[3]], dtype=np.int32); x = np.zeros((1, 2), np.float32)
     out = np.zeros((3, 1, 2), np.float32)
-    lib.braid_k_dispatch.argtypes = [P, I4, P, P, P, I, I, I, I, I]
-    lib.braid_k_dispatch(None, 0, x.ctypes.data, idx.ctypes.data, out.ctypes.data, 1, 2, 1, 3, 1)
+    lib.braid_k_dispatch.argtypes = [P, I4, P, P, P, I, I, I, I, I, I]
+    lib.braid_k_dispatch(None, 0, x.ctypes.data, idx.ctypes.data, out.ctypes.data, 1, 2, 1, 3, 1,
+                         1)
 print("returned")
 """
 

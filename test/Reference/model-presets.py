@@ -76,7 +76,7 @@ class Presets(unittest.TestCase):
         bad = dict(cfg, layer_pattern=["attn_mlp"] * 4)
         with self.assertRaises(ValueError):
             models.layer_blocks(bad)
-        self.assertEqual(models.moe_capacity(cfg, 32), 20)      # ceil(1.25 * 2 * 32 / 4)
+        self.assertEqual(models.moe_capacity(cfg, 16), 10)      # ceil(1.25 * 2 * 16 / 4): a sequence
 
     def test_param_names_checked(self):
         cfg, params, tok, lab = self.cases["moe-tiny"]

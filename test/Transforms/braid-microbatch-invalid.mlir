@@ -26,3 +26,25 @@ module {
     return %x : tensor<2x4xf32>
   }
 }
+
+// -----
+
+// An ungrouped dispatch: its capacity is over all the step's tokens.
+module {
+  func.func @step(%x: tensor<8x4xf32>, %i: tensor<8x2xi32>) -> tensor<2x8x4xf32> {
+    // expected-error @+1 {{cannot micro-batch this dispatch: its 8 tokens form one capacity group (no group_size), which micro-batches would cut}}
+    %d = braid.dispatch %x, %i : tensor<8x4xf32>, tensor<8x2xi32> -> tensor<2x8x4xf32>
+    return %d : tensor<2x8x4xf32>
+  }
+}
+
+// -----
+
+// Capacity groups of 8 tokens: micro-batches of 4 would cut them.
+module {
+  func.func @step(%x: tensor<8x4xf32>, %i: tensor<8x2xi32>) -> tensor<2x8x4xf32> {
+    // expected-error @+1 {{cannot micro-batch this dispatch: 2 micro-batches of 4 tokens cut its capacity groups of 8}}
+    %d = braid.dispatch %x, %i group_size 8 : tensor<8x4xf32>, tensor<8x2xi32> -> tensor<2x8x4xf32>
+    return %d : tensor<2x8x4xf32>
+  }
+}

@@ -124,3 +124,27 @@ module {
     return %y : tensor<4x6x8xf32>
   }
 }
+// -----
+
+// An ungrouped dispatch has one capacity group of all its tokens: splitting
+// them over dp would change which tokens are dropped.
+module {
+  func.func @step(%x: tensor<8x4xf32>, %i: tensor<8x2xi32>, %w: tensor<8x2xf32>) -> tensor<8x4xf32> {
+    // expected-error @+1 {{splitting 8 tokens into shards of 4 would cut its one capacity group (no group_size): N ranks would drop other tokens than one rank}}
+    %d = braid.dispatch %x, %i : tensor<8x4xf32>, tensor<8x2xi32> -> tensor<3x12x4xf32>
+    %y = braid.combine %d, %w, %i : tensor<3x12x4xf32>, tensor<8x2xf32>, tensor<8x2xi32> -> tensor<8x4xf32>
+    return %y : tensor<8x4xf32>
+  }
+}
+
+// -----
+
+// Capacity groups of 8 tokens over dp=2: shards of 4 tokens cut them.
+module {
+  func.func @step(%x: tensor<8x4xf32>, %i: tensor<8x2xi32>, %w: tensor<8x2xf32>) -> tensor<8x4xf32> {
+    // expected-error @+1 {{shards of 4 tokens cut its capacity groups of 8 tokens}}
+    %d = braid.dispatch %x, %i group_size 8 : tensor<8x4xf32>, tensor<8x2xi32> -> tensor<3x12x4xf32>
+    %y = braid.combine %d, %w, %i group_size 8 : tensor<3x12x4xf32>, tensor<8x2xf32>, tensor<8x2xi32> -> tensor<8x4xf32>
+    return %y : tensor<8x4xf32>
+  }
+}

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/ShapeErrors.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -155,7 +156,8 @@ LogicalResult DispatchOp::verify() {
     return emitOpError("result element type ")
            << out.getElementType() << " differs from the input's "
            << in.getElementType();
-  return success();
+  return detail::ShapeErrors<DispatchOp>{getLoc()}.expectMoeGroups(
+      in.getDimSize(0), out.getDimSize(1), getGroupSize());
 }
 
 #define GET_OP_CLASSES

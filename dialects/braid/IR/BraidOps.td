@@ -536,22 +536,35 @@ def Braid_RouterOp : Braid_InferredOp<"router"> {
 def Braid_DispatchOp : Braid_Op<"dispatch", [Pure]> {
   let summary = "scatters tokens into per-expert buffers of fixed capacity";
   let description = [{
-    `input` [T, H], `indices` [T, k] from braid.router; the result [E, C, H]
-    has E experts of capacity C (both from the result type). Assignments
-    (t, j) are taken in the order j-major, then t (every token's first choice
-    before any second choice, as GShard). An assignment to expert e gets the
-    next free slot of e; once e has C assignments further ones are dropped.
-    `result[e, c, :] = input[t, :]` for the assignment in slot c of e, and 0
-    for slots left empty. braid.combine uses the same slot assignment.
+    `input` [T, H], `indices` [T, k] from braid.router; the result [E, S, H]
+    has E experts and S slots per expert (both from the result type).
+
+    Capacity is per group (GShard's groups): the tokens are cut into
+    G = T / `group_size` consecutive groups (one group of all T tokens when
+    `group_size` is absent), and each expert has C = S / G slots per group,
+    group g owning slots [g C, (g + 1) C). Within a group, assignments
+    (t, j) are taken in the order j-major, then t (every token's first
+    choice before any second choice, as GShard); an assignment to expert e
+    gets the next free slot of e in its group, and once e has C assignments
+    from the group further ones are dropped. `result[e, s, :] =
+    input[t, :]` for the assignment in slot s of e, and 0 for slots left
+    empty. braid.combine uses the same slot assignment.
+
+    A token's fate depends only on the tokens of its group, so splitting the
+    tokens into whole groups (data, expert or pipeline micro-batch shards)
+    computes the same function; the partitioner and micro-batching refuse
+    splits that cut a group. The Python builder makes one group per sequence.
 
     ```mlir
-    %d = braid.dispatch %x, %i : tensor<32x64xf32>, tensor<32x2xi32> -> tensor<8x10x64xf32>
+    %d = braid.dispatch %x, %i group_size 16 : tensor<32x64xf32>, tensor<32x2xi32> -> tensor<8x10x64xf32>
     ```
   }];
-  let arguments = (ins Braid_FloatTensor:$input, TensorOf<[I32]>:$indices);
+  let arguments = (ins Braid_FloatTensor:$input, TensorOf<[I32]>:$indices,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$group_size);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $indices attr-dict `:` type($input) `,` type($indices) `->` type($result)
+    $input `,` $indices (`group_size` $group_size^)? attr-dict `:` type($input) `,`
+    type($indices) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -584,21 +597,22 @@ def Braid_ExpertFFNOp : Braid_InferredOp<"expert_ffn"> {
 def Braid_CombineOp : Braid_InferredOp<"combine"> {
   let summary = "gathers expert outputs back to tokens, weighted by the gate";
   let description = [{
-    `expert_output` [E, C, H], `weights` [T, k] and `indices` [T, k]:
+    `expert_output` [E, S, H], `weights` [T, k] and `indices` [T, k]:
     `result[t, :] = sum_j weights[t, j] * expert_output[indices[t, j], slot(t, j), :]`
-    over the assignments braid.dispatch kept (same order and capacity);
-    dropped assignments contribute nothing.
+    over the assignments braid.dispatch kept (same `group_size`, groups and
+    capacity per group); dropped assignments contribute nothing.
 
     ```mlir
-    %y = braid.combine %e, %w, %i : tensor<8x10x64xf32>, tensor<32x2xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
+    %y = braid.combine %e, %w, %i group_size 16 : tensor<8x10x64xf32>, tensor<32x2xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$expert_output,
-                       Braid_FloatTensor:$weights, TensorOf<[I32]>:$indices);
+                       Braid_FloatTensor:$weights, TensorOf<[I32]>:$indices,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$group_size);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
-    $expert_output `,` $weights `,` $indices attr-dict `:` type($expert_output)
-    `,` type($weights) `,` type($indices) `->` type($result)
+    $expert_output `,` $weights `,` $indices (`group_size` $group_size^)? attr-dict `:`
+    type($expert_output) `,` type($weights) `,` type($indices) `->` type($result)
   }];
 }
 

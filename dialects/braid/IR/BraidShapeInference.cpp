@@ -431,6 +431,10 @@ LogicalResult CombineOp::inferReturnTypes(MLIRContext *,
   if (indices.getShape() != weights.getShape())
     return error("indices must have the weights' shape ", weights, ", found ",
                  indices);
+  if (failed(error.expectMoeGroups(weights.getDimSize(0),
+                                   experts.getDimSize(1),
+                                   adaptor.getGroupSize())))
+    return failure();
   inferred.push_back(RankedTensorType::get(
       {weights.getDimSize(0), experts.getDimSize(2)},
       experts.getElementType()));

@@ -211,6 +211,9 @@ LogicalResult DispatchGradOp::inferReturnTypes(MLIRContext *,
     return shapeError<DispatchGradOp>(loc, "expects grad [E >= 1, C >= 1, H] "
                                            "and indices [T, k], found ",
                                       g, " and ", idx);
+  if (failed(ShapeErrors<DispatchGradOp>{loc}.expectMoeGroups(
+          idx.getDimSize(0), g.getDimSize(1), adaptor.getGroupSize())))
+    return failure();
   inferred.push_back(RankedTensorType::get(
       {idx.getDimSize(0), g.getDimSize(2)}, g.getElementType()));
   return success();
@@ -225,6 +228,11 @@ LogicalResult CombineGradOp::inferReturnTypes(MLIRContext *context,
                                     adaptor.getWeights(),
                                     adaptor.getIndices()});
   if (failed(CombineOp::inferReturnTypes(context, loc, fwd, forward)))
+    return failure();
+  auto experts = typeOf(adaptor.getExpertOutput());
+  if (failed(ShapeErrors<CombineGradOp>{loc}.expectMoeGroups(
+          cast<RankedTensorType>(forward.front()).getDimSize(0),
+          experts.getDimSize(1), adaptor.getGroupSize())))
     return failure();
   if (typeOf(adaptor.getGrad()) != forward.front())
     return shapeError<CombineGradOp>(loc, "grad must have the combined "

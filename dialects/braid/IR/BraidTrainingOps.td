@@ -235,13 +235,16 @@ def Braid_RouterGradOp : Braid_InferredOp<"router_grad"> {
 def Braid_DispatchGradOp : Braid_InferredOp<"dispatch_grad"> {
   let summary = "cotangent of the dispatched tokens";
   let description = [{
-    `grad` [E, C, H] and `indices` [T, k] -> [T, H]: the sum over the kept
-    assignments of token t of `grad[e, slot]` (same slots as braid.dispatch).
+    `grad` [E, S, H] and `indices` [T, k] -> [T, H]: the sum over the kept
+    assignments of token t of `grad[e, slot]` (same `group_size` and slots
+    as braid.dispatch).
   }];
-  let arguments = (ins Braid_FloatTensor:$grad, TensorOf<[I32]>:$indices);
+  let arguments = (ins Braid_FloatTensor:$grad, TensorOf<[I32]>:$indices,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$group_size);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $indices attr-dict `:` type($grad) `,` type($indices) `->` type($result)
+    $grad `,` $indices (`group_size` $group_size^)? attr-dict `:` type($grad) `,`
+    type($indices) `->` type($result)
   }];
 }
 
@@ -251,17 +254,19 @@ def Braid_CombineGradOp : Braid_InferredOp<"combine_grad"> {
     For `braid.combine %e, %w, %i` and the cotangent `grad` [T, H] of its
     result: `dexpert[e, slot] = w[t, j] * grad[t]` for each kept assignment
     (zero in unused slots) and `dweights[t, j] = <e[idx, slot], grad[t]>`
-    (zero for dropped assignments).
+    (zero for dropped assignments); the slots are braid.combine's, for the
+    same `group_size`.
   }];
   let arguments = (ins Braid_FloatTensor:$expert_output,
                        Braid_FloatTensor:$weights, TensorOf<[I32]>:$indices,
-                       Braid_FloatTensor:$grad);
+                       Braid_FloatTensor:$grad,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$group_size);
   let results = (outs Braid_FloatTensor:$dexpert_output,
                       Braid_FloatTensor:$dweights);
   let assemblyFormat = [{
-    $expert_output `,` $weights `,` $indices `,` $grad attr-dict `:`
-    type($expert_output) `,` type($weights) `,` type($indices) `,` type($grad)
-    `->` type($dexpert_output) `,` type($dweights)
+    $expert_output `,` $weights `,` $indices `,` $grad (`group_size` $group_size^)?
+    attr-dict `:` type($expert_output) `,` type($weights) `,` type($indices) `,`
+    type($grad) `->` type($dexpert_output) `,` type($dweights)
   }];
 }
 

@@ -34,6 +34,24 @@ struct ShapeErrors {
     return (*this)(role, " must be ", layout, ", found ", type);
   }
 
+  /// MoE capacity groups: `tokens` cut into whole groups of `groupSize` (one
+  /// group when absent), and `slots` per expert into the same number of
+  /// equal capacities.
+  LogicalResult expectMoeGroups(int64_t tokens, int64_t slots,
+                                std::optional<uint64_t> groupSize) const {
+    if (!groupSize)
+      return success();
+    int64_t size = static_cast<int64_t>(*groupSize);
+    if (tokens % size != 0)
+      return (*this)(tokens, " tokens do not cut into capacity groups of ",
+                     size);
+    int64_t groups = tokens / size;
+    if (slots % groups != 0)
+      return (*this)(slots, " slots per expert do not divide into ", groups,
+                     " groups of ", size, " tokens");
+    return success();
+  }
+
   /// Checks that all given types share one element type.
   LogicalResult expectSameElementType(ArrayRef<RankedTensorType> types) const {
     for (RankedTensorType t : types.drop_front())

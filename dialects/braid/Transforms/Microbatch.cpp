@@ -93,16 +93,25 @@ LogicalResult Microbatcher::retypeOp(Operation &op) {
     reshape.getResult().setType(*local);
     return success();
   }
-  // Capacity is per micro-batch, as it is per data-parallel shard: the
-  // slots of a micro-batch are its tokens' share.
+  // Capacity is per group of tokens (braid.dispatch): a micro-batch must
+  // hold whole groups, and keeps their slots, so that micro-batching cannot
+  // change which tokens are dropped.
   if (auto dispatch = dyn_cast<DispatchOp>(op)) {
     auto type = cast<RankedTensorType>(dispatch.getType());
-    if (type.getDimSize(1) % count != 0)
-      return dispatch.emitError("cannot micro-batch this dispatch: its "
-                                "capacity (")
-             << type.getDimSize(1) << ") is not a multiple of " << count;
+    int64_t tokens = dispatch.getInput().getType().getDimSize(0);
+    int64_t global = tokens * count;
+    if (!dispatch.getGroupSize())
+      return dispatch.emitError("cannot micro-batch this dispatch: its ")
+             << global
+             << " tokens form one capacity group (no group_size), which "
+                "micro-batches would cut";
+    int64_t groupSize = static_cast<int64_t>(*dispatch.getGroupSize());
+    if (tokens % groupSize != 0)
+      return dispatch.emitError("cannot micro-batch this dispatch: ")
+             << count << " micro-batches of " << tokens
+             << " tokens cut its capacity groups of " << groupSize;
     SmallVector<int64_t> shape(type.getShape());
-    shape[1] /= count;
+    shape[1] = shape[1] / (global / groupSize) * (tokens / groupSize);
     dispatch.getResult().setType(type.clone(shape));
     return success();
   }

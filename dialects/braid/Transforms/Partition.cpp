@@ -340,6 +340,25 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
     return success();
   }
 
+  // MoE capacity is per group of tokens (braid.dispatch): a shard must hold
+  // whole groups, or N ranks would drop other tokens than one rank does.
+  if (isa<DispatchOp, CombineOp>(op)) {
+    Value indices = op->getOperand(isa<DispatchOp>(op) ? 1 : 2);
+    int64_t global = globalType(indices).getDimSize(0);
+    int64_t localTokens =
+        cast<RankedTensorType>(localOf(indices).getType()).getDimSize(0);
+    auto groupSize = op->getAttrOfType<IntegerAttr>("group_size");
+    if (localTokens != global && !groupSize)
+      return op->emitError("splitting ")
+             << global << " tokens into shards of " << localTokens
+             << " would cut its one capacity group (no group_size): N ranks "
+                "would drop other tokens than one rank";
+    if (groupSize && localTokens % groupSize.getInt() != 0)
+      return op->emitError("shards of ")
+             << localTokens << " tokens cut its capacity groups of "
+             << groupSize.getInt() << " tokens";
+  }
+
   Operation *local = b.clone(*op, mapping);
   for (auto [i, result] : llvm::enumerate(local->getResults()))
     result.setType(resultType(i));

@@ -283,11 +283,14 @@ mlir::braid::emitVJP(OpBuilder &b, Location loc, Operation *op,
                                      dweights, r.getNormalize())};
       })
       .Case([&](DispatchOp d) -> SmallVector<Value> {
-        return {DispatchGradOp::create(b, loc, dy, d.getIndices()), Value()};
+        return {DispatchGradOp::create(b, loc, dy, d.getIndices(),
+                                       d.getGroupSizeAttr()),
+                Value()};
       })
       .Case([&](CombineOp c) -> SmallVector<Value> {
         auto grad = CombineGradOp::create(b, loc, c.getExpertOutput(),
-                                          c.getWeights(), c.getIndices(), dy);
+                                          c.getWeights(), c.getIndices(), dy,
+                                          c.getGroupSizeAttr());
         return {grad.getDexpertOutput(), grad.getDweights(), Value()};
       })
       .Case([&](ExpertFFNOp f) -> FailureOr<SmallVector<Value>> {

@@ -15,6 +15,18 @@
 
 namespace braid::cpp {
 
+namespace {
+/// "C, G" of an MoE kernel: the capacity per group and the number of groups
+/// of `tokens` (the op's group_size; one group without it) over `slots`.
+std::string moeCapacityAndGroups(Operation *op, int64_t tokens,
+                                 int64_t slots) {
+  int64_t groups = 1;
+  if (auto size = op->getAttrOfType<IntegerAttr>("group_size"))
+    groups = tokens / size.getInt();
+  return std::to_string(slots / groups) + ", " + std::to_string(groups);
+}
+} // namespace
+
 LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
   // Attention and its gradient share their trailing arguments: the shape,
   // mask, scale, RoPE and, for a chunk of the queries (context
@@ -168,7 +180,8 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
                    p(d.getInput()) + ", static_cast<const int32_t *>(" +
                    p(d.getIndices()) + "), " + p(d.getResult()) + ", " +
                    n(idx[0]) + ", " + n(out[2]) + ", " + n(idx[1]) + ", " +
-                   n(out[0]) + ", " + n(out[1]) + ")";
+                   n(out[0]) + ", " + moeCapacityAndGroups(d, idx[0], out[1]) +
+                   ")";
             return success();
           })
           .Case([&](CombineOp c) {
@@ -179,7 +192,7 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
                    ", static_cast<const int32_t *>(" + p(c.getIndices()) +
                    "), " + p(c.getResult()) + ", " + n(idx[0]) + ", " +
                    n(e[2]) + ", " + n(idx[1]) + ", " + n(e[0]) + ", " +
-                   n(e[1]) + ")";
+                   moeCapacityAndGroups(c, idx[0], e[1]) + ")";
             return success();
           })
           // Backward.
@@ -301,7 +314,8 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
                    p(d.getGrad()) + ", static_cast<const int32_t *>(" +
                    p(d.getIndices()) + "), " + p(d.getResult()) + ", " +
                    n(idx[0]) + ", " + n(g[2]) + ", " + n(idx[1]) + ", " +
-                   n(g[0]) + ", " + n(g[1]) + ")";
+                   n(g[0]) + ", " + moeCapacityAndGroups(d, idx[0], g[1]) +
+                   ")";
             return success();
           })
           .Case([&](CombineGradOp c) {
@@ -314,7 +328,7 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
                    "), " + p(c.getGrad()) + ", " + p(c.getDexpertOutput()) +
                    ", " + p(c.getDweights()) + ", " + n(idx[0]) + ", " +
                    n(e[2]) + ", " + n(idx[1]) + ", " + n(e[0]) + ", " +
-                   n(e[1]) + ")";
+                   moeCapacityAndGroups(c, idx[0], e[1]) + ")";
             return success();
           })
           .Case([&](ConvertOp c) {

@@ -308,14 +308,16 @@ void braid_k_scan_carry(braid_rt *rt, const float *decay_all, const float *hend_
 void braid_k_router(braid_rt *rt, braid_dtype dt, const void *logits, void *weights,
                     int32_t *indices, int64_t tokens, int64_t experts, int64_t top_k,
                     int32_t normalize);
-/* x [T, H], indices [T, k] -> out [E, C, H] (slot order: j-major, then t). */
+/* x [T, H], indices [T, k] -> out [E, G*C, H]: the T tokens form G groups of
+ * T/G consecutive tokens, each with C slots per expert (group g's are rows
+ * [g*C, (g+1)*C) of an expert); slot order within a group: j-major, then t. */
 void braid_k_dispatch(braid_rt *rt, braid_dtype dt, const void *x, const int32_t *indices,
                       void *out, int64_t tokens, int64_t hidden, int64_t top_k, int64_t experts,
-                      int64_t capacity);
-/* expert_out [E, C, H], weights [T, k], indices [T, k] -> out [T, H]. */
+                      int64_t capacity, int64_t groups);
+/* expert_out [E, G*C, H], weights [T, k], indices [T, k] -> out [T, H]. */
 void braid_k_combine(braid_rt *rt, braid_dtype dt, const void *expert_out, const void *weights,
                      const int32_t *indices, void *out, int64_t tokens, int64_t hidden,
-                     int64_t top_k, int64_t experts, int64_t capacity);
+                     int64_t top_k, int64_t experts, int64_t capacity, int64_t groups);
 
 /*===--- Backward kernels (vector-Jacobian products) ----------------------===*
  * Each takes the forward operands and the cotangent of the forward result
@@ -458,13 +460,13 @@ void braid_k_router_grad(braid_rt *rt, braid_dtype dt, const void *logits,
 /* dx [T, H] = sum over kept assignments of ddispatched[e, slot]. */
 void braid_k_dispatch_grad(braid_rt *rt, braid_dtype dt, const void *ddispatched,
                            const int32_t *indices, void *dx, int64_t tokens, int64_t hidden,
-                           int64_t top_k, int64_t experts, int64_t capacity);
-/* dexpert_out [E, C, H] (zero in unused slots) and dweights [T, k]
+                           int64_t top_k, int64_t experts, int64_t capacity, int64_t groups);
+/* dexpert_out [E, G*C, H] (zero in unused slots) and dweights [T, k]
  * (zero for dropped assignments). */
 void braid_k_combine_grad(braid_rt *rt, braid_dtype dt, const void *expert_out,
                           const void *weights, const int32_t *indices, const void *dy,
                           void *dexpert_out, void *dweights, int64_t tokens, int64_t hidden,
-                          int64_t top_k, int64_t experts, int64_t capacity);
+                          int64_t top_k, int64_t experts, int64_t capacity, int64_t groups);
 
 /*===--- Optimizer kernels ------------------------------------------------===*/
 

@@ -71,17 +71,18 @@ void routerGradImpl(const T *logits, const int32_t *indices, const T *dweights, 
 
 template <typename T>
 void dispatchGradImpl(const T *dd, const int32_t *indices, T *dx, int64_t tokens, int64_t H,
-                      int64_t K, int64_t E, int64_t C) {
-  MoeSlots slots("dispatch_grad", indices, tokens, K, E, C);
+                      int64_t K, int64_t E, int64_t C, int64_t G) {
+  MoeSlots slots("dispatch_grad", indices, tokens, K, E, C, G);
+  const int64_t S = G * C; // rows per expert
   const T *rows[kMaxTopK];
   float acc[HB];
   for (int64_t t = 0; t < tokens; ++t) {
     int64_t kept = 0;
     for (int64_t j = 0; j < K; ++j) {
       const int64_t e = indices[t * K + j];
-      const int64_t slot = slots.take(j, e);
+      const int64_t slot = slots.take(t, j, e);
       if (slot >= 0)
-        rows[kept++] = dd + (e * C + slot) * H;
+        rows[kept++] = dd + (e * S + slot) * H;
     }
     for (int64_t h0 = 0; h0 < H; h0 += HB) {
       const int64_t hb = H - h0 < HB ? H - h0 : HB;
@@ -98,20 +99,21 @@ void dispatchGradImpl(const T *dd, const int32_t *indices, T *dx, int64_t tokens
 
 template <typename T>
 void combineGradImpl(const T *eo, const T *weights, const int32_t *indices, const T *dy, T *deo,
-                     T *dw, int64_t tokens, int64_t H, int64_t K, int64_t E, int64_t C) {
-  MoeSlots slots("combine_grad", indices, tokens, K, E, C);
-  std::memset(static_cast<void *>(deo), 0, size_t(E * C * H) * sizeof(T)); // unused slots
+                     T *dw, int64_t tokens, int64_t H, int64_t K, int64_t E, int64_t C, int64_t G) {
+  MoeSlots slots("combine_grad", indices, tokens, K, E, C, G);
+  const int64_t S = G * C; // rows per expert
+  std::memset(static_cast<void *>(deo), 0, size_t(E * S * H) * sizeof(T)); // unused slots
   for (int64_t t = 0; t < tokens; ++t) {
     const T *dyr = dy + t * H;
     for (int64_t j = 0; j < K; ++j) {
       const int64_t e = indices[t * K + j];
-      const int64_t slot = slots.take(j, e);
+      const int64_t slot = slots.take(t, j, e);
       if (slot < 0) {
         braid::store(dw, t * K + j, 0.0f);
         continue;
       }
-      const T *row = eo + (e * C + slot) * H;
-      T *drow = deo + (e * C + slot) * H;
+      const T *row = eo + (e * S + slot) * H;
+      T *drow = deo + (e * S + slot) * H;
       const float w = braid::load(weights, t * K + j);
       double dot = 0.0;
       for (int64_t h = 0; h < H; ++h) {
@@ -143,23 +145,23 @@ void braid_k_router_grad(braid_rt *, braid_dtype dt, const void *logits, const i
 
 void braid_k_dispatch_grad(braid_rt *, braid_dtype dt, const void *ddispatched,
                            const int32_t *indices, void *dx, int64_t tokens, int64_t hidden,
-                           int64_t top_k, int64_t experts, int64_t capacity) {
+                           int64_t top_k, int64_t experts, int64_t capacity, int64_t groups) {
   withFloatType(dt, "dispatch_grad", [&](auto tag) {
     using T = decltype(tag);
     dispatchGradImpl<T>(in<T>(ddispatched), indices, out<T>(dx), tokens, hidden, top_k, experts,
-                        capacity);
+                        capacity, groups);
   });
 }
 
 void braid_k_combine_grad(braid_rt *, braid_dtype dt, const void *expert_out,
                           const void *weights, const int32_t *indices, const void *dy,
                           void *dexpert_out, void *dweights, int64_t tokens, int64_t hidden,
-                          int64_t top_k, int64_t experts, int64_t capacity) {
+                          int64_t top_k, int64_t experts, int64_t capacity, int64_t groups) {
   withFloatType(dt, "combine_grad", [&](auto tag) {
     using T = decltype(tag);
     combineGradImpl<T>(in<T>(expert_out), in<T>(weights), indices, in<T>(dy),
                        out<T>(dexpert_out), out<T>(dweights), tokens, hidden, top_k, experts,
-                       capacity);
+                       capacity, groups);
   });
 }
 

@@ -65,24 +65,26 @@ void routerImpl(const T *logits, T *weights, int32_t *indices, int64_t tokens, i
 
 template <typename T>
 void dispatchImpl(const T *x, const int32_t *indices, T *out, int64_t tokens, int64_t H,
-                  int64_t K, int64_t E, int64_t C) {
-  MoeSlots slots("dispatch", indices, tokens, K, E, C);
-  std::memset(static_cast<void *>(out), 0, size_t(E * C * H) * sizeof(T)); // 0.0 is all zero bits
+                  int64_t K, int64_t E, int64_t C, int64_t G) {
+  MoeSlots slots("dispatch", indices, tokens, K, E, C, G);
+  const int64_t S = G * C; // rows per expert
+  std::memset(static_cast<void *>(out), 0, size_t(E * S * H) * sizeof(T)); // 0.0 is all zero bits
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t j = 0; j < K; ++j) {
       const int64_t e = indices[t * K + j];
-      const int64_t slot = slots.take(j, e);
+      const int64_t slot = slots.take(t, j, e);
       if (slot >= 0)
-        std::memcpy(static_cast<void *>(out + (e * C + slot) * H),
+        std::memcpy(static_cast<void *>(out + (e * S + slot) * H),
                     static_cast<const void *>(x + t * H), size_t(H) * sizeof(T));
     }
 }
 
 template <typename T>
 void combineImpl(const T *eo, const T *weights, const int32_t *indices, T *out, int64_t tokens,
-                 int64_t H, int64_t K, int64_t E, int64_t C) {
+                 int64_t H, int64_t K, int64_t E, int64_t C, int64_t G) {
   constexpr int64_t HB = 256;
-  MoeSlots slots("combine", indices, tokens, K, E, C);
+  MoeSlots slots("combine", indices, tokens, K, E, C, G);
+  const int64_t S = G * C; // rows per expert
   const T *rows[kMaxTopK];
   float w[kMaxTopK];
   float acc[HB];
@@ -90,9 +92,9 @@ void combineImpl(const T *eo, const T *weights, const int32_t *indices, T *out, 
     int64_t kept = 0;
     for (int64_t j = 0; j < K; ++j) {
       const int64_t e = indices[t * K + j];
-      const int64_t slot = slots.take(j, e);
+      const int64_t slot = slots.take(t, j, e);
       if (slot >= 0) {
-        rows[kept] = eo + (e * C + slot) * H;
+        rows[kept] = eo + (e * S + slot) * H;
         w[kept++] = braid::load(weights, t * K + j);
       }
     }
@@ -128,20 +130,20 @@ void braid_k_router(braid_rt *, braid_dtype dt, const void *logits, void *weight
 
 void braid_k_dispatch(braid_rt *, braid_dtype dt, const void *x, const int32_t *indices,
                       void *out_, int64_t tokens, int64_t hidden, int64_t top_k, int64_t experts,
-                      int64_t capacity) {
+                      int64_t capacity, int64_t groups) {
   withFloatType(dt, "dispatch", [&](auto tag) {
     using T = decltype(tag);
-    dispatchImpl<T>(in<T>(x), indices, out<T>(out_), tokens, hidden, top_k, experts, capacity);
+    dispatchImpl<T>(in<T>(x), indices, out<T>(out_), tokens, hidden, top_k, experts, capacity, groups);
   });
 }
 
 void braid_k_combine(braid_rt *, braid_dtype dt, const void *expert_out, const void *weights,
                      const int32_t *indices, void *out_, int64_t tokens, int64_t hidden,
-                     int64_t top_k, int64_t experts, int64_t capacity) {
+                     int64_t top_k, int64_t experts, int64_t capacity, int64_t groups) {
   withFloatType(dt, "combine", [&](auto tag) {
     using T = decltype(tag);
     combineImpl<T>(in<T>(expert_out), in<T>(weights), indices, out<T>(out_), tokens, hidden,
-                   top_k, experts, capacity);
+                   top_k, experts, capacity, groups);
   });
 }
 

@@ -85,7 +85,7 @@ template <typename T>
 __global__ void dispatchGradKernel(const T *__restrict__ dd, const int32_t *__restrict__ indices,
                                    const int32_t *__restrict__ slots, T *__restrict__ dx,
                                    int64_t tokens, int64_t hidden, int64_t topK,
-                                   int64_t capacity) {
+                                   int64_t rows) {
   const int64_t total = tokens * hidden;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -95,7 +95,7 @@ __global__ void dispatchGradKernel(const T *__restrict__ dd, const int32_t *__re
       int64_t a = t * topK + j;
       int32_t slot = slots[a];
       if (slot >= 0)
-        acc += toF(dd[(static_cast<int64_t>(indices[a]) * capacity + slot) * hidden + c]);
+        acc += toF(dd[(static_cast<int64_t>(indices[a]) * rows + slot) * hidden + c]);
     }
     dx[i] = fromF<T>(acc);
   }
@@ -107,7 +107,7 @@ __global__ void combineGradExpertKernel(const T *__restrict__ weights,
                                         const int32_t *__restrict__ slots,
                                         const T *__restrict__ dy, T *__restrict__ dexpert,
                                         int64_t tokens, int64_t hidden, int64_t topK,
-                                        int64_t capacity) {
+                                        int64_t rows) {
   const int64_t total = tokens * topK * hidden;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -116,7 +116,7 @@ __global__ void combineGradExpertKernel(const T *__restrict__ weights,
     if (slot < 0)
       continue;
     int64_t t = a / topK;
-    dexpert[(static_cast<int64_t>(indices[a]) * capacity + slot) * hidden + c] =
+    dexpert[(static_cast<int64_t>(indices[a]) * rows + slot) * hidden + c] =
         fromF<T>(toF(weights[a]) * toF(dy[t * hidden + c]));
   }
 }
@@ -127,7 +127,7 @@ __global__ void combineGradWeightKernel(const T *__restrict__ expertOut,
                                         const int32_t *__restrict__ slots,
                                         const T *__restrict__ dy, T *__restrict__ dweights,
                                         int64_t tokens, int64_t hidden, int64_t topK,
-                                        int64_t capacity) {
+                                        int64_t rows) {
   const int lane = threadIdx.x & 31;
   const int64_t warpsTotal = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t a = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -135,7 +135,7 @@ __global__ void combineGradWeightKernel(const T *__restrict__ expertOut,
     int32_t slot = slots[a];
     float acc = 0.0f;
     if (slot >= 0) {
-      const T *eo = expertOut + (static_cast<int64_t>(indices[a]) * capacity + slot) * hidden;
+      const T *eo = expertOut + (static_cast<int64_t>(indices[a]) * rows + slot) * hidden;
       const T *g = dy + (a / topK) * hidden;
       for (int64_t c = lane; c < hidden; c += 32)
         acc = fmaf(toF(g[c]), toF(eo[c]), acc);
@@ -171,17 +171,18 @@ void braid_k_router_grad(braid_rt *rt, braid_dtype dt, const void *logits,
 
 void braid_k_dispatch_grad(braid_rt *rt, braid_dtype dt, const void *ddispatched,
                            const int32_t *indices, void *dx, int64_t tokens, int64_t hidden,
-                           int64_t top_k, int64_t experts, int64_t capacity) {
+                           int64_t top_k, int64_t experts, int64_t capacity, int64_t groups) {
   using namespace braid::cuda;
-  checkMoe("dispatch_grad", experts, capacity, top_k);
+  checkMoe("dispatch_grad", experts, capacity, top_k, tokens, groups);
+  const int64_t rows = capacity * groups; // per expert
   if (tokens <= 0 || hidden <= 0)
     return;
   cudaStream_t stream = streamOf(rt);
-  int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity);
+  int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity, groups);
   BRAID_DISPATCH_FLOAT(dt, T, {
     dispatchGradKernel<T><<<gridFor(tokens * hidden, kThreads), kThreads, 0, stream>>>(
         static_cast<const T *>(ddispatched), indices, slots, static_cast<T *>(dx), tokens,
-        hidden, top_k, capacity);
+        hidden, top_k, rows);
     BRAID_CUDA_CHECK_LAUNCH();
   });
 }
@@ -189,11 +190,12 @@ void braid_k_dispatch_grad(braid_rt *rt, braid_dtype dt, const void *ddispatched
 void braid_k_combine_grad(braid_rt *rt, braid_dtype dt, const void *expert_out,
                           const void *weights, const int32_t *indices, const void *dy,
                           void *dexpert_out, void *dweights, int64_t tokens, int64_t hidden,
-                          int64_t top_k, int64_t experts, int64_t capacity) {
+                          int64_t top_k, int64_t experts, int64_t capacity, int64_t groups) {
   using namespace braid::cuda;
-  checkMoe("combine_grad", experts, capacity, top_k);
+  checkMoe("combine_grad", experts, capacity, top_k, tokens, groups);
+  const int64_t rows = capacity * groups; // per expert
   cudaStream_t stream = streamOf(rt);
-  int64_t expertElems = experts * capacity * hidden;
+  int64_t expertElems = experts * rows * hidden;
   if (dexpert_out && expertElems > 0)
     BRAID_DISPATCH_FLOAT(dt, T, {
       zeroKernel<T><<<gridFor(expertElems, kThreads), kThreads, 0, stream>>>(
@@ -208,19 +210,19 @@ void braid_k_combine_grad(braid_rt *rt, braid_dtype dt, const void *expert_out,
           cudaMemsetAsync(dweights, 0, tokens * top_k * braid_dtype_size(dt), stream));
     return;
   }
-  int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity);
+  int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity, groups);
   BRAID_DISPATCH_FLOAT(dt, T, {
     if (dexpert_out) {
       combineGradExpertKernel<T>
           <<<gridFor(tokens * top_k * hidden, kThreads), kThreads, 0, stream>>>(
               static_cast<const T *>(weights), indices, slots, static_cast<const T *>(dy),
-              static_cast<T *>(dexpert_out), tokens, hidden, top_k, capacity);
+              static_cast<T *>(dexpert_out), tokens, hidden, top_k, rows);
       BRAID_CUDA_CHECK_LAUNCH();
     }
     if (dweights) {
       combineGradWeightKernel<T><<<gridFor(tokens * top_k * 32, kThreads), kThreads, 0, stream>>>(
           static_cast<const T *>(expert_out), indices, slots, static_cast<const T *>(dy),
-          static_cast<T *>(dweights), tokens, hidden, top_k, capacity);
+          static_cast<T *>(dweights), tokens, hidden, top_k, rows);
       BRAID_CUDA_CHECK_LAUNCH();
     }
   });

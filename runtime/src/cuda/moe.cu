@@ -82,7 +82,7 @@ __global__ void routerNormalizedKernel(const T *__restrict__ logits, T *__restri
 template <typename T>
 __global__ void dispatchKernel(const T *__restrict__ x, const int32_t *__restrict__ indices,
                                const int32_t *__restrict__ slots, T *__restrict__ out,
-                               int64_t tokens, int64_t hidden, int64_t topK, int64_t capacity) {
+                               int64_t tokens, int64_t hidden, int64_t topK, int64_t rows) {
   const int64_t total = tokens * topK * hidden;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -91,7 +91,7 @@ __global__ void dispatchKernel(const T *__restrict__ x, const int32_t *__restric
     if (slot < 0)
       continue;
     int64_t t = a / topK;
-    out[(static_cast<int64_t>(indices[a]) * capacity + slot) * hidden + c] = x[t * hidden + c];
+    out[(static_cast<int64_t>(indices[a]) * rows + slot) * hidden + c] = x[t * hidden + c];
   }
 }
 
@@ -99,7 +99,7 @@ template <typename T>
 __global__ void combineKernel(const T *__restrict__ expertOut, const T *__restrict__ weights,
                               const int32_t *__restrict__ indices,
                               const int32_t *__restrict__ slots, T *__restrict__ out,
-                              int64_t tokens, int64_t hidden, int64_t topK, int64_t capacity) {
+                              int64_t tokens, int64_t hidden, int64_t topK, int64_t rows) {
   const int64_t total = tokens * hidden;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
        i += (int64_t)gridDim.x * blockDim.x) {
@@ -111,7 +111,7 @@ __global__ void combineKernel(const T *__restrict__ expertOut, const T *__restri
       if (slot < 0)
         continue;
       acc = fmaf(toF(weights[a]),
-                 toF(expertOut[(static_cast<int64_t>(indices[a]) * capacity + slot) * hidden + c]),
+                 toF(expertOut[(static_cast<int64_t>(indices[a]) * rows + slot) * hidden + c]),
                  acc);
     }
     out[i] = fromF<T>(acc);
@@ -149,11 +149,12 @@ void braid_k_router(braid_rt *rt, braid_dtype dt, const void *logits, void *weig
 
 void braid_k_dispatch(braid_rt *rt, braid_dtype dt, const void *x, const int32_t *indices,
                       void *out, int64_t tokens, int64_t hidden, int64_t top_k, int64_t experts,
-                      int64_t capacity) {
+                      int64_t capacity, int64_t groups) {
   using namespace braid::cuda;
-  checkMoe("dispatch", experts, capacity, top_k);
+  checkMoe("dispatch", experts, capacity, top_k, tokens, groups);
+  const int64_t rows = capacity * groups; // per expert
   cudaStream_t stream = streamOf(rt);
-  int64_t outElems = experts * capacity * hidden;
+  int64_t outElems = experts * rows * hidden;
   BRAID_DISPATCH_FLOAT(dt, T, {
     zeroKernel<T><<<gridFor(outElems, kThreads), kThreads, 0, stream>>>(static_cast<T *>(out),
                                                                          outElems);
@@ -161,28 +162,29 @@ void braid_k_dispatch(braid_rt *rt, braid_dtype dt, const void *x, const int32_t
   });
   if (tokens <= 0 || hidden <= 0)
     return;
-  int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity);
+  int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity, groups);
   BRAID_DISPATCH_FLOAT(dt, T, {
     dispatchKernel<T><<<gridFor(tokens * top_k * hidden, kThreads), kThreads, 0, stream>>>(
         static_cast<const T *>(x), indices, slots, static_cast<T *>(out), tokens, hidden, top_k,
-        capacity);
+        rows);
     BRAID_CUDA_CHECK_LAUNCH();
   });
 }
 
 void braid_k_combine(braid_rt *rt, braid_dtype dt, const void *expert_out, const void *weights,
                      const int32_t *indices, void *out, int64_t tokens, int64_t hidden,
-                     int64_t top_k, int64_t experts, int64_t capacity) {
+                     int64_t top_k, int64_t experts, int64_t capacity, int64_t groups) {
   using namespace braid::cuda;
-  checkMoe("combine", experts, capacity, top_k);
+  checkMoe("combine", experts, capacity, top_k, tokens, groups);
+  const int64_t rows = capacity * groups; // per expert
   if (tokens <= 0 || hidden <= 0)
     return;
   cudaStream_t stream = streamOf(rt);
-  int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity);
+  int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity, groups);
   BRAID_DISPATCH_FLOAT(dt, T, {
     combineKernel<T><<<gridFor(tokens * hidden, kThreads), kThreads, 0, stream>>>(
         static_cast<const T *>(expert_out), static_cast<const T *>(weights), indices, slots,
-        static_cast<T *>(out), tokens, hidden, top_k, capacity);
+        static_cast<T *>(out), tokens, hidden, top_k, rows);
     BRAID_CUDA_CHECK_LAUNCH();
   });
 }

@@ -700,3 +700,36 @@ func.func @f(%e: tensor<4x6x8xf32>, %w: tensor<16x2xf32>, %i: tensor<16x1xi32>) 
   %0 = braid.combine %e, %w, %i : tensor<4x6x8xf32>, tensor<16x2xf32>, tensor<16x1xi32> -> tensor<16x8xf32>
   return
 }
+
+// -----
+
+func.func @f(%x: tensor<16x8xf32>, %i: tensor<16x2xi32>) {
+  // expected-error @+1 {{'braid.dispatch' op 16 tokens do not cut into capacity groups of 5}}
+  %0 = braid.dispatch %x, %i group_size 5 : tensor<16x8xf32>, tensor<16x2xi32> -> tensor<4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<16x8xf32>, %i: tensor<16x2xi32>) {
+  // expected-error @+1 {{'braid.dispatch' op 9 slots per expert do not divide into 2 groups of 8 tokens}}
+  %0 = braid.dispatch %x, %i group_size 8 : tensor<16x8xf32>, tensor<16x2xi32> -> tensor<4x9x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<16x8xf32>, %i: tensor<16x2xi32>) {
+  // expected-error @+1 {{'braid.dispatch' op attribute 'group_size' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %0 = braid.dispatch %x, %i group_size 0 : tensor<16x8xf32>, tensor<16x2xi32> -> tensor<4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%e: tensor<4x9x8xf32>, %w: tensor<16x2xf32>, %i: tensor<16x2xi32>) {
+  // expected-error @+2 {{'braid.combine' op 9 slots per expert do not divide into 4 groups of 4 tokens}}
+  // expected-error @+1 {{'braid.combine' op failed to infer returned types}}
+  %0 = braid.combine %e, %w, %i group_size 4 : tensor<4x9x8xf32>, tensor<16x2xf32>, tensor<16x2xi32> -> tensor<16x8xf32>
+  return
+}

@@ -119,6 +119,11 @@ func.func @moe(%x: tensor<32x64xf32>, %logits: tensor<32x8xf32>, %wu: tensor<8x6
   %e2 = braid.expert_ffn gelu %e, %wu, %wd : tensor<8x10x64xf32>, tensor<8x64x128xf32>, tensor<8x128x64xf32> -> tensor<8x10x64xf32>
   // CHECK: braid.combine %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x10x64xf32>, tensor<32x2xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
   %y = braid.combine %e2, %w, %i : tensor<8x10x64xf32>, tensor<32x2xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
+  // Capacity per group of 16 tokens: 2 groups of 5 slots per expert.
+  // CHECK: braid.dispatch %{{.*}}, %{{.*}} group_size 16 : tensor<32x64xf32>, tensor<32x2xi32> -> tensor<8x10x64xf32>
+  %dg = braid.dispatch %x, %i group_size 16 : tensor<32x64xf32>, tensor<32x2xi32> -> tensor<8x10x64xf32>
+  // CHECK: braid.combine %{{.*}}, %{{.*}}, %{{.*}} group_size 16 : tensor<8x10x64xf32>, tensor<32x2xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
+  %yg = braid.combine %dg, %w, %i group_size 16 : tensor<8x10x64xf32>, tensor<32x2xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
   return %y : tensor<32x64xf32>
 }
 

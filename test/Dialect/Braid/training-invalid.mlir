@@ -485,3 +485,21 @@ func.func @f(%g: tensor<4xf32>, %c: tensor<f32>) {
 func.func @f() attributes {braid.gradients = [@nope]} {
   return
 }
+
+// -----
+
+func.func @f(%g: tensor<4x8x8xf32>, %i: tensor<16x2xi32>) {
+  // expected-error @+2 {{'braid.dispatch_grad' op 16 tokens do not cut into capacity groups of 3}}
+  // expected-error @+1 {{'braid.dispatch_grad' op failed to infer returned types}}
+  %0 = braid.dispatch_grad %g, %i group_size 3 : tensor<4x8x8xf32>, tensor<16x2xi32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%e: tensor<4x6x8xf32>, %w: tensor<16x2xf32>, %i: tensor<16x2xi32>, %g: tensor<16x8xf32>) {
+  // expected-error @+2 {{'braid.combine_grad' op 6 slots per expert do not divide into 4 groups of 4 tokens}}
+  // expected-error @+1 {{'braid.combine_grad' op failed to infer returned types}}
+  %0:2 = braid.combine_grad %e, %w, %i, %g group_size 4 : tensor<4x6x8xf32>, tensor<16x2xf32>, tensor<16x2xi32>, tensor<16x8xf32> -> tensor<4x6x8xf32>, tensor<16x2xf32>
+  return
+}

@@ -88,6 +88,10 @@ func.func @moe_grads(%logits: tensor<32x8xf32>, %i: tensor<32x2xi32>, %dw: tenso
   %dx = braid.dispatch_grad %de, %i : tensor<8x10x64xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
   // CHECK: braid.combine_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x10x64xf32>, tensor<32x2xf32>, tensor<32x2xi32>, tensor<32x64xf32> -> tensor<8x10x64xf32>, tensor<32x2xf32>
   %dex, %dwt = braid.combine_grad %e, %w, %i, %dy : tensor<8x10x64xf32>, tensor<32x2xf32>, tensor<32x2xi32>, tensor<32x64xf32> -> tensor<8x10x64xf32>, tensor<32x2xf32>
+  // CHECK: braid.dispatch_grad %{{.*}}, %{{.*}} group_size 16 : tensor<8x10x64xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
+  %dxg = braid.dispatch_grad %de, %i group_size 16 : tensor<8x10x64xf32>, tensor<32x2xi32> -> tensor<32x64xf32>
+  // CHECK: braid.combine_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} group_size 16 : tensor<8x10x64xf32>, tensor<32x2xf32>, tensor<32x2xi32>, tensor<32x64xf32> -> tensor<8x10x64xf32>, tensor<32x2xf32>
+  %dexg, %dwtg = braid.combine_grad %e, %w, %i, %dy group_size 16 : tensor<8x10x64xf32>, tensor<32x2xf32>, tensor<32x2xi32>, tensor<32x64xf32> -> tensor<8x10x64xf32>, tensor<32x2xf32>
   return
 }
 

@@ -43,8 +43,8 @@ SIGS = {
     "braid_k_conv1d": [P, I4, P, P, P, P, I, I, I, I],
     "braid_k_selective_scan": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I4],
     "braid_k_router": [P, I4, P, P, P, I, I, I, I4],
-    "braid_k_dispatch": [P, I4, P, P, P, I, I, I, I, I],
-    "braid_k_combine": [P, I4, P, P, P, P, I, I, I, I, I],
+    "braid_k_dispatch": [P, I4, P, P, P, I, I, I, I, I, I],
+    "braid_k_combine": [P, I4, P, P, P, P, I, I, I, I, I, I],
     # context parallelism of the Mamba ops (mamba.cpp, grad_mamba.cpp)
     "braid_k_conv1d_halo": [P, I4, P, P, P, P, P, I, I, I, I],
     "braid_k_conv1d_halo_grad": [P, I4, P, P, P, P, P, P, P, P, I, I, I, I],
@@ -68,8 +68,8 @@ SIGS = {
     "braid_k_selective_scan_grad": [P, I4, P, P, P, P, P, P, P, P, P, P, P, P, P,
                                     I, I, I, I, I4],
     "braid_k_router_grad": [P, I4, P, P, P, P, I, I, I, I4],
-    "braid_k_dispatch_grad": [P, I4, P, P, P, I, I, I, I, I],
-    "braid_k_combine_grad": [P, I4, P, P, P, P, P, P, I, I, I, I, I],
+    "braid_k_dispatch_grad": [P, I4, P, P, P, I, I, I, I, I, I],
+    "braid_k_combine_grad": [P, I4, P, P, P, P, P, P, I, I, I, I, I, I],
     # optimizer
     "braid_k_sum_squares": [P, I4, P, P, I],
     "braid_k_clip_coefficient": [P, P, P, D],

@@ -185,19 +185,20 @@ class TapedOps:
         self.tape.record([w], [logits], lambda dw: vjp.router_vjp(dw, logits, idx, normalize))
         return w, idx
 
-    def dispatch(self, x, indices, experts, capacity):
-        y = ops.dispatch(x, indices, experts, capacity)
-        return self._rec(y, [x], lambda dy: vjp.dispatch_vjp(dy, x, indices, experts, capacity))
+    def dispatch(self, x, indices, experts, capacity, groups=1):
+        y = ops.dispatch(x, indices, experts, capacity, groups)
+        return self._rec(y, [x], lambda dy: vjp.dispatch_vjp(dy, x, indices, experts, capacity,
+                                                            groups))
 
     def expert_ffn(self, act, x, w_up, w_down, w_gate=None):
         y = ops.expert_ffn(act, x, w_up, w_down, w_gate)
         return self._rec(y, [x, w_up, w_down, w_gate],
                          lambda dy: vjp.expert_ffn_vjp(act, dy, x, w_up, w_down, w_gate))
 
-    def combine(self, expert_output, weights, indices):
-        y = ops.combine(expert_output, weights, indices)
+    def combine(self, expert_output, weights, indices, groups=1):
+        y = ops.combine(expert_output, weights, indices, groups)
         return self._rec(y, [expert_output, weights],
-                         lambda dy: vjp.combine_vjp(dy, expert_output, weights, indices))
+                         lambda dy: vjp.combine_vjp(dy, expert_output, weights, indices, groups))
 
 
 def _cast_params(params: dict, dtype) -> dict:

@@ -91,8 +91,9 @@ def layer_blocks(cfg: dict) -> list:
 
 
 def moe_capacity(cfg: dict, tokens: int) -> int:
-    """C = max(1, ceil(capacity_factor * top_k * tokens / experts)), exact on the
-    decimal value of capacity_factor; checked against cfg["capacity"] if given."""
+    """C = max(1, ceil(capacity_factor * top_k * tokens / experts)) for a capacity
+    group of `tokens`, exact on the decimal value of capacity_factor; checked
+    against cfg["capacity"] if given."""
     cf = Fraction(repr(float(cfg.get("capacity_factor", 1.0))))
     c = max(1, math.ceil(cf * cfg["top_k"] * tokens / cfg["experts"]))
     if "capacity" in cfg and cfg["capacity"] != c:
@@ -148,10 +149,13 @@ def _moe(cfg: dict, p: _Params, h: np.ndarray, pre: str) -> np.ndarray:
     flat = ops.reshape(h, (t, shape[-1]))
     w, idx = ops.router(ops.linear(flat, p(f"{pre}.router")), cfg["top_k"],
                         normalize=bool(cfg.get("router_normalize", True)))
-    cap = moe_capacity(cfg, t)
-    d = ops.dispatch(flat, idx, cfg["experts"], cap)
+    # Capacity per group of moe_group_size consecutive tokens (default: one
+    # sequence), so that a token's fate depends on its group alone.
+    size = int(cfg.get("moe_group_size", shape[-2]))
+    cap = moe_capacity(cfg, size)
+    d = ops.dispatch(flat, idx, cfg["experts"], cap, t // size)
     e = ops.expert_ffn("silu", d, p(f"{pre}.w_up"), p(f"{pre}.w_down"), p(f"{pre}.w_gate"))
-    return ops.reshape(ops.combine(e, w, idx), shape)
+    return ops.reshape(ops.combine(e, w, idx, t // size), shape)
 
 
 def _mamba(cfg: dict, p: _Params, h: np.ndarray, pre: str) -> np.ndarray:

@@ -398,37 +398,44 @@ def router(logits, top_k: int, normalize: bool = False):
     return w.astype(logits.dtype), order.astype(np.int32)
 
 
-def assign_slots(indices, experts: int, capacity: int) -> np.ndarray:
-    """The slot of each assignment (t, j) of indices [T, k], or -1 when dropped.
+def assign_slots(indices, experts: int, capacity: int, groups: int = 1) -> np.ndarray:
+    """The row of each assignment (t, j) of indices [T, k] in its expert's
+    buffer, or -1 when dropped.
 
-    Assignments are taken j-major, then t; each gets the next free slot of its
-    expert, and once an expert holds `capacity` assignments further ones are
-    dropped. Shared by dispatch and combine."""
+    The T tokens form `groups` consecutive groups of T / groups; each group
+    has `capacity` slots per expert, group g owning rows [g C, (g + 1) C).
+    Within a group, assignments are taken j-major, then t; each gets the next
+    free slot of its expert in the group, and once an expert holds `capacity`
+    assignments of the group further ones are dropped. Shared by dispatch and
+    combine."""
     _check(experts >= 1 and capacity >= 1, f"bad experts {experts} / capacity {capacity}")
     idx = np.asarray(indices)
     _check(idx.ndim == 2, f"indices must be [T, k], got {idx.shape}")
     idx = _index(idx, "expert indices", experts)
     t_count, k = idx.shape
+    _check(groups >= 1 and t_count % groups == 0, f"{t_count} tokens in {groups} groups")
+    size = t_count // groups
     slot = np.full((t_count, k), -1, dtype=np.int64)
-    used = [0] * experts
-    for j in range(k):                 # every token's j-th choice ...
-        for t in range(t_count):       # ... in token order, before any (j+1)-th choice
-            e = idx[t, j]
-            if used[e] < capacity:
-                slot[t, j] = used[e]
-                used[e] += 1
+    for g in range(groups):
+        used = [0] * experts
+        for j in range(k):                                # every token's j-th choice ...
+            for t in range(g * size, (g + 1) * size):     # ... in token order, before any (j+1)-th
+                e = idx[t, j]
+                if used[e] < capacity:
+                    slot[t, j] = g * capacity + used[e]
+                    used[e] += 1
     return slot
 
 
-def dispatch(x, indices, experts: int, capacity: int) -> np.ndarray:
-    """x [T, H], indices [T, k] -> [E, C, H]; empty slots are 0."""
+def dispatch(x, indices, experts: int, capacity: int, groups: int = 1) -> np.ndarray:
+    """x [T, H], indices [T, k] -> [E, groups * C, H]; empty slots are 0."""
     x = _float(x, "dispatch input")
     _check(x.ndim == 2, f"dispatch: input must be [T, H], got {x.shape}")
     idx = np.asarray(indices)
     _check(idx.ndim == 2 and idx.shape[0] == x.shape[0],
            f"dispatch: indices {idx.shape} must be [{x.shape[0]}, k]")
-    slot = assign_slots(idx, experts, capacity)
-    out = np.zeros((experts, capacity, x.shape[1]), dtype=x.dtype)
+    slot = assign_slots(idx, experts, capacity, groups)
+    out = np.zeros((experts, groups * capacity, x.shape[1]), dtype=x.dtype)
     for t, j in zip(*np.nonzero(slot >= 0)):
         out[idx[t, j], slot[t, j]] = x[t]
     return out
@@ -458,8 +465,8 @@ def expert_ffn(act: str, x, w_up, w_down, w_gate=None) -> np.ndarray:
     return np.matmul(hidden, _f64(w_down)).astype(x.dtype)
 
 
-def combine(expert_output, weights, indices) -> np.ndarray:
-    """expert_output [E, C, H], weights and indices [T, k] -> [T, H]:
+def combine(expert_output, weights, indices, groups: int = 1) -> np.ndarray:
+    """expert_output [E, groups * C, H], weights and indices [T, k] -> [T, H]:
     sum over kept assignments of weights[t, j] * expert_output[e, slot(t, j)]."""
     eo = _float(expert_output, "combine expert_output")
     w = _float(weights, "combine weights")
@@ -468,7 +475,8 @@ def combine(expert_output, weights, indices) -> np.ndarray:
     _check(w.ndim == 2 and idx.shape == w.shape,
            f"combine: weights {w.shape} and indices {idx.shape} must be one [T, k] shape")
     e, c, h = eo.shape
-    slot = assign_slots(idx, e, c)
+    _check(c % groups == 0, f"combine: {c} slots in {groups} groups")
+    slot = assign_slots(idx, e, c // groups, groups)
     out = np.zeros((w.shape[0], h))
     eo64, w64 = _f64(eo), _f64(w)
     for t, j in zip(*np.nonzero(slot >= 0)):

@@ -401,25 +401,25 @@ def router_vjp(dweights, logits, indices, normalize: bool = False):
     return _like(dl, logits)
 
 
-def dispatch_vjp(ddispatched, x, indices, experts: int, capacity: int):
+def dispatch_vjp(ddispatched, x, indices, experts: int, capacity: int, groups: int = 1):
     """dx[t] = sum over kept assignments (t, j) of ddispatched[indices[t, j], slot(t, j)]."""
     dd = _f64(ddispatched)
     idx = np.asarray(indices).astype(np.int64)
-    slot = ops.assign_slots(idx, experts, capacity)
+    slot = ops.assign_slots(idx, experts, capacity, groups)
     dx = np.zeros(np.shape(x))
     for t, j in zip(*np.nonzero(slot >= 0)):
         dx[t] += dd[idx[t, j], slot[t, j]]
     return _like(dx, x)
 
 
-def combine_vjp(dy, expert_output, weights, indices):
+def combine_vjp(dy, expert_output, weights, indices, groups: int = 1):
     """(dexpert_output, dweights): dexpert_output[e, slot(t, j)] = weights[t, j] dy[t]
     (zero in unused slots), dweights[t, j] = dy[t] . expert_output[e, slot(t, j)]
     (zero for dropped assignments)."""
     eo, w, dyf = _f64(expert_output), _f64(weights), _f64(dy)
     idx = np.asarray(indices).astype(np.int64)
     e, c, _ = eo.shape
-    slot = ops.assign_slots(idx, e, c)
+    slot = ops.assign_slots(idx, e, c // groups, groups)
     deo = np.zeros(eo.shape)
     dw = np.zeros(w.shape)
     for t, j in zip(*np.nonzero(slot >= 0)):
