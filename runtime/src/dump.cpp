@@ -30,6 +30,11 @@ void writeDump(braid_rt *rt, const std::string &file, const void *host, braid_dt
   std::string path = rt->options.dumpDir + "/" + name + rt->options.dumpSuffix + ".npy";
   if (!npy::writeTensor(path, dtype, shape, host, &error))
     fatal("dump: %s", error.c_str());
+  if (rt->options.dumpFirstStep && rt->step == 1) {
+    path = rt->options.dumpDir + "/step1." + name + rt->options.dumpSuffix + ".npy";
+    if (!npy::writeTensor(path, dtype, shape, host, &error))
+      fatal("dump: %s", error.c_str());
+  }
 }
 
 /// "dp, tp" -> {"dp", "tp"} (spaces around names ignored).

@@ -125,13 +125,15 @@ struct Args {
   bool quiet = false;
   std::string grid; ///< empty: "world=<ranks>"
   bool allRanks = false, dumpAllRanks = false;
+  bool dumpFirstStep = false; ///< also keep step 1's dumps as step1.*
 };
 
 void usage(const char *argv0, FILE *out) {
   std::fprintf(out,
                "usage: %s [--steps N] [--seed S] [--dump DIR] [--trace FILE] "
                "[--backend cpu|cuda] [--quiet]\n"
-               "       [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks]\n",
+               "       [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks] "
+               "[--dump-first-step]\n",
                argv0);
 }
 
@@ -197,6 +199,8 @@ Args parseArgs(int argc, char **argv) {
       args.allRanks = true;
     } else if (arg == "--dump-all-ranks") {
       args.dumpAllRanks = true;
+    } else if (arg == "--dump-first-step") {
+      args.dumpFirstStep = true;
     } else {
       badArgs(argv[0], "unknown argument '" + arg + "'");
     }
@@ -415,6 +419,8 @@ int main(int argc, char **argv) {
   options.dumpDir = args.dumpDir;
   options.dumping = dumping;
   options.dumpLocal = args.dumpAllRanks;
+  options.dumpFirstStep = args.dumpFirstStep;
+  options.lastStep = args.steps;
   if (args.dumpAllRanks)
     options.dumpSuffix = ".rank" + std::to_string(ranks.rank);
   options.trace = !args.traceFile.empty();
@@ -480,8 +486,13 @@ int main(int argc, char **argv) {
     initialize(rt.get(), p, args.seed);
   // A mirror is dumped by the stage that owns it.
   for (const Persistent &p : persistent)
-    if (!p.desc->mirror)
+    if (!p.desc->mirror) {
       dumpSharded(rt.get(), p.desc->name, rt->arena + p.desc->offset, p.desc->dtype, p.layout);
+      // Under a name no value of a step can overwrite: what step 1 starts from.
+      if (args.dumpFirstStep && p.param)
+        dumpSharded(rt.get(), std::string("step0.") + p.desc->name, rt->arena + p.desc->offset,
+                    p.desc->dtype, p.layout);
+    }
   rt->backend->synchronize();
   if (!args.quiet)
     std::fprintf(stderr, "%sbraid: initialized %zu tensors in %.3f s\n", prefix.c_str(),
@@ -507,6 +518,15 @@ int main(int argc, char **argv) {
                 buffer.name.c_str(), (long long)offset, (long long)buffer.end);
       }
       fatal("step %lld freed a persistent tensor", (long long)k);
+    }
+    // The state after step 1, which starts from the same state on any grid:
+    // --verify compares what one step does before runs drift apart.
+    if (k == 1 && args.dumpFirstStep) {
+      rt->step = 0;
+      for (const Persistent &p : persistent)
+        if (p.param && !p.desc->mirror)
+          dumpSharded(rt.get(), std::string("step1.updated.") + p.desc->name,
+                      rt->arena + p.desc->offset, p.desc->dtype, p.layout);
     }
     rt->backend->synchronize();
     float loss = 0;

@@ -196,9 +196,19 @@ void braid_rt_op_flops(braid_rt *rt, double flops) {
     fatal("braid_rt_op_flops without braid_rt_op_begin");
 }
 
+namespace {
+/// Values are dumped in the steps whose dumps survive: the last (each step
+/// overwrites the previous one's files) and, with --dump-first-step, step 1.
+/// Every rank decides alike, so gathers stay collective.
+bool dumpsThisStep(const braid_rt *rt) {
+  return rt->step == 0 || rt->step >= rt->options.lastStep ||
+         (rt->options.dumpFirstStep && rt->step == 1);
+}
+} // namespace
+
 void braid_rt_value(braid_rt *rt, const char *scope, const char *name, const void *data,
                     braid_dtype dtype, int32_t rank, const int64_t *shape) {
-  if (!rt || rt->options.dumpDir.empty())
+  if (!rt || rt->options.dumpDir.empty() || !dumpsThisStep(rt))
     return;
   std::string file = valueFile(rt, scope, name);
   numElements(file.c_str(), rank, shape);
@@ -209,7 +219,7 @@ void braid_rt_value_sharded(braid_rt *rt, const char *scope, const char *name, c
                             braid_dtype dtype, int32_t rank, const int64_t *shape,
                             const int64_t *global_shape, const char *const *split_axes) {
   // Cheap unless dumping: the layout is only parsed for a dump.
-  if (!rt || (!rt->options.dumping && rt->options.dumpDir.empty()))
+  if (!rt || (!rt->options.dumping && rt->options.dumpDir.empty()) || !dumpsThisStep(rt))
     return;
   std::string file = valueFile(rt, scope, name);
   numElements(file.c_str(), rank, shape);

@@ -40,6 +40,12 @@ struct Options {
   /// --dump-all-ranks: a sharded tensor is written as this rank's shard
   /// (local shape, padding included) instead of gathered.
   bool dumpLocal = false;
+  /// --dump-first-step: dumps made during step 1 are also written as
+  /// step1.<name> (the gradients of one step from the initial state).
+  bool dumpFirstStep = false;
+  /// The run's last step: values are dumped in it (and in step 1 with
+  /// dumpFirstStep), not in the steps between, whose files it overwrites.
+  int64_t lastStep = 0;
   bool trace = false; ///< record kernels for a trace
 };
 

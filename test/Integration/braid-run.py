@@ -3,9 +3,8 @@
 #
 # braid-run end to end on the CPU runtime: loss per step, planned peak equal
 # to the measured peak, a Perfetto/Chrome trace that is valid JSON with one
-# complete event per kernel of the program, the generated source on request,
-# the CUDA variant of the same source compiled with nvcc for sm_90 when nvcc
-# is installed, located errors for bad input, --grid/--verify on a 1-rank grid
+# complete event per kernel of the program, the generated source on request
+# (its CUDA build: test/Cuda/braid-run-cuda.py), located errors for bad input, --grid/--verify on a 1-rank grid
 # (and on 2 ranks under mpirun when MPI is installed), and the new options' errors.
 import json
 import os
@@ -69,15 +68,6 @@ r = run(model, "--dtype", "bf16", "--quiet")
 if r.returncode != 0 or "step 1 loss" not in r.stdout:
     failures.append(f"bf16 run failed:\n{r.stdout}{r.stderr}")
 
-# The CUDA variant of the same generated source builds with nvcc (no GPU here).
-if shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc"):
-    r = run(model, "--backend", "cuda", "--compile-only")
-    print("cuda build:", "ok" if r.returncode == 0 else "FAILED")
-    if r.returncode != 0:
-        failures.append(f"nvcc build of the emitted program failed:\n{r.stderr}")
-else:
-    print("cuda build: nvcc not installed")
-
 # Bad input: located diagnostics and exit 1, never a crash.
 bad = os.path.join(work, "bad.mlir")
 with open(bad, "w") as f:
@@ -96,14 +86,19 @@ if r.returncode != 1 or "'to' must be bf16 or f16, found 'f8'" not in r.stderr:
     failures.append(f"bad dtype: rc {r.returncode}, stderr:\n{r.stderr}")
 
 # --grid and --verify. A 1-rank grid checks the whole --verify path without MPI:
-# both programs run, dump, and compare equal.
+# both programs run, dump, and compare equal; step 1's update is measured
+# against AdamW replayed in double on the run's gradients (with the clipping
+# coefficient recomputed from them), which leaves at most a rounding of f32.
 verify_dump = os.path.join(work, "verify")
 r = run(model, "--steps", "2", "--seed", "1", "--quiet", "--grid", "dp=1", "--verify",
         "--dump", verify_dump)
-verdict = "\n".join(r.stdout.splitlines()[-4:])
+verdict = "\n".join(r.stdout.splitlines()[-5:])
 if (r.returncode != 0 or len(re.findall(r"^step \d+ loss ", r.stdout, re.M)) != 2
-        or not re.fullmatch(r"verify: loss 0\nverify: gradients 0 \(grad\.\S+\)\n"
-                            r"verify: parameters 0 \(updated\.\S+\)\nverify: PASS", verdict)):
+        or not re.fullmatch(r"verify: loss 0\nverify: gradients 0 \(step1\.grad\.\S+\)\n"
+                            r"verify: parameters (\S+) \(step1\.updated\.\S+\)\n"
+                            r"verify: drift after 2 steps \(not judged\) 0 \(updated\.\S+\)\n"
+                            r"verify: PASS", verdict)
+        or not float(re.search(r"parameters (\S+)", verdict).group(1)) <= 2 ** -23):
     failures.append(f"--grid dp=1 --verify: rc {r.returncode}\n{r.stdout}{r.stderr}")
 for sub in ("", "reference"):
     names = os.listdir(os.path.join(verify_dump, sub)) if os.path.isdir(

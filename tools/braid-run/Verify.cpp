@@ -63,14 +63,45 @@ bool listDumps(const std::string &dir, llvm::StringRef prefix,
   return true;
 }
 
-/// Compares the DIR/<prefix>*.npy of both runs; the worst relative difference
-/// and its tensor.
-/// With `only`, just the stems whose name after the prefix it holds (the
-/// gradients of parameters: cotangents of activations are per-rank values).
-bool compareDumps(const RunRecord &a, const RunRecord &b,
-                  llvm::StringRef prefix, double *worst, std::string *worstName,
-                  int *count, std::string *error,
-                  const std::set<std::string> *only = nullptr) {
+/// The worst of a set of per-tensor differences.
+struct SetDifference {
+  double worst = 0;
+  std::string worstName;
+  int count = 0;
+
+  void add(double d, const std::string &name) {
+    if (count == 0 || worse(d, worst)) {
+      worst = d;
+      worstName = name;
+    }
+    ++count;
+  }
+};
+
+/// Reads DIR/<stem>.npy.
+bool readDump(const std::string &dir, const std::string &stem, NpyArray *out,
+              std::string *error) {
+  return readNpy(dir + "/" + stem + ".npy", out, error);
+}
+
+double maxAbs(const std::vector<double> &values) {
+  double m = 0;
+  for (double v : values)
+    m = std::max(m, std::fabs(v));
+  return m;
+}
+
+// A tensor is measured against its own largest value, but at least
+// kVanishing of the largest value of its whole set: a gradient that vanishes
+// in exact arithmetic (a key bias under softmax) is rounding noise on both
+// sides, which only that scale measures meaningfully.
+constexpr double kVanishing = 1e-3;
+
+/// The stems DIR/<prefix>*.npy of both runs, which must be the same; with
+/// `only`, just those whose name after the prefix it holds.
+bool matchingDumps(const RunRecord &a, const RunRecord &b,
+                   llvm::StringRef prefix, const std::set<std::string> *only,
+                   std::set<std::string> *out, std::string *error) {
   std::set<std::string> inA, inB;
   if (!listDumps(a.dumpDir, prefix, &inA, error) ||
       !listDumps(b.dumpDir, prefix, &inB, error))
@@ -92,41 +123,106 @@ bool compareDumps(const RunRecord &a, const RunRecord &b,
                ".npy (the partitioned run did, in " + a.dumpDir + ")";
       return false;
     }
-  // A tensor is measured against its own largest value, but at least
-  // kVanishing of the largest value of the whole set: a gradient that
-  // vanishes in exact arithmetic (a key bias under softmax) is rounding
-  // noise on both sides, which only that scale measures meaningfully.
-  constexpr double kVanishing = 1e-3;
-  double setScale = 0;
-  for (const std::string &name : inB) {
+  *out = std::move(inB);
+  return true;
+}
+
+/// Both runs' values of `stem`, of one element count (ZeRO keeps optimizer
+/// moments as flat ranges: the same elements in another shape compare flat).
+bool readPair(const RunRecord &a, const RunRecord &b, const std::string &stem,
+              NpyArray *x, NpyArray *y, std::string *error) {
+  if (!readDump(a.dumpDir, stem, x, error) ||
+      !readDump(b.dumpDir, stem, y, error))
+    return false;
+  if (x->values.size() != y->values.size()) {
+    *error = stem + ": shape " + shapeString(x->shape) +
+             " in the partitioned run, " + shapeString(y->shape) +
+             " in the 1-rank run";
+    return false;
+  }
+  return true;
+}
+
+/// The largest |value| over the 1-rank run's `stems`.
+bool setScale(const RunRecord &b, const std::set<std::string> &stems,
+              double *scale, std::string *error) {
+  *scale = 0;
+  for (const std::string &stem : stems) {
     NpyArray y;
-    if (!readNpy(b.dumpDir + "/" + name + ".npy", &y, error))
+    if (!readDump(b.dumpDir, stem, &y, error))
       return false;
-    for (double v : y.values)
-      setScale = std::max(setScale, std::fabs(v));
+    *scale = std::max(*scale, maxAbs(y.values));
   }
-  *worst = 0;
-  *count = 0;
-  for (const std::string &name : inB) {
+  return true;
+}
+
+/// Compares the `stems` of both runs, each tensor against its own largest
+/// value (at least kVanishing of the set's).
+bool compareDumps(const RunRecord &a, const RunRecord &b,
+                  const std::set<std::string> &stems, SetDifference *out,
+                  std::string *error) {
+  double scale;
+  if (!setScale(b, stems, &scale, error))
+    return false;
+  for (const std::string &stem : stems) {
     NpyArray x, y;
-    if (!readNpy(a.dumpDir + "/" + name + ".npy", &x, error) ||
-        !readNpy(b.dumpDir + "/" + name + ".npy", &y, error))
+    if (!readPair(a, b, stem, &x, &y, error))
       return false;
-    // ZeRO keeps optimizer moments as flat ranges: the same elements in
-    // another shape compare flat.
-    if (x.shape != y.shape && x.values.size() != y.values.size()) {
-      *error = name + ": shape " + shapeString(x.shape) +
-               " in the partitioned run, " + shapeString(y.shape) +
-               " in the 1-rank run";
-      return false;
-    }
-    double d = relativeDifference(x.values, y.values, kVanishing * setScale);
-    if (*count == 0 || worse(d, *worst)) {
-      *worst = d;
-      *worstName = name;
-    }
-    ++*count;
+    out->add(relativeDifference(x.values, y.values, kVanishing * scale), stem);
   }
+  return true;
+}
+
+/// The step-1 values of a parameter and its optimizer state that `rule`
+/// gives from the initial state in `init` (the 1-rank run's step0.* dumps)
+/// and the gradient `g`, clipped by `coef`: name -> values.
+bool replayStep1(const UpdateRule &rule, const std::string &init,
+                 const std::vector<double> &g, double coef,
+                 std::map<std::string, std::vector<double>> *out,
+                 std::string *error) {
+  NpyArray p0;
+  if (!readDump(init, "step0." + rule.param, &p0, error))
+    return false;
+  size_t n = p0.values.size();
+  if (g.size() != n) {
+    *error = "grad." + rule.param + " has " + std::to_string(g.size()) +
+             " elements, the parameter " + std::to_string(n);
+    return false;
+  }
+  std::vector<double> p(n);
+  if (!rule.adamw) {
+    for (size_t i = 0; i < n; ++i)
+      p[i] = float(p0.values[i] -
+                   rule.lr * (coef * g[i] + rule.weightDecay * p0.values[i]));
+    (*out)[rule.param] = std::move(p);
+    return true;
+  }
+  NpyArray m0, v0;
+  if (!readDump(init, "step0." + rule.m, &m0, error) ||
+      !readDump(init, "step0." + rule.v, &v0, error))
+    return false;
+  if (m0.values.size() != n || v0.values.size() != n) {
+    *error = rule.m + " / " + rule.v + " do not have the " +
+             std::to_string(n) + " elements of " + rule.param;
+    return false;
+  }
+  // The runtime's update (runtime/src/cpu/optimizer.cpp) at step t = 1: in
+  // double, each result rounded once to the f32 it is stored in.
+  const double bc1 = 1.0 - rule.beta1, bc2 = 1.0 - rule.beta2;
+  std::vector<double> m(n), v(n);
+  for (size_t i = 0; i < n; ++i) {
+    double gv = coef * g[i];
+    double mv = rule.beta1 * m0.values[i] + (1.0 - rule.beta1) * gv;
+    double vv = rule.beta2 * v0.values[i] + (1.0 - rule.beta2) * gv * gv;
+    m[i] = float(mv);
+    v[i] = float(vv);
+    p[i] = float(p0.values[i] -
+                 rule.lr * (mv / bc1 / (std::sqrt(vv / bc2) + rule.eps) +
+                            rule.weightDecay * p0.values[i]));
+  }
+  (*out)[rule.param] = std::move(p);
+  (*out)[rule.m] = std::move(m);
+  (*out)[rule.v] = std::move(v);
   return true;
 }
 
@@ -154,7 +250,8 @@ double relativeDifference(const std::vector<double> &a,
 }
 
 bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
-                 int64_t steps, Verdict *out, std::string *error) {
+                 int64_t steps, const std::vector<UpdateRule> &rules,
+                 double maxNorm, Verdict *out, std::string *error) {
   Verdict verdict;
   std::map<int64_t, double> a = losses(partitioned.stdoutText),
                             b = losses(reference.stdoutText);
@@ -169,63 +266,97 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
     if (k == 1 || worse(d, verdict.loss))
       verdict.loss = d;
   }
-  // Gradients of what the step updates: parameters (their updated.*).
+  if (steps < 1) {
+    *out = verdict;
+    return true;
+  }
+  // What the step updates: parameters and optimizer state (step1.updated.*);
+  // the gradients of the parameters among them.
   std::set<std::string> updated, names;
-  if (!listDumps(reference.dumpDir, "updated.", &updated, error))
+  if (!matchingDumps(partitioned, reference, "step1.updated.", nullptr,
+                     &updated, error))
     return false;
+  if (updated.empty()) {
+    *error = "no step1.updated.*.npy in " + reference.dumpDir +
+             " (the programs must run with --dump-first-step)";
+    return false;
+  }
   for (const std::string &stem : updated)
-    names.insert(stem.substr(std::string("updated.").size()));
-  if (!compareDumps(partitioned, reference, "grad.", &verdict.gradients,
-                    &verdict.worstGradient, &verdict.numGradients, error,
-                    &names))
+    names.insert(stem.substr(std::string("step1.updated.").size()));
+  std::set<std::string> gradients;
+  if (!matchingDumps(partitioned, reference, "step1.grad.", &names, &gradients,
+                     error))
     return false;
-  // A parameter whose gradient vanishes in exact arithmetic (a key bias
-  // under softmax) gets rounding noise for a gradient, which an adaptive
-  // optimizer scales up to a step of lr either way: its update says nothing
-  // about the partitioning, so it is listed and left out.
-  double gradScale = 0;
-  std::map<std::string, double> gradMax;
-  for (const std::string &name : names) {
+  SetDifference grads;
+  if (!compareDumps(partitioned, reference, gradients, &grads, error))
+    return false;
+  verdict.gradients = grads.worst;
+  verdict.worstGradient = grads.worstName;
+  verdict.numGradients = grads.count;
+
+  // Step 1 replayed on the partitioned run's own gradients, clipped by the
+  // global norm it implies (each parameter's gradient counted once).
+  std::map<std::string, std::vector<double>> partitionedGrads;
+  double sumSquares = 0;
+  for (const UpdateRule &rule : rules) {
+    std::string stem = "step1.grad." + rule.param;
+    if (!gradients.count(stem))
+      continue;
     NpyArray g;
-    std::string ignored;
-    if (!readNpy(reference.dumpDir + "/grad." + name + ".npy", &g, &ignored))
-      continue;
-    double m = 0;
-    for (double v : g.values)
-      m = std::max(m, std::fabs(v));
-    gradMax[name] = m;
-    gradScale = std::max(gradScale, m);
+    if (!readDump(partitioned.dumpDir, stem, &g, error))
+      return false;
+    for (double x : g.values)
+      sumSquares += x * x;
+    partitionedGrads[rule.param] = std::move(g.values);
   }
-  // Vanishing: tiny (within 1e-6 of the largest gradient) and noise (the
-  // two runs' gradients differ by more than a tenth of their size).
-  std::set<std::string> noise;
-  for (const auto &[param, m] : gradMax) {
-    if (m > 1e-6 * gradScale)
-      continue;
-    NpyArray x, y;
-    std::string ignored;
-    if (readNpy(partitioned.dumpDir + "/grad." + param + ".npy", &x, &ignored) &&
-        readNpy(reference.dumpDir + "/grad." + param + ".npy", &y, &ignored) &&
-        !(relativeDifference(x.values, y.values) <= 0.1))
-      noise.insert(param);
+  double coef = 1.0;
+  if (maxNorm > 0)
+    coef = std::min(1.0, maxNorm / (std::sqrt(sumSquares) + 1e-6));
+  std::map<std::string, std::vector<double>> expected;
+  for (const UpdateRule &rule : rules) {
+    auto g = partitionedGrads.find(rule.param);
+    if (g != partitionedGrads.end() &&
+        !replayStep1(rule, reference.dumpDir, g->second, coef, &expected,
+                     error))
+      return false;
   }
-  std::set<std::string> compared;
-  for (const std::string &name : names) {
-    bool vanishing = noise.count(name) > 0;
-    // Optimizer state follows its parameter.
-    for (const std::string &param : noise)
-      if (llvm::StringRef(name).ends_with("." + param) &&
-          llvm::StringRef(name).starts_with("opt."))
-        vanishing = true;
-    if (vanishing)
-      verdict.vanishing.push_back(name);
-    else
-      compared.insert(name);
-  }
-  if (!compareDumps(partitioned, reference, "updated.", &verdict.parameters,
-                    &verdict.worstParameter, &verdict.numParameters, error,
-                    &compared))
+  double scale;
+  if (!setScale(reference, updated, &scale, error))
     return false;
+  SetDifference params;
+  for (const std::string &stem : updated) {
+    NpyArray x, y;
+    if (!readPair(partitioned, reference, stem, &x, &y, error))
+      return false;
+    auto replayed = expected.find(stem.substr(std::string("step1.updated.").size()));
+    // Without a rule (the step counter): the 1-rank run's value.
+    const std::vector<double> &want =
+        replayed != expected.end() ? replayed->second : y.values;
+    if (want.size() != x.values.size()) {
+      *error = stem + ": " + std::to_string(x.values.size()) +
+               " elements, the replayed update has " +
+               std::to_string(want.size());
+      return false;
+    }
+    params.add(relativeDifference(x.values, want, kVanishing * scale), stem);
+  }
+  verdict.parameters = params.worst;
+  verdict.worstParameter = params.worstName;
+  verdict.numParameters = params.count;
+
+  // The drift of the last step's state (reported, not judged).
+  if (steps > 1) {
+    std::set<std::string> final;
+    if (!matchingDumps(partitioned, reference, "updated.", nullptr, &final,
+                       error))
+      return false;
+    SetDifference drift;
+    if (!compareDumps(partitioned, reference, final, &drift, error))
+      return false;
+    verdict.drift = drift.worst;
+    verdict.worstDrift = drift.worstName;
+    verdict.numDrift = drift.count;
+  }
   *out = verdict;
   return true;
 }

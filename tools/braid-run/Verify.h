@@ -1,14 +1,25 @@
 //===- Verify.h - compare a partitioned run with the 1-rank run -*- C++ -*-===//
 //
 // braid-run --verify runs the partitioned program on its grid and the
-// unpartitioned one on one rank, both with --dump, and compares:
+// unpartitioned one on one rank, both with --dump --dump-first-step, and
+// judges what each side computes from the same state:
 //   loss        the losses of every step (stdout "step K loss X"): |a-b| / |b|
-//   gradients   every grad.*.npy (the gradients the step announces)
-//   parameters  every updated.*.npy (parameters and optimizer state after the
-//               last step)
-// where a tensor's relative difference is max|a-b| / max|b| (b: the 1-rank
-// value; max|a-b| itself when b is all zero). NaN anywhere fails. A file on
-// one side only, or a shape that differs, is an error.
+//   gradients   step 1's gradients (step1.grad.*: both runs start from the
+//               same parameters), each tensor against its largest value
+//   parameters  step 1's parameters and optimizer state (step1.updated.*):
+//               the optimizer's step replayed in double on the partitioned
+//               run's own gradients must give the partitioned run's values.
+//               Comparing them with the 1-rank run's values instead would
+//               measure AdamW's sensitivity, not the plan: its first step is
+//               lr * g / (|g| + eps), whose slope lr / eps turns a rounding
+//               difference of a gradient element near zero into a visible
+//               update difference (issue: llama-tiny dp2 x tp2 at eps 1e-8).
+// After more than one step the runs drift apart by exactly that
+// amplification; the drift of the last step's parameters is reported, and
+// judged only through the losses of every step.
+// A tensor's relative difference is max|a-b| / max(max|b|, 1e-3 * the
+// largest value of its set); NaN anywhere fails. A file on one side only, or
+// a shape that differs, is an error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,19 +38,28 @@ struct RunRecord {
   std::string dumpDir;
 };
 
+/// How the step updates one parameter: what --verify replays (the
+/// braid.adamw_update / braid.sgd_update of the lowered 1-rank program).
+struct UpdateRule {
+  std::string param;     ///< the parameter's name (its dumps: <param>.npy)
+  bool adamw = true;     ///< else SGD
+  std::string m, v;      ///< AdamW moments' names
+  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
+};
+
 struct Verdict {
   double loss = 0;      ///< max over the steps (NaN when any is)
-  double gradients = 0; ///< max over grad.* tensors
+  double gradients = 0; ///< max over step1.grad.* tensors
   std::string worstGradient;
   int numGradients = 0;
-  double parameters = 0; ///< max over updated.* tensors
+  double parameters = 0; ///< max over step1.updated.* tensors
   std::string worstParameter;
   int numParameters = 0;
-  /// Parameters (and their state) left out of `parameters`: their
-  /// gradient vanishes in exact arithmetic.
-  std::vector<std::string> vanishing;
+  double drift = 0; ///< the last step's updated.* against the 1-rank run's
+  std::string worstDrift;
+  int numDrift = 0; ///< 0 when the run had one step
 
-  /// Every difference within `tolerance` (NaN never is).
+  /// Every judged difference within `tolerance` (NaN never is).
   bool passes(double tolerance) const;
 };
 
@@ -48,10 +68,13 @@ struct Verdict {
 double relativeDifference(const std::vector<double> &a,
                           const std::vector<double> &b, double floor = 0);
 
-/// Compares `partitioned` with `reference` over `steps` steps. False with a
-/// message on a missing loss line or file, or a shape that differs.
+/// Compares `partitioned` with `reference` over `steps` steps; `rules` say
+/// how step 1 updated each parameter, `maxNorm` the global-norm clipping
+/// (<= 0: none). False with a message on a missing loss line or file, or a
+/// shape that differs.
 bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
-                 int64_t steps, Verdict *out, std::string *error);
+                 int64_t steps, const std::vector<UpdateRule> &rules,
+                 double maxNorm, Verdict *out, std::string *error);
 
 } // namespace braid::run
 
