@@ -23,3 +23,14 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.braid_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["braid-opt"], [config.braid_tools_dir])
+
+# Features. `nvcc`: the CUDA compiler (CUDA sources compile here without a
+# GPU); `cuda-gpu`: a GPU to run on. Tests that need them say
+# `REQUIRES: nvcc` and are reported UNSUPPORTED where it is missing.
+import shutil  # noqa: E402
+
+_nvcc = os.environ.get("BRAID_NVCC") or "/usr/local/cuda/bin/nvcc"
+if os.path.exists(_nvcc) or shutil.which("nvcc"):
+    config.available_features.add("nvcc")
+if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidiactl"):
+    config.available_features.add("cuda-gpu")
