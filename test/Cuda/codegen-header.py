@@ -15,13 +15,8 @@ src_root, tmp = sys.argv[1], sys.argv[2]
 os.makedirs(tmp, exist_ok=True)
 example = os.path.join(src_root, "test", "Kernels", "Inputs", "codegen-example.cpp")
 include = "-I" + os.path.join(src_root, "runtime", "include")
-
-
-def compile_ok(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"FAILED: {' '.join(cmd)}\n{r.stdout}{r.stderr}")
-    print("ok:", " ".join(cmd))
+sys.path.insert(0, os.path.join(src_root, "test", "Kernels", "Inputs"))
+from compile_check import compile_ok  # noqa: E402
 
 
 nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc"

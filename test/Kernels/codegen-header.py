@@ -8,20 +8,14 @@
 
 import os
 import shutil
-import subprocess
 import sys
 
 src_root, tmp = sys.argv[1], sys.argv[2]
 os.makedirs(tmp, exist_ok=True)
 example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs", "codegen-example.cpp")
 include = "-I" + os.path.join(src_root, "runtime", "include")
-
-
-def compile_ok(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"FAILED: {' '.join(cmd)}\n{r.stdout}{r.stderr}")
-    print("ok:", " ".join(cmd))
+sys.path.insert(0, os.path.join(src_root, "test", "Kernels", "Inputs"))
+from compile_check import compile_ok  # noqa: E402
 
 
 compile_ok(["c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", include, "-c", example,

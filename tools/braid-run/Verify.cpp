@@ -63,21 +63,6 @@ bool listDumps(const std::string &dir, llvm::StringRef prefix,
   return true;
 }
 
-/// The worst of a set of per-tensor differences.
-struct SetDifference {
-  double worst = 0;
-  std::string worstName;
-  int count = 0;
-
-  void add(double d, const std::string &name) {
-    if (count == 0 || worse(d, worst)) {
-      worst = d;
-      worstName = name;
-    }
-    ++count;
-  }
-};
-
 /// Reads DIR/<stem>.npy.
 bool readDump(const std::string &dir, const std::string &stem, NpyArray *out,
               std::string *error) {
@@ -159,7 +144,7 @@ bool setScale(const RunRecord &b, const std::set<std::string> &stems,
 /// Compares the `stems` of both runs, each tensor against its own largest
 /// value (at least kVanishing of the set's).
 bool compareDumps(const RunRecord &a, const RunRecord &b,
-                  const std::set<std::string> &stems, SetDifference *out,
+                  const std::set<std::string> &stems, Difference *out,
                   std::string *error) {
   double scale;
   if (!setScale(b, stems, &scale, error))
@@ -228,8 +213,16 @@ bool replayStep1(const UpdateRule &rule, const std::string &init,
 
 } // namespace
 
+void Difference::add(double d, const std::string &name) {
+  if (count == 0 || worse(d, worst)) {
+    worst = d;
+    worstName = name;
+  }
+  ++count;
+}
+
 bool Verdict::passes(double tolerance) const {
-  for (double d : {loss, gradients, parameters})
+  for (double d : {loss, gradients.worst, parameters.worst})
     if (!(d <= tolerance))
       return false;
   return true;
@@ -287,12 +280,9 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
   if (!matchingDumps(partitioned, reference, "step1.grad.", &names, &gradients,
                      error))
     return false;
-  SetDifference grads;
-  if (!compareDumps(partitioned, reference, gradients, &grads, error))
+  if (!compareDumps(partitioned, reference, gradients, &verdict.gradients,
+                    error))
     return false;
-  verdict.gradients = grads.worst;
-  verdict.worstGradient = grads.worstName;
-  verdict.numGradients = grads.count;
 
   // Step 1 replayed on the partitioned run's own gradients, clipped by the
   // global norm it implies (each parameter's gradient counted once).
@@ -323,7 +313,6 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
   double scale;
   if (!setScale(reference, updated, &scale, error))
     return false;
-  SetDifference params;
   for (const std::string &stem : updated) {
     NpyArray x, y;
     if (!readPair(partitioned, reference, stem, &x, &y, error))
@@ -338,11 +327,9 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
                std::to_string(want.size());
       return false;
     }
-    params.add(relativeDifference(x.values, want, kVanishing * scale), stem);
+    verdict.parameters.add(
+        relativeDifference(x.values, want, kVanishing * scale), stem);
   }
-  verdict.parameters = params.worst;
-  verdict.worstParameter = params.worstName;
-  verdict.numParameters = params.count;
 
   // The drift of the last step's state (reported, not judged).
   if (steps > 1) {
@@ -350,12 +337,8 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
     if (!matchingDumps(partitioned, reference, "updated.", nullptr, &final,
                        error))
       return false;
-    SetDifference drift;
-    if (!compareDumps(partitioned, reference, final, &drift, error))
+    if (!compareDumps(partitioned, reference, final, &verdict.drift, error))
       return false;
-    verdict.drift = drift.worst;
-    verdict.worstDrift = drift.worstName;
-    verdict.numDrift = drift.count;
   }
   *out = verdict;
   return true;

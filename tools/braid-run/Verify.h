@@ -47,17 +47,20 @@ struct UpdateRule {
   double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
 };
 
+/// The worst of a set of per-tensor differences.
+struct Difference {
+  double worst = 0;      ///< NaN when any is
+  std::string worstName; ///< its tensor
+  int count = 0;         ///< tensors compared
+
+  void add(double d, const std::string &name);
+};
+
 struct Verdict {
-  double loss = 0;      ///< max over the steps (NaN when any is)
-  double gradients = 0; ///< max over step1.grad.* tensors
-  std::string worstGradient;
-  int numGradients = 0;
-  double parameters = 0; ///< max over step1.updated.* tensors
-  std::string worstParameter;
-  int numParameters = 0;
-  double drift = 0; ///< the last step's updated.* against the 1-rank run's
-  std::string worstDrift;
-  int numDrift = 0; ///< 0 when the run had one step
+  double loss = 0;        ///< max over the steps (NaN when any is)
+  Difference gradients;   ///< step1.grad.* tensors
+  Difference parameters;  ///< step1.updated.* tensors
+  Difference drift;       ///< the last step's updated.*; none after one step
 
   /// Every judged difference within `tolerance` (NaN never is).
   bool passes(double tolerance) const;

@@ -574,18 +574,16 @@ int main(int argc, char **argv) {
                                  updateRules(*reference), maxNorm, &verdict,
                                  &error))
     return fail("verify: " + error);
-  auto worst = [](int count, const std::string &name) {
-    return count ? " (" + name + ")" : std::string(" (none)");
+  auto line = [](StringRef what, const ::braid::run::Difference &d) {
+    llvm::outs() << "verify: " << what << formatDifference(d.worst) << " ("
+                 << (d.count ? d.worstName : std::string("none")) << ")\n";
   };
-  llvm::outs() << "verify: loss " << formatDifference(verdict.loss) << "\n"
-               << "verify: gradients " << formatDifference(verdict.gradients)
-               << worst(verdict.numGradients, verdict.worstGradient) << "\n"
-               << "verify: parameters " << formatDifference(verdict.parameters)
-               << worst(verdict.numParameters, verdict.worstParameter) << "\n";
-  if (verdict.numDrift)
-    llvm::outs() << "verify: drift after " << steps << " steps (not judged) "
-                 << formatDifference(verdict.drift) << " ("
-                 << verdict.worstDrift << ")\n";
+  llvm::outs() << "verify: loss " << formatDifference(verdict.loss) << "\n";
+  line("gradients ", verdict.gradients);
+  line("parameters ", verdict.parameters);
+  if (verdict.drift.count)
+    line(("drift after " + Twine(steps) + " steps (not judged) ").str(),
+         verdict.drift);
   if (verdict.passes(verifyTolerance)) {
     llvm::outs() << "verify: PASS\n";
     llvm::outs().flush();

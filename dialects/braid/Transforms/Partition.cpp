@@ -150,6 +150,25 @@ LogicalResult Partitioner::partitionCall(OpBuilder &b, func::CallOp call) {
   return success();
 }
 
+/// MoE capacity is per group of tokens (braid.dispatch): a shard of a
+/// dispatch's or combine's `global` tokens (its local indices: `local`) must
+/// hold whole groups, or N ranks would drop other tokens than one rank does.
+static LogicalResult checkCapacityGroups(Operation *op, int64_t global,
+                                         Value local) {
+  int64_t localTokens = cast<RankedTensorType>(local.getType()).getDimSize(0);
+  auto groupSize = op->getAttrOfType<IntegerAttr>("group_size");
+  if (localTokens != global && !groupSize)
+    return op->emitError("splitting ")
+           << global << " tokens into shards of " << localTokens
+           << " would cut its one capacity group (no group_size): N ranks "
+              "would drop other tokens than one rank";
+  if (groupSize && localTokens % groupSize.getInt() != 0)
+    return op->emitError("shards of ")
+           << localTokens << " tokens cut its capacity groups of "
+           << groupSize.getInt() << " tokens";
+  return success();
+}
+
 LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
   if (auto call = dyn_cast<func::CallOp>(op))
     return partitionCall(b, call);
@@ -340,23 +359,11 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
     return success();
   }
 
-  // MoE capacity is per group of tokens (braid.dispatch): a shard must hold
-  // whole groups, or N ranks would drop other tokens than one rank does.
   if (isa<DispatchOp, CombineOp>(op)) {
     Value indices = op->getOperand(isa<DispatchOp>(op) ? 1 : 2);
-    int64_t global = globalType(indices).getDimSize(0);
-    int64_t localTokens =
-        cast<RankedTensorType>(localOf(indices).getType()).getDimSize(0);
-    auto groupSize = op->getAttrOfType<IntegerAttr>("group_size");
-    if (localTokens != global && !groupSize)
-      return op->emitError("splitting ")
-             << global << " tokens into shards of " << localTokens
-             << " would cut its one capacity group (no group_size): N ranks "
-                "would drop other tokens than one rank";
-    if (groupSize && localTokens % groupSize.getInt() != 0)
-      return op->emitError("shards of ")
-             << localTokens << " tokens cut its capacity groups of "
-             << groupSize.getInt() << " tokens";
+    if (failed(checkCapacityGroups(op, globalType(indices).getDimSize(0),
+                                   mapping.lookup(indices))))
+      return failure();
   }
 
   Operation *local = b.clone(*op, mapping);
