@@ -14,35 +14,35 @@ module attributes {braid.model = {name = "hybrid-tiny", family = "hybrid", vocab
                                   layer_pattern = ["mamba_mlp", "mamba_moe", "attn_mlp", "mamba_moe"]}} {
   braid.param @tok_embeddings normal(2.000000e-02) : tensor<128x64xf32>
   braid.param @layers.0.mamba_norm ones : tensor<64xf32>
-  braid.param @layers.0.mamba.in_x normal(2.000000e-02) : tensor<64x128xf32>
-  braid.param @layers.0.mamba.in_z normal(2.000000e-02) : tensor<64x128xf32>
-  braid.param @layers.0.mamba.conv_w normal(2.000000e-02) : tensor<128x4xf32>
+  braid.param @layers.0.mamba.in_x normal(7.216878e-02) : tensor<64x128xf32>
+  braid.param @layers.0.mamba.in_z normal(7.216878e-02) : tensor<64x128xf32>
+  braid.param @layers.0.mamba.conv_w normal(2.886751e-01) : tensor<128x4xf32>
   braid.param @layers.0.mamba.conv_b zeros : tensor<128xf32>
-  braid.param @layers.0.mamba.x_dt normal(2.000000e-02) : tensor<128x4xf32>
-  braid.param @layers.0.mamba.x_B normal(2.000000e-02) : tensor<128x16xf32>
-  braid.param @layers.0.mamba.x_C normal(2.000000e-02) : tensor<128x16xf32>
-  braid.param @layers.0.mamba.dt_proj normal(2.000000e-02) : tensor<4x128xf32>
-  braid.param @layers.0.mamba.dt_bias zeros : tensor<128xf32>
-  braid.param @layers.0.mamba.A_log zeros : tensor<128x16xf32>
+  braid.param @layers.0.mamba.x_dt normal(5.103104e-02) : tensor<128x4xf32>
+  braid.param @layers.0.mamba.x_B normal(5.103104e-02) : tensor<128x16xf32>
+  braid.param @layers.0.mamba.x_C normal(5.103104e-02) : tensor<128x16xf32>
+  braid.param @layers.0.mamba.dt_proj normal(2.886751e-01) : tensor<4x128xf32>
+  braid.param @layers.0.mamba.dt_bias mamba_dt : tensor<128xf32>
+  braid.param @layers.0.mamba.A_log s4d_real : tensor<128x16xf32>
   braid.param @layers.0.mamba.D ones : tensor<128xf32>
-  braid.param @layers.0.mamba.out_proj normal(7.071068e-03) : tensor<128x64xf32>
+  braid.param @layers.0.mamba.out_proj normal(1.804220e-02) : tensor<128x64xf32>
   braid.param @layers.0.mlp_norm ones : tensor<64xf32>
   braid.param @layers.0.mlp.w_gate normal(2.000000e-02) : tensor<64x128xf32>
   braid.param @layers.0.mlp.w_up normal(2.000000e-02) : tensor<64x128xf32>
   braid.param @layers.0.mlp.w_down normal(7.071068e-03) : tensor<128x64xf32>
   braid.param @layers.1.mamba_norm ones : tensor<64xf32>
-  braid.param @layers.1.mamba.in_x normal(2.000000e-02) : tensor<64x128xf32>
-  braid.param @layers.1.mamba.in_z normal(2.000000e-02) : tensor<64x128xf32>
-  braid.param @layers.1.mamba.conv_w normal(2.000000e-02) : tensor<128x4xf32>
+  braid.param @layers.1.mamba.in_x normal(7.216878e-02) : tensor<64x128xf32>
+  braid.param @layers.1.mamba.in_z normal(7.216878e-02) : tensor<64x128xf32>
+  braid.param @layers.1.mamba.conv_w normal(2.886751e-01) : tensor<128x4xf32>
   braid.param @layers.1.mamba.conv_b zeros : tensor<128xf32>
-  braid.param @layers.1.mamba.x_dt normal(2.000000e-02) : tensor<128x4xf32>
-  braid.param @layers.1.mamba.x_B normal(2.000000e-02) : tensor<128x16xf32>
-  braid.param @layers.1.mamba.x_C normal(2.000000e-02) : tensor<128x16xf32>
-  braid.param @layers.1.mamba.dt_proj normal(2.000000e-02) : tensor<4x128xf32>
-  braid.param @layers.1.mamba.dt_bias zeros : tensor<128xf32>
-  braid.param @layers.1.mamba.A_log zeros : tensor<128x16xf32>
+  braid.param @layers.1.mamba.x_dt normal(5.103104e-02) : tensor<128x4xf32>
+  braid.param @layers.1.mamba.x_B normal(5.103104e-02) : tensor<128x16xf32>
+  braid.param @layers.1.mamba.x_C normal(5.103104e-02) : tensor<128x16xf32>
+  braid.param @layers.1.mamba.dt_proj normal(2.886751e-01) : tensor<4x128xf32>
+  braid.param @layers.1.mamba.dt_bias mamba_dt : tensor<128xf32>
+  braid.param @layers.1.mamba.A_log s4d_real : tensor<128x16xf32>
   braid.param @layers.1.mamba.D ones : tensor<128xf32>
-  braid.param @layers.1.mamba.out_proj normal(7.071068e-03) : tensor<128x64xf32>
+  braid.param @layers.1.mamba.out_proj normal(1.804220e-02) : tensor<128x64xf32>
   braid.param @layers.1.moe_norm ones : tensor<64xf32>
   braid.param @layers.1.moe.router normal(2.000000e-02) : tensor<64x4xf32>
   braid.param @layers.1.moe.w_gate normal(2.000000e-02) : tensor<4x64x128xf32>
@@ -58,18 +58,18 @@ module attributes {braid.model = {name = "hybrid-tiny", family = "hybrid", vocab
   braid.param @layers.2.mlp.w_up normal(2.000000e-02) : tensor<64x128xf32>
   braid.param @layers.2.mlp.w_down normal(7.071068e-03) : tensor<128x64xf32>
   braid.param @layers.3.mamba_norm ones : tensor<64xf32>
-  braid.param @layers.3.mamba.in_x normal(2.000000e-02) : tensor<64x128xf32>
-  braid.param @layers.3.mamba.in_z normal(2.000000e-02) : tensor<64x128xf32>
-  braid.param @layers.3.mamba.conv_w normal(2.000000e-02) : tensor<128x4xf32>
+  braid.param @layers.3.mamba.in_x normal(7.216878e-02) : tensor<64x128xf32>
+  braid.param @layers.3.mamba.in_z normal(7.216878e-02) : tensor<64x128xf32>
+  braid.param @layers.3.mamba.conv_w normal(2.886751e-01) : tensor<128x4xf32>
   braid.param @layers.3.mamba.conv_b zeros : tensor<128xf32>
-  braid.param @layers.3.mamba.x_dt normal(2.000000e-02) : tensor<128x4xf32>
-  braid.param @layers.3.mamba.x_B normal(2.000000e-02) : tensor<128x16xf32>
-  braid.param @layers.3.mamba.x_C normal(2.000000e-02) : tensor<128x16xf32>
-  braid.param @layers.3.mamba.dt_proj normal(2.000000e-02) : tensor<4x128xf32>
-  braid.param @layers.3.mamba.dt_bias zeros : tensor<128xf32>
-  braid.param @layers.3.mamba.A_log zeros : tensor<128x16xf32>
+  braid.param @layers.3.mamba.x_dt normal(5.103104e-02) : tensor<128x4xf32>
+  braid.param @layers.3.mamba.x_B normal(5.103104e-02) : tensor<128x16xf32>
+  braid.param @layers.3.mamba.x_C normal(5.103104e-02) : tensor<128x16xf32>
+  braid.param @layers.3.mamba.dt_proj normal(2.886751e-01) : tensor<4x128xf32>
+  braid.param @layers.3.mamba.dt_bias mamba_dt : tensor<128xf32>
+  braid.param @layers.3.mamba.A_log s4d_real : tensor<128x16xf32>
   braid.param @layers.3.mamba.D ones : tensor<128xf32>
-  braid.param @layers.3.mamba.out_proj normal(7.071068e-03) : tensor<128x64xf32>
+  braid.param @layers.3.mamba.out_proj normal(1.804220e-02) : tensor<128x64xf32>
   braid.param @layers.3.moe_norm ones : tensor<64xf32>
   braid.param @layers.3.moe.router normal(2.000000e-02) : tensor<64x4xf32>
   braid.param @layers.3.moe.w_gate normal(2.000000e-02) : tensor<4x64x128xf32>

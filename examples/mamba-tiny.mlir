@@ -8,31 +8,31 @@ module attributes {braid.model = {name = "mamba-tiny", family = "mamba", vocab =
                                   init_std = 2.000000e-02 : f64, scale_residual_init = true}} {
   braid.param @tok_embeddings normal(2.000000e-02) : tensor<128x64xf32>
   braid.param @layers.0.mamba_norm ones : tensor<64xf32>
-  braid.param @layers.0.mamba.in_x normal(2.000000e-02) : tensor<64x128xf32>
-  braid.param @layers.0.mamba.in_z normal(2.000000e-02) : tensor<64x128xf32>
-  braid.param @layers.0.mamba.conv_w normal(2.000000e-02) : tensor<128x4xf32>
+  braid.param @layers.0.mamba.in_x normal(7.216878e-02) : tensor<64x128xf32>
+  braid.param @layers.0.mamba.in_z normal(7.216878e-02) : tensor<64x128xf32>
+  braid.param @layers.0.mamba.conv_w normal(2.886751e-01) : tensor<128x4xf32>
   braid.param @layers.0.mamba.conv_b zeros : tensor<128xf32>
-  braid.param @layers.0.mamba.x_dt normal(2.000000e-02) : tensor<128x4xf32>
-  braid.param @layers.0.mamba.x_B normal(2.000000e-02) : tensor<128x16xf32>
-  braid.param @layers.0.mamba.x_C normal(2.000000e-02) : tensor<128x16xf32>
-  braid.param @layers.0.mamba.dt_proj normal(2.000000e-02) : tensor<4x128xf32>
-  braid.param @layers.0.mamba.dt_bias zeros : tensor<128xf32>
-  braid.param @layers.0.mamba.A_log zeros : tensor<128x16xf32>
+  braid.param @layers.0.mamba.x_dt normal(5.103104e-02) : tensor<128x4xf32>
+  braid.param @layers.0.mamba.x_B normal(5.103104e-02) : tensor<128x16xf32>
+  braid.param @layers.0.mamba.x_C normal(5.103104e-02) : tensor<128x16xf32>
+  braid.param @layers.0.mamba.dt_proj normal(2.886751e-01) : tensor<4x128xf32>
+  braid.param @layers.0.mamba.dt_bias mamba_dt : tensor<128xf32>
+  braid.param @layers.0.mamba.A_log s4d_real : tensor<128x16xf32>
   braid.param @layers.0.mamba.D ones : tensor<128xf32>
-  braid.param @layers.0.mamba.out_proj normal(1.414214e-02) : tensor<128x64xf32>
+  braid.param @layers.0.mamba.out_proj normal(3.608440e-02) : tensor<128x64xf32>
   braid.param @layers.1.mamba_norm ones : tensor<64xf32>
-  braid.param @layers.1.mamba.in_x normal(2.000000e-02) : tensor<64x128xf32>
-  braid.param @layers.1.mamba.in_z normal(2.000000e-02) : tensor<64x128xf32>
-  braid.param @layers.1.mamba.conv_w normal(2.000000e-02) : tensor<128x4xf32>
+  braid.param @layers.1.mamba.in_x normal(7.216878e-02) : tensor<64x128xf32>
+  braid.param @layers.1.mamba.in_z normal(7.216878e-02) : tensor<64x128xf32>
+  braid.param @layers.1.mamba.conv_w normal(2.886751e-01) : tensor<128x4xf32>
   braid.param @layers.1.mamba.conv_b zeros : tensor<128xf32>
-  braid.param @layers.1.mamba.x_dt normal(2.000000e-02) : tensor<128x4xf32>
-  braid.param @layers.1.mamba.x_B normal(2.000000e-02) : tensor<128x16xf32>
-  braid.param @layers.1.mamba.x_C normal(2.000000e-02) : tensor<128x16xf32>
-  braid.param @layers.1.mamba.dt_proj normal(2.000000e-02) : tensor<4x128xf32>
-  braid.param @layers.1.mamba.dt_bias zeros : tensor<128xf32>
-  braid.param @layers.1.mamba.A_log zeros : tensor<128x16xf32>
+  braid.param @layers.1.mamba.x_dt normal(5.103104e-02) : tensor<128x4xf32>
+  braid.param @layers.1.mamba.x_B normal(5.103104e-02) : tensor<128x16xf32>
+  braid.param @layers.1.mamba.x_C normal(5.103104e-02) : tensor<128x16xf32>
+  braid.param @layers.1.mamba.dt_proj normal(2.886751e-01) : tensor<4x128xf32>
+  braid.param @layers.1.mamba.dt_bias mamba_dt : tensor<128xf32>
+  braid.param @layers.1.mamba.A_log s4d_real : tensor<128x16xf32>
   braid.param @layers.1.mamba.D ones : tensor<128xf32>
-  braid.param @layers.1.mamba.out_proj normal(1.414214e-02) : tensor<128x64xf32>
+  braid.param @layers.1.mamba.out_proj normal(3.608440e-02) : tensor<128x64xf32>
   braid.param @norm ones : tensor<64xf32>
   func.func private @mamba_layer(%x: tensor<2x16x64xf32>, %mamba_norm: tensor<64xf32>, %mamba_in_x: tensor<64x128xf32>, %mamba_in_z: tensor<64x128xf32>, %mamba_conv_w: tensor<128x4xf32>, %mamba_conv_b: tensor<128xf32>, %mamba_x_dt: tensor<128x4xf32>, %mamba_x_B: tensor<128x16xf32>, %mamba_x_C: tensor<128x16xf32>, %mamba_dt_proj: tensor<4x128xf32>, %mamba_dt_bias: tensor<128xf32>, %mamba_A_log: tensor<128x16xf32>, %mamba_D: tensor<128xf32>, %mamba_out_proj: tensor<128x64xf32>) -> tensor<2x16x64xf32> {
     %mamba_normed = braid.rms_norm %x, %mamba_norm {epsilon = 1.000000e-05 : f64} : tensor<2x16x64xf32>, tensor<64xf32> -> tensor<2x16x64xf32>

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .config import ModelConfig, moe_capacity
-from .ir import Function, Init, Module, ONES, Value, ZEROS, normal, tensor
+from .ir import MAMBA_DT, Function, Init, Module, ONES, S4D_REAL, Value, ZEROS, normal, tensor
 
 __all__ = [
     "FAMILIES", "Family", "build_model", "build_decoder", "build_gpt", "build_llama",
@@ -223,16 +223,31 @@ class Mamba(Block):
     prefix = "mamba"
 
     def weights(self, cfg, init):
+        # Mamba's own initialization (mamba_ssm: Mamba.__init__ and
+        # _init_weights), with each uniform U(-a, a) drawn as a normal of its
+        # std a / sqrt(3): projections as torch.nn.Linear (a = fan_in^-1/2),
+        # the depthwise conv as nn.Conv1d (fan_in d_conv), dt_proj's weight
+        # a = dt_rank^-1/2, out_proj scaled like the other residual outputs;
+        # dt_bias = softplus^-1(dt) with dt log-uniform in [1e-3, 0.1] and
+        # A_log the S4D-Real log(1..N). With these the scan's state carries
+        # the signal it does in a trained Mamba (decay exp(-dt (n + 1)) per
+        # token, so memory over ~1/dt tokens), and a plan that loses the
+        # state across ranks computes another loss; the generic normal(0.02)
+        # left B and C so small that the state path carried gradients 1e-9
+        # of the largest.
         h, di, r, n = cfg.hidden, cfg.d_inner, cfg.dt_rank, cfg.d_state
-        # A_log zeros (A = -1) and D ones stand in for Mamba's exact init
-        # (A_log = log(1..N), dt_bias = softplus^-1(dt)), which the runtime adds.
-        return [("in_x", (h, di), init.weight), ("in_z", (h, di), init.weight),
-                ("conv_w", (di, cfg.d_conv), init.weight), ("conv_b", (di,), ZEROS),
-                ("x_dt", (di, r), init.weight), ("x_B", (di, n), init.weight),
-                ("x_C", (di, n), init.weight),
-                ("dt_proj", (r, di), init.weight), ("dt_bias", (di,), ZEROS),
-                ("A_log", (di, n), ZEROS), ("D", (di,), ONES),
-                ("out_proj", (di, h), init.residual)]
+
+        def linear(fan_in):
+            return normal(float("%.6e" % (1.0 / math.sqrt(3.0 * fan_in))))
+
+        out_std = (1.0 / math.sqrt(3.0 * di)) * (init.residual_std / init.std)
+        return [("in_x", (h, di), linear(h)), ("in_z", (h, di), linear(h)),
+                ("conv_w", (di, cfg.d_conv), linear(cfg.d_conv)), ("conv_b", (di,), ZEROS),
+                ("x_dt", (di, r), linear(di)), ("x_B", (di, n), linear(di)),
+                ("x_C", (di, n), linear(di)),
+                ("dt_proj", (r, di), linear(r)), ("dt_bias", (di,), MAMBA_DT),
+                ("A_log", (di, n), S4D_REAL), ("D", (di,), ONES),
+                ("out_proj", (di, h), normal(float("%.6e" % out_std)))]
 
     def body(self, f, cfg, h, w):
         x = f.linear(h, w["in_x"], name="x_in")

@@ -179,14 +179,17 @@ def _wrap(items: Sequence[str], first_prefix: str, indent: str, width: int = 100
 
 @dataclass(frozen=True)
 class Init:
-    """Initializer of a parameter: `normal(std)`, `zeros` or `ones`."""
+    """Initializer of a parameter: `normal(std)`, `zeros`, `ones`, or one of
+    Mamba's: `s4d_real` (A_log = log(n + 1) along the last dimension) and
+    `mamba_dt` (dt_bias = softplus^-1(dt), dt log-uniform in [1e-3, 0.1])."""
     kind: str
     std: float | None = None
 
     def __post_init__(self) -> None:
-        _check(self.kind in ("normal", "zeros", "ones"), f"unknown init {self.kind!r}")
+        _check(self.kind in ("normal", "zeros", "ones", "s4d_real", "mamba_dt"),
+               f"unknown init {self.kind!r}")
         _check((self.kind == "normal") == (self.std is not None),
-               "normal init takes a std, zeros/ones do not")
+               "normal init takes a std, the others do not")
 
     def __str__(self) -> str:
         return f"normal({format_float(self.std)})" if self.kind == "normal" else self.kind
@@ -198,6 +201,8 @@ def normal(std: float) -> Init:
 
 ZEROS = Init("zeros")
 ONES = Init("ones")
+S4D_REAL = Init("s4d_real")
+MAMBA_DT = Init("mamba_dt")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ TINY = ["gpt-tiny", "llama-tiny", "mamba-tiny", "moe-tiny", "hybrid-tiny"]
 # ==========================================================================
 
 _TYPE_RE = re.compile(r"tensor<((?:\d+x)*)(\w+)>")
-_PARAM_RE = re.compile(r"^  braid\.param @([\w.$]+) (normal\(([^)]*)\)|zeros|ones) : (tensor<[^>]*>)$")
+_PARAM_RE = re.compile(r"^  braid\.param @([\w.$]+) (normal\(([^)]*)\)|zeros|ones|s4d_real|mamba_dt) : (tensor<[^>]*>)$")
 _FUNC_RE = re.compile(r"^  func\.func (private )?@([\w.]+)\((.*)\)(?: -> (.*))? \{$")
 _GET_RE = re.compile(r"braid\.get_param @([\w.$]+) : (tensor<[^>]*>)$")
 _CALL_RE = re.compile(r"^(.*) = func\.call @([\w.]+)\((.*)\) : \((.*)\) -> (.*)$")
@@ -438,7 +438,10 @@ class TestFamilies(unittest.TestCase):
         self.assertEqual(p.attrs["vocab"], 128)
         self.assertEqual(p.attrs["vocab_unpadded"], 122)
         self.assertEqual(parsed("mamba-130m").params["tok_embeddings"][1], (50280, 768))
-        self.assertEqual(p.params["layers.1.mamba.A_log"], ("zeros", (128, 16), "f32"))
+        # Mamba's own init: S4D-Real A, the time-step bias, nn.Linear's std.
+        self.assertEqual(p.params["layers.1.mamba.A_log"], ("s4d_real", (128, 16), "f32"))
+        self.assertEqual(p.params["layers.1.mamba.dt_bias"], ("mamba_dt", (128,), "f32"))
+        self.assertEqual(p.params["layers.1.mamba.x_B"][0], "normal(5.103104e-02)")
         self.assertEqual(p.params["layers.1.mamba.D"], ("ones", (128,), "f32"))
         self.assertEqual(p.params["layers.1.mamba.x_dt"][1], (128, 4))  # dt_rank ceil(64/16)
         self.assertEqual(p.params["layers.1.mamba.conv_w"][1], (128, 4))

@@ -10,8 +10,10 @@
 #include "rt_impl.h"
 
 #include "npy.h"
+#include "rng.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -51,6 +53,79 @@ std::vector<std::string> axisNames(const char *spec) {
     if (comma == std::string::npos)
       return names;
     begin = comma + 1;
+  }
+}
+
+/// Element i of host data as a double (bf16 and f16 widened exactly).
+double elementAt(const char *data, braid_dtype dtype, int64_t i) {
+  switch (dtype) {
+  case BRAID_F32: {
+    float v;
+    std::memcpy(&v, data + i * 4, 4);
+    return v;
+  }
+  case BRAID_BF16:
+  case BRAID_F16: {
+    uint16_t bits;
+    std::memcpy(&bits, data + i * 2, 2);
+    return dtype == BRAID_BF16 ? rng::bf16ToF32(bits) : rng::f16ToF32(bits);
+  }
+  case BRAID_I32: {
+    int32_t v;
+    std::memcpy(&v, data + i * 4, 4);
+    return v;
+  }
+  case BRAID_I64: {
+    int64_t v;
+    std::memcpy(&v, data + i * 8, 8);
+    return double(v);
+  }
+  }
+  return 0;
+}
+
+/// max |a[i] - b[i]| over n elements; NaN when any difference is.
+double maxDifference(const char *a, const char *b, braid_dtype dtype, int64_t n) {
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double d = std::fabs(elementAt(a, dtype, i) - elementAt(b, dtype, i));
+    if (std::isnan(d))
+      return NAN;
+    worst = std::max(worst, d);
+  }
+  return worst;
+}
+
+/// The linear rank (row-major over the grid) of grid coordinates.
+int32_t rankOf(const Grid &grid, const std::vector<int32_t> &coords) {
+  int64_t rank = 0;
+  for (size_t a = 0; a < grid.sizes.size(); ++a)
+    rank = rank * grid.sizes[a] + coords[a];
+  return int32_t(rank);
+}
+
+/// Writes DIR/replicas.<file>.npy (and replicas.step1.<file> in step 1 with
+/// --dump-first-step): rows (rank, max |copy - kept copy|).
+void writeReplicas(braid_rt *rt, const std::string &file,
+                   const std::vector<std::pair<int32_t, double>> &copies) {
+  std::vector<float> rows;
+  for (auto [rank, d] : copies) {
+    rows.push_back(float(rank));
+    rows.push_back(float(d));
+  }
+  std::string name = file;
+  for (char &c : name)
+    if (c == '/')
+      c = '.';
+  std::vector<int64_t> shape = {int64_t(copies.size()), 2};
+  std::string error;
+  for (const std::string &stem :
+       {name, rt->options.dumpFirstStep && rt->step == 1 ? "step1." + name : std::string()}) {
+    if (stem.empty())
+      continue;
+    std::string path = rt->options.dumpDir + "/replicas." + stem + ".npy";
+    if (!npy::writeTensor(path, BRAID_F32, shape, rows.data(), &error))
+      fatal("dump: %s", error.c_str());
   }
 }
 
@@ -210,9 +285,20 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
         if (a == rt->stageAxis)
           fatal("dump of %s: split over the pipeline's stage axis '%s'", file.c_str(),
                 rt->grid.names[size_t(a)].c_str());
-  // Whole on every rank, or each rank's own shard: as an unsharded value.
-  // (A stage group without axes never gets past here: nothing splits it.)
-  if (!layout.split() || rt->options.dumpLocal) {
+  // The ranks holding the tensor: the world, or the ranks of this pipeline
+  // stage (every axis but the stage axis; this rank's coordinate on it).
+  std::vector<int> groupAxes;
+  int64_t members = 1;
+  for (size_t a = 0; a < rt->grid.names.size(); ++a)
+    if (int(a) != rt->stageAxis) {
+      groupAxes.push_back(int(a));
+      members *= rt->grid.sizes[a];
+    }
+  // Whole on every rank, or each rank's own shard: as an unsharded value,
+  // unless every rank's copy is to be checked. (A stage group without axes
+  // never gets past here: nothing splits it and it has one member.)
+  const bool checkCopies = rt->options.checkReplicas && members > 1;
+  if ((!layout.split() && !checkCopies) || rt->options.dumpLocal) {
     dumpTensor(rt, file, data, dtype, layout.local);
     return;
   }
@@ -224,15 +310,6 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
   int64_t globalNumel = numElements(file.c_str(), rank, layout.global.data());
   if (localNumel && !data)
     fatal("dump of %s: null data", file.c_str());
-  // The ranks holding the tensor: the world, or the ranks of this pipeline
-  // stage (every axis but the stage axis; this rank's coordinate on it).
-  std::vector<int> groupAxes;
-  int64_t members = 1;
-  for (size_t a = 0; a < rt->grid.names.size(); ++a)
-    if (int(a) != rt->stageAxis) {
-      groupAxes.push_back(int(a));
-      members *= rt->grid.sizes[a];
-    }
   const std::string group = staged ? stageGroup(rt) : std::string("world");
   // Every member's shard, in group-rank order, on the host. The gather runs
   // on the backend's communicator (device memory on GPU ranks), then one copy.
@@ -265,21 +342,39 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
   for (const std::vector<int> &axes : layout.axes)
     for (int a : axes)
       splits[size_t(a)] = true;
-  const int64_t lastLocal = layout.local[size_t(rank - 1)];
-  const int64_t lastGlobal = layout.global[size_t(rank - 1)];
+  // A scalar (whole everywhere, gathered only to check its copies) is one
+  // row of one element.
+  const int64_t lastLocal = rank ? layout.local[size_t(rank - 1)] : 1;
+  const int64_t lastGlobal = rank ? layout.global[size_t(rank - 1)] : 1;
   const int64_t rows = lastLocal ? localNumel / lastLocal : 0;
+  // With --check-replicas: each replica's distance from the copy kept.
+  std::vector<std::pair<int32_t, double>> copies;
   for (int32_t r = 0; r < ranks; ++r) {
     // Group rank r is row-major over the group's axes (comm.h, GroupSplit).
     std::vector<int32_t> coords = rt->coords;
     bool replica = false;
-    for (int32_t i = int32_t(groupAxes.size()) - 1, rest = r; i >= 0; --i) {
+    int32_t kept = 0; // the group rank of the copy kept: 0 on non-splitting axes
+    for (int32_t i = int32_t(groupAxes.size()) - 1, rest = r, stride = 1; i >= 0; --i) {
       size_t a = size_t(groupAxes[size_t(i)]);
       coords[a] = rest % rt->grid.sizes[a];
       rest /= rt->grid.sizes[a];
       replica |= !splits[a] && coords[a] != 0;
+      if (splits[a])
+        kept += coords[a] * stride;
+      stride *= rt->grid.sizes[a];
     }
-    if (replica)
+    if (replica) {
+      if (checkCopies)
+        copies.emplace_back(rankOf(rt->grid, coords),
+                            maxDifference(shards.data() + r * localBytes,
+                                          shards.data() + kept * localBytes, dtype,
+                                          localNumel));
       continue;
+    }
+    if (rank == 0) {
+      std::memcpy(global.data(), shards.data() + r * localBytes, size_t(localBytes));
+      continue;
+    }
     std::vector<int64_t> base(static_cast<size_t>(rank));
     for (int32_t d = 0; d < rank; ++d)
       base[size_t(d)] = layout.block(size_t(d), coords) * layout.local[size_t(d)];
@@ -317,6 +412,41 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
     }
   }
   writeDump(rt, file, global.data(), dtype, layout.global);
+  if (checkCopies)
+    writeReplicas(rt, file, copies);
+}
+
+void checkLossCopies(braid_rt *rt, int64_t lossOffset) {
+  Backend &backend = *rt->backend;
+  Communicator &comm = *braid_rt_comm(rt, "world")->impl;
+  const int32_t ranks = comm.size();
+  if (ranks < 2)
+    return;
+  std::vector<float> all(static_cast<size_t>(ranks));
+  void *gathered = backend.allocate(4 * int64_t(ranks));
+  comm.allGather(backend, rt->arena + lossOffset, gathered, 1, BRAID_F32)->wait(backend);
+  backend.synchronize();
+  backend.copyToHost(all.data(), gathered, 4 * int64_t(ranks));
+  backend.release(gathered);
+  if (rt->lossCopies.empty())
+    rt->lossCopies.assign(size_t(ranks), 0.0);
+  // Relative to rank 0's loss, the largest over the steps.
+  for (int32_t r = 1; r < ranks; ++r) {
+    double d = std::fabs(double(all[size_t(r)]) - double(all[0]));
+    d = all[0] != 0 ? d / std::fabs(double(all[0])) : d;
+    double &worst = rt->lossCopies[size_t(r)];
+    if (std::isnan(d) || (!std::isnan(worst) && d > worst))
+      worst = d;
+  }
+}
+
+void writeLossCopies(braid_rt *rt) {
+  if (rt->options.dumpDir.empty() || rt->lossCopies.size() < 2)
+    return;
+  std::vector<std::pair<int32_t, double>> copies;
+  for (size_t r = 1; r < rt->lossCopies.size(); ++r)
+    copies.emplace_back(int32_t(r), rt->lossCopies[r]);
+  writeReplicas(rt, "loss", copies);
 }
 
 } // namespace braid::rt

@@ -34,6 +34,14 @@
 // --dump-all-ranks each rank writes its own shard (local shape, padding
 // included) as NAME.rank<R>.npy instead.
 //
+// --check-replicas (braid-run --verify) checks every rank's copy: each dumped
+// tensor is gathered even when whole on every rank, and beside DIR/<name>.npy
+// the writer puts DIR/replicas.<name>.npy, rows (rank, max |copy - kept|) for
+// every rank whose block replicates the one dumped; each rank's loss is
+// compared with rank 0's after every step (DIR/replicas.loss.npy, relative,
+// the worst step per rank); a pipeline mirror is also dumped by the stage that
+// mirrors it, as DIR/mirror.<name>.npy.
+//
 // Zigzag order (braid_program.zigzag_axis, e.g. "cp"): a dimension split over
 // that axis first is stored permuted (rank i of the axis holds chunks i and
 // 2n-1-i of the sequence; runtime.h). Initialization and the gathered dumps
@@ -126,6 +134,7 @@ struct Args {
   std::string grid; ///< empty: "world=<ranks>"
   bool allRanks = false, dumpAllRanks = false;
   bool dumpFirstStep = false; ///< also keep step 1's dumps as step1.*
+  bool checkReplicas = false; ///< dump how far every copy is from rank 0's
 };
 
 void usage(const char *argv0, FILE *out) {
@@ -133,7 +142,7 @@ void usage(const char *argv0, FILE *out) {
                "usage: %s [--steps N] [--seed S] [--dump DIR] [--trace FILE] "
                "[--backend cpu|cuda] [--quiet]\n"
                "       [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks] "
-               "[--dump-first-step]\n",
+               "[--dump-first-step] [--check-replicas]\n",
                argv0);
 }
 
@@ -201,6 +210,8 @@ Args parseArgs(int argc, char **argv) {
       args.dumpAllRanks = true;
     } else if (arg == "--dump-first-step") {
       args.dumpFirstStep = true;
+    } else if (arg == "--check-replicas") {
+      args.checkReplicas = true;
     } else {
       badArgs(argv[0], "unknown argument '" + arg + "'");
     }
@@ -420,6 +431,7 @@ int main(int argc, char **argv) {
   options.dumping = dumping;
   options.dumpLocal = args.dumpAllRanks;
   options.dumpFirstStep = args.dumpFirstStep;
+  options.checkReplicas = args.checkReplicas && !args.dumpAllRanks;
   options.lastStep = args.steps;
   if (args.dumpAllRanks)
     options.dumpSuffix = ".rank" + std::to_string(ranks.rank);
@@ -484,7 +496,14 @@ int main(int argc, char **argv) {
   size_t persistentLive = rt->live.size();
   for (const Persistent &p : persistent)
     initialize(rt.get(), p, args.seed);
-  // A mirror is dumped by the stage that owns it.
+  // A mirror is dumped by the stage that owns it (and, checking replicas,
+  // by its own stage as mirror.NAME).
+  const auto mirrorName = [](const Persistent &p, const std::string &name) {
+    return p.desc->mirror ? "mirror." + name : name;
+  };
+  const auto dumpsPersistent = [&](const Persistent &p) {
+    return !p.desc->mirror || options.checkReplicas;
+  };
   for (const Persistent &p : persistent)
     if (!p.desc->mirror) {
       dumpSharded(rt.get(), p.desc->name, rt->arena + p.desc->offset, p.desc->dtype, p.layout);
@@ -524,13 +543,15 @@ int main(int argc, char **argv) {
     if (k == 1 && args.dumpFirstStep) {
       rt->step = 0;
       for (const Persistent &p : persistent)
-        if (p.param && !p.desc->mirror)
-          dumpSharded(rt.get(), std::string("step1.updated.") + p.desc->name,
+        if (p.param && dumpsPersistent(p))
+          dumpSharded(rt.get(), mirrorName(p, std::string("step1.updated.") + p.desc->name),
                       rt->arena + p.desc->offset, p.desc->dtype, p.layout);
     }
     rt->backend->synchronize();
     float loss = 0;
     rt->backend->copyToHost(&loss, rt->arena + program->loss_offset, 4);
+    if (options.checkReplicas)
+      checkLossCopies(rt.get(), program->loss_offset);
     if (talks) {
       std::printf("%sstep %lld loss %.9g\n", prefix.c_str(), (long long)k, double(loss));
       std::fflush(stdout);
@@ -541,11 +562,13 @@ int main(int argc, char **argv) {
   rt->step = 0;
   if (ranks.rank == 0 || args.dumpAllRanks) // rank 0's, not every stage leader's
     dumpTensor(rt.get(), "loss", rt->arena + program->loss_offset, BRAID_F32, {});
+  if (options.checkReplicas)
+    writeLossCopies(rt.get());
   // The trained weights and optimizer state, to compare runs.
   for (const Persistent &p : persistent)
-    if (p.param && !p.desc->mirror)
-      dumpSharded(rt.get(), std::string("updated.") + p.desc->name, rt->arena + p.desc->offset,
-                  p.desc->dtype, p.layout);
+    if (p.param && dumpsPersistent(p))
+      dumpSharded(rt.get(), mirrorName(p, std::string("updated.") + p.desc->name),
+                  rt->arena + p.desc->offset, p.desc->dtype, p.layout);
 
   if (!args.quiet && args.steps > 0)
     std::fprintf(stderr, "%sbraid: %lld steps in %.3f s (%.3f ms/step)\n", prefix.c_str(),

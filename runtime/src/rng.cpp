@@ -62,6 +62,15 @@ double normalAt(Key key, uint64_t i) {
   return radius * std::cos(angle);
 }
 
+double mambaDtBiasAt(Key key, uint64_t i) {
+  // dt = exp(u (ln 0.1 - ln 0.001) + ln 0.001), floored at 1e-4; the bias is
+  // softplus^-1(dt) = dt + ln(-expm1(-dt)).
+  const double lo = std::log(1e-3), hi = std::log(1e-1);
+  double u = double(bitsAt(key, i)[3]) * 0x1p-32;
+  double dt = std::max(std::exp(u * (hi - lo) + lo), 1e-4);
+  return dt + std::log(-std::expm1(-dt));
+}
+
 uint64_t uniformIntAt(Key key, uint64_t i, uint64_t n) {
   return (uint64_t(bitsAt(key, i)[2]) * n) >> 32;
 }
@@ -157,10 +166,18 @@ void fillRange(const Job &job, uint64_t base, uint64_t begin, uint64_t end) {
     switch (job.init) {
     case BRAID_INIT_NORMAL:
     case BRAID_INIT_ZEROS:
-    case BRAID_INIT_ONES: {
-      double v = job.init == BRAID_INIT_NORMAL ? job.stddev * normalAt(job.key, i)
-                 : job.init == BRAID_INIT_ONES ? 1.0
-                                               : 0.0;
+    case BRAID_INIT_ONES:
+    case BRAID_INIT_S4D_REAL:
+    case BRAID_INIT_MAMBA_DT: {
+      double v = 0.0;
+      if (job.init == BRAID_INIT_NORMAL)
+        v = job.stddev * normalAt(job.key, i);
+      else if (job.init == BRAID_INIT_ONES)
+        v = 1.0;
+      else if (job.init == BRAID_INIT_S4D_REAL)
+        v = std::log(double(1 + i % job.bound));
+      else if (job.init == BRAID_INIT_MAMBA_DT)
+        v = mambaDtBiasAt(job.key, i);
       switch (job.dtype) {
       case BRAID_F32:
         static_cast<float *>(job.dst)[at] = float(v);
@@ -206,7 +223,7 @@ bool fill(void *dst, braid_dtype dtype, braid_init init, double stddev, int64_t 
   if (!isInt && !isFloat)
     return fail("unknown dtype " + std::to_string(int(dtype)));
   if (init != BRAID_INIT_NORMAL && init != BRAID_INIT_ZEROS && init != BRAID_INIT_ONES &&
-      init != BRAID_INIT_TOKENS)
+      init != BRAID_INIT_TOKENS && init != BRAID_INIT_S4D_REAL && init != BRAID_INIT_MAMBA_DT)
     return fail("unknown init " + std::to_string(int(init)));
   switch (init) {
   case BRAID_INIT_NORMAL:
@@ -217,6 +234,14 @@ bool fill(void *dst, braid_dtype dtype, braid_init init, double stddev, int64_t 
     break;
   case BRAID_INIT_ZEROS:
   case BRAID_INIT_ONES:
+    break;
+  case BRAID_INIT_S4D_REAL:
+  case BRAID_INIT_MAMBA_DT:
+    if (!isFloat)
+      return fail("Mamba's inits need a floating-point dtype");
+    if (init == BRAID_INIT_S4D_REAL && bound < 1)
+      return fail("s4d_real init needs its period (the last dimension), got " +
+                  std::to_string(bound));
     break;
   case BRAID_INIT_TOKENS:
     if (!isInt)
@@ -233,7 +258,7 @@ bool fill(void *dst, braid_dtype dtype, braid_init init, double stddev, int64_t 
   uint64_t end = start + count;
   // Normal draws cost ~50 ns each: split large tensors over the cores.
   unsigned threads = 1;
-  if (init == BRAID_INIT_NORMAL || init == BRAID_INIT_TOKENS) {
+  if (init == BRAID_INIT_NORMAL || init == BRAID_INIT_TOKENS || init == BRAID_INIT_MAMBA_DT) {
     unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     threads = unsigned(std::min<uint64_t>(hw, count / (1u << 16)));
     threads = std::max(threads, 1u);

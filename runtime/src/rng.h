@@ -45,6 +45,8 @@ double normalAt(Key key, uint64_t i);
 
 /// An integer uniform in [0, n) of element i; 1 <= n < 2^32.
 uint64_t uniformIntAt(Key key, uint64_t i, uint64_t n);
+/// Mamba's dt bias at global index i (x3 of the bits; see rng.py).
+double mambaDtBiasAt(Key key, uint64_t i);
 
 /// Element-type conversions (round to nearest even; NaN stays NaN).
 uint16_t f32ToBf16(float value);

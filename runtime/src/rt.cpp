@@ -208,7 +208,14 @@ bool dumpsThisStep(const braid_rt *rt) {
 
 void braid_rt_value(braid_rt *rt, const char *scope, const char *name, const void *data,
                     braid_dtype dtype, int32_t rank, const int64_t *shape) {
-  if (!rt || rt->options.dumpDir.empty() || !dumpsThisStep(rt))
+  if (!rt || !dumpsThisStep(rt))
+    return;
+  // Checking replicas, every rank's copy is gathered (collectively).
+  if (rt->options.checkReplicas && rt->options.dumping) {
+    braid_rt_value_sharded(rt, scope, name, data, dtype, rank, shape, nullptr, nullptr);
+    return;
+  }
+  if (rt->options.dumpDir.empty())
     return;
   std::string file = valueFile(rt, scope, name);
   numElements(file.c_str(), rank, shape);

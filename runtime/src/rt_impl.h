@@ -43,6 +43,13 @@ struct Options {
   /// --dump-first-step: dumps made during step 1 are also written as
   /// step1.<name> (the gradients of one step from the initial state).
   bool dumpFirstStep = false;
+  /// --check-replicas: every dumped tensor is gathered, and the writer also
+  /// writes replicas.<name>.npy, rows (rank, max |copy - kept copy|): how far
+  /// each other rank's copy of a block is from the copy the dump keeps; the
+  /// loss of every rank is compared with rank 0's after each step
+  /// (replicas.loss.npy, relative), and pipeline mirrors are dumped as
+  /// mirror.<name>.
+  bool checkReplicas = false;
   /// The run's last step: values are dumped in it (and in step 1 with
   /// dumpFirstStep), not in the steps between, whose files it overwrites.
   int64_t lastStep = 0;
@@ -112,6 +119,9 @@ struct braid_rt {
 
   std::vector<std::string> scopes; ///< pushed call-path components
   int64_t step = 0;                ///< the step in flight (1-based; 0 = init)
+  /// --check-replicas: per rank, the largest relative distance of its loss
+  /// from rank 0's over the steps so far.
+  std::vector<double> lossCopies;
   braid::rt::Trace trace;
 
   /// The run's grid and this rank's coordinates on it (sharded dumps place
@@ -166,6 +176,12 @@ std::string stageGroup(const braid_rt *rt);
 /// the whole tensor. Nothing when dumps are off.
 void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
                  const ShardLayout &layout);
+
+/// --check-replicas: compares every rank's loss with rank 0's after a step
+/// (collective over the world), keeping the worst per rank; writeLossCopies
+/// writes them (rank 0) as replicas.loss.npy.
+void checkLossCopies(braid_rt *rt, int64_t lossOffset);
+void writeLossCopies(braid_rt *rt);
 
 /// Elements of a shape (aborts on a negative dimension or overflow).
 int64_t numElements(const char *what, int32_t rank, const int64_t *shape);

@@ -1,6 +1,7 @@
 //===- rng-dump.cpp - print the runtime's deterministic init values -------===//
 //
-//   rng-dump --seed S --name NAME [--init normal|zeros|ones|tokens]
+//   rng-dump --seed S --name NAME
+//            [--init normal|zeros|ones|tokens|s4d_real|mamba_dt]
 //            [--dtype f32|bf16|f16|i32|i64] [--std X] [--bound N]
 //            [--start I] [--count C] [--bits]
 //
@@ -73,6 +74,8 @@ int main(int argc, char **argv) {
                         : init == "zeros"  ? BRAID_INIT_ZEROS
                         : init == "ones"   ? BRAID_INIT_ONES
                         : init == "tokens" ? BRAID_INIT_TOKENS
+                        : init == "s4d_real" ? BRAID_INIT_S4D_REAL
+                        : init == "mamba_dt" ? BRAID_INIT_MAMBA_DT
                                            : braid_init(-1);
   braid_dtype dt = dtype == "f32"    ? BRAID_F32
                    : dtype == "bf16" ? BRAID_BF16

@@ -55,6 +55,17 @@ MATRIX += [
     # capacity group per sequence) and the plan still equals one rank.
     ("hybrid-tiny-b4", ["--grid", "cp=2,dp=2"]),
     ("hybrid-tiny-b4-c1.0", ["--grid", "cp=2,dp=2"]),
+    # Eight ranks of context; cp with sequence parallelism and with ZeRO; all
+    # four kinds of parallelism at once (16 ranks), the axes written in
+    # another order than the ranks are laid out (pp is placed outermost).
+    ("llama-tiny", ["--grid", "cp=8"]),
+    # Mamba's chunks must hold the convolution's 3-position halo: 32 over 8.
+    ("mamba-tiny-s32", ["--grid", "cp=8"]),
+    ("llama-tiny", ["--grid", "cp=2,tp=2", "--sequence-parallel"]),
+    ("llama-tiny", ["--grid", "dp=2,cp=2", "--zero", "1"]),
+    ("llama-tiny", ["--grid", "dp=2,cp=2", "--zero", "3", "--cp-attention", "ring"]),
+    ("llama-tiny-b4", ["--grid", "dp=2,cp=2,tp=2,pp=2", "--microbatches", "2"]),
+    ("llama-tiny", ["--grid", "cp=2,tp=2,pp=2", "--microbatches", "2"]),
 ]
 
 _, failures, drops = verify_matrix.run(work, MATRIX)

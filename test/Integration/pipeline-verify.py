@@ -44,6 +44,20 @@ MATRIX += [
     ("moe-tiny-b4-c1.0", ["--grid", "pp=2,ep=2", "--microbatches", "2"]),
     # Context parallelism across a pipeline (attention and Mamba layers).
     ("hybrid-tiny-b4", ["--grid", "pp=2,cp=2", "--microbatches", "2"]),
+    # Each schedule with data, tensor and ZeRO parallelism; an odd number of
+    # micro-batches.
+    ("gpt-tiny-l5-b4", ["--grid", "pp=2,dp=2", "--microbatches", "2", "--schedule", "gpipe",
+                        "--zero", "1"]),
+    ("gpt-tiny-l5-b4", ["--grid", "pp=2,tp=2", "--microbatches", "2", "--schedule", "gpipe"]),
+    ("gpt-tiny-l5-b4", ["--grid", "pp=2,dp=2", "--microbatches", "2", "--schedule", "zb-h1",
+                        "--zero", "3"]),
+    ("gpt-tiny-l5-b4", ["--grid", "pp=2,tp=2", "--microbatches", "4", "--schedule", "zb-h1",
+                        "--sequence-parallel"]),
+    ("gpt-tiny-l5-b4", ["--grid", "pp=2,dp=2", "--virtual-stages", "2", "--microbatches", "2",
+                        "--schedule", "interleaved", "--zero", "2"]),
+    ("gpt-tiny-l5-b4", ["--grid", "pp=2,tp=2", "--virtual-stages", "2", "--microbatches", "4",
+                        "--schedule", "interleaved"]),
+    ("gpt-tiny-l5-b6", ["--grid", "pp=2", "--microbatches", "3"]),
 ]
 
 _, failures, drops = verify_matrix.run(work, MATRIX)

@@ -52,6 +52,19 @@ MATRIX += [
     ("moe-tiny-b4-c1.0", ["--grid", "dp=2,ep=2", "--zero", "3"]),
     ("mamba-tiny", ["--grid", "tp=2"]),
     ("hybrid-tiny", ["--grid", "dp=2,tp=2"]),
+    # Eight ranks: data, tensor (8 heads, 2 key/value heads: each kv head on
+    # four ranks), a 2-D grid, experts (one per rank).
+    ("gpt-tiny-b8", ["--grid", "dp=8"]),
+    ("llama-tiny-h8", ["--grid", "tp=8"]),
+    ("llama-tiny-b4", ["--grid", "dp=4,tp=2"]),
+    ("moe-tiny-b4", ["--grid", "ep=4"]),
+    # Compositions: expert parallelism with sequence parallelism, another
+    # seed, batches that are not powers of two (3 rows on tp, 6 over dp=2).
+    ("moe-tiny", ["--grid", "ep=2,tp=2", "--sequence-parallel"]),
+    ("llama-tiny", ["--grid", "dp=2,tp=2", "--seed", "7"]),
+    ("llama-tiny-b3", ["--grid", "tp=2"]),
+    ("gpt-tiny-b6", ["--grid", "dp=2", "--zero", "3"]),
+    ("mamba-tiny-b6", ["--grid", "dp=2,tp=2", "--seed", "3"]),
 ]
 
 paths, failures, drops = verify_matrix.run(work, MATRIX)

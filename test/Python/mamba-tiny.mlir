@@ -9,8 +9,20 @@
 
 // CHECK-NEXT: braid.param @tok_embeddings normal(2.000000e-02) : tensor<128x64xf32>
 // CHECK-NEXT: braid.param @layers.0.mamba_norm ones : tensor<64xf32>
-// CHECK-NEXT: braid.param @layers.0.mamba.in_x normal(2.000000e-02) : tensor<64x128xf32>
-// CHECK:      braid.param @layers.1.mamba.A_log zeros : tensor<128x16xf32>
+// Mamba's own init (families.py): nn.Linear's std 1/sqrt(3 fan_in) (64 in:
+// 7.2e-2; 128 in: 5.1e-2), Conv1d's over d_conv 4, dt_proj's over dt_rank 4,
+// the time-step bias and the S4D-Real A_log.
+// CHECK-NEXT: braid.param @layers.0.mamba.in_x normal({{0\.07216878.*}}) : tensor<64x128xf32>
+// CHECK-NEXT: braid.param @layers.0.mamba.in_z normal({{0\.07216878.*}}) : tensor<64x128xf32>
+// CHECK-NEXT: braid.param @layers.0.mamba.conv_w normal({{0\.2886751.*}}) : tensor<128x4xf32>
+// CHECK-NEXT: braid.param @layers.0.mamba.conv_b zeros : tensor<128xf32>
+// CHECK-NEXT: braid.param @layers.0.mamba.x_dt normal({{0\.05103104.*}}) : tensor<128x4xf32>
+// CHECK-NEXT: braid.param @layers.0.mamba.x_B normal({{0\.05103104.*}}) : tensor<128x16xf32>
+// CHECK-NEXT: braid.param @layers.0.mamba.x_C normal({{0\.05103104.*}}) : tensor<128x16xf32>
+// CHECK-NEXT: braid.param @layers.0.mamba.dt_proj normal({{0\.2886751.*}}) : tensor<4x128xf32>
+// CHECK-NEXT: braid.param @layers.0.mamba.dt_bias mamba_dt : tensor<128xf32>
+// CHECK-NEXT: braid.param @layers.0.mamba.A_log s4d_real : tensor<128x16xf32>
+// CHECK:      braid.param @layers.1.mamba.A_log s4d_real : tensor<128x16xf32>
 // CHECK-NEXT: braid.param @layers.1.mamba.D ones : tensor<128xf32>
 // CHECK-NEXT: braid.param @layers.1.mamba.out_proj normal({{[-+.e0-9]+}}) : tensor<128x64xf32>
 // CHECK-NEXT: braid.param @norm ones : tensor<64xf32>

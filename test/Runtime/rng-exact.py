@@ -2,7 +2,8 @@
 #
 # The runtime's deterministic initialization (runtime/src/rng.cpp) is bit-exact
 # with the specification test/lib/braid_ref/rng.py: Philox words, normal draws
-# rounded to f32 / bf16 / f16 (compared as bit patterns), integer draws, slices
+# rounded to f32 / bf16 / f16 (compared as bit patterns), Mamba's s4d_real and
+# mamba_dt inits, integer draws, slices
 # in the middle of a tensor, counters across 2^32, dotted names, large seeds.
 import os
 import subprocess
@@ -68,6 +69,26 @@ for init, value in (("zeros", 0.0), ("ones", 1.0)):
     for dtype in ("f32", "bf16"):
         check(f"{init} {dtype}", dump(seed=1, name="c", dtype=dtype, init=init, count=5),
               hex32(np.full(5, value, np.float32).view(np.uint32)))
+
+# Mamba's inits: s4d_real along a last dimension of 16 (a slice starting
+# mid-row), mamba_dt from the fourth Philox word (multi-threaded fill too).
+mamba = [
+    # seed, name, init, dtype, bound, start, count
+    (0, "layers.0.mamba.A_log", "s4d_real", "f32", 16, 5, 3000),
+    (0, "layers.0.mamba.A_log", "s4d_real", "bf16", 16, 0, 64),
+    (4, "layers.3.mamba.dt_bias", "mamba_dt", "f32", 0, 0, 3000),
+    (4, "layers.3.mamba.dt_bias", "mamba_dt", "bf16", 0, 100, 500),
+    (6, "dt", "mamba_dt", "f32", 0, 2 ** 32 - 3, 140_000),
+]
+for seed, name, init, dtype, bound, a, n in mamba:
+    got = dump(seed=seed, name=name, dtype=dtype, init=init, bound=bound, start=a, count=n)
+    shape = (a + n,) if init == "mamba_dt" else ((a + n + bound - 1) // bound, bound)
+    want = rng.param_values(seed, name, shape, init, None, dtype, a, a + n, exact=True)
+    check(f"{init} {dtype} seed={seed} {name} [{a}, {a + n})", got,
+          hex32(want.view(np.uint32)))
+dt = np.logaddexp(0.0, rng.param_values(4, "dt", (4096,), "mamba_dt", dtype="f64"))
+if not (dt.min() >= 1e-3 * (1 - 1e-9) and dt.max() <= 0.1 * (1 + 1e-9)):
+    failures.append(f"mamba_dt: softplus(bias) in [{dt.min()}, {dt.max()}], not [1e-3, 0.1]")
 
 # Integer draws: exact.
 ints = [

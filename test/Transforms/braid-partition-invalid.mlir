@@ -1,6 +1,5 @@
 // RUN: braid-opt --braid-partition="grid=dp=2,tp=2 plan=data" -split-input-file -verify-diagnostics %s
 // RUN: not braid-opt --braid-partition="grid=sp=2" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=AXIS
-// RUN: not braid-opt --braid-partition="grid=dp=2,pp=2" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=PPFIRST
 // RUN: not braid-opt --braid-partition="grid=dp=0" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=SIZE
 // RUN: not braid-opt --braid-partition="grid=dp=2,dp=2" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not braid-opt --braid-partition="grid=dp=2 sequence-parallel=true" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=SP
@@ -10,7 +9,6 @@
 // RUN: braid-opt --braid-partition="grid=tp=3" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=SHAPE
 
 // AXIS: error: --braid-partition: unknown grid axis 'sp' (the axes are pp, dp, ep, cp and tp)
-// PPFIRST: error: --braid-partition: the pp axis must come first (outermost) in the grid
 // SIZE: error: --braid-partition: grid axis 'dp=0' must be NAME=SIZE with SIZE >= 1
 // TWICE: error: --braid-partition: grid axis 'dp' appears twice
 // SP: error: --braid-partition: sequence parallelism needs a tp axis

@@ -108,3 +108,8 @@ module attributes {braid.model = {name = "mlp", family = "llama", vocab = 10 : i
     return %loss : tensor<f32>
   }
 }
+
+// RUN: braid-opt --braid-partition="grid=dp=2,pp=2,tp=2" %s | FileCheck %s --check-prefix=PP-ANY-ORDER
+// Grid axes in any order: pp is placed outermost (its stages are contiguous
+// blocks of ranks), the others keep the order written.
+// PP-ANY-ORDER: shard.grid @grid(shape = 2x2x2) {braid.axes = ["pp", "dp", "tp"]}

@@ -7,12 +7,14 @@
 
 #include "braid/InitAllDialects.h"
 #include "braid/InitAllPasses.h"
+#include "test/lib/Transforms/InjectFault.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   braid::registerAllPasses();
+  braid::test::registerTestPasses();
   mlir::DialectRegistry registry;
   braid::registerAllDialects(registry);
   return mlir::asMainReturnCode(

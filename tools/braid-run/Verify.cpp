@@ -158,6 +158,40 @@ bool compareDumps(const RunRecord &a, const RunRecord &b,
   return true;
 }
 
+/// Folds DIR/replicas.<stem>.npy (rows: rank, max |copy - kept copy|), if
+/// the partitioned run wrote it, into `out`, each copy measured against
+/// `scale` (the tensor's own measure).
+bool addCopies(const RunRecord &a, const std::string &stem, double scale,
+               Difference *out, std::string *error) {
+  std::string path = a.dumpDir + "/replicas." + stem + ".npy";
+  if (!llvm::sys::fs::exists(path))
+    return true;
+  NpyArray rows;
+  if (!readNpy(path, &rows, error))
+    return false;
+  if (rows.shape.size() != 2 || rows.shape[1] != 2) {
+    *error = path + ": expected rows of (rank, difference), found shape " +
+             shapeString(rows.shape);
+    return false;
+  }
+  for (size_t i = 0; i + 1 < rows.values.size(); i += 2) {
+    double d = rows.values[i + 1];
+    out->add(scale > 0 ? d / scale : d,
+             stem + " on rank " + std::to_string(int64_t(rows.values[i])));
+  }
+  return true;
+}
+
+/// The scale a tensor of the 1-rank run is measured against (Verify.h).
+bool tensorScale(const RunRecord &b, const std::string &stem, double setScale,
+                 double *scale, std::string *error) {
+  NpyArray y;
+  if (!readDump(b.dumpDir, stem, &y, error))
+    return false;
+  *scale = std::max(maxAbs(y.values), kVanishing * setScale);
+  return true;
+}
+
 /// The step-1 values of a parameter and its optimizer state that `rule`
 /// gives from the initial state in `init` (the 1-rank run's step0.* dumps)
 /// and the gradient `g`, clipped by `coef`: name -> values.
@@ -222,7 +256,7 @@ void Difference::add(double d, const std::string &name) {
 }
 
 bool Verdict::passes(double tolerance) const {
-  for (double d : {loss, gradients.worst, parameters.worst})
+  for (double d : {loss, gradients.worst, parameters.worst, copies.worst})
     if (!(d <= tolerance))
       return false;
   return true;
@@ -283,6 +317,15 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
   if (!compareDumps(partitioned, reference, gradients, &verdict.gradients,
                     error))
     return false;
+  double gradScale;
+  if (!setScale(reference, gradients, &gradScale, error))
+    return false;
+  for (const std::string &stem : gradients) {
+    double scale;
+    if (!tensorScale(reference, stem, gradScale, &scale, error) ||
+        !addCopies(partitioned, stem, scale, &verdict.copies, error))
+      return false;
+  }
 
   // Step 1 replayed on the partitioned run's own gradients, clipped by the
   // global norm it implies (each parameter's gradient counted once).
@@ -329,7 +372,27 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
     }
     verdict.parameters.add(
         relativeDifference(x.values, want, kVanishing * scale), stem);
+    // Other ranks' copies, and a mirror on another pipeline stage.
+    double own = std::max(maxAbs(y.values), kVanishing * scale);
+    if (!addCopies(partitioned, stem, own, &verdict.copies, error))
+      return false;
+    std::string mirror = partitioned.dumpDir + "/mirror." + stem + ".npy";
+    if (llvm::sys::fs::exists(mirror)) {
+      NpyArray m;
+      if (!readNpy(mirror, &m, error))
+        return false;
+      if (m.values.size() != x.values.size()) {
+        *error = mirror + ": " + std::to_string(m.values.size()) +
+                 " elements, its owner's " + std::to_string(x.values.size());
+        return false;
+      }
+      verdict.copies.add(relativeDifference(m.values, x.values, own),
+                         "mirror." + stem);
+    }
   }
+  // Every rank's loss against rank 0's (already relative).
+  if (!addCopies(partitioned, "loss", 1.0, &verdict.copies, error))
+    return false;
 
   // The drift of the last step's state (reported, not judged).
   if (steps > 1) {

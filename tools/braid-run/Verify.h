@@ -14,6 +14,13 @@
 //               lr * g / (|g| + eps), whose slope lr / eps turns a rounding
 //               difference of a gradient element near zero into a visible
 //               update difference (issue: llama-tiny dp2 x tp2 at eps 1e-8).
+//   copies      every other rank's copy of what rank 0 dumps (the
+//               partitioned run's replicas.* from the runtime's
+//               --check-replicas: each replica of a block against the copy
+//               the dump keeps, each rank's loss against rank 0's) and each
+//               pipeline mirror (mirror.step1.updated.*, a tensor two stages
+//               hold) against its owner's: measured like the tensor itself,
+//               and named by rank
 // After more than one step the runs drift apart by exactly that
 // amplification; the drift of the last step's parameters is reported, and
 // judged only through the losses of every step.
@@ -61,6 +68,7 @@ struct Verdict {
   Difference gradients;   ///< step1.grad.* tensors
   Difference parameters;  ///< step1.updated.* tensors
   Difference drift;       ///< the last step's updated.*; none after one step
+  Difference copies;      ///< other ranks' copies and pipeline mirrors
 
   /// Every judged difference within `tolerance` (NaN never is).
   bool passes(double tolerance) const;

@@ -25,7 +25,8 @@
 //
 // --microbatches N splits the batch of a step into N micro-batches whose
 // gradients are accumulated before the optimizer step (with or without a
-// grid). A pp axis in the grid, outermost (--grid pp=2,dp=2,tp=2), pipelines
+// grid). A pp axis in the grid (--grid pp=2,dp=2,tp=2; axes in any order, pp
+// placed outermost, the others as written, the last on neighbouring ranks) pipelines
 // the model over its coordinates (--schedule, --virtual-stages and
 // --pp-layout say how; the passes check their values). The lowering then
 // names one step function per pp coordinate (braid::kPipelineEntriesAttr;
@@ -47,6 +48,8 @@
 //   verify: gradients <max over step1.grad.<param> of max|a-b| / max|b|> (<worst>)
 //   verify: parameters <max over step1.updated.* of the same, against step 1
 //           of the optimizer replayed on the partitioned run's gradients> (<worst>)
+//   verify: copies on other ranks <the worst other rank's copy of a tensor
+//           above, or pipeline mirror, or loss> (<tensor> on rank <R>)
 //   verify: drift after N steps (not judged) <the last step's updated.*>
 // (each tensor measured against its largest value, at least 1e-3 of the
 // largest of its set; Verify.h says why step 1 is what is judged)
@@ -57,6 +60,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Build.h"
+#include "test/lib/Transforms/InjectFault.h"
 #include "Launch.h"
 #include "NpyReader.h"
 #include "Verify.h"
@@ -138,7 +142,9 @@ static cl::opt<bool> quiet("quiet", cl::desc("Only print the losses and "
 static cl::opt<std::string>
     gridSpec("grid",
              cl::desc("Partition the program for this device grid, "
-                      "AXIS=SIZE,... over pp (outermost), dp, ep, cp and tp "
+                      "AXIS=SIZE,... over pp, dp, ep, cp and tp in any order "
+                      "(pp placed outermost; the last axis on neighbouring "
+                      "ranks) "
                       "(e.g. pp=2,dp=2,tp=2), and "
                       "run it on that many ranks (mpirun when more than one)"));
 static cl::opt<std::string>
@@ -199,6 +205,12 @@ static cl::opt<double>
                     cl::desc("Largest relative difference --verify accepts"),
                     cl::init(1e-5));
 
+static cl::opt<std::string> injectFault(
+    "inject-fault",
+    cl::desc("Testing --verify: break the partitioned program in one known "
+             "way before it is emitted (--braid-test-inject-fault kinds)"),
+    cl::Hidden);
+
 /// Names every op after the SSA name of its first result in the source, so
 /// that dumps and traces use the names the model was written with; the
 /// original file location stays inside the NameLoc for diagnostics.
@@ -254,6 +266,22 @@ static FailureOr<int64_t> gridRanks(StringRef spec) {
       return bad("too many ranks");
   }
   return ranks;
+}
+
+/// The grid with its pp axis (if any) moved first: axes may be written in
+/// any order, and each pipeline stage is a program of its own on a
+/// contiguous block of ranks, so pp is outermost; the other axes keep their
+/// order, the last varying fastest (neighbouring ranks). The partitioner
+/// places pp alike (Grid::parse), so program and runtime see one grid.
+static std::string withPipelineOutermost(StringRef spec) {
+  SmallVector<StringRef> parts;
+  spec.split(parts, ',', -1, /*KeepEmpty=*/false);
+  std::string pp, rest;
+  for (StringRef part : parts) {
+    std::string &to = part.split('=').first.trim() == "pp" ? pp : rest;
+    to += (to.empty() ? "" : ",") + part.trim().str();
+  }
+  return pp.empty() ? rest : rest.empty() ? pp : pp + "," + rest;
 }
 
 /// FILE with ".stage<S>" before its extension (prog.cpp -> prog.stage0.cpp),
@@ -348,6 +376,12 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit) {
   }
   if (failed(pm.run(module)))
     return failure();
+  if (!reference && !injectFault.empty()) {
+    PassManager broken(module.getContext());
+    broken.addPass(::braid::test::createInjectFaultPass(injectFault));
+    if (failed(broken.run(module)))
+      return failure();
+  }
 
   FailureOr<SmallVector<std::string>> entries = programEntries(module, grid);
   if (failed(entries))
@@ -432,6 +466,7 @@ int main(int argc, char **argv) {
     if (failed(n))
       return 1;
     ranks = *n;
+    gridSpec.setValue(withPipelineOutermost(gridSpec));
   }
   if (verifyRuns && gridSpec.empty() && microbatches == 1)
     return fail("--verify compares a partitioned or micro-batched run with "
@@ -552,7 +587,8 @@ int main(int argc, char **argv) {
   } else {
     referenceDump = partitionedDump + "/reference";
   }
-  runArgs.append({"--dump", partitionedDump, "--dump-first-step"});
+  runArgs.append(
+      {"--dump", partitionedDump, "--dump-first-step", "--check-replicas"});
   referenceArgs.append({"--dump", referenceDump, "--dump-first-step"});
 
   ::braid::run::RunRecord partitioned{"", partitionedDump};
@@ -581,6 +617,13 @@ int main(int argc, char **argv) {
   llvm::outs() << "verify: loss " << formatDifference(verdict.loss) << "\n";
   line("gradients ", verdict.gradients);
   line("parameters ", verdict.parameters);
+  llvm::outs() << "verify: copies on other ranks "
+               << formatDifference(verdict.copies.worst) << " ("
+               << verdict.copies.count << " compared"
+               << (verdict.copies.worst != 0 ? ", worst " +
+                                                   verdict.copies.worstName
+                                             : std::string())
+               << ")\n";
   if (verdict.drift.count)
     line(("drift after " + Twine(steps) + " steps (not judged) ").str(),
          verdict.drift);

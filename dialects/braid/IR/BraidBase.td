@@ -43,7 +43,11 @@ def Braid_Dialect : Dialect {
 def Braid_InitKind : I32EnumAttr<"InitKind", "initializer of a parameter", [
     I32EnumAttrCase<"Normal", 0, "normal">,
     I32EnumAttrCase<"Zeros", 1, "zeros">,
-    I32EnumAttrCase<"Ones", 2, "ones">
+    I32EnumAttrCase<"Ones", 2, "ones">,
+    // Mamba's initialization of its state-space parameters (the numbering is
+    // the runtime's braid_init).
+    I32EnumAttrCase<"S4DReal", 4, "s4d_real">,
+    I32EnumAttrCase<"MambaDt", 5, "mamba_dt">
   ]> {
   let cppNamespace = "::mlir::braid";
   let genSpecializedAttr = 0;

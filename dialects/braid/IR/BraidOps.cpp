@@ -34,6 +34,9 @@ LogicalResult ParamOp::verify() {
     return emitOpError("'") << stringifyInitKind(getInit())
                             << "' initialization takes no standard deviation";
   }
+  if (getInit() == InitKind::S4DReal && getTensorType().getRank() == 0)
+    return emitOpError("'s4d_real' initialization runs along the last "
+                       "dimension: it needs a tensor of rank at least 1");
   return success();
 }
 

@@ -33,7 +33,14 @@ def Braid_ParamOp : Braid_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     A named, trainable tensor of the model. The initializer is part of the
     declaration so that every rank can generate exactly its shard of the
     global tensor from (seed, name, global element index): `normal(std)` draws
-    from N(0, std^2), `zeros` and `ones` are constant.
+    from N(0, std^2), `zeros` and `ones` are constant. Two initializers are
+    Mamba's (Gu & Dao 2023) for its state-space parameters:
+    `s4d_real` is the S4D-Real init of A_log, log(n + 1) at index n of the
+    last dimension (A = -exp(A_log) = -(n + 1)); `mamba_dt` is that of the
+    time-step bias, softplus^-1(dt) with dt log-uniform in [1e-3, 1e-1]
+    (floored at 1e-4), so that softplus(dt_bias) starts at dt. Their exact
+    definitions, which the runtime and the numpy reference share, are in
+    test/lib/braid_ref/rng.py.
 
     ```mlir
     braid.param @layers.0.attn.wq normal(2.000000e-02) : tensor<64x64xf32>

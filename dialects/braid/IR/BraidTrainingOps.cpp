@@ -260,8 +260,9 @@ LogicalResult ClipCoefficientOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult StateOp::verify() {
-  if (getInit() == InitKind::Normal)
-    return emitOpError("state starts as zeros or ones, not random");
+  if (getInit() != InitKind::Zeros && getInit() != InitKind::Ones)
+    return emitOpError("state starts as zeros or ones, not ")
+           << stringifyInitKind(getInit());
   return success();
 }
 

@@ -30,18 +30,17 @@ FailureOr<Grid> Grid::parse(StringRef text, std::string &error) {
                   .str();
       return failure();
     }
-    // Pipeline stages are programs of their own, each on a contiguous
-    // block of ranks: pp is the outermost axis.
-    if (name == "pp" && !grid.names.empty()) {
-      error = "the pp axis must come first (outermost) in the grid";
-      return failure();
-    }
     if (grid.find(name)) {
       error = ("grid axis '" + name + "' appears twice").str();
       return failure();
     }
-    grid.names.push_back(name.str());
-    grid.sizes.push_back(size);
+    // Axes may be written in any order. Pipeline stages are programs of
+    // their own, each on a contiguous block of ranks, so pp is placed
+    // outermost; the other axes keep the order written (the last varies
+    // fastest over the ranks).
+    size_t at = name == "pp" ? 0 : grid.names.size();
+    grid.names.insert(grid.names.begin() + at, name.str());
+    grid.sizes.insert(grid.sizes.begin() + at, size);
   }
   if (grid.names.empty()) {
     error = "the grid has no axes";

@@ -3,6 +3,7 @@
 #define BRAID_TARGET_CPP_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace braid {
@@ -14,6 +15,14 @@ namespace braid {
 /// compiler (CPU runtime) and with nvcc (CUDA runtime).
 mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entry,
                                      llvm::raw_ostream &os);
+
+/// A test hook, set only by --braid-test-inject-fault=kind=skip-ring-step
+/// (test/lib/Transforms/InjectFault.cpp): on a ring braid.attention, the
+/// emitted ring loop leaves out the key/value block of this ring step, so
+/// that --verify's negative tests can break a ring that is not yet ops of
+/// the IR.
+inline constexpr llvm::StringLiteral kTestSkipRingStepAttr =
+    "braid_test.skip_ring_step";
 
 /// Registers the `--braid-to-cpp` translation.
 void registerToCppTranslation();

@@ -28,6 +28,7 @@
 
 #include "Emitter.h"
 
+#include "braid/Target/Cpp.h"
 #include "dialects/braid/IR/BraidOps.h"
 
 namespace braid::cpp {
@@ -169,6 +170,10 @@ LogicalResult FunctionEmitter::emitBlockAttention(Operation *op,
   };
   // Causal over contiguous chunks: a later rank's chunk is all masked.
   std::string skip = causal && !zigzag ? "src > c" : "false";
+  // --braid-test-inject-fault=kind=skip-ring-step: a broken ring for the
+  // negative tests of --verify (braid/Target/Cpp.h).
+  if (auto broken = op->getAttrOfType<IntegerAttr>(::braid::kTestSkipRingStepAttr))
+    skip = "(" + skip + ") || step == " + n(broken.getInt());
   auto loop = [&](bool backward) {
     std::string l;
     l += "{\n      const void *curK = " + ptr(k) + ", *curV = " + ptr(v) + ";\n";

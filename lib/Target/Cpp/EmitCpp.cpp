@@ -376,13 +376,32 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
       kind = module.lookupSymbol<StateOp>(p.name).getInit();
     }
     std::string init = "BRAID_INIT_NORMAL";
-    if (kind == InitKind::Zeros)
+    // s4d_real's period: the last dimension of the global tensor.
+    int64_t bound = 0;
+    switch (kind) {
+    case InitKind::Normal:
+      break;
+    case InitKind::Zeros:
       init = "BRAID_INIT_ZEROS";
-    else if (kind == InitKind::Ones)
+      break;
+    case InitKind::Ones:
       init = "BRAID_INIT_ONES";
+      break;
+    case InitKind::S4DReal: {
+      init = "BRAID_INIT_S4D_REAL";
+      auto sharded = shardings.find(p.name);
+      bound = sharded != shardings.end() ? sharded->second.globalShape.back()
+                                         : p.type.getShape().back();
+      break;
+    }
+    case InitKind::MambaDt:
+      init = "BRAID_INIT_MAMBA_DT";
+      break;
+    }
     os << "  {" << quoted(p.name) << ", " << dtypeName(p.type) << ", "
        << p.type.getRank() << ", " << paramShapes[i] << ", " << init << ", "
-       << literal(std) << ", 0, " << p.offset << paramShardings[i];
+       << literal(std) << ", " << bound << ", " << p.offset
+       << paramShardings[i];
     // A lower pipeline rank holds this tensor too, and dumps it.
     if (mirrors.contains(p.name))
       os << (paramShardings[i].empty() ? ", nullptr, nullptr" : "") << ", 1";

@@ -44,6 +44,9 @@ typedef enum braid_init {
   BRAID_INIT_ZEROS = 1,
   BRAID_INIT_ONES = 2,
   BRAID_INIT_TOKENS = 3, /* integers uniform in [0, bound) */
+  /* Mamba's state-space inits (exact definitions: braid_ref/rng.py). */
+  BRAID_INIT_S4D_REAL = 4, /* log(1 + i mod bound), bound the last dimension */
+  BRAID_INIT_MAMBA_DT = 5, /* softplus^-1(dt), dt log-uniform in [1e-3, 0.1] */
 } braid_init;
 
 /* Pointwise functions; the numbering is shared with the compiler. */
@@ -70,7 +73,8 @@ typedef enum braid_redop {
 
 /* A tensor the program owns at a fixed arena offset: parameters and inputs.
  * `init` says how the runtime fills it before the first step; `bound` is the
- * exclusive upper bound of BRAID_INIT_TOKENS draws. */
+ * exclusive upper bound of BRAID_INIT_TOKENS draws and the period (the global
+ * last dimension) of BRAID_INIT_S4D_REAL. */
 typedef struct braid_tensor_desc {
   const char *name;
   braid_dtype dtype;

@@ -15,6 +15,16 @@ braid.param @w zeros(0.5) : tensor<4xf32>
 
 // -----
 
+// expected-error @+1 {{'mamba_dt' initialization takes no standard deviation}}
+braid.param @w mamba_dt(0.5) : tensor<4xf32>
+
+// -----
+
+// expected-error @+1 {{'s4d_real' initialization runs along the last dimension: it needs a tensor of rank at least 1}}
+braid.param @w s4d_real : tensor<f32>
+
+// -----
+
 // expected-error @+1 {{'braid.param' op attribute 'type' failed to satisfy constraint}}
 braid.param @w zeros : tensor<?x4xf32>
 

@@ -9,7 +9,11 @@ module attributes {braid.model = {name = "ops", family = "llama", hidden = 32 : 
 // CHECK: braid.param @bias zeros : tensor<32xbf16>
 braid.param @layers.0.wq normal(0.02) : tensor<32x32xf32>
 braid.param @norm ones : tensor<32xf32>
+// CHECK: braid.param @A_log s4d_real : tensor<64x16xf32>
+// CHECK: braid.param @dt_bias mamba_dt : tensor<64xf32>
 braid.param @bias zeros : tensor<32xbf16>
+braid.param @A_log s4d_real : tensor<64x16xf32>
+braid.param @dt_bias mamba_dt : tensor<64xf32>
 
 // CHECK-LABEL: func.func @params
 func.func @params() -> tensor<32x32xf32> {

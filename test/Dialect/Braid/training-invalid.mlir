@@ -223,8 +223,13 @@ func.func @f(%e: tensor<4x6x8xf32>, %w: tensor<16x2xf32>, %i: tensor<16x1xi32>, 
 // State and updates
 //===----------------------------------------------------------------------===//
 
-// expected-error @+1 {{'braid.state' op state starts as zeros or ones, not random}}
+// expected-error @+1 {{'braid.state' op state starts as zeros or ones, not normal}}
 braid.state @s normal : tensor<4xf32>
+
+// -----
+
+// expected-error @+1 {{'braid.state' op state starts as zeros or ones, not s4d_real}}
+braid.state @s s4d_real : tensor<4xf32>
 
 // -----
 

@@ -3,8 +3,8 @@ the differential tests (spmd-verify.py, cp-verify.py, pipeline-verify.py).
 
 Presets are built with the Python builder at its defaults (MoE capacity
 factor 1.25, capacity per group of one sequence); suffixes "-b<N>", "-l<N>",
-"-s<N>" and "-c<F>" build batch N, N layers, sequence length N and capacity
-factor F. Every run is STEPS AdamW steps at braid-run's defaults (eps 1e-8):
+"-s<N>", "-h<N>" and "-c<F>" build batch N, N layers, sequence length N, N
+attention heads and capacity factor F. Every run is STEPS AdamW steps at braid-run's defaults (eps 1e-8):
 braid-run --verify judges step 1's gradients and updates and every step's
 loss (tools/braid-run/Verify.h). For models with experts, the runner also
 counts the assignments the 1-rank run dropped (its router logits, routed and
@@ -29,8 +29,9 @@ STEPS = 10
 def build(work, preset):
     name, extra = preset, []
     # Suffixes, in any order: -b<N> batch, -l<N> layers, -s<N> sequence,
-    # -c<F> capacity factor.
-    flag = {"b": "--batch", "l": "--layers", "s": "--seq", "c": "--capacity-factor"}
+    # -h<N> attention heads, -c<F> capacity factor.
+    flag = {"b": "--batch", "l": "--layers", "s": "--seq", "h": "--heads",
+            "c": "--capacity-factor"}
     while True:
         stem, _, suffix = name.rpartition("-")
         if suffix[:1] in flag and re.fullmatch(r"\d+(\.\d+)?", suffix[1:]):
@@ -72,10 +73,12 @@ def dropped_assignments(model_path, dump_dir):
     return dropped, total
 
 
-def run(work, matrix):
+def run(work, matrix, expect="PASS"):
     """Prints one line per case; returns the built models by preset, the
     failures and, per case label of a model with experts, its (dropped,
-    all) assignments of step 1."""
+    all) assignments of step 1. With expect="FAIL" (broken plans: a case's
+    flags inject a fault) a case fails unless --verify judged it FAIL and
+    exited 1."""
     paths, failures, drops = {}, [], {}
     for n, (preset, flags) in enumerate(matrix):
         if preset not in paths:
@@ -88,13 +91,16 @@ def run(work, matrix):
         lines = [l for l in r.stdout.splitlines() if l.startswith("verify:")]
         label = f"{preset} {' '.join(flags)}"
         extra = ""
-        if r.returncode == 0:
+        if r.returncode == 0 and expect == "PASS":
             counted = dropped_assignments(paths[preset], os.path.join(dump, "reference"))
             if counted is not None:
                 drops[label] = counted
                 extra = f"; dropped {counted[0]} of {counted[1]} assignments"
         print(f"{label}: {'; '.join(l[8:] for l in lines)}{extra} ({time.time() - start:.1f} s)")
-        if r.returncode != 0 or "verify: PASS" not in lines:
-            failures.append(f"{label}: exit {r.returncode}\n{r.stdout}{r.stderr}")
+        judged = (r.returncode == 0 and "verify: PASS" in lines if expect == "PASS"
+                  else r.returncode == 1 and any(l.startswith("verify: FAIL") for l in lines))
+        if not judged:
+            failures.append(f"{label}: expected verify: {expect}, exit {r.returncode}\n"
+                            f"{r.stdout}{r.stderr}")
         subprocess.run(["rm", "-rf", dump])
     return paths, failures, drops

@@ -33,6 +33,15 @@ sharding yields the same global tensor.
    bf16). x2 and x3 are unused by normal draws. `zeros` and `ones` are the
    constants 0 and 1 (no draw).
 
+3b. Mamba's state-space inits (Gu & Dao 2023), in IEEE double, rounded as in
+   step 3:
+   `s4d_real` (A_log; S4D-Real, A = -exp(A_log) = -(n + 1)):
+       value = ln(1 + (i mod N)), N the tensor's last dimension (global);
+   `mamba_dt` (the time-step bias, so that softplus(bias) = dt at init):
+       u  = x3 * 2^-32                in [0, 1)
+       dt = max(exp(u (ln 0.1 - ln 0.001) + ln 0.001), 1e-4)
+       value = dt + ln(-expm1(-dt))   (softplus^-1(dt))
+
 4. Integer draw (token / label inputs of the step function), uniform in
    [0, n): with x2 from step 2 under the name "tokens" or "labels",
        value = floor(x2 * 2^-32 * n) = (x2 * n) >> 32   (exact integer arithmetic)
@@ -54,7 +63,7 @@ import math
 import numpy as np
 
 __all__ = ["fnv1a64", "key_of", "philox4x32_10", "bits", "normal", "normal_exact",
-           "uniform_int", "param_values", "round_bf16", "DTYPES"]
+           "uniform_int", "mamba_dt_bias", "param_values", "round_bf16", "DTYPES"]
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
@@ -129,6 +138,23 @@ def normal_exact(seed: int, name: str, start: int, stop: int) -> np.ndarray:
     return np.array(vals, dtype=np.float64)
 
 
+def mamba_dt_bias(seed: int, name: str, start: int, stop: int, exact: bool = False) -> np.ndarray:
+    """Mamba's time-step bias softplus^-1(dt), dt log-uniform in [1e-3, 0.1]
+    (floored at 1e-4), for the global indices [start, stop) (float64)."""
+    lo, hi = math.log(1e-3), math.log(1e-1)
+    out = np.empty(stop - start, dtype=np.float64)
+    for a, b in _chunks(start, stop):
+        _, _, _, x3 = bits(seed, name, a, b)
+        u = x3.astype(np.float64) * _TWO_M32
+        if exact:
+            dts = [max(math.exp(float(x) * (hi - lo) + lo), 1e-4) for x in u]
+            out[a - start:b - start] = [d + math.log(-math.expm1(-d)) for d in dts]
+        else:
+            dt = np.maximum(np.exp(u * (hi - lo) + lo), 1e-4)
+            out[a - start:b - start] = dt + np.log(-np.expm1(-dt))
+    return out
+
+
 def uniform_int(seed: int, name: str, n: int, start: int, stop: int) -> np.ndarray:
     """Integers uniform in [0, n) for the global indices [start, stop): (x2 * n) >> 32."""
     if not 1 <= n < 2 ** 32:
@@ -158,7 +184,8 @@ DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.float32, "f64": np.fl
 def param_values(seed: int, name: str, shape, init: str, std=None, dtype: str = "f32",
                  start: int = 0, stop=None, exact: bool = False) -> np.ndarray:
     """Elements [start, stop) (row-major global indices) of parameter `name` of
-    `shape` with init "normal" (needs std), "zeros" or "ones", in `dtype`.
+    `shape` with init "normal" (needs std), "zeros", "ones", "s4d_real" or
+    "mamba_dt", in `dtype`.
     The whole tensor (reshaped to `shape`) when start/stop are not given;
     otherwise the flat slice. "f64" keeps the unrounded double values."""
     if dtype not in DTYPES:
@@ -175,6 +202,14 @@ def param_values(seed: int, name: str, shape, init: str, std=None, dtype: str = 
         v = float(std) * draw(seed, name, start, stop)
     elif init in ("zeros", "ones"):
         v = np.full(stop - start, 0.0 if init == "zeros" else 1.0)
+    elif init == "s4d_real":
+        if not shape:
+            raise ValueError(f"{name}: s4d_real init needs a tensor of rank >= 1")
+        n = np.arange(start, stop, dtype=np.uint64) % np.uint64(shape[-1])
+        v = (np.log(1.0 + n.astype(np.float64)) if not exact
+             else np.array([math.log(1.0 + float(k)) for k in n], dtype=np.float64))
+    elif init == "mamba_dt":
+        v = mamba_dt_bias(seed, name, start, stop, exact)
     else:
         raise ValueError(f"{name}: unknown init {init!r}")
     v = v.astype(DTYPES[dtype])

@@ -1,0 +1,300 @@
+//===- InjectFault.cpp - break a partitioned program on purpose -----------===//
+//
+// --braid-test-inject-fault=kind=K rewrites a partitioned (lowered) module
+// into a wrong plan of one known kind, so that tests can show that
+// braid-run --verify fails it: a checker is trusted only once it has been
+// seen failing a broken plan. braid-run's hidden --inject-fault=K runs this
+// pass on the partitioned program before it is emitted (never on the 1-rank
+// reference). Each kind edits the first op that it applies to, in the
+// module's walk order:
+//
+//   drop-all-reduce    a shard.all_reduce of a tensor (rank >= 1) is removed:
+//                      its users read the rank's partial value
+//   wrong-axis         a shard.all_reduce over one axis of a grid of several
+//                      reduces over the next axis instead (cyclically)
+//   drop-state-carry   a braid.selective_scan loses its context_axes: each
+//                      rank's chunk of the sequence starts from a zero state
+//                      instead of the state the previous ranks carry into it
+//   zero-offset        a ZeRO update (zero_axes) of a whole gradient updates
+//                      this rank's range of the parameter with the gradient's
+//                      first range, on every rank (a wrong shard offset)
+//   swap-microbatches  of the dist.microbatch ops reading one input (the
+//                      first found), micro-batches 0 and 1 trade places:
+//                      that input is paired with another micro-batch's rest
+//   corrupt-replica    the result of a shard.all_reduce over one axis (a
+//                      value every rank of that axis holds whole) stays
+//                      right on coordinate 0 but, on the other ranks, has its
+//                      block of dim 0 replaced by the first block: only a
+//                      check of every rank's copy sees it
+//   skip-ring-step     a ring braid.attention skips ring step 1 (the key and
+//                      value block of the previous rank): the emitter's ring
+//                      loop honours braid_test.skip_ring_step, which only
+//                      this pass sets (ring steps are not yet ops of the IR)
+//
+// A module with nothing of the kind is an error (a test that injects nothing
+// would pass for the wrong reason).
+//
+//===----------------------------------------------------------------------===//
+
+#include "test/lib/Transforms/InjectFault.h"
+
+#include "braid/Target/Cpp.h"
+#include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/Transforms/Sharding.h"
+#include "dialects/dist/IR/DistDialect.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+/// The first op of type OpTy in walk order for which `pred` holds.
+template <typename OpTy, typename Pred>
+OpTy findFirst(ModuleOp module, Pred pred) {
+  OpTy found;
+  module.walk([&](OpTy op) {
+    if (!pred(op))
+      return WalkResult::advance();
+    found = op;
+    return WalkResult::interrupt();
+  });
+  return found;
+}
+
+LogicalResult dropAllReduce(ModuleOp module) {
+  auto op = findFirst<shard::AllReduceOp>(module, [](shard::AllReduceOp op) {
+    return cast<RankedTensorType>(op.getType()).getRank() >= 1;
+  });
+  if (!op)
+    return module.emitError("drop-all-reduce: no shard.all_reduce of a tensor");
+  op.getResult().replaceAllUsesWith(op.getInput());
+  op.erase();
+  return success();
+}
+
+LogicalResult wrongAxis(ModuleOp module) {
+  std::optional<Grid> grid = Grid::of(module);
+  if (!grid || grid->names.size() < 2)
+    return module.emitError("wrong-axis: needs a grid of two axes or more");
+  auto op = findFirst<shard::AllReduceOp>(module, [](shard::AllReduceOp op) {
+    return op.getGridAxes().size() == 1;
+  });
+  if (!op)
+    return module.emitError("wrong-axis: no shard.all_reduce over one axis");
+  int16_t axis = (op.getGridAxes()[0] + 1) % int16_t(grid->names.size());
+  op.setGridAxes(SmallVector<int16_t>{axis});
+  return success();
+}
+
+LogicalResult dropStateCarry(ModuleOp module) {
+  auto op = findFirst<SelectiveScanOp>(
+      module, [](SelectiveScanOp op) { return bool(op.getContextAxesAttr()); });
+  if (!op)
+    return module.emitError(
+        "drop-state-carry: no braid.selective_scan with context_axes");
+  op.removeContextAxesAttr();
+  return success();
+}
+
+/// The ZeRO update's gradient replaced by its first range on every rank:
+/// the flat gradient's block floor(c / n) = 0 of n ranks (braid.slice with
+/// replicas n), which the emitter takes as this rank's range.
+template <typename UpdateOp>
+UpdateOp firstWholeZeroUpdate(ModuleOp module) {
+  return findFirst<UpdateOp>(module, [&](UpdateOp op) {
+    if (!op.getZeroAxesAttr())
+      return false;
+    auto param = module.lookupSymbol<ParamOp>(op.getParamAttr());
+    return param && cast<RankedTensorType>(op.getGrad().getType())
+                            .getNumElements() ==
+                        param.getTensorType().getNumElements();
+  });
+}
+
+template <typename UpdateOp>
+LogicalResult shiftZeroRange(ModuleOp module, UpdateOp op, const Grid &grid) {
+  int64_t ranks = 1;
+  for (Attribute name : op.getZeroAxesAttr()) {
+    std::optional<int16_t> axis =
+        grid.find(cast<StringAttr>(name).getValue());
+    if (!axis)
+      return op.emitError("zero-offset: zero_axes name no axis of the grid");
+    ranks *= grid.sizes[*axis];
+  }
+  auto type = cast<RankedTensorType>(op.getGrad().getType());
+  int64_t whole = type.getNumElements();
+  if (ranks < 2 || whole % ranks)
+    return op.emitError("zero-offset: the update is not split over ranks");
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value flat = ReshapeOp::create(
+      b, loc, RankedTensorType::get({whole}, type.getElementType()),
+      op.getGrad());
+  Value first = SliceOp::create(
+      b, loc, RankedTensorType::get({whole / ranks}, type.getElementType()),
+      flat, op.getZeroAxesAttr(), /*dim=*/0, /*replicas=*/ranks);
+  op.getGradMutable().assign(first);
+  return success();
+}
+
+LogicalResult zeroOffset(ModuleOp module) {
+  std::optional<Grid> grid = Grid::of(module);
+  if (!grid)
+    return module.emitError("zero-offset: the module is not partitioned");
+  if (auto op = firstWholeZeroUpdate<AdamWUpdateOp>(module))
+    return shiftZeroRange(module, op, *grid);
+  if (auto op = firstWholeZeroUpdate<SGDUpdateOp>(module))
+    return shiftZeroRange(module, op, *grid);
+  return module.emitError(
+      "zero-offset: no ZeRO update of a whole gradient (ZeRO-1; ZeRO-2 and "
+      "3 reduce-scatter it)");
+}
+
+LogicalResult swapMicrobatches(ModuleOp module) {
+  auto first = findFirst<dist::MicrobatchOp>(
+      module, [](dist::MicrobatchOp op) { return op.getCount() >= 2; });
+  if (!first)
+    return module.emitError(
+        "swap-microbatches: no dist.microbatch of two micro-batches or more");
+  Value input = first.getInput();
+  dist::MicrobatchOp zero, one;
+  for (Operation *user : input.getUsers())
+    if (auto mb = dyn_cast<dist::MicrobatchOp>(user)) {
+      if (mb.getIndex() == 0 && !zero)
+        zero = mb;
+      else if (mb.getIndex() == 1 && !one)
+        one = mb;
+    }
+  if (!zero || !one)
+    return first.emitError("swap-microbatches: micro-batches 0 and 1 of this "
+                           "input are not both taken");
+  zero.setIndex(1);
+  one.setIndex(0);
+  return success();
+}
+
+/// v - own(v) + first(v): own(v) is v's block c of dim 0 in place (zeros
+/// elsewhere), first(v) its block 0 in place; on coordinate c = 0 the two
+/// cancel.
+LogicalResult corruptReplica(ModuleOp module) {
+  std::optional<Grid> grid = Grid::of(module);
+  if (!grid)
+    return module.emitError("corrupt-replica: the module is not partitioned");
+  auto op = findFirst<shard::AllReduceOp>(module, [&](shard::AllReduceOp op) {
+    auto type = cast<RankedTensorType>(op.getType());
+    return op.getGridAxes().size() == 1 && type.getRank() >= 1 &&
+           type.getDimSize(0) % grid->sizes[op.getGridAxes()[0]] == 0;
+  });
+  if (!op)
+    return module.emitError("corrupt-replica: no shard.all_reduce over one "
+                            "axis that divides its result's dim 0");
+  auto type = cast<RankedTensorType>(op.getType());
+  int16_t axis = op.getGridAxes()[0];
+  int64_t ranks = grid->sizes[axis];
+  SmallVector<int64_t> blockShape(type.getShape());
+  blockShape[0] /= ranks;
+  RankedTensorType block = type.clone(blockShape);
+  ArrayAttr axes = grid->nameAttr(op.getContext(), {axis});
+  OpBuilder b(op.getContext());
+  b.setInsertionPointAfter(op);
+  Location loc = op.getLoc();
+  Value v = op.getResult();
+  // The uses to break, taken before the new ops add their own.
+  SmallVector<OpOperand *> uses;
+  for (OpOperand &use : v.getUses())
+    uses.push_back(&use);
+  auto inPlace = [&](int64_t replicas) -> Value {
+    Value part = SliceOp::create(b, loc, block, v, axes, 0, replicas);
+    return UnsliceOp::create(b, loc, type, part, axes, 0, replicas);
+  };
+  Value own = inPlace(1), first = inPlace(ranks);
+  Value broken = AddOp::create(
+      b, loc, type, v,
+      AddOp::create(b, loc, type, NegOp::create(b, loc, type, own), first));
+  for (OpOperand *use : uses)
+    use->set(broken);
+  return success();
+}
+
+LogicalResult skipRingStep(ModuleOp module) {
+  auto op = findFirst<AttentionOp>(
+      module, [](AttentionOp op) { return bool(op.getRingAxesAttr()); });
+  if (!op)
+    return module.emitError("skip-ring-step: no braid.attention with ring_axes");
+  op->setAttr(::braid::kTestSkipRingStepAttr,
+              IntegerAttr::get(IntegerType::get(op.getContext(), 64), 1));
+  return success();
+}
+
+struct InjectFaultPass
+    : public PassWrapper<InjectFaultPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InjectFaultPass)
+
+  InjectFaultPass() = default;
+  InjectFaultPass(const InjectFaultPass &other) : PassWrapper(other) {}
+  explicit InjectFaultPass(StringRef k) { kind = k.str(); }
+
+  StringRef getArgument() const final { return "braid-test-inject-fault"; }
+  StringRef getDescription() const final {
+    return "Break a partitioned program in one known way (tests of "
+           "braid-run --verify)";
+  }
+  void getDependentDialects(DialectRegistry &registry) const final {
+    registry.insert<BraidDialect>();
+  }
+
+  void runOnOperation() final {
+    ModuleOp module = getOperation();
+    LogicalResult done = failure();
+    if (kind == "drop-all-reduce")
+      done = dropAllReduce(module);
+    else if (kind == "wrong-axis")
+      done = wrongAxis(module);
+    else if (kind == "drop-state-carry")
+      done = dropStateCarry(module);
+    else if (kind == "zero-offset")
+      done = zeroOffset(module);
+    else if (kind == "swap-microbatches")
+      done = swapMicrobatches(module);
+    else if (kind == "corrupt-replica")
+      done = corruptReplica(module);
+    else if (kind == "skip-ring-step")
+      done = skipRingStep(module);
+    else
+      module.emitError("unknown fault '")
+          << kind << "' (" << llvm::join(::braid::test::faultKinds(), ", ")
+          << ")";
+    if (failed(done))
+      signalPassFailure();
+  }
+
+  Option<std::string> kind{*this, "kind",
+                           llvm::cl::desc("The fault to inject")};
+};
+
+} // namespace
+
+namespace braid::test {
+
+ArrayRef<StringRef> faultKinds() {
+  static const StringRef kinds[] = {"drop-all-reduce",  "wrong-axis",
+                                    "drop-state-carry", "zero-offset",
+                                    "swap-microbatches", "corrupt-replica",
+                                    "skip-ring-step"};
+  return kinds;
+}
+
+std::unique_ptr<Pass> createInjectFaultPass(StringRef kind) {
+  return std::make_unique<InjectFaultPass>(kind);
+}
+
+void registerTestPasses() { PassRegistration<InjectFaultPass>(); }
+
+} // namespace braid::test
