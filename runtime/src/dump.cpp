@@ -21,19 +21,23 @@ namespace braid::rt {
 
 namespace {
 
-/// Writes host data as DIR/<file><suffix>.npy ('/' in `file` becomes '.').
+/// Writes host data as DIR/<prefix><file><suffix>.npy ('/' in `file` becomes
+/// '.'), and in step 1 with --dump-first-step also as
+/// DIR/<prefix>step1.<file><suffix>.npy.
 void writeDump(braid_rt *rt, const std::string &file, const void *host, braid_dtype dtype,
-               const std::vector<int64_t> &shape) {
+               const std::vector<int64_t> &shape, const std::string &prefix = "") {
   std::string name = file;
   for (char &c : name)
     if (c == '/')
       c = '.';
   std::string error;
-  std::string path = rt->options.dumpDir + "/" + name + rt->options.dumpSuffix + ".npy";
+  std::string path =
+      rt->options.dumpDir + "/" + prefix + name + rt->options.dumpSuffix + ".npy";
   if (!npy::writeTensor(path, dtype, shape, host, &error))
     fatal("dump: %s", error.c_str());
   if (rt->options.dumpFirstStep && rt->step == 1) {
-    path = rt->options.dumpDir + "/step1." + name + rt->options.dumpSuffix + ".npy";
+    path = rt->options.dumpDir + "/" + prefix + "step1." + name + rt->options.dumpSuffix +
+           ".npy";
     if (!npy::writeTensor(path, dtype, shape, host, &error))
       fatal("dump: %s", error.c_str());
   }
@@ -104,8 +108,8 @@ int32_t rankOf(const Grid &grid, const std::vector<int32_t> &coords) {
   return int32_t(rank);
 }
 
-/// Writes DIR/replicas.<file>.npy (and replicas.step1.<file> in step 1 with
-/// --dump-first-step): rows (rank, max |copy - kept copy|).
+/// Writes DIR/replicas.<file>.npy (as writeDump, step 1 included): rows
+/// (rank, max |copy - kept copy|).
 void writeReplicas(braid_rt *rt, const std::string &file,
                    const std::vector<std::pair<int32_t, double>> &copies) {
   std::vector<float> rows;
@@ -113,20 +117,7 @@ void writeReplicas(braid_rt *rt, const std::string &file,
     rows.push_back(float(rank));
     rows.push_back(float(d));
   }
-  std::string name = file;
-  for (char &c : name)
-    if (c == '/')
-      c = '.';
-  std::vector<int64_t> shape = {int64_t(copies.size()), 2};
-  std::string error;
-  for (const std::string &stem :
-       {name, rt->options.dumpFirstStep && rt->step == 1 ? "step1." + name : std::string()}) {
-    if (stem.empty())
-      continue;
-    std::string path = rt->options.dumpDir + "/replicas." + stem + ".npy";
-    if (!npy::writeTensor(path, BRAID_F32, shape, rows.data(), &error))
-      fatal("dump: %s", error.c_str());
-  }
+  writeDump(rt, file, rows.data(), BRAID_F32, {int64_t(copies.size()), 2}, "replicas.");
 }
 
 std::string shapeString(const std::vector<int64_t> &shape) {

@@ -141,23 +141,6 @@ bool setScale(const RunRecord &b, const std::set<std::string> &stems,
   return true;
 }
 
-/// Compares the `stems` of both runs, each tensor against its own largest
-/// value (at least kVanishing of the set's).
-bool compareDumps(const RunRecord &a, const RunRecord &b,
-                  const std::set<std::string> &stems, Difference *out,
-                  std::string *error) {
-  double scale;
-  if (!setScale(b, stems, &scale, error))
-    return false;
-  for (const std::string &stem : stems) {
-    NpyArray x, y;
-    if (!readPair(a, b, stem, &x, &y, error))
-      return false;
-    out->add(relativeDifference(x.values, y.values, kVanishing * scale), stem);
-  }
-  return true;
-}
-
 /// Folds DIR/replicas.<stem>.npy (rows: rank, max |copy - kept copy|), if
 /// the partitioned run wrote it, into `out`, each copy measured against
 /// `scale` (the tensor's own measure).
@@ -182,13 +165,25 @@ bool addCopies(const RunRecord &a, const std::string &stem, double scale,
   return true;
 }
 
-/// The scale a tensor of the 1-rank run is measured against (Verify.h).
-bool tensorScale(const RunRecord &b, const std::string &stem, double setScale,
-                 double *scale, std::string *error) {
-  NpyArray y;
-  if (!readDump(b.dumpDir, stem, &y, error))
+/// Compares the `stems` of both runs, each tensor against its own largest
+/// value (at least kVanishing of the set's); with `copies`, also folds the
+/// partitioned run's other copies of each tensor into it, on the same measure.
+bool compareDumps(const RunRecord &a, const RunRecord &b,
+                  const std::set<std::string> &stems, Difference *out,
+                  Difference *copies, std::string *error) {
+  double scale;
+  if (!setScale(b, stems, &scale, error))
     return false;
-  *scale = std::max(maxAbs(y.values), kVanishing * setScale);
+  for (const std::string &stem : stems) {
+    NpyArray x, y;
+    if (!readPair(a, b, stem, &x, &y, error))
+      return false;
+    out->add(relativeDifference(x.values, y.values, kVanishing * scale), stem);
+    if (copies &&
+        !addCopies(a, stem, std::max(maxAbs(y.values), kVanishing * scale),
+                   copies, error))
+      return false;
+  }
   return true;
 }
 
@@ -315,17 +310,8 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
                      error))
     return false;
   if (!compareDumps(partitioned, reference, gradients, &verdict.gradients,
-                    error))
+                    &verdict.copies, error))
     return false;
-  double gradScale;
-  if (!setScale(reference, gradients, &gradScale, error))
-    return false;
-  for (const std::string &stem : gradients) {
-    double scale;
-    if (!tensorScale(reference, stem, gradScale, &scale, error) ||
-        !addCopies(partitioned, stem, scale, &verdict.copies, error))
-      return false;
-  }
 
   // Step 1 replayed on the partitioned run's own gradients, clipped by the
   // global norm it implies (each parameter's gradient counted once).
@@ -400,7 +386,8 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
     if (!matchingDumps(partitioned, reference, "updated.", nullptr, &final,
                        error))
       return false;
-    if (!compareDumps(partitioned, reference, final, &verdict.drift, error))
+    if (!compareDumps(partitioned, reference, final, &verdict.drift,
+                      /*copies=*/nullptr, error))
       return false;
   }
   *out = verdict;

@@ -60,16 +60,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "Build.h"
-#include "test/lib/Transforms/InjectFault.h"
 #include "Launch.h"
 #include "NpyReader.h"
 #include "Verify.h"
+
+#include "test/lib/Transforms/InjectFault.h"
 
 #include "braid/InitAllDialects.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "braid/Pipelines.h"
 #include "braid/Target/Cpp.h"
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/Sharding.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/AsmParser/AsmParserState.h"
@@ -268,20 +270,19 @@ static FailureOr<int64_t> gridRanks(StringRef spec) {
   return ranks;
 }
 
-/// The grid with its pp axis (if any) moved first: axes may be written in
-/// any order, and each pipeline stage is a program of its own on a
-/// contiguous block of ranks, so pp is outermost; the other axes keep their
-/// order, the last varying fastest (neighbouring ranks). The partitioner
-/// places pp alike (Grid::parse), so program and runtime see one grid.
-static std::string withPipelineOutermost(StringRef spec) {
-  SmallVector<StringRef> parts;
-  spec.split(parts, ',', -1, /*KeepEmpty=*/false);
-  std::string pp, rest;
-  for (StringRef part : parts) {
-    std::string &to = part.split('=').first.trim() == "pp" ? pp : rest;
-    to += (to.empty() ? "" : ",") + part.trim().str();
-  }
-  return pp.empty() ? rest : rest.empty() ? pp : pp + "," + rest;
+/// The grid as the partitioner lays it out (Grid::parse: axes in any order,
+/// pp placed outermost, the others as written), so that the runtime's --grid
+/// names the program's grid. A grid the partitioner refuses stays as written:
+/// the pipeline reports it.
+static std::string partitionerGrid(StringRef spec) {
+  std::string error;
+  FailureOr<mlir::braid::Grid> grid = mlir::braid::Grid::parse(spec, error);
+  if (failed(grid))
+    return spec.str();
+  std::string out;
+  for (auto [name, size] : llvm::zip(grid->names, grid->sizes))
+    out += (out.empty() ? "" : ",") + name + "=" + std::to_string(size);
+  return out;
 }
 
 /// FILE with ".stage<S>" before its extension (prog.cpp -> prog.stage0.cpp),
@@ -297,11 +298,10 @@ static std::string stageFile(StringRef file, size_t stage) {
 }
 
 /// The step functions to build as programs: one per pp coordinate when the
-/// lowering pipelined or micro-batched the step (kPipelineEntriesAttr; a pp
-/// axis must then be the grid's outermost, so that the ranks of a stage are
-/// contiguous), else --entry alone.
-static FailureOr<SmallVector<std::string>> programEntries(ModuleOp module,
-                                                          StringRef grid) {
+/// lowering pipelined or micro-batched the step (kPipelineEntriesAttr; the
+/// partitioner placed pp outermost, so the ranks of a stage are contiguous),
+/// else --entry alone.
+static FailureOr<SmallVector<std::string>> programEntries(ModuleOp module) {
   Attribute attr = module->getAttr(::braid::kPipelineEntriesAttr);
   if (!attr)
     return SmallVector<std::string>{entry};
@@ -317,21 +317,14 @@ static FailureOr<SmallVector<std::string>> programEntries(ModuleOp module,
                        << attr;
     return failure();
   }
-  // The grid was checked by gridRanks.
   int64_t pp = 1;
-  bool outermost = true;
-  SmallVector<StringRef> axes;
-  grid.split(axes, ',', -1, /*KeepEmpty=*/false);
-  for (auto [i, axis] : llvm::enumerate(axes)) {
-    auto [name, size] = axis.split('=');
-    if (name.trim() == "pp" && !size.trim().getAsInteger(10, pp))
-      outermost = i == 0;
-  }
-  if (int64_t(names.size()) != pp || (pp > 1 && !outermost)) {
+  if (std::optional<mlir::braid::Grid> grid = mlir::braid::Grid::of(module))
+    if (std::optional<int16_t> axis = grid->find("pp"))
+      pp = grid->sizes[*axis];
+  if (int64_t(names.size()) != pp) {
     fail("the pipelined program has " + Twine(names.size()) +
-         " stages, one per coordinate of a pp axis that must be the grid's "
-         "outermost (the grid is '" +
-         grid + "')");
+         " stages, not one per coordinate of its grid's pp axis (" +
+         Twine(pp) + ")");
     return failure();
   }
   return names;
@@ -383,7 +376,7 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit) {
       return failure();
   }
 
-  FailureOr<SmallVector<std::string>> entries = programEntries(module, grid);
+  FailureOr<SmallVector<std::string>> entries = programEntries(module);
   if (failed(entries))
     return failure();
   // One file per program when there are several (micro-batching alone
@@ -466,7 +459,7 @@ int main(int argc, char **argv) {
     if (failed(n))
       return 1;
     ranks = *n;
-    gridSpec.setValue(withPipelineOutermost(gridSpec));
+    gridSpec.setValue(partitionerGrid(gridSpec));
   }
   if (verifyRuns && gridSpec.empty() && microbatches == 1)
     return fail("--verify compares a partitioned or micro-batched run with "

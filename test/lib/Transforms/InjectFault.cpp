@@ -119,7 +119,7 @@ UpdateOp firstWholeZeroUpdate(ModuleOp module) {
 }
 
 template <typename UpdateOp>
-LogicalResult shiftZeroRange(ModuleOp module, UpdateOp op, const Grid &grid) {
+LogicalResult shiftZeroRange(UpdateOp op, const Grid &grid) {
   int64_t ranks = 1;
   for (Attribute name : op.getZeroAxesAttr()) {
     std::optional<int16_t> axis =
@@ -149,9 +149,9 @@ LogicalResult zeroOffset(ModuleOp module) {
   if (!grid)
     return module.emitError("zero-offset: the module is not partitioned");
   if (auto op = firstWholeZeroUpdate<AdamWUpdateOp>(module))
-    return shiftZeroRange(module, op, *grid);
+    return shiftZeroRange(op, *grid);
   if (auto op = firstWholeZeroUpdate<SGDUpdateOp>(module))
-    return shiftZeroRange(module, op, *grid);
+    return shiftZeroRange(op, *grid);
   return module.emitError(
       "zero-offset: no ZeRO update of a whole gradient (ZeRO-1; ZeRO-2 and "
       "3 reduce-scatter it)");
@@ -233,6 +233,18 @@ LogicalResult skipRingStep(ModuleOp module) {
   return success();
 }
 
+/// The faults by name, in the order the pass lists them.
+struct Fault {
+  StringRef kind;
+  LogicalResult (*inject)(ModuleOp);
+};
+constexpr Fault kFaults[] = {
+    {"drop-all-reduce", dropAllReduce},   {"wrong-axis", wrongAxis},
+    {"drop-state-carry", dropStateCarry}, {"zero-offset", zeroOffset},
+    {"swap-microbatches", swapMicrobatches},
+    {"corrupt-replica", corruptReplica},  {"skip-ring-step", skipRingStep},
+};
+
 struct InjectFaultPass
     : public PassWrapper<InjectFaultPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InjectFaultPass)
@@ -252,26 +264,15 @@ struct InjectFaultPass
 
   void runOnOperation() final {
     ModuleOp module = getOperation();
-    LogicalResult done = failure();
-    if (kind == "drop-all-reduce")
-      done = dropAllReduce(module);
-    else if (kind == "wrong-axis")
-      done = wrongAxis(module);
-    else if (kind == "drop-state-carry")
-      done = dropStateCarry(module);
-    else if (kind == "zero-offset")
-      done = zeroOffset(module);
-    else if (kind == "swap-microbatches")
-      done = swapMicrobatches(module);
-    else if (kind == "corrupt-replica")
-      done = corruptReplica(module);
-    else if (kind == "skip-ring-step")
-      done = skipRingStep(module);
-    else
+    const Fault *fault = llvm::find_if(
+        kFaults, [&](const Fault &f) { return f.kind == kind; });
+    if (fault == std::end(kFaults)) {
       module.emitError("unknown fault '")
           << kind << "' (" << llvm::join(::braid::test::faultKinds(), ", ")
           << ")";
-    if (failed(done))
+      return signalPassFailure();
+    }
+    if (failed(fault->inject(module)))
       signalPassFailure();
   }
 
@@ -283,12 +284,8 @@ struct InjectFaultPass
 
 namespace braid::test {
 
-ArrayRef<StringRef> faultKinds() {
-  static const StringRef kinds[] = {"drop-all-reduce",  "wrong-axis",
-                                    "drop-state-carry", "zero-offset",
-                                    "swap-microbatches", "corrupt-replica",
-                                    "skip-ring-step"};
-  return kinds;
+SmallVector<StringRef> faultKinds() {
+  return llvm::map_to_vector(kFaults, [](const Fault &f) { return f.kind; });
 }
 
 std::unique_ptr<Pass> createInjectFaultPass(StringRef kind) {

@@ -9,13 +9,14 @@
 #define BRAID_TEST_LIB_TRANSFORMS_INJECTFAULT_H
 
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <memory>
 
 namespace braid::test {
 
 /// The faults the pass knows.
-llvm::ArrayRef<llvm::StringRef> faultKinds();
+llvm::SmallVector<llvm::StringRef> faultKinds();
 
 /// The pass injecting fault `kind`.
 std::unique_ptr<mlir::Pass> createInjectFaultPass(llvm::StringRef kind);
