@@ -108,6 +108,13 @@ int32_t rankOf(const Grid &grid, const std::vector<int32_t> &coords) {
   return int32_t(rank);
 }
 
+/// Writes DIR/owners.<file>.npy (as writeDump, step 1 included): the global
+/// rank whose copy the dump kept, per element.
+void writeOwners(braid_rt *rt, const std::string &file, const std::vector<int32_t> &owners,
+                 const std::vector<int64_t> &shape) {
+  writeDump(rt, file, owners.data(), BRAID_I32, shape, "owners.");
+}
+
 /// Writes DIR/replicas.<file>.npy (as writeDump, step 1 included): rows
 /// (rank, max |copy - kept copy|).
 void writeReplicas(braid_rt *rt, const std::string &file,
@@ -291,6 +298,14 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
   const bool checkCopies = rt->options.checkReplicas && members > 1;
   if ((!layout.split() && !checkCopies) || rt->options.dumpLocal) {
     dumpTensor(rt, file, data, dtype, layout.local);
+    // A stage of one rank writes its own tensors: all of it is this rank's.
+    if (rt->options.checkReplicas && !rt->options.dumpLocal && !rt->options.dumpDir.empty())
+      writeOwners(rt, file,
+                  std::vector<int32_t>(
+                      size_t(numElements(file.c_str(), int32_t(layout.local.size()),
+                                         layout.local.data())),
+                      rankOf(rt->grid, rt->coords)),
+                  layout.local);
     return;
   }
   int64_t size = braid_dtype_size(dtype);
@@ -338,8 +353,11 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
   const int64_t lastLocal = rank ? layout.local[size_t(rank - 1)] : 1;
   const int64_t lastGlobal = rank ? layout.global[size_t(rank - 1)] : 1;
   const int64_t rows = lastLocal ? localNumel / lastLocal : 0;
-  // With --check-replicas: each replica's distance from the copy kept.
+  // With --check-replicas: each replica's distance from the copy kept, and
+  // the rank each element was taken from (so --verify names the rank of a
+  // difference).
   std::vector<std::pair<int32_t, double>> copies;
+  std::vector<int32_t> owners(checkCopies ? size_t(globalNumel) : 0, -1);
   for (int32_t r = 0; r < ranks; ++r) {
     // Group rank r is row-major over the group's axes (comm.h, GroupSplit).
     std::vector<int32_t> coords = rt->coords;
@@ -362,8 +380,11 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
                                           localNumel));
       continue;
     }
+    const int32_t owner = rankOf(rt->grid, coords);
     if (rank == 0) {
       std::memcpy(global.data(), shards.data() + r * localBytes, size_t(localBytes));
+      if (checkCopies)
+        owners[0] = owner;
       continue;
     }
     std::vector<int64_t> base(static_cast<size_t>(rank));
@@ -391,8 +412,10 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
       for (int64_t i = 0; inside && i < valid;) {
         int64_t p = base[last] + i;
         int64_t run = std::min(valid - i, layout.contiguous(last, p));
-        std::memcpy(global.data() + (at * lastGlobal + layout.natural(last, p)) * size,
-                    from + i * size, size_t(run * size));
+        const int64_t to = at * lastGlobal + layout.natural(last, p);
+        std::memcpy(global.data() + to * size, from + i * size, size_t(run * size));
+        if (checkCopies)
+          std::fill_n(owners.begin() + to, run, owner);
         i += run;
       }
       for (int32_t d = rank - 2; d >= 0; --d) { // next row, row-major
@@ -403,8 +426,10 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
     }
   }
   writeDump(rt, file, global.data(), dtype, layout.global);
-  if (checkCopies)
+  if (checkCopies) {
     writeReplicas(rt, file, copies);
+    writeOwners(rt, file, owners, layout.global);
+  }
 }
 
 void checkLossCopies(braid_rt *rt, int64_t lossOffset) {

@@ -37,7 +37,9 @@
 // --check-replicas (braid-run --verify) checks every rank's copy: each dumped
 // tensor is gathered even when whole on every rank, and beside DIR/<name>.npy
 // the writer puts DIR/replicas.<name>.npy, rows (rank, max |copy - kept|) for
-// every rank whose block replicates the one dumped; each rank's loss is
+// every rank whose block replicates the one dumped, and DIR/owners.<name>.npy
+// (int32, the tensor's shape), the global rank each element was taken from;
+// each rank's loss is
 // compared with rank 0's after every step (DIR/replicas.loss.npy, relative,
 // the worst step per rank); a pipeline mirror is also dumped by the stage that
 // mirrors it, as DIR/mirror.<name>.npy.

@@ -95,7 +95,7 @@ r = run(model, "--steps", "2", "--seed", "1", "--quiet", "--grid", "dp=1", "--ve
 verdict = "\n".join(r.stdout.splitlines()[-6:])
 if (r.returncode != 0 or len(re.findall(r"^step \d+ loss ", r.stdout, re.M)) != 2
         or not re.fullmatch(r"verify: loss 0\nverify: gradients 0 \(step1\.grad\.\S+\)\n"
-                            r"verify: parameters (\S+) \(step1\.updated\.\S+\)\n"
+                            r"verify: parameters (\S+) \(step1\.updated\.\S+ on rank 0\)\n"
                             r"verify: copies on other ranks 0 \(0 compared\)\n"
                             r"verify: drift after 2 steps \(not judged\) 0 \(updated\.\S+\)\n"
                             r"verify: PASS", verdict)

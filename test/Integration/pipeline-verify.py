@@ -58,6 +58,8 @@ MATRIX += [
     ("gpt-tiny-l5-b4", ["--grid", "pp=2,tp=2", "--virtual-stages", "2", "--microbatches", "4",
                         "--schedule", "interleaved"]),
     ("gpt-tiny-l5-b6", ["--grid", "pp=2", "--microbatches", "3"]),
+    # bf16 across stages (bounds from bf16 rounding: tools/braid-run/Verify.h).
+    ("gpt-tiny-l5-b4", ["--grid", "pp=2,dp=2", "--microbatches", "2", "--dtype", "bf16"]),
 ]
 
 _, failures, drops = verify_matrix.run(work, MATRIX)

@@ -14,7 +14,6 @@
 # groups and drop exactly the tokens one rank drops; each MoE case prints how
 # many assignments the 1-rank run dropped, which must be more than none.
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
@@ -65,6 +64,12 @@ MATRIX += [
     ("llama-tiny-b3", ["--grid", "tp=2"]),
     ("gpt-tiny-b6", ["--grid", "dp=2", "--zero", "3"]),
     ("mamba-tiny-b6", ["--grid", "dp=2,tp=2", "--seed", "3"]),
+    # Mixed precision (bf16 compute, f32 master weights): judged against
+    # bounds from bf16 rounding itself (tools/braid-run/Verify.h);
+    # collectives move bf16 activations and f32 gradients, ZeRO-3 gathers
+    # bf16 weights.
+    ("llama-tiny", ["--grid", "dp=2,tp=2", "--sequence-parallel", "--dtype", "bf16"]),
+    ("gpt-tiny", ["--grid", "dp=2", "--zero", "3", "--dtype", "bf16"]),
 ]
 
 paths, failures, drops = verify_matrix.run(work, MATRIX)
@@ -72,24 +77,6 @@ for label, (dropped, total) in drops.items():
     if label.startswith("moe-") and not dropped > 0:
         failures.append(f"{label}: no assignment was dropped ({total} in all)")
 
-
-# Mixed precision composes: bf16 compute with f32 master weights on
-# dp=2 x tp=2 with sequence parallelism (collectives move bf16 activations
-# and f32 gradients) follows the 1-rank bf16 run's losses to bf16 accuracy.
-def losses(*args):
-    r = subprocess.run(["braid-run", paths["llama-tiny"], "--steps", "2", "--quiet",
-                        "--dtype", "bf16", *args], capture_output=True, text=True)
-    if r.returncode != 0:
-        failures.append(f"bf16 {args}: exit {r.returncode}\n{r.stdout}{r.stderr}")
-        return []
-    return [float(l.split()[-1]) for l in r.stdout.splitlines() if l.startswith("step ")]
-
-
-one, grid = losses(), losses("--grid", "dp=2,tp=2", "--sequence-parallel")
-worst = max((abs(a - b) / abs(b) for a, b in zip(grid, one)), default=float("nan"))
-print(f"bf16 llama-tiny dp=2,tp=2 +SP: losses {grid} vs {one} (relative {worst:.3g})")
-if len(one) != 2 or len(grid) != 2 or not worst <= 1e-3:
-    failures.append(f"bf16: losses {grid} on the grid, {one} on one rank")
 
 if failures:
     print("\n".join(failures), file=sys.stderr)

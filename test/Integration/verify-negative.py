@@ -24,7 +24,11 @@
 #                      the check of every rank's copy sees it, and names the
 #                      rank
 #   skip-ring-step     ring attention leaves out the previous rank's block
+# At bf16 --verify judges against bounds from the rounding itself (the 1-rank
+# program at bf16 and at f32: tools/braid-run/Verify.h); a dropped or
+# misdirected all-reduce is far outside them.
 import os
+import re
 import subprocess
 import sys
 
@@ -44,6 +48,9 @@ MATRIX = [
     ("llama-tiny", ["--grid", "dp=2,tp=2", "--inject-fault", "corrupt-replica"]),
     ("llama-tiny", ["--grid", "cp=2", "--cp-attention", "ring",
                     "--inject-fault", "skip-ring-step"]),
+    ("llama-tiny", ["--grid", "dp=2,tp=2", "--dtype", "bf16",
+                    "--inject-fault", "drop-all-reduce"]),
+    ("llama-tiny", ["--grid", "dp=2,tp=2", "--dtype", "bf16", "--inject-fault", "wrong-axis"]),
 ]
 
 paths, failures, _ = verify_matrix.run(work, MATRIX, expect="FAIL")
@@ -59,6 +66,26 @@ if (r.returncode != 1 or "verify: FAIL (tolerance 1e-05)" not in r.stdout
         or lines.get("loss") != "verify: loss 0" or " on rank 3)" not in copies
         or "step1.updated." not in copies):
     failures.append(f"corrupt-replica alone: exit {r.returncode}\n{r.stdout}{r.stderr}")
+
+# The worst element is named with the rank that computed it: the partitioned
+# run's owners.* files map each element of a dump to the rank whose copy was
+# kept (dp2 x tp2: rank 2 dp + tp). wq is split by columns over tp, wo by rows.
+import numpy as np  # noqa: E402
+
+dump = os.path.join(work, "owners")
+r = subprocess.run(["braid-run", paths["llama-tiny"], "--grid", "dp=2,tp=2", "--verify",
+                    "--quiet", "--dump", dump, "--inject-fault", "drop-all-reduce"],
+                   capture_output=True, text=True)
+grads = next((l for l in r.stdout.splitlines() if l.startswith("verify: gradients")), "")
+print("drop-all-reduce, 1 step:", grads)
+if r.returncode != 1 or not re.search(r" on rank [0-3]\)$", grads):
+    failures.append(f"drop-all-reduce, worst rank: exit {r.returncode}\n{r.stdout}{r.stderr}")
+wq = np.load(os.path.join(dump, "owners.step1.grad.layers.0.attn.wq.npy"))
+wo = np.load(os.path.join(dump, "owners.step1.grad.layers.0.attn.wo.npy"))
+if not ((wq[:, :32] == 0).all() and (wq[:, 32:] == 1).all()
+        and (wo[:32] == 0).all() and (wo[32:] == 1).all()):
+    failures.append(f"owners of wq {np.unique(wq)} / wo {np.unique(wo)}: not the tp layout")
+
 if failures:
     print("\n".join(failures), file=sys.stderr)
     sys.exit(1)

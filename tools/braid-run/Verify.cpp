@@ -128,6 +128,28 @@ bool readPair(const RunRecord &a, const RunRecord &b, const std::string &stem,
   return true;
 }
 
+/// `stem` named with the rank the partitioned run took element `index` of
+/// it from (DIR/owners.<stem>.npy), when it wrote that.
+std::string located(const RunRecord &a, const std::string &stem, size_t index) {
+  std::string path = a.dumpDir + "/owners." + stem + ".npy";
+  NpyArray owners;
+  std::string ignored;
+  if (!llvm::sys::fs::exists(path) || !readNpy(path, &owners, &ignored) ||
+      index >= owners.values.size() || owners.values[index] < 0)
+    return stem;
+  return stem + " on rank " + std::to_string(int64_t(owners.values[index]));
+}
+
+/// Adds the difference of `stem` (x: the partitioned run's values) to `out`,
+/// named with its worst element's rank when it becomes the worst.
+void addLocated(const RunRecord &a, const std::string &stem,
+                const std::vector<double> &x, const std::vector<double> &y,
+                double floor, Difference *out) {
+  size_t at = 0;
+  double d = relativeDifference(x, y, floor, &at);
+  out->add(d, out->takes(d) && d != 0 ? located(a, stem, at) : stem);
+}
+
 /// The largest |value| over the 1-rank run's `stems`.
 bool setScale(const RunRecord &b, const std::set<std::string> &stems,
               double *scale, std::string *error) {
@@ -178,7 +200,7 @@ bool compareDumps(const RunRecord &a, const RunRecord &b,
     NpyArray x, y;
     if (!readPair(a, b, stem, &x, &y, error))
       return false;
-    out->add(relativeDifference(x.values, y.values, kVanishing * scale), stem);
+    addLocated(a, stem, x.values, y.values, kVanishing * scale, out);
     if (copies &&
         !addCopies(a, stem, std::max(maxAbs(y.values), kVanishing * scale),
                    copies, error))
@@ -242,28 +264,38 @@ bool replayStep1(const UpdateRule &rule, const std::string &init,
 
 } // namespace
 
+bool Difference::takes(double d) const {
+  return count == 0 || worse(d, worst);
+}
+
 void Difference::add(double d, const std::string &name) {
-  if (count == 0 || worse(d, worst)) {
+  if (takes(d)) {
     worst = d;
     worstName = name;
   }
   ++count;
 }
 
-bool Verdict::passes(double tolerance) const {
-  for (double d : {loss, gradients.worst, parameters.worst, copies.worst})
-    if (!(d <= tolerance))
-      return false;
-  return true;
+bool Verdict::passes(const Bounds &bounds) const {
+  return loss <= bounds.loss && gradients.worst <= bounds.gradients &&
+         parameters.worst <= bounds.parameters && copies.worst <= bounds.copies;
 }
 
 double relativeDifference(const std::vector<double> &a,
-                          const std::vector<double> &b, double floor) {
+                          const std::vector<double> &b, double floor,
+                          size_t *worstAt) {
   double diff = 0, scale = 0;
+  if (worstAt)
+    *worstAt = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
     double d = std::fabs(a[i] - b[i]);
-    if (std::isnan(d))
+    if (std::isnan(d)) {
+      if (worstAt)
+        *worstAt = i;
       return NAN;
+    }
+    if (d > diff && worstAt)
+      *worstAt = i;
     diff = std::max(diff, d);
     scale = std::max(scale, std::fabs(b[i]));
   }
@@ -356,8 +388,8 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
                std::to_string(want.size());
       return false;
     }
-    verdict.parameters.add(
-        relativeDifference(x.values, want, kVanishing * scale), stem);
+    addLocated(partitioned, stem, x.values, want, kVanishing * scale,
+               &verdict.parameters);
     // Other ranks' copies, and a mirror on another pipeline stage.
     double own = std::max(maxAbs(y.values), kVanishing * scale);
     if (!addCopies(partitioned, stem, own, &verdict.copies, error))
@@ -391,6 +423,34 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
       return false;
   }
   *out = verdict;
+  return true;
+}
+
+bool roundingBounds(const RunRecord &rounded, const RunRecord &exact,
+                    int64_t steps, const std::vector<UpdateRule> &rules,
+                    double maxNorm, const std::string &logits,
+                    double tolerance, Bounds *out, std::string *error) {
+  // What rounding alone does: the 1-rank program at reduced precision
+  // against itself at f32, measured as --verify measures a plan.
+  Verdict distance;
+  if (!compareRuns(rounded, exact, steps, rules, maxNorm, &distance, error))
+    return false;
+  double loss = distance.loss;
+  if (!logits.empty() && steps >= 1) {
+    NpyArray x, y;
+    if (!readPair(rounded, exact, "step1." + logits, &x, &y, error))
+      return false;
+    double step1 = losses(exact.stdoutText)[1];
+    double moved = 0;
+    for (size_t i = 0; i < x.values.size(); ++i)
+      moved = std::max(moved, std::fabs(x.values[i] - y.values[i]));
+    if (step1 != 0)
+      loss = std::max(loss, 2 * moved / std::fabs(step1));
+  }
+  Bounds bounds = Bounds::uniform(tolerance);
+  bounds.loss = 2 * loss + tolerance;
+  bounds.gradients = 2 * distance.gradients.worst + tolerance;
+  *out = bounds;
   return true;
 }
 

@@ -26,7 +26,34 @@
 // judged only through the losses of every step.
 // A tensor's relative difference is max|a-b| / max(max|b|, 1e-3 * the
 // largest value of its set); NaN anywhere fails. A file on one side only, or
-// a shape that differs, is an error.
+// a shape that differs, is an error. The worst tensor of each set is named
+// with the rank that computed its worst element (the partitioned run's
+// owners.* files, from --check-replicas).
+//
+// At f32 every set is judged against one tolerance. At a reduced precision
+// (bf16, f16 storage with f32 accumulation) the plan and the 1-rank program
+// round different intermediate values (a partial sum before its all-reduce, a
+// shard's slice of a product), so their losses and gradients differ by
+// rounding, not by a tolerance one could pick. The bounds come from the
+// rounding itself: the 1-rank program also runs at f32 (`exact`), and its
+// reduced-precision run's distance from it, D, measures what rounding does to
+// this model. A correct plan rounds the same function at the same stores
+// (and a partial sum before its reduction), each rounding of relative size
+// u, so its own distance from the exact run is of D's size, and by the
+// triangle inequality it is within about 2 D of the 1-rank reduced-precision
+// run. That is an estimate from one realization of the rounding, made
+// robust by taking maxima over whole sets:
+//   gradients   2 * the worst step-1 gradient difference (relative, as
+//               above) of the 1-rank run from the exact one, over all
+//               parameters: a maximum over many elements, stable where one
+//               tensor's is not
+//   loss        2 * the larger of the losses' worst relative difference over
+//               the steps and 2 max|logits difference| / |loss| at step 1
+//               (cross-entropy moves by at most 2 max|logits change|: a
+//               floor that rests on a whole tensor, not on one scalar)
+// each plus the tolerance; parameters (the optimizer replayed on the plan's
+// own f32 gradients, on f32 master weights) and copies (bit-identical when
+// right) keep the tolerance.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +88,18 @@ struct Difference {
   int count = 0;         ///< tensors compared
 
   void add(double d, const std::string &name);
+  /// Whether add(d, ...) would make d the worst (so its name is worth
+  /// working out).
+  bool takes(double d) const;
+};
+
+/// What --verify accepts of each judged set.
+struct Bounds {
+  double loss = 0, gradients = 0, parameters = 0, copies = 0;
+
+  static Bounds uniform(double tolerance) {
+    return {tolerance, tolerance, tolerance, tolerance};
+  }
 };
 
 struct Verdict {
@@ -70,14 +109,15 @@ struct Verdict {
   Difference drift;       ///< the last step's updated.*; none after one step
   Difference copies;      ///< other ranks' copies and pipeline mirrors
 
-  /// Every judged difference within `tolerance` (NaN never is).
-  bool passes(double tolerance) const;
+  /// Every judged difference within its bound (NaN never is).
+  bool passes(const Bounds &bounds) const;
 };
 
 /// max|a-b| / max(max|b|, floor) (max|a-b| when both are zero); NaN when
-/// any |a-b| is NaN.
+/// any |a-b| is NaN. `worstAt` gets the index of the largest |a-b|.
 double relativeDifference(const std::vector<double> &a,
-                          const std::vector<double> &b, double floor = 0);
+                          const std::vector<double> &b, double floor = 0,
+                          size_t *worstAt = nullptr);
 
 /// Compares `partitioned` with `reference` over `steps` steps; `rules` say
 /// how step 1 updated each parameter, `maxNorm` the global-norm clipping
@@ -86,6 +126,14 @@ double relativeDifference(const std::vector<double> &a,
 bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
                  int64_t steps, const std::vector<UpdateRule> &rules,
                  double maxNorm, Verdict *out, std::string *error);
+
+/// The bounds of a run at reduced precision (above): `rounded` is the 1-rank
+/// program at that precision, `exact` the same at f32, both over `steps`;
+/// `logits` names the dump of the loss's logits (empty: no such floor).
+bool roundingBounds(const RunRecord &rounded, const RunRecord &exact,
+                    int64_t steps, const std::vector<UpdateRule> &rules,
+                    double maxNorm, const std::string &logits,
+                    double tolerance, Bounds *out, std::string *error);
 
 } // namespace braid::run
 

@@ -51,8 +51,11 @@
 //   verify: copies on other ranks <the worst other rank's copy of a tensor
 //           above, or pipeline mirror, or loss> (<tensor> on rank <R>)
 //   verify: drift after N steps (not judged) <the last step's updated.*>
+//   verify: bounds at bf16: loss L, gradients G (...)   with --dtype bf16/f16
 // (each tensor measured against its largest value, at least 1e-3 of the
-// largest of its set; Verify.h says why step 1 is what is judged)
+// largest of its set, the worst named with the rank of its worst element;
+// Verify.h says why step 1 is what is judged, and how a reduced precision's
+// bounds come from a third run, the 1-rank program at f32, into DIR/reference-f32)
 //   verify: PASS            or            verify: FAIL (tolerance T)
 // with b the 1-rank value; FAIL exits 1 (and keeps the temporary
 // dumps, whose directories it names).
@@ -331,15 +334,16 @@ static FailureOr<SmallVector<std::string>> programEntries(ModuleOp module) {
 }
 
 /// Lowers `module` (`reference`: the --verify reference, unpartitioned and
-/// unpipelined), emits its programs as C++ (also into --emit-cpp when
+/// unpipelined) with float storage `elementType`, emits its programs as C++ (also into --emit-cpp when
 /// `emit`) and builds them for `ranks` ranks (cached); returns the binaries,
 /// one per pipeline stage (one when not pipelined).
 static FailureOr<SmallVector<std::string>>
-compile(ModuleOp module, bool reference, int64_t ranks, bool emit) {
+compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
+        StringRef elementType) {
   PassManager pm(module.getContext());
   ::braid::TrainingPipelineOptions pipeline;
   pipeline.entry = entry;
-  pipeline.dtype = dtype;
+  pipeline.dtype = elementType.str();
   pipeline.optimizer = optimizer;
   pipeline.recompute = recompute;
   pipeline.lr = lr;
@@ -440,6 +444,18 @@ static std::vector<::braid::run::UpdateRule> updateRules(ModuleOp module) {
   return rules;
 }
 
+/// The dump name of the logits the loss is computed from (the value
+/// braid.cross_entropy reads, named in the source), or "".
+static std::string lossLogits(ModuleOp module) {
+  std::string name;
+  module.walk([&](mlir::braid::CrossEntropyOp op) {
+    if (Operation *def = op->getOperand(0).getDefiningOp())
+      if (auto loc = dyn_cast<NameLoc>(def->getLoc()))
+        name = loc.getName().str();
+  });
+  return name;
+}
+
 static std::string formatDifference(double d) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g", d);
@@ -525,19 +541,35 @@ int main(int argc, char **argv) {
     return 1;
   nameOpsFromSource(*module, state);
   // The 1-rank program --verify compares with: the same model, no grid.
-  OwningOpRef<ModuleOp> reference;
+  // At a reduced precision, also at f32: what rounding does to the model
+  // gives the bounds (Verify.h).
+  OwningOpRef<ModuleOp> reference, exact;
+  const bool rounded = verifyRuns && dtype != "f32";
+  std::string logits;
+  bool routed = false;
   if (verifyRuns)
     reference = module->clone();
+  if (rounded) {
+    exact = module->clone();
+    logits = lossLogits(*module);
+    module->walk([&](mlir::braid::RouterOp) { routed = true; });
+  }
 
   FailureOr<SmallVector<std::string>> binaries =
-      compile(*module, /*reference=*/false, ranks, /*emit=*/true);
+      compile(*module, /*reference=*/false, ranks, /*emit=*/true, dtype);
   if (failed(binaries))
     return 1;
-  FailureOr<SmallVector<std::string>> referenceBinaries;
+  FailureOr<SmallVector<std::string>> referenceBinaries, exactBinaries;
   if (verifyRuns) {
     referenceBinaries = compile(*reference, /*reference=*/true, 1,
-                                /*emit=*/false);
+                                /*emit=*/false, dtype);
     if (failed(referenceBinaries))
+      return 1;
+  }
+  if (rounded) {
+    exactBinaries = compile(*exact, /*reference=*/true, 1, /*emit=*/false,
+                            "f32");
+    if (failed(exactBinaries))
       return 1;
   }
   if (compileOnly)
@@ -560,7 +592,7 @@ int main(int argc, char **argv) {
 
   // --verify: both runs dump; the partitioned one into --dump DIR when given
   // (the 1-rank one then into DIR/reference), else into temporary directories.
-  std::string partitionedDump = dumpDir, referenceDump;
+  std::string partitionedDump = dumpDir, referenceDump, exactDump;
   SmallVector<std::string> temporary;
   auto scratch = [&](std::string &dir, StringRef prefix) -> bool {
     llvm::SmallString<128> path;
@@ -575,14 +607,18 @@ int main(int argc, char **argv) {
   };
   if (partitionedDump.empty()) {
     if (!scratch(partitionedDump, "braid-verify-grid") ||
-        !scratch(referenceDump, "braid-verify-1rank"))
+        !scratch(referenceDump, "braid-verify-1rank") ||
+        (rounded && !scratch(exactDump, "braid-verify-1rank-f32")))
       return 1;
   } else {
     referenceDump = partitionedDump + "/reference";
+    exactDump = partitionedDump + "/reference-f32";
   }
   runArgs.append(
       {"--dump", partitionedDump, "--dump-first-step", "--check-replicas"});
+  SmallVector<std::string> exactArgs = referenceArgs;
   referenceArgs.append({"--dump", referenceDump, "--dump-first-step"});
+  exactArgs.append({"--dump", exactDump, "--dump-first-step"});
 
   ::braid::run::RunRecord partitioned{"", partitionedDump};
   ::braid::run::RunRecord single{"", referenceDump};
@@ -598,10 +634,28 @@ int main(int argc, char **argv) {
     fail("verify: the 1-rank run failed");
     return rc;
   }
+  ::braid::run::Bounds bounds =
+      ::braid::run::Bounds::uniform(verifyTolerance);
+  std::vector<::braid::run::UpdateRule> rules = updateRules(*reference);
+  if (rounded) {
+    if (!quiet)
+      llvm::errs() << "braid-run: verify: the unpartitioned program on 1 "
+                      "rank at f32\n";
+    ::braid::run::RunRecord f32{"", exactDump};
+    if (int rc = ::braid::run::runCaptured(*exactBinaries, 1, gridSpec,
+                                           exactArgs, f32.stdoutText,
+                                           /*echo=*/false)) {
+      fail("verify: the 1-rank f32 run failed");
+      return rc;
+    }
+    if (!::braid::run::roundingBounds(single, f32, steps, rules, maxNorm,
+                                      logits, verifyTolerance, &bounds,
+                                      &error))
+      return fail("verify: " + error);
+  }
   ::braid::run::Verdict verdict;
-  if (!::braid::run::compareRuns(partitioned, single, steps,
-                                 updateRules(*reference), maxNorm, &verdict,
-                                 &error))
+  if (!::braid::run::compareRuns(partitioned, single, steps, rules, maxNorm,
+                                 &verdict, &error))
     return fail("verify: " + error);
   auto line = [](StringRef what, const ::braid::run::Difference &d) {
     llvm::outs() << "verify: " << what << formatDifference(d.worst) << " ("
@@ -620,18 +674,36 @@ int main(int argc, char **argv) {
   if (verdict.drift.count)
     line(("drift after " + Twine(steps) + " steps (not judged) ").str(),
          verdict.drift);
-  if (verdict.passes(verifyTolerance)) {
+  if (rounded) {
+    llvm::outs() << "verify: bounds at " << dtype << ": loss "
+                 << formatDifference(bounds.loss) << ", gradients "
+                 << formatDifference(bounds.gradients)
+                 << " (twice the 1-rank " << dtype
+                 << " run's distance from its f32 run, plus the tolerance; "
+                    "parameters and copies: the tolerance)\n";
+    if (routed)
+      llvm::outs() << "verify: note: a " << dtype
+                   << " rounding can move a token to another expert, which "
+                      "these bounds do not cover\n";
+  }
+  if (verdict.passes(bounds)) {
     llvm::outs() << "verify: PASS\n";
     llvm::outs().flush();
     for (const std::string &dir : temporary)
       llvm::sys::fs::remove_directories(dir);
     return 0;
   }
-  llvm::outs() << "verify: FAIL (tolerance "
-               << formatDifference(verifyTolerance) << ")\n";
+  if (rounded)
+    llvm::outs() << "verify: FAIL (bounds at " << dtype << " above)\n";
+  else
+    llvm::outs() << "verify: FAIL (tolerance "
+                 << formatDifference(verifyTolerance) << ")\n";
   llvm::outs().flush();
   if (!temporary.empty())
     llvm::errs() << "braid-run: verify: dumps kept in " << partitionedDump
-                 << " (partitioned) and " << referenceDump << " (1 rank)\n";
+                 << " (partitioned) and " << referenceDump << " (1 rank)"
+                 << (rounded ? " and " + exactDump + " (1 rank, f32)"
+                             : std::string())
+                 << "\n";
   return 1;
 }

@@ -59,13 +59,16 @@ struct BraidConvertElementTypePass
                                     get.getResult());
       get.getResult().replaceAllUsesExcept(copy, copy);
     }
+    // Block arguments first: a collective takes its operand's element type,
+    // and the walk below visits an op before the one whose region holds it
+    // (a ZeRO-3 gather of a function argument).
+    module.walk([&](Block *block) {
+      for (BlockArgument arg : block->getArguments())
+        arg.setType(convert(arg.getType()));
+    });
     module.walk([&](Operation *op) {
       if (isa<GetParamOp, ConvertOp>(op) && masterWeights)
         return;
-      for (Region &region : op->getRegions())
-        for (Block &block : region)
-          for (BlockArgument arg : block.getArguments())
-            arg.setType(convert(arg.getType()));
       // The loss is always f32.
       if (isa<CrossEntropyOp>(op))
         return;
