@@ -88,6 +88,13 @@ struct TrainingPipelineOptions
       *this, "pp-layout",
       llvm::cl::desc("Layers per model chunk, e.g. 7,8,8,7 (empty: balanced "
                      "by cost, or the layers' braid.stage attributes)")};
+  // The per-rank program's transfers as dist ops (--convert-braid-to-dist),
+  // what the emitter takes. Off, the pipeline stops at the partitioned braid
+  // and shard ops (for tools that rewrite those first).
+  Option<bool> lowerToDist{
+      *this, "lower-to-dist",
+      llvm::cl::desc("Lower every transfer to dist ops at the end"),
+      llvm::cl::init(true)};
 };
 
 /// The module attribute the pipeline pass leaves on a pipelined module: the
@@ -98,8 +105,8 @@ inline constexpr llvm::StringLiteral kPipelineEntriesAttr =
     "braid.pipeline_entries";
 
 /// Lowers a model description to the step braid-translate emits: expert FFNs
-/// expanded, floats converted when asked, and for training the backward pass
-/// and the optimizer appended. Option values are checked by the passes that
+/// expanded, floats converted when asked, for training the backward pass and
+/// the optimizer appended, and every transfer made a dist op. Option values are checked by the passes that
 /// take them, which fail with a diagnostic when run.
 mlir::LogicalResult buildTrainingPipeline(mlir::OpPassManager &pm,
                                           const TrainingPipelineOptions &options,

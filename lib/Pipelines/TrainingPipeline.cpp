@@ -12,6 +12,8 @@
 
 #include "braid/Pipelines.h"
 
+#include "braid/Conversion/Passes.h"
+
 #include "dialects/braid/Transforms/Passes.h"
 #include "dialects/braid/Transforms/Sharding.h"
 
@@ -61,8 +63,11 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
     convert.masterWeights = training;
     pm.addPass(mlir::braid::createBraidConvertElementTypePass(convert));
   }
-  if (!training)
+  if (!training) {
+    if (options.lowerToDist)
+      pm.addPass(createConvertBraidToDistPass());
     return success();
+  }
   mlir::braid::BraidAutodiffPassOptions autodiff;
   autodiff.entry = options.entry;
   autodiff.recompute = options.recompute;
@@ -89,6 +94,8 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   optimizer.maxNorm = options.maxNorm;
   optimizer.eps = options.eps;
   pm.addPass(mlir::braid::createBraidOptimizerPass(optimizer));
+  if (options.lowerToDist)
+    pm.addPass(createConvertBraidToDistPass());
   return success();
 }
 

@@ -2,6 +2,7 @@
 
 #include "braid/InitAllPasses.h"
 
+#include "braid/Conversion/Passes.h"
 #include "braid/Pipelines.h"
 #include "dialects/braid/Transforms/Passes.h"
 
@@ -14,5 +15,6 @@ void braid::registerAllPasses() {
   // Upstream sharding propagation and partitioning.
   mlir::shard::registerShardPasses();
   mlir::braid::registerBraidPasses();
+  braid::registerBraidConversionPasses();
   braid::registerTrainingPipeline();
 }

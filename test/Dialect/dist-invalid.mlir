@@ -2,7 +2,8 @@
 
 func.func @no_grid(%h: tensor<4xf32>) {
   // expected-error @+1 {{'dist.send' op refers to no shard.grid named @grid}}
-  dist.send %h to 1 on @grid grid_axes = [0] : tensor<4xf32>
+  %t = dist.send %h to 1 on @grid grid_axes = [0] : tensor<4xf32>
+  dist.wait %t
   return
 }
 
@@ -11,8 +12,19 @@ func.func @no_grid(%h: tensor<4xf32>) {
 shard.grid @grid(shape = 2x2)
 func.func @axis(%h: tensor<4xf32>) {
   // expected-error @+1 {{'dist.send' op grid axis 2 is not an axis of @grid (rank 2)}}
-  dist.send %h to 1 on @grid grid_axes = [2] : tensor<4xf32>
+  %t = dist.send %h to 1 on @grid grid_axes = [2] : tensor<4xf32>
+  dist.wait %t
   return
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @order(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.all_reduce' op grid axes must be listed in grid order, once each; found 0 after 1}}
+  %y, %t = dist.all_reduce %x on @grid grid_axes = [1, 0] reduction = sum : tensor<4xf32> -> tensor<4xf32>
+  dist.wait %t
+  return %y : tensor<4xf32>
 }
 
 // -----
@@ -20,8 +32,19 @@ func.func @axis(%h: tensor<4xf32>) {
 shard.grid @grid(shape = 2x2)
 func.func @peer() -> tensor<4xf32> {
   // expected-error @+1 {{'dist.recv' op peer 2 is not a coordinate of the 2 ranks along the grid axes}}
-  %r = dist.recv from 2 on @grid grid_axes = [1] : tensor<4xf32>
+  %r, %t = dist.recv from 2 on @grid grid_axes = [1] : tensor<4xf32>
+  dist.wait %t
   return %r : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @tag(%h: tensor<4xf32>) {
+  // expected-error @+1 {{'dist.send' op tag 25600 is not in [0, 25600)}}
+  %t = dist.send %h to 1 on @grid grid_axes = [0] tag = 25600 : tensor<4xf32>
+  dist.wait %t
+  return
 }
 
 // -----
@@ -29,8 +52,160 @@ func.func @peer() -> tensor<4xf32> {
 shard.grid @grid(shape = 2x2)
 func.func @no_axes() -> tensor<4xf32> {
   // expected-error @+1 {{'dist.recv' op needs at least one grid axis}}
-  %r = dist.recv from 0 on @grid grid_axes = [] : tensor<4xf32>
+  %r, %t = dist.recv from 0 on @grid grid_axes = [] : tensor<4xf32>
+  dist.wait %t
   return %r : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @never_waited(%h: tensor<4xf32>) {
+  // expected-error @+1 {{'dist.send' op token must be used by exactly one dist.wait, found 0 uses}}
+  %t = dist.send %h to 1 on @grid grid_axes = [0] : tensor<4xf32>
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @waited_twice(%h: tensor<4xf32>) {
+  // expected-error @+1 {{'dist.send' op token must be used by exactly one dist.wait, found 2 uses}}
+  %t = dist.send %h to 1 on @grid grid_axes = [0] : tensor<4xf32>
+  dist.wait %t
+  dist.wait %t
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @other_block(%h: tensor<4xf32>) {
+  // expected-error @+1 {{'dist.send' op must be waited for later in its own block}}
+  %t = dist.send %h to 1 on @grid grid_axes = [0] : tensor<4xf32>
+  scf.execute_region {
+    dist.wait %t
+    scf.yield
+  }
+  return
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @early_read(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.all_reduce' op result is read before its dist.wait}}
+  %y, %t = dist.all_reduce %x on @grid grid_axes = [0] reduction = sum : tensor<4xf32> -> tensor<4xf32>
+  // expected-note @+1 {{read here}}
+  %z = braid.add %y, %y : tensor<4xf32>
+  dist.wait %t
+  return %z : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @element_type(%x: tensor<4xf32>) -> tensor<4xbf16> {
+  // expected-error @+1 {{'dist.all_reduce' op result element type 'bf16' differs from the input's 'f32'}}
+  %y, %t = dist.all_reduce %x on @grid grid_axes = [0] reduction = sum : tensor<4xf32> -> tensor<4xbf16>
+  dist.wait %t
+  return %y : tensor<4xbf16>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @gather_shape(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dist.all_gather' op result must be 'tensor<8x8xf32>', found 'tensor<4x8xf32>'}}
+  %y, %t = dist.all_gather %x on @grid grid_axes = [0] gather_axis = 0 : tensor<4x8xf32> -> tensor<4x8xf32>
+  dist.wait %t
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @gather_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'dist.all_gather' op gather_axis 2 is not a dimension of 'tensor<4x8xf32>'}}
+  %y, %t = dist.all_gather %x on @grid grid_axes = [0] gather_axis = 2 : tensor<4x8xf32> -> tensor<4x8xf32>
+  dist.wait %t
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @contiguous(%x: tensor<4x8xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'dist.all_gather' op the blocks along gather_axis 1 of 'tensor<4x8xf32>' are not contiguous: dimension 0 before it must have size 1}}
+  %y, %t = dist.all_gather %x on @grid grid_axes = [0] gather_axis = 1 : tensor<4x8xf32> -> tensor<4x16xf32>
+  dist.wait %t
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @scatter_divides(%x: tensor<3x8xf32>) -> tensor<1x8xf32> {
+  // expected-error @+1 {{'dist.reduce_scatter' op dimension 0 of 'tensor<3x8xf32>' is not a multiple of the group's 2 ranks}}
+  %y, %t = dist.reduce_scatter %x on @grid grid_axes = [1] reduction = sum scatter_axis = 0 : tensor<3x8xf32> -> tensor<1x8xf32>
+  dist.wait %t
+  return %y : tensor<1x8xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @scatter_contiguous(%x: tensor<2x8xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'dist.reduce_scatter' op the blocks along scatter_axis 1 of 'tensor<2x8xf32>' are not contiguous: dimension 0 before it must have size 1}}
+  %y, %t = dist.reduce_scatter %x on @grid grid_axes = [1] reduction = sum scatter_axis = 1 : tensor<2x8xf32> -> tensor<2x4xf32>
+  dist.wait %t
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @all_to_all_shape(%x: tensor<4x2xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'dist.all_to_all' op result must be 'tensor<4x2xf32>', found 'tensor<2x4xf32>'}}
+  %y, %t = dist.all_to_all %x on @grid grid_axes = [0] split_axis = 0 concat_axis = 0 : tensor<4x2xf32> -> tensor<2x4xf32>
+  dist.wait %t
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @all_to_all_concat(%x: tensor<4x2xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'dist.all_to_all' op the blocks along concat_axis 1 of 'tensor<2x4xf32>' are not contiguous: dimension 0 before it must have size 1}}
+  %y, %t = dist.all_to_all %x on @grid grid_axes = [0] split_axis = 0 concat_axis = 1 : tensor<4x2xf32> -> tensor<2x4xf32>
+  dist.wait %t
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @root(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.broadcast' op root 2 is not one of the group's 2 ranks}}
+  %y, %t = dist.broadcast %x on @grid grid_axes = [0] root = 2 : tensor<4xf32> -> tensor<4xf32>
+  dist.wait %t
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @empty_wait() {
+  // expected-error @+1 {{'dist.wait' op needs at least one token}}
+  dist.wait
+  return
+}
+
+// -----
+
+func.func @wait_twice(%t: !dist.token) {
+  // expected-error @+1 {{'dist.wait' op waits for a token twice}}
+  dist.wait %t, %t
+  return
 }
 
 // -----
@@ -63,4 +238,39 @@ func.func @result(%x: tensor<8x2xi32>) -> tensor<2x4xi32> {
   // expected-error @+1 {{'dist.microbatch' op result must be 'tensor<2x2xi32>', found 'tensor<2x4xi32>'}}
   %r = dist.microbatch %x[0 of 4] : tensor<8x2xi32> -> tensor<2x4xi32>
   return %r : tensor<2x4xi32>
+}
+
+// -----
+
+// The schedule's attributes of a pipeline action.
+func.func private @chunk()
+func.func @action() {
+  // expected-error @+1 {{dist.action must be "F", "B" or "W", found "X"}}
+  func.call @chunk() {dist.action = "X"} : () -> ()
+  return
+}
+
+// -----
+
+func.func private @chunk()
+func.func @microbatch() {
+  // expected-error @+1 {{dist.microbatch must be a non-negative i64, found -1 : i64}}
+  func.call @chunk() {dist.action = "F", dist.microbatch = -1 : i64} : () -> ()
+  return
+}
+
+// -----
+
+func.func private @chunk()
+func.func @unknown() {
+  // expected-error @+1 {{unknown dist attribute 'dist.stage'}}
+  func.call @chunk() {dist.stage = 1 : i64} : () -> ()
+  return
+}
+
+// -----
+
+func.func @not_a_call() {
+  // expected-error @+1 {{dist.chunk belongs on the func.call of a pipeline action}}
+  return {dist.chunk = 0 : i64}
 }

@@ -178,8 +178,13 @@ if missing:
 def build(name, text, compiler, libs):
     mlir, source, exe = tmp / f"{name}.mlir", tmp / f"{name}.cpp", tmp / name
     mlir.write_text(text)
-    subprocess.run(["braid-translate", "--braid-to-cpp", str(mlir), "-o", str(source)],
-                   check=True)
+    # Transfers become dist ops first, their re-layouts explicit (the
+    # training pipeline's last step), names kept for the dumps.
+    lowered = subprocess.run(["braid-opt", str(mlir), "--convert-braid-to-dist",
+                              "-mlir-print-debuginfo"], check=True, capture_output=True,
+                             text=True).stdout
+    subprocess.run(["braid-translate", "--braid-to-cpp", "-", "-o", str(source)],
+                   input=lowered, text=True, check=True)
     subprocess.run([compiler, "-std=c++17", "-O1", include, str(source)] +
                    [str(p) for p in libs] + ["-lpthread", "-o", str(exe)], check=True, env=env)
     return exe

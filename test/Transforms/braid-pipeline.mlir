@@ -25,34 +25,44 @@
 // CHECK-SAME: braid.gradient_copies = array<i64: 2, 1, 1, 1>, braid.gradients = [@wte, @l0.norm, @l0.up, @l0.down], braid.peak_live_microbatches = 2 : i64, braid.pipeline_rank = 0 : i64
 // CHECK: %[[MB0:.*]] = dist.microbatch %arg0[0 of 2] : tensor<4x6xi32> -> tensor<2x6xi32>
 // CHECK-NEXT: %[[F0:.*]]:5 = call @step.c0.fwd(%[[MB0]]) {dist.action = "F", dist.chunk = 0 : i64, dist.microbatch = 0 : i64}
-// CHECK-NEXT: dist.send %[[F0]]#0 to 1 on @grid grid_axes = [0] {tag = 5 : i64} : tensor<2x6x8xf32>
+// CHECK-NEXT: %[[ST1:.*]] = dist.send %[[F0]]#0 to 1 on @grid grid_axes = [0] tag = 5 : tensor<2x6x8xf32>
+// CHECK-NEXT: dist.wait %[[ST1]]
 // CHECK-NEXT: %[[MB1:.*]] = dist.microbatch %arg0[1 of 2]
 // CHECK-NEXT: %[[F1:.*]]:5 = call @step.c0.fwd(%[[MB1]]) {dist.action = "F", dist.chunk = 0 : i64, dist.microbatch = 1 : i64}
-// CHECK-NEXT: dist.send %[[F1]]#0 to 1 on @grid grid_axes = [0] {tag = 7 : i64}
-// CHECK-NEXT: %[[G0:.*]] = dist.recv from 1 on @grid grid_axes = [0] {tag = 2 : i64} : tensor<2x6x8xf32>
+// CHECK-NEXT: %[[ST2:.*]] = dist.send %[[F1]]#0 to 1 on @grid grid_axes = [0] tag = 7
+// CHECK-NEXT: dist.wait %[[ST2]]
+// CHECK-NEXT: %[[G0:.*]], %[[RT3:.*]] = dist.recv from 1 on @grid grid_axes = [0] tag = 2 : tensor<2x6x8xf32>
+// CHECK-NEXT: dist.wait %[[RT3]]
 // CHECK-NEXT: %[[B0:.*]]:4 = call @step.c0.bwd(%[[F0]]#1, %[[F0]]#2, %[[F0]]#3, %[[F0]]#4, %[[G0]], %[[MB0]]) {dist.action = "B", dist.chunk = 0 : i64, dist.microbatch = 0 : i64}
-// CHECK-NEXT: %[[G1:.*]] = dist.recv from 1 on @grid grid_axes = [0] {tag = 4 : i64}
+// CHECK-NEXT: %[[G1:.*]], %[[RT4:.*]] = dist.recv from 1 on @grid grid_axes = [0] tag = 4
+// CHECK-NEXT: dist.wait %[[RT4]]
 // CHECK-NEXT: %[[B1:.*]]:4 = call @step.c0.bwd({{.*}}, %[[G1]], %[[MB1]]) {dist.action = "B", dist.chunk = 0 : i64, dist.microbatch = 1 : i64}
 // CHECK-NEXT: %[[WTE:.*]] = braid.add %[[B0]]#0, %[[B1]]#0
 // CHECK: %[[ZERO:.*]] = braid.fill 0.000000e+00 : tensor<f32>
 // CHECK-NEXT: %[[LOSS:.*]] = shard.all_reduce %[[ZERO]] on @grid grid_axes = [0] : tensor<f32> -> tensor<f32>
-// CHECK-NEXT: dist.send %[[WTE]] to 1 on @grid grid_axes = [0] {tag = 11 : i64} : tensor<10x8xf32>
-// CHECK-NEXT: %[[OTHER:.*]] = dist.recv from 1 on @grid grid_axes = [0] {tag = 11 : i64} : tensor<10x8xf32>
+// CHECK-NEXT: %[[ST5:.*]] = dist.send %[[WTE]] to 1 on @grid grid_axes = [0] tag = 11 : tensor<10x8xf32>
+// CHECK-NEXT: dist.wait %[[ST5]]
+// CHECK-NEXT: %[[OTHER:.*]], %[[RT6:.*]] = dist.recv from 1 on @grid grid_axes = [0] tag = 11 : tensor<10x8xf32>
+// CHECK-NEXT: dist.wait %[[RT6]]
 // CHECK-NEXT: %[[SUM:.*]] = braid.add %[[WTE]], %[[OTHER]] : tensor<10x8xf32>
 // CHECK: return %[[LOSS]], %[[SUM]],
 
 // Rank 1: receive, forward, backward at once (1F1B), send the gradient back.
 // CHECK-LABEL: func.func @step.pp1(%arg0: tensor<4x6xi32>)
 // CHECK-SAME: braid.gradients = [@wte, @l1.norm, @l1.up, @l1.down], braid.peak_live_microbatches = 1 : i64, braid.pipeline_rank = 1 : i64
-// CHECK-NEXT: %[[X0:.*]] = dist.recv from 0 on @grid grid_axes = [0] {tag = 5 : i64}
+// CHECK-NEXT: %[[X0:.*]], %[[RT7:.*]] = dist.recv from 0 on @grid grid_axes = [0] tag = 5
+// CHECK-NEXT: dist.wait %[[RT7]]
 // CHECK-NEXT: %[[L0:.*]] = dist.microbatch %arg0[0 of 2]
 // CHECK-NEXT: %[[Y0:.*]]:6 = call @step.c1.fwd(%[[X0]], %[[L0]]) {dist.action = "F", dist.chunk = 1 : i64, dist.microbatch = 0 : i64}
 // CHECK-NEXT: %[[D0:.*]]:5 = call @step.c1.bwd({{.*}}) {dist.action = "B", dist.chunk = 1 : i64, dist.microbatch = 0 : i64}
-// CHECK-NEXT: dist.send %[[D0]]#0 to 0 on @grid grid_axes = [0] {tag = 2 : i64}
-// CHECK-NEXT: dist.recv from 0 on @grid grid_axes = [0] {tag = 7 : i64}
+// CHECK-NEXT: %[[ST8:.*]] = dist.send %[[D0]]#0 to 0 on @grid grid_axes = [0] tag = 2
+// CHECK-NEXT: dist.wait %[[ST8]]
+// CHECK-NEXT: %{{.*}}, %[[RT9:.*]] = dist.recv from 0 on @grid grid_axes = [0] tag = 7
+// CHECK-NEXT: dist.wait %[[RT9]]
 // CHECK: %[[LSUM:.*]] = braid.add %[[Y0]]#0, %{{.*}}#0 : tensor<f32>
 // CHECK: shard.all_reduce %[[LSUM]] on @grid grid_axes = [0]
-// CHECK: %[[OTHER1:.*]] = dist.recv from 0 on @grid grid_axes = [0] {tag = 11 : i64}
+// CHECK: %[[OTHER1:.*]], %[[RT10:.*]] = dist.recv from 0 on @grid grid_axes = [0] tag = 11
+// CHECK-NEXT: dist.wait %[[RT10]]
 // CHECK-NEXT: braid.add %[[OTHER1]], %{{.*}} : tensor<10x8xf32>
 
 // GPipe: all forwards, then all backwards.

@@ -2,20 +2,20 @@
 // tests of braid-run --verify, test/Integration/verify-negative.py): each
 // fault edits the first op it applies to, and a module without one is an
 // error rather than a test that injects nothing.
-// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=dp=2,tp=2" --braid-test-inject-fault=kind=drop-all-reduce | FileCheck %s --check-prefix=DROP
-// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=dp=2,tp=2" --braid-test-inject-fault=kind=wrong-axis | FileCheck %s --check-prefix=AXIS
-// RUN: %python -m braid.models mamba-tiny | braid-opt --braid-training-pipeline="grid=cp=2" --braid-test-inject-fault=kind=drop-state-carry | FileCheck %s --check-prefix=CARRY
-// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=dp=2 zero=1" --braid-test-inject-fault=kind=zero-offset | FileCheck %s --check-prefix=ZERO
-// RUN: %python -m braid.models llama-tiny --batch 4 | braid-opt --braid-training-pipeline="grid=pp=2 microbatches=2" --braid-test-inject-fault=kind=swap-microbatches | FileCheck %s --check-prefix=SWAP
-// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=dp=2" --braid-test-inject-fault=kind=corrupt-replica | FileCheck %s --check-prefix=REPLICA
-// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=cp=2 cp-attention=ring" --braid-test-inject-fault=kind=skip-ring-step | FileCheck %s --check-prefix=RING
-// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=cp=2 cp-attention=ring" --braid-test-inject-fault=kind=skip-ring-step | braid-translate --braid-to-cpp | FileCheck %s --check-prefix=RING-EMIT
-// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=tp=2" --braid-test-inject-fault=kind=wrong-axis 2>&1 | FileCheck %s --check-prefix=ONE-AXIS
-// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=dp=2 zero=2" --braid-test-inject-fault=kind=zero-offset 2>&1 | FileCheck %s --check-prefix=NO-ZERO
-// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=tp=2" --braid-test-inject-fault=kind=drop-state-carry 2>&1 | FileCheck %s --check-prefix=NO-SCAN
-// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=dp=2" --braid-test-inject-fault=kind=swap-microbatches 2>&1 | FileCheck %s --check-prefix=NO-MB
-// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=cp=2" --braid-test-inject-fault=kind=skip-ring-step 2>&1 | FileCheck %s --check-prefix=NO-RING
-// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=dp=2" --braid-test-inject-fault=kind=bit-flip 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=dp=2,tp=2 lower-to-dist=false" --braid-test-inject-fault=kind=drop-all-reduce | FileCheck %s --check-prefix=DROP
+// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=dp=2,tp=2 lower-to-dist=false" --braid-test-inject-fault=kind=wrong-axis | FileCheck %s --check-prefix=AXIS
+// RUN: %python -m braid.models mamba-tiny | braid-opt --braid-training-pipeline="grid=cp=2 lower-to-dist=false" --braid-test-inject-fault=kind=drop-state-carry | FileCheck %s --check-prefix=CARRY
+// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=dp=2 zero=1 lower-to-dist=false" --braid-test-inject-fault=kind=zero-offset | FileCheck %s --check-prefix=ZERO
+// RUN: %python -m braid.models llama-tiny --batch 4 | braid-opt --braid-training-pipeline="grid=pp=2 microbatches=2 lower-to-dist=false" --braid-test-inject-fault=kind=swap-microbatches | FileCheck %s --check-prefix=SWAP
+// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=dp=2 lower-to-dist=false" --braid-test-inject-fault=kind=corrupt-replica | FileCheck %s --check-prefix=REPLICA
+// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=cp=2 cp-attention=ring lower-to-dist=false" --braid-test-inject-fault=kind=skip-ring-step | FileCheck %s --check-prefix=RING
+// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=cp=2 cp-attention=ring lower-to-dist=false" --braid-test-inject-fault=kind=skip-ring-step --convert-braid-to-dist | braid-translate --braid-to-cpp | FileCheck %s --check-prefix=RING-EMIT
+// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=tp=2 lower-to-dist=false" --braid-test-inject-fault=kind=wrong-axis 2>&1 | FileCheck %s --check-prefix=ONE-AXIS
+// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=dp=2 zero=2 lower-to-dist=false" --braid-test-inject-fault=kind=zero-offset 2>&1 | FileCheck %s --check-prefix=NO-ZERO
+// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=tp=2 lower-to-dist=false" --braid-test-inject-fault=kind=drop-state-carry 2>&1 | FileCheck %s --check-prefix=NO-SCAN
+// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=dp=2 lower-to-dist=false" --braid-test-inject-fault=kind=swap-microbatches 2>&1 | FileCheck %s --check-prefix=NO-MB
+// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=cp=2 lower-to-dist=false" --braid-test-inject-fault=kind=skip-ring-step 2>&1 | FileCheck %s --check-prefix=NO-RING
+// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=dp=2 lower-to-dist=false" --braid-test-inject-fault=kind=bit-flip 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 
 // The attention output's tp all-reduce is gone: the residual adds the
 // rank's partial sum.

@@ -69,6 +69,7 @@
 
 #include "test/lib/Transforms/InjectFault.h"
 
+#include "braid/Conversion/Passes.h"
 #include "braid/InitAllDialects.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "braid/Pipelines.h"
@@ -350,6 +351,10 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
   pipeline.weightDecay = weightDecay;
   pipeline.maxNorm = maxNorm;
   pipeline.eps = adamEps;
+  // A fault is injected into the partitioned braid and shard ops, before
+  // their transfers become dist ops.
+  const bool inject = !reference && !injectFault.empty();
+  pipeline.lowerToDist = !inject;
   std::string grid = reference ? "" : gridSpec.getValue();
   pipeline.grid = grid;
   pipeline.plan = plan;
@@ -373,9 +378,10 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
   }
   if (failed(pm.run(module)))
     return failure();
-  if (!reference && !injectFault.empty()) {
+  if (inject) {
     PassManager broken(module.getContext());
     broken.addPass(::braid::test::createInjectFaultPass(injectFault));
+    broken.addPass(::braid::createConvertBraidToDistPass());
     if (failed(broken.run(module)))
       return failure();
   }

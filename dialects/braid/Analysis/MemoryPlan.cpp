@@ -6,6 +6,7 @@
 
 #include "dialects/braid/Analysis/OpCost.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/dist/IR/DistDialect.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/EquivalenceClasses.h"
@@ -172,6 +173,9 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
   llvm::DenseMap<Value, Value> definer;
   for (Operation &op : block) {
     for (Value result : op.getResults()) {
+      // A transfer's token is no data.
+      if (isa<dist::TokenType>(result.getType()))
+        continue;
       Value leader = classes.getLeaderValue(result);
       if (leaderStorage.count(leader) || fp.fusion->isInner(result))
         continue;
@@ -183,12 +187,22 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
         definer[leader] = result;
     }
   }
-  for (Operation &op : block)
+  // A transfer may read its operands until its dist.wait: they live until
+  // then (its results are live from the transfer on, as every result).
+  for (Operation &op : block) {
+    unsigned until = fp.position[&op];
+    for (Value result : op.getResults())
+      if (isa<dist::TokenType>(result.getType()))
+        if (dist::WaitOp wait = dist::getWait(result))
+          until = std::max(until, fp.position[wait]);
     for (Value operand : op.getOperands()) {
+      if (isa<dist::TokenType>(operand.getType()))
+        continue;
       auto it = frameClasses.find(classes.getLeaderValue(operand));
       if (it != frameClasses.end())
-        it->second.lastOp = std::max(it->second.lastOp, fp.position[&op]);
+        it->second.lastOp = std::max(it->second.lastOp, until);
     }
+  }
 
   SmallVector<Interval> intervals;
   SmallVector<Value> intervalValue;

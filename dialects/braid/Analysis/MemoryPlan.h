@@ -11,9 +11,10 @@
 // size), and a call reserves the callee's frame for the duration of the call.
 // A value returned by a function is written straight into the buffer its
 // caller planned for the call's result; reshapes alias their input; values
-// inside a fused elementwise group are never stored. An op that needs
-// scratch while it runs (the re-layout of a collective's blocks, the softmax
-// statistics of a vocabulary-parallel cross-entropy: scratchBytes) gets a
+// inside a fused elementwise group are never stored. A dist transfer's
+// operands stay live until its dist.wait. An op that needs scratch while it
+// runs (the softmax statistics of a vocabulary-parallel cross-entropy:
+// scratchBytes) gets a
 // buffer live at that op alone, so the planned peak still equals the
 // measured one.
 //
@@ -170,7 +171,7 @@ struct Transpose {
 /// one block per rank of `group` (block c at [c L, (c + 1) L)) is laid out
 /// that way only when `dim` is its outermost dimension of size above one
 /// and the group lists its axes in grid order; otherwise the collective goes
-/// through a scratch buffer in rank-block layout, reached by `toBlocks` and
+/// through a tensor in rank-block layout (BraidToDist), reached by `toBlocks` and
 /// left by `fromBlocks`. Nullopt when no re-layout is needed.
 struct BlockRelayout {
   Transpose toBlocks, fromBlocks;
@@ -187,9 +188,9 @@ bool isShardedCrossEntropy(Operation *op);
 /// scratch ([row_max: rows f32 | stats: rows x 2 f32]).
 int64_t getCrossEntropyStatsOffset(int64_t rows);
 
-/// Bytes of scratch `op` needs while it runs, 0 for most ops: a collective
-/// whose blocks need a re-layout (getBlockRelayout), the softmax statistics
-/// of a sharded cross-entropy.
+/// Bytes of scratch `op` needs while it runs, 0 for most ops: the softmax
+/// statistics of a sharded cross-entropy, a context-parallel Mamba mixer's
+/// halos and states, attention by key blocks.
 /// Bytes of one halo buffer of a context-parallel conv1d (or its gradient):
 /// the K-1 rows of every batch element, aligned.
 int64_t getConvHaloBytes(Operation *op);

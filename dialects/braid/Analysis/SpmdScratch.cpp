@@ -2,10 +2,10 @@
 //
 // The SPMD half of MemoryPlan.h: which grid axes a collective or a
 // partitioned op runs over (GridGroup), the re-layout a collective needs when
-// its blocks are not contiguous per rank, and the scratch each partitioned op
-// uses while it runs (collective re-layouts, a sharded cross-entropy's
-// statistics, a context-parallel Mamba mixer's halos and states, attention by
-// key blocks). The planner (MemoryPlan.cpp) reserves scratchBytes(op) at the
+// its blocks are not contiguous per rank (which --convert-braid-to-dist makes
+// explicit IR), and the scratch each partitioned op uses while it runs (a
+// sharded cross-entropy's statistics, a context-parallel Mamba mixer's halos
+// and states, attention by key blocks). The planner (MemoryPlan.cpp) reserves scratchBytes(op) at the
 // op's position; the emitter lays the buffers out by the same functions.
 //
 //===----------------------------------------------------------------------===//
@@ -255,24 +255,6 @@ BlockAttentionScratch mlir::braid::getBlockAttentionScratch(Operation *op) {
 }
 
 int64_t mlir::braid::scratchBytes(Operation *op) {
-  auto relayoutBytes = [&](auto collective, Value blocked, int64_t dim,
-                           Value other = {}, int64_t otherDim = 0) {
-    FailureOr<GridGroup> group = getGridGroup(
-        op, collective.getGridAttr(), collective.getGridAxes());
-    if (failed(group))
-      return int64_t(0);
-    bool needed = getBlockRelayout(shapeOf(blocked), dim, *group).has_value();
-    if (other)
-      needed |= getBlockRelayout(shapeOf(other), otherDim, *group).has_value();
-    return needed ? getTensorBytes(blocked.getType()) : 0;
-  };
-  if (auto g = dyn_cast<shard::AllGatherOp>(op))
-    return relayoutBytes(g, g.getResult(), g.getGatherAxis().getSExtValue());
-  if (auto r = dyn_cast<shard::ReduceScatterOp>(op))
-    return relayoutBytes(r, r.getInput(), r.getScatterAxis().getSExtValue());
-  if (auto a = dyn_cast<shard::AllToAllOp>(op))
-    return relayoutBytes(a, a.getInput(), a.getSplitAxis().getSExtValue(),
-                         a.getResult(), a.getConcatAxis().getSExtValue());
   // Context-parallel Mamba mixer: the convolution's halo buffers (received
   // and sent; the gradient also the halo's cotangent and the next rank's),
   // the scan's f32 states (final state, decay, their gathers over the ranks,

@@ -268,12 +268,19 @@ def BraidPrintPlanPass : Pass<"braid-print-plan", "::mlir::ModuleOp"> {
     each collective kind and group, the number per step and the bytes each
     rank sends under the ring model (all-reduce 2(n-1)/n of the buffer,
     all-gather, reduce-scatter and all-to-all n-1 blocks), which is what the
-    runtime counts (`collective ...` lines of a run). Lines are
+    runtime counts (`collective ...` lines of a run), and the time the
+    cost model (lib/CostModel) predicts for them on `hardware`, the
+    grid's ranks laid out row-major over consecutive GPUs of its nodes
+    (`transfer_time ...` lines: per kind and group, the algorithm NCCL's
+    model would choose for the largest; their sum). Lines are
     `kind name: ...`; the IR is unchanged.
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
            "Step function">,
+    Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-sxm\"",
+           "Hardware description for predicted times: h100-sxm, h200-sxm, "
+           "a100-sxm (lib/CostModel/hardware) or a file.json of that form">,
   ];
 }
 

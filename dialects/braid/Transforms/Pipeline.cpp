@@ -336,15 +336,21 @@ LogicalResult PipelineBuilder::buildRank(int64_t rank,
   auto gridRef = [&]() {
     return FlatSymbolRefAttr::get(context, grid->symbol);
   };
+  // Each transfer is waited for where it is issued; the overlap scheduler
+  // is what moves waits later.
   auto send = [&](Value v, int64_t peer, int64_t t) {
-    auto op = dist::SendOp::create(b, loc, v, gridRef(), axes(),
-                                   b.getI64IntegerAttr(peer));
-    op->setAttr("tag", b.getI64IntegerAttr(t));
+    auto op = dist::SendOp::create(b, loc, dist::TokenType::get(context), v,
+                                   gridRef(), axes(),
+                                   b.getI64IntegerAttr(peer),
+                                   b.getI64IntegerAttr(t));
+    dist::WaitOp::create(b, loc, ValueRange{op.getToken()});
   };
   auto recv = [&](Type type, int64_t peer, int64_t t) -> Value {
-    auto op = dist::RecvOp::create(b, loc, type, gridRef(), axes(),
-                                   b.getI64IntegerAttr(peer));
-    op->setAttr("tag", b.getI64IntegerAttr(t));
+    auto op = dist::RecvOp::create(b, loc, type, dist::TokenType::get(context),
+                                   gridRef(), axes(),
+                                   b.getI64IntegerAttr(peer),
+                                   b.getI64IntegerAttr(t));
+    dist::WaitOp::create(b, loc, ValueRange{op.getToken()});
     return op.getResult();
   };
   auto call = [&](Piece &piece, StringRef kind, int64_t chunk, int64_t mb) {

@@ -19,9 +19,12 @@
 
 #include "dialects/braid/IR/BraidOps.h"
 
+#include "lib/CostModel/CommCost.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -66,6 +69,9 @@ std::string splitText(ArrayAttr split) {
 struct Traffic {
   int64_t count = 0;
   double bytes = 0;
+  double seconds = 0;         ///< predicted on the hardware
+  double largestSeconds = 0;  ///< of one transfer, and its algorithm
+  const char *algorithm = "";
 };
 
 struct PlanPrinter {
@@ -119,6 +125,38 @@ struct PlanPrinter {
                           : (2 * zigzag - 1 - pair) * chunk + (within - chunk);
   }
 
+  const ::braid::cost::Hardware &hardware;
+
+  /// The transfer of `kind` whose block (the unit of `blockBytes` the ring
+  /// model counts) is `blockBytes`, over the group of `axes`.
+  ::braid::cost::TransferTime predict(StringRef kind, ArrayRef<int16_t> axes,
+                                    double blockBytes, double blocks) {
+    using ::braid::cost::TransferKind;
+    ::braid::cost::Transfer t;
+    t.ranks = grid.size(axes);
+    SmallVector<int64_t> indices(axes.begin(), axes.end());
+    t.nodes = ::braid::cost::nodesSpanned(grid.sizes, indices,
+                                        hardware.devicesPerNode);
+    t.kind = llvm::StringSwitch<TransferKind>(kind)
+                 .Case("all_reduce", TransferKind::AllReduce)
+                 .Case("all_gather", TransferKind::AllGather)
+                 .Case("reduce_scatter", TransferKind::ReduceScatter)
+                 .Case("all_to_all", TransferKind::AllToAll)
+                 .Default(TransferKind::PointToPoint);
+    // The buffer each kind is about (CommCost.h), from the ring model's
+    // block.
+    t.bytes = t.kind == TransferKind::AllReduce ? blockBytes
+                                                : blockBytes * t.ranks;
+    if (t.kind != TransferKind::PointToPoint)
+      return ::braid::cost::estimate(t, hardware);
+    // A ring's steps: `blocks` messages of one block to the next rank.
+    t.bytes = blockBytes;
+    ::braid::cost::TransferTime step = ::braid::cost::estimate(t, hardware);
+    step.seconds *= blocks;
+    step.bytesSent *= blocks;
+    return step;
+  }
+
   void add(StringRef kind, ArrayRef<int16_t> axes, double blockBytes,
            double blocks, int64_t times) {
     if (grid.size(axes) <= 1)
@@ -126,6 +164,12 @@ struct PlanPrinter {
     Traffic &t = traffic[{kind.str(), grid.describe(axes)}];
     t.count += times;
     t.bytes += blockBytes * blocks * static_cast<double>(times);
+    ::braid::cost::TransferTime time = predict(kind, axes, blockBytes, blocks);
+    t.seconds += time.seconds * static_cast<double>(times);
+    if (time.seconds >= t.largestSeconds) {
+      t.largestSeconds = time.seconds;
+      t.algorithm = time.algorithm;
+    }
   }
   AxisList axesOf(ArrayRef<int16_t> indices) {
     return AxisList(indices.begin(), indices.end());
@@ -167,6 +211,29 @@ struct PlanPrinter {
             double n = grid.size(axes);
             add("all_to_all", axes,
                 bytesOf(cast<RankedTensorType>(a.getInput().getType())) / n, n - 1,
+                times);
+          })
+          // The same transfers as dist ops (after --convert-braid-to-dist).
+          .Case([&](dist::AllReduceOp r) {
+            AxisList axes = axesOf(r.getGridAxes());
+            double n = grid.size(axes);
+            add("all_reduce", axes, bytesOf(r.getResult().getType()),
+                2 * (n - 1) / n, times);
+          })
+          .Case([&](dist::AllGatherOp g) {
+            AxisList axes = axesOf(g.getGridAxes());
+            add("all_gather", axes, bytesOf(g.getInput().getType()),
+                grid.size(axes) - 1, times);
+          })
+          .Case([&](dist::ReduceScatterOp r) {
+            AxisList axes = axesOf(r.getGridAxes());
+            add("reduce_scatter", axes, bytesOf(r.getResult().getType()),
+                grid.size(axes) - 1, times);
+          })
+          .Case([&](dist::AllToAllOp a) {
+            AxisList axes = axesOf(a.getGridAxes());
+            double n = grid.size(axes);
+            add("all_to_all", axes, bytesOf(a.getInput().getType()) / n, n - 1,
                 times);
           })
           .Case([&](AttentionOp a) {
@@ -222,7 +289,7 @@ struct PlanPrinter {
 
 namespace {
 struct BraidPrintPlanPass
-    : braid::impl::BraidPrintPlanPassBase<BraidPrintPlanPass> {
+    : mlir::braid::impl::BraidPrintPlanPassBase<BraidPrintPlanPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -290,7 +357,14 @@ struct BraidPrintPlanPass
       }
     });
 
-    PlanPrinter printer{module, *grid, os, {}, {}};
+    llvm::Expected<::braid::cost::Hardware> hw =
+        ::braid::cost::Hardware::named(hardware);
+    if (!hw) {
+      module.emitError("--braid-print-plan: ")
+          << llvm::toString(hw.takeError());
+      return signalPassFailure();
+    }
+    PlanPrinter printer{module, *grid, os, {}, {}, *hw};
     std::optional<int16_t> cp = grid->find("cp");
     printer.attentionFlops.assign(cp ? grid->sizes[*cp] : 1, 0.0);
     printer.count(step, 1);
@@ -316,6 +390,16 @@ struct BraidPrintPlanPass
       total += t.bytes;
     }
     os << "collective_bytes_per_step: " << llvm::format("%.0f", total) << "\n";
+    // What the cost model predicts for them, one after another.
+    double seconds = 0;
+    for (auto &[key, t] : printer.traffic) {
+      os << "transfer_time " << key.first << " over " << key.second << ": "
+         << llvm::format("%.1f", t.seconds * 1e6) << " us per step on "
+         << hw->name << " (" << t.algorithm << ")\n";
+      seconds += t.seconds;
+    }
+    os << "transfer_time_per_step: " << llvm::format("%.1f", seconds * 1e6)
+       << " us on " << hw->name << "\n";
     markAllAnalysesPreserved();
   }
 };

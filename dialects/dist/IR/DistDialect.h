@@ -10,8 +10,25 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/dist/IR/DistDialect.h.inc"
+#include "dialects/dist/IR/DistEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dialects/dist/IR/DistTypes.h.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/dist/IR/DistOps.h.inc"
+
+namespace mlir::dist {
+
+/// The dist.wait that completes `token` (nullptr when it has none, which
+/// the verifier rejects).
+WaitOp getWait(Value token);
+
+/// The group size of a transfer on `grid` over `axes` (0 when the grid or
+/// an axis is missing).
+int64_t getGroupSize(Operation *anchor, FlatSymbolRefAttr grid,
+                     ArrayRef<int16_t> axes);
+
+} // namespace mlir::dist
 
 #endif // BRAID_DIALECT_DIST_IR_DISTDIALECT_H

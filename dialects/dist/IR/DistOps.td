@@ -1,16 +1,19 @@
 //===- DistOps.td - the dist dialect: how a per-rank program runs -*- tablegen -*-===//
 //
-// `dist` holds what is about execution rather than about the model: the
-// point-to-point transfers between pipeline stages and the micro-batches a
-// step is cut into. The schedule of a pipeline rank is the order of these ops
-// and of the calls to its stage functions in the rank's step function, so it
-// can be printed, tested and reordered like any other IR.
+// `dist` holds what is about execution rather than about the model: every
+// transfer between ranks (collectives over grid axes, point-to-point sends
+// and receives) as an asynchronous op with a `!dist.token`, the `dist.wait`
+// that completes it, and the micro-batches a step is cut into. The schedule
+// of a rank is the order of these ops and of the compute between them, so it
+// can be printed, tested, costed and reordered like any other IR.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BRAID_DIALECT_DIST_IR_DISTOPS_TD
 #define BRAID_DIALECT_DIST_IR_DISTOPS_TD
 
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
@@ -21,58 +24,210 @@ def Dist_Dialect : Dialect {
   let cppNamespace = "::mlir::dist";
   let summary = "Execution of per-rank programs: transfers and micro-batches";
   let description = [{
-    Ops that say how the per-rank program of a partitioned model runs:
-    point-to-point sends and receives between the ranks of a grid axis (the
-    pipeline's activations forward and gradients backward) and the slicing of
-    a step's batch into micro-batches. Peers are named by their coordinate
-    along the listed axes of a `shard.grid`, the other coordinates being the
-    sender's own.
+    Ops that say how the per-rank program of a partitioned model runs. Every
+    transfer is asynchronous: it starts where the op is, reading its operand
+    then or at any time until its `dist.wait`, and its results may be read
+    only after that wait. A transfer's group is the ranks that differ from
+    this one only along `grid_axes` of a `shard.grid`, numbered row-major
+    over those axes in the order listed; a peer is a coordinate in that
+    numbering, the sender's other coordinates kept.
+
+    Every rank of a group must issue the group's collectives in the same
+    order (as NCCL requires); a schedule that moves waits later keeps it.
+
+    A pipeline rank's step calls its chunk functions once per action of its
+    schedule; each such `func.call` carries the dialect's attributes
+    `dist.action` ("F" forward, "B" backward or its input-gradient half,
+    "W" the weight-gradient half), `dist.chunk` (the model chunk) and
+    `dist.microbatch` (the micro-batch), which the dialect verifies.
   }];
+  let useDefaultTypePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+}
+
+def Dist_TokenType : TypeDef<Dist_Dialect, "Token"> {
+  let mnemonic = "token";
+  let summary = "A transfer in flight, completed by dist.wait";
+}
+
+def Dist_ReductionKind : I32EnumAttr<"ReductionKind",
+    "how a collective combines the ranks' values", [
+      I32EnumAttrCase<"Sum", 0, "sum">,
+      I32EnumAttrCase<"Max", 1, "max">,
+      I32EnumAttrCase<"Min", 2, "min">]> {
+  let cppNamespace = "::mlir::dist";
 }
 
 class Dist_Op<string mnemonic, list<Trait> traits = []>
     : Op<Dist_Dialect, mnemonic, traits>;
 
-def Dist_SendOp : Dist_Op<"send"> {
-  let summary = "Send a tensor to a peer along grid axes";
-  let description = [{
-    Sends `value` to the rank whose coordinate along `grid_axes` of `grid` is
-    `peer` (row-major over the axes, the sender's other coordinates kept).
-    The data is captured when the op runs: the send completes without waiting
-    for the peer's `dist.recv`, so two neighbours may send to each other at
-    the same time. Between two ranks, transfers arrive in the order they were
-    sent.
-
-    ```mlir
-    dist.send %h to 1 on @grid grid_axes = [0] : tensor<1x16x64xf32>
-    ```
+// A transfer over the group of `grid_axes`: its operands, the data it moves,
+// and the token its dist.wait takes.
+class Dist_TransferOp<string mnemonic> : Dist_Op<mnemonic> {
+  code transferClassDeclaration = [{
+    /// The ranks of the transfer's group (the product of its axes' sizes).
+    int64_t getGroupSize();
   }];
-  let arguments = (ins AnyRankedTensor:$value, FlatSymbolRefAttr:$grid,
-                       DenseI16ArrayAttr:$grid_axes, I64Attr:$peer);
-  let assemblyFormat = [{
-    $value `to` $peer `on` $grid `grid_axes` `=` $grid_axes attr-dict
-    `:` type($value)
-  }];
+  let extraClassDeclaration = transferClassDeclaration;
   let hasVerifier = 1;
 }
 
-def Dist_RecvOp : Dist_Op<"recv"> {
-  let summary = "Receive a tensor from a peer along grid axes";
+class Dist_CollectiveOp<string mnemonic, dag extra = (ins)>
+    : Dist_TransferOp<mnemonic> {
+  let arguments = !con((ins AnyRankedTensor:$input, FlatSymbolRefAttr:$grid,
+                            DenseI16ArrayAttr:$grid_axes), extra);
+  let results = (outs AnyRankedTensor:$result, Dist_TokenType:$token);
+}
+
+def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
+    (ins Dist_ReductionKind:$reduction)> {
+  let summary = "Start an all-reduce over grid axes";
   let description = [{
-    Receives the next tensor the rank at coordinate `peer` along `grid_axes`
-    sent to this rank with `dist.send`; its type must be the sent one.
+    Every rank of the group gets the element-wise reduction of the group's
+    `input`s. The result has the input's type.
 
     ```mlir
-    %h = dist.recv from 0 on @grid grid_axes = [0] : tensor<1x16x64xf32>
+    %y, %t = dist.all_reduce %x on @grid grid_axes = [1] reduction = sum
+        : tensor<2x16x64xf32> -> tensor<2x16x64xf32>
+    dist.wait %t
+    ```
+  }];
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `reduction` `=` $reduction
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather",
+    (ins I64Attr:$gather_axis)> {
+  let summary = "Start an all-gather over grid axes";
+  let description = [{
+    The result is the group's `input`s concatenated along `gather_axis` in
+    group-rank order: that dimension is the group size times the input's.
+
+    ```mlir
+    %y, %t = dist.all_gather %x on @grid grid_axes = [0] gather_axis = 0
+        : tensor<32x64xf32> -> tensor<64x64xf32>
+    ```
+  }];
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `gather_axis` `=` $gather_axis
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter",
+    (ins Dist_ReductionKind:$reduction, I64Attr:$scatter_axis)> {
+  let summary = "Start a reduce-scatter over grid axes";
+  let description = [{
+    The group's `input`s are reduced element-wise and group rank r gets block
+    r along `scatter_axis`, a dimension the group size divides.
+
+    ```mlir
+    %y, %t = dist.reduce_scatter %x on @grid grid_axes = [1] reduction = sum
+        scatter_axis = 1 : tensor<2x16x64xf32> -> tensor<2x8x64xf32>
+    ```
+  }];
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `reduction` `=` $reduction
+    `scatter_axis` `=` $scatter_axis attr-dict `:` type($input) `->`
+    type($result)
+  }];
+}
+
+def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all",
+    (ins I64Attr:$split_axis, I64Attr:$concat_axis)> {
+  let summary = "Start an all-to-all over grid axes";
+  let description = [{
+    `input` is cut into group-size blocks along `split_axis`; group rank r's
+    block s goes to rank s, which concatenates what it receives along
+    `concat_axis` in group-rank order.
+
+    ```mlir
+    %y, %t = dist.all_to_all %x on @grid grid_axes = [0] split_axis = 0
+        concat_axis = 1 : tensor<4x8xf32> -> tensor<2x16xf32>
+    ```
+  }];
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `split_axis` `=` $split_axis
+    `concat_axis` `=` $concat_axis attr-dict `:` type($input) `->`
+    type($result)
+  }];
+}
+
+def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast", (ins I64Attr:$root)> {
+  let summary = "Start a broadcast over grid axes";
+  let description = [{
+    Every rank of the group gets group rank `root`'s `input`.
+
+    ```mlir
+    %y, %t = dist.broadcast %x on @grid grid_axes = [0] root = 0
+        : tensor<64xf32> -> tensor<64xf32>
+    ```
+  }];
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `root` `=` $root attr-dict
+    `:` type($input) `->` type($result)
+  }];
+}
+
+def Dist_SendOp : Dist_TransferOp<"send"> {
+  let summary = "Start sending a tensor to a peer along grid axes";
+  let description = [{
+    Sends `value` to the rank at coordinate `peer` of the group. Between two
+    ranks, transfers of one `tag` arrive in the order they were sent; a
+    receive takes the next send of its tag from its peer whatever other tags
+    came between (pipeline stages issue transfers in their own schedules'
+    orders). Without a tag, transfers match in issue order.
+
+    ```mlir
+    %t = dist.send %h to 1 on @grid grid_axes = [0] tag = 3 : tensor<1x16x64xf32>
+    dist.wait %t
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$value, FlatSymbolRefAttr:$grid,
+                       DenseI16ArrayAttr:$grid_axes, I64Attr:$peer,
+                       OptionalAttr<I64Attr>:$tag);
+  let results = (outs Dist_TokenType:$token);
+  let assemblyFormat = [{
+    $value `to` $peer `on` $grid `grid_axes` `=` $grid_axes (`tag` `=` $tag^)?
+    attr-dict `:` type($value)
+  }];
+}
+
+def Dist_RecvOp : Dist_TransferOp<"recv"> {
+  let summary = "Start receiving a tensor from a peer along grid axes";
+  let description = [{
+    Receives the next tensor of `tag` that the rank at coordinate `peer` of
+    the group sends this rank; its type must be the sent one.
+
+    ```mlir
+    %h, %t = dist.recv from 0 on @grid grid_axes = [0] tag = 3 : tensor<1x16x64xf32>
+    dist.wait %t
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes,
-                       I64Attr:$peer);
-  let results = (outs AnyRankedTensor:$result);
+                       I64Attr:$peer, OptionalAttr<I64Attr>:$tag);
+  let results = (outs AnyRankedTensor:$result, Dist_TokenType:$token);
   let assemblyFormat = [{
-    `from` $peer `on` $grid `grid_axes` `=` $grid_axes attr-dict
-    `:` type($result)
+    `from` $peer `on` $grid `grid_axes` `=` $grid_axes (`tag` `=` $tag^)?
+    attr-dict `:` type($result)
   }];
+}
+
+def Dist_WaitOp : Dist_Op<"wait"> {
+  let summary = "Complete transfers";
+  let description = [{
+    Completes the transfers whose tokens it takes: after it their results
+    may be read, and their operands' buffers reused. Each token is waited
+    for exactly once, in the block of its transfer.
+
+    ```mlir
+    dist.wait %t0, %t1
+    ```
+  }];
+  let arguments = (ins Variadic<Dist_TokenType>:$tokens);
+  let assemblyFormat = "$tokens attr-dict";
   let hasVerifier = 1;
 }
 

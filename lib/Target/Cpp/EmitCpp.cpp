@@ -111,7 +111,10 @@ std::string FunctionEmitter::nameOf(Value value) {
   std::string name = "v" + std::to_string(fp.position.lookup(op));
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
     name = loc.getName().str();
-  if (op->getNumResults() > 1)
+  // Results are numbered when there are several, a transfer's token aside.
+  if (llvm::count_if(op->getResultTypes(), [](Type t) {
+        return !isa<dist::TokenType>(t);
+      }) > 1)
     name += "." + std::to_string(result.getResultNumber());
   return name;
 }
@@ -164,11 +167,30 @@ LogicalResult FunctionEmitter::emit(raw_ostream &os) {
       if (scratch != fp.scratch.end())
         opsOs << "  braid_rt_free(rt, frame + " << scratch->second.offset
               << ", " << scratch->second.bytes << ");\n";
-      // Announce named results for dumps (reshapes are views, not values).
-      if (!isa<ReshapeOp, GetParamOp, func::ReturnOp>(op) &&
-          isa<NameLoc>(op.getLoc()) && program.announcesIn(fp.func))
-        for (Value result : op.getResults())
-          announce(result, opsOs);
+      // Announce named results for dumps: a transfer's once its wait has
+      // completed it; a reshape's only when it names a value the op before
+      // it left unnamed (the end of a transfer's re-layout), other reshapes
+      // being views of a value announced already.
+      if (program.announcesIn(fp.func)) {
+        auto named = [](Operation *o) {
+          return o && isa<NameLoc>(o->getLoc());
+        };
+        if (auto wait = dyn_cast<dist::WaitOp>(op)) {
+          for (Value token : wait.getTokens())
+            if (named(token.getDefiningOp()))
+              for (Value result : token.getDefiningOp()->getResults())
+                if (isa<RankedTensorType>(result.getType()))
+                  announce(result, opsOs);
+        } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+          if (named(&op) && !named(reshape.getInput().getDefiningOp()) &&
+              !isa<BlockArgument>(reshape.getInput()))
+            announce(reshape.getResult(), opsOs);
+        } else if (!isa<GetParamOp, func::ReturnOp>(op) && named(&op) &&
+                   !isDistTransfer(&op)) {
+          for (Value result : op.getResults())
+            announce(result, opsOs);
+        }
+      }
     }
     // Buffers whose last use executes at this position die after it.
     if (!innerMember && (!root || root == &op))
@@ -276,8 +298,9 @@ static std::optional<std::string> inputRole(Value value) {
       return std::string("tokens");
     if (auto c = dyn_cast<CrossEntropyOp>(user); c && c.getLabels() == value)
       return std::string("labels");
-    if (isa_and_nonnull<shard::ShardDialect>(user->getDialect()) ||
-        isa<dist::MicrobatchOp>(user))
+    if (isa_and_nonnull<shard::ShardDialect, dist::DistDialect>(
+            user->getDialect()) ||
+        isa<ReshapeOp, TransposeOp>(user))
       for (Value result : user->getResults())
         if (std::optional<std::string> role = inputRole(result))
           return role;

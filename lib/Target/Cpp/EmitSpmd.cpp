@@ -1,12 +1,11 @@
 //===- EmitSpmd.cpp - collectives and partitioned ops ---------------------===//
 //
-// What the SPMD partitioner leaves in a per-rank program: shard collectives
-// (one runtime collective each, waited on at once; a re-layout through the
-// op's planned scratch when the split dimension's blocks are not contiguous
-// per rank in communicator order), bias_add and unslice, and braid ops whose
-// partitioning attributes make them local pieces of a global op
-// (vocabulary-parallel embedding and cross-entropy, ZeRO updates). Also the
-// sharding of parameters, states and inputs the descriptor records.
+// What the SPMD partitioner leaves in a per-rank program besides its
+// transfers (which --convert-braid-to-dist has made dist ops: EmitDist.cpp):
+// shard.all_slice, bias_add and unslice, and braid ops whose partitioning
+// attributes make them local pieces of a global op (vocabulary-parallel
+// embedding and cross-entropy, ZeRO updates). Also the sharding of
+// parameters, states and inputs the descriptor records.
 //
 // A rank's coordinate over a group of grid axes is the rank of the group's
 // communicator when the axes are listed in grid order; otherwise it is
@@ -242,12 +241,6 @@ LogicalResult FunctionEmitter::emitSpmdOp(Operation *op, raw_ostream &os) {
   auto wait = [](const std::string &collective) {
     return "braid_event_wait(rt, " + collective + ")";
   };
-  auto transpose = [&](Value like, const std::string &from,
-                       const std::string &to, const Transpose &t) {
-    return "braid_k_transpose(rt, " + dt(like) + ", " + from + ", " + to +
-           ", " + n(t.shape.size()) + ", " + array(t.shape) + ", " +
-           array(t.perm) + ")";
-  };
   std::string scratch;
   if (auto it = fp.scratch.find(op); it != fp.scratch.end())
     scratch = "at(arena, frame + " + n(it->second.offset) + ")";
@@ -262,19 +255,7 @@ LogicalResult FunctionEmitter::emitSpmdOp(Operation *op, raw_ostream &os) {
       return op->emitError("the runtime's collectives keep the element type");
     return getGridGroup(op, c.getGridAttr(), c.getGridAxes(), error);
   };
-  auto redop = [&](shard::ReductionKind kind) -> FailureOr<std::string> {
-    switch (kind) {
-    case shard::ReductionKind::Sum:
-      return std::string("BRAID_RED_SUM");
-    case shard::ReductionKind::Max:
-      return std::string("BRAID_RED_MAX");
-    case shard::ReductionKind::Min:
-      return std::string("BRAID_RED_MIN");
-    default:
-      return op->emitError("the runtime reduces by sum, max or min, not ")
-             << shard::stringifyReductionKind(kind);
-    }
-  };
+
   // The group named by a braid op's attribute.
   auto namedGroup = [&](ArrayAttr axes) {
     return getGridGroup(op, axes, error);
@@ -282,81 +263,10 @@ LogicalResult FunctionEmitter::emitSpmdOp(Operation *op, raw_ostream &os) {
 
   LogicalResult result =
       TypeSwitch<Operation *, LogicalResult>(op)
-          .Case([&](shard::AllReduceOp r) {
-            FailureOr<GridGroup> group = collectiveGroup(r);
-            FailureOr<std::string> red = redop(r.getReduction());
-            if (failed(group) || failed(red))
-              return failure();
-            add(wait("braid_all_reduce(rt, " + comm(*group) + ", " +
-                     p(r.getInput()) + ", " + p(r.getResult()) + ", " +
-                     n(numElements(r.getInput())) + ", " + dt(r.getInput()) +
-                     ", " + *red + ")"));
-            return success();
-          })
-          .Case([&](shard::AllGatherOp g) {
-            FailureOr<GridGroup> group = collectiveGroup(g);
-            if (failed(group))
-              return failure();
-            std::optional<BlockRelayout> relayout =
-                getBlockRelayout(shapeOf(g.getResult()),
-                                 g.getGatherAxis().getSExtValue(), *group);
-            std::string recv = relayout ? scratch : p(g.getResult());
-            add(wait("braid_all_gather(rt, " + comm(*group) + ", " +
-                     p(g.getInput()) + ", " + recv + ", " +
-                     n(numElements(g.getInput())) + ", " + dt(g.getInput()) +
-                     ")"));
-            if (relayout)
-              add(transpose(g.getResult(), scratch, p(g.getResult()),
-                            relayout->fromBlocks));
-            return success();
-          })
-          .Case([&](shard::ReduceScatterOp r) {
-            FailureOr<GridGroup> group = collectiveGroup(r);
-            FailureOr<std::string> red = redop(r.getReduction());
-            if (failed(group) || failed(red))
-              return failure();
-            std::optional<BlockRelayout> relayout =
-                getBlockRelayout(shapeOf(r.getInput()),
-                                 r.getScatterAxis().getSExtValue(), *group);
-            std::string send = p(r.getInput());
-            if (relayout) {
-              add(transpose(r.getInput(), send, scratch, relayout->toBlocks));
-              send = scratch;
-            }
-            add(wait("braid_reduce_scatter(rt, " + comm(*group) + ", " + send +
-                     ", " + p(r.getResult()) + ", " +
-                     n(numElements(r.getResult())) + ", " + dt(r.getInput()) +
-                     ", " + *red + ")"));
-            return success();
-          })
-          .Case([&](shard::AllToAllOp a) {
-            FailureOr<GridGroup> group = collectiveGroup(a);
-            if (failed(group))
-              return failure();
-            std::optional<BlockRelayout> sendRelayout = getBlockRelayout(
-                shapeOf(a.getInput()), a.getSplitAxis().getSExtValue(), *group);
-            std::optional<BlockRelayout> recvRelayout =
-                getBlockRelayout(shapeOf(a.getResult()),
-                                 a.getConcatAxis().getSExtValue(), *group);
-            // One scratch buffer: when both sides are re-laid out, the
-            // result's buffer stages the chunks to send.
-            std::string send = p(a.getInput()), recv = p(a.getResult());
-            if (sendRelayout) {
-              std::string staged = recvRelayout ? recv : scratch;
-              add(transpose(a.getInput(), send, staged,
-                            sendRelayout->toBlocks));
-              send = staged;
-            }
-            if (recvRelayout)
-              recv = scratch;
-            add(wait("braid_all_to_all(rt, " + comm(*group) + ", " + send +
-                     ", " + recv + ", " +
-                     n(numElements(a.getInput()) / group->size()) + ", " +
-                     dt(a.getInput()) + ")"));
-            if (recvRelayout)
-              add(transpose(a.getResult(), scratch, p(a.getResult()),
-                            recvRelayout->fromBlocks));
-            return success();
+          .Case<shard::AllReduceOp, shard::AllGatherOp,
+                shard::ReduceScatterOp, shard::AllToAllOp>([&](auto) {
+            return op->emitError("a transfer reaches the emitter as a dist "
+                                 "op: run --convert-braid-to-dist first");
           })
           .Case([&](shard::AllSliceOp s) {
             FailureOr<GridGroup> group = collectiveGroup(s);

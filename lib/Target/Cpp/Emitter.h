@@ -2,8 +2,8 @@
 //
 // Shared by the emitter's files: EmitCpp.cpp (program and functions),
 // EmitFusion.cpp (generated elementwise kernels), EmitKernelCalls.cpp (calls
-// of the runtime's kernels), EmitSpmd.cpp (collectives and the local pieces
-// of partitioned ops, the sharding of tensors in SPMD programs).
+// of the runtime's kernels), EmitSpmd.cpp (the local pieces of partitioned
+// ops, the sharding of tensors in SPMD programs), EmitDist.cpp (transfers).
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,8 +57,10 @@ FailureOr<std::optional<Sharding>> readSharding(DictionaryAttr attrs,
 /// unslice, and braid ops partitioning annotated (vocabulary-parallel
 /// embedding and cross-entropy, ZeRO updates).
 bool isSpmdOp(Operation *op);
-/// dist.send, dist.recv, dist.microbatch.
+/// Every dist op: transfers, waits, micro-batches.
 bool isDistOp(Operation *op);
+/// A dist transfer: an op whose results include a !dist.token.
+bool isDistTransfer(Operation *op);
 
 class FunctionEmitter;
 
@@ -126,11 +128,15 @@ private:
   const FunctionPlan &fp;
   std::string body;
   unsigned nextArray = 0;
+  /// The event variable of each transfer's token (declared in `body`).
+  llvm::DenseMap<Value, std::string> events;
 
   /// The pointer expression of a stored value.
   std::string ptr(Value value);
   /// The name of a value for traces and dumps.
   std::string nameOf(Value value);
+  /// The variable holding the runtime event of a transfer's `token`.
+  std::string event(Value token);
   /// A static array of int64 in the body; returns its name.
   std::string array(ArrayRef<int64_t> values);
   /// A static array of C strings in the body; returns its name.

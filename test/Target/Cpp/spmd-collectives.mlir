@@ -1,11 +1,13 @@
-// RUN: braid-translate --braid-to-cpp %s | FileCheck %s
+// RUN: braid-opt %s --convert-braid-to-dist -mlir-print-debuginfo | braid-translate --braid-to-cpp | FileCheck %s
+// RUN: not braid-translate --braid-to-cpp %s 2>&1 | FileCheck %s --check-prefix=RAW
 
-// Shard collectives as runtime collectives, each waited on at once. The
-// runtime moves one contiguous block per rank in communicator order (the
-// grid's), so a collective along a dimension that is not the outermost
-// non-unit one, or over axes listed out of grid order, goes through a
-// scratch buffer re-laid out with braid_k_transpose; the scratch is planned
-// and announced around the op.
+// Shard collectives, lowered to dist (--convert-braid-to-dist), as runtime
+// collectives: each starts into its token's event, which dist.wait waits
+// for. The runtime moves one contiguous block per rank in communicator order
+// (the grid's), so a collective along a dimension that is not the outermost
+// non-unit one, or over axes listed out of grid order, moves whole blocks and
+// the lowering re-lays them out with braid.transpose (braid_k_transpose) on
+// the side that needs it. Unlowered, the emitter refuses a shard transfer.
 
 module attributes {braid.model = {name = "collectives", family = "gpt", vocab = 16 : i64}} {
   shard.grid @grid(shape = 2x2) {braid.axes = ["dp", "tp"]}
@@ -42,75 +44,54 @@ module attributes {braid.model = {name = "collectives", family = "gpt", vocab = 
   }
 }
 
+// RAW: error: loc("full"): a transfer reaches the emitter as a dist op: run --convert-braid-to-dist first
+
 // CHECK-LABEL: void fn_seq(
-// CHECK:        static const int64_t [[FROMSHAPE:kA[0-9]+]][] = {2, 2, 4, 4};
-// CHECK-NEXT:   static const int64_t [[FROMPERM:kA[0-9]+]][] = {1, 0, 2, 3};
-// CHECK:        static const int64_t [[TOSHAPE:kA[0-9]+]][] = {2, 2, 4, 4};
-// CHECK-NEXT:   static const int64_t [[TOPERM:kA[0-9]+]][] = {1, 0, 2, 3};
-// The gather lands in scratch as [tp, 2, 4, 4] and is moved to [2, tp, 4, 4].
-// CHECK:        braid_rt_alloc(rt, frame + [[FULL:[0-9]+]], 256, "full");
-// CHECK-NEXT:   braid_rt_alloc(rt, frame + [[S1:[0-9]+]], 256, "full.scratch");
-// CHECK-NEXT:   braid_rt_op_begin(rt, "all_gather", "full");
-// CHECK-NEXT:   braid_event_wait(rt, braid_all_gather(rt, braid_rt_comm(rt, "tp"), args[0], at(arena, frame + [[S1]]), 32, BRAID_F32));
-// CHECK-NEXT:   braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[S1]]), at(arena, frame + [[FULL]]), 4, [[FROMSHAPE]], [[FROMPERM]]);
+// CHECK:        braid_event *[[EG:ev[0-9]+]] = nullptr;
+// CHECK:        braid_event *[[ES:ev[0-9]+]] = nullptr;
+// The gathered blocks, then their elements in sequence order.
+// CHECK:        braid_rt_alloc(rt, frame + [[BLOCKS:[0-9]+]], 256, "v1");
+// CHECK-NEXT:   braid_rt_op_begin(rt, "all_gather", "v1");
+// CHECK-NEXT:   [[EG]] = braid_all_gather(rt, braid_rt_comm(rt, "tp"), args[0], at(arena, frame + [[BLOCKS]]), 32, BRAID_F32);
 // CHECK-NEXT:   braid_rt_op_end(rt);
-// CHECK-NEXT:   braid_rt_free(rt, frame + [[S1]], 256);
-// The adjoint: [2, tp, 4, 4] -> [tp, 2, 4, 4] in scratch, then summed.
-// CHECK:        braid_rt_alloc(rt, frame + [[S2:[0-9]+]], 256, "back.scratch");
-// CHECK-NEXT:   braid_rt_op_begin(rt, "reduce_scatter", "back");
-// CHECK-NEXT:   braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[FULL]]), at(arena, frame + [[S2]]), 4, [[TOSHAPE]], [[TOPERM]]);
-// CHECK-NEXT:   braid_event_wait(rt, braid_reduce_scatter(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[S2]]), results[0], 32, BRAID_F32, BRAID_RED_SUM));
+// CHECK-NEXT:   braid_event_wait(rt, [[EG]]);
+// CHECK:        braid_rt_op_begin(rt, "transpose",
+// CHECK-NEXT:   braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[BLOCKS]]), at(arena, frame + [[FULL:[0-9]+]]), 4,
+// The blocks to scatter first, then the transfer into the result.
+// CHECK:        braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[FULL]]), at(arena, frame + [[SEND:[0-9]+]]), 4,
+// CHECK:        braid_rt_op_begin(rt, "reduce_scatter",
+// CHECK-NEXT:   [[ES]] = braid_reduce_scatter(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[SEND]]), results[0], 32, BRAID_F32, BRAID_RED_SUM);
 // CHECK-NEXT:   braid_rt_op_end(rt);
-// CHECK-NEXT:   braid_rt_free(rt, frame + [[S2]], 256);
+// CHECK-NEXT:   braid_event_wait(rt, [[ES]]);
 
 // CHECK-LABEL: void fn_step(
-// CHECK:        static const int64_t [[ASENDSHAPE:kA[0-9]+]][] = {8, 2, 2};
-// CHECK-NEXT:   static const int64_t [[ASENDPERM:kA[0-9]+]][] = {1, 0, 2};
-// CHECK:        static const int64_t [[ARECVSHAPE:kA[0-9]+]][] = {2, 2, 4, 2};
-// CHECK-NEXT:   static const int64_t [[ARECVPERM:kA[0-9]+]][] = {1, 0, 2, 3};
-// CHECK:        static const int64_t [[ESHAPE:kA[0-9]+]][] = {2, 2, 4, 2};
-// CHECK-NEXT:   static const int64_t [[EPERM:kA[0-9]+]][] = {1, 0, 2, 3};
-// CHECK:        static const int64_t [[DSHAPE:kA[0-9]+]][] = {2, 2, 2, 16};
-// CHECK-NEXT:   static const int64_t [[DPERM:kA[0-9]+]][] = {1, 0, 2, 3};
-
-// all_slice keeps block coord(tp) of dim 1.
 // CHECK:        braid_k_slice(rt, BRAID_F32, at(arena, frame + {{[0-9]+}}), at(arena, frame + [[X:[0-9]+]]), 2, 8, 4, 4, coord(rt, "tp") * 4);
 // CHECK:        braid_rt_op_begin(rt, "unslice", "u");
 // CHECK-NEXT:   braid_k_unslice(rt, BRAID_F32, at(arena, frame + [[X]]), at(arena, frame + {{[0-9]+}}), 2, 8, 4, 4, coord(rt, "tp") * 4);
-
-// Both sides of the Ulysses exchange: the result's buffer stages the chunks
-// to send ([2, 4, tp, 2] -> [tp, 2, 4, 2], unit-free [8, tp, 2] -> [tp, 8, 2]),
-// the received chunks land in scratch as [tp, 2, 4, 2] and move to
-// [2, tp, 4, 2].
-// CHECK:        braid_rt_alloc(rt, frame + [[A:[0-9]+]], 128, "a");
-// CHECK-NEXT:   braid_rt_alloc(rt, frame + [[S3:[0-9]+]], 128, "a.scratch");
-// CHECK-NEXT:   braid_rt_op_begin(rt, "all_to_all", "a");
-// CHECK-NEXT:   braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[Y:[0-9]+]]), at(arena, frame + [[A]]), 3, [[ASENDSHAPE]], [[ASENDPERM]]);
-// CHECK-NEXT:   braid_event_wait(rt, braid_all_to_all(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[A]]), at(arena, frame + [[S3]]), 16, BRAID_F32));
-// CHECK-NEXT:   braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[S3]]), at(arena, frame + [[A]]), 4, [[ARECVSHAPE]], [[ARECVPERM]]);
+// Heads for sequence (Ulysses): the chunks sent re-laid out first, the
+// chunks received after the wait.
+// CHECK:        braid_k_transpose(rt, BRAID_F32, at(arena, frame + {{[0-9]+}}), at(arena, frame + [[ASEND:[0-9]+]]), 3,
+// CHECK:        [[EA:ev[0-9]+]] = braid_all_to_all(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[ASEND]]), at(arena, frame + [[ARECV:[0-9]+]]), 16, BRAID_F32);
 // CHECK-NEXT:   braid_rt_op_end(rt);
-// CHECK-NEXT:   braid_rt_free(rt, frame + [[S3]], 128);
-
+// CHECK-NEXT:   braid_event_wait(rt, [[EA]]);
+// CHECK:        braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[ARECV]]), at(arena, frame + [[A:[0-9]+]]), 4,
+// Outermost on both sides: straight through.
 // CHECK:        braid_rt_op_begin(rt, "all_to_all", "b");
-// CHECK-NEXT:   braid_event_wait(rt, braid_all_to_all(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[A]]), at(arena, frame + [[B:[0-9]+]]), 16, BRAID_F32));
+// CHECK-NEXT:   [[EB:ev[0-9]+]] = braid_all_to_all(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[A]]), at(arena, frame + [[B:[0-9]+]]), 16, BRAID_F32);
 // CHECK-NEXT:   braid_rt_op_end(rt);
-
-// CHECK:        braid_rt_alloc(rt, frame + [[S4:[0-9]+]], 128, "e.scratch");
-// CHECK-NEXT:   braid_rt_op_begin(rt, "all_to_all", "e");
-// CHECK-NEXT:   braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[B]]), at(arena, frame + [[S4]]), 4, [[ESHAPE]], [[EPERM]]);
-// CHECK-NEXT:   braid_event_wait(rt, braid_all_to_all(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[S4]]), at(arena, frame + {{[0-9]+}}), 16, BRAID_F32));
-// CHECK-NEXT:   braid_rt_op_end(rt);
-
+// CHECK-NEXT:   braid_event_wait(rt, [[EB]]);
+// Only the chunks sent need a re-layout.
+// CHECK:        braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[B]]), at(arena, frame + [[ESEND:[0-9]+]]), 4,
+// CHECK:        braid_all_to_all(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[ESEND]]), at(arena, frame + {{[0-9]+}}), 16, BRAID_F32);
 // CHECK:        braid_rt_op_begin(rt, "all_gather", "c");
-// CHECK-NEXT:   braid_event_wait(rt, braid_all_gather(rt, braid_rt_comm(rt, "dp,tp"), at(arena, frame + [[B]]), at(arena, frame + {{[0-9]+}}), 32, BRAID_F32));
+// CHECK-NEXT:   [[EC:ev[0-9]+]] = braid_all_gather(rt, braid_rt_comm(rt, "dp,tp"), at(arena, frame + [[B]]), at(arena, frame + {{[0-9]+}}), 32, BRAID_F32);
+// Axes listed out of grid order: the communicator of the grid order, its
+// blocks re-laid out after the wait.
+// CHECK:        [[ED:ev[0-9]+]] = braid_all_gather(rt, braid_rt_comm(rt, "dp,tp"), at(arena, frame + [[B]]), at(arena, frame + [[DBLOCKS:[0-9]+]]), 32, BRAID_F32);
 // CHECK-NEXT:   braid_rt_op_end(rt);
-
-// CHECK:        braid_rt_alloc(rt, frame + [[S5:[0-9]+]], 512, "d.scratch");
-// CHECK-NEXT:   braid_rt_op_begin(rt, "all_gather", "d");
-// CHECK-NEXT:   braid_event_wait(rt, braid_all_gather(rt, braid_rt_comm(rt, "tp,dp"), at(arena, frame + [[B]]), at(arena, frame + [[S5]]), 32, BRAID_F32));
-// CHECK-NEXT:   braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[S5]]), at(arena, frame + {{[0-9]+}}), 4, [[DSHAPE]], [[DPERM]]);
-
-// CHECK:        braid_event_wait(rt, braid_all_reduce(rt, braid_rt_comm(rt, "dp"), {{.*}}, 32, BRAID_F32, BRAID_RED_MAX));
+// CHECK-NEXT:   braid_event_wait(rt, [[ED]]);
+// CHECK:        braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[DBLOCKS]]), at(arena, frame + {{[0-9]+}}), 4,
+// CHECK:        braid_all_reduce(rt, braid_rt_comm(rt, "dp"), {{.*}}, 32, BRAID_F32, BRAID_RED_MAX);
 // A coordinate over axes out of grid order, from the single-axis ones.
 // CHECK:        braid_k_slice(rt, BRAID_F32, {{.*}}, 1, 4, 1, 8, (coord(rt, "tp") * 2 + coord(rt, "dp")) * 1);
 

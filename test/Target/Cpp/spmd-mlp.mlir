@@ -1,4 +1,4 @@
-// RUN: braid-translate --braid-to-cpp %s | FileCheck %s
+// RUN: braid-opt %s --convert-braid-to-dist -mlir-print-debuginfo | braid-translate --braid-to-cpp | FileCheck %s
 
 // A hand-partitioned per-rank program on a dp x tp grid: the batch split over
 // dp, a column-parallel linear then a row-parallel one over tp whose partial
@@ -42,8 +42,9 @@ module attributes {braid.model = {name = "mlp-tp", family = "gpt", vocab = 16 : 
 // CHECK:        braid_k_linear(rt, BRAID_F32, {{.*}}, 8, 8, 16, 0);
 // CHECK:        braid_k_linear(rt, BRAID_F32, {{.*}}, 8, 16, 8, 0);
 // CHECK:        braid_rt_op_begin(rt, "all_reduce", "sum");
-// CHECK-NEXT:   braid_event_wait(rt, braid_all_reduce(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[PARTIAL:[0-9]+]]), at(arena, frame + [[SUM:[0-9]+]]), 64, BRAID_F32, BRAID_RED_SUM));
+// CHECK-NEXT:   [[E:ev[0-9]+]] = braid_all_reduce(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[PARTIAL:[0-9]+]]), at(arena, frame + [[SUM:[0-9]+]]), 64, BRAID_F32, BRAID_RED_SUM);
 // CHECK-NEXT:   braid_rt_op_end(rt);
+// CHECK-NEXT:   braid_event_wait(rt, [[E]]);
 // CHECK:        braid_rt_op_begin(rt, "bias_add", "y");
 // CHECK-NEXT:   braid_k_bias_add(rt, BRAID_F32, at(arena, frame + [[SUM]]), at(arena, 1600), at(arena, frame + [[Y:[0-9]+]]), 64, 8);
 
@@ -56,7 +57,8 @@ module attributes {braid.model = {name = "mlp-tp", family = "gpt", vocab = 16 : 
 // CHECK-NEXT:   braid_k_ce_shard_loss(rt, {{.*}}, static_cast<float *>(at(arena, frame + {{[0-9]+}})), 8, 16);
 // CHECK-NEXT:   braid_rt_op_end(rt);
 // CHECK-NEXT:   braid_rt_free(rt, frame + [[CE]], 128);
-// CHECK:        braid_event_wait(rt, braid_all_reduce(rt, braid_rt_comm(rt, "dp"), at(arena, frame + {{[0-9]+}}), results[0], 1, BRAID_F32, BRAID_RED_SUM));
+// CHECK:        [[EL:ev[0-9]+]] = braid_all_reduce(rt, braid_rt_comm(rt, "dp"), at(arena, frame + {{[0-9]+}}), results[0], 1, BRAID_F32, BRAID_RED_SUM);
+// CHECK:        braid_event_wait(rt, [[EL]]);
 
 // CHECK:      constexpr int64_t kGlobal0[] = {8, 32};
 // CHECK-NEXT: const char *const kSplit0[] = {"", "tp"};

@@ -1,4 +1,4 @@
-// RUN: braid-translate --braid-to-cpp %s | FileCheck %s
+// RUN: braid-opt %s --convert-braid-to-dist -mlir-print-debuginfo | braid-translate --braid-to-cpp | FileCheck %s
 
 // Vocabulary parallelism over tp on a dp x tp grid: a 97-token vocabulary,
 // 49 rows per rank (the last one padding). The embedding looks up this rank's rows

@@ -1,4 +1,4 @@
-// RUN: braid-translate --braid-to-cpp %s | FileCheck %s
+// RUN: braid-opt %s --convert-braid-to-dist -mlir-print-debuginfo | braid-translate --braid-to-cpp | FileCheck %s
 
 // ZeRO over dp: each rank updates its range [c L, (c + 1) L) of the flat
 // parameter (c = coord(dp), L = numel / 2) with moments of shape [L], reading
@@ -45,8 +45,9 @@ module attributes {braid.model = {name = "zero", family = "gpt", vocab = 16 : i6
 
 // A whole gradient of an unsharded parameter: a plain dump.
 // CHECK:        braid_rt_value(rt, nullptr, "grad.wte", {{.*}}, BRAID_F32, 2, {{.*}});
-// CHECK:        braid_event_wait(rt, braid_reduce_scatter(rt, braid_rt_comm(rt, "dp"), at(arena, frame + {{[0-9]+}}), at(arena, frame + [[GW:[0-9]+]]), 24, BRAID_F32, BRAID_RED_SUM));
+// CHECK:        [[E:ev[0-9]+]] = braid_reduce_scatter(rt, braid_rt_comm(rt, "dp"), at(arena, frame + {{[0-9]+}}), at(arena, frame + [[GW:[0-9]+]]), 24, BRAID_F32, BRAID_RED_SUM);
 // CHECK-NEXT:   braid_rt_op_end(rt);
+// CHECK-NEXT:   braid_event_wait(rt, [[E]]);
 // CHECK-NEXT:   braid_rt_value_sharded(rt, nullptr, "grad.w", at(arena, frame + [[GW]]), BRAID_F32, 1, [[WSHAPE]], [[WGLOBAL]], [[WSPLIT]]);
 
 // ZeRO-1: this rank's range of the whole gradient (64 elements, 256 bytes).

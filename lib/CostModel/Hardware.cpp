@@ -1,0 +1,96 @@
+//===- Hardware.cpp - hardware descriptions for the cost model ------------===//
+
+#include "Hardware.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace braid::cost;
+
+namespace {
+/// The built-in descriptions: (name, JSON), generated from hardware/*.json.
+struct Builtin {
+  const char *name;
+  const char *json;
+};
+#include "HardwareData.inc"
+
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+bool readLink(const llvm::json::Object *link, LinkClass *out) {
+  if (!link)
+    return false;
+  std::optional<llvm::StringRef> kind = link->getString("kind");
+  std::optional<double> bw = link->getNumber("bytes_per_s");
+  std::optional<double> lat = link->getNumber("step_latency_s");
+  if (!kind || !bw || !lat || !(*bw > 0) || !(*lat >= 0))
+    return false;
+  *out = {kind->str(), *bw, *lat};
+  return true;
+}
+} // namespace
+
+llvm::Expected<Hardware> Hardware::parse(llvm::StringRef json) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
+  if (!value)
+    return value.takeError();
+  const llvm::json::Object *o = value->getAsObject();
+  if (!o)
+    return fail("a hardware description is a JSON object");
+  Hardware hw;
+  std::optional<llvm::StringRef> name = o->getString("name");
+  std::optional<int64_t> devices = o->getInteger("devices_per_node");
+  std::optional<double> latency = o->getNumber("collective_latency_s");
+  if (!name || !devices || *devices < 1 || !latency)
+    return fail("a hardware description needs name, devices_per_node >= 1 and "
+                "collective_latency_s");
+  hw.name = name->str();
+  hw.devicesPerNode = *devices;
+  hw.collectiveLatency = *latency;
+  if (std::optional<llvm::StringRef> d = o->getString("description"))
+    hw.description = d->str();
+  hw.memoryBytes = o->getNumber("memory_bytes").value_or(0);
+  hw.peakBf16Flops = o->getNumber("peak_bf16_flops").value_or(0);
+  hw.hbmBytesPerSecond = o->getNumber("hbm_bytes_per_s").value_or(0);
+  if (!readLink(o->getObject("intra_node"), &hw.intraNode) ||
+      !readLink(o->getObject("inter_node"), &hw.interNode))
+    return fail(hw.name + ": intra_node and inter_node need kind, bytes_per_s "
+                          "> 0 and step_latency_s >= 0");
+  if (const llvm::json::Array *sources = o->getArray("sources"))
+    for (const llvm::json::Value &s : *sources)
+      if (std::optional<llvm::StringRef> text = s.getAsString())
+        hw.sources.push_back(text->str());
+  if (hw.sources.empty())
+    return fail(hw.name + ": a description cites its sources");
+  return hw;
+}
+
+llvm::Expected<Hardware> Hardware::named(llvm::StringRef name) {
+  // A cluster of one's own: a description in a file.
+  if (name.ends_with(".json")) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+        llvm::MemoryBuffer::getFile(name);
+    if (!file)
+      return fail("cannot read " + name + ": " + file.getError().message());
+    llvm::Expected<Hardware> hw = parse((*file)->getBuffer());
+    if (!hw)
+      return fail(name + ": " + llvm::toString(hw.takeError()));
+    return hw;
+  }
+  for (const Builtin &b : kBuiltins)
+    if (name == b.name)
+      return parse(b.json);
+  std::string known;
+  for (const Builtin &b : kBuiltins)
+    known += (known.empty() ? "" : ", ") + std::string(b.name);
+  return fail("no hardware description '" + name + "' (known: " + known + ")");
+}
+
+std::vector<std::string> Hardware::names() {
+  std::vector<std::string> out;
+  for (const Builtin &b : kBuiltins)
+    out.push_back(b.name);
+  return out;
+}

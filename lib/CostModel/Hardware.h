@@ -1,0 +1,50 @@
+//===- Hardware.h - hardware descriptions for the cost model ----*- C++ -*-===//
+//
+// A cluster as the cost model sees it: nodes of `devicesPerNode` GPUs, a link
+// class inside a node (NVLink through NVSwitch) and one between nodes
+// (InfiniBand), each with the bandwidth a GPU has on it in one direction and
+// the latency of one step of a ring over it. The descriptions are data
+// (lib/CostModel/hardware/*.json, vendor figures with their sources), built
+// into the library and looked up by name.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_LIB_COSTMODEL_HARDWARE_H
+#define BRAID_LIB_COSTMODEL_HARDWARE_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace braid::cost {
+
+/// A class of links between GPUs.
+struct LinkClass {
+  std::string kind;           ///< "nvlink4", "infiniband-ndr", ...
+  double bytesPerSecond = 0;  ///< per GPU, one direction
+  double stepLatency = 0;     ///< seconds per step of a ring over it
+};
+
+struct Hardware {
+  std::string name, description;
+  int64_t devicesPerNode = 0;
+  double memoryBytes = 0, peakBf16Flops = 0, hbmBytesPerSecond = 0;
+  /// Seconds every collective costs besides its steps (launch, sync).
+  double collectiveLatency = 0;
+  LinkClass intraNode, interNode;
+  std::vector<std::string> sources;
+
+  /// Parses a description (the JSON of lib/CostModel/hardware).
+  static llvm::Expected<Hardware> parse(llvm::StringRef json);
+  /// The built-in description `name` ("h100-sxm", "h200-sxm", "a100-sxm"),
+  /// or the one in file `name` when it ends in ".json".
+  static llvm::Expected<Hardware> named(llvm::StringRef name);
+  /// The names of the built-in descriptions.
+  static std::vector<std::string> names();
+};
+
+} // namespace braid::cost
+
+#endif // BRAID_LIB_COSTMODEL_HARDWARE_H

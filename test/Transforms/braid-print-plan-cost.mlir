@@ -1,0 +1,72 @@
+// RUN: braid-opt %s --braid-print-plan -split-input-file -o /dev/null | FileCheck %s
+// RUN: braid-opt %s --braid-print-plan=hardware=a100-sxm -split-input-file -o /dev/null | FileCheck %s --check-prefix=A100
+// RUN: braid-opt %s --braid-print-plan=hardware=%S/Inputs/cluster-slow-net.json -split-input-file -o /dev/null | FileCheck %s --check-prefix=FILE
+// RUN: not braid-opt %s --braid-print-plan=hardware=%S/Inputs/cluster-no-sources.json -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNSOURCED
+// RUN: not braid-opt %s --braid-print-plan=hardware=%S/Inputs/missing.json -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not braid-opt %s --braid-print-plan=hardware=tpu-v5 -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+
+// The cost model's time of each dist transfer (lib/CostModel/CommCost.h) on
+// two nodes of eight GPUs: dp=2 over the nodes, tp=8 inside one. On
+// h100-sxm a collective costs 8.4 us, a step over NVLink 3.4 us at 450 GB/s,
+// one over InfiniBand 9.6 us at 50 GB/s.
+module {
+  shard.grid @grid(shape = 2x8) {braid.axes = ["dp", "tp"]}
+  func.func @step(%big: tensor<16777216xf32>, %one: tensor<1xf32>, %rows: tensor<1x1048576xf32>, %a: tensor<16x65536xf32>) -> (tensor<16777216xf32>, tensor<1xf32>, tensor<8x1048576xf32>, tensor<16x65536xf32>, tensor<1xf32>) {
+    // 64 MiB over all 16 ranks: a ring of 30 steps, 2 across the nodes:
+    // 8.4 + 28 x 3.4 + 2 x 9.6 = 122.8 us and 2 x 15/16 x 64 MiB at 50 GB/s
+    // (2516.6 us); the tree would take 75.2 + 2 x 64 MiB / 50 GB/s = 2759.6.
+    %r, %t0 = dist.all_reduce %big on @grid grid_axes = [0, 1] reduction = sum : tensor<16777216xf32> -> tensor<16777216xf32>
+    dist.wait %t0
+    // 4 bytes between the two nodes: 8.4 + 2 x 9.6 = 27.6 us (a tree of
+    // two nodes is no faster).
+    %s, %t1 = dist.all_reduce %one on @grid grid_axes = [0] reduction = sum : tensor<1xf32> -> tensor<1xf32>
+    dist.wait %t1
+    // 4 MiB gathered to 32 MiB over tp (one node): 8.4 + 7 x 3.4 = 32.2 us,
+    // 7/8 x 32 MiB at 450 GB/s = 65.2 us.
+    %g, %t2 = dist.all_gather %rows on @grid grid_axes = [1] gather_axis = 0 : tensor<1x1048576xf32> -> tensor<8x1048576xf32>
+    dist.wait %t2
+    // 4 MiB exchanged over all 16: blocks of 256 KiB, 8 to the other node
+    // at 50 GB/s (41.9 us) while 7 stay on NVLink; 8.4 + 15 x 9.6 = 152.4.
+    %e, %t3 = dist.all_to_all %a on @grid grid_axes = [0, 1] split_axis = 0 concat_axis = 0 : tensor<16x65536xf32> -> tensor<16x65536xf32>
+    dist.wait %t3
+    // Twice over tp, 4 bytes: 2 x (8.4 + 14 x 3.4) = 112.0 us.
+    %m, %t4 = dist.all_reduce %one on @grid grid_axes = [1] reduction = max : tensor<1xf32> -> tensor<1xf32>
+    %m2, %t5 = dist.all_reduce %one on @grid grid_axes = [1] reduction = sum : tensor<1xf32> -> tensor<1xf32>
+    dist.wait %t4, %t5
+    return %r, %s, %g, %e, %m : tensor<16777216xf32>, tensor<1xf32>, tensor<8x1048576xf32>, tensor<16x65536xf32>, tensor<1xf32>
+  }
+}
+
+// CHECK: collective all_reduce over dp: 1 per step, 4 bytes sent per rank
+// CHECK: collective all_reduce over dp,tp: 1 per step, 125829120 bytes sent per rank
+// CHECK: transfer_time all_gather over tp: 97.4 us per step on h100-sxm (ring)
+// CHECK: transfer_time all_reduce over dp: 27.6 us per step on h100-sxm (ring)
+// CHECK: transfer_time all_reduce over dp,tp: 2639.4 us per step on h100-sxm (ring)
+// CHECK: transfer_time all_reduce over tp: 112.0 us per step on h100-sxm (ring)
+// CHECK: transfer_time all_to_all over dp,tp: 194.3 us per step on h100-sxm (pairwise)
+// CHECK: transfer_time_per_step: 3070.8 us on h100-sxm
+
+// -----
+
+// A few bytes over all 16 ranks: the ring's 30 steps take 122.8 us, a tree
+// 8.4 + 2 x (7 x 3.4 + log2(2) x 9.6) = 75.2 us, which NCCL would choose.
+module {
+  shard.grid @grid(shape = 2x8) {braid.axes = ["dp", "tp"]}
+  func.func @step(%one: tensor<1xf32>) -> tensor<1xf32> {
+    %s, %t = dist.all_reduce %one on @grid grid_axes = [0, 1] reduction = sum : tensor<1xf32> -> tensor<1xf32>
+    dist.wait %t
+    return %s : tensor<1xf32>
+  }
+}
+
+// CHECK: transfer_time all_reduce over dp,tp: 75.2 us per step on h100-sxm (tree)
+
+// On a100-sxm, HDR InfiniBand at 25 GB/s doubles the time of the big ring.
+// A100: transfer_time all_reduce over dp,tp: 5156.0 us per step on a100-sxm (ring)
+
+// A description of one's own, in a file: a tenth of the network bandwidth.
+// FILE: transfer_time all_reduce over dp,tp: 25288.6 us per step on slow-net (ring)
+// UNSOURCED: error: --braid-print-plan: {{.*}}cluster-no-sources.json: unsourced: a description cites its sources
+// MISSING: error: --braid-print-plan: cannot read {{.*}}missing.json: No such file or directory
+
+// BAD: error: --braid-print-plan: no hardware description 'tpu-v5' (known: a100-sxm, h100-sxm, h200-sxm)
