@@ -63,6 +63,29 @@ public:
                                       braid_dtype dtype, int32_t peer, int32_t tag) = 0;
   virtual std::unique_ptr<Event> recv(Backend &backend, void *buffer, int64_t count,
                                       braid_dtype dtype, int32_t peer, int32_t tag) = 0;
+  /// One step of a ring or a halo exchange: `send` to rank `dst` and `recv`
+  /// from rank `src` (-1: none), issued together so that ranks that all send
+  /// and receive at once cannot deadlock (NCCL groups them; elsewhere the
+  /// receive is posted first, then the send).
+  virtual std::unique_ptr<Event> sendRecv(Backend &backend, const void *send,
+                                          int64_t sendCount, int32_t dst, void *recv,
+                                          int64_t recvCount, int32_t src, braid_dtype dtype);
+};
+
+/// Both of two events (either may be null).
+class PairEvent : public Event {
+public:
+  PairEvent(std::unique_ptr<Event> a, std::unique_ptr<Event> b)
+      : a_(std::move(a)), b_(std::move(b)) {}
+  void wait(Backend &backend) override {
+    if (a_)
+      a_->wait(backend);
+    if (b_)
+      b_->wait(backend);
+  }
+
+private:
+  std::unique_ptr<Event> a_, b_;
 };
 
 /// The device grid: named axes and their sizes, row-major over the world

@@ -92,6 +92,19 @@ int64_t numElements(const char *what, int32_t rank, const int64_t *shape) {
   return n;
 }
 
+std::unique_ptr<Event> Communicator::sendRecv(Backend &backend, const void *sendBuffer,
+                                              int64_t sendCount, int32_t dst,
+                                              void *recvBuffer, int64_t recvCount,
+                                              int32_t src, braid_dtype dtype) {
+  // Providers whose sends do not wait for their receive (MPI: the data is
+  // copied; comm_mpi.h) need no grouping: the receive first, then the send.
+  std::unique_ptr<Event> r =
+      src >= 0 ? recv(backend, recvBuffer, recvCount, dtype, src, -1) : nullptr;
+  std::unique_ptr<Event> s =
+      dst >= 0 ? send(backend, sendBuffer, sendCount, dtype, dst, -1) : nullptr;
+  return std::make_unique<PairEvent>(std::move(s), std::move(r));
+}
+
 } // namespace braid::rt
 
 using namespace braid::rt;
@@ -366,6 +379,13 @@ braid_event *braid_recv_tagged(braid_rt *rt, braid_comm *comm, void *buffer, int
                                braid_dtype dtype, int32_t peer, int32_t tag) {
   return wrap(
       commOf(rt, comm, "braid_recv").recv(*rt->backend, buffer, count, dtype, peer, tag));
+}
+
+braid_event *braid_sendrecv(braid_rt *rt, braid_comm *comm, const void *send,
+                            int64_t send_count, int32_t dst, void *recv, int64_t recv_count,
+                            int32_t src, braid_dtype dtype) {
+  return wrap(commOf(rt, comm, "braid_sendrecv")
+                  .sendRecv(*rt->backend, send, send_count, dst, recv, recv_count, src, dtype));
 }
 
 void braid_rt_copy(braid_rt *rt, void *dst, const void *src, int64_t bytes) {

@@ -57,21 +57,22 @@
 // RING-EMIT: braid_rt_op_begin(rt, "attention",
 // RING-EMIT: braid_k_sequence_positions(rt, {{.*}}, 4, c * 4, 8, 2);
 // RING-EMIT: for (int32_t step = 0; step < 2; ++step) {
-// RING-EMIT: braid_event *rk = more ? braid_recv(rt, braid_rt_comm(rt, "cp"), nextK, 64, BRAID_F32, (c + 1) % 2) : nullptr;
-// RING-EMIT: braid_event *sk = more ? braid_send(rt, braid_rt_comm(rt, "cp"), curK, 64, BRAID_F32, (c + 1) % 2) : nullptr;
+// Each block one step on as a send-receive pair (one NCCL group).
+// RING-EMIT: braid_event *ek = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), curK, 64, more ? (c + 1) % 2 : -1, nextK, 64, more ? (c + 1) % 2 : -1, BRAID_F32);
+// RING-EMIT: braid_event *ev = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), curV, 64, more ? (c + 1) % 2 : -1, nextV, 64, more ? (c + 1) % 2 : -1, BRAID_F32);
 // RING-EMIT: const int32_t src = (c + 2 - step) % 2;
 // RING-EMIT: if (!(false)) {
 // RING-EMIT-NEXT: braid_k_sequence_positions(rt, {{.*}}, 4, src * 4, 8, 2);
 // RING-EMIT: braid_k_attention_block(rt, BRAID_F32,
 // RING-EMIT: braid_k_attention_merge(rt,
-// RING-EMIT: braid_event_wait(rt, rk);
+// RING-EMIT: braid_event_wait(rt, ek);
 // RING-EMIT: braid_k_convert(rt, BRAID_F32, BRAID_F32,
 // RING-EMIT-LABEL: void fn_layer_bwd(
 // RING-EMIT: braid_k_attention_delta(rt, BRAID_F32,
-// RING-EMIT: braid_event *rdk = more ? braid_recv(rt, braid_rt_comm(rt, "cp"), nextDk, 64, BRAID_F32, (c + 1) % 2) : nullptr;
+// The cotangents travel on once this rank's block added to them.
 // RING-EMIT: braid_k_attention_block_grad(rt, BRAID_F32,
 // RING-EMIT-NEXT: }
-// RING-EMIT-NEXT: braid_event *sdk = more ? braid_send(rt, braid_rt_comm(rt, "cp"), curDk, 64, BRAID_F32, (c + 1) % 2) : nullptr;
+// RING-EMIT-NEXT: braid_event *edk = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), curDk, 64, more ? (c + 1) % 2 : -1, nextDk, 64, more ? (c + 1) % 2 : -1, BRAID_F32);
 // RING-EMIT: float *homeDk =
 // RING-EMIT: const braid_program kProgram = {{.*}}, "cp"};
 
@@ -111,8 +112,9 @@
 // MAMBA-NOT: shard.all_gather
 // MAMBA: return
 // EMIT: braid_k_slice(rt, BRAID_F32, {{.*}}, 2, 8, 3, 128, 5);
-// EMIT: braid_recv(rt, braid_rt_comm(rt, "cp"),
-// EMIT-SAME: braid_send(rt, braid_rt_comm(rt, "cp"),
+// The halo: the last rows to the next rank, the previous rank's in, as one
+// send-receive pair.
+// EMIT: braid_sendrecv(rt, braid_rt_comm(rt, "cp"), {{.*}}, 768, coord(rt, "cp") < 2 - 1 ? coord(rt, "cp") + 1 : -1, {{.*}}, 768, coord(rt, "cp") > 0 ? coord(rt, "cp") - 1 : -1, BRAID_F32)
 // EMIT: braid_k_conv1d_halo(rt, BRAID_F32,
 // EMIT: braid_k_selective_scan_chunk(rt, BRAID_F32, {{.*}}, nullptr, nullptr,
 // EMIT: braid_all_gather(rt, braid_rt_comm(rt, "cp"),

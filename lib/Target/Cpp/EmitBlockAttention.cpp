@@ -184,22 +184,21 @@ LogicalResult FunctionEmitter::emitBlockAttention(Operation *op,
     l += "        const bool more = step + 1 < " + n(ranks) + ";\n";
     l += "        void *nextK = " + slot(s.k, "step % 2", false) +
          ", *nextV = " + slot(s.v, "step % 2", false) + ";\n";
-    l += "        braid_event *rk = more ? braid_recv(rt, " + cm + ", nextK, " +
-         n(kCount) + ", " + dt + ", " + prev + ") : nullptr;\n";
-    l += "        braid_event *rv = more ? braid_recv(rt, " + cm + ", nextV, " +
-         n(vCount) + ", " + dt + ", " + prev + ") : nullptr;\n";
-    if (backward) {
+    // Each block moves one step around the ring as one send-receive pair
+    // (one NCCL group: every rank sends and receives at once), issued before
+    // the block is computed and waited for after.
+    auto exchange = [&](StringRef event, StringRef from, StringRef into,
+                        int64_t count, StringRef type) {
+      return "        braid_event *" + event.str() + " = braid_sendrecv(rt, " +
+             cm + ", " + from.str() + ", " + n(count) + ", more ? " + next +
+             " : -1, " + into.str() + ", " + n(count) + ", more ? " + prev +
+             " : -1, " + type.str() + ");\n";
+    };
+    l += exchange("ek", "curK", "nextK", kCount, dt);
+    l += exchange("ev", "curV", "nextV", vCount, dt);
+    if (backward)
       l += "        float *nextDk = " + slot(s.dk, "(step + 1) % 2", true) +
            ", *nextDv = " + slot(s.dv, "(step + 1) % 2", true) + ";\n";
-      l += "        braid_event *rdk = more ? braid_recv(rt, " + cm +
-           ", nextDk, " + n(kCount) + ", BRAID_F32, " + prev + ") : nullptr;\n";
-      l += "        braid_event *rdv = more ? braid_recv(rt, " + cm +
-           ", nextDv, " + n(vCount) + ", BRAID_F32, " + prev + ") : nullptr;\n";
-    }
-    l += "        braid_event *sk = more ? braid_send(rt, " + cm + ", curK, " +
-         n(kCount) + ", " + dt + ", " + next + ") : nullptr;\n";
-    l += "        braid_event *sv = more ? braid_send(rt, " + cm + ", curV, " +
-         n(vCount) + ", " + dt + ", " + next + ") : nullptr;\n";
     l += "        const int32_t src = (c + " + n(ranks) + " - step) % " +
          n(ranks) + ";\n";
     l += "        if (!(" + skip + ")) {\n";
@@ -218,15 +217,12 @@ LogicalResult FunctionEmitter::emitBlockAttention(Operation *op,
     }
     l += "        }\n";
     if (backward) {
-      l += "        braid_event *sdk = more ? braid_send(rt, " + cm +
-           ", curDk, " + n(kCount) + ", BRAID_F32, " + next + ") : nullptr;\n";
-      l += "        braid_event *sdv = more ? braid_send(rt, " + cm +
-           ", curDv, " + n(vCount) + ", BRAID_F32, " + next + ") : nullptr;\n";
-      l += "        braid_event_wait(rt, sdk);\n        braid_event_wait(rt, sdv);\n";
-      l += "        braid_event_wait(rt, rdk);\n        braid_event_wait(rt, rdv);\n";
+      // The cotangents travel with their block, once this rank added to them.
+      l += exchange("edk", "curDk", "nextDk", kCount, "BRAID_F32");
+      l += exchange("edv", "curDv", "nextDv", vCount, "BRAID_F32");
+      l += "        braid_event_wait(rt, edk);\n        braid_event_wait(rt, edv);\n";
     }
-    l += "        braid_event_wait(rt, sk);\n        braid_event_wait(rt, sv);\n";
-    l += "        braid_event_wait(rt, rk);\n        braid_event_wait(rt, rv);\n";
+    l += "        braid_event_wait(rt, ek);\n        braid_event_wait(rt, ev);\n";
     l += "        curK = nextK;\n        curV = nextV;\n";
     if (backward)
       l += "        if (more) {\n          curDk = nextDk;\n          curDv = "
@@ -237,16 +233,10 @@ LogicalResult FunctionEmitter::emitBlockAttention(Operation *op,
       l += "      if (" + n(ranks) + " > 1) {\n";
       l += "        float *homeDk = " + slot(s.dk, n(ranks % 2), true) +
            ", *homeDv = " + slot(s.dv, n(ranks % 2), true) + ";\n";
-      l += "        braid_event *rdk = braid_recv(rt, " + cm + ", homeDk, " +
-           n(kCount) + ", BRAID_F32, " + prev + ");\n";
-      l += "        braid_event *rdv = braid_recv(rt, " + cm + ", homeDv, " +
-           n(vCount) + ", BRAID_F32, " + prev + ");\n";
-      l += "        braid_event *sdk = braid_send(rt, " + cm + ", curDk, " +
-           n(kCount) + ", BRAID_F32, " + next + ");\n";
-      l += "        braid_event *sdv = braid_send(rt, " + cm + ", curDv, " +
-           n(vCount) + ", BRAID_F32, " + next + ");\n";
-      l += "        braid_event_wait(rt, sdk);\n        braid_event_wait(rt, sdv);\n";
-      l += "        braid_event_wait(rt, rdk);\n        braid_event_wait(rt, rdv);\n";
+      l += "        const bool more = true;\n";
+      l += exchange("edk", "curDk", "homeDk", kCount, "BRAID_F32");
+      l += exchange("edv", "curDv", "homeDv", vCount, "BRAID_F32");
+      l += "        braid_event_wait(rt, edk);\n        braid_event_wait(rt, edv);\n";
       l += "        curDk = homeDk;\n        curDv = homeDv;\n      }\n";
       l += "      " + convert("curDk", op->getResult(1), kCount) + ";\n";
       l += "      " + convert("curDv", op->getResult(2), vCount) + ";\n";

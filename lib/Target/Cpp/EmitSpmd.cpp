@@ -309,11 +309,16 @@ LogicalResult FunctionEmitter::emitSpmdOp(Operation *op, raw_ostream &os) {
                 ", " + n(batch) + ", " + n(seq) + ", " + n(rows) + ", " + n(ch) +
                 ", " + n(seq - rows) + ")");
             add("braid_k_zero(rt, " + d + ", " + halo + ", " + count + ")");
-            add("{ braid_event *r = " + cr + " > 0 ? braid_recv(rt, " + cm + ", " +
-                halo + ", " + count + ", " + d + ", " + cr + " - 1) : nullptr; "
-                "braid_event *s = " + cr + " < " + size + " - 1 ? braid_send(rt, " +
-                cm + ", " + sent + ", " + count + ", " + d + ", " + cr +
-                " + 1) : nullptr; braid_event_wait(rt, s); braid_event_wait(rt, r); }");
+            // One send-receive pair (one NCCL group) per direction.
+            auto exchange = [&](const std::string &from, const std::string &into,
+                                const std::string &to, const std::string &source) {
+              return wait("braid_sendrecv(rt, " + cm + ", " + from + ", " + count +
+                          ", " + to + ", " + into + ", " + count + ", " + source +
+                          ", " + d + ")");
+            };
+            std::string nextRank = cr + " < " + size + " - 1 ? " + cr + " + 1 : -1";
+            std::string prevRank = cr + " > 0 ? " + cr + " - 1 : -1";
+            add(exchange(sent, halo, nextRank, prevRank));
             if constexpr (std::is_same_v<decltype(c), Conv1dOp>) {
               add("braid_k_conv1d_halo(rt, " + d + ", " + p(c.getInput()) + ", " +
                   halo + ", " + p(c.getWeight()) + ", " +
@@ -325,12 +330,7 @@ LogicalResult FunctionEmitter::emitSpmdOp(Operation *op, raw_ostream &os) {
                   ", " + halo + ", " + p(c.getWeight()) + ", " + p(c.getGrad()) +
                   ", " + p(c.getDinput()) + ", " + p(c.getDweight()) + ", " +
                   p(c.getDbias()) + ", " + dhalo + ", " + dims + ")");
-              add("{ braid_event *r = " + cr + " < " + size +
-                  " - 1 ? braid_recv(rt, " + cm + ", " + dnext + ", " + count +
-                  ", " + d + ", " + cr + " + 1) : nullptr; braid_event *s = " + cr +
-                  " > 0 ? braid_send(rt, " + cm + ", " + dhalo + ", " + count + ", " +
-                  d + ", " + cr + " - 1) : nullptr; braid_event_wait(rt, s); "
-                  "braid_event_wait(rt, r); }");
+              add(exchange(dhalo, dnext, prevRank, nextRank));
               add("if (" + cr + " < " + size + " - 1) braid_k_conv1d_halo_accumulate(rt, " +
                   d + ", " + p(c.getDinput()) + ", " + dnext + ", " + dims + ")");
             }

@@ -226,6 +226,14 @@ braid_event *braid_send_tagged(braid_rt *rt, braid_comm *comm, const void *buffe
                                int64_t count, braid_dtype dtype, int32_t peer, int32_t tag);
 braid_event *braid_recv_tagged(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,
                                braid_dtype dtype, int32_t peer, int32_t tag);
+/* One step of a ring or a halo exchange: send `send` to rank `dst` and
+ * receive into `recv` from rank `src` of the communicator (-1: no send, no
+ * receive), issued together (one NCCL group), so that every rank sending and
+ * receiving at once cannot deadlock. Untagged: it matches the peers'
+ * braid_sendrecv in issue order. */
+braid_event *braid_sendrecv(braid_rt *rt, braid_comm *comm, const void *send,
+                            int64_t send_count, int32_t dst, void *recv, int64_t recv_count,
+                            int32_t src, braid_dtype dtype);
 /* Makes later compute wait for the collective, then releases the event. */
 void braid_event_wait(braid_rt *rt, braid_event *event);
 

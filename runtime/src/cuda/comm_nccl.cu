@@ -20,6 +20,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -336,6 +338,31 @@ public:
     if (count > 0)
       check(ncclRecv(buffer, size_t(count), dataType(dtype), peer, comm(), in.stream), what,
             axes_, comm());
+    return finish(in);
+  }
+
+  // A ring's or a halo's step in one NCCL group: every rank sends and
+  // receives at once without deadlock (a lone ncclSend holds the stream
+  // until its peer receives).
+  std::unique_ptr<Event> sendRecv(Backend &backend, const void *sendBuffer, int64_t sendCount,
+                                  int32_t dst, void *recvBuffer, int64_t recvCount,
+                                  int32_t src, braid_dtype dtype) override {
+    const char *what = "braid_sendrecv";
+    Issue in = begin(backend, what, dst >= 0 ? sendBuffer : recvBuffer,
+                     src >= 0 ? recvBuffer : sendBuffer,
+                     std::max(dst >= 0 ? sendCount : 0, src >= 0 ? recvCount : 0), dtype);
+    if (dst >= 0)
+      checkPeer(what, "destination", dst, false);
+    if (src >= 0)
+      checkPeer(what, "source", src, false);
+    check(ncclGroupStart(), what, axes_, comm());
+    if (dst >= 0 && sendCount > 0)
+      check(ncclSend(sendBuffer, size_t(sendCount), dataType(dtype), dst, comm(), in.stream),
+            what, axes_, comm());
+    if (src >= 0 && recvCount > 0)
+      check(ncclRecv(recvBuffer, size_t(recvCount), dataType(dtype), src, comm(), in.stream),
+            what, axes_, comm());
+    check(ncclGroupEnd(), what, axes_, comm());
     return finish(in);
   }
 

@@ -213,6 +213,22 @@ void exercise(braid_rt *rt, const Group &G, braid_dtype dt) {
     want[i] = v(G.members[(r + S - 1) % S], i);
   want.resize(n);
   expectEq("send/recv ring", c, dt, got.data(), want);
+
+  // The same step as one send-receive pair (one NCCL group), and a halo:
+  // each rank but the last sends to the next, each but the first receives
+  // (-1: no peer), so the first rank's buffer keeps its fill.
+  Buf pair(dt, n);
+  wait(rt, braid_sendrecv(rt, G.comm, send.data(), n, (r + 1) % S, pair.data(), n,
+                          (r + S - 1) % S, dt));
+  expectEq("sendrecv ring", c, dt, pair.data(), want);
+  Buf halo(dt, n);
+  for (int64_t i = 0; i < n; ++i)
+    put(dt, halo.data(), i, -1.0);
+  wait(rt, braid_sendrecv(rt, G.comm, send.data(), n, r + 1 < S ? r + 1 : -1, halo.data(), n,
+                          r > 0 ? r - 1 : -1, dt));
+  if (r == 0)
+    want.assign(n, -1.0f);
+  expectEq("sendrecv halo", c, dt, halo.data(), want);
 }
 
 void step(braid_rt *rt, char *arena) {
