@@ -138,6 +138,15 @@ for args, message in (
     if r.returncode != 1 or f"braid-run: {message}" not in r.stderr or r.stdout:
         failures.append(f"{args}: rc {r.returncode}, stdout {r.stdout!r}, stderr:\n{r.stderr}")
 
+# --help lists braid-run's own options, not the LLVM options linking MLIR
+# registers (hundreds of lines); the testing hook stays hidden.
+r = run("--help")
+help_lines = r.stdout.splitlines()
+if (r.returncode != 0 or len(help_lines) > 100
+        or not all(f"--{o}" in r.stdout for o in ("grid", "verify", "dtype", "zero", "steps"))
+        or "--aarch64" in r.stdout or "--inject-fault" in r.stdout):
+    failures.append(f"--help: rc {r.returncode}, {len(help_lines)} lines:\n{r.stdout[:2000]}")
+
 for failure in failures:
     print("FAIL:", failure)
 sys.exit(1 if failures else 0)

@@ -99,54 +99,58 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
+/// braid-run's own options: --help lists these, not the hundreds of LLVM's
+/// that linking MLIR registers.
+static cl::OptionCategory runCategory("braid-run options");
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::cat(runCategory), cl::desc("<model.mlir>"),
                                       cl::init("-"));
-static cl::opt<int> steps("steps", cl::desc("Steps to run"), cl::init(1));
-static cl::opt<uint64_t> seed("seed", cl::desc("Initialization seed"),
+static cl::opt<int> steps("steps", cl::cat(runCategory), cl::desc("Steps to run"), cl::init(1));
+static cl::opt<uint64_t> seed("seed", cl::cat(runCategory), cl::desc("Initialization seed"),
                               cl::init(0));
-static cl::opt<std::string> dtype("dtype",
+static cl::opt<std::string> dtype("dtype", cl::cat(runCategory),
                                   cl::desc("Float storage: f32 (as written) "
                                            "or bf16"),
                                   cl::init("f32"));
-static cl::opt<std::string> dumpDir("dump",
+static cl::opt<std::string> dumpDir("dump", cl::cat(runCategory),
                                     cl::desc("Write every named tensor as "
                                              ".npy into this directory"));
 static cl::opt<std::string>
-    traceFile("trace",
+    traceFile("trace", cl::cat(runCategory),
               cl::desc("Write a Perfetto/Chrome trace (with several ranks, one "
                        "per rank: trace.rank1.json for trace.json)"));
-static cl::opt<std::string> backend("backend", cl::desc("cpu or cuda"),
+static cl::opt<std::string> backend("backend", cl::cat(runCategory), cl::desc("cpu or cuda"),
                                     cl::init("cpu"));
-static cl::opt<std::string> entry("entry", cl::desc("Step function"),
+static cl::opt<std::string> entry("entry", cl::cat(runCategory), cl::desc("Step function"),
                                   cl::init("step"));
-static cl::opt<std::string> emitCpp("emit-cpp",
+static cl::opt<std::string> emitCpp("emit-cpp", cl::cat(runCategory),
                                     cl::desc("Also write the generated C++ "
                                              "source to this file"));
-static cl::opt<bool> compileOnly("compile-only",
+static cl::opt<bool> compileOnly("compile-only", cl::cat(runCategory),
                                  cl::desc("Build the program, do not run it"));
 static cl::opt<std::string>
-    optimizer("optimizer",
+    optimizer("optimizer", cl::cat(runCategory),
               cl::desc("Training: adamw or sgd; none runs the forward pass "
                        "only"),
               cl::init("adamw"));
-static cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(1e-3));
-static cl::opt<double> weightDecay("weight-decay",
+static cl::opt<double> lr("lr", cl::cat(runCategory), cl::desc("Learning rate"), cl::init(1e-3));
+static cl::opt<double> weightDecay("weight-decay", cl::cat(runCategory),
                                    cl::desc("Decoupled weight decay"),
                                    cl::init(0.1));
-static cl::opt<double> adamEps("eps", cl::desc("AdamW epsilon"),
+static cl::opt<double> adamEps("eps", cl::cat(runCategory), cl::desc("AdamW epsilon"),
                                cl::init(1e-8));
-static cl::opt<double> maxNorm("max-norm",
+static cl::opt<double> maxNorm("max-norm", cl::cat(runCategory),
                                cl::desc("Clip gradients to this global norm "
                                         "(<= 0: no clipping)"),
                                cl::init(1.0));
 static cl::opt<std::string>
-    recompute("recompute",
+    recompute("recompute", cl::cat(runCategory),
               cl::desc("Activation recompute: none, selective or full"),
               cl::init("none"));
-static cl::opt<bool> quiet("quiet", cl::desc("Only print the losses and "
+static cl::opt<bool> quiet("quiet", cl::cat(runCategory), cl::desc("Only print the losses and "
                                              "peaks"));
 static cl::opt<std::string>
-    gridSpec("grid",
+    gridSpec("grid", cl::cat(runCategory),
              cl::desc("Partition the program for this device grid, "
                       "AXIS=SIZE,... over pp, dp, ep, cp and tp in any order "
                       "(pp placed outermost; the last axis on neighbouring "
@@ -154,65 +158,66 @@ static cl::opt<std::string>
                       "(e.g. pp=2,dp=2,tp=2), and "
                       "run it on that many ranks (mpirun when more than one)"));
 static cl::opt<std::string>
-    plan("plan",
+    plan("plan", cl::cat(runCategory),
          cl::desc("With --grid, how unannotated weights are sharded: megatron "
                   "(tensor, vocabulary and expert parallel) or data "
                   "(replicated)"),
          cl::init("megatron"));
-static cl::opt<int> zeroStage("zero",
+static cl::opt<int> zeroStage("zero", cl::cat(runCategory),
                               cl::desc("With --grid, the ZeRO stage over dp: "
                                        "0, 1 (optimizer state), 2 (+ "
                                        "gradients) or 3 (+ parameters)"),
                               cl::init(0));
 static cl::opt<std::string> cpAttention(
-    "cp-attention",
+    "cp-attention", cl::cat(runCategory),
     cl::desc("Attention under a cp grid axis: allgather, ulysses or ring"),
     cl::init("allgather"));
 static cl::opt<std::string> cpLayout(
-    "cp-layout",
+    "cp-layout", cl::cat(runCategory),
     cl::desc("The sequence's cut over a cp grid axis: contiguous, zigzag "
              "(rank i holds chunks i and 2cp-1-i: balanced causal attention) "
              "or auto (zigzag where the model allows it)"),
     cl::init("auto"));
 static cl::opt<bool> sequenceParallel(
-    "sequence-parallel",
+    "sequence-parallel", cl::cat(runCategory),
     cl::desc("With --grid, shard norms and residuals over tp along the "
              "sequence"));
 static cl::opt<int> microbatches(
-    "microbatches",
+    "microbatches", cl::cat(runCategory),
     cl::desc("Micro-batches per step: the batch is split into this many, "
              "whose gradients are accumulated before the optimizer step"),
     cl::init(1));
 static cl::opt<std::string>
-    schedule("schedule",
+    schedule("schedule", cl::cat(runCategory),
              cl::desc("With a pp grid axis, the pipeline schedule: gpipe, "
                       "1f1b, interleaved or zb-h1"),
              cl::init("1f1b"));
 static cl::opt<int>
-    virtualStages("virtual-stages",
+    virtualStages("virtual-stages", cl::cat(runCategory),
                   cl::desc("With a pp grid axis, model chunks per pipeline "
                            "rank (--schedule interleaved)"),
                   cl::init(1));
 static cl::opt<std::string>
-    ppLayout("pp-layout",
+    ppLayout("pp-layout", cl::cat(runCategory),
              cl::desc("With a pp grid axis, layers per model chunk, e.g. "
                       "7,8,8,7 (default: balanced by cost, or the layers' "
                       "braid.stage attributes)"));
 /// --pp-layout, parsed (and checked) before any work.
 static SmallVector<int64_t> layerCounts;
 static cl::opt<bool> verifyRuns(
-    "verify",
+    "verify", cl::cat(runCategory),
     cl::desc("With --grid: also run the unpartitioned program on one rank "
              "(same seed and steps) and compare losses, gradients and updated "
              "parameters; exit 1 when they differ by more than "
-             "--verify-tolerance"));
+             "--verify-tolerance (with --dtype bf16: bounds from bf16 "
+             "rounding, measured against the 1-rank program at f32)"));
 static cl::opt<double>
-    verifyTolerance("verify-tolerance",
+    verifyTolerance("verify-tolerance", cl::cat(runCategory),
                     cl::desc("Largest relative difference --verify accepts"),
                     cl::init(1e-5));
 
 static cl::opt<std::string> injectFault(
-    "inject-fault",
+    "inject-fault", cl::cat(runCategory),
     cl::desc("Testing --verify: break the partitioned program in one known "
              "way before it is emitted (--braid-test-inject-fault kinds)"),
     cl::Hidden);
@@ -470,6 +475,7 @@ static std::string formatDifference(double d) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(argc, argv, "Braid: compile and run a model\n");
 
   // The options braid-run itself acts on, checked before any work.

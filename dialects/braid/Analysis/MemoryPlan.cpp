@@ -299,6 +299,7 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
   // holds only its own stages' (the module holds every rank's).
   llvm::StringSet<> used;
   {
+    SymbolTable symbols(module);
     SmallVector<func::FuncOp> work = {plan.entry};
     llvm::SmallPtrSet<Operation *, 16> seen;
     while (!work.empty()) {
@@ -307,7 +308,7 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
         continue;
       f.walk([&](Operation *op) {
         if (auto call = dyn_cast<func::CallOp>(op))
-          if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+          if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
             work.push_back(callee);
         if (std::optional<SymbolTable::UseRange> uses =
                 SymbolTable::getSymbolUses(op))

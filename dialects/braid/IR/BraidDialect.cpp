@@ -101,9 +101,10 @@ static LogicalResult verifyPipelineAttr(Operation *op, NamedAttribute attr) {
         !llvm::all_of(entries, llvm::IsaPred<FlatSymbolRefAttr>))
       return op->emitError("'braid.pipeline_entries' must be an array of "
                            "symbol references on a module");
+    SymbolTable symbols(op);
     for (Attribute entry : entries)
-      if (!isa_and_nonnull<func::FuncOp>(SymbolTable::lookupNearestSymbolFrom(
-              op, cast<FlatSymbolRefAttr>(entry))))
+      if (!isa_and_nonnull<func::FuncOp>(
+              symbols.lookup(cast<FlatSymbolRefAttr>(entry).getValue())))
         return op->emitError("'braid.pipeline_entries' names ")
                << entry << ", which is not a function of the module";
   }
@@ -120,9 +121,15 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
         !llvm::all_of(names, llvm::IsaPred<FlatSymbolRefAttr>))
       return op->emitError("'braid.gradients' must be an array of symbol "
                            "references on a func.func");
+    // One table for all the names (a scan of the module per name made the
+    // verifier quadratic in the layers).
+    Operation *tableOp = SymbolTable::getNearestSymbolTable(op->getParentOp());
+    if (!tableOp)
+      return op->emitError("'braid.gradients' needs an enclosing module");
+    SymbolTable symbols(tableOp);
     for (Attribute name : names)
-      if (!isa_and_nonnull<ParamOp>(SymbolTable::lookupNearestSymbolFrom(
-              op, cast<FlatSymbolRefAttr>(name))))
+      if (!isa_and_nonnull<ParamOp>(
+              symbols.lookup(cast<FlatSymbolRefAttr>(name).getValue())))
         return op->emitError("'braid.gradients' names ")
                << name << ", which is not a braid.param";
     return success();

@@ -408,15 +408,20 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
   // one sum per chunk reading it, in chunk order; an unread parameter's
   // zeros go with the first chunk).
   SmallVector<Value> results = {loss};
+  llvm::DenseSet<Value> returned;
   SmallVector<Attribute> names;
+  // Each parameter's reads, in program order (found once: a scan of the
+  // step per parameter made the pass quadratic in the layers).
+  llvm::StringMap<SmallVector<GetParamOp>> reads;
+  for (Operation *op : forwardOps)
+    if (auto get = dyn_cast<GetParamOp>(op))
+      reads[get.getName()].push_back(get);
   auto emitGradient = [&](ParamOp param, std::optional<int64_t> chunk) {
     stageStamper.stage = staged ? std::optional<int64_t>(chunk.value_or(0))
                                 : std::nullopt;
     Value grad;
-    for (Operation *op : forwardOps)
-      if (auto get = dyn_cast<GetParamOp>(op);
-          get && get.getName() == param.getSymName() &&
-          (!chunk || stageOf(get) == chunk))
+    for (GetParamOp get : reads.lookup(param.getSymName()))
+      if (!chunk || stageOf(get) == chunk)
         if (Value d = cot.lookup(get.getResult()))
           grad = grad ? AddOp::create(b, plain(get.getLoc()), grad, d).getResult()
                       : d;
@@ -425,7 +430,7 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
     // Each gradient its own single-result op, named after its parameter
     // (a copy, x * 1, when it is shared, an argument, one result of many or
     // a view, which is not a value of its own).
-    if (llvm::is_contained(results, grad) || !grad.getDefiningOp() ||
+    if (returned.contains(grad) || !grad.getDefiningOp() ||
         grad.getDefiningOp()->getNumResults() != 1 ||
         isa<ReshapeOp>(grad.getDefiningOp()))
       grad = MulOp::create(b, param.getLoc(), grad,
@@ -435,15 +440,14 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
         StringAttr::get(context, "grad." + param.getSymName().str()),
         plain(grad.getDefiningOp()->getLoc())));
     results.push_back(grad);
+    returned.insert(grad);
     names.push_back(FlatSymbolRefAttr::get(param.getSymNameAttr()));
   };
   for (ParamOp param : module.getOps<ParamOp>()) {
     std::set<int64_t> chunks;
     if (staged)
-      for (Operation *op : forwardOps)
-        if (auto get = dyn_cast<GetParamOp>(op);
-            get && get.getName() == param.getSymName())
-          chunks.insert(stageOf(get).value_or(0));
+      for (GetParamOp get : reads.lookup(param.getSymName()))
+        chunks.insert(stageOf(get).value_or(0));
     if (chunks.empty())
       emitGradient(param, std::nullopt);
     for (int64_t chunk : chunks)

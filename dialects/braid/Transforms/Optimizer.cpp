@@ -20,9 +20,10 @@ using namespace mlir::braid;
 namespace {
 /// The grid axes a parameter is not split over (its gradient, a partial sum
 /// over them, is summed there).
-AxisList replicatedAxes(ModuleOp module, const Grid &grid, StringRef param) {
+AxisList replicatedAxes(SymbolTable &symbols, const Grid &grid,
+                        StringRef param) {
   AxisList used;
-  if (auto op = module.lookupSymbol<ParamOp>(param))
+  if (auto op = symbols.lookup<ParamOp>(param))
     if (auto split = op->getAttrOfType<ArrayAttr>("braid.split"))
       for (Attribute dim : split)
         for (Attribute name : cast<ArrayAttr>(dim))
@@ -53,8 +54,13 @@ struct BraidOptimizerPass
     : braid::impl::BraidOptimizerPassBase<BraidOptimizerPass> {
   using Base::Base;
 
+  /// The module's symbols, looked up by hash: one lookup per parameter in
+  /// a linear scan of the module made the pass quadratic in the layers.
+  std::optional<SymbolTable> symbols;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    symbols.emplace(module);
     if (kind != "adamw" && kind != "sgd") {
       module.emitError("--braid-optimizer: kind must be adamw or sgd, found '")
           << kind << "'";
@@ -66,10 +72,10 @@ struct BraidOptimizerPass
     if (auto entries = module->getAttrOfType<ArrayAttr>(
             "braid.pipeline_entries")) {
       for (Attribute e : entries)
-        steps.push_back(module.lookupSymbol<func::FuncOp>(
+        steps.push_back(symbols->lookup<func::FuncOp>(
             cast<FlatSymbolRefAttr>(e).getValue()));
     } else {
-      steps.push_back(module.lookupSymbol<func::FuncOp>(entry));
+      steps.push_back(symbols->lookup<func::FuncOp>(entry));
     }
     for (func::FuncOp step : steps)
       if (failed(updateStep(step)))
@@ -100,9 +106,10 @@ struct BraidOptimizerPass
     auto f32 = Float32Type::get(context);
     // Pipeline ranks share the declarations (each program holds its own).
     auto declare = [&](StringRef name, RankedTensorType type) {
-      if (auto state = module.lookupSymbol<StateOp>(name))
+      if (auto state = symbols->lookup<StateOp>(name))
         return FlatSymbolRefAttr::get(state.getSymNameAttr());
       auto state = StateOp::create(b, loc, name, type, InitKind::Zeros);
+      symbols->insert(state);
       return FlatSymbolRefAttr::get(state.getSymNameAttr());
     };
     FlatSymbolRefAttr counter =
@@ -138,7 +145,7 @@ struct BraidOptimizerPass
       // ZeRO-1/2: the moments hold this rank's range of the flat parameter.
       RankedTensorType moments = type.clone(f32);
       if (zeroAttr) {
-        auto paramOp = module.lookupSymbol<ParamOp>(param);
+        auto paramOp = symbols->lookup<ParamOp>(param.getValue());
         int64_t n = grid->size(*grid->find("dp"));
         moments = RankedTensorType::get(
             {paramOp.getTensorType().getNumElements() / n}, f32);
@@ -150,14 +157,15 @@ struct BraidOptimizerPass
       FlatSymbolRefAttr v =
           declare(("opt.v." + param.getValue()).str(), moments);
       // The moments lie over the grid like their parameter.
-      auto paramOp = module.lookupSymbol<ParamOp>(param);
+      auto paramOp = symbols->lookup<ParamOp>(param.getValue());
       if (!zeroAttr && paramOp->hasAttr("braid.split"))
         for (FlatSymbolRefAttr state : {m, v})
           for (StringRef attr : {"braid.split", "braid.global_shape"})
-            module.lookupSymbol(state)->setAttr(attr, paramOp->getAttr(attr));
+            symbols->lookup(state.getValue())
+                ->setAttr(attr, paramOp->getAttr(attr));
       if (zeroAttr)
         for (FlatSymbolRefAttr state : {m, v}) {
-          Operation *op = module.lookupSymbol(state);
+          Operation *op = symbols->lookup(state.getValue());
           op->setAttr("braid.split", b.getArrayAttr({zeroAttr}));
           op->setAttr("braid.global_shape",
                       b.getDenseI64ArrayAttr(
@@ -203,7 +211,7 @@ struct BraidOptimizerPass
       StringRef param = cast<FlatSymbolRefAttr>(name).getValue();
       Value grad = grads[i];
       auto type = cast<RankedTensorType>(grad.getType());
-      AxisList replicated = replicatedAxes(module, grid, param);
+      AxisList replicated = replicatedAxes(*symbols, grid, param);
       bool sharded = (stage == 1 || stage == 2) && dp &&
                      llvm::is_contained(replicated, *dp) &&
                      type.getNumElements() % grid.sizes[*dp] == 0;

@@ -113,7 +113,7 @@ Partitioner::factorAxes(Operation *op, const ShardingRule &rule) {
 }
 
 LogicalResult Partitioner::partitionCall(OpBuilder &b, func::CallOp call) {
-  auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+  auto callee = calleeOf(call);
   if (!argShardingsOf.count(callee)) {
     SmallVector<ValueSharding> args;
     // Arguments come as the first call passes them (parameters as stored),

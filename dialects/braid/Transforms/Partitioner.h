@@ -87,7 +87,15 @@ private:
                                               const ShardingRule &rule);
   ValueSharding paramStorage(StringRef name);
 
+  /// The callee of `call` (hashed lookups: a scan of the module per call
+  /// made partitioning quadratic in the layers).
+  func::FuncOp calleeOf(func::CallOp call) {
+    return symbols.lookupNearestSymbolFrom<func::FuncOp>(call,
+                                                         call.getCalleeAttr());
+  }
+
   ModuleOp module;
+  SymbolTableCollection symbols;
   Grid grid;
   std::string entry, plan;
   int zero;

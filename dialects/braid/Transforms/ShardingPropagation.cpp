@@ -34,7 +34,7 @@ LogicalResult Partitioner::collectFunctions() {
     if (!seen.insert(f))
       continue;
     WalkResult walk = f.walk([&](func::CallOp call) {
-      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      auto callee = calleeOf(call);
       if (!callee || callee.isExternal()) {
         call.emitError("cannot partition a call to '")
             << call.getCallee() << "': no body";
@@ -88,7 +88,7 @@ void Partitioner::unite() {
         return;
       }
       if (auto call = dyn_cast<func::CallOp>(op)) {
-        auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+        auto callee = calleeOf(call);
         for (auto [operand, arg] : llvm::zip(call.getOperands(), callee.getArguments()))
           if (auto type = tensorTypeOf(operand))
             for (unsigned d = 0; d < type.getRank(); ++d)
