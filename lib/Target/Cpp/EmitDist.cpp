@@ -29,10 +29,8 @@ bool isDistTransfer(Operation *op) {
 
 std::string FunctionEmitter::event(Value token) {
   auto [it, inserted] = events.try_emplace(token, "");
-  if (inserted) {
+  if (inserted)
     it->second = "ev" + std::to_string(events.size() - 1);
-    body += "  braid_event *" + it->second + " = nullptr;\n";
-  }
   return it->second;
 }
 
@@ -60,12 +58,13 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
       return failure();
     return "braid_rt_comm(rt, " + quoted(group->spec()) + ")";
   };
-  // `ev = call` for a transfer, bracketed for the trace.
+  // `braid_event *ev = call` for a transfer, bracketed for the trace (the
+  // function's body is one scope: its wait, later in the block, sees it).
   auto start = [&](Value token, FailureOr<std::string> group,
                    const std::string &call) -> LogicalResult {
     if (failed(group))
       return failure();
-    emitBracketed(op, event(token) + " = " + call, os);
+    emitBracketed(op, "braid_event *" + event(token) + " = " + call, os);
     return success();
   };
   auto peer = [&](auto t, StringRef kind, Value buffer) {
@@ -122,7 +121,8 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
         emitBracketed(op,
                       "braid_rt_copy(rt, " + p(b.getResult()) + ", " +
                           p(b.getInput()) + ", " + n(bytes) + ");\n  " +
-                          event(b.getToken()) + " = braid_broadcast(rt, " +
+                          "braid_event *" + event(b.getToken()) +
+                          " = braid_broadcast(rt, " +
                           *group + ", " + p(b.getResult()) + ", " +
                           n(numElements(b.getInput())) + ", " +
                           dt(b.getInput()) + ", " + n(b.getRoot()) + ")",

@@ -128,7 +128,7 @@ private:
   const FunctionPlan &fp;
   std::string body;
   unsigned nextArray = 0;
-  /// The event variable of each transfer's token (declared in `body`).
+  /// The event variable of each transfer's token (declared by its start).
   llvm::DenseMap<Value, std::string> events;
 
   /// The pointer expression of a stored value.

@@ -47,12 +47,10 @@ module attributes {braid.model = {name = "collectives", family = "gpt", vocab = 
 // RAW: error: loc("full"): a transfer reaches the emitter as a dist op: run --convert-braid-to-dist first
 
 // CHECK-LABEL: void fn_seq(
-// CHECK:        braid_event *[[EG:ev[0-9]+]] = nullptr;
-// CHECK:        braid_event *[[ES:ev[0-9]+]] = nullptr;
 // The gathered blocks, then their elements in sequence order.
 // CHECK:        braid_rt_alloc(rt, frame + [[BLOCKS:[0-9]+]], 256, "v1");
 // CHECK-NEXT:   braid_rt_op_begin(rt, "all_gather", "v1");
-// CHECK-NEXT:   [[EG]] = braid_all_gather(rt, braid_rt_comm(rt, "tp"), args[0], at(arena, frame + [[BLOCKS]]), 32, BRAID_F32);
+// CHECK-NEXT:   braid_event *[[EG:ev[0-9]+]] = braid_all_gather(rt, braid_rt_comm(rt, "tp"), args[0], at(arena, frame + [[BLOCKS]]), 32, BRAID_F32);
 // CHECK-NEXT:   braid_rt_op_end(rt);
 // CHECK-NEXT:   braid_event_wait(rt, [[EG]]);
 // CHECK:        braid_rt_op_begin(rt, "transpose",
@@ -60,7 +58,7 @@ module attributes {braid.model = {name = "collectives", family = "gpt", vocab = 
 // The blocks to scatter first, then the transfer into the result.
 // CHECK:        braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[FULL]]), at(arena, frame + [[SEND:[0-9]+]]), 4,
 // CHECK:        braid_rt_op_begin(rt, "reduce_scatter",
-// CHECK-NEXT:   [[ES]] = braid_reduce_scatter(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[SEND]]), results[0], 32, BRAID_F32, BRAID_RED_SUM);
+// CHECK-NEXT:   braid_event *[[ES:ev[0-9]+]] = braid_reduce_scatter(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[SEND]]), results[0], 32, BRAID_F32, BRAID_RED_SUM);
 // CHECK-NEXT:   braid_rt_op_end(rt);
 // CHECK-NEXT:   braid_event_wait(rt, [[ES]]);
 
