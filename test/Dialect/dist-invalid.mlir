@@ -274,3 +274,13 @@ func.func @not_a_call() {
   // expected-error @+1 {{dist.chunk belongs on the func.call of a pipeline action}}
   return {dist.chunk = 0 : i64}
 }
+
+// -----
+
+shard.grid @grid(shape = 2x2)
+func.func @negative_root(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.broadcast' op root -1 is not one of the group's 2 ranks}}
+  %y, %t = dist.broadcast %x on @grid grid_axes = [0] root = -1 : tensor<4xf32> -> tensor<4xf32>
+  dist.wait %t
+  return %y : tensor<4xf32>
+}

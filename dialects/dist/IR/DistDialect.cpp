@@ -261,8 +261,9 @@ LogicalResult AllToAllOp::verify() {
 
 LogicalResult BroadcastOp::verify() {
   return verifyCollective(*this, [&](int64_t group) -> FailureOr<SmallVector<int64_t>> {
-    if (getRoot() < 0 || getRoot() >= group)
-      return emitOpError("root ") << getRoot() << " is not one of the group's "
+    int64_t root = static_cast<int64_t>(getRoot());
+    if (root < 0 || root >= group)
+      return emitOpError("root ") << root << " is not one of the group's "
                                   << group << " ranks";
     return llvm::to_vector(getInput().getType().getShape());
   });
