@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -424,6 +425,54 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
   }
   *out = verdict;
   return true;
+}
+
+namespace {
+std::string formatDifference(double d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", d);
+  return text;
+}
+} // namespace
+
+bool reportVerdict(llvm::raw_ostream &os, const Verdict &verdict,
+                   const Bounds &bounds, int64_t steps, llvm::StringRef rounded,
+                   bool routed, double tolerance) {
+  auto line = [&](const std::string &what, const Difference &d) {
+    os << "verify: " << what << formatDifference(d.worst) << " ("
+       << (d.count ? d.worstName : std::string("none")) << ")\n";
+  };
+  os << "verify: loss " << formatDifference(verdict.loss) << "\n";
+  line("gradients ", verdict.gradients);
+  line("parameters ", verdict.parameters);
+  os << "verify: copies on other ranks " << formatDifference(verdict.copies.worst)
+     << " (" << verdict.copies.count << " compared"
+     << (verdict.copies.worst != 0 ? ", worst " + verdict.copies.worstName
+                                   : std::string())
+     << ")\n";
+  if (verdict.drift.count)
+    line("drift after " + std::to_string(steps) + " steps (not judged) ",
+         verdict.drift);
+  if (!rounded.empty()) {
+    os << "verify: bounds at " << rounded << ": loss "
+       << formatDifference(bounds.loss) << ", gradients "
+       << formatDifference(bounds.gradients) << " (twice the 1-rank " << rounded
+       << " run's distance from its f32 run, plus the tolerance; parameters "
+          "and copies: the tolerance)\n";
+    if (routed)
+      os << "verify: note: a " << rounded
+         << " rounding can move a token to another expert, which these "
+            "bounds do not cover\n";
+  }
+  if (verdict.passes(bounds)) {
+    os << "verify: PASS\n";
+    return true;
+  }
+  if (!rounded.empty())
+    os << "verify: FAIL (bounds at " << rounded << " above)\n";
+  else
+    os << "verify: FAIL (tolerance " << formatDifference(tolerance) << ")\n";
+  return false;
 }
 
 bool roundingBounds(const RunRecord &rounded, const RunRecord &exact,

@@ -60,6 +60,9 @@
 #ifndef BRAID_RUN_VERIFY_H
 #define BRAID_RUN_VERIFY_H
 
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -134,6 +137,14 @@ bool roundingBounds(const RunRecord &rounded, const RunRecord &exact,
                     int64_t steps, const std::vector<UpdateRule> &rules,
                     double maxNorm, const std::string &logits,
                     double tolerance, Bounds *out, std::string *error);
+
+/// Prints the verdict's `verify: ...` lines (Verify.h's measures, the
+/// bounds at a reduced precision `rounded` such as "bf16", empty at f32,
+/// with a note when the model routes tokens) and `verify: PASS` or
+/// `verify: FAIL (...)`; returns whether it passes.
+bool reportVerdict(llvm::raw_ostream &os, const Verdict &verdict,
+                   const Bounds &bounds, int64_t steps, llvm::StringRef rounded,
+                   bool routed, double tolerance);
 
 } // namespace braid::run
 

@@ -467,12 +467,6 @@ static std::string lossLogits(ModuleOp module) {
   return name;
 }
 
-static std::string formatDifference(double d) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g", d);
-  return text;
-}
-
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(runCategory);
@@ -669,48 +663,15 @@ int main(int argc, char **argv) {
   if (!::braid::run::compareRuns(partitioned, single, steps, rules, maxNorm,
                                  &verdict, &error))
     return fail("verify: " + error);
-  auto line = [](StringRef what, const ::braid::run::Difference &d) {
-    llvm::outs() << "verify: " << what << formatDifference(d.worst) << " ("
-                 << (d.count ? d.worstName : std::string("none")) << ")\n";
-  };
-  llvm::outs() << "verify: loss " << formatDifference(verdict.loss) << "\n";
-  line("gradients ", verdict.gradients);
-  line("parameters ", verdict.parameters);
-  llvm::outs() << "verify: copies on other ranks "
-               << formatDifference(verdict.copies.worst) << " ("
-               << verdict.copies.count << " compared"
-               << (verdict.copies.worst != 0 ? ", worst " +
-                                                   verdict.copies.worstName
-                                             : std::string())
-               << ")\n";
-  if (verdict.drift.count)
-    line(("drift after " + Twine(steps) + " steps (not judged) ").str(),
-         verdict.drift);
-  if (rounded) {
-    llvm::outs() << "verify: bounds at " << dtype << ": loss "
-                 << formatDifference(bounds.loss) << ", gradients "
-                 << formatDifference(bounds.gradients)
-                 << " (twice the 1-rank " << dtype
-                 << " run's distance from its f32 run, plus the tolerance; "
-                    "parameters and copies: the tolerance)\n";
-    if (routed)
-      llvm::outs() << "verify: note: a " << dtype
-                   << " rounding can move a token to another expert, which "
-                      "these bounds do not cover\n";
-  }
-  if (verdict.passes(bounds)) {
-    llvm::outs() << "verify: PASS\n";
-    llvm::outs().flush();
+  const bool pass = ::braid::run::reportVerdict(
+      llvm::outs(), verdict, bounds, steps, rounded ? StringRef(dtype) : "",
+      routed, verifyTolerance);
+  llvm::outs().flush();
+  if (pass) {
     for (const std::string &dir : temporary)
       llvm::sys::fs::remove_directories(dir);
     return 0;
   }
-  if (rounded)
-    llvm::outs() << "verify: FAIL (bounds at " << dtype << " above)\n";
-  else
-    llvm::outs() << "verify: FAIL (tolerance "
-                 << formatDifference(verifyTolerance) << ")\n";
-  llvm::outs().flush();
   if (!temporary.empty())
     llvm::errs() << "braid-run: verify: dumps kept in " << partitionedDump
                  << " (partitioned) and " << referenceDump << " (1 rank)"

@@ -50,6 +50,10 @@ int64_t bytesOf(RankedTensorType type) {
          std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
 }
 
+int64_t tensorBytes(Value value) {
+  return bytesOf(cast<RankedTensorType>(value.getType()));
+}
+
 std::string splitText(ArrayAttr split) {
   if (!split)
     return "replicated";
@@ -190,51 +194,28 @@ struct PlanPrinter {
             if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
               count(callee, times);
           })
-          .Case([&](shard::AllReduceOp r) {
+          // The same transfers before (shard) and after
+          // --convert-braid-to-dist (dist).
+          .Case<shard::AllReduceOp, dist::AllReduceOp>([&](auto r) {
             AxisList axes = axesOf(r.getGridAxes());
             double n = grid.size(axes);
-            add("all_reduce", axes, bytesOf(cast<RankedTensorType>(r.getType())),
-                2 * (n - 1) / n, times);
-          })
-          .Case([&](shard::AllGatherOp g) {
-            AxisList axes = axesOf(g.getGridAxes());
-            add("all_gather", axes, bytesOf(cast<RankedTensorType>(g.getInput().getType())),
-                grid.size(axes) - 1, times);
-          })
-          .Case([&](shard::ReduceScatterOp r) {
-            AxisList axes = axesOf(r.getGridAxes());
-            add("reduce_scatter", axes, bytesOf(r.getType()), grid.size(axes) - 1,
+            add("all_reduce", axes, tensorBytes(r.getResult()), 2 * (n - 1) / n,
                 times);
           })
-          .Case([&](shard::AllToAllOp a) {
+          .Case<shard::AllGatherOp, dist::AllGatherOp>([&](auto g) {
+            AxisList axes = axesOf(g.getGridAxes());
+            add("all_gather", axes, tensorBytes(g.getInput()),
+                grid.size(axes) - 1, times);
+          })
+          .Case<shard::ReduceScatterOp, dist::ReduceScatterOp>([&](auto r) {
+            AxisList axes = axesOf(r.getGridAxes());
+            add("reduce_scatter", axes, tensorBytes(r.getResult()),
+                grid.size(axes) - 1, times);
+          })
+          .Case<shard::AllToAllOp, dist::AllToAllOp>([&](auto a) {
             AxisList axes = axesOf(a.getGridAxes());
             double n = grid.size(axes);
-            add("all_to_all", axes,
-                bytesOf(cast<RankedTensorType>(a.getInput().getType())) / n, n - 1,
-                times);
-          })
-          // The same transfers as dist ops (after --convert-braid-to-dist).
-          .Case([&](dist::AllReduceOp r) {
-            AxisList axes = axesOf(r.getGridAxes());
-            double n = grid.size(axes);
-            add("all_reduce", axes, bytesOf(r.getResult().getType()),
-                2 * (n - 1) / n, times);
-          })
-          .Case([&](dist::AllGatherOp g) {
-            AxisList axes = axesOf(g.getGridAxes());
-            add("all_gather", axes, bytesOf(g.getInput().getType()),
-                grid.size(axes) - 1, times);
-          })
-          .Case([&](dist::ReduceScatterOp r) {
-            AxisList axes = axesOf(r.getGridAxes());
-            add("reduce_scatter", axes, bytesOf(r.getResult().getType()),
-                grid.size(axes) - 1, times);
-          })
-          .Case([&](dist::AllToAllOp a) {
-            AxisList axes = axesOf(a.getGridAxes());
-            double n = grid.size(axes);
-            add("all_to_all", axes, bytesOf(a.getInput().getType()) / n, n - 1,
-                times);
+            add("all_to_all", axes, tensorBytes(a.getInput()) / n, n - 1, times);
           })
           .Case([&](AttentionOp a) {
             countAttention(a, times);

@@ -85,24 +85,27 @@ struct Lowering {
     return reshape(v, {ranks, n / ranks});
   }
   void wait(Value t) { dist::WaitOp::create(b, loc, ValueRange{t}); }
+  /// The collective's group axes in grid order, as dist states groups.
+  DenseI16ArrayAttr axes(ArrayRef<int16_t> gridAxes) {
+    SmallVector<int16_t> sorted(gridAxes);
+    llvm::sort(sorted);
+    return b.getDenseI16ArrayAttr(sorted);
+  }
 };
 
-/// The group's axes in grid order, as dist states groups.
-SmallVector<int16_t> inGridOrder(ArrayRef<int16_t> axes) {
-  SmallVector<int16_t> sorted(axes);
-  llvm::sort(sorted);
-  return sorted;
-}
-
-FailureOr<dist::ReductionKind> reductionOf(Operation *op,
-                                           shard::ReductionKind kind) {
+/// The dist reduction of a shard collective's.
+FailureOr<dist::ReductionKindAttr> reductionOf(Operation *op,
+                                               shard::ReductionKind kind) {
+  auto attr = [&](dist::ReductionKind k) {
+    return dist::ReductionKindAttr::get(op->getContext(), k);
+  };
   switch (kind) {
   case shard::ReductionKind::Sum:
-    return dist::ReductionKind::Sum;
+    return attr(dist::ReductionKind::Sum);
   case shard::ReductionKind::Max:
-    return dist::ReductionKind::Max;
+    return attr(dist::ReductionKind::Max);
   case shard::ReductionKind::Min:
-    return dist::ReductionKind::Min;
+    return attr(dist::ReductionKind::Min);
   default:
     return op->emitError("dist reduces by sum, max or min, not ")
            << shard::stringifyReductionKind(kind);
@@ -122,14 +125,14 @@ template <typename Op> FailureOr<GridGroup> groupOf(Op c) {
 
 LogicalResult lowerAllReduce(shard::AllReduceOp r) {
   FailureOr<GridGroup> group = groupOf(r);
-  FailureOr<dist::ReductionKind> kind = reductionOf(r, r.getReduction());
+  FailureOr<dist::ReductionKindAttr> kind = reductionOf(r, r.getReduction());
   if (failed(group) || failed(kind))
     return failure();
   Lowering l(r);
   auto t = dist::AllReduceOp::create(
       l.b, l.loc, r.getResult().getType(), l.token, r.getInput(),
-      r.getGridAttr(), l.b.getDenseI16ArrayAttr(inGridOrder(r.getGridAxes())),
-      dist::ReductionKindAttr::get(l.b.getContext(), *kind));
+      r.getGridAttr(), l.axes(r.getGridAxes()),
+      *kind);
   l.wait(t.getToken());
   l.finish(t.getResult());
   return success();
@@ -140,7 +143,7 @@ LogicalResult lowerAllGather(shard::AllGatherOp g) {
   if (failed(group))
     return failure();
   Lowering l(g);
-  auto axes = l.b.getDenseI16ArrayAttr(inGridOrder(g.getGridAxes()));
+  auto axes = l.axes(g.getGridAxes());
   auto resultType = cast<RankedTensorType>(g.getResult().getType());
   int64_t dim = g.getGatherAxis().getSExtValue(), ranks = group->size();
   std::optional<BlockRelayout> relayout =
@@ -170,11 +173,11 @@ LogicalResult lowerAllGather(shard::AllGatherOp g) {
 
 LogicalResult lowerReduceScatter(shard::ReduceScatterOp r) {
   FailureOr<GridGroup> group = groupOf(r);
-  FailureOr<dist::ReductionKind> kind = reductionOf(r, r.getReduction());
+  FailureOr<dist::ReductionKindAttr> kind = reductionOf(r, r.getReduction());
   if (failed(group) || failed(kind))
     return failure();
   Lowering l(r);
-  auto axes = l.b.getDenseI16ArrayAttr(inGridOrder(r.getGridAxes()));
+  auto axes = l.axes(r.getGridAxes());
   auto inputType = cast<RankedTensorType>(r.getInput().getType());
   auto resultType = cast<RankedTensorType>(r.getResult().getType());
   int64_t dim = r.getScatterAxis().getSExtValue(), ranks = group->size();
@@ -184,7 +187,7 @@ LogicalResult lowerReduceScatter(shard::ReduceScatterOp r) {
   if (!relayout) {
     auto t = dist::ReduceScatterOp::create(
         l.b, l.loc, resultType, l.token, r.getInput(), r.getGridAttr(), axes,
-        dist::ReductionKindAttr::get(l.b.getContext(), *kind),
+        *kind,
         l.b.getI64IntegerAttr(dim));
     l.wait(t.getToken());
     result = t.getResult();
@@ -194,7 +197,7 @@ LogicalResult lowerReduceScatter(shard::ReduceScatterOp r) {
     int64_t n = cast<RankedTensorType>(blocks.getType()).getDimSize(1);
     auto t = dist::ReduceScatterOp::create(
         l.b, l.loc, l.like(blocks, {1, n}), l.token, blocks, r.getGridAttr(),
-        axes, dist::ReductionKindAttr::get(l.b.getContext(), *kind),
+        axes, *kind,
         l.b.getI64IntegerAttr(0));
     l.wait(t.getToken());
     result = l.reshape(t.getResult(), resultType.getShape());
@@ -208,7 +211,7 @@ LogicalResult lowerAllToAll(shard::AllToAllOp a) {
   if (failed(group))
     return failure();
   Lowering l(a);
-  auto axes = l.b.getDenseI16ArrayAttr(inGridOrder(a.getGridAxes()));
+  auto axes = l.axes(a.getGridAxes());
   auto inputType = cast<RankedTensorType>(a.getInput().getType());
   auto resultType = cast<RankedTensorType>(a.getResult().getType());
   int64_t split = a.getSplitAxis().getSExtValue();

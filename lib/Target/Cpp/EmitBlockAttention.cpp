@@ -187,12 +187,20 @@ LogicalResult FunctionEmitter::emitBlockAttention(Operation *op,
     // Each block moves one step around the ring as one send-receive pair
     // (one NCCL group: every rank sends and receives at once), issued before
     // the block is computed and waited for after.
-    auto exchange = [&](StringRef event, StringRef from, StringRef into,
-                        int64_t count, StringRef type) {
+    // `to` / `from`: the peers' expressions (-1: none).
+    auto pair = [&](StringRef event, StringRef send, StringRef into,
+                    int64_t count, StringRef type, const std::string &to,
+                    const std::string &from) {
       return "        braid_event *" + event.str() + " = braid_sendrecv(rt, " +
-             cm + ", " + from.str() + ", " + n(count) + ", more ? " + next +
-             " : -1, " + into.str() + ", " + n(count) + ", more ? " + prev +
-             " : -1, " + type.str() + ");\n";
+             cm + ", " + send.str() + ", " + n(count) + ", " + to + ", " +
+             into.str() + ", " + n(count) + ", " + from + ", " + type.str() +
+             ");\n";
+    };
+    // A step of the ring: on to the next rank while blocks remain.
+    auto exchange = [&](StringRef event, StringRef send, StringRef into,
+                        int64_t count, StringRef type) {
+      return pair(event, send, into, count, type, "more ? " + next + " : -1",
+                  "more ? " + prev + " : -1");
     };
     l += exchange("ek", "curK", "nextK", kCount, dt);
     l += exchange("ev", "curV", "nextV", vCount, dt);
@@ -233,9 +241,8 @@ LogicalResult FunctionEmitter::emitBlockAttention(Operation *op,
       l += "      if (" + n(ranks) + " > 1) {\n";
       l += "        float *homeDk = " + slot(s.dk, n(ranks % 2), true) +
            ", *homeDv = " + slot(s.dv, n(ranks % 2), true) + ";\n";
-      l += "        const bool more = true;\n";
-      l += exchange("edk", "curDk", "homeDk", kCount, "BRAID_F32");
-      l += exchange("edv", "curDv", "homeDv", vCount, "BRAID_F32");
+      l += pair("edk", "curDk", "homeDk", kCount, "BRAID_F32", next, prev);
+      l += pair("edv", "curDv", "homeDv", vCount, "BRAID_F32", next, prev);
       l += "        braid_event_wait(rt, edk);\n        braid_event_wait(rt, edv);\n";
       l += "        curDk = homeDk;\n        curDv = homeDv;\n      }\n";
       l += "      " + convert("curDk", op->getResult(1), kCount) + ";\n";

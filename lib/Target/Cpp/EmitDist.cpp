@@ -51,83 +51,61 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
   auto p = [&](Value v) { return ptr(v); };
   auto dt = [](Value v) { return dtypeName(v.getType()); };
   auto error = [&] { return op->emitError(); };
-  auto comm = [&](FlatSymbolRefAttr grid,
-                  ArrayRef<int16_t> axes) -> FailureOr<std::string> {
-    FailureOr<GridGroup> group = getGridGroup(op, grid, axes, error);
-    if (failed(group))
-      return failure();
-    return "braid_rt_comm(rt, " + quoted(group->spec()) + ")";
-  };
-  // `braid_event *ev = call` for a transfer, bracketed for the trace (the
+  // `braid_event *ev = braid_<fn>(rt, <the transfer's communicator>,
+  // <args>)`, bracketed for the trace, after `prelude` statements (the
   // function's body is one scope: its wait, later in the block, sees it).
-  auto start = [&](Value token, FailureOr<std::string> group,
-                   const std::string &call) -> LogicalResult {
+  auto issue = [&](auto t, StringRef fn, const std::string &args,
+                   const std::string &prelude = "") -> LogicalResult {
+    FailureOr<GridGroup> group =
+        getGridGroup(op, t.getGridAttr(), t.getGridAxes(), error);
     if (failed(group))
       return failure();
-    emitBracketed(op, "braid_event *" + event(token) + " = " + call, os);
+    emitBracketed(op,
+                  prelude + "braid_event *" + event(t.getToken()) + " = braid_" +
+                      fn.str() + "(rt, braid_rt_comm(rt, " +
+                      quoted(group->spec()) + "), " + args + ")",
+                  os);
     return success();
   };
   auto peer = [&](auto t, StringRef kind, Value buffer) {
-    FailureOr<std::string> group = comm(t.getGridAttr(), t.getGridAxes());
-    std::string call = "braid_" + kind.str() +
-                       (t.getTag() ? "_tagged" : "") + "(rt, " +
-                       (succeeded(group) ? *group : "") + ", " + p(buffer) +
-                       ", " + n(numElements(buffer)) + ", " + dt(buffer) +
-                       ", " + n(t.getPeer()) +
-                       (t.getTag() ? ", " + n(*t.getTag()) : "") + ")";
-    return start(t.getToken(), group, call);
+    return issue(t, t.getTag() ? (kind + "_tagged").str() : kind.str(),
+                 p(buffer) + ", " + n(numElements(buffer)) + ", " + dt(buffer) +
+                     ", " + n(t.getPeer()) +
+                     (t.getTag() ? ", " + n(*t.getTag()) : ""));
   };
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case([&](dist::AllReduceOp r) {
-        FailureOr<std::string> group = comm(r.getGridAttr(), r.getGridAxes());
-        return start(r.getToken(), group,
-                     "braid_all_reduce(rt, " + (succeeded(group) ? *group : "") +
-                         ", " + p(r.getInput()) + ", " + p(r.getResult()) +
-                         ", " + n(numElements(r.getInput())) + ", " +
-                         dt(r.getInput()) + ", " + redop(r.getReduction()) + ")");
+        return issue(r, "all_reduce",
+                     p(r.getInput()) + ", " + p(r.getResult()) + ", " +
+                         n(numElements(r.getInput())) + ", " +
+                         dt(r.getInput()) + ", " + redop(r.getReduction()));
       })
       .Case([&](dist::AllGatherOp g) {
-        FailureOr<std::string> group = comm(g.getGridAttr(), g.getGridAxes());
-        return start(g.getToken(), group,
-                     "braid_all_gather(rt, " + (succeeded(group) ? *group : "") +
-                         ", " + p(g.getInput()) + ", " + p(g.getResult()) +
-                         ", " + n(numElements(g.getInput())) + ", " +
-                         dt(g.getInput()) + ")");
+        return issue(g, "all_gather",
+                     p(g.getInput()) + ", " + p(g.getResult()) + ", " +
+                         n(numElements(g.getInput())) + ", " + dt(g.getInput()));
       })
       .Case([&](dist::ReduceScatterOp r) {
-        FailureOr<std::string> group = comm(r.getGridAttr(), r.getGridAxes());
-        return start(r.getToken(), group,
-                     "braid_reduce_scatter(rt, " +
-                         (succeeded(group) ? *group : "") + ", " +
-                         p(r.getInput()) + ", " + p(r.getResult()) + ", " +
+        return issue(r, "reduce_scatter",
+                     p(r.getInput()) + ", " + p(r.getResult()) + ", " +
                          n(numElements(r.getResult())) + ", " +
-                         dt(r.getInput()) + ", " + redop(r.getReduction()) + ")");
+                         dt(r.getInput()) + ", " + redop(r.getReduction()));
       })
       .Case([&](dist::AllToAllOp a) {
-        FailureOr<std::string> group = comm(a.getGridAttr(), a.getGridAxes());
-        return start(a.getToken(), group,
-                     "braid_all_to_all(rt, " + (succeeded(group) ? *group : "") +
-                         ", " + p(a.getInput()) + ", " + p(a.getResult()) +
-                         ", " + n(numElements(a.getInput()) / a.getGroupSize()) +
-                         ", " + dt(a.getInput()) + ")");
+        return issue(a, "all_to_all",
+                     p(a.getInput()) + ", " + p(a.getResult()) + ", " +
+                         n(numElements(a.getInput()) / a.getGroupSize()) + ", " +
+                         dt(a.getInput()));
       })
       .Case([&](dist::BroadcastOp b) {
         // The runtime broadcasts in place: the input is copied to the result
         // first (distinct buffers: the input stays live until the wait).
-        FailureOr<std::string> group = comm(b.getGridAttr(), b.getGridAxes());
-        int64_t bytes = getTensorBytes(b.getInput().getType());
-        if (failed(group))
-          return failure();
-        emitBracketed(op,
-                      "braid_rt_copy(rt, " + p(b.getResult()) + ", " +
-                          p(b.getInput()) + ", " + n(bytes) + ");\n  " +
-                          "braid_event *" + event(b.getToken()) +
-                          " = braid_broadcast(rt, " +
-                          *group + ", " + p(b.getResult()) + ", " +
-                          n(numElements(b.getInput())) + ", " +
-                          dt(b.getInput()) + ", " + n(b.getRoot()) + ")",
-                      os);
-        return success();
+        return issue(b, "broadcast",
+                     p(b.getResult()) + ", " + n(numElements(b.getInput())) +
+                         ", " + dt(b.getInput()) + ", " + n(b.getRoot()),
+                     "braid_rt_copy(rt, " + p(b.getResult()) + ", " +
+                         p(b.getInput()) + ", " +
+                         n(getTensorBytes(b.getInput().getType())) + ");\n  ");
       })
       .Case([&](dist::SendOp s) { return peer(s, "send", s.getValue()); })
       .Case([&](dist::RecvOp r) { return peer(r, "recv", r.getResult()); })
