@@ -384,7 +384,11 @@ braid_event *braid_recv_tagged(braid_rt *rt, braid_comm *comm, void *buffer, int
 braid_event *braid_sendrecv(braid_rt *rt, braid_comm *comm, const void *send,
                             int64_t send_count, int32_t dst, void *recv, int64_t recv_count,
                             int32_t src, braid_dtype dtype) {
-  return wrap(commOf(rt, comm, "braid_sendrecv")
+  braid::rt::Communicator &c = commOf(rt, comm, "braid_sendrecv");
+  // One block to one peer: the plan printer's `shift` (dist.shift).
+  if (dst >= 0)
+    account(rt, comm, "shift", double(send_count * braid_dtype_size(dtype)), 1);
+  return wrap(c
                   .sendRecv(*rt->backend, send, send_count, dst, recv, recv_count, src, dtype));
 }
 

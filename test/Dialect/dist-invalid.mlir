@@ -284,3 +284,51 @@ func.func @negative_root(%x: tensor<4xf32>) -> tensor<4xf32> {
   dist.wait %t
   return %y : tensor<4xf32>
 }
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+func.func @shift_zero(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.shift' op offset 0 must be nonzero and less than the group's 4 ranks in magnitude}}
+  %y, %t = dist.shift %x on @grid grid_axes = [1] offset = 0 : tensor<4xf32> -> tensor<4xf32>
+  dist.wait %t
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+func.func @shift_far(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.shift' op offset -2 must be nonzero and less than the group's 2 ranks in magnitude}}
+  %y, %t = dist.shift %x on @grid grid_axes = [0] offset = -2 cyclic : tensor<4xf32> -> tensor<4xf32>
+  dist.wait %t
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+func.func @shift_type(%x: tensor<4xf32>) -> tensor<4xbf16> {
+  // expected-error @+1 {{'dist.shift' op result element type 'bf16' differs from the input's 'f32'}}
+  %y, %t = dist.shift %x on @grid grid_axes = [1] offset = 1 : tensor<4xf32> -> tensor<4xbf16>
+  dist.wait %t
+  return %y : tensor<4xbf16>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+func.func @shift_unwaited(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.shift' op token must be used by exactly one dist.wait, found 0 uses}}
+  %y, %t = dist.shift %x on @grid grid_axes = [1] offset = 1 : tensor<4xf32> -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+shard.grid @grid(shape = 2x4)
+func.func @coordinate_axes() -> index {
+  // expected-error @+1 {{'dist.coordinate' op grid axes must be listed in grid order, once each; found 0 after 1}}
+  %c = dist.coordinate on @grid grid_axes = [1, 0] : index
+  return %c : index
+}

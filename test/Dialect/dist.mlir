@@ -52,3 +52,20 @@ module {
     return %a, %m, %g, %r, %e, %b, %h : tensor<4x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<2x8xf32>, tensor<4x2xf32>, tensor<4x8xf32>, tensor<1x6xbf16>
   }
 }
+
+
+// A ring's step and a halo: every rank sends to one peer and receives from
+// another; the rank's coordinate in a group.
+// CHECK-LABEL: func.func @shift
+// CHECK: %{{.*}}, %[[T:.*]] = dist.shift %{{.*}} on @grid24 grid_axes = [1] offset = 1 cyclic : tensor<2x4xf32> -> tensor<2x4xf32>
+// CHECK: %{{.*}}, %[[H:.*]] = dist.shift %{{.*}} on @grid24 grid_axes = [0, 1] offset = -1 : tensor<2x4xf32> -> tensor<2x4xf32>
+// CHECK: dist.wait %[[T]], %[[H]]
+// CHECK: dist.coordinate on @grid24 grid_axes = [0, 1] : index
+shard.grid @grid24(shape = 2x4)
+func.func @shift(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, index) {
+  %r, %t = dist.shift %x on @grid24 grid_axes = [1] offset = 1 cyclic : tensor<2x4xf32> -> tensor<2x4xf32>
+  %h, %th = dist.shift %x on @grid24 grid_axes = [0, 1] offset = -1 : tensor<2x4xf32> -> tensor<2x4xf32>
+  dist.wait %t, %th
+  %c = dist.coordinate on @grid24 grid_axes = [0, 1] : index
+  return %r, %h, %c : tensor<2x4xf32>, tensor<2x4xf32>, index
+}

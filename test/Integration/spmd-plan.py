@@ -2,8 +2,9 @@
 # RUN: %python %s %t
 #
 # braid-opt --braid-print-plan against what runs: for several plans, the
-# collectives it predicts per step (count and ring-model bytes per kind)
-# equal what the runtime counts in a step of the same program on its ranks;
+# transfers it predicts per step (count and ring-model bytes per kind, the
+# point-to-point shifts of ring attention included) equal what the runtime
+# counts in a step of the same program on its ranks;
 # and for tensor parallelism without sequence parallelism the bytes equal the
 # analytic volume, 8 b s h (t-1)/t elements per layer (two all-reduces of the
 # activations forward, two backward) plus the terms outside the layers.
@@ -54,6 +55,10 @@ CASES = [
     (gpt, {"grid": "dp=2", "zero": "3"}),
     (gpt, {"grid": "dp=2", "zero": "2"}),
     (moe, {"grid": "ep=2,tp=2"}),
+    # Ring attention: its key/value blocks and cotangents move as dist.shift
+    # pairs, which the runtime counts as it counts collectives.
+    (llama, {"grid": "cp=2", "cp-attention": "ring"}),
+    (llama, {"grid": "dp=2,cp=2", "cp-attention": "ring"}),
 ]
 for model, options in CASES:
     label = f"{os.path.basename(model)} {options}"
@@ -63,6 +68,8 @@ for model, options in CASES:
         args += ["--zero", options["zero"]]
     if options.get("sequence-parallel") == "true":
         args.append("--sequence-parallel")
+    if "cp-attention" in options:
+        args += ["--cp-attention", options["cp-attention"]]
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
         failures.append(f"{label}: braid-run failed\n{r.stdout}{r.stderr}")

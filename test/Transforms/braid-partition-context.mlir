@@ -44,43 +44,43 @@
 // RING-CONTIGUOUS-NOT: braid.zigzag_axis
 // RING-CONTIGUOUS: braid.attention %{{.*}} causal {ring_axes = ["cp"], rope_theta = 1.000000e+04 : f64} :
 
-// The ring's point-to-point volume per rank: the forward sends its K and V
-// chunks (2 x 256 bytes) once (cp - 1 = 1); the backward sends them again
-// for the recomputed output and once more with their f32 cotangents, which
-// take one more step home (2 x 512 + 2 x 512).
+// The ring's point-to-point volume per rank, one shift of one tensor per
+// block and step: the forward shifts its K and V chunks (2 x 256 bytes) once
+// (cp - 1 = 1); the backward shifts them again for the recomputed output and
+// for its own pass, and shifts their f32 cotangents at both steps (the
+// second takes them home): 2 + 4 + 4 shifts, 2560 bytes.
 // RING-PLAN: attention_flops busiest/mean: 1.000
-// RING-PLAN: collective ring_send over cp: 3 per step, 2560 bytes sent per rank
+// RING-PLAN: collective shift over cp: 10 per step, 2560 bytes sent per rank
 
-// The ring as emitted: the next block's receive and this block's send are
-// issued before the block is computed, then merged.
+// The ring as emitted, one call per op of --convert-braid-to-dist: the
+// rank's own block shifts on (one send-receive pair, one NCCL group) while
+// it is computed, then the block of chunk (c + 1) mod 2 is, and merged.
 // RING-EMIT-LABEL: void fn_layer_fwd(
-// RING-EMIT: braid_rt_op_begin(rt, "attention",
-// RING-EMIT: braid_k_sequence_positions(rt, {{.*}}, 4, c * 4, 8, 2);
-// RING-EMIT: for (int32_t step = 0; step < 2; ++step) {
-// Each block one step on as a send-receive pair (one NCCL group).
-// RING-EMIT: braid_event *ek = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), curK, 64, more ? (c + 1) % 2 : -1, nextK, 64, more ? (c + 1) % 2 : -1, BRAID_F32);
-// RING-EMIT: braid_event *ev = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), curV, 64, more ? (c + 1) % 2 : -1, nextV, 64, more ? (c + 1) % 2 : -1, BRAID_F32);
-// RING-EMIT: const int32_t src = (c + 2 - step) % 2;
-// RING-EMIT: if (!(false)) {
-// RING-EMIT-NEXT: braid_k_sequence_positions(rt, {{.*}}, 4, src * 4, 8, 2);
+// RING-EMIT: braid_k_sequence_positions(rt, {{.*}}, 4, (coord(rt, "cp") * int64_t(4)), 8, 2);
+// RING-EMIT: braid_event *[[EK:ev[0-9]+]] = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), {{.*}}, 64, (coord(rt, "cp") + 1) % 2, {{.*}}, 64, (coord(rt, "cp") + 1) % 2, BRAID_F32);
+// RING-EMIT: braid_event *[[EV:ev[0-9]+]] = braid_sendrecv(rt, braid_rt_comm(rt, "cp"),
+// RING-EMIT: braid_k_attention_block(rt, BRAID_F32,
+// RING-EMIT: braid_event_wait(rt, [[EK]]);
+// RING-EMIT-NEXT: braid_event_wait(rt, [[EV]]);
+// RING-EMIT: braid_k_sequence_positions(rt, {{.*}}, 4, (((coord(rt, "cp") + int64_t(1)) % int64_t(2)) * int64_t(4)), 8, 2);
 // RING-EMIT: braid_k_attention_block(rt, BRAID_F32,
 // RING-EMIT: braid_k_attention_merge(rt,
-// RING-EMIT: braid_event_wait(rt, ek);
-// RING-EMIT: braid_k_convert(rt, BRAID_F32, BRAID_F32,
 // RING-EMIT-LABEL: void fn_layer_bwd(
 // RING-EMIT: braid_k_attention_delta(rt, BRAID_F32,
-// The cotangents travel on once this rank's block added to them.
+// The cotangents shift on once this rank's block added to them.
 // RING-EMIT: braid_k_attention_block_grad(rt, BRAID_F32,
-// RING-EMIT-NEXT: }
-// RING-EMIT-NEXT: braid_event *edk = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), curDk, 64, more ? (c + 1) % 2 : -1, nextDk, 64, more ? (c + 1) % 2 : -1, BRAID_F32);
-// RING-EMIT: float *homeDk =
+// RING-EMIT: braid_event *[[EDK:ev[0-9]+]] = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), [[DK:at\(arena, frame \+ [0-9]+\)]], 64,
+// RING-EMIT: braid_event_wait(rt, [[EDK]]);
+// RING-EMIT: braid_k_attention_block_grad(rt, BRAID_F32,
+// RING-EMIT: braid_sendrecv(rt, braid_rt_comm(rt, "cp"),
 // RING-EMIT: const braid_program kProgram = {{.*}}, "cp"};
 
 // Ulysses in zigzag order: every rank holds the whole (stored) sequence for
 // its heads, one block at zigzag positions.
-// ULYSSES-EMIT: braid_k_sequence_positions(rt, {{.*}}, 8, 0, 8, 4);
-// ULYSSES-EMIT-NEXT: braid_k_sequence_positions(rt, {{.*}}, 8, 0, 8, 4);
-// ULYSSES-EMIT-NEXT: braid_k_attention_block(rt, BRAID_F32,
+// ULYSSES-EMIT: braid_k_sequence_positions(rt, {{.*}}, 8, int64_t(0), 8, 4);
+// ULYSSES-EMIT: braid_k_sequence_positions(rt, {{.*}}, 8, int64_t(0), 8, 4);
+// ULYSSES-EMIT-NOT: braid_sendrecv
+// ULYSSES-EMIT: braid_k_attention_block(rt, BRAID_F32,
 
 // Ulysses: all-to-all from the sequence to the heads and back.
 // ULYSSES-LABEL: func.func private @layer(
@@ -111,11 +111,16 @@
 // MAMBA: braid.selective_scan {{.*}} {context_axes = ["cp"]} : tensor<2x8x128xf32>, tensor<2x8x128xf32>, tensor<128x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<128xf32>
 // MAMBA-NOT: shard.all_gather
 // MAMBA: return
+// The halo, as --convert-braid-to-dist expands it: the chunk's last rows
+// (braid.tail) shift to the next rank as one send-receive pair, zeros
+// arriving on the first rank.
 // EMIT: braid_k_slice(rt, BRAID_F32, {{.*}}, 2, 8, 3, 128, 5);
-// The halo: the last rows to the next rank, the previous rank's in, as one
-// send-receive pair.
-// EMIT: braid_sendrecv(rt, braid_rt_comm(rt, "cp"), {{.*}}, 768, coord(rt, "cp") < 2 - 1 ? coord(rt, "cp") + 1 : -1, {{.*}}, 768, coord(rt, "cp") > 0 ? coord(rt, "cp") - 1 : -1, BRAID_F32)
+// EMIT: braid_rt_op_begin(rt, "shift",
+// EMIT-NEXT: if (((coord(rt, "cp") - 1) >= 0 ? (coord(rt, "cp") - 1) : -1) < 0) braid_k_zero(rt, BRAID_F32, {{.*}}, 768);
+// EMIT-NEXT: braid_sendrecv(rt, braid_rt_comm(rt, "cp"), {{.*}}, 768, ((coord(rt, "cp") + 1) < 2 ? (coord(rt, "cp") + 1) : -1), {{.*}}, 768, ((coord(rt, "cp") - 1) >= 0 ? (coord(rt, "cp") - 1) : -1), BRAID_F32)
 // EMIT: braid_k_conv1d_halo(rt, BRAID_F32,
+// The scan: each chunk's zero-start final state and decay, gathered, then
+// carried into this chunk's entering state.
 // EMIT: braid_k_selective_scan_chunk(rt, BRAID_F32, {{.*}}, nullptr, nullptr,
 // EMIT: braid_all_gather(rt, braid_rt_comm(rt, "cp"),
 // EMIT: braid_all_gather(rt, braid_rt_comm(rt, "cp"),

@@ -65,10 +65,18 @@
 // RING:     braid.attention {{.*}}braid_test.skip_ring_step = 1 : i64, ring_axes = ["cp"]
 // RING-NOT: braid_test.skip_ring_step
 
-// The forward ring leaves out step 1's block; the backward ring is whole.
-// RING-EMIT:     if (!((false) || step == 1)) {
-// RING-EMIT-NOT: step == 1)) {
-// RING-EMIT:     if (!(false)) {
+// The forward ring leaves out step 1's block: one block and no merge; the
+// backward's ring (its recomputed forward and its own pass) is whole.
+// RING-EMIT-LABEL: void fn_llama_layer_fwd(
+// RING-EMIT:       braid_k_attention_block(
+// RING-EMIT-NOT:   braid_k_attention_block(
+// RING-EMIT-NOT:   braid_k_attention_merge(
+// RING-EMIT-LABEL: void fn_llama_layer_bwd(
+// RING-EMIT:       braid_k_attention_block(
+// RING-EMIT:       braid_k_attention_block(
+// RING-EMIT:       braid_k_attention_merge(
+// RING-EMIT:       braid_k_attention_block_grad(
+// RING-EMIT:       braid_k_attention_block_grad(
 
 // ONE-AXIS: error: wrong-axis: needs a grid of two axes or more
 // NO-ZERO:  error: zero-offset: no ZeRO update of a whole gradient (ZeRO-1; ZeRO-2 and 3 reduce-scatter it)

@@ -150,6 +150,34 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
       leaderStorage[classes.getLeaderValue(get.getResult())] = {
           Storage::Kind::Param, *plan.offsetOf(name), 0, name};
     }
+  // A value set into a parameter is stored in the parameter (a ZeRO
+  // all-gather then writes it in place) when it is the set's alone and
+  // nothing reads or writes the parameter between its definition and the
+  // set.
+  for (Operation &op : block) {
+    auto set = dyn_cast<SetParamOp>(op);
+    if (!set)
+      continue;
+    Value value = set.getValue();
+    Operation *def = value.getDefiningOp();
+    if (!def || def->getBlock() != &block || !value.hasOneUse() ||
+        isa<ReshapeOp>(def) || leaderStorage.count(classes.getLeaderValue(value)))
+      continue;
+    auto touches = [&](Operation *other) {
+      for (NamedAttribute attr : other->getAttrs())
+        if (auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
+          if (ref.getValue() == set.getParam())
+            return true;
+      return false;
+    };
+    bool untouched = true;
+    for (Operation *at = def->getNextNode(); at && at != set; at = at->getNextNode())
+      untouched &= !touches(at);
+    if (untouched)
+      leaderStorage[classes.getLeaderValue(value)] = {
+          Storage::Kind::Param, *plan.offsetOf(set.getParam()), 0,
+          set.getParam()};
+  }
   auto ret = cast<func::ReturnOp>(block.getTerminator());
   for (auto [k, value] : llvm::enumerate(ret.getOperands())) {
     Value leader = classes.getLeaderValue(value);
@@ -173,8 +201,8 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
   llvm::DenseMap<Value, Value> definer;
   for (Operation &op : block) {
     for (Value result : op.getResults()) {
-      // A transfer's token is no data.
-      if (isa<dist::TokenType>(result.getType()))
+      // A transfer's token, an index (a rank's coordinate), are no data.
+      if (!isa<RankedTensorType>(result.getType()))
         continue;
       Value leader = classes.getLeaderValue(result);
       if (leaderStorage.count(leader) || fp.fusion->isInner(result))
@@ -196,7 +224,7 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
         if (dist::WaitOp wait = dist::getWait(result))
           until = std::max(until, fp.position[wait]);
     for (Value operand : op.getOperands()) {
-      if (isa<dist::TokenType>(operand.getType()))
+      if (!isa<RankedTensorType>(operand.getType()))
         continue;
       auto it = frameClasses.find(classes.getLeaderValue(operand));
       if (it != frameClasses.end())
@@ -214,7 +242,6 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
     intervalValue.push_back(leader);
     intervalCall.push_back(nullptr);
   }
-  SmallVector<Operation *> intervalScratch(intervals.size(), nullptr);
   for (Operation &op : block)
     if (auto call = dyn_cast<func::CallOp>(op)) {
       auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
@@ -225,26 +252,12 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
       intervals.push_back({bytes, at, at, at});
       intervalValue.push_back(nullptr);
       intervalCall.push_back(&op);
-      intervalScratch.push_back(nullptr);
-    }
-  // Scratch overlaps nothing live at its op: operands and results included.
-  for (Operation &op : block)
-    if (int64_t bytes = scratchBytes(&op)) {
-      unsigned at = fp.position[&op];
-      intervals.push_back({align(bytes), at, at, at});
-      intervalValue.push_back(nullptr);
-      intervalCall.push_back(nullptr);
-      intervalScratch.push_back(&op);
     }
   fp.frameBytes = placeIntervals(intervals);
 
   for (auto [i, interval] : llvm::enumerate(intervals)) {
     if (Operation *call = intervalCall[i]) {
       fp.calleeFrame[call] = interval.offset;
-      continue;
-    }
-    if (Operation *op = intervalScratch[i]) {
-      fp.scratch[op] = {interval.offset, interval.bytes};
       continue;
     }
     Value leader = intervalValue[i];

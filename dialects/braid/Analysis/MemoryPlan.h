@@ -12,11 +12,9 @@
 // A value returned by a function is written straight into the buffer its
 // caller planned for the call's result; reshapes alias their input; values
 // inside a fused elementwise group are never stored. A dist transfer's
-// operands stay live until its dist.wait. An op that needs scratch while it
-// runs (the softmax statistics of a vocabulary-parallel cross-entropy:
-// scratchBytes) gets a
-// buffer live at that op alone, so the planned peak still equals the
-// measured one.
+// operands stay live until its dist.wait. Every buffer is a value of the
+// IR (--convert-braid-to-dist expands partitioned ops into ops of tensors),
+// so the planned peak equals the measured one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,12 +58,6 @@ struct FrameBuffer {
   unsigned firstOp = 0, lastOp = 0; ///< live range in op positions
 };
 
-/// A buffer an op uses while it runs (see scratchBytes).
-struct ScratchBuffer {
-  int64_t offset = 0;
-  int64_t bytes = 0; ///< rounded up to kBufferAlignment
-};
-
 struct FunctionPlan {
   func::FuncOp func;
   int64_t frameBytes = 0;
@@ -74,8 +66,6 @@ struct FunctionPlan {
   /// none).
   llvm::DenseMap<Value, Storage> storage;
   SmallVector<FrameBuffer> buffers;
-  /// Scratch of the ops that need it, live at their position only.
-  llvm::DenseMap<Operation *, ScratchBuffer> scratch;
   /// Offset of the callee's frame inside this frame, per call.
   llvm::DenseMap<Operation *, int64_t> calleeFrame;
   /// Position of each op in the block (fused members: their root's).
@@ -117,8 +107,7 @@ FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry);
 int64_t getTensorBytes(Type type);
 
 //===----------------------------------------------------------------------===//
-// SPMD programs: grid groups and the scratch of partitioned ops
-// (SpmdScratch.cpp)
+// SPMD programs: grid groups and block re-layouts (GridGroups.cpp)
 //===----------------------------------------------------------------------===//
 
 /// Grid axes a collective or a partitioned op runs over, in the order it
@@ -179,42 +168,6 @@ struct BlockRelayout {
 std::optional<BlockRelayout> getBlockRelayout(ArrayRef<int64_t> shape,
                                               int64_t dim,
                                               const GridGroup &group);
-
-/// True for a cross_entropy / cross_entropy_grad partitioning has annotated
-/// (`vocab_axes`, `vocab_size` or `denominator`): it runs as the
-/// braid_k_ce_shard_* passes with its statistics in scratch.
-bool isShardedCrossEntropy(Operation *op);
-/// The byte offset of the stats array within a sharded cross-entropy's
-/// scratch ([row_max: rows f32 | stats: rows x 2 f32]).
-int64_t getCrossEntropyStatsOffset(int64_t rows);
-
-/// Bytes of scratch `op` needs while it runs, 0 for most ops: the softmax
-/// statistics of a sharded cross-entropy, a context-parallel Mamba mixer's
-/// halos and states, attention by key blocks.
-/// Bytes of one halo buffer of a context-parallel conv1d (or its gradient):
-/// the K-1 rows of every batch element, aligned.
-int64_t getConvHaloBytes(Operation *op);
-
-/// Attention (or its gradient) that runs by key blocks with explicit token
-/// positions: ring attention (`ring_axes`) or a sequence in zigzag order
-/// (`sequence_zigzag`). Its scratch holds, at these byte offsets: the
-/// positions of the query rows and of a key block (int64), the f32 merged
-/// output and log-sum-exp, a block's f32 output and log-sum-exp; the
-/// gradient also the f32 delta and dq; a ring two slots of the travelling
-/// key and value chunks (the op's element type) and, for the gradient, two
-/// slots of their f32 cotangent accumulators (one slot, for the whole keys,
-/// without a ring).
-struct BlockAttentionScratch {
-  int64_t qPos = 0, kPos = 0, out = 0, lse = 0, blockOut = 0, blockLse = 0;
-  int64_t delta = 0, dq = 0;
-  int64_t k[2] = {0, 0}, v[2] = {0, 0};
-  int64_t dk[2] = {0, 0}, dv[2] = {0, 0};
-  int64_t bytes = 0;
-};
-bool runsByKeyBlocks(Operation *op);
-BlockAttentionScratch getBlockAttentionScratch(Operation *op);
-
-int64_t scratchBytes(Operation *op);
 
 } // namespace mlir::braid
 

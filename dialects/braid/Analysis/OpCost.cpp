@@ -76,6 +76,16 @@ OpCost mlir::braid::getForwardCost(Operation *op) {
         // Backward keeps the log-sum-exp of every query row, in f32.
         cost.savedBytes = 4 * q[0] * q[1] * q[2];
       })
+      // A block of keys of context-parallel attention (ContextAttention.cpp
+      // of BraidToDist): the products of its queries with the block's keys.
+      .Case<AttentionBlockOp>([&](AttentionBlockOp a) {
+        auto q = a.getQuery().getType().getShape();
+        auto k = a.getKey().getType().getShape();
+        auto v = a.getValue().getType().getShape();
+        int64_t scores = q[0] * q[2] * q[1] * k[1];
+        cost.matmulFlops = 2 * scores * q[3] + 2 * scores * v[3];
+        cost.otherFlops = 5 * scores;
+      })
       .Case<RMSNormOp>([&](RMSNormOp n) {
         cost.otherFlops = 4 * numElements(n.getResult());
       })
@@ -143,6 +153,14 @@ OpCost mlir::braid::getForwardCost(Operation *op) {
       // recomputation of the scores is an implementation choice, not model
       // FLOPs.
       .Case<AttentionGradOp>([&](AttentionGradOp a) {
+        auto q = a.getQuery().getType().getShape();
+        auto k = a.getKey().getType().getShape();
+        auto v = a.getValue().getType().getShape();
+        int64_t scores = q[0] * q[2] * q[1] * k[1];
+        cost.matmulFlops = 2 * (2 * scores * q[3] + 2 * scores * v[3]);
+        cost.otherFlops = 8 * scores;
+      })
+      .Case<AttentionBlockGradOp>([&](AttentionBlockGradOp a) {
         auto q = a.getQuery().getType().getShape();
         auto k = a.getKey().getType().getShape();
         auto v = a.getValue().getType().getShape();

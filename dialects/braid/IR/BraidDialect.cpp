@@ -151,6 +151,17 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == "braid.split" || attr.getName() == "braid.global_shape")
     return verifyShardAttr(op, attr);
+  // The grid axes a parameter's optimizer update is ZeRO-sharded over (set
+  // by --convert-braid-to-dist, which expands the update; dumps of its
+  // ZeRO-2 gradient describe their sharding by it).
+  if (attr.getName() == "braid.zero_axes") {
+    auto names = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!isa<ParamOp>(op) || !names || names.empty() ||
+        !llvm::all_of(names, llvm::IsaPred<StringAttr>))
+      return op->emitError("'braid.zero_axes' must be a non-empty array of "
+                           "grid axis names on a braid.param");
+    return success();
+  }
   if (attr.getName() == "braid.zero") {
     auto stage = dyn_cast<IntegerAttr>(attr.getValue());
     if (!isa<ModuleOp>(op) || !stage || stage.getInt() < 0 || stage.getInt() > 3)

@@ -624,5 +624,8 @@ def Braid_CombineOp : Braid_InferredOp<"combine"> {
 }
 
 include "dialects/braid/IR/BraidTrainingOps.td"
+include "dialects/braid/IR/BraidBlockAttentionOps.td"
+include "dialects/braid/IR/BraidSequenceChunkOps.td"
+include "dialects/braid/IR/BraidVocabShardOps.td"
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD

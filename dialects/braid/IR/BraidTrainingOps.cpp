@@ -306,7 +306,8 @@ static LogicalResult verifyUpdatedParam(Operation *op,
     return op->emitOpError("'") << symbol
                                 << "' does not reference a braid.param";
   // ZeRO-2 passes this rank's range of the flat gradient.
-  if (op->hasAttr("zero_axes") && zeroRange(param.getTensorType(), grad))
+  if ((op->hasAttr("zero_axes") || op->hasAttr("range")) &&
+      zeroRange(param.getTensorType(), grad))
     return success();
   if (param.getTensorType().getShape() != grad.getShape())
     return op->emitOpError("grad shape ")
@@ -325,13 +326,29 @@ static LogicalResult verifyRates(Operation *op, double lr, double decay) {
   return success();
 }
 
+/// A range update names its range once: an offset and a size, not also the
+/// axes whose protocol it is a piece of.
+static LogicalResult verifyRange(Operation *op, Value offset,
+                                 std::optional<int64_t> range) {
+  if (bool(offset) != range.has_value())
+    return op->emitOpError("takes an offset and a range together");
+  if (range && *range <= 0)
+    return op->emitOpError("range must be positive, found ") << *range;
+  if (offset && op->hasAttr("zero_axes"))
+    return op->emitOpError("takes zero_axes or an offset and a range, not both");
+  return success();
+}
+
 LogicalResult SGDUpdateOp::verify() {
+  if (failed(verifyRange(*this, getOffset(), getRange())))
+    return failure();
   return verifyRates(*this, getLr().convertToDouble(),
                      getWeightDecay().convertToDouble());
 }
 
 LogicalResult AdamWUpdateOp::verify() {
-  if (failed(verifyRates(*this, getLr().convertToDouble(),
+  if (failed(verifyRange(*this, getOffset(), getRange())) ||
+      failed(verifyRates(*this, getLr().convertToDouble(),
                          getWeightDecay().convertToDouble())))
     return failure();
   for (auto [beta, name] :
@@ -359,7 +376,7 @@ LogicalResult AdamWUpdateOp::verifySymbolUses(SymbolTableCollection &symbols) {
     FailureOr<RankedTensorType> type = lookupState(*this, symbols, symbol, role);
     if (failed(type))
       return failure();
-    if (getZeroAxes()) {
+    if (getZeroAxes() || getOffset()) {
       auto param = symbols.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
       if (!zeroRange(param.getTensorType(), *type) ||
           !type->getElementType().isF32())
@@ -423,4 +440,41 @@ LogicalResult SliceOp::verify() {
 LogicalResult UnsliceOp::verify() {
   return verifyBlock(*this, cast<RankedTensorType>(getInput().getType()),
                      cast<RankedTensorType>(getResult().getType()));
+}
+
+/// The parameter `symbol` of a range read or a write, whose flat element
+/// count `elements` must be at most (a range) or exactly (a write) the
+/// parameter's, in its element type.
+static LogicalResult verifyParamAccess(Operation *op,
+                                       SymbolTableCollection &symbols,
+                                       FlatSymbolRefAttr symbol,
+                                       RankedTensorType type, bool whole) {
+  auto param = symbols.lookupNearestSymbolFrom<ParamOp>(op, symbol);
+  if (!param)
+    return op->emitOpError("'") << symbol
+                                << "' does not reference a braid.param";
+  RankedTensorType p = param.getTensorType();
+  if (type.getElementType() != p.getElementType())
+    return op->emitOpError("element type ")
+           << type.getElementType() << " differs from the parameter's "
+           << p.getElementType();
+  if (whole ? (type.getNumElements() != p.getNumElements() ||
+               (type.getRank() != 1 && type.getShape() != p.getShape()))
+            : (type.getRank() != 1 || type.getNumElements() > p.getNumElements()))
+    return op->emitOpError(whole ? "writes " : "reads ")
+           << type << ", not " << (whole ? "all of " : "a 1-D range of ")
+           << p;
+  return success();
+}
+
+LogicalResult GetParamRangeOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyParamAccess(*this, symbols, getParamAttr(),
+                           cast<RankedTensorType>(getResult().getType()),
+                           /*whole=*/false);
+}
+
+LogicalResult SetParamOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return verifyParamAccess(*this, symbols, getParamAttr(),
+                           cast<RankedTensorType>(getValue().getType()),
+                           /*whole=*/true);
 }

@@ -367,13 +367,18 @@ def Braid_SGDUpdateOp : Braid_Op<"sgd_update",
   let summary = "in-place SGD step of one parameter";
   let description = [{
     With g = coef * grad: `param -= lr * (g + weight_decay * param)`.
-    `zero_axes` shards the update as on braid.adamw_update.
+    `zero_axes`, or `offset` and `range`, shard the update as on
+    braid.adamw_update.
   }];
   let arguments = (ins FlatSymbolRefAttr:$param, Braid_FloatTensor:$grad,
                        0DTensorOf<[F32]>:$coef, F64Attr:$lr,
                        F64Attr:$weight_decay,
-                       OptionalAttr<StrArrayAttr>:$zero_axes);
-  let assemblyFormat = "$param `,` $grad `,` $coef attr-dict `:` type($grad) `,` type($coef)";
+                       OptionalAttr<StrArrayAttr>:$zero_axes,
+                       Optional<Index>:$offset, OptionalAttr<I64Attr>:$range);
+  let assemblyFormat = [{
+    $param (`at` $offset^)? `,` $grad `,` $coef attr-dict `:` type($grad) `,`
+    type($coef)
+  }];
   let hasVerifier = 1;
 }
 
@@ -391,18 +396,60 @@ def Braid_AdamWUpdateOp : Braid_Op<"adamw_update",
     the axes (c the rank's coordinate); m and v hold this rank's range only,
     `grad` is either the whole gradient or (ZeRO-2) this rank's range, and
     after updating its range each rank all-gathers the parameter.
+
+    --convert-braid-to-dist expands that protocol: the update then takes
+    `offset` (this rank's first element, an index) and `range` (its
+    element count) and updates the range [offset, offset + range) of the
+    flat parameter alone (`grad` the whole gradient, read at the same
+    range, or the range itself); `braid.get_param_range`, a dist.all_gather
+    and `braid.set_param` follow it.
   }];
   let arguments = (ins FlatSymbolRefAttr:$param, Braid_FloatTensor:$grad,
                        0DTensorOf<[F32]>:$coef, FlatSymbolRefAttr:$m,
                        FlatSymbolRefAttr:$v, FlatSymbolRefAttr:$step,
                        F64Attr:$lr, F64Attr:$beta1, F64Attr:$beta2,
                        F64Attr:$eps, F64Attr:$weight_decay,
-                       OptionalAttr<StrArrayAttr>:$zero_axes);
+                       OptionalAttr<StrArrayAttr>:$zero_axes,
+                       Optional<Index>:$offset, OptionalAttr<I64Attr>:$range);
   let assemblyFormat = [{
-    $param `,` $grad `,` $coef `moments` $m `,` $v `step` $step attr-dict `:`
-    type($grad) `,` type($coef)
+    $param (`at` $offset^)? `,` $grad `,` $coef `moments` $m `,` $v `step`
+    $step attr-dict `:` type($grad) `,` type($coef)
   }];
   let hasVerifier = 1;
+}
+
+def Braid_GetParamRangeOp : Braid_Op<"get_param_range",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemRead]>]> {
+  let summary = "a range of a parameter's flat elements";
+  let description = [{
+    `result[i] = flat(param)[offset + i]` for the result's R elements: the
+    range of a ZeRO-sharded parameter this rank has updated, which the
+    ranks all-gather.
+
+    ```mlir
+    %part = braid.get_param_range @w at %off : tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Index:$offset);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$param `at` $offset attr-dict `:` type($result)";
+}
+
+def Braid_SetParamOp : Braid_Op<"set_param",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
+  let summary = "writes a parameter";
+  let description = [{
+    The parameter takes `value`'s elements (its shape, or flat). The memory
+    plan stores a value set into a parameter in the parameter itself when
+    nothing reads the parameter while the value is live, so that an
+    all-gather of the parameter's ranges writes it in place.
+
+    ```mlir
+    braid.set_param @w, %whole : tensor<1024xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Braid_FloatTensor:$value);
+  let assemblyFormat = "$param `,` $value attr-dict `:` type($value)";
 }
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDTRAININGOPS_TD

@@ -139,7 +139,8 @@ struct BraidOptimizerPass
       auto type = cast<RankedTensorType>(grad.getType());
       if (kind == "sgd") {
         SGDUpdateOp::create(b, loc, param, grad, coef, b.getF64FloatAttr(lr),
-                            b.getF64FloatAttr(weightDecay), zeroAttr);
+                            b.getF64FloatAttr(weightDecay), zeroAttr,
+                            /*offset=*/Value(), /*range=*/IntegerAttr());
         continue;
       }
       // ZeRO-1/2: the moments hold this rank's range of the flat parameter.
@@ -176,7 +177,8 @@ struct BraidOptimizerPass
       AdamWUpdateOp::create(b, loc, param, grad, coef, m, v, counter,
                             b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
                             b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
-                            b.getF64FloatAttr(weightDecay), zeroAttr);
+                            b.getF64FloatAttr(weightDecay), zeroAttr,
+                            /*offset=*/Value(), /*range=*/IntegerAttr());
     }
     func::ReturnOp::create(b, ret.getLoc(), loss);
     ret.erase();

@@ -114,10 +114,6 @@ struct PlanPrinter {
       attentionFlops[c] += 4.0 * q[0] * q[2] * q[3] * pairs * times;
     }
   }
-  template <typename AttentionLike> static double ringBlockBytes(AttentionLike a) {
-    return bytesOf(cast<RankedTensorType>(a.getKey().getType())) +
-           bytesOf(cast<RankedTensorType>(a.getValue().getType()));
-  }
   /// The position of stored row `row` of a sequence of `seq` rows held in
   /// zigzag order over `zigzag` ranks (0: natural order).
   static int64_t storedPosition(int64_t row, int64_t seq, int64_t zigzag) {
@@ -175,6 +171,13 @@ struct PlanPrinter {
       t.algorithm = time.algorithm;
     }
   }
+  /// `steps` shifts of each of `values` over `axes`.
+  void shifts(ArrayRef<int16_t> axes, ArrayRef<Value> values, int64_t steps,
+              int64_t times) {
+    for (Value x : values)
+      for (int64_t i = 0; i < steps; ++i)
+        add("shift", axes, tensorBytes(x), 1, times);
+  }
   AxisList axesOf(ArrayRef<int16_t> indices) {
     return AxisList(indices.begin(), indices.end());
   }
@@ -217,28 +220,39 @@ struct PlanPrinter {
             double n = grid.size(axes);
             add("all_to_all", axes, tensorBytes(a.getInput()) / n, n - 1, times);
           })
+          // A ring's blocks, one shift of one tensor each: dist.shift
+          // after --convert-braid-to-dist, the ring attention's own before
+          // it (ContextAttention.cpp expands it so).
+          // With open ends (a halo) the ranks at the end send nothing: the
+          // mean rank sends (n - |offset|) / n of a block.
+          .Case([&](dist::ShiftOp s) {
+            AxisList axes = axesOf(s.getGridAxes());
+            double n = grid.size(axes);
+            double sending = s.getCyclic() ? 1.0 : (n - std::abs(static_cast<double>(s.getOffset()))) / n;
+            add("shift", axes, tensorBytes(s.getInput()), sending, times);
+          })
           .Case([&](AttentionOp a) {
             countAttention(a, times);
-            // Ring: every rank sends its key/value blocks n - 1 times.
+            // Forward: the key and value blocks move n - 1 times.
             if (ArrayAttr ring = a.getRingAxesAttr()) {
               AxisList axes = axesNamed(ring);
-              add("ring_send", axes, ringBlockBytes(a), grid.size(axes) - 1,
-                  times);
+              shifts(axes, {a.getKey(), a.getValue()}, grid.size(axes) - 1,
+                     times);
             }
           })
           .Case([&](AttentionGradOp a) {
-            // Ring backward: the forward's blocks again (the recomputed
-            // output), the blocks with their f32 cotangents, which take
-            // one more step home.
+            // Backward: the forward's blocks again (the recomputed output),
+            // then the blocks with their f32 cotangents, which move every
+            // step (the last one takes them home).
             if (ArrayAttr ring = a.getRingAxesAttr()) {
               AxisList axes = axesNamed(ring);
-              double n = grid.size(axes);
-              double kv = ringBlockBytes(a);
-              auto k = cast<RankedTensorType>(a.getKey().getType());
-              auto v = cast<RankedTensorType>(a.getValue().getType());
-              double cotangents = 4.0 * (k.getNumElements() + v.getNumElements());
-              add("ring_send", axes, kv, 2 * (n - 1), times);
-              add("ring_send", axes, cotangents, n, times);
+              int64_t n = grid.size(axes);
+              shifts(axes, {a.getKey(), a.getValue()}, 2 * (n - 1), times);
+              for (Value x : {a.getKey(), a.getValue()})
+                for (int64_t i = 0; i < n; ++i)
+                  add("shift", axes,
+                      4.0 * cast<RankedTensorType>(x.getType()).getNumElements(),
+                      1, times);
             }
           })
           .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *ce) {

@@ -188,6 +188,8 @@ DIST_GROUP_SIZE(AllGatherOp)
 DIST_GROUP_SIZE(ReduceScatterOp)
 DIST_GROUP_SIZE(AllToAllOp)
 DIST_GROUP_SIZE(BroadcastOp)
+DIST_GROUP_SIZE(ShiftOp)
+DIST_GROUP_SIZE(CoordinateOp)
 DIST_GROUP_SIZE(SendOp)
 DIST_GROUP_SIZE(RecvOp)
 #undef DIST_GROUP_SIZE
@@ -267,6 +269,21 @@ LogicalResult BroadcastOp::verify() {
                                   << group << " ranks";
     return llvm::to_vector(getInput().getType().getShape());
   });
+}
+
+LogicalResult ShiftOp::verify() {
+  return verifyCollective(*this, [&](int64_t group) -> FailureOr<SmallVector<int64_t>> {
+    int64_t offset = getOffset();
+    if (offset == 0 || offset <= -group || offset >= group)
+      return emitOpError("offset ")
+             << offset << " must be nonzero and less than the group's "
+             << group << " ranks in magnitude";
+    return llvm::to_vector(getInput().getType().getShape());
+  });
+}
+
+LogicalResult CoordinateOp::verify() {
+  return verifyGroup(*this, getGridAttr(), getGridAxes());
 }
 
 //===----------------------------------------------------------------------===//

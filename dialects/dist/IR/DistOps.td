@@ -171,6 +171,56 @@ def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast", (ins I64Attr:$root)> {
   }];
 }
 
+def Dist_ShiftOp : Dist_CollectiveOp<"shift",
+    (ins I64Attr:$offset, UnitAttr:$cyclic)> {
+  let summary = "Start a shift along grid axes: every rank sends to one peer "
+                "and receives from another";
+  let description = [{
+    Group rank r sends `input` to rank r + `offset` and receives its result
+    from rank r - `offset`, all ranks at once (one send-receive pair each,
+    which the runtime issues together so that no ring can deadlock). With
+    `cyclic` the ranks are a ring (coordinates modulo the group size): ring
+    attention's key and value blocks. Without it the ends are open: a rank
+    with no source gets zeros and a rank with no destination sends nothing
+    (a halo, as a convolution over a sequence split into chunks takes from
+    its neighbour). The result has the input's type.
+
+    ```mlir
+    %k1, %t = dist.shift %k0 on @grid grid_axes = [2] offset = 1 cyclic
+        : tensor<2x8x4x16xf32> -> tensor<2x8x4x16xf32>
+    dist.wait %t
+    ```
+  }];
+  let assemblyFormat = [{
+    $input `on` $grid `grid_axes` `=` $grid_axes `offset` `=` $offset
+    (`cyclic` $cyclic^)? attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Dist_CoordinateOp : Dist_Op<"coordinate", [Pure]> {
+  let summary = "This rank's coordinate in the group of grid axes";
+  let description = [{
+    The rank's index in the group of `grid_axes` (listed in grid order), row
+    major over the axes: its rank in their communicator. Local pieces of a
+    partitioned op take it where their work depends on which block the rank
+    holds (the global positions of its chunk of a sequence).
+
+    ```mlir
+    %c = dist.coordinate on @grid grid_axes = [2] : index
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
+  let results = (outs Index:$result);
+  let assemblyFormat = [{
+    `on` $grid `grid_axes` `=` $grid_axes attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The ranks of the group (the product of its axes' sizes).
+    int64_t getGroupSize();
+  }];
+}
+
 def Dist_SendOp : Dist_TransferOp<"send"> {
   let summary = "Start sending a tensor to a peer along grid axes";
   let description = [{

@@ -15,6 +15,13 @@ namespace braid {
 #define GEN_PASS_REGISTRATION
 #include "braid/Conversion/Passes.h.inc"
 
+/// A test hook, set only by --braid-test-inject-fault=kind=skip-ring-step
+/// (test/lib/Transforms/InjectFault.cpp): on a ring braid.attention, the
+/// lowering to dist leaves out the key/value block of this ring step, so
+/// that --verify's negative tests can break a ring.
+inline constexpr llvm::StringLiteral kTestSkipRingStepAttr =
+    "braid_test.skip_ring_step";
+
 } // namespace braid
 
 #endif // BRAID_CONVERSION_PASSES_H

@@ -21,6 +21,28 @@ def ConvertBraidToDistPass : Pass<"convert-braid-to-dist", "::mlir::ModuleOp"> {
       dimension that is not the outermost, or group axes listed out of grid
       order) the re-layout is explicit: `braid.reshape` and
       `braid.transpose` around a transfer of whole blocks.
+    - ContextAttention.cpp: ring attention (`ring_axes`), attention of this
+      rank's chunk of the queries (`query_offset_axes`) and over a sequence
+      in zigzag order (`sequence_zigzag`): the block ops
+      (`braid.sequence_positions`, `braid.attention_block`,
+      `braid.attention_merge`, `braid.attention_delta`,
+      `braid.attention_block_grad`), the rank's `dist.coordinate`, and for
+      the ring one `dist.shift` per block and step, started before the
+      block's compute and waited for after it.
+    - SequenceChunks.cpp: Mamba over a sequence split into chunks
+      (`context_axes`): the convolution's halo as a `dist.shift` of the
+      chunk's last rows (and its cotangent shifted back), the scan's carry
+      as all-gathers of every chunk's final state and decay composed by
+      `braid.scan_carry` (and their cotangents by `braid.scan_carry_grad`).
+    - VocabParallel.cpp: the embedding and cross-entropy over this rank's
+      rows of the vocabulary (`vocab_axes`): lookups at the rank's offset,
+      the softmax statistics all-reduced between their pieces.
+    - ZeroUpdate.cpp: optimizer updates sharded over `zero_axes` (ZeRO-1
+      and 2): the update of this rank's range of the flat parameter, then
+      `braid.get_param_range`, a `dist.all_gather` and `braid.set_param`.
+
+    After it, no op carries a partitioning attribute whose protocol the
+    emitter would have to decide.
 
     ```mlir
     %y = shard.all_reduce %x on @grid grid_axes = [1] : tensor<2x64xf32> -> tensor<2x64xf32>
@@ -33,6 +55,7 @@ def ConvertBraidToDistPass : Pass<"convert-braid-to-dist", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::mlir::dist::DistDialect",
+                           "::mlir::arith::ArithDialect",
                            "::mlir::braid::BraidDialect"];
 }
 

@@ -16,14 +16,6 @@ namespace braid {
 mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entry,
                                      llvm::raw_ostream &os);
 
-/// A test hook, set only by --braid-test-inject-fault=kind=skip-ring-step
-/// (test/lib/Transforms/InjectFault.cpp): on a ring braid.attention, the
-/// emitted ring loop leaves out the key/value block of this ring step, so
-/// that --verify's negative tests can break a ring that is not yet ops of
-/// the IR.
-inline constexpr llvm::StringLiteral kTestSkipRingStepAttr =
-    "braid_test.skip_ring_step";
-
 /// Registers the `--braid-to-cpp` translation.
 void registerToCppTranslation();
 

@@ -8,6 +8,8 @@
 #ifndef BRAID_LIB_CONVERSION_BRAIDTODIST_BRAIDTODIST_H
 #define BRAID_LIB_CONVERSION_BRAIDTODIST_BRAIDTODIST_H
 
+#include "dialects/braid/Analysis/MemoryPlan.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
 
@@ -19,6 +21,51 @@ bool isShardTransfer(mlir::Operation *op);
 
 /// Replaces the shard collective `op` by dist ops (Collectives.cpp).
 mlir::LogicalResult lowerShardCollective(mlir::Operation *op);
+
+/// Whether `op` is attention (or its gradient) by key blocks: ring attention,
+/// queries that are this rank's chunk, or a sequence in zigzag order
+/// (ContextAttention.cpp).
+bool isContextAttention(mlir::Operation *op);
+
+/// Replaces context-parallel attention by block ops and, for a ring, its
+/// dist.shift transfers (ContextAttention.cpp).
+mlir::LogicalResult lowerContextAttention(mlir::Operation *op);
+
+/// Whether `op` is a Mamba op over this rank's chunk of a sequence
+/// (`context_axes`: conv1d, selective_scan and their gradients).
+bool isSequenceChunked(mlir::Operation *op);
+
+/// Replaces a context-parallel Mamba op by chunk ops and their transfers
+/// (SequenceChunks.cpp).
+mlir::LogicalResult lowerSequenceChunked(mlir::Operation *op);
+
+/// Whether `op` is an embedding or cross-entropy over this rank's rows of
+/// the vocabulary, or a cross-entropy over a share of the batch's rows
+/// (VocabParallel.cpp).
+bool isVocabParallel(mlir::Operation *op);
+
+/// Replaces a vocabulary-parallel op by its pieces and their all-reduces
+/// (VocabParallel.cpp).
+mlir::LogicalResult lowerVocabParallel(mlir::Operation *op);
+
+/// Whether `op` is an optimizer update sharded over `zero_axes`
+/// (ZeroUpdate.cpp).
+bool isZeroUpdate(mlir::Operation *op);
+
+/// Replaces a ZeRO-sharded update by the update of this rank's range and
+/// the all-gather of the parameter (ZeroUpdate.cpp).
+mlir::LogicalResult lowerZeroUpdate(mlir::Operation *op);
+
+/// This rank's coordinate over `group`'s axes in the listed order: a
+/// dist.coordinate, composed from one per axis when the axes are not listed
+/// in grid order.
+mlir::Value buildCoordinate(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Operation *anchor,
+                            const mlir::braid::GridGroup &group);
+
+/// `loc` without its name: the ops of an expansion but the one that
+/// produces the replaced op's result (which keeps the name dumps use).
+mlir::Location unnamed(mlir::Location loc);
 
 } // namespace braid::conversion
 

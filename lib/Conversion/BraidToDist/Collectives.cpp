@@ -28,6 +28,12 @@ using mlir::braid::GridGroup;
 
 namespace braid::conversion {
 
+Location unnamed(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getChildLoc();
+  return loc;
+}
+
 bool isShardTransfer(Operation *op) {
   return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
              shard::AllToAllOp>(op);
@@ -49,11 +55,6 @@ struct Lowering {
       : op(op), b(op), loc(unnamed(op->getLoc())),
         token(dist::TokenType::get(op->getContext())) {}
 
-  static Location unnamed(Location loc) {
-    if (auto name = dyn_cast<NameLoc>(loc))
-      return name.getChildLoc();
-    return loc;
-  }
   /// Replaces the collective by `result`, naming its producer as the
   /// collective was.
   void finish(Value result) {

@@ -152,21 +152,8 @@ LogicalResult FunctionEmitter::emit(raw_ostream &os) {
         if (const FrameBuffer *buffer = bufferOf.lookup(result))
           opsOs << "  braid_rt_alloc(rt, frame + " << buffer->offset << ", "
                 << buffer->bytes << ", " << quoted(nameOf(result)) << ");\n";
-      // Scratch lives while its op runs.
-      auto scratch = fp.scratch.find(&op);
-      if (scratch != fp.scratch.end()) {
-        std::string owner = op.getNumResults()
-                                ? nameOf(op.getResult(0))
-                                : op.getName().stripDialect().str();
-        opsOs << "  braid_rt_alloc(rt, frame + " << scratch->second.offset
-              << ", " << scratch->second.bytes << ", "
-              << quoted(owner + ".scratch") << ");\n";
-      }
       if (failed(emitOp(&op, opsOs)))
         return failure();
-      if (scratch != fp.scratch.end())
-        opsOs << "  braid_rt_free(rt, frame + " << scratch->second.offset
-              << ", " << scratch->second.bytes << ");\n";
       // Announce named results for dumps: a transfer's once its wait has
       // completed it; a reshape's only when it names a value the op before
       // it left unnamed (the end of a transfer's re-layout), other reshapes
@@ -210,16 +197,26 @@ LogicalResult FunctionEmitter::emit(raw_ostream &os) {
 }
 
 LogicalResult FunctionEmitter::emitOp(Operation *op, raw_ostream &os) {
-  if (isa<GetParamOp, ReshapeOp, func::ReturnOp>(op))
+  if (isa<GetParamOp, ReshapeOp, func::ReturnOp>(op) || isIndexOp(op))
     return success();
+  // The partitioning attributes whose protocols --convert-braid-to-dist
+  // expands: the emitter decides no protocol.
+  if (isa<AttentionOp, AttentionGradOp, Conv1dOp, Conv1dGradOp,
+          SelectiveScanOp, SelectiveScanGradOp, EmbeddingOp, EmbeddingGradOp,
+          CrossEntropyOp, CrossEntropyGradOp, AdamWUpdateOp, SGDUpdateOp>(op))
+    for (StringRef name : {"ring_axes", "query_offset_axes",
+                           "sequence_zigzag", "context_axes", "zero_axes",
+                           "vocab_axes", "vocab_size", "denominator"})
+      if (op->hasAttr(name))
+      return op->emitError("'")
+             << op->getName() << "' carries " << name
+             << ", which --convert-braid-to-dist expands: run it first";
   if (auto call = dyn_cast<func::CallOp>(op))
     return emitCall(call, os);
   if (isSpmdOp(op))
     return emitSpmdOp(op, os);
   if (isDistOp(op))
     return emitDistOp(op, os);
-  if (runsByKeyBlocks(op))
-    return emitBlockAttention(op, os);
   if (fp.fusion->getRoot(op) == op)
     return emitFusedGroup(op, os);
   return emitKernelCall(op, os);
@@ -294,9 +291,10 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp call, raw_ostream &os) {
 /// partitioned program may first move the input through collectives.
 static std::optional<std::string> inputRole(Value value) {
   for (Operation *user : value.getUsers()) {
-    if (auto e = dyn_cast<EmbeddingOp>(user); e && e.getTokens() == value)
+    if (isa<EmbeddingOp, EmbeddingShardOp>(user) && user->getOperand(0) == value)
       return std::string("tokens");
-    if (auto c = dyn_cast<CrossEntropyOp>(user); c && c.getLabels() == value)
+    if (isa<CrossEntropyOp, CrossEntropyStatsOp>(user) &&
+        user->getOperand(1) == value)
       return std::string("labels");
     if (isa_and_nonnull<shard::ShardDialect, dist::DistDialect>(
             user->getDialect()) ||

@@ -15,12 +15,55 @@
 
 #include "dialects/dist/IR/DistDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace braid::cpp {
 
 bool isDistOp(Operation *op) {
   return isa_and_nonnull<dist::DistDialect>(op->getDialect());
+}
+
+bool isIndexOp(Operation *op) {
+  return op->getNumResults() == 1 && op->getResult(0).getType().isIndex() &&
+         (isa<dist::CoordinateOp>(op) ||
+          isa_and_nonnull<arith::ArithDialect>(op->getDialect()));
+}
+
+FailureOr<std::string> FunctionEmitter::indexExpr(Value value) {
+  Operation *op = value.getDefiningOp();
+  if (!op || !isIndexOp(op))
+    return emitError(value.getLoc(),
+                     "an index the emitter computes comes from "
+                     "dist.coordinate or arith on indices");
+  auto binary = [&](StringRef symbol) -> FailureOr<std::string> {
+    FailureOr<std::string> lhs = indexExpr(op->getOperand(0));
+    FailureOr<std::string> rhs = indexExpr(op->getOperand(1));
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    return "(" + *lhs + " " + symbol.str() + " " + *rhs + ")";
+  };
+  return TypeSwitch<Operation *, FailureOr<std::string>>(op)
+      .Case([&](dist::CoordinateOp c) -> FailureOr<std::string> {
+        FailureOr<GridGroup> group = getGridGroup(
+            op, c.getGridAttr(), c.getGridAxes(), [&] { return op->emitError(); });
+        if (failed(group))
+          return failure();
+        return coordinate(*group);
+      })
+      .Case([&](arith::ConstantIndexOp c) -> FailureOr<std::string> {
+        return "int64_t(" + std::to_string(c.value()) + ")";
+      })
+      .Case([&](arith::AddIOp) { return binary("+"); })
+      .Case([&](arith::SubIOp) { return binary("-"); })
+      .Case([&](arith::MulIOp) { return binary("*"); })
+      .Case([&](arith::RemUIOp) { return binary("%"); })
+      .Case([&](arith::DivUIOp) { return binary("/"); })
+      .Default([&](Operation *) -> FailureOr<std::string> {
+        return op->emitError("the emitter computes indices with addi, subi, "
+                             "muli, divui and remui, not ")
+               << op->getName();
+      });
 }
 
 bool isDistTransfer(Operation *op) {
@@ -106,6 +149,45 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
                      "braid_rt_copy(rt, " + p(b.getResult()) + ", " +
                          p(b.getInput()) + ", " +
                          n(getTensorBytes(b.getInput().getType())) + ");\n  ");
+      })
+      .Case([&](dist::ShiftOp s) -> LogicalResult {
+        // One send-receive pair: to c + offset, from c - offset (modulo the
+        // group with `cyclic`, else -1, no peer, past the ends, where the
+        // result is zeros).
+        FailureOr<GridGroup> group = getGridGroup(
+            op, s.getGridAttr(), s.getGridAxes(), error);
+        if (failed(group))
+          return failure();
+        int64_t ranks = group->size(), offset = s.getOffset();
+        std::string c = coordinate(*group);
+        std::string to, from, prelude;
+        if (s.getCyclic()) {
+          auto mod = [&](int64_t by) {
+            return "(" + c + " + " + n(((by % ranks) + ranks) % ranks) + ") % " +
+                   n(ranks);
+          };
+          to = mod(offset);
+          from = mod(-offset);
+        } else {
+          // The peer `by` ranks on, if the group has it.
+          auto peerAt = [&](int64_t by) {
+            std::string at = "(" + c + (by > 0 ? " + " : " - ") +
+                             n(by > 0 ? by : -by) + ")";
+            std::string inside = by > 0 ? at + " < " + n(ranks) : at + " >= 0";
+            return "(" + inside + " ? " + at + " : -1)";
+          };
+          to = peerAt(offset);
+          from = peerAt(-offset);
+          prelude = "if (" + from + " < 0) braid_k_zero(rt, " +
+                    dt(s.getResult()) + ", " + p(s.getResult()) + ", " +
+                    n(numElements(s.getResult())) + ");\n  ";
+        }
+        std::string count = n(numElements(s.getInput()));
+        return issue(s, "sendrecv",
+                     p(s.getInput()) + ", " + count + ", " + to + ", " +
+                         p(s.getResult()) + ", " + count + ", " + from + ", " +
+                         dt(s.getInput()),
+                     prelude);
       })
       .Case([&](dist::SendOp s) { return peer(s, "send", s.getValue()); })
       .Case([&](dist::RecvOp r) { return peer(r, "recv", r.getResult()); })

@@ -57,6 +57,9 @@ FailureOr<std::optional<Sharding>> readSharding(DictionaryAttr attrs,
 /// unslice, and braid ops partitioning annotated (vocabulary-parallel
 /// embedding and cross-entropy, ZeRO updates).
 bool isSpmdOp(Operation *op);
+/// An op computing an index (dist.coordinate, arith on indices), which the
+/// uses of its value print as an expression.
+bool isIndexOp(Operation *op);
 /// Every dist op: transfers, waits, micro-batches.
 bool isDistOp(Operation *op);
 /// A dist transfer: an op whose results include a !dist.token.
@@ -143,10 +146,6 @@ private:
   std::string strings(ArrayRef<std::string> values);
   /// This rank's coordinate over `group` (an expression).
   std::string coordinate(const GridGroup &group);
-  /// `offset` becomes ", c * seq" for an attention whose queries are this
-  /// rank's chunk over `axes` (context parallelism), empty without axes.
-  LogicalResult queryOffset(Operation *op, ArrayAttr axes, int64_t seq,
-                            std::string &offset);
   /// Makes a dump announce `result` (braid_rt_value, or
   /// braid_rt_value_sharded for a sharded gradient).
   void announce(Value result, raw_ostream &os);
@@ -157,9 +156,9 @@ private:
   LogicalResult emitKernelCall(Operation *op, raw_ostream &os);
   LogicalResult emitSpmdOp(Operation *op, raw_ostream &os);
   LogicalResult emitDistOp(Operation *op, raw_ostream &os);
-  /// Attention by key blocks: ring attention, zigzag positions
-  /// (EmitBlockAttention.cpp).
-  LogicalResult emitBlockAttention(Operation *op, raw_ostream &os);
+  /// The C++ expression of an index value: a dist.coordinate or arith
+  /// arithmetic over them (EmitDist.cpp); such ops emit no statement.
+  FailureOr<std::string> indexExpr(Value value);
   LogicalResult emitFusedGroup(Operation *root, raw_ostream &os);
   LogicalResult emitCall(func::CallOp call, raw_ostream &os);
   std::string callScope(func::CallOp call);

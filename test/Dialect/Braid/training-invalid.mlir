@@ -508,3 +508,48 @@ func.func @f(%e: tensor<4x6x8xf32>, %w: tensor<16x2xf32>, %i: tensor<16x2xi32>, 
   %0:2 = braid.combine_grad %e, %w, %i, %g group_size 4 : tensor<4x6x8xf32>, tensor<16x2xf32>, tensor<16x2xi32>, tensor<16x8xf32> -> tensor<4x6x8xf32>, tensor<16x2xf32>
   return
 }
+
+// -----
+
+braid.param @w normal(0.02) : tensor<8xf32>
+func.func @range_alone(%g: tensor<8xf32>, %c: tensor<f32>, %o: index) {
+  // expected-error @+1 {{'braid.sgd_update' op takes an offset and a range together}}
+  braid.sgd_update @w at %o, %g, %c {lr = 1.0e-2 : f64, weight_decay = 0.0 : f64} : tensor<8xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+braid.param @w normal(0.02) : tensor<8xf32>
+func.func @range_and_axes(%g: tensor<4xf32>, %c: tensor<f32>, %o: index) {
+  // expected-error @+1 {{'braid.sgd_update' op takes zero_axes or an offset and a range, not both}}
+  braid.sgd_update @w at %o, %g, %c {lr = 1.0e-2 : f64, weight_decay = 0.0 : f64, range = 4 : i64, zero_axes = ["dp"]} : tensor<4xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+braid.param @w normal(0.02) : tensor<8xf32>
+func.func @read_range(%o: index) {
+  // expected-error @+1 {{'braid.get_param_range' op reads 'tensor<16xf32>', not a 1-D range of 'tensor<8xf32>'}}
+  %r = braid.get_param_range @w at %o : tensor<16xf32>
+  return
+}
+
+// -----
+
+braid.param @w normal(0.02) : tensor<2x4xf32>
+func.func @write(%x: tensor<4x2xf32>) {
+  // expected-error @+1 {{'braid.set_param' op writes 'tensor<4x2xf32>', not all of 'tensor<2x4xf32>'}}
+  braid.set_param @w, %x : tensor<4x2xf32>
+  return
+}
+
+// -----
+
+braid.param @w normal(0.02) : tensor<8xf32>
+func.func @write_type(%x: tensor<8xbf16>) {
+  // expected-error @+1 {{'braid.set_param' op element type 'bf16' differs from the parameter's 'f32'}}
+  braid.set_param @w, %x : tensor<8xbf16>
+  return
+}

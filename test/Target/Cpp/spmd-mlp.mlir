@@ -48,15 +48,15 @@ module attributes {braid.model = {name = "mlp-tp", family = "gpt", vocab = 16 : 
 // CHECK:        braid_rt_op_begin(rt, "bias_add", "y");
 // CHECK-NEXT:   braid_k_bias_add(rt, BRAID_F32, at(arena, frame + [[SUM]]), at(arena, 1600), at(arena, frame + [[Y:[0-9]+]]), 64, 8);
 
-// A cross-entropy with only a denominator: the shard passes on the whole
-// vocabulary (offset 0, no reduction), its statistics in scratch.
-// CHECK:        braid_rt_alloc(rt, frame + [[CE:[0-9]+]], 128, "part.scratch");
-// CHECK-NEXT:   braid_rt_op_begin(rt, "cross_entropy", "part");
-// CHECK-NEXT:   braid_k_ce_shard_max(rt, BRAID_F32, at(arena, frame + [[LOGITS:[0-9]+]]), static_cast<float *>(at(arena, frame + [[CE]])), 8, 16, 0, 16);
-// CHECK-NEXT:   braid_k_ce_shard_stats(rt, BRAID_F32, BRAID_I32, at(arena, frame + [[LOGITS]]), args[1], static_cast<float *>(at(arena, frame + [[CE]])), static_cast<float *>(at(arena, frame + {{[0-9]+}})), 8, 16, 0, 16);
+// A cross-entropy with only a denominator: the vocabulary-parallel pieces
+// on the whole vocabulary (offset 0, no reduction).
+// CHECK:        braid_rt_op_begin(rt, "cross_entropy_row_max",
+// CHECK-NEXT:   braid_k_ce_shard_max(rt, BRAID_F32, at(arena, frame + [[LOGITS:[0-9]+]]), static_cast<float *>(at(arena, frame + [[CE:[0-9]+]])), 8, 16, int64_t(0), 16);
+// CHECK-NOT:    braid_all_reduce
+// CHECK:        braid_k_ce_shard_stats(rt, BRAID_F32, BRAID_I32, at(arena, frame + [[LOGITS]]), args[1], static_cast<float *>(at(arena, frame + [[CE]])), static_cast<float *>(at(arena, frame + {{[0-9]+}})), 8, 16, int64_t(0), 16);
+// CHECK-NOT:    braid_all_reduce
+// CHECK:        braid_rt_op_begin(rt, "cross_entropy_from_stats", "part");
 // CHECK-NEXT:   braid_k_ce_shard_loss(rt, {{.*}}, static_cast<float *>(at(arena, frame + {{[0-9]+}})), 8, 16);
-// CHECK-NEXT:   braid_rt_op_end(rt);
-// CHECK-NEXT:   braid_rt_free(rt, frame + [[CE]], 128);
 // CHECK:        [[EL:ev[0-9]+]] = braid_all_reduce(rt, braid_rt_comm(rt, "dp"), at(arena, frame + {{[0-9]+}}), results[0], 1, BRAID_F32, BRAID_RED_SUM);
 // CHECK:        braid_event_wait(rt, [[EL]]);
 

@@ -38,33 +38,35 @@ module attributes {braid.model = {name = "vocab", family = "gpt", vocab = 97 : i
 // CHECK-NEXT:   static const int64_t [[GGLOBAL:kA[0-9]+]][] = {97, 8};
 // CHECK-NEXT:   static const char *const [[GSPLIT:kS[0-9]+]][] = {"tp", ""};
 
-// CHECK:        braid_rt_op_begin(rt, "embedding", "part");
-// CHECK-NEXT:   braid_k_embedding_shard(rt, BRAID_F32, BRAID_I32, args[0], at(arena, 0), at(arena, frame + [[PART:[0-9]+]]), 8, 49, 8, coord(rt, "tp") * 49);
+// CHECK:        braid_rt_op_begin(rt, "embedding_shard", "part");
+// CHECK-NEXT:   braid_k_embedding_shard(rt, BRAID_F32, BRAID_I32, args[0], at(arena, 0), at(arena, frame + [[PART:[0-9]+]]), 8, 49, 8, (coord(rt, "tp") * int64_t(49)));
 // CHECK:        braid_all_reduce(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[PART]]), at(arena, frame + [[H0:[0-9]+]]), 64, BRAID_F32, BRAID_RED_SUM)
 // CHECK:        braid_k_bias_add(rt, BRAID_F32, at(arena, frame + [[H0]]), at(arena, 1600), at(arena, frame + {{[0-9]+}}), 64, 32);
 
-// CHECK:        braid_rt_alloc(rt, frame + [[S:[0-9]+]], 128, "l.scratch");
-// CHECK-NEXT:   braid_rt_op_begin(rt, "cross_entropy", "l");
-// CHECK-NEXT:   braid_k_ce_shard_max(rt, BRAID_F32, at(arena, frame + [[LOGITS:[0-9]+]]), static_cast<float *>(at(arena, frame + [[S]])), 8, 49, coord(rt, "tp") * 49, 97);
-// CHECK-NEXT:   braid_event_wait(rt, braid_all_reduce(rt, braid_rt_comm(rt, "tp"), static_cast<float *>(at(arena, frame + [[S]])), static_cast<float *>(at(arena, frame + [[S]])), 8, BRAID_F32, BRAID_RED_MAX));
-// CHECK-NEXT:   braid_k_ce_shard_stats(rt, BRAID_F32, BRAID_I32, at(arena, frame + [[LOGITS]]), args[1], static_cast<float *>(at(arena, frame + [[S]])), static_cast<float *>(at(arena, frame + [[STATS:[0-9]+]])), 8, 49, coord(rt, "tp") * 49, 97);
-// CHECK-NEXT:   braid_event_wait(rt, braid_all_reduce(rt, braid_rt_comm(rt, "tp"), static_cast<float *>(at(arena, frame + [[STATS]])), static_cast<float *>(at(arena, frame + [[STATS]])), 16, BRAID_F32, BRAID_RED_SUM));
-// CHECK-NEXT:   braid_k_ce_shard_loss(rt, static_cast<float *>(at(arena, frame + [[S]])), static_cast<float *>(at(arena, frame + [[STATS]])), static_cast<float *>(at(arena, frame + {{[0-9]+}})), 8, 16);
-// CHECK-NEXT:   braid_rt_op_end(rt);
-// CHECK-NEXT:   braid_rt_free(rt, frame + [[S]], 128);
+// The loss's pieces, one call each, with the all-reduces between them as
+// dist ops (--convert-braid-to-dist): each row's maximum over this rank's
+// valid columns, reduced by max; the sum of exponentials and the label's
+// logit, reduced by sum; the loss over the global batch's 16 rows.
+// CHECK:        braid_rt_op_begin(rt, "cross_entropy_row_max",
+// CHECK-NEXT:   braid_k_ce_shard_max(rt, BRAID_F32, at(arena, frame + [[LOGITS:[0-9]+]]), static_cast<float *>(at(arena, frame + [[M:[0-9]+]])), 8, 49, (coord(rt, "tp") * int64_t(49)), 97);
+// CHECK:        [[EM:ev[0-9]+]] = braid_all_reduce(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[M]]), at(arena, frame + [[MR:[0-9]+]]), 8, BRAID_F32, BRAID_RED_MAX);
+// CHECK:        braid_event_wait(rt, [[EM]]);
+// CHECK:        braid_rt_op_begin(rt, "cross_entropy_stats",
+// CHECK-NEXT:   braid_k_ce_shard_stats(rt, BRAID_F32, BRAID_I32, at(arena, frame + [[LOGITS]]), args[1], static_cast<float *>(at(arena, frame + [[MR]])), static_cast<float *>(at(arena, frame + [[ST:[0-9]+]])), 8, 49, (coord(rt, "tp") * int64_t(49)), 97);
+// CHECK:        [[ES:ev[0-9]+]] = braid_all_reduce(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[ST]]), at(arena, frame + [[STR:[0-9]+]]), 16, BRAID_F32, BRAID_RED_SUM);
+// CHECK:        braid_event_wait(rt, [[ES]]);
+// CHECK:        braid_rt_op_begin(rt, "cross_entropy_from_stats", "l");
+// CHECK-NEXT:   braid_k_ce_shard_loss(rt, static_cast<float *>(at(arena, frame + [[MR]])), static_cast<float *>(at(arena, frame + [[STR]])), static_cast<float *>(at(arena, frame + {{[0-9]+}})), 8, 16);
 
 // The gradient recomputes the statistics: nothing is carried from the loss.
-// CHECK:        braid_rt_alloc(rt, frame + [[GS:[0-9]+]], 128, "dlogits.scratch");
-// CHECK-NEXT:   braid_rt_op_begin(rt, "cross_entropy_grad", "dlogits");
-// CHECK-NEXT:   braid_k_ce_shard_max(
-// CHECK-NEXT:   braid_event_wait(rt, braid_all_reduce(rt, braid_rt_comm(rt, "tp"), {{.*}}, 8, BRAID_F32, BRAID_RED_MAX));
-// CHECK-NEXT:   braid_k_ce_shard_stats(
-// CHECK-NEXT:   braid_event_wait(rt, braid_all_reduce(rt, braid_rt_comm(rt, "tp"), {{.*}}, 16, BRAID_F32, BRAID_RED_SUM));
-// CHECK-NEXT:   braid_k_ce_shard_grad(rt, BRAID_F32, BRAID_I32, at(arena, frame + [[LOGITS]]), args[1], static_cast<float *>(at(arena, frame + [[GS]])), static_cast<float *>(at(arena, frame + {{[0-9]+}})), static_cast<const float *>(at(arena, frame + {{[0-9]+}})), at(arena, frame + {{[0-9]+}}), 8, 49, coord(rt, "tp") * 49, 97, 16);
-// CHECK-NEXT:   braid_rt_op_end(rt);
-// CHECK-NEXT:   braid_rt_free(rt, frame + [[GS]], 128);
+// CHECK:        braid_k_ce_shard_max(
+// CHECK:        braid_all_reduce(rt, braid_rt_comm(rt, "tp"), {{.*}}, 8, BRAID_F32, BRAID_RED_MAX);
+// CHECK:        braid_k_ce_shard_stats(
+// CHECK:        braid_all_reduce(rt, braid_rt_comm(rt, "tp"), {{.*}}, 16, BRAID_F32, BRAID_RED_SUM);
+// CHECK:        braid_rt_op_begin(rt, "cross_entropy_grad_shard", "dlogits");
+// CHECK-NEXT:   braid_k_ce_shard_grad(rt, BRAID_F32, BRAID_I32, at(arena, frame + [[LOGITS]]), args[1], {{.*}}, 8, 49, (coord(rt, "tp") * int64_t(49)), 97, 16);
 
-// CHECK:        braid_k_embedding_grad_shard(rt, BRAID_F32, BRAID_I32, args[0], at(arena, frame + {{[0-9]+}}), at(arena, frame + [[DW:[0-9]+]]), 8, 49, 8, coord(rt, "tp") * 49);
+// CHECK:        braid_k_embedding_grad_shard(rt, BRAID_F32, BRAID_I32, args[0], at(arena, frame + {{[0-9]+}}), at(arena, frame + [[DW:[0-9]+]]), 8, 49, 8, (coord(rt, "tp") * int64_t(49)));
 // CHECK-NEXT:   braid_rt_op_end(rt);
 // CHECK-NEXT:   braid_rt_value_sharded(rt, nullptr, "grad.wte", at(arena, frame + [[DW]]), BRAID_F32, 2, [[GSHAPE]], [[GGLOBAL]], [[GSPLIT]]);
 // CHECK:        braid_rt_value_sharded(rt, nullptr, "grad.wte", {{.*}}, BRAID_F32, 2, {{.*}});

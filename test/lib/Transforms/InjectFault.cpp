@@ -27,9 +27,10 @@
 //                      block of dim 0 replaced by the first block: only a
 //                      check of every rank's copy sees it
 //   skip-ring-step     a ring braid.attention skips ring step 1 (the key and
-//                      value block of the previous rank): the emitter's ring
-//                      loop honours braid_test.skip_ring_step, which only
-//                      this pass sets (ring steps are not yet ops of the IR)
+//                      value block of the previous rank): the lowering to
+//                      dist leaves that step's block op out, as
+//                      braid_test.skip_ring_step asks, which only this pass
+//                      sets (before the lowering, as every fault here)
 //
 // A module with nothing of the kind is an error (a test that injects nothing
 // would pass for the wrong reason).
@@ -38,7 +39,7 @@
 
 #include "test/lib/Transforms/InjectFault.h"
 
-#include "braid/Target/Cpp.h"
+#include "braid/Conversion/Passes.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/Transforms/Sharding.h"
 #include "dialects/dist/IR/DistDialect.h"

@@ -1,12 +1,9 @@
-//===- SpmdScratch.cpp - grid groups and the scratch of partitioned ops ---===//
+//===- GridGroups.cpp - grid groups and block re-layouts ------------------===//
 //
 // The SPMD half of MemoryPlan.h: which grid axes a collective or a
 // partitioned op runs over (GridGroup), the re-layout a collective needs when
 // its blocks are not contiguous per rank (which --convert-braid-to-dist makes
-// explicit IR), and the scratch each partitioned op uses while it runs (a
-// sharded cross-entropy's statistics, a context-parallel Mamba mixer's halos
-// and states, attention by key blocks). The planner (MemoryPlan.cpp) reserves scratchBytes(op) at the
-// op's position; the emitter lays the buffers out by the same functions.
+// explicit IR).
 //
 //===----------------------------------------------------------------------===//
 
@@ -188,101 +185,3 @@ mlir::braid::getBlockRelayout(ArrayRef<int64_t> shape, int64_t dim,
   return relayout;
 }
 
-bool mlir::braid::isShardedCrossEntropy(Operation *op) {
-  if (auto c = dyn_cast<CrossEntropyOp>(op))
-    return c.getVocabAxes() || c.getVocabSize() || c.getDenominator();
-  if (auto c = dyn_cast<CrossEntropyGradOp>(op))
-    return c.getVocabAxes() || c.getVocabSize() || c.getDenominator();
-  return false;
-}
-
-int64_t mlir::braid::getCrossEntropyStatsOffset(int64_t rows) {
-  return align(4 * rows);
-}
-
-int64_t mlir::braid::getConvHaloBytes(Operation *op) {
-  auto x = cast<ShapedType>(op->getOperand(0).getType());
-  int64_t rows = shapeOf(op->getOperand(1))[1] - 1;
-  int64_t bytes = getTensorBytes(x) / x.getShape()[1] * rows;
-  return align(bytes);
-}
-
-bool mlir::braid::runsByKeyBlocks(Operation *op) {
-  if (auto a = dyn_cast<AttentionOp>(op))
-    return a.getRingAxes() || a.getSequenceZigzag();
-  if (auto a = dyn_cast<AttentionGradOp>(op))
-    return a.getRingAxes() || a.getSequenceZigzag();
-  return false;
-}
-
-BlockAttentionScratch mlir::braid::getBlockAttentionScratch(Operation *op) {
-  BlockAttentionScratch s;
-  auto q = shapeOf(op->getOperand(0)), k = shapeOf(op->getOperand(1)),
-       v = shapeOf(op->getOperand(2));
-  bool grad = isa<AttentionGradOp>(op);
-  bool ring = op->hasAttr("ring_axes");
-  int64_t rows = q[0] * q[1] * q[2];
-  int64_t kElems = k[0] * k[1] * k[2] * k[3], vElems = v[0] * v[1] * v[2] * v[3];
-  int64_t elem = getTensorBytes(op->getOperand(1).getType()) / std::max<int64_t>(1, kElems);
-  int64_t at = 0;
-  auto take = [&](int64_t bytes) {
-    int64_t offset = at;
-    at += align(bytes);
-    return offset;
-  };
-  s.qPos = take(8 * q[1]);
-  s.kPos = take(8 * k[1]);
-  s.out = take(4 * rows * v[3]);
-  s.lse = take(4 * rows);
-  s.blockOut = take(4 * rows * v[3]);
-  s.blockLse = take(4 * rows);
-  if (grad) {
-    s.delta = take(4 * rows);
-    s.dq = take(4 * rows * q[3]);
-  }
-  if (ring)
-    for (int slot = 0; slot < 2; ++slot) {
-      s.k[slot] = take(elem * kElems);
-      s.v[slot] = take(elem * vElems);
-    }
-  if (grad)
-    for (int slot = 0; slot < (ring ? 2 : 1); ++slot) {
-      s.dk[slot] = take(4 * kElems);
-      s.dv[slot] = take(4 * vElems);
-    }
-  s.bytes = at;
-  return s;
-}
-
-int64_t mlir::braid::scratchBytes(Operation *op) {
-  // Context-parallel Mamba mixer: the convolution's halo buffers (received
-  // and sent; the gradient also the halo's cotangent and the next rank's),
-  // the scan's f32 states (final state, decay, their gathers over the ranks,
-  // the entering state; the gradient also its cotangent, gathered, and the
-  // cotangents of final state and decay).
-  if (isa<Conv1dOp, Conv1dGradOp>(op) && op->hasAttr("context_axes"))
-    return (isa<Conv1dGradOp>(op) ? 4 : 2) * getConvHaloBytes(op);
-  if (isa<SelectiveScanOp, SelectiveScanGradOp>(op) &&
-      op->hasAttr("context_axes")) {
-    FailureOr<GridGroup> group =
-        getGridGroup(op, op->getAttrOfType<ArrayAttr>("context_axes"));
-    if (failed(group))
-      return 0;
-    auto x = shapeOf(op->getOperand(0));
-    int64_t count = x[0] * x[2] * shapeOf(op->getOperand(2))[1];
-    int64_t ranks = group->size();
-    int64_t slots = 3 + 2 * ranks;
-    if (isa<SelectiveScanGradOp>(op))
-      slots += 3 + ranks;
-    return 4 * count * slots;
-  }
-  if (runsByKeyBlocks(op))
-    return getBlockAttentionScratch(op).bytes;
-  if (isShardedCrossEntropy(op)) {
-    Value logits = op->getOperand(0);
-    int64_t rows = cast<ShapedType>(logits.getType()).getNumElements() /
-                   std::max<int64_t>(1, shapeOf(logits).back());
-    return getCrossEntropyStatsOffset(rows) + 8 * rows;
-  }
-  return 0;
-}

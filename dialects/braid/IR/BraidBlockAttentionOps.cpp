@@ -1,0 +1,136 @@
+//===- BraidBlockAttentionOps.cpp - verifiers of attention by key blocks --===//
+
+#include "dialects/braid/IR/BraidOps.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+/// The shapes every block op shares: query [B, S, Hq, D], key [B, Skv, Hkv,
+/// D], value [B, Skv, Hkv, Dv], their positions [S] and [Skv].
+struct BlockShapes {
+  int64_t batch, seq, heads, headDim, seqKv, kvHeads, vHeadDim;
+  SmallVector<int64_t> out() const { return {batch, seq, heads, vHeadDim}; }
+  SmallVector<int64_t> rows() const { return {batch, seq, heads}; }
+};
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+FailureOr<BlockShapes> verifyBlockOperands(Operation *op, Value q, Value k,
+                                           Value v, Value qPos, Value kPos,
+                                           std::optional<double> theta) {
+  auto qs = shapeOf(q), ks = shapeOf(k), vs = shapeOf(v);
+  if (qs.size() != 4 || ks.size() != 4 || vs.size() != 4)
+    return op->emitOpError("query, key and value must be [B, S, H, D], found ")
+           << q.getType() << ", " << k.getType() << ", " << v.getType();
+  if (ks[0] != qs[0] || vs[0] != qs[0] || vs[1] != ks[1] || vs[2] != ks[2] ||
+      ks[3] != qs[3])
+    return op->emitOpError("key ")
+           << k.getType() << " and value " << v.getType()
+           << " do not match query " << q.getType()
+           << " (same batch; key and value the same rows and heads; key the "
+              "query's head dimension)";
+  if (ks[2] == 0 || qs[2] % ks[2] != 0)
+    return op->emitOpError("query heads ")
+           << qs[2] << " are not a multiple of the key/value heads " << ks[2];
+  if (theta && qs[3] % 2 != 0)
+    return op->emitOpError("rotary embedding needs an even head dimension, "
+                           "found ")
+           << qs[3];
+  if (shapeOf(qPos) != ArrayRef<int64_t>{qs[1]} ||
+      shapeOf(kPos) != ArrayRef<int64_t>{ks[1]})
+    return op->emitOpError("positions must be one per query row (")
+           << qs[1] << ") and per key row (" << ks[1] << "), found "
+           << qPos.getType() << ", " << kPos.getType();
+  if (getElementTypeOrSelf(k.getType()) != getElementTypeOrSelf(q.getType()) ||
+      getElementTypeOrSelf(v.getType()) != getElementTypeOrSelf(q.getType()))
+    return op->emitOpError("query, key and value must have one element type");
+  return BlockShapes{qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3]};
+}
+
+LogicalResult expectShape(Operation *op, StringRef what, Value value,
+                          ArrayRef<int64_t> shape) {
+  if (shapeOf(value) != shape)
+    return op->emitOpError()
+           << what << " must be "
+           << cast<RankedTensorType>(value.getType()).clone(shape) << ", found "
+           << value.getType();
+  return success();
+}
+} // namespace
+
+LogicalResult SequencePositionsOp::verify() {
+  if (shapeOf(getResult()).size() != 1)
+    return emitOpError("result must be one position per row");
+  int64_t count = shapeOf(getResult())[0];
+  int64_t length = getLength(), zigzag = getZigzag();
+  if (count > length)
+    return emitOpError("result of ")
+           << count << " rows does not fit a sequence of " << length;
+  if (zigzag < 0)
+    return emitOpError("zigzag must be a rank count (>= 0), found ") << zigzag;
+  if (zigzag > 0 && length % (2 * zigzag) != 0)
+    return emitOpError("a sequence of ")
+           << length << " positions in zigzag order over " << zigzag
+           << " ranks needs a multiple of " << 2 * zigzag;
+  return success();
+}
+
+LogicalResult AttentionBlockOp::verify() {
+  std::optional<double> theta;
+  if (getRopeThetaAttr())
+    theta = getRopeThetaAttr().getValueAsDouble();
+  FailureOr<BlockShapes> s =
+      verifyBlockOperands(*this, getQuery(), getKey(), getValue(),
+                          getQueryPositions(), getKeyPositions(), theta);
+  if (failed(s) || failed(expectShape(*this, "out", getOut(), s->out())) ||
+      failed(expectShape(*this, "lse", getLse(), s->rows())))
+    return failure();
+  return success();
+}
+
+LogicalResult AttentionMergeOp::verify() {
+  auto out = shapeOf(getOut());
+  if (out.size() < 1)
+    return emitOpError("out must have a row dimension");
+  if (failed(expectShape(*this, "block_out", getBlockOut(), out)) ||
+      failed(expectShape(*this, "lse", getLse(), out.drop_back())) ||
+      failed(expectShape(*this, "block_lse", getBlockLse(), out.drop_back())) ||
+      failed(expectShape(*this, "merged_out", getMergedOut(), out)) ||
+      failed(expectShape(*this, "merged_lse", getMergedLse(), out.drop_back())))
+    return failure();
+  return success();
+}
+
+LogicalResult AttentionDeltaOp::verify() {
+  auto grad = shapeOf(getGrad());
+  if (grad.size() < 1)
+    return emitOpError("grad must have a row dimension");
+  if (failed(expectShape(*this, "out", getOut(), grad)) ||
+      failed(expectShape(*this, "delta", getDelta(), grad.drop_back())))
+    return failure();
+  return success();
+}
+
+LogicalResult AttentionBlockGradOp::verify() {
+  std::optional<double> theta;
+  if (getRopeThetaAttr())
+    theta = getRopeThetaAttr().getValueAsDouble();
+  FailureOr<BlockShapes> s =
+      verifyBlockOperands(*this, getQuery(), getKey(), getValue(),
+                          getQueryPositions(), getKeyPositions(), theta);
+  if (failed(s) || failed(expectShape(*this, "grad", getGrad(), s->out())) ||
+      failed(expectShape(*this, "lse", getLse(), s->rows())) ||
+      failed(expectShape(*this, "delta", getDelta(), s->rows())))
+    return failure();
+  for (auto [what, in, out, like] :
+       {std::tuple{"dquery", getDqueryIn(), getDquery(), getQuery()},
+        std::tuple{"dkey", getDkeyIn(), getDkey(), getKey()},
+        std::tuple{"dvalue", getDvalueIn(), getDvalue(), getValue()}})
+    if (failed(expectShape(*this, what, in, shapeOf(like))) ||
+        failed(expectShape(*this, what, out, shapeOf(like))))
+      return failure();
+  return success();
+}
