@@ -22,6 +22,7 @@
 #define BRAID_DIALECT_BRAID_ANALYSIS_MEMORYPLAN_H
 
 #include "dialects/braid/Analysis/ElementwiseFusion.h"
+#include "dialects/braid/Analysis/Grid.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -107,47 +108,8 @@ FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry);
 int64_t getTensorBytes(Type type);
 
 //===----------------------------------------------------------------------===//
-// SPMD programs: grid groups and block re-layouts (GridGroups.cpp)
+// SPMD programs: block re-layouts (BlockRelayout.cpp)
 //===----------------------------------------------------------------------===//
-
-/// Grid axes a collective or a partitioned op runs over, in the order it
-/// lists them (major to minor): the rank's coordinate over them is the
-/// row-major index of its coordinates along them, and block c of a
-/// dimension split over them is that rank's.
-struct GridGroup {
-  SmallVector<std::string> names;
-  SmallVector<int64_t> sizes;
-  /// The index of each listed axis in the grid.
-  SmallVector<unsigned> positions;
-
-  /// The number of ranks in the group.
-  int64_t size() const;
-  /// True when the axes are listed in grid order, the order of the runtime's
-  /// communicator ranks (braid_rt_comm orders its ranks row-major over the
-  /// group's axes as the grid lists them, whatever order the spec names them
-  /// in).
-  bool inGridOrder() const;
-  /// The communicator spec: the names joined with ",".
-  std::string spec() const;
-};
-
-/// The program's device grid: the one shard.grid of the module holding
-/// `op`, or null.
-shard::GridOp getProgramGrid(Operation *op);
-/// The names of `grid`'s axes (its `braid.axes` attribute, an array of one
-/// string per axis); failure with an error at the grid when missing.
-FailureOr<SmallVector<std::string>> getGridAxisNames(shard::GridOp grid);
-
-/// The group of a shard collective on `grid` over `axes` (grid axis
-/// indices); the group named by `names` (a braid op's `vocab_axes`,
-/// `zero_axes`, `axes`) on the program's grid. Failures are reported
-/// through `emitError` when given.
-FailureOr<GridGroup>
-getGridGroup(Operation *op, FlatSymbolRefAttr grid, ArrayRef<int16_t> axes,
-             function_ref<InFlightDiagnostic()> emitError = {});
-FailureOr<GridGroup>
-getGridGroup(Operation *op, ArrayAttr names,
-             function_ref<InFlightDiagnostic()> emitError = {});
 
 /// A permutation of a tensor's elements as braid_k_transpose takes it:
 /// the input has `shape`, the output y.shape[i] = shape[perm[i]].

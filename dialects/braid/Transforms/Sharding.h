@@ -1,10 +1,9 @@
 //===- Sharding.h - shardings of values over a named device grid -*- C++ -*-===//
 //
-// The vocabulary Braid's SPMD passes share: the grid (upstream `shard.grid`
-// whose `braid.axes` attribute names its axes), the sharding of one value
-// (which grid axes split each dimension, and over which axes it is a partial
-// sum), the factor rules that say how an op's dimensions correspond, and the
-// collectives that move a value from one sharding to another.
+// The vocabulary Braid's SPMD passes share beyond the grid and a value's
+// sharding (Analysis/Grid.h): the factor rules that say how an op's
+// dimensions correspond, and the collectives that move a value from one
+// sharding to another.
 //
 // Conventions. A dimension split over axes (a, b), major to minor, is cut
 // into n_a * n_b blocks of ceil(size / (n_a n_b)) elements; the rank with
@@ -17,54 +16,13 @@
 #ifndef BRAID_DIALECT_BRAID_TRANSFORMS_SHARDING_H
 #define BRAID_DIALECT_BRAID_TRANSFORMS_SHARDING_H
 
+#include "dialects/braid/Analysis/Grid.h"
+
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::braid {
-
-using AxisList = SmallVector<int16_t, 2>;
-
-/// The device grid: axis names and sizes, in grid order.
-struct Grid {
-  std::string symbol = "grid";
-  SmallVector<std::string> names;
-  SmallVector<int64_t> sizes;
-
-  /// Parses "dp=2,tp=4". Axis names are dp, ep, cp and tp.
-  static FailureOr<Grid> parse(StringRef text, std::string &error);
-  /// The grid of a partitioned module (its shard.grid with braid.axes).
-  static std::optional<Grid> of(ModuleOp module);
-
-  int64_t size(ArrayRef<int16_t> axes) const;
-  int64_t numRanks() const { return size(allAxes()); }
-  AxisList allAxes() const;
-  std::optional<int16_t> find(StringRef name) const;
-  std::string describe(ArrayRef<int16_t> axes) const; ///< "dp,tp"
-  ArrayAttr nameAttr(MLIRContext *context, ArrayRef<int16_t> axes) const;
-  /// Creates `shard.grid @grid(shape = ...) {braid.axes = [...]}`.
-  void declare(OpBuilder &b, Location loc) const;
-};
-
-/// How one value is laid out over the grid.
-struct ValueSharding {
-  SmallVector<AxisList> split; ///< per dimension, major to minor
-  AxisList partial;            ///< partial-sum axes, in grid order
-
-  static ValueSharding replicated(int64_t rank) {
-    ValueSharding s;
-    s.split.resize(rank);
-    return s;
-  }
-  bool isReplicated() const;
-  bool operator==(const ValueSharding &other) const {
-    return split == other.split && partial == other.partial;
-  }
-  bool operator!=(const ValueSharding &other) const { return !(*this == other); }
-  /// Every axis the value is split or partial over.
-  AxisList usedAxes() const;
-  std::string describe(const Grid &grid) const; ///< "[tp, -, -] partial(dp)"
-};
 
 /// The local type of a value of global type `type` under `sharding`.
 RankedTensorType localType(RankedTensorType type, const ValueSharding &sharding,

@@ -356,14 +356,14 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
   llvm::append_range(persistent, plan.states);
   // A sharded tensor's global shape and split axes: ", kGlobalN, kSplitN".
   unsigned shardingId = 0;
-  auto shardingArrays = [&](const Sharding *sharding) -> std::string {
+  auto shardingArrays = [&](const ShardedTensor *sharding) -> std::string {
     if (!sharding)
       return "";
     std::string id = std::to_string(shardingId++);
     os << "constexpr int64_t kGlobal" << id << "[] = {";
     llvm::interleaveComma(sharding->globalShape, os);
     os << "};\nconst char *const kSplit" << id << "[] = {";
-    llvm::interleaveComma(sharding->split, os,
+    llvm::interleaveComma(splitSpecs(*sharding, *devices), os,
                           [&](const std::string &axes) { os << quoted(axes); });
     os << "};\n";
     return ", kGlobal" + id + ", kSplit" + id;
@@ -378,7 +378,7 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
   }
   for (auto [i, in] : llvm::enumerate(plan.inputs)) {
     inputShapes.push_back(shapeArray(in.type));
-    FailureOr<std::optional<Sharding>> sharding =
+    FailureOr<std::optional<ShardedTensor>> sharding =
         readSharding(plan.entry.getArgAttrDict(i), in.type, plan.entry);
     if (failed(sharding))
       return failure();

@@ -62,7 +62,6 @@ LogicalResult FunctionEmitter::emitFusedGroup(Operation *root,
   llvm::SmallPtrSet<Operation *, 8> inGroup(members.begin(), members.end());
   llvm::MapVector<Value, std::string> leaves;
   llvm::DenseMap<Value, std::string> local;
-  std::string name = "fused_" + std::to_string(program.nextKernel++);
   std::string compute;
   std::string ops;
   for (Operation *member : members) {
@@ -89,16 +88,25 @@ LogicalResult FunctionEmitter::emitFusedGroup(Operation *root,
   }
   Value result = root->getResult(0);
   std::string type = storageType(result.getType());
-  std::string def = "// " + ops + "\nstruct " + name + " {\n";
+  std::string body = " {\n";
   for (auto &[leaf, x] : leaves)
-    def += "  const " + storageType(leaf.getType()) + " *in_" + x + ";\n";
-  def += "  " + type + " *out;\n";
-  def += "  BRAID_HD void operator()(int64_t i) const {\n";
+    body += "  const " + storageType(leaf.getType()) + " *in_" + x + ";\n";
+  body += "  " + type + " *out;\n";
+  body += "  BRAID_HD void operator()(int64_t i) const {\n";
   for (auto &[leaf, x] : leaves)
-    def += "    const float " + x + " = braid::load(in_" + x + ", i);\n";
-  def += compute;
-  def += "    braid::store(out, i, " + local[result] + ");\n  }\n};\n\n";
-  program.kernels += def;
+    body += "    const float " + x + " = braid::load(in_" + x + ", i);\n";
+  body += compute;
+  body += "    braid::store(out, i, " + local[result] + ");\n  }\n};\n\n";
+  // One functor per distinct computation: groups that compute the same
+  // (every parameter's scaling by one coefficient, the same activation in
+  // every layer) share it, so kernels do not grow with the model.
+  auto [known, fresh] = program.kernelNames.try_emplace(
+      body, "fused_" + std::to_string(program.nextKernel));
+  std::string name = known->second;
+  if (fresh) {
+    ++program.nextKernel;
+    program.kernels += "// " + ops + "\nstruct " + name + body;
+  }
 
   os << "  braid_rt_op_begin(rt, " << quoted(ops) << ", "
      << quoted(nameOf(result)) << ");\n";

@@ -37,12 +37,12 @@ bool isSpmdOp(Operation *op) {
       .Default([](Operation *) { return false; });
 }
 
-FailureOr<std::optional<Sharding>>
+FailureOr<std::optional<ShardedTensor>>
 readSharding(DictionaryAttr attrs, RankedTensorType type, Operation *anchor) {
   Attribute global = attrs ? attrs.get("braid.global_shape") : Attribute();
   Attribute split = attrs ? attrs.get("braid.split") : Attribute();
   if (!global && !split)
-    return std::optional<Sharding>();
+    return std::optional<ShardedTensor>();
   auto globalShape = dyn_cast_or_null<DenseI64ArrayAttr>(global);
   auto splitAxes = dyn_cast_or_null<ArrayAttr>(split);
   int64_t rank = type.getRank();
@@ -53,8 +53,9 @@ readSharding(DictionaryAttr attrs, RankedTensorType type, Operation *anchor) {
            << type
            << " needs braid.global_shape = array<i64: ...> and braid.split "
               "= [[axes], ...] with one entry per dimension";
-  Sharding sharding;
-  sharding.globalShape = llvm::to_vector(globalShape.asArrayRef());
+  ShardedTensor tensor;
+  tensor.globalShape = llvm::to_vector(globalShape.asArrayRef());
+  tensor.sharding = ValueSharding::replicated(rank);
   for (int64_t d = 0; d < rank; ++d) {
     auto axes = dyn_cast<ArrayAttr>(splitAxes[d]);
     if (!axes || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
@@ -62,24 +63,30 @@ readSharding(DictionaryAttr attrs, RankedTensorType type, Operation *anchor) {
              << d << " must be an array of grid axis names, found "
              << splitAxes[d];
     int64_t parts = 1;
-    std::string names;
     if (!axes.empty()) {
       FailureOr<GridGroup> group = getGridGroup(
           anchor, axes, [&] { return anchor->emitError("braid.split: "); });
       if (failed(group))
         return failure();
       parts = group->size();
-      names = group->spec();
+      tensor.sharding.split[d].assign(group->positions.begin(),
+                                      group->positions.end());
     }
-    int64_t whole = sharding.globalShape[d];
+    int64_t whole = tensor.globalShape[d];
     if (type.getDimSize(d) != (whole + parts - 1) / parts)
       return anchor->emitError("local size ")
              << type.getDimSize(d) << " of dimension " << d << " is not ceil("
              << whole << " / " << parts << ") for global size " << whole
              << " split over " << parts << " ranks";
-    sharding.split.push_back(names);
   }
-  return std::optional<Sharding>(std::move(sharding));
+  return std::optional<ShardedTensor>(std::move(tensor));
+}
+
+SmallVector<std::string> splitSpecs(const ShardedTensor &tensor,
+                                    const Grid &grid) {
+  return llvm::to_vector(llvm::map_range(
+      tensor.sharding.split,
+      [&](const AxisList &axes) { return grid.describe(axes); }));
 }
 
 LogicalResult ProgramEmitter::collectSpmd() {
@@ -90,6 +97,10 @@ LogicalResult ProgramEmitter::collectSpmd() {
     FailureOr<SmallVector<std::string>> names = getGridAxisNames(gridOp);
     if (failed(names))
       return failure();
+    FailureOr<Grid> parsed = Grid::get(gridOp, [&] { return gridOp.emitError(); });
+    if (failed(parsed))
+      return failure();
+    devices = *parsed;
     for (auto [name, size] : llvm::zip_equal(*names, gridOp.getShape()))
       grid += (grid.empty() ? "" : ",") + name + "=" + std::to_string(size);
     if (auto axis = module->getAttrOfType<StringAttr>("braid.zigzag_axis")) {
@@ -105,7 +116,7 @@ LogicalResult ProgramEmitter::collectSpmd() {
     auto symbol = cast<SymbolOpInterface>(op);
     auto type = isa<ParamOp>(op) ? cast<ParamOp>(op).getTensorType()
                                  : cast<StateOp>(op).getTensorType();
-    FailureOr<std::optional<Sharding>> sharding =
+    FailureOr<std::optional<ShardedTensor>> sharding =
         readSharding(op.getDiscardableAttrDictionary(), type, &op);
     if (failed(sharding))
       return failure();
@@ -127,7 +138,7 @@ LogicalResult ProgramEmitter::collectSpmd() {
   return success();
 }
 
-std::optional<Sharding> ProgramEmitter::gradSharding(StringRef name,
+std::optional<ShardedTensor> ProgramEmitter::gradSharding(StringRef name,
                                                      RankedTensorType type) {
   if (!name.consume_front("grad."))
     return std::nullopt;
@@ -143,7 +154,11 @@ std::optional<Sharding> ProgramEmitter::gradSharding(StringRef name,
   if (zero != zeroGroups.end() && type.getRank() == 1 &&
       type.getNumElements() * zero->second.size() == local.getNumElements() &&
       type.getNumElements() != local.getNumElements())
-    return Sharding{{local.getNumElements()}, {zero->second.spec()}};
+    return ShardedTensor{
+        {local.getNumElements()},
+        ValueSharding{{AxisList(zero->second.positions.begin(),
+                                zero->second.positions.end())},
+                      {}}};
   return std::nullopt;
 }
 
@@ -171,7 +186,7 @@ void FunctionEmitter::announce(Value result, raw_ostream &os) {
   auto type = cast<RankedTensorType>(result.getType());
   std::string name = nameOf(result);
   os << "  braid_rt_value";
-  std::optional<Sharding> sharding = program.gradSharding(name, type);
+  std::optional<ShardedTensor> sharding = program.gradSharding(name, type);
   if (sharding)
     os << "_sharded";
   os << "(rt, nullptr, " << quoted(name) << ", " << ptr(result) << ", "
@@ -179,7 +194,7 @@ void FunctionEmitter::announce(Value result, raw_ostream &os) {
      << array(type.getShape());
   if (sharding)
     os << ", " << array(sharding->globalShape) << ", "
-       << strings(sharding->split);
+       << strings(splitSpecs(*sharding, *program.devices));
   os << ");\n";
 }
 

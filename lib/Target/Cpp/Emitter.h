@@ -37,21 +37,17 @@ std::string identifier(StringRef name);
 int64_t numElements(Value value);
 ArrayRef<int64_t> shapeOf(Value value);
 
-/// Where a tensor of an SPMD program lies in its global tensor, as
-/// braid_tensor_desc's global_shape / split_axes say it.
-struct Sharding {
-  SmallVector<int64_t> globalShape;
-  /// Per dimension, the grid axes splitting it joined with "," ("" if none).
-  SmallVector<std::string> split;
-};
-
 /// Reads the `braid.global_shape` / `braid.split` attributes among `attrs`
 /// (a param's, a state's or a step argument's) of a tensor of local type
 /// `type`: nullopt when it has none, failure (reported at `anchor`) when they
 /// do not describe a sharding of it over the program grid's axes.
-FailureOr<std::optional<Sharding>> readSharding(DictionaryAttr attrs,
-                                                RankedTensorType type,
-                                                Operation *anchor);
+FailureOr<std::optional<ShardedTensor>> readSharding(DictionaryAttr attrs,
+                                                     RankedTensorType type,
+                                                     Operation *anchor);
+/// Per dimension of `tensor`, the grid axes splitting it joined with ","
+/// ("" if none): braid_tensor_desc's split_axes.
+SmallVector<std::string> splitSpecs(const ShardedTensor &tensor,
+                                    const Grid &grid);
 
 /// True for the ops EmitSpmd.cpp emits: shard collectives, bias_add,
 /// unslice, and braid ops partitioning annotated (vocabulary-parallel
@@ -77,6 +73,8 @@ public:
   /// Definitions of generated kernels, emitted before every function.
   std::string kernels;
   unsigned nextKernel = 0;
+  /// Each generated functor's name, by its body (the computation it runs).
+  llvm::StringMap<std::string> kernelNames;
   ModuleOp module;
   ProgramPlan &plan;
   /// The grid the program was partitioned for ("dp=2,tp=2"), empty without
@@ -86,7 +84,7 @@ public:
   /// hold sequences in zigzag order (the module's braid.zigzag_axis).
   std::string zigzagAxis;
   /// The sharded parameters and states, by name.
-  llvm::StringMap<Sharding> shardings;
+  llvm::StringMap<ShardedTensor> shardings;
   /// The group of each parameter a ZeRO update shards.
   llvm::StringMap<GridGroup> zeroGroups;
 
@@ -111,7 +109,10 @@ public:
   /// The sharding a gradient dump announces for the value named `name` of
   /// `type`: a `grad.NAME` of sharded parameter NAME's local shape, or of its
   /// ZeRO range.
-  std::optional<Sharding> gradSharding(StringRef name, RankedTensorType type);
+  std::optional<ShardedTensor> gradSharding(StringRef name,
+                                           RankedTensorType type);
+  /// The program's grid (set by collectSpmd when it has one).
+  std::optional<Grid> devices;
 
 private:
   LogicalResult emitDescriptor(raw_ostream &os);
