@@ -78,13 +78,18 @@ LogicalResult SequencePositionsOp::verify() {
   return success();
 }
 
-LogicalResult AttentionBlockOp::verify() {
+/// The operands a block op shares with attention, checked.
+template <typename Op> static FailureOr<BlockShapes> verifyBlock(Op op) {
   std::optional<double> theta;
-  if (getRopeThetaAttr())
-    theta = getRopeThetaAttr().getValueAsDouble();
-  FailureOr<BlockShapes> s =
-      verifyBlockOperands(*this, getQuery(), getKey(), getValue(),
-                          getQueryPositions(), getKeyPositions(), theta);
+  if (FloatAttr attr = op.getRopeThetaAttr())
+    theta = attr.getValueAsDouble();
+  return verifyBlockOperands(op, op.getQuery(), op.getKey(), op.getValue(),
+                             op.getQueryPositions(), op.getKeyPositions(),
+                             theta);
+}
+
+LogicalResult AttentionBlockOp::verify() {
+  FailureOr<BlockShapes> s = verifyBlock(*this);
   if (failed(s) || failed(expectShape(*this, "out", getOut(), s->out())) ||
       failed(expectShape(*this, "lse", getLse(), s->rows())))
     return failure();
@@ -115,12 +120,7 @@ LogicalResult AttentionDeltaOp::verify() {
 }
 
 LogicalResult AttentionBlockGradOp::verify() {
-  std::optional<double> theta;
-  if (getRopeThetaAttr())
-    theta = getRopeThetaAttr().getValueAsDouble();
-  FailureOr<BlockShapes> s =
-      verifyBlockOperands(*this, getQuery(), getKey(), getValue(),
-                          getQueryPositions(), getKeyPositions(), theta);
+  FailureOr<BlockShapes> s = verifyBlock(*this);
   if (failed(s) || failed(expectShape(*this, "grad", getGrad(), s->out())) ||
       failed(expectShape(*this, "lse", getLse(), s->rows())) ||
       failed(expectShape(*this, "delta", getDelta(), s->rows())))

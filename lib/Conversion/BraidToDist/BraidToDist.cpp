@@ -18,33 +18,26 @@ struct ConvertBraidToDistPass
     : ::braid::impl::ConvertBraidToDistPassBase<ConvertBraidToDistPass> {
   void runOnOperation() override {
     using namespace ::braid::conversion;
-    SmallVector<Operation *> collectives, attentions, chunked, vocab, zero;
+    // Each protocol family: which ops it expands, and how.
+    using Lower = LogicalResult (*)(Operation *);
+    static constexpr std::pair<bool (*)(Operation *), Lower> kFamilies[] = {
+        {isShardTransfer, lowerShardCollective},
+        {isContextAttention, lowerContextAttention},
+        {isSequenceChunked, lowerSequenceChunked},
+        {isVocabParallel, lowerVocabParallel},
+        {isZeroUpdate, lowerZeroUpdate},
+    };
+    // Collected first: a lowering inserts ops next to the one it replaces.
+    SmallVector<std::pair<Operation *, Lower>> work;
     getOperation().walk([&](Operation *op) {
-      if (isShardTransfer(op))
-        collectives.push_back(op);
-      else if (isContextAttention(op))
-        attentions.push_back(op);
-      else if (isSequenceChunked(op))
-        chunked.push_back(op);
-      else if (isVocabParallel(op))
-        vocab.push_back(op);
-      else if (isZeroUpdate(op))
-        zero.push_back(op);
+      for (auto [matches, lower] : kFamilies)
+        if (matches(op)) {
+          work.push_back({op, lower});
+          break;
+        }
     });
-    for (Operation *op : collectives)
-      if (failed(lowerShardCollective(op)))
-        return signalPassFailure();
-    for (Operation *op : attentions)
-      if (failed(lowerContextAttention(op)))
-        return signalPassFailure();
-    for (Operation *op : chunked)
-      if (failed(lowerSequenceChunked(op)))
-        return signalPassFailure();
-    for (Operation *op : vocab)
-      if (failed(lowerVocabParallel(op)))
-        return signalPassFailure();
-    for (Operation *op : zero)
-      if (failed(lowerZeroUpdate(op)))
+    for (auto [op, lower] : work)
+      if (failed(lower(op)))
         return signalPassFailure();
   }
 };

@@ -56,6 +56,15 @@ bool isZeroUpdate(mlir::Operation *op);
 /// the all-gather of the parameter (ZeroUpdate.cpp).
 mlir::LogicalResult lowerZeroUpdate(mlir::Operation *op);
 
+/// A group as dist ops state it: the program's grid and the group's axes in
+/// the listed order (grid order, where a dist transfer needs it).
+struct DistGroup {
+  mlir::FlatSymbolRefAttr grid;
+  mlir::DenseI16ArrayAttr axes;
+};
+DistGroup getDistGroup(mlir::OpBuilder &b, mlir::Operation *anchor,
+                       const mlir::braid::GridGroup &group);
+
 /// This rank's coordinate over `group`'s axes in the listed order: a
 /// dist.coordinate, composed from one per axis when the axes are not listed
 /// in grid order.

@@ -115,10 +115,9 @@ struct BlockLowering {
              << names << " must list them in grid order (the order of the "
                 "communicator's ranks, around which the ring goes)";
     group = *g;
-    shard::GridOp gridOp = getProgramGrid(op);
-    grid = FlatSymbolRefAttr::get(gridOp.getSymNameAttr());
-    SmallVector<int16_t> positions(g->positions.begin(), g->positions.end());
-    axes = b.getDenseI16ArrayAttr(positions);
+    DistGroup dist = getDistGroup(b, op, *g);
+    grid = dist.grid;
+    axes = dist.axes;
     coordinate = dist::CoordinateOp::create(b, loc, b.getIndexType(), grid, axes);
     return success();
   }

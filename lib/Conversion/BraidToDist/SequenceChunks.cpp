@@ -61,10 +61,9 @@ struct ChunkLowering {
              << names << " must list grid axes in grid order (the order of "
                 "the communicator's ranks, which hold the chunks in turn)";
     ranks = group->size();
-    grid = FlatSymbolRefAttr::get(getProgramGrid(op).getSymNameAttr());
-    SmallVector<int16_t> positions(group->positions.begin(),
-                                   group->positions.end());
-    axes = b.getDenseI16ArrayAttr(positions);
+    DistGroup dist = getDistGroup(b, op, *group);
+    grid = dist.grid;
+    axes = dist.axes;
     return success();
   }
   Type token() { return dist::TokenType::get(b.getContext()); }

@@ -43,6 +43,13 @@ bool isVocabParallel(Operation *op) {
       .Default([](Operation *) { return false; });
 }
 
+DistGroup getDistGroup(OpBuilder &b, Operation *anchor,
+                       const GridGroup &group) {
+  SmallVector<int16_t> axes(group.positions.begin(), group.positions.end());
+  return {FlatSymbolRefAttr::get(getProgramGrid(anchor).getSymNameAttr()),
+          b.getDenseI16ArrayAttr(axes)};
+}
+
 Value buildCoordinate(OpBuilder &b, Location loc, Operation *anchor,
                       const GridGroup &group) {
   FlatSymbolRefAttr grid =

@@ -73,12 +73,11 @@ template <typename Update> static LogicalResult lowerUpdate(Update u) {
   b.setInsertionPointAfter(u);
   auto part = GetParamRangeOp::create(b, loc, type.clone(ArrayRef<int64_t>{range}),
                                       u.getParamAttr(), offset);
-  SmallVector<int16_t> axes(group->positions.begin(), group->positions.end());
+  DistGroup dist = getDistGroup(b, u, *group);
   auto gather = dist::AllGatherOp::create(
       b, loc, type.clone(ArrayRef<int64_t>{whole}),
-      dist::TokenType::get(b.getContext()), part,
-      FlatSymbolRefAttr::get(getProgramGrid(u).getSymNameAttr()),
-      b.getDenseI16ArrayAttr(axes), b.getI64IntegerAttr(0));
+      dist::TokenType::get(b.getContext()), part, dist.grid, dist.axes,
+      b.getI64IntegerAttr(0));
   dist::WaitOp::create(b, loc, ValueRange{gather.getToken()});
   SetParamOp::create(b, loc, u.getParamAttr(), gather.getResult());
   return success();
