@@ -163,12 +163,20 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
     if (!def || def->getBlock() != &block || !value.hasOneUse() ||
         isa<ReshapeOp>(def) || leaderStorage.count(classes.getLeaderValue(value)))
       continue;
+    // An op touches the parameter when it names it (an update, a read of
+    // a range) or reads a value stored in it (braid.get_param's, through
+    // reshapes).
     auto touches = [&](Operation *other) {
       for (NamedAttribute attr : other->getAttrs())
         if (auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
           if (ref.getValue() == set.getParam())
             return true;
-      return false;
+      return llvm::any_of(other->getOperands(), [&](Value operand) {
+        auto storage = leaderStorage.find(classes.getLeaderValue(operand));
+        return storage != leaderStorage.end() &&
+               storage->second.kind == Storage::Kind::Param &&
+               storage->second.name == set.getParam();
+      });
     };
     bool untouched = true;
     for (Operation *at = def->getNextNode(); at && at != set; at = at->getNextNode())
