@@ -371,8 +371,10 @@ braid_event *braid_recv(braid_rt *rt, braid_comm *comm, void *buffer, int64_t co
 
 braid_event *braid_send_tagged(braid_rt *rt, braid_comm *comm, const void *buffer,
                                int64_t count, braid_dtype dtype, int32_t peer, int32_t tag) {
-  return wrap(
-      commOf(rt, comm, "braid_send").send(*rt->backend, buffer, count, dtype, peer, tag));
+  braid::rt::Communicator &c = commOf(rt, comm, "braid_send");
+  // A block to one peer: the plan printer's `send` (dist.send).
+  account(rt, comm, "send", double(count * braid_dtype_size(dtype)), 1);
+  return wrap(c.send(*rt->backend, buffer, count, dtype, peer, tag));
 }
 
 braid_event *braid_recv_tagged(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,

@@ -18,7 +18,7 @@ failures = []
 
 
 def build(preset, *flags):
-    path = os.path.join(work, preset + ".mlir")
+    path = os.path.join(work, "-".join([preset, *flags]).replace("--", "") + ".mlir")
     with open(path, "w") as f:
         f.write(subprocess.run([sys.executable, "-m", "braid.models", preset, *flags],
                                check=True, capture_output=True, text=True).stdout)
@@ -49,6 +49,7 @@ RUN_LINE = r"^collective (\w+): (\d+) per step, (\d+) bytes sent per rank$"
 llama = build("llama-tiny")
 moe = build("moe-tiny", "--capacity-factor", "4")
 gpt = build("gpt-tiny")
+gpt_mb = build("gpt-tiny", "--batch", "8")
 CASES = [
     (llama, {"grid": "tp=2"}),
     (llama, {"grid": "dp=2,tp=2", "sequence-parallel": "true"}),
@@ -59,6 +60,9 @@ CASES = [
     # pairs, which the runtime counts as it counts collectives.
     (llama, {"grid": "cp=2", "cp-attention": "ring"}),
     (llama, {"grid": "dp=2,cp=2", "cp-attention": "ring"}),
+    # A pipeline: the plan prints each stage's program; the run reports
+    # stage 0's (rank 0's), its activations sent on to stage 1 included.
+    (gpt_mb, {"grid": "pp=2,dp=2", "microbatches": "4"}),
 ]
 for model, options in CASES:
     label = f"{os.path.basename(model)} {options}"
@@ -70,6 +74,12 @@ for model, options in CASES:
         args.append("--sequence-parallel")
     if "cp-attention" in options:
         args += ["--cp-attention", options["cp-attention"]]
+    if "microbatches" in options:
+        args += ["--microbatches", options["microbatches"]]
+    # A pipelined plan's lines are per stage: stage 0's are what rank 0 runs.
+    if "pp=" in options["grid"]:
+        predicted = "\n".join(line[len("stage 0: "):] for line in predicted.splitlines()
+                              if line.startswith("stage 0: "))
     r = subprocess.run(args, capture_output=True, text=True)
     if r.returncode != 0:
         failures.append(f"{label}: braid-run failed\n{r.stdout}{r.stderr}")

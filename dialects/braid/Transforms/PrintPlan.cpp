@@ -220,6 +220,12 @@ struct PlanPrinter {
             double n = grid.size(axes);
             add("all_to_all", axes, tensorBytes(a.getInput()) / n, n - 1, times);
           })
+          // A pipeline stage's activations and cotangents to its neighbours
+          // (what a rank receives is its neighbour's send).
+          .Case([&](dist::SendOp send) {
+            add("send", axesOf(send.getGridAxes()), tensorBytes(send.getValue()),
+                1, times);
+          })
           // A ring's blocks, one shift of one tensor each: dist.shift
           // after --convert-braid-to-dist, the ring attention's own before
           // it (ContextAttention.cpp expands it so).
@@ -292,6 +298,14 @@ struct BraidPrintPlanPass
     raw_ostream &os = llvm::outs();
     std::optional<Grid> grid = Grid::of(module);
     auto step = module.lookupSymbol<func::FuncOp>(entry);
+    // A pipelined module: one program per stage, each with its transfers.
+    auto stages = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries");
+    if (!step && stages && grid) {
+      if (failed(printStages(module, *grid, stages, os)))
+        return signalPassFailure();
+      markAllAnalysesPreserved();
+      return;
+    }
     if (!step) {
       module.emitError("--braid-print-plan: no step function '@") << entry << "'";
       return signalPassFailure();
@@ -377,25 +391,63 @@ struct BraidPrintPlanPass
            << llvm::format("%.3f", busiest * printer.attentionFlops.size() / total)
            << "\n";
     }
+    printTransfers(printer, "", os);
+    markAllAnalysesPreserved();
+  }
+
+  /// The transfers `printer` counted, their bytes and predicted times, each
+  /// line after `prefix`.
+  static void printTransfers(const PlanPrinter &printer, StringRef prefix,
+                             raw_ostream &os) {
     double total = 0;
     for (auto &[key, t] : printer.traffic) {
-      os << "collective " << key.first << " over " << key.second << ": "
-         << t.count << " per step, "
-         << llvm::format("%.0f", t.bytes) << " bytes sent per rank\n";
+      os << prefix << "collective " << key.first << " over " << key.second
+         << ": " << t.count << " per step, " << llvm::format("%.0f", t.bytes)
+         << " bytes sent per rank\n";
       total += t.bytes;
     }
-    os << "collective_bytes_per_step: " << llvm::format("%.0f", total) << "\n";
+    os << prefix << "collective_bytes_per_step: " << llvm::format("%.0f", total)
+       << "\n";
     // What the cost model predicts for them, one after another.
     double seconds = 0;
     for (auto &[key, t] : printer.traffic) {
-      os << "transfer_time " << key.first << " over " << key.second << ": "
-         << llvm::format("%.1f", t.seconds * 1e6) << " us per step on "
-         << hw->name << " (" << t.algorithm << ")\n";
+      os << prefix << "transfer_time " << key.first << " over " << key.second
+         << ": " << llvm::format("%.1f", t.seconds * 1e6) << " us per step on "
+         << printer.hardware.name << " (" << t.algorithm << ")\n";
       seconds += t.seconds;
     }
-    os << "transfer_time_per_step: " << llvm::format("%.1f", seconds * 1e6)
-       << " us on " << hw->name << "\n";
-    markAllAnalysesPreserved();
+    os << prefix << "transfer_time_per_step: "
+       << llvm::format("%.1f", seconds * 1e6) << " us on "
+       << printer.hardware.name << "\n";
+  }
+
+  /// A pipelined module: each stage's program and its transfers, prefixed
+  /// "stage K: " (the runtime reports stage 0's, rank 0's).
+  LogicalResult printStages(ModuleOp module, const Grid &grid,
+                            ArrayAttr stages, raw_ostream &os) {
+    llvm::Expected<::braid::cost::Hardware> hw =
+        ::braid::cost::Hardware::named(hardware);
+    if (!hw)
+      return module.emitError("--braid-print-plan: ")
+             << llvm::toString(hw.takeError());
+    SmallVector<std::string> axes;
+    for (auto [name, size] : llvm::zip(grid.names, grid.sizes))
+      axes.push_back(name + "=" + std::to_string(size));
+    os << "plan: grid " << llvm::join(axes, ",") << " (" << grid.numRanks()
+       << " ranks), pipeline of " << stages.size() << " stages\n";
+    for (auto [k, stage] : llvm::enumerate(stages)) {
+      auto ref = dyn_cast<FlatSymbolRefAttr>(stage);
+      auto func = ref ? module.lookupSymbol<func::FuncOp>(ref) : func::FuncOp();
+      if (!func)
+        return module.emitError("--braid-print-plan: stage ")
+               << k << " names no function: " << stage;
+      PlanPrinter printer{module, grid, os, {}, {}, *hw};
+      printer.attentionFlops.assign(1, 0.0);
+      printer.count(func, 1);
+      os << "stage " << k << ": program @" << func.getSymName() << "\n";
+      printTransfers(printer, ("stage " + Twine(k) + ": ").str(), os);
+    }
+    return success();
   }
 };
 } // namespace

@@ -519,18 +519,55 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
 } // namespace braid::cpp
 
 namespace braid {
-/// The communicator groups a program's text asks for, in order of appearance.
-static void collectCommGroups(llvm::StringRef text,
-                              llvm::SmallVectorImpl<std::string> &groups) {
-  for (llvm::StringRef prefix : {"braid_rt_comm(rt, \"", "coord(rt, \""}) {
-    size_t at = 0;
-    while ((at = text.find(prefix, at)) != llvm::StringRef::npos) {
-      at += prefix.size();
-      std::string group = text.substr(at, text.find('"', at) - at).str();
-      if (!llvm::is_contained(groups, group))
-        groups.push_back(group);
+/// The communicators `entry`'s program uses, read from its IR (its own ops
+/// and its callees'): every group a transfer runs over, and every group a
+/// local piece takes the rank's coordinate over (one communicator per axis
+/// when the axes are not listed in grid order: the emitter composes the
+/// coordinate from them).
+static mlir::LogicalResult
+collectCommGroups(mlir::ModuleOp module, mlir::func::FuncOp entry,
+                  std::set<std::string> &groups) {
+  using namespace mlir;
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  SmallVector<func::FuncOp> work = {entry};
+  auto add = [&](const mlir::braid::GridGroup &group) {
+    if (group.inGridOrder()) {
+      groups.insert(group.spec());
+      return;
     }
+    for (const std::string &axis : group.names)
+      groups.insert(axis);
+  };
+  while (!work.empty()) {
+    func::FuncOp func = work.pop_back_val();
+    if (!seen.insert(func).second)
+      continue;
+    WalkResult walk = func.walk([&](Operation *op) {
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+          work.push_back(callee);
+        return WalkResult::advance();
+      }
+      FailureOr<mlir::braid::GridGroup> group = failure();
+      auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid");
+      auto gridAxes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+      if (grid && gridAxes)
+        group = mlir::braid::getGridGroup(op, grid, gridAxes.asArrayRef(),
+                                    [&] { return op->emitError(); });
+      else if (isa<mlir::braid::SliceOp, mlir::braid::UnsliceOp>(op))
+        group = mlir::braid::getGridGroup(op, op->getAttrOfType<ArrayAttr>("axes"),
+                                    [&] { return op->emitError(); });
+      else
+        return WalkResult::advance();
+      if (failed(group))
+        return WalkResult::interrupt();
+      add(*group);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
   }
+  return success();
 }
 
 mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entry,
@@ -562,15 +599,8 @@ mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entr
     for (const auto *list : {&other->params, &other->states})
       for (const mlir::braid::PersistentTensor &t : *list)
         lowest.try_emplace(t.name, static_cast<int64_t>(k));
-    cpp::ProgramEmitter probe(module, *other);
-    probe.pipelineRank = static_cast<int64_t>(k);
-    std::string text;
-    llvm::raw_string_ostream textOs(text);
-    if (mlir::failed(probe.emit(textOs)))
+    if (mlir::failed(collectCommGroups(module, other->entry, groups)))
       return mlir::failure();
-    llvm::SmallVector<std::string> found;
-    collectCommGroups(text, found);
-    groups.insert(found.begin(), found.end());
   }
   if (mlir::shard::GridOp grid = mlir::braid::getProgramGrid(module)) {
     mlir::FailureOr<llvm::SmallVector<std::string>> names = mlir::braid::getGridAxisNames(grid);
