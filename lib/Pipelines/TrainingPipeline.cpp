@@ -94,8 +94,13 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   optimizer.maxNorm = options.maxNorm;
   optimizer.eps = options.eps;
   pm.addPass(mlir::braid::createBraidOptimizerPass(optimizer));
-  if (options.lowerToDist)
+  if (options.lowerToDist) {
     pm.addPass(createConvertBraidToDistPass());
+    // Pipeline stages run programs of their own: each group's collectives
+    // must come in one order in all of them.
+    if (pipelined)
+      pm.addPass(createDistCheckCollectiveOrderPass());
+  }
   return success();
 }
 

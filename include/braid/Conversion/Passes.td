@@ -59,4 +59,24 @@ def ConvertBraidToDistPass : Pass<"convert-braid-to-dist", "::mlir::ModuleOp"> {
                            "::mlir::braid::BraidDialect"];
 }
 
+def DistCheckCollectiveOrderPass
+    : Pass<"dist-check-collective-order", "::mlir::ModuleOp"> {
+  let summary = "Check that every pipeline stage issues a group's collectives in one order";
+  let description = [{
+    A collective completes only when every rank of its group has issued it,
+    and ranks issue their collectives on a communicator in program order:
+    two ranks that issue a group's collectives in different orders wait for
+    each other forever. SPMD ranks run one program; the stages of a
+    pipelined module (`braid.pipeline_entries`) run one program each. For
+    every group whose ranks lie in several stages (its axes include pp),
+    this pass flattens each stage's program (calls included, in program
+    order) into the sequence of that group's collectives and reports, at the
+    first collective out of order, the stage and the collective the first
+    stage issues there instead. Point-to-point transfers match by tag and
+    are not part of it. The training pipeline runs it after the lowering to
+    dist; the overlap scheduler must keep what it checks.
+  }];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
 #endif // BRAID_CONVERSION_PASSES_TD
