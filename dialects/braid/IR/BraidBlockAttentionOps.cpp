@@ -1,9 +1,12 @@
 //===- BraidBlockAttentionOps.cpp - verifiers of attention by key blocks --===//
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/VerifierHelpers.h"
 
 using namespace mlir;
 using namespace mlir::braid;
+using mlir::braid::detail::expectShape;
+using mlir::braid::detail::shapeOf;
 
 namespace {
 /// The shapes every block op shares: query [B, S, Hq, D], key [B, Skv, Hkv,
@@ -13,10 +16,6 @@ struct BlockShapes {
   SmallVector<int64_t> out() const { return {batch, seq, heads, vHeadDim}; }
   SmallVector<int64_t> rows() const { return {batch, seq, heads}; }
 };
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
 
 FailureOr<BlockShapes> verifyBlockOperands(Operation *op, Value q, Value k,
                                            Value v, Value qPos, Value kPos,
@@ -50,15 +49,6 @@ FailureOr<BlockShapes> verifyBlockOperands(Operation *op, Value q, Value k,
   return BlockShapes{qs[0], qs[1], qs[2], qs[3], ks[1], ks[2], vs[3]};
 }
 
-LogicalResult expectShape(Operation *op, StringRef what, Value value,
-                          ArrayRef<int64_t> shape) {
-  if (shapeOf(value) != shape)
-    return op->emitOpError()
-           << what << " must be "
-           << cast<RankedTensorType>(value.getType()).clone(shape) << ", found "
-           << value.getType();
-  return success();
-}
 } // namespace
 
 LogicalResult SequencePositionsOp::verify() {

@@ -1,23 +1,14 @@
 //===- BraidSequenceChunkOps.cpp - verifiers of Mamba over chunks ---------===//
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/VerifierHelpers.h"
 
 using namespace mlir;
 using namespace mlir::braid;
+using mlir::braid::detail::expectType;
+using mlir::braid::detail::shapeOf;
 
 namespace {
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-
-LogicalResult expectType(Operation *op, StringRef what, Value value,
-                         Type type) {
-  if (value.getType() != type)
-    return op->emitOpError() << what << " must be " << type << ", found "
-                             << value.getType();
-  return success();
-}
-
 /// A chunk [B, S, C], its halo [B, K-1, C] for a weight [C, K].
 LogicalResult verifyHalo(Operation *op, Value input, Value halo,
                          Value weight) {

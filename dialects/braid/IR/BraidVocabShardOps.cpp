@@ -1,27 +1,14 @@
 //===- BraidVocabShardOps.cpp - verifiers of vocabulary-parallel pieces ---===//
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/VerifierHelpers.h"
 
 using namespace mlir;
 using namespace mlir::braid;
+using mlir::braid::detail::expectShape;
+using mlir::braid::detail::shapeOf;
 
 namespace {
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-
-/// `value` must have `shape` (and, when given, element type `element`).
-LogicalResult expectShape(Operation *op, StringRef what, Value value,
-                          ArrayRef<int64_t> shape, Type element = {}) {
-  auto type = cast<RankedTensorType>(value.getType());
-  Type want = element ? element : type.getElementType();
-  if (type.getShape() != shape || type.getElementType() != want)
-    return op->emitOpError() << what << " must be "
-                             << RankedTensorType::get(shape, want)
-                             << ", found " << type;
-  return success();
-}
-
 SmallVector<int64_t> append(ArrayRef<int64_t> shape, int64_t last) {
   SmallVector<int64_t> out(shape);
   out.push_back(last);

@@ -28,12 +28,6 @@ using mlir::braid::GridGroup;
 
 namespace braid::conversion {
 
-Location unnamed(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getChildLoc();
-  return loc;
-}
-
 bool isShardTransfer(Operation *op) {
   return isa<shard::AllReduceOp, shard::AllGatherOp, shard::ReduceScatterOp,
              shard::AllToAllOp>(op);

@@ -118,7 +118,7 @@ struct BlockLowering {
     DistGroup dist = getDistGroup(b, op, *g);
     grid = dist.grid;
     axes = dist.axes;
-    coordinate = dist::CoordinateOp::create(b, loc, b.getIndexType(), grid, axes);
+    coordinate = buildCoordinate(b, loc, op, *g);
     return success();
   }
 

@@ -45,6 +45,7 @@ struct ChunkLowering {
   Location loc;
   FlatSymbolRefAttr grid;
   DenseI16ArrayAttr axes;
+  std::optional<GridGroup> group;
   int64_t ranks = 1;
 
   explicit ChunkLowering(Operation *op)
@@ -60,6 +61,7 @@ struct ChunkLowering {
       return op->emitError("context_axes ")
              << names << " must list grid axes in grid order (the order of "
                 "the communicator's ranks, which hold the chunks in turn)";
+    this->group = *group;
     ranks = group->size();
     DistGroup dist = getDistGroup(b, op, *group);
     grid = dist.grid;
@@ -100,9 +102,7 @@ struct ChunkLowering {
     dist::WaitOp::create(b, loc, tokens);
     return all;
   }
-  Value coordinate() {
-    return dist::CoordinateOp::create(b, loc, b.getIndexType(), grid, axes);
-  }
+  Value coordinate() { return buildCoordinate(b, loc, op, *group); }
   void replace(ValueRange results) {
     for (auto [old, now] : llvm::zip_equal(op->getResults(), results))
       old.replaceAllUsesWith(now);

@@ -43,40 +43,6 @@ bool isVocabParallel(Operation *op) {
       .Default([](Operation *) { return false; });
 }
 
-DistGroup getDistGroup(OpBuilder &b, Operation *anchor,
-                       const GridGroup &group) {
-  SmallVector<int16_t> axes(group.positions.begin(), group.positions.end());
-  return {FlatSymbolRefAttr::get(getProgramGrid(anchor).getSymNameAttr()),
-          b.getDenseI16ArrayAttr(axes)};
-}
-
-Value buildCoordinate(OpBuilder &b, Location loc, Operation *anchor,
-                      const GridGroup &group) {
-  FlatSymbolRefAttr grid =
-      FlatSymbolRefAttr::get(getProgramGrid(anchor).getSymNameAttr());
-  auto of = [&](ArrayRef<unsigned> positions) -> Value {
-    SmallVector<int16_t> axes(positions.begin(), positions.end());
-    return dist::CoordinateOp::create(b, loc, b.getIndexType(), grid,
-                                      b.getDenseI16ArrayAttr(axes));
-  };
-  if (group.inGridOrder())
-    return of(group.positions);
-  // Listed out of grid order: composed from each axis's coordinate, the
-  // first listed axis the slowest (the order the partitioner numbers
-  // blocks in).
-  Value c;
-  for (auto [position, size] : llvm::zip_equal(group.positions, group.sizes)) {
-    Value axis = of({position});
-    c = c ? arith::AddIOp::create(
-                b, loc,
-                arith::MulIOp::create(
-                    b, loc, c, arith::ConstantIndexOp::create(b, loc, size)),
-                axis)
-          : axis;
-  }
-  return c;
-}
-
 namespace {
 
 struct VocabLowering {

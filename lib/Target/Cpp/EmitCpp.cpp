@@ -217,6 +217,8 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, raw_ostream &os) {
     return emitSpmdOp(op, os);
   if (isDistOp(op))
     return emitDistOp(op, os);
+  if (isPieceOp(op))
+    return emitPieceCall(op, os);
   if (fp.fusion->getRoot(op) == op)
     return emitFusedGroup(op, os);
   return emitKernelCall(op, os);

@@ -2,8 +2,10 @@
 //
 // Shared by the emitter's files: EmitCpp.cpp (program and functions),
 // EmitFusion.cpp (generated elementwise kernels), EmitKernelCalls.cpp (calls
-// of the runtime's kernels), EmitSpmd.cpp (the local pieces of partitioned
-// ops, the sharding of tensors in SPMD programs), EmitDist.cpp (transfers).
+// of the runtime's kernels), EmitPieces.cpp (those of the per-rank pieces the
+// lowering to dist makes), EmitSpmd.cpp (shard.all_slice, bias_add, slice
+// and unslice; the sharding of tensors in SPMD programs), EmitDist.cpp
+// (transfers, coordinates and index arithmetic).
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,10 +51,12 @@ FailureOr<std::optional<ShardedTensor>> readSharding(DictionaryAttr attrs,
 SmallVector<std::string> splitSpecs(const ShardedTensor &tensor,
                                     const Grid &grid);
 
-/// True for the ops EmitSpmd.cpp emits: shard collectives, bias_add,
-/// unslice, and braid ops partitioning annotated (vocabulary-parallel
-/// embedding and cross-entropy, ZeRO updates).
+/// True for the ops EmitSpmd.cpp emits: shard ops (collectives, which it
+/// rejects: they reach it lowered to dist), bias_add, slice and unslice.
 bool isSpmdOp(Operation *op);
+/// A per-rank piece of a partitioned op, which --convert-braid-to-dist makes
+/// (EmitPieces.cpp).
+bool isPieceOp(Operation *op);
 /// An op computing an index (dist.coordinate, arith on indices), which the
 /// uses of its value print as an expression.
 bool isIndexOp(Operation *op);
@@ -155,6 +159,7 @@ private:
 
   LogicalResult emitOp(Operation *op, raw_ostream &os);
   LogicalResult emitKernelCall(Operation *op, raw_ostream &os);
+  LogicalResult emitPieceCall(Operation *op, raw_ostream &os);
   LogicalResult emitSpmdOp(Operation *op, raw_ostream &os);
   LogicalResult emitDistOp(Operation *op, raw_ostream &os);
   /// The C++ expression of an index value: a dist.coordinate or arith

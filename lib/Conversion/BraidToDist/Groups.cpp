@@ -1,0 +1,59 @@
+//===- Groups.cpp - what every protocol family's lowering shares -----------===//
+//
+// A group in the form dist ops state it, the rank's coordinate over a
+// group, and the location of the ops an expansion adds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BraidToDist.h"
+
+#include "dialects/dist/IR/DistDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace braid::conversion {
+
+Location unnamed(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getChildLoc();
+  return loc;
+}
+
+DistGroup getDistGroup(OpBuilder &b, Operation *anchor,
+                       const GridGroup &group) {
+  SmallVector<int16_t> axes(group.positions.begin(), group.positions.end());
+  return {FlatSymbolRefAttr::get(getProgramGrid(anchor).getSymNameAttr()),
+          b.getDenseI16ArrayAttr(axes)};
+}
+
+Value buildCoordinate(OpBuilder &b, Location loc, Operation *anchor,
+                      const GridGroup &group) {
+  FlatSymbolRefAttr grid =
+      FlatSymbolRefAttr::get(getProgramGrid(anchor).getSymNameAttr());
+  auto of = [&](ArrayRef<unsigned> positions) -> Value {
+    SmallVector<int16_t> axes(positions.begin(), positions.end());
+    return dist::CoordinateOp::create(b, loc, b.getIndexType(), grid,
+                                      b.getDenseI16ArrayAttr(axes));
+  };
+  if (group.inGridOrder())
+    return of(group.positions);
+  // Listed out of grid order: composed from each axis's coordinate, the
+  // first listed axis the slowest (the order the partitioner numbers
+  // blocks in).
+  Value c;
+  for (auto [position, size] : llvm::zip_equal(group.positions, group.sizes)) {
+    Value axis = of({position});
+    c = c ? arith::AddIOp::create(
+                b, loc,
+                arith::MulIOp::create(
+                    b, loc, c, arith::ConstantIndexOp::create(b, loc, size)),
+                axis)
+          : axis;
+  }
+  return c;
+}
+
+} // namespace braid::conversion
