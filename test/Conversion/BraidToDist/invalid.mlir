@@ -80,3 +80,13 @@ func.func @zero_order(%g: tensor<8xf32>, %c: tensor<f32>) {
   braid.sgd_update @b, %g, %c {lr = 1.0 : f64, weight_decay = 0.0 : f64, zero_axes = ["tp", "dp"]} : tensor<8xf32>, tensor<f32>
   return
 }
+
+// -----
+
+shard.grid @grid(shape = 2) {braid.axes = ["dp"]}
+braid.param @b zeros : tensor<8xf32>
+func.func @zero_grad(%g: tensor<2xf32>, %c: tensor<f32>) {
+  // expected-error @+1 {{the gradient of a ZeRO update is the whole parameter (8 elements) or this rank's range (4), not 2}}
+  braid.sgd_update @b, %g, %c {lr = 1.0 : f64, weight_decay = 0.0 : f64, zero_axes = ["dp"]} : tensor<2xf32>, tensor<f32>
+  return
+}

@@ -69,3 +69,11 @@ func.func @accumulator(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x16xf32>, %p: t
   %a, %b, %c = braid.attention_block_grad %q, %k, %k, %q, %p, %p, %l, %l into %q, %dk, %dk scale 0.25 : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4x16xf32>, tensor<8xi64>, tensor<8xi64>, tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
   return
 }
+
+// -----
+
+func.func @types(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x16xbf16>, %p: tensor<8xi64>) {
+  // expected-error @+1 {{'braid.attention_block' op query, key and value must have one element type}}
+  %o, %l = braid.attention_block %q, %k, %k, %p, %p scale 0.25 : tensor<2x8x4x16xf32>, tensor<2x8x2x16xbf16>, tensor<2x8x2x16xbf16>, tensor<8xi64>, tensor<8xi64> -> tensor<2x8x4x16xf32>, tensor<2x8x4xf32>
+  return
+}

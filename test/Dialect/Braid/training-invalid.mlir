@@ -553,3 +553,19 @@ func.func @write_type(%x: tensor<8xbf16>) {
   braid.set_param @w, %x : tensor<8xbf16>
   return
 }
+
+// -----
+
+braid.param @w normal(0.02) : tensor<8xf32>
+func.func @range_positive(%g: tensor<8xf32>, %c: tensor<f32>, %o: index) {
+  // expected-error @+1 {{'braid.sgd_update' op range must be positive, found 0}}
+  braid.sgd_update @w at %o, %g, %c {lr = 1.0e-2 : f64, weight_decay = 0.0 : f64, range = 0 : i64} : tensor<8xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'braid.zero_axes' must be a non-empty array of grid axis names on a braid.param}}
+func.func @zero_axes_place() attributes {braid.zero_axes = ["dp"]} {
+  return
+}

@@ -108,3 +108,20 @@ module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} 
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// The emitter prints an index a piece takes as an expression of the rank's
+// coordinates, from the arithmetic it knows.
+module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
+  shard.grid @grid(shape = 2) {braid.axes = ["tp"]}
+  func.func @step(%tok: tensor<2xi32>, %t: tensor<2xi32>, %wte: tensor<4x8xf32>) -> tensor<f32> {
+    %c = dist.coordinate on @grid grid_axes = [0] : index
+    %four = arith.constant 4 : index
+    // expected-error @+1 {{the emitter computes indices with addi, subi, muli, divui and remui, not arith.divsi}}
+    %off = arith.divsi %c, %four : index
+    %e = braid.embedding_shard %tok, %wte at %off : tensor<2xi32>, tensor<4x8xf32> -> tensor<2x8xf32>
+    %loss = braid.cross_entropy %e, %t : tensor<2x8xf32>, tensor<2xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
