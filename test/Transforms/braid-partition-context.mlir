@@ -57,8 +57,8 @@
 // it is computed, then the block of chunk (c + 1) mod 2 is, and merged.
 // RING-EMIT-LABEL: void fn_layer_fwd(
 // RING-EMIT: braid_k_sequence_positions(rt, {{.*}}, 4, (coord(rt, "cp") * int64_t(4)), 8, 2);
-// RING-EMIT: braid_event *[[EK:ev[0-9]+]] = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), {{.*}}, 64, (coord(rt, "cp") + 1) % 2, {{.*}}, 64, (coord(rt, "cp") + 1) % 2, BRAID_F32);
-// RING-EMIT: braid_event *[[EV:ev[0-9]+]] = braid_sendrecv(rt, braid_rt_comm(rt, "cp"),
+// RING-EMIT: [[EK:ev\[[0-9]+\]]] = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), {{.*}}, 64, (coord(rt, "cp") + 1) % 2, {{.*}}, 64, (coord(rt, "cp") + 1) % 2, BRAID_F32);
+// RING-EMIT: [[EV:ev\[[0-9]+\]]] = braid_sendrecv(rt, braid_rt_comm(rt, "cp"),
 // RING-EMIT: braid_k_attention_block(rt, BRAID_F32,
 // RING-EMIT: braid_event_wait(rt, [[EK]]);
 // RING-EMIT-NEXT: braid_event_wait(rt, [[EV]]);
@@ -69,7 +69,7 @@
 // RING-EMIT: braid_k_attention_delta(rt, BRAID_F32,
 // The cotangents shift on once this rank's block added to them.
 // RING-EMIT: braid_k_attention_block_grad(rt, BRAID_F32,
-// RING-EMIT: braid_event *[[EDK:ev[0-9]+]] = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), [[DK:at\(arena, frame \+ [0-9]+\)]], 64,
+// RING-EMIT: [[EDK:ev\[[0-9]+\]]] = braid_sendrecv(rt, braid_rt_comm(rt, "cp"), [[DK:at\(arena, frame \+ [0-9]+\)]], 64,
 // RING-EMIT: braid_event_wait(rt, [[EDK]]);
 // RING-EMIT: braid_k_attention_block_grad(rt, BRAID_F32,
 // RING-EMIT: braid_sendrecv(rt, braid_rt_comm(rt, "cp"),

@@ -5,7 +5,7 @@
 // Reshapes alias their input, the fused silu*h is stored once, and a value
 // returned by a function lives in the caller's buffer.
 
-// CHECK:      arena_bytes: 4096
+// CHECK:      arena_bytes: 3840
 // CHECK-NEXT: persistent_bytes: 2560
 // CHECK-NEXT: param @wte offset 0 bytes 320
 // CHECK-NEXT: param @l0.up offset 320 bytes 512
@@ -16,21 +16,22 @@
 // CHECK-NEXT: input #1 offset 2432 bytes 32
 // CHECK-NEXT: loss offset 2496 bytes 4
 
-// %h dies when %m is computed (the fused group executes at %m): %y reuses its
-// place. %g is inside the group and has no buffer; %r is the caller's.
-// CHECK-NEXT: func @mlp frame_bytes 1024
-// CHECK-NEXT:   buffer h offset 0 bytes 512 live 0..2
-// CHECK-NEXT:   buffer m offset 512 bytes 512 live 2..3
-// CHECK-NEXT:   buffer y offset 0 bytes 256 live 3..4
+// The fused group silu*h executes at %m and reads %h there for the last
+// time: %m is written in place of %h (one buffer, named after %h, live from
+// %h to %y). %g is inside the group and has no buffer; %r is the caller's.
+// CHECK-NEXT: func @mlp frame_bytes 768
+// CHECK-NEXT:   buffer h offset 0 bytes 512 live 0..3
+// CHECK-NEXT:   buffer y offset 512 bytes 256 live 3..4
+// CHECK-NOT:    buffer m
 // CHECK-NOT:    buffer g
 // CHECK-NOT:    buffer r
 
 // The 4-D view of %h0 shares its buffer; both calls place @mlp's frame at 0,
 // below the values live across them.
-// CHECK-NEXT: func @step frame_bytes 1536
-// CHECK-DAG:    buffer h0 offset 1024 bytes 256 live 1..6
-// CHECK-DAG:    buffer h1 offset 1280 bytes 256 live 6..9
-// CHECK-DAG:    buffer h2 offset 1024 bytes 256 live 9..10
+// CHECK-NEXT: func @step frame_bytes 1280
+// CHECK-DAG:    buffer h0 offset 768 bytes 256 live 1..6
+// CHECK-DAG:    buffer h1 offset 1024 bytes 256 live 6..9
+// CHECK-DAG:    buffer h2 offset 768 bytes 256 live 9..10
 // CHECK-DAG:    buffer logits offset 0 bytes 320 live 10..11
 // CHECK:        call @mlp at 6 frame_offset 0
 // CHECK-NEXT:   call @mlp at 9 frame_offset 0

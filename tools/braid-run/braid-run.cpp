@@ -92,6 +92,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <cmath>
@@ -126,6 +127,12 @@ static cl::opt<std::string> entry("entry", cl::cat(runCategory), cl::desc("Step 
 static cl::opt<std::string> emitCpp("emit-cpp", cl::cat(runCategory),
                                     cl::desc("Also write the generated C++ "
                                              "source to this file"));
+static cl::opt<bool> rollRepeats(
+    "roll-repeats", cl::cat(runCategory),
+    cl::desc("Print repeated statement groups of the generated program "
+             "(layers, micro-batches) as loops over tables; off prints every "
+             "statement"),
+    cl::init(true));
 static cl::opt<bool> compileOnly("compile-only", cl::cat(runCategory),
                                  cl::desc("Build the program, do not run it"));
 static cl::opt<std::string>
@@ -403,7 +410,9 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
   for (auto [stage, name] : llvm::enumerate(*entries)) {
     std::string &source = sources.emplace_back();
     llvm::raw_string_ostream os(source);
-    if (failed(::braid::emitProgramAsCpp(module, name, os)))
+    ::braid::CppEmitOptions options;
+    options.rollRepeats = rollRepeats;
+    if (failed(::braid::emitProgramAsCpp(module, name, os, options)))
       return failure();
     if (emit && !emitCpp.empty()) {
       auto out = openOutputFile(
@@ -416,10 +425,19 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
       out->keep();
     }
   }
+  // The stages' programs build concurrently, one host compiler per core:
+  // GPT-3 175B on pp8 is eight builds of about two seconds each.
+  SmallVector<FailureOr<std::string>> built(sources.size(), failure());
+  {
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
+    for (auto [source, binary] : llvm::zip_equal(sources, built))
+      pool.async([&, &source = source, &binary = binary] {
+        binary = ::braid::run::buildProgram(source, backend, ranks > 1, quiet);
+      });
+    pool.wait();
+  }
   SmallVector<std::string> binaries;
-  for (const std::string &source : sources) {
-    FailureOr<std::string> binary =
-        ::braid::run::buildProgram(source, backend, ranks > 1, quiet);
+  for (FailureOr<std::string> &binary : built) {
     if (failed(binary))
       return failure();
     binaries.push_back(*binary);

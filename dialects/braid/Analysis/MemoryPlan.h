@@ -102,7 +102,12 @@ struct ProgramPlan {
 /// Plans `module` whose step function is `entry`; emits a located error for
 /// what the plan does not support (control flow, recursion, external calls,
 /// returning an argument, a step without exactly one scalar result).
-FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry);
+///
+/// With `framesToo` false, only the persistent part is laid out (parameters,
+/// states, inputs and loss: what another pipeline rank's program holds),
+/// and no function's frame is planned.
+FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry,
+                                   bool framesToo = true);
 
 /// Bytes of a tensor of `type`.
 int64_t getTensorBytes(Type type);

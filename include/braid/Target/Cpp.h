@@ -8,13 +8,22 @@
 
 namespace braid {
 
+/// How the program is printed.
+struct CppEmitOptions {
+  /// Print runs of op groups that repeat with different literals (a call
+  /// per layer, a forward and a backward per micro-batch) as loops over
+  /// tables, so that the text does not grow with layers and micro-batches.
+  bool rollRepeats = true;
+};
+
 /// Writes one C++ source file for the program whose step function is
 /// `entry`: its kernels' calls, generated fused elementwise kernels, the
 /// static arena plan and the `braid_program_get` entry point of
 /// runtime/include/braid/runtime.h. The text compiles with the host C++
 /// compiler (CPU runtime) and with nvcc (CUDA runtime).
 mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entry,
-                                     llvm::raw_ostream &os);
+                                     llvm::raw_ostream &os,
+                                     const CppEmitOptions &options = {});
 
 /// Registers the `--braid-to-cpp` translation.
 void registerToCppTranslation();

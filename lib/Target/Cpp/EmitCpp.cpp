@@ -122,13 +122,16 @@ std::string FunctionEmitter::nameOf(Value value) {
 std::string FunctionEmitter::array(ArrayRef<int64_t> values) {
   if (values.empty())
     return "nullptr";
-  std::string name = "kA" + std::to_string(nextArray++);
-  body += "  static const int64_t " + name + "[] = {" +
-          llvm::join(llvm::map_range(values,
-                                     [](int64_t v) { return std::to_string(v); }),
-                     ", ") +
-          "};\n";
-  return name;
+  // One array per content, so that ops passing equal arrays print alike.
+  std::string content = llvm::join(
+      llvm::map_range(values, [](int64_t v) { return std::to_string(v); }),
+      ", ");
+  auto [it, inserted] = arrays.try_emplace(content, "");
+  if (!inserted)
+    return it->second;
+  it->second = "kA" + std::to_string(nextArray++);
+  body += "  static const int64_t " + it->second + "[] = {" + content + "};\n";
+  return it->second;
 }
 
 LogicalResult FunctionEmitter::emit(raw_ostream &os) {
@@ -141,8 +144,8 @@ LogicalResult FunctionEmitter::emit(raw_ostream &os) {
     freesAt[buffer.lastOp].push_back(&buffer);
   }
 
-  std::string ops;
-  llvm::raw_string_ostream opsOs(ops);
+  std::string text;
+  llvm::raw_string_ostream opsOs(text);
   for (Operation &op : block) {
     unsigned position = fp.position.lookup(&op);
     Operation *root = fp.fusion->getRoot(&op);
@@ -192,6 +195,12 @@ LogicalResult FunctionEmitter::emit(raw_ostream &os) {
      << "(braid_rt *rt, char *arena, int64_t frame, void *const *args, "
         "void *const *results) {\n";
   os << "  (void)arena; (void)frame; (void)args; (void)results;\n";
+  std::string ops =
+      program.options.rollRepeats ? rollRepeats(text, body, nextTable) : text;
+  // A transfer's event lives in a slot of the function's array, numbered in
+  // program order, so that repeated transfers differ in a literal only.
+  if (!events.empty())
+    body += "  braid_event *ev[" + std::to_string(events.size()) + "];\n";
   os << body << ops << "}\n\n";
   return success();
 }
@@ -343,32 +352,45 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
           bound = it->second.globalShape[0];
     });
 
-  unsigned shapeId = 0;
+  // One array per shape and per sharding: a model's layers share them.
+  llvm::StringMap<std::string> arrays;
+  unsigned shapeId = 0, shardingId = 0;
   auto shapeArray = [&](RankedTensorType type) -> std::string {
     if (type.getRank() == 0)
       return "nullptr";
-    std::string name = "kShape" + std::to_string(shapeId++);
-    os << "constexpr int64_t " << name << "[] = {";
-    llvm::interleaveComma(type.getShape(), os);
-    os << "};\n";
-    return name;
+    std::string content;
+    llvm::raw_string_ostream cs(content);
+    llvm::interleaveComma(type.getShape(), cs);
+    auto [it, inserted] = arrays.try_emplace("shape:" + content, "");
+    if (inserted) {
+      it->second = "kShape" + std::to_string(shapeId++);
+      os << "constexpr int64_t " << it->second << "[] = {" << content
+         << "};\n";
+    }
+    return it->second;
   };
   // Parameters and program state are both initialized by the runtime.
   SmallVector<PersistentTensor> persistent(plan.params);
   llvm::append_range(persistent, plan.states);
   // A sharded tensor's global shape and split axes: ", kGlobalN, kSplitN".
-  unsigned shardingId = 0;
   auto shardingArrays = [&](const ShardedTensor *sharding) -> std::string {
     if (!sharding)
       return "";
-    std::string id = std::to_string(shardingId++);
-    os << "constexpr int64_t kGlobal" << id << "[] = {";
-    llvm::interleaveComma(sharding->globalShape, os);
-    os << "};\nconst char *const kSplit" << id << "[] = {";
-    llvm::interleaveComma(splitSpecs(*sharding, *devices), os,
-                          [&](const std::string &axes) { os << quoted(axes); });
-    os << "};\n";
-    return ", kGlobal" + id + ", kSplit" + id;
+    std::string global, split;
+    llvm::raw_string_ostream gs(global), ss(split);
+    llvm::interleaveComma(sharding->globalShape, gs);
+    llvm::interleaveComma(splitSpecs(*sharding, *devices), ss,
+                          [&](const std::string &axes) { ss << quoted(axes); });
+    auto [it, inserted] =
+        arrays.try_emplace("sharding:" + global + ";" + split, "");
+    if (inserted) {
+      std::string id = std::to_string(shardingId++);
+      os << "constexpr int64_t kGlobal" << id << "[] = {" << global
+         << "};\nconst char *const kSplit" << id << "[] = {" << split
+         << "};\n";
+      it->second = ", kGlobal" + id + ", kSplit" + id;
+    }
+    return it->second;
   };
   SmallVector<std::string> paramShapes, inputShapes, paramShardings,
       inputShardings;
@@ -573,11 +595,12 @@ collectCommGroups(mlir::ModuleOp module, mlir::func::FuncOp entry,
 }
 
 mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entry,
-                                     llvm::raw_ostream &os) {
+                                     llvm::raw_ostream &os,
+                                     const CppEmitOptions &options) {
   mlir::FailureOr<mlir::braid::ProgramPlan> plan = mlir::braid::planProgram(module, entry);
   if (mlir::failed(plan))
     return mlir::failure();
-  cpp::ProgramEmitter emitter(module, *plan);
+  cpp::ProgramEmitter emitter(module, *plan, options);
   auto entries = module->getAttrOfType<mlir::ArrayAttr>(kPipelineEntriesAttr);
   if (!entries)
     return emitter.emit(os);
@@ -595,7 +618,9 @@ mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entr
   llvm::StringMap<int64_t> lowest;
   for (auto [k, e] : llvm::enumerate(entries)) {
     llvm::StringRef name = llvm::cast<mlir::FlatSymbolRefAttr>(e).getValue();
-    mlir::FailureOr<mlir::braid::ProgramPlan> other = mlir::braid::planProgram(module, name);
+    // Its persistent tensors only: its frames are its own emission's.
+    mlir::FailureOr<mlir::braid::ProgramPlan> other =
+        mlir::braid::planProgram(module, name, /*framesToo=*/false);
     if (mlir::failed(other))
       return mlir::failure();
     for (const auto *list : {&other->params, &other->states})

@@ -73,7 +73,7 @@ bool isDistTransfer(Operation *op) {
 std::string FunctionEmitter::event(Value token) {
   auto [it, inserted] = events.try_emplace(token, "");
   if (inserted)
-    it->second = "ev" + std::to_string(events.size() - 1);
+    it->second = "ev[" + std::to_string(events.size() - 1) + "]";
   return it->second;
 }
 
@@ -94,9 +94,9 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
   auto p = [&](Value v) { return ptr(v); };
   auto dt = [](Value v) { return dtypeName(v.getType()); };
   auto error = [&] { return op->emitError(); };
-  // `braid_event *ev = braid_<fn>(rt, <the transfer's communicator>,
-  // <args>)`, bracketed for the trace, after `prelude` statements (the
-  // function's body is one scope: its wait, later in the block, sees it).
+  // `ev[k] = braid_<fn>(rt, <the transfer's communicator>, <args>)`,
+  // bracketed for the trace, after `prelude` statements (the slot is the
+  // function's: its wait, later in the block, sees it).
   auto issue = [&](auto t, StringRef fn, const std::string &args,
                    const std::string &prelude = "") -> LogicalResult {
     FailureOr<GridGroup> group =
@@ -104,7 +104,7 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
     if (failed(group))
       return failure();
     emitBracketed(op,
-                  prelude + "braid_event *" + event(t.getToken()) + " = braid_" +
+                  prelude + event(t.getToken()) + " = braid_" +
                       fn.str() + "(rt, braid_rt_comm(rt, " +
                       quoted(group->spec()) + "), " + args + ")",
                   os);

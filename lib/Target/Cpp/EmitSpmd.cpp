@@ -163,10 +163,14 @@ std::optional<ShardedTensor> ProgramEmitter::gradSharding(StringRef name,
 }
 
 std::string FunctionEmitter::strings(ArrayRef<std::string> values) {
-  std::string name = "kS" + std::to_string(nextArray++);
-  body += "  static const char *const " + name + "[] = {" +
-          llvm::join(llvm::map_range(values, quoted), ", ") + "};\n";
-  return name;
+  std::string content = llvm::join(llvm::map_range(values, quoted), ", ");
+  auto [it, inserted] = arrays.try_emplace("strings:" + content, "");
+  if (!inserted)
+    return it->second;
+  it->second = "kS" + std::to_string(nextArray++);
+  body += "  static const char *const " + it->second + "[] = {" + content +
+          "};\n";
+  return it->second;
 }
 
 std::string FunctionEmitter::coordinate(const GridGroup &group) {

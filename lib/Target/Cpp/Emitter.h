@@ -12,6 +12,7 @@
 #ifndef BRAID_LIB_TARGET_CPP_EMITTER_H
 #define BRAID_LIB_TARGET_CPP_EMITTER_H
 
+#include "braid/Target/Cpp.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -67,10 +68,17 @@ bool isDistTransfer(Operation *op);
 
 class FunctionEmitter;
 
+/// Prints a function body's statements, each run of statement groups that
+/// repeat with different integer and string literals as one loop over a
+/// table of them (EmitRoll.cpp); the tables go to `tables`.
+std::string rollRepeats(StringRef text, std::string &tables,
+                        unsigned &nextTable);
+
 class ProgramEmitter {
 public:
-  ProgramEmitter(ModuleOp module, ProgramPlan &plan)
-      : module(module), plan(plan) {}
+  ProgramEmitter(ModuleOp module, ProgramPlan &plan,
+                 const CppEmitOptions &options)
+      : module(module), plan(plan), options(options) {}
 
   LogicalResult emit(raw_ostream &os);
 
@@ -81,6 +89,7 @@ public:
   llvm::StringMap<std::string> kernelNames;
   ModuleOp module;
   ProgramPlan &plan;
+  CppEmitOptions options;
   /// The grid the program was partitioned for ("dp=2,tp=2"), empty without
   /// a shard.grid.
   std::string grid;
@@ -135,7 +144,9 @@ private:
   ProgramEmitter &program;
   const FunctionPlan &fp;
   std::string body;
-  unsigned nextArray = 0;
+  unsigned nextArray = 0, nextTable = 0;
+  /// The static arrays of the body, by content.
+  llvm::StringMap<std::string> arrays;
   /// The event variable of each transfer's token (declared by its start).
   llvm::DenseMap<Value, std::string> events;
 

@@ -9,6 +9,11 @@
 static llvm::cl::opt<std::string>
     entryOption("braid-entry", llvm::cl::desc("Step function to emit"),
                 llvm::cl::init("step"));
+static llvm::cl::opt<bool> rollOption(
+    "braid-roll-repeats",
+    llvm::cl::desc("Print repeated op groups (layers, micro-batches) as loops "
+                   "over tables of their literals"),
+    llvm::cl::init(true));
 
 void braid::registerToCppTranslation() {
   mlir::TranslateFromMLIRRegistration registration(
@@ -17,7 +22,9 @@ void braid::registerToCppTranslation() {
         auto module = llvm::dyn_cast<mlir::ModuleOp>(op);
         if (!module)
           return op->emitError("expected a builtin.module");
-        return braid::emitProgramAsCpp(module, entryOption, os);
+        braid::CppEmitOptions options;
+        options.rollRepeats = rollOption;
+        return braid::emitProgramAsCpp(module, entryOption, os, options);
       },
       [](mlir::DialectRegistry &registry) {
         braid::registerAllDialects(registry);

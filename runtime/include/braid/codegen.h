@@ -72,8 +72,14 @@ void launch_elementwise(braid_rt *rt, int64_t n, const F &f) {
 
 #else
 
+// Not inlined: a step launches the same few functors hundreds of times (a
+// rolled loop over micro-batches still holds an accumulation per
+// parameter), and a vectorized, unrolled copy of the loop at every launch
+// made the host compiler's time grow with them (a GPT-3 stage: 7.5 s at
+// -O2, most of it unrolling inlined copies). One instantiation per functor
+// runs as fast.
 template <typename F>
-void launch_elementwise(braid_rt *rt, int64_t n, const F &f) {
+__attribute__((noinline)) void launch_elementwise(braid_rt *rt, int64_t n, const F &f) {
   (void)rt;
   for (int64_t i = 0; i < n; ++i)
     f(i);

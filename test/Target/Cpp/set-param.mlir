@@ -10,7 +10,7 @@
 // CHECK:       braid::launch_elementwise(rt, 64, fused_{{[0-9]+}}{static_cast<float *>(at(arena, [[W:[0-9]+]]))});
 // CHECK-NOT:   braid_rt_copy
 // CHECK:       braid_k_cross_entropy
-// CHECK:       {"w", BRAID_F32, 2, kShape1, BRAID_INIT_ZEROS, 0, 0, [[W]]
+// CHECK:       {"w", BRAID_F32, 2, kShape0, BRAID_INIT_ZEROS, 0, 0, [[W]]
 module attributes {braid.model = {name = "m", family = "gpt", vocab = 8 : i64}} {
   braid.param @wte normal(0.02) : tensor<8x8xf32>
   braid.param @w zeros : tensor<8x8xf32>

@@ -50,7 +50,7 @@ module attributes {braid.model = {name = "collectives", family = "gpt", vocab = 
 // The gathered blocks, then their elements in sequence order.
 // CHECK:        braid_rt_alloc(rt, frame + [[BLOCKS:[0-9]+]], 256, "v1");
 // CHECK-NEXT:   braid_rt_op_begin(rt, "all_gather", "v1");
-// CHECK-NEXT:   braid_event *[[EG:ev[0-9]+]] = braid_all_gather(rt, braid_rt_comm(rt, "tp"), args[0], at(arena, frame + [[BLOCKS]]), 32, BRAID_F32);
+// CHECK-NEXT:   [[EG:ev\[[0-9]+\]]] = braid_all_gather(rt, braid_rt_comm(rt, "tp"), args[0], at(arena, frame + [[BLOCKS]]), 32, BRAID_F32);
 // CHECK-NEXT:   braid_rt_op_end(rt);
 // CHECK-NEXT:   braid_event_wait(rt, [[EG]]);
 // CHECK:        braid_rt_op_begin(rt, "transpose",
@@ -58,7 +58,7 @@ module attributes {braid.model = {name = "collectives", family = "gpt", vocab = 
 // The blocks to scatter first, then the transfer into the result.
 // CHECK:        braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[FULL]]), at(arena, frame + [[SEND:[0-9]+]]), 4,
 // CHECK:        braid_rt_op_begin(rt, "reduce_scatter",
-// CHECK-NEXT:   braid_event *[[ES:ev[0-9]+]] = braid_reduce_scatter(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[SEND]]), results[0], 32, BRAID_F32, BRAID_RED_SUM);
+// CHECK-NEXT:   [[ES:ev\[[0-9]+\]]] = braid_reduce_scatter(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[SEND]]), results[0], 32, BRAID_F32, BRAID_RED_SUM);
 // CHECK-NEXT:   braid_rt_op_end(rt);
 // CHECK-NEXT:   braid_event_wait(rt, [[ES]]);
 
@@ -69,23 +69,23 @@ module attributes {braid.model = {name = "collectives", family = "gpt", vocab = 
 // Heads for sequence (Ulysses): the chunks sent re-laid out first, the
 // chunks received after the wait.
 // CHECK:        braid_k_transpose(rt, BRAID_F32, at(arena, frame + {{[0-9]+}}), at(arena, frame + [[ASEND:[0-9]+]]), 3,
-// CHECK:        [[EA:ev[0-9]+]] = braid_all_to_all(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[ASEND]]), at(arena, frame + [[ARECV:[0-9]+]]), 16, BRAID_F32);
+// CHECK:        [[EA:ev\[[0-9]+\]]] = braid_all_to_all(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[ASEND]]), at(arena, frame + [[ARECV:[0-9]+]]), 16, BRAID_F32);
 // CHECK-NEXT:   braid_rt_op_end(rt);
 // CHECK-NEXT:   braid_event_wait(rt, [[EA]]);
 // CHECK:        braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[ARECV]]), at(arena, frame + [[A:[0-9]+]]), 4,
 // Outermost on both sides: straight through.
 // CHECK:        braid_rt_op_begin(rt, "all_to_all", "b");
-// CHECK-NEXT:   [[EB:ev[0-9]+]] = braid_all_to_all(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[A]]), at(arena, frame + [[B:[0-9]+]]), 16, BRAID_F32);
+// CHECK-NEXT:   [[EB:ev\[[0-9]+\]]] = braid_all_to_all(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[A]]), at(arena, frame + [[B:[0-9]+]]), 16, BRAID_F32);
 // CHECK-NEXT:   braid_rt_op_end(rt);
 // CHECK-NEXT:   braid_event_wait(rt, [[EB]]);
 // Only the chunks sent need a re-layout.
 // CHECK:        braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[B]]), at(arena, frame + [[ESEND:[0-9]+]]), 4,
 // CHECK:        braid_all_to_all(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[ESEND]]), at(arena, frame + {{[0-9]+}}), 16, BRAID_F32);
 // CHECK:        braid_rt_op_begin(rt, "all_gather", "c");
-// CHECK-NEXT:   [[EC:ev[0-9]+]] = braid_all_gather(rt, braid_rt_comm(rt, "dp,tp"), at(arena, frame + [[B]]), at(arena, frame + {{[0-9]+}}), 32, BRAID_F32);
+// CHECK-NEXT:   [[EC:ev\[[0-9]+\]]] = braid_all_gather(rt, braid_rt_comm(rt, "dp,tp"), at(arena, frame + [[B]]), at(arena, frame + {{[0-9]+}}), 32, BRAID_F32);
 // Axes listed out of grid order: the communicator of the grid order, its
 // blocks re-laid out after the wait.
-// CHECK:        [[ED:ev[0-9]+]] = braid_all_gather(rt, braid_rt_comm(rt, "dp,tp"), at(arena, frame + [[B]]), at(arena, frame + [[DBLOCKS:[0-9]+]]), 32, BRAID_F32);
+// CHECK:        [[ED:ev\[[0-9]+\]]] = braid_all_gather(rt, braid_rt_comm(rt, "dp,tp"), at(arena, frame + [[B]]), at(arena, frame + [[DBLOCKS:[0-9]+]]), 32, BRAID_F32);
 // CHECK-NEXT:   braid_rt_op_end(rt);
 // CHECK-NEXT:   braid_event_wait(rt, [[ED]]);
 // CHECK:        braid_k_transpose(rt, BRAID_F32, at(arena, frame + [[DBLOCKS]]), at(arena, frame + {{[0-9]+}}), 4,

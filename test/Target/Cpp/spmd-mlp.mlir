@@ -42,7 +42,7 @@ module attributes {braid.model = {name = "mlp-tp", family = "gpt", vocab = 16 : 
 // CHECK:        braid_k_linear(rt, BRAID_F32, {{.*}}, 8, 8, 16, 0);
 // CHECK:        braid_k_linear(rt, BRAID_F32, {{.*}}, 8, 16, 8, 0);
 // CHECK:        braid_rt_op_begin(rt, "all_reduce", "sum");
-// CHECK-NEXT:   [[E:ev[0-9]+]] = braid_all_reduce(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[PARTIAL:[0-9]+]]), at(arena, frame + [[SUM:[0-9]+]]), 64, BRAID_F32, BRAID_RED_SUM);
+// CHECK-NEXT:   [[E:ev\[[0-9]+\]]] = braid_all_reduce(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[PARTIAL:[0-9]+]]), at(arena, frame + [[SUM:[0-9]+]]), 64, BRAID_F32, BRAID_RED_SUM);
 // CHECK-NEXT:   braid_rt_op_end(rt);
 // CHECK-NEXT:   braid_event_wait(rt, [[E]]);
 // CHECK:        braid_rt_op_begin(rt, "bias_add", "y");
@@ -57,7 +57,7 @@ module attributes {braid.model = {name = "mlp-tp", family = "gpt", vocab = 16 : 
 // CHECK-NOT:    braid_all_reduce
 // CHECK:        braid_rt_op_begin(rt, "cross_entropy_from_stats", "part");
 // CHECK-NEXT:   braid_k_ce_shard_loss(rt, {{.*}}, static_cast<float *>(at(arena, frame + {{[0-9]+}})), 8, 16);
-// CHECK:        [[EL:ev[0-9]+]] = braid_all_reduce(rt, braid_rt_comm(rt, "dp"), at(arena, frame + {{[0-9]+}}), results[0], 1, BRAID_F32, BRAID_RED_SUM);
+// CHECK:        [[EL:ev\[[0-9]+\]]] = braid_all_reduce(rt, braid_rt_comm(rt, "dp"), at(arena, frame + {{[0-9]+}}), results[0], 1, BRAID_F32, BRAID_RED_SUM);
 // CHECK:        braid_event_wait(rt, [[EL]]);
 
 // CHECK:      constexpr int64_t kGlobal0[] = {8, 32};
@@ -72,11 +72,13 @@ module attributes {braid.model = {name = "mlp-tp", family = "gpt", vocab = 16 : 
 // CHECK-NEXT:   {"wte", BRAID_F32, 2, kShape0, BRAID_INIT_NORMAL, 0.02, 0, 0},
 // CHECK-NEXT:   {"up", BRAID_F32, 2, kShape1, BRAID_INIT_NORMAL, 0.02, 0, 512, kGlobal0, kSplit0},
 // CHECK-NEXT:   {"up.b", BRAID_F32, 1, kShape2, BRAID_INIT_ZEROS, 0, 0, 1024, kGlobal1, kSplit1},
-// CHECK-NEXT:   {"down", BRAID_F32, 2, kShape3, BRAID_INIT_NORMAL, 0.02, 0, 1088, kGlobal2, kSplit2},
-// CHECK-NEXT:   {"down.b", BRAID_F32, 1, kShape4, BRAID_INIT_ONES, 0, 0, 1600},
+// One array per shape and per sharding: wte and down share {16, 8}, the
+// tokens and labels their shape and sharding.
+// CHECK-NEXT:   {"down", BRAID_F32, 2, kShape0, BRAID_INIT_NORMAL, 0.02, 0, 1088, kGlobal2, kSplit2},
+// CHECK-NEXT:   {"down.b", BRAID_F32, 1, kShape3, BRAID_INIT_ONES, 0, 0, 1600},
 // CHECK:      const braid_tensor_desc kInputs[] = {
-// CHECK-NEXT:   {"tokens", BRAID_I32, 2, kShape5, BRAID_INIT_TOKENS, 0, 16, 1664, kGlobal3, kSplit3},
-// CHECK-NEXT:   {"labels", BRAID_I32, 2, kShape6, BRAID_INIT_TOKENS, 0, 16, 1728, kGlobal4, kSplit4},
+// CHECK-NEXT:   {"tokens", BRAID_I32, 2, kShape4, BRAID_INIT_TOKENS, 0, 16, 1664, kGlobal3, kSplit3},
+// CHECK-NEXT:   {"labels", BRAID_I32, 2, kShape4, BRAID_INIT_TOKENS, 0, 16, 1728, kGlobal3, kSplit3},
 // CHECK:      void step(braid_rt *rt, char *arena) {
 // CHECK-NOT:  braid_all_reduce
 // CHECK:      }

@@ -49,11 +49,11 @@ module attributes {braid.model = {name = "vocab", family = "gpt", vocab = 97 : i
 // logit, reduced by sum; the loss over the global batch's 16 rows.
 // CHECK:        braid_rt_op_begin(rt, "cross_entropy_row_max",
 // CHECK-NEXT:   braid_k_ce_shard_max(rt, BRAID_F32, at(arena, frame + [[LOGITS:[0-9]+]]), static_cast<float *>(at(arena, frame + [[M:[0-9]+]])), 8, 49, (coord(rt, "tp") * int64_t(49)), 97);
-// CHECK:        [[EM:ev[0-9]+]] = braid_all_reduce(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[M]]), at(arena, frame + [[MR:[0-9]+]]), 8, BRAID_F32, BRAID_RED_MAX);
+// CHECK:        [[EM:ev\[[0-9]+\]]] = braid_all_reduce(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[M]]), at(arena, frame + [[MR:[0-9]+]]), 8, BRAID_F32, BRAID_RED_MAX);
 // CHECK:        braid_event_wait(rt, [[EM]]);
 // CHECK:        braid_rt_op_begin(rt, "cross_entropy_stats",
 // CHECK-NEXT:   braid_k_ce_shard_stats(rt, BRAID_F32, BRAID_I32, at(arena, frame + [[LOGITS]]), args[1], static_cast<float *>(at(arena, frame + [[MR]])), static_cast<float *>(at(arena, frame + [[ST:[0-9]+]])), 8, 49, (coord(rt, "tp") * int64_t(49)), 97);
-// CHECK:        [[ES:ev[0-9]+]] = braid_all_reduce(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[ST]]), at(arena, frame + [[STR:[0-9]+]]), 16, BRAID_F32, BRAID_RED_SUM);
+// CHECK:        [[ES:ev\[[0-9]+\]]] = braid_all_reduce(rt, braid_rt_comm(rt, "tp"), at(arena, frame + [[ST]]), at(arena, frame + [[STR:[0-9]+]]), 16, BRAID_F32, BRAID_RED_SUM);
 // CHECK:        braid_event_wait(rt, [[ES]]);
 // CHECK:        braid_rt_op_begin(rt, "cross_entropy_from_stats", "l");
 // CHECK-NEXT:   braid_k_ce_shard_loss(rt, static_cast<float *>(at(arena, frame + [[MR]])), static_cast<float *>(at(arena, frame + [[STR]])), static_cast<float *>(at(arena, frame + {{[0-9]+}})), 8, 16);
