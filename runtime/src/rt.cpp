@@ -355,8 +355,12 @@ braid_event *braid_all_to_all(braid_rt *rt, braid_comm *comm, const void *send, 
 
 braid_event *braid_broadcast(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,
                              braid_dtype dtype, int32_t root) {
-  return wrap(
-      commOf(rt, comm, "braid_broadcast").broadcast(*rt->backend, buffer, count, dtype, root));
+  braid::rt::Communicator &c = commOf(rt, comm, "braid_broadcast");
+  // A chain (NCCL's ring broadcast): every rank but the last forwards the
+  // buffer, (n - 1) / n of it per rank on average.
+  const double n = c.size();
+  account(rt, comm, "broadcast", double(count * braid_dtype_size(dtype)), (n - 1) / n);
+  return wrap(c.broadcast(*rt->backend, buffer, count, dtype, root));
 }
 
 braid_event *braid_send(braid_rt *rt, braid_comm *comm, const void *buffer, int64_t count,

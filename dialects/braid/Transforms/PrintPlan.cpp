@@ -142,11 +142,14 @@ struct PlanPrinter {
                  .Case("all_gather", TransferKind::AllGather)
                  .Case("reduce_scatter", TransferKind::ReduceScatter)
                  .Case("all_to_all", TransferKind::AllToAll)
+                 .Case("broadcast", TransferKind::Broadcast)
                  .Default(TransferKind::PointToPoint);
     // The buffer each kind is about (CommCost.h), from the ring model's
     // block.
-    t.bytes = t.kind == TransferKind::AllReduce ? blockBytes
-                                                : blockBytes * t.ranks;
+    t.bytes = t.kind == TransferKind::AllReduce ||
+                      t.kind == TransferKind::Broadcast
+                  ? blockBytes
+                  : blockBytes * t.ranks;
     if (t.kind != TransferKind::PointToPoint)
       return ::braid::cost::estimate(t, hardware);
     // A ring's steps: `blocks` messages of one block to the next rank.
@@ -219,6 +222,13 @@ struct PlanPrinter {
             AxisList axes = axesOf(a.getGridAxes());
             double n = grid.size(axes);
             add("all_to_all", axes, tensorBytes(a.getInput()) / n, n - 1, times);
+          })
+          // A chain: every rank but the last forwards the whole buffer (the
+          // runtime counts it so).
+          .Case([&](dist::BroadcastOp b) {
+            AxisList axes = axesOf(b.getGridAxes());
+            double n = grid.size(axes);
+            add("broadcast", axes, tensorBytes(b.getInput()), (n - 1) / n, times);
           })
           // A pipeline stage's activations and cotangents to its neighbours
           // (what a rank receives is its neighbour's send).
