@@ -83,7 +83,8 @@ private:
   std::unique_ptr<Event> copy(Backend &backend, const char *what, const void *send, void *recv,
                               int64_t count, braid_dtype dtype) {
     checkCount(what, send, recv, count, dtype);
-    copyOnDevice(backend, recv, send, count * braid_dtype_size(dtype));
+    if (send != recv) // in place: nothing to move
+      copyOnDevice(backend, recv, send, count * braid_dtype_size(dtype));
     return makeCompletedEvent();
   }
 

@@ -28,6 +28,12 @@
 // CHECK-NOT:   buffer r
 // CHECK-NOT:   buffer q
 
+// A transfer writes its result until its wait, read or not: the unread
+// gather stays live until then, and %h cannot take its place.
+// CHECK-LABEL: func @unread frame_bytes 768
+// CHECK-DAG:   buffer g.0 offset {{[0-9]+}} bytes 512 live 0..2
+// CHECK-DAG:   buffer h offset {{[0-9]+}} bytes 256 live 1..3
+
 module {
   shard.grid @grid(shape = 2) {braid.axes = ["dp"]}
   braid.param @w normal(0.02) : tensor<8x8xf32>
@@ -57,10 +63,19 @@ module {
     return %r, %q : tensor<8x8xf32>, tensor<8x8xf32>
   }
 
+  func.func private @unread(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+    %g, %t = dist.all_gather %x on @grid grid_axes = [0] gather_axis = 0 : tensor<8x8xf32> -> tensor<16x8xf32> loc("g")
+    %h = braid.linear %x, %x : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32> loc("h")
+    dist.wait %t
+    %q = braid.linear %h, %x : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32> loc("q")
+    return %q : tensor<8x8xf32>
+  }
+
   func.func @step(%tok: tensor<8xi32>) -> tensor<f32> {
     %w = braid.get_param @w : tensor<8x8xf32>
     %l = func.call @accumulate(%w, %w) : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<f32>
     %r, %q = func.call @kept(%w, %w) : (tensor<8x8xf32>, tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>)
+    %u = func.call @unread(%w) : (tensor<8x8xf32>) -> tensor<8x8xf32>
     return %l : tensor<f32>
   }
 }

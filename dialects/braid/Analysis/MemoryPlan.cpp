@@ -271,6 +271,30 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
              !fp.fusion->isInner(value);
     };
     for (Operation &op : block) {
+      // An all-reduce likewise reduces in place an operand it reads last
+      // (the runtime reduces with the send buffer as the receive buffer:
+      // MPI_IN_PLACE, NCCL's in place): a gradient and its sum share a
+      // buffer, so a reduction started early costs no memory of its own.
+      // Every other read of the operand must come before the start: the
+      // buffer holds partial sums while the reduction is in flight.
+      if (auto reduce = dyn_cast<dist::AllReduceOp>(op)) {
+        Value input = reduce.getInput(), result = reduce.getResult();
+        auto readBefore = [&] {
+          for (auto m = classes.findLeader(input); m != classes.member_end(); ++m)
+            for (Operation *user : (*m).getUsers())
+              if (user != &op && readsUntil(*user) >= fp.position[&op])
+                return false;
+          return true;
+        };
+        if (input.getType() == result.getType() && input.getDefiningOp() &&
+            inFrame(input) && inFrame(result) && readBefore() &&
+            lastRead.lookup(classes.getLeaderValue(input)) == readsUntil(op)) {
+          unsigned resultLast = lastRead.lookup(classes.getLeaderValue(result));
+          classes.unionSets(classes.getLeaderValue(input), result);
+          lastRead[classes.getLeaderValue(result)] = resultLast;
+        }
+        continue;
+      }
       if (fp.fusion->getRoot(&op) != &op || op.getNumResults() != 1)
         continue;
       Value result = op.getResult(0);
@@ -317,17 +341,24 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
         definer[leader] = result;
     }
   }
-  // A transfer may read its operands until its dist.wait: they live until
-  // then (its results are live from the transfer on, as every result).
+  // A transfer may read its operands, and writes its results, until its
+  // dist.wait: both live until then (a result nothing reads would otherwise
+  // be freed at the start, and its buffer reused while the transfer still
+  // writes it).
   for (Operation &op : block) {
     unsigned until = readsUntil(op);
-    for (Value operand : op.getOperands()) {
-      if (!isa<RankedTensorType>(operand.getType()))
-        continue;
-      auto it = frameClasses.find(classes.getLeaderValue(operand));
+    auto extend = [&](Value value) {
+      if (!isa<RankedTensorType>(value.getType()))
+        return;
+      auto it = frameClasses.find(classes.getLeaderValue(value));
       if (it != frameClasses.end())
         it->second.lastOp = std::max(it->second.lastOp, until);
-    }
+    };
+    for (Value operand : op.getOperands())
+      extend(operand);
+    if (until != fp.position[&op])
+      for (Value result : op.getResults())
+        extend(result);
   }
 
   SmallVector<Interval> intervals;
