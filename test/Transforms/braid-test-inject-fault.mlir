@@ -11,7 +11,8 @@
 // RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=cp=2 cp-attention=ring lower-to-dist=false" --braid-test-inject-fault=kind=skip-ring-step | FileCheck %s --check-prefix=RING
 // RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=cp=2 cp-attention=ring lower-to-dist=false" --braid-test-inject-fault=kind=skip-ring-step --convert-braid-to-dist | braid-translate --braid-to-cpp | FileCheck %s --check-prefix=RING-EMIT
 // RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=tp=2 lower-to-dist=false" --braid-test-inject-fault=kind=wrong-axis 2>&1 | FileCheck %s --check-prefix=ONE-AXIS
-// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=dp=2 zero=2 lower-to-dist=false" --braid-test-inject-fault=kind=zero-offset 2>&1 | FileCheck %s --check-prefix=NO-ZERO
+// RUN: %python -m braid.models llama-tiny | braid-opt --braid-training-pipeline="grid=dp=2 zero=2 lower-to-dist=false" --braid-test-inject-fault=kind=zero-offset | FileCheck %s --check-prefix=ZERO
+// RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=dp=2 lower-to-dist=false" --braid-test-inject-fault=kind=zero-offset 2>&1 | FileCheck %s --check-prefix=NO-ZERO
 // RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=tp=2 lower-to-dist=false" --braid-test-inject-fault=kind=drop-state-carry 2>&1 | FileCheck %s --check-prefix=NO-SCAN
 // RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=dp=2 lower-to-dist=false" --braid-test-inject-fault=kind=swap-microbatches 2>&1 | FileCheck %s --check-prefix=NO-MB
 // RUN: %python -m braid.models llama-tiny | not braid-opt --braid-training-pipeline="grid=cp=2 lower-to-dist=false" --braid-test-inject-fault=kind=skip-ring-step 2>&1 | FileCheck %s --check-prefix=NO-RING
@@ -35,10 +36,12 @@
 // CARRY:      braid.selective_scan %{{.*}} delta_softplus : tensor<2x8x128xf32>
 // CARRY:      braid.selective_scan_grad %{{.*}} delta_softplus {context_axes = ["cp"]}
 
-// Every rank updates its range of the embedding with the gradient's first
-// range (block floor(c / 2) = 0).
-// ZERO:      %[[FLAT:.*]] = braid.reshape %[[G:.*]] : tensor<256x64xf32> -> tensor<16384xf32>
-// ZERO-NEXT: %[[FIRST:.*]] = braid.slice %[[FLAT]] along 0 over ["dp"] {replicas = 2 : i64} : tensor<16384xf32> -> tensor<8192xf32>
+// ZeRO-1 and 2 reduce-scatter the flat gradient into each rank's range;
+// the fault sums it whole instead and every rank updates its range of the
+// embedding with the first range (block floor(c / 2) = 0).
+// ZERO:      %[[FLAT:.*]] = braid.reshape %{{.*}} : tensor<256x64xf32> -> tensor<16384xf32>
+// ZERO:      %[[SUM:.*]] = shard.all_reduce %[[FLAT]] on @grid grid_axes = [0] : tensor<16384xf32> -> tensor<16384xf32>
+// ZERO-NEXT: %[[FIRST:.*]] = braid.slice %[[SUM]] along 0 over ["dp"] {replicas = 2 : i64} : tensor<16384xf32> -> tensor<8192xf32>
 // ZERO-NEXT: braid.adamw_update @tok_embeddings, %[[FIRST]], %{{.*}} moments @opt.m.tok_embeddings, @opt.v.tok_embeddings {{.*}}zero_axes = ["dp"]
 
 // Stage 0 takes the tokens of micro-batch 1 first and of 0 second; the last
@@ -79,7 +82,7 @@
 // RING-EMIT:       braid_k_attention_block_grad(
 
 // ONE-AXIS: error: wrong-axis: needs a grid of two axes or more
-// NO-ZERO:  error: zero-offset: no ZeRO update of a whole gradient (ZeRO-1; ZeRO-2 and 3 reduce-scatter it)
+// NO-ZERO:  error: zero-offset: no ZeRO-1/2 update of a reduce-scattered gradient range
 // NO-SCAN:  error: drop-state-carry: no braid.selective_scan with context_axes
 // NO-MB:    error: swap-microbatches: no dist.microbatch of two micro-batches or more
 // NO-RING:  error: skip-ring-step: no braid.attention with ring_axes

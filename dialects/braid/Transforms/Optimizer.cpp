@@ -190,8 +190,13 @@ struct BraidOptimizerPass
   }
 
   /// On a grid: each gradient is a partial sum over the axes its parameter
-  /// is replicated on; sums it there (ZeRO-2: reduce-scatters it over dp
-  /// into this rank's range of the flat gradient), marks ZeRO-1/2 updates,
+  /// is replicated on; sums it there (ZeRO-1 and 2: reduce-scatters it over
+  /// dp into this rank's range of the flat gradient, the range the rank
+  /// updates: with the all-gather of the updated parameter, 2 x (n-1)/n of
+  /// the parameter per rank and step, as plain DP's all-reduce; an
+  /// all-reduce of the whole gradient would add as much again. The two
+  /// stages differ in when the reduce-scatter may run, which is the overlap
+  /// scheduler's business), marks ZeRO-1/2 updates,
   /// and computes the global sum of squares, each element counted once
   /// (`copies`: how many pipeline ranks hold each gradient whole, as a tied
   /// embedding's first and last stage do).
@@ -218,14 +223,14 @@ struct BraidOptimizerPass
                      llvm::is_contained(replicated, *dp) &&
                      type.getNumElements() % grid.sizes[*dp] == 0;
       AxisList summed = replicated;
-      if (sharded && stage == 2)
+      if (sharded)
         llvm::erase(summed, *dp);
       Value reduced = grad;
       if (!summed.empty())
         reduced = shard::AllReduceOp::create(b, loc, type, grid.symbol,
                                              summed, reduced);
       int64_t replicas = grid.size(summed) * copies[i];
-      if (sharded && stage == 2) {
+      if (sharded) {
         int64_t n = grid.sizes[*dp];
         Value flat = ReshapeOp::create(
             b, loc, RankedTensorType::get({type.getNumElements()},

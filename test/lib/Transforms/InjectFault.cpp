@@ -15,9 +15,10 @@
 //   drop-state-carry   a braid.selective_scan loses its context_axes: each
 //                      rank's chunk of the sequence starts from a zero state
 //                      instead of the state the previous ranks carry into it
-//   zero-offset        a ZeRO update (zero_axes) of a whole gradient updates
-//                      this rank's range of the parameter with the gradient's
-//                      first range, on every rank (a wrong shard offset)
+//   zero-offset        a ZeRO-1/2 update (zero_axes) of this rank's range of
+//                      the gradient takes the first rank's range instead
+//                      (the reduce-scatter's input all-reduced, its first
+//                      block on every rank): a wrong shard offset
 //   swap-microbatches  of the dist.microbatch ops reading one input (the
 //                      first found), micro-batches 0 and 1 trade places:
 //                      that input is paired with another micro-batch's rest
@@ -107,20 +108,22 @@ LogicalResult dropStateCarry(ModuleOp module) {
 /// The ZeRO update's gradient replaced by its first range on every rank:
 /// the flat gradient's block floor(c / n) = 0 of n ranks (braid.slice with
 /// replicas n), which the emitter takes as this rank's range.
+/// The first ZeRO update (zero_axes) whose gradient is this rank's range,
+/// reduce-scattered over the ranks.
 template <typename UpdateOp>
-UpdateOp firstWholeZeroUpdate(ModuleOp module) {
+UpdateOp firstRangeZeroUpdate(ModuleOp module) {
   return findFirst<UpdateOp>(module, [&](UpdateOp op) {
-    if (!op.getZeroAxesAttr())
-      return false;
-    auto param = module.lookupSymbol<ParamOp>(op.getParamAttr());
-    return param && cast<RankedTensorType>(op.getGrad().getType())
-                            .getNumElements() ==
-                        param.getTensorType().getNumElements();
+    return op.getZeroAxesAttr() &&
+           op.getGrad().template getDefiningOp<shard::ReduceScatterOp>();
   });
 }
 
+/// Every rank updates its range with the first rank's range of the
+/// gradient: the reduce-scatter's input is all-reduced over its axes and its
+/// first block taken on every rank.
 template <typename UpdateOp>
 LogicalResult shiftZeroRange(UpdateOp op, const Grid &grid) {
+  auto scatter = op.getGrad().template getDefiningOp<shard::ReduceScatterOp>();
   int64_t ranks = 1;
   for (Attribute name : op.getZeroAxesAttr()) {
     std::optional<int16_t> axis =
@@ -129,18 +132,16 @@ LogicalResult shiftZeroRange(UpdateOp op, const Grid &grid) {
       return op.emitError("zero-offset: zero_axes name no axis of the grid");
     ranks *= grid.sizes[*axis];
   }
-  auto type = cast<RankedTensorType>(op.getGrad().getType());
-  int64_t whole = type.getNumElements();
-  if (ranks < 2 || whole % ranks)
+  if (ranks < 2)
     return op.emitError("zero-offset: the update is not split over ranks");
   OpBuilder b(op);
   Location loc = op.getLoc();
-  Value flat = ReshapeOp::create(
-      b, loc, RankedTensorType::get({whole}, type.getElementType()),
-      op.getGrad());
-  Value first = SliceOp::create(
-      b, loc, RankedTensorType::get({whole / ranks}, type.getElementType()),
-      flat, op.getZeroAxesAttr(), /*dim=*/0, /*replicas=*/ranks);
+  Value whole = scatter.getInput();
+  Value sum = shard::AllReduceOp::create(b, loc, whole.getType(), grid.symbol,
+                                         scatter.getGridAxes(), whole);
+  Value first = SliceOp::create(b, loc, op.getGrad().getType(), sum,
+                                op.getZeroAxesAttr(), /*dim=*/0,
+                                /*replicas=*/ranks);
   op.getGradMutable().assign(first);
   return success();
 }
@@ -149,13 +150,12 @@ LogicalResult zeroOffset(ModuleOp module) {
   std::optional<Grid> grid = Grid::of(module);
   if (!grid)
     return module.emitError("zero-offset: the module is not partitioned");
-  if (auto op = firstWholeZeroUpdate<AdamWUpdateOp>(module))
+  if (auto op = firstRangeZeroUpdate<AdamWUpdateOp>(module))
     return shiftZeroRange(op, *grid);
-  if (auto op = firstWholeZeroUpdate<SGDUpdateOp>(module))
+  if (auto op = firstRangeZeroUpdate<SGDUpdateOp>(module))
     return shiftZeroRange(op, *grid);
   return module.emitError(
-      "zero-offset: no ZeRO update of a whole gradient (ZeRO-1; ZeRO-2 and "
-      "3 reduce-scatter it)");
+      "zero-offset: no ZeRO-1/2 update of a reduce-scattered gradient range");
 }
 
 LogicalResult swapMicrobatches(ModuleOp module) {
