@@ -95,6 +95,13 @@ struct TrainingPipelineOptions
       *this, "lower-to-dist",
       llvm::cl::desc("Lower every transfer to dist ops at the end"),
       llvm::cl::init(true)};
+  // After the lowering: transfers started early and waited for late
+  // (--braid-schedule-overlap).
+  Option<bool> scheduleOverlap{
+      *this, "schedule-overlap",
+      llvm::cl::desc("Start transfers early and wait for them late "
+                     "(--braid-schedule-overlap)"),
+      llvm::cl::init(true)};
 };
 
 /// The module attribute the pipeline pass leaves on a pipelined module: the

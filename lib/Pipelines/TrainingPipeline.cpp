@@ -63,9 +63,17 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
     convert.masterWeights = training;
     pm.addPass(mlir::braid::createBraidConvertElementTypePass(convert));
   }
+  auto lower = [&] {
+    pm.addPass(createConvertBraidToDistPass());
+    if (options.scheduleOverlap) {
+      BraidScheduleOverlapPassOptions overlap;
+      overlap.entry = options.entry;
+      pm.addPass(createBraidScheduleOverlapPass(overlap));
+    }
+  };
   if (!training) {
     if (options.lowerToDist)
-      pm.addPass(createConvertBraidToDistPass());
+      lower();
     return success();
   }
   mlir::braid::BraidAutodiffPassOptions autodiff;
@@ -95,7 +103,7 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   optimizer.eps = options.eps;
   pm.addPass(mlir::braid::createBraidOptimizerPass(optimizer));
   if (options.lowerToDist) {
-    pm.addPass(createConvertBraidToDistPass());
+    lower();
     // Pipeline stages run programs of their own: each group's collectives
     // must come in one order in all of them.
     if (pipelined)

@@ -127,6 +127,11 @@ static cl::opt<std::string> entry("entry", cl::cat(runCategory), cl::desc("Step 
 static cl::opt<std::string> emitCpp("emit-cpp", cl::cat(runCategory),
                                     cl::desc("Also write the generated C++ "
                                              "source to this file"));
+static cl::opt<bool> scheduleOverlap(
+    "schedule-overlap", cl::cat(runCategory),
+    cl::desc("Start transfers early and wait for them late "
+             "(--braid-schedule-overlap); off keeps the lowering's order"),
+    cl::init(true));
 static cl::opt<bool> rollRepeats(
     "roll-repeats", cl::cat(runCategory),
     cl::desc("Print repeated statement groups of the generated program "
@@ -367,6 +372,7 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
   // their transfers become dist ops.
   const bool inject = !reference && !injectFault.empty();
   pipeline.lowerToDist = !inject;
+  pipeline.scheduleOverlap = scheduleOverlap;
   std::string grid = reference ? "" : gridSpec.getValue();
   pipeline.grid = grid;
   pipeline.plan = plan;
@@ -394,6 +400,11 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
     PassManager broken(module.getContext());
     broken.addPass(::braid::test::createInjectFaultPass(injectFault));
     broken.addPass(::braid::createConvertBraidToDistPass());
+    if (scheduleOverlap) {
+      ::braid::BraidScheduleOverlapPassOptions overlap;
+      overlap.entry = entry;
+      broken.addPass(::braid::createBraidScheduleOverlapPass(overlap));
+    }
     if (failed(broken.run(module)))
       return failure();
   }

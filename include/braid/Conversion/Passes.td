@@ -79,4 +79,37 @@ def DistCheckCollectiveOrderPass
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
 
+def BraidScheduleOverlapPass
+    : Pass<"braid-schedule-overlap", "::mlir::ModuleOp"> {
+  let summary = "Start each transfer as early and wait for it as late as its uses allow";
+  let description = [{
+    In every function of a per-rank dist program, each transfer starts right
+    after the latest of: its operands' definitions (for a transfer's result,
+    that transfer's wait; the elementwise ops and reshapes only it reads
+    move with it), for a group whose ranks run different programs (a
+    pipelined module's groups over pp) the previous transfer on it and the
+    last call issuing one there (so that every rank of such a group issues
+    them in one order; the ranks of any other group all run this program
+    and share its order), and the last op writing persistent storage
+    (updates, set_param, a call holding one). Each wait
+    moves to just before the first op reading its transfers' results, the
+    next op writing persistent storage, or the terminator. The ops between
+    run while the transfer is in flight: a layer's gradient all-reduce
+    overlaps the backward of the layers below it.
+
+    The memory plan keeps a transfer's operands live until its wait, so the
+    schedule can grow the arena: when the scheduled programs' arena exceeds
+    the unscheduled one's by more than the fraction `memory-growth`, every
+    function keeps its order. The training pipeline runs the pass after the lowering
+    to dist (`schedule-overlap=false` turns it off).
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
+           "The step function (a pipelined module: its stages' entries)">,
+    Option<"memoryGrowth", "memory-growth", "double", /*default=*/"0.05",
+           "Fraction the scheduled arena may exceed the unscheduled one by">,
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
 #endif // BRAID_CONVERSION_PASSES_TD

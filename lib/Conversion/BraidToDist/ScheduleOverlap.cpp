@@ -1,0 +1,364 @@
+//===- ScheduleOverlap.cpp - transfers started early, waited for late ------===//
+//
+// --braid-schedule-overlap (Passes.td): in each function of a per-rank dist
+// program, every transfer starts as soon as what it sends is ready and is
+// waited for just before its result is first read, so that the ops between
+// run while it is in flight: a layer's gradient all-reduce starts when the
+// layer's backward returns, not after the whole backward.
+//
+// The schedule is built in two passes over a function's block, each
+// producing a new order without moving ops one by one:
+// - Starts: a transfer goes right after the latest of what it depends on:
+//   its operands' definitions (a transfer's result: that transfer's wait),
+//   for a group whose ranks run different programs (a pipeline's groups
+//   over pp) the previous transfer on it and the last call issuing one
+//   there (so that every rank of the group issues them alike and none can
+//   deadlock; any other group's ranks all run this program, so its order
+//   may change), and the last op writing
+//   persistent storage (an update, a set_param; or a call to a function
+//   holding one).
+// - Waits: a wait goes right before the first op reading a result of its
+//   transfers, before the next op writing persistent storage, or before the
+//   terminator.
+// The memory plan keeps a transfer's operands live until its wait, so the
+// later wait costs memory: the scheduled programs' arena may exceed the
+// unscheduled one's by the fraction `memory-growth` at most (default 5%), or
+// every function keeps its order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Conversion/Passes.h"
+
+#include "BraidToDist.h"
+
+#include "dialects/braid/Analysis/ElementwiseFusion.h"
+#include "dialects/braid/Analysis/MemoryPlan.h"
+#include "dialects/braid/IR/BraidOps.h"
+#include "dialects/dist/IR/DistDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace braid {
+#define GEN_PASS_DEF_BRAIDSCHEDULEOVERLAPPASS
+#include "braid/Conversion/Passes.h.inc"
+} // namespace braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+/// The group a transfer runs over, as a key ("grid:0,1").
+std::string groupOf(Operation *op) {
+  std::string key;
+  if (auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid"))
+    key = grid.getValue().str();
+  key += ":";
+  if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
+    for (int16_t axis : axes.asArrayRef())
+      key += std::to_string(axis) + ",";
+  return key;
+}
+
+/// A transfer: an op whose results include a !dist.token.
+bool isDistTransfer(Operation *op) {
+  return llvm::any_of(op->getResultTypes(), llvm::IsaPred<dist::TokenType>);
+}
+
+/// Ops whose effect is on persistent storage rather than on their results:
+/// nothing reading or writing that storage may cross them.
+bool writesPersistent(Operation *op) {
+  return isa<AdamWUpdateOp, SGDUpdateOp, SetParamOp, IncrementOp>(op);
+}
+
+/// What a function does beyond its results, its callees' included.
+struct Effects {
+  bool writes = false;
+  llvm::StringSet<> groups;
+};
+
+class Scheduler {
+public:
+  explicit Scheduler(ModuleOp module) : module(module) {
+    if (module->hasAttr("braid.pipeline_entries"))
+      if (std::optional<Grid> grid = Grid::of(module))
+        pp = grid->find("pp");
+  }
+
+  /// The effects of `func`, memoized.
+  const Effects &effectsOf(func::FuncOp func) {
+    if (auto it = effects.find(func); it != effects.end())
+      return it->second;
+    Effects e;
+    effects[func] = e; // a recursive call ends here (the plan rejects it)
+    func.walk([&](Operation *op) {
+      if (writesPersistent(op))
+        e.writes = true;
+      if (isDistTransfer(op))
+        e.groups.insert(groupOf(op));
+      if (auto call = dyn_cast<func::CallOp>(op))
+        if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee())) {
+          const Effects &c = effectsOf(callee);
+          e.writes |= c.writes;
+          for (const auto &g : c.groups)
+            e.groups.insert(g.getKey());
+        }
+    });
+    return effects[func] = std::move(e);
+  }
+
+  /// Does `op` write persistent storage (itself or through a call)?
+  bool isBarrier(Operation *op) {
+    if (writesPersistent(op))
+      return true;
+    if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+        return effectsOf(callee).writes;
+    return false;
+  }
+
+  /// The groups `op` issues transfers on through a call.
+  const llvm::StringSet<> *callGroups(Operation *op) {
+    if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+        return &effectsOf(callee).groups;
+    return nullptr;
+  }
+
+  /// Whether `transfer`'s group must keep its order: its ranks run
+  /// different programs (a pipelined module's stages, when the group spans
+  /// pp). Every rank of any other group runs this very program, so the
+  /// schedule's order is theirs too: a layer's gradient all-reduces may
+  /// start in the order the backward produces them.
+  bool ordered(Operation *transfer) {
+    if (!pp)
+      return false;
+    auto axes = transfer->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+    return !axes || llvm::is_contained(axes.asArrayRef(), *pp);
+  }
+
+  /// The schedule of `block` (terminator last).
+  SmallVector<Operation *> schedule(Block &block) {
+    SmallVector<Operation *> order = hoistStarts(block);
+    return sinkWaits(order);
+  }
+
+private:
+  ModuleOp module;
+  /// The pp axis of a pipelined module.
+  std::optional<int16_t> pp;
+  llvm::DenseMap<Operation *, Effects> effects;
+  /// Ops moved with the transfer they feed.
+  llvm::SmallPtrSet<Operation *, 32> moved;
+
+  static bool isTransfer(Operation *op) { return isDistTransfer(op); }
+
+  /// Every transfer right after the latest op it depends on.
+  SmallVector<Operation *> hoistStarts(Block &block) {
+    SmallVector<Operation *> ops;
+    llvm::DenseMap<Operation *, unsigned> index;
+    for (Operation &op : block) {
+      index[&op] = ops.size();
+      ops.push_back(&op);
+    }
+    // Where a transfer goes: after the op at anchor index `a` (-1: the block
+    // start), among the transfers anchored there in program order. A key
+    // (anchor, index) orders ops of the new schedule: an op that stays is
+    // (its index, -1).
+    using Key = std::pair<int64_t, int64_t>;
+    llvm::DenseMap<Operation *, Key> key;
+    llvm::StringMap<Operation *> lastOnGroup;
+    Operation *lastBarrier = nullptr;
+    std::map<int64_t, SmallVector<Operation *>> attached;
+    for (Operation *op : ops) {
+      int64_t i = index[op];
+      if (!isTransfer(op)) {
+        key[op] = {i, -1};
+      } else {
+        // What only this transfer reads (a gradient's copy, a reshape to
+        // the flat form it sends) moves with it.
+        SmallVector<Operation *> chain = feeders(op, block);
+        llvm::SmallPtrSet<Operation *, 8> inChain(chain.begin(), chain.end());
+        Key latest = {-1, -1};
+        auto after = [&](Operation *dep) {
+          if (dep && dep->getBlock() == &block && !inChain.contains(dep))
+            latest = std::max(latest, key.lookup(dep));
+        };
+        auto afterOperands = [&](Operation *user) {
+          for (Value operand : user->getOperands()) {
+            Operation *def = operand.getDefiningOp();
+            // A transfer's result is there once its wait has completed it.
+            if (def && isTransfer(def))
+              for (Value result : def->getResults())
+                if (isa<dist::TokenType>(result.getType()))
+                  def = dist::getWait(result);
+            after(def);
+          }
+        };
+        for (Operation *member : chain)
+          afterOperands(member);
+        afterOperands(op);
+        std::string group = groupOf(op);
+        if (ordered(op))
+          after(lastOnGroup.lookup(group));
+        after(lastBarrier);
+        for (Operation *member : chain) {
+          moved.insert(member);
+          key[member] = {latest.first, index[member]};
+          attached[latest.first].push_back(member);
+        }
+        key[op] = {latest.first, i};
+        attached[latest.first].push_back(op);
+        lastOnGroup[group] = op;
+      }
+      if (isBarrier(op))
+        lastBarrier = op;
+      if (const llvm::StringSet<> *groups = callGroups(op))
+        for (const auto &g : *groups)
+          lastOnGroup[g.getKey()] = op;
+    }
+    SmallVector<Operation *> order;
+    auto emitAttached = [&](int64_t anchor) {
+      auto it = attached.find(anchor);
+      if (it != attached.end())
+        llvm::append_range(order, it->second);
+    };
+    emitAttached(-1);
+    for (Operation *op : ops) {
+      if (isTransfer(op) || moved.contains(op))
+        continue;
+      order.push_back(op);
+      emitAttached(index[op]);
+    }
+    return order;
+  }
+
+  /// The ops only `transfer` reads, transitively: pure elementwise ops,
+  /// fills and reshapes whose every use is the transfer or another of them,
+  /// in program order.
+  SmallVector<Operation *> feeders(Operation *transfer, Block &block) {
+    llvm::SmallPtrSet<Operation *, 8> chain;
+    SmallVector<Operation *> work = {transfer};
+    while (!work.empty()) {
+      Operation *user = work.pop_back_val();
+      for (Value operand : user->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (!def || def->getBlock() != &block || chain.contains(def) ||
+            moved.contains(def) ||
+            !(isFusibleElementwise(def) || isa<ReshapeOp>(def)))
+          continue;
+        bool only = llvm::all_of(def->getUsers(), [&](Operation *u) {
+          return u == transfer || chain.contains(u);
+        });
+        if (!only)
+          continue;
+        chain.insert(def);
+        work.push_back(def);
+      }
+    }
+    SmallVector<Operation *> ordered(chain.begin(), chain.end());
+    llvm::sort(ordered,
+               [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    return ordered;
+  }
+
+  /// Every wait right before the first op that needs it done.
+  SmallVector<Operation *> sinkWaits(ArrayRef<Operation *> ops) {
+    llvm::DenseMap<Operation *, unsigned> index;
+    for (auto [i, op] : llvm::enumerate(ops))
+      index[op] = i;
+    // The first position reading each value, and the next barrier.
+    llvm::DenseMap<Value, unsigned> firstUse;
+    for (auto [i, op] : llvm::enumerate(ops))
+      for (Value operand : op->getOperands())
+        firstUse.try_emplace(operand, i);
+    SmallVector<unsigned> nextBarrier(ops.size() + 1, ops.size() - 1);
+    for (size_t i = ops.size(); i-- > 0;)
+      nextBarrier[i] = isBarrier(ops[i]) ? i : nextBarrier[i + 1];
+    std::map<unsigned, SmallVector<Operation *>> before;
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      auto wait = dyn_cast<dist::WaitOp>(op);
+      if (!wait)
+        continue;
+      unsigned limit = std::min<unsigned>(nextBarrier[i + 1], ops.size() - 1);
+      for (Value token : wait.getTokens())
+        for (Value result : token.getDefiningOp()->getResults())
+          if (!isa<dist::TokenType>(result.getType()))
+            if (auto it = firstUse.find(result); it != firstUse.end())
+              limit = std::min(limit, it->second);
+      before[limit].push_back(op);
+    }
+    SmallVector<Operation *> order;
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      if (auto it = before.find(i); it != before.end())
+        llvm::append_range(order, it->second);
+      if (!isa<dist::WaitOp>(op))
+        order.push_back(op);
+    }
+    return order;
+  }
+};
+
+/// Puts `block`'s ops in `order`.
+void reorder(Block &block, ArrayRef<Operation *> order) {
+  for (Operation *op : order)
+    op->moveBefore(&block, block.end());
+}
+
+/// The arena of every program of `module` (its pipeline stages' or
+/// `entry`'s), or nullopt when it cannot be planned.
+std::optional<int64_t> arenaBytes(ModuleOp module, StringRef entry) {
+  SmallVector<std::string> entries;
+  if (auto list = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries")) {
+    for (Attribute e : list)
+      entries.push_back(cast<FlatSymbolRefAttr>(e).getValue().str());
+  } else {
+    entries.push_back(entry.str());
+  }
+  int64_t most = 0;
+  for (const std::string &name : entries) {
+    if (!module.lookupSymbol<func::FuncOp>(name))
+      return std::nullopt;
+    // Planning diagnoses what it cannot plan; the emitter reports it.
+    ScopedDiagnosticHandler quiet(module.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    FailureOr<ProgramPlan> plan = planProgram(module, name);
+    if (failed(plan))
+      return std::nullopt;
+    most = std::max(most, plan->arenaBytes);
+  }
+  return most;
+}
+
+struct BraidScheduleOverlapPass
+    : ::braid::impl::BraidScheduleOverlapPassBase<BraidScheduleOverlapPass> {
+  using BraidScheduleOverlapPassBase::BraidScheduleOverlapPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<int64_t> before = arenaBytes(module, entry);
+    // The original order of every block, to return to.
+    SmallVector<std::pair<Block *, SmallVector<Operation *>>> original;
+    Scheduler scheduler(module);
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func.getBody().hasOneBlock())
+        continue;
+      Block &block = func.getBody().front();
+      auto &saved = original.emplace_back(&block, SmallVector<Operation *>());
+      for (Operation &op : block)
+        saved.second.push_back(&op);
+      reorder(block, scheduler.schedule(block));
+    }
+    if (!before)
+      return;
+    std::optional<int64_t> after = arenaBytes(module, entry);
+    if (after && static_cast<double>(*after) <=
+                     static_cast<double>(*before) * (1.0 + memoryGrowth))
+      return;
+    for (auto &[block, order] : original)
+      reorder(*block, order);
+  }
+};
+
+} // namespace
