@@ -22,7 +22,7 @@ import machine  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 PASSES = ["BraidPartitionPass", "BraidExpandExpertFFNPass", "BraidAutodiffPass",
-          "BraidOptimizerPass", "ConvertBraidToDistPass"]
+          "BraidOptimizerPass", "ConvertBraidToDistPass", "BraidScheduleOverlapPass"]
 
 
 def times(braid_opt, model, grid):

@@ -382,6 +382,23 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
       intervalValue.push_back(nullptr);
       intervalCall.push_back(&op);
     }
+  if (plan.detail == PlanDetail::PeakLiveBytes) {
+    // A sweep over the intervals' ends: the most bytes live at once.
+    SmallVector<std::pair<unsigned, int64_t>> events;
+    for (const Interval &interval : intervals) {
+      events.push_back({interval.firstOp, interval.bytes});
+      events.push_back({interval.lastOp + 1, -interval.bytes});
+    }
+    llvm::sort(events, [](const auto &a, const auto &b) {
+      return a.first != b.first ? a.first < b.first : a.second < b.second;
+    });
+    int64_t live = 0, peak = 0;
+    for (auto [at, bytes] : events)
+      peak = std::max(peak, live += bytes);
+    fp.frameBytes = peak;
+    plan.functions[func] = std::move(functionPlan);
+    return success();
+  }
   fp.frameBytes = placeIntervals(intervals);
 
   for (auto [i, interval] : llvm::enumerate(intervals)) {
@@ -423,7 +440,7 @@ std::optional<int64_t> ProgramPlan::offsetOf(StringRef name) const {
 
 FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
                                                 StringRef entry,
-                                                bool framesToo) {
+                                                PlanDetail detail) {
   ProgramPlan plan;
   plan.entry = module.lookupSymbol<func::FuncOp>(entry);
   if (!plan.entry || plan.entry.isExternal())
@@ -491,7 +508,8 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
   offset += align(getTensorBytes(lossType));
   plan.persistentBytes = offset;
 
-  if (!framesToo)
+  plan.detail = detail;
+  if (detail == PlanDetail::Persistent)
     return plan;
   Planner planner(module, plan);
   if (failed(planner.planRecursively(plan.entry)))

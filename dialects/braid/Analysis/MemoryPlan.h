@@ -79,6 +79,19 @@ struct PersistentTensor {
   int64_t offset = 0;
 };
 
+/// How much of a program to plan.
+enum class PlanDetail {
+  /// Only the persistent part (parameters, states, inputs and loss: what
+  /// another pipeline rank's program holds); no function's frame.
+  Persistent,
+  /// Every frame's size as the peak of its live bytes (callee frames
+  /// included), no offsets: linear in the program, a lower bound of the
+  /// placement's size (what the overlap scheduler's budget compares).
+  PeakLiveBytes,
+  /// Every buffer at its offset.
+  Full,
+};
+
 struct ProgramPlan {
   func::FuncOp entry;
   /// Parameters and program state in declaration order, then the entry's
@@ -90,6 +103,7 @@ struct ProgramPlan {
   /// The planned peak: persistent bytes plus the entry's frame.
   int64_t arenaBytes = 0;
   llvm::MapVector<Operation *, std::unique_ptr<FunctionPlan>> functions;
+  PlanDetail detail = PlanDetail::Full;
 
   /// The arena offset of the parameter or state `name`.
   std::optional<int64_t> offsetOf(StringRef name) const;
@@ -103,11 +117,8 @@ struct ProgramPlan {
 /// what the plan does not support (control flow, recursion, external calls,
 /// returning an argument, a step without exactly one scalar result).
 ///
-/// With `framesToo` false, only the persistent part is laid out (parameters,
-/// states, inputs and loss: what another pipeline rank's program holds),
-/// and no function's frame is planned.
 FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry,
-                                   bool framesToo = true);
+                                   PlanDetail detail = PlanDetail::Full);
 
 /// Bytes of a tensor of `type`.
 int64_t getTensorBytes(Type type);

@@ -97,17 +97,19 @@ def BraidScheduleOverlapPass
     run while the transfer is in flight: a layer's gradient all-reduce
     overlaps the backward of the layers below it.
 
-    The memory plan keeps a transfer's operands live until its wait, so the
-    schedule can grow the arena: when the scheduled programs' arena exceeds
-    the unscheduled one's by more than the fraction `memory-growth`, every
-    function keeps its order. The training pipeline runs the pass after the lowering
+    The memory plan keeps a transfer's operands and results live until its
+    wait, so the schedule can grow the memory a program needs: when the
+    scheduled programs' peak of live bytes (the memory plan's, callee frames
+    included) exceeds the unscheduled one's by more than the fraction
+    `memory-growth`, every function keeps its order. The training pipeline runs the pass after the lowering
     to dist (`schedule-overlap=false` turns it off).
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
            "The step function (a pipelined module: its stages' entries)">,
     Option<"memoryGrowth", "memory-growth", "double", /*default=*/"0.05",
-           "Fraction the scheduled arena may exceed the unscheduled one by">,
+           "Fraction the scheduled peak of live bytes may exceed the "
+           "unscheduled one's by">,
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }

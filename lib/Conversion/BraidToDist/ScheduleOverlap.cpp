@@ -21,9 +21,9 @@
 //   transfers, before the next op writing persistent storage, or before the
 //   terminator.
 // The memory plan keeps a transfer's operands live until its wait, so the
-// later wait costs memory: the scheduled programs' arena may exceed the
-// unscheduled one's by the fraction `memory-growth` at most (default 5%), or
-// every function keeps its order.
+// later wait costs memory: the scheduled programs' peak of live bytes may
+// exceed the unscheduled one's by the fraction `memory-growth` at most
+// (default 5%), or every function keeps its order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,7 +80,7 @@ struct Effects {
 
 class Scheduler {
 public:
-  explicit Scheduler(ModuleOp module) : module(module) {
+  explicit Scheduler(ModuleOp module) : module(module), symbols(module) {
     if (module->hasAttr("braid.pipeline_entries"))
       if (std::optional<Grid> grid = Grid::of(module))
         pp = grid->find("pp");
@@ -98,7 +98,7 @@ public:
       if (isDistTransfer(op))
         e.groups.insert(groupOf(op));
       if (auto call = dyn_cast<func::CallOp>(op))
-        if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee())) {
+        if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee())) {
           const Effects &c = effectsOf(callee);
           e.writes |= c.writes;
           for (const auto &g : c.groups)
@@ -113,7 +113,7 @@ public:
     if (writesPersistent(op))
       return true;
     if (auto call = dyn_cast<func::CallOp>(op))
-      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
         return effectsOf(callee).writes;
     return false;
   }
@@ -121,7 +121,7 @@ public:
   /// The groups `op` issues transfers on through a call.
   const llvm::StringSet<> *callGroups(Operation *op) {
     if (auto call = dyn_cast<func::CallOp>(op))
-      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
         return &effectsOf(callee).groups;
     return nullptr;
   }
@@ -146,6 +146,8 @@ public:
 
 private:
   ModuleOp module;
+  /// Callees by name, hashed (a module holds a symbol per parameter).
+  SymbolTable symbols;
   /// The pp axis of a pipelined module.
   std::optional<int16_t> pp;
   llvm::DenseMap<Operation *, Effects> effects;
@@ -306,8 +308,10 @@ void reorder(Block &block, ArrayRef<Operation *> order) {
     op->moveBefore(&block, block.end());
 }
 
-/// The arena of every program of `module` (its pipeline stages' or
-/// `entry`'s), or nullopt when it cannot be planned.
+/// The most bytes live at once in any program of `module` (its pipeline
+/// stages' or `entry`'s), or nullopt when it cannot be planned: the memory
+/// plan's peak of live bytes, linear in the program (the placement, which
+/// the emitter runs, can only add fragmentation to it).
 std::optional<int64_t> arenaBytes(ModuleOp module, StringRef entry) {
   SmallVector<std::string> entries;
   if (auto list = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries")) {
@@ -323,7 +327,8 @@ std::optional<int64_t> arenaBytes(ModuleOp module, StringRef entry) {
     // Planning diagnoses what it cannot plan; the emitter reports it.
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
-    FailureOr<ProgramPlan> plan = planProgram(module, name);
+    FailureOr<ProgramPlan> plan =
+        planProgram(module, name, PlanDetail::PeakLiveBytes);
     if (failed(plan))
       return std::nullopt;
     most = std::max(most, plan->arenaBytes);

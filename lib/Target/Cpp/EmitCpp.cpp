@@ -620,7 +620,8 @@ mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entr
     llvm::StringRef name = llvm::cast<mlir::FlatSymbolRefAttr>(e).getValue();
     // Its persistent tensors only: its frames are its own emission's.
     mlir::FailureOr<mlir::braid::ProgramPlan> other =
-        mlir::braid::planProgram(module, name, /*framesToo=*/false);
+        mlir::braid::planProgram(module, name,
+                                 mlir::braid::PlanDetail::Persistent);
     if (mlir::failed(other))
       return mlir::failure();
     for (const auto *list : {&other->params, &other->states})

@@ -91,8 +91,8 @@ module {
 // -----
 
 // Started at the top, the all-gather's result would be live through the
-// layer's products: the arena would grow by a third (64 KiB of live buffers
-// at the second product instead of 48 KiB at the gather), more than the 5%
+// layer's products: the peak of live bytes would grow by a third (64 KiB at
+// the second product instead of 48 KiB at the gather), more than the 5%
 // allowed by default, and every function keeps its order. Allowed to double
 // (memory-growth=1), the gather starts first.
 // CHECK-LABEL: func.func private @grow
