@@ -17,6 +17,7 @@
 #include "dialects/braid/Transforms/Passes.h"
 #include "dialects/braid/Transforms/Sharding.h"
 
+#include "dialects/braid/Analysis/OpCost.h"
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "lib/CostModel/CommCost.h"
@@ -190,6 +191,115 @@ struct PlanPrinter {
       if (auto axis = grid.find(cast<StringAttr>(name).getValue()))
         axes.push_back(*axis);
     return axes;
+  }
+
+  /// One dist transfer as the simulation runs it: its (kind, group) and
+  /// predicted seconds; nullopt for other ops.
+  std::optional<std::pair<std::pair<std::string, std::string>, double>>
+  transfer(Operation *op) {
+    auto timed = [&](StringRef kind, ArrayRef<int16_t> indices,
+                     double blockBytes, double blocks)
+        -> std::optional<std::pair<std::pair<std::string, std::string>, double>> {
+      AxisList axes = axesOf(indices);
+      if (grid.size(axes) <= 1)
+        return std::make_pair(std::make_pair(kind.str(), grid.describe(axes)), 0.0);
+      return std::make_pair(std::make_pair(kind.str(), grid.describe(axes)),
+                            predict(kind, axes, blockBytes, blocks).seconds);
+    };
+    return TypeSwitch<Operation *, std::optional<std::pair<
+                                       std::pair<std::string, std::string>, double>>>(op)
+        .Case([&](dist::AllReduceOp r) {
+          double n = grid.size(axesOf(r.getGridAxes()));
+          return timed("all_reduce", r.getGridAxes(), tensorBytes(r.getResult()),
+                       2 * (n - 1) / n);
+        })
+        .Case([&](dist::AllGatherOp g) {
+          double n = grid.size(axesOf(g.getGridAxes()));
+          return timed("all_gather", g.getGridAxes(), tensorBytes(g.getInput()), n - 1);
+        })
+        .Case([&](dist::ReduceScatterOp r) {
+          double n = grid.size(axesOf(r.getGridAxes()));
+          return timed("reduce_scatter", r.getGridAxes(),
+                       tensorBytes(r.getResult()), n - 1);
+        })
+        .Case([&](dist::AllToAllOp a) {
+          double n = grid.size(axesOf(a.getGridAxes()));
+          return timed("all_to_all", a.getGridAxes(), tensorBytes(a.getInput()) / n,
+                       n - 1);
+        })
+        .Case([&](dist::BroadcastOp b) {
+          double n = grid.size(axesOf(b.getGridAxes()));
+          return timed("broadcast", b.getGridAxes(), tensorBytes(b.getInput()),
+                       (n - 1) / n);
+        })
+        .Case([&](dist::SendOp send) {
+          return timed("send", send.getGridAxes(), tensorBytes(send.getValue()), 1);
+        })
+        .Case([&](dist::RecvOp recv) {
+          return timed("send", recv.getGridAxes(), tensorBytes(recv.getResult()), 1);
+        })
+        .Case([&](dist::ShiftOp sh) {
+          return timed("shift", sh.getGridAxes(), tensorBytes(sh.getInput()), 1);
+        })
+        .Default([](Operation *) { return std::nullopt; });
+  }
+
+  /// The simulated step: compute at the roofline of the hardware's peak
+  /// (FLOPs at its bf16 peak or the bytes an op reads and writes at its HBM
+  /// bandwidth, whichever is slower; no efficiency factor yet), transfers on
+  /// one communication stream in issue order (as NCCL's one stream per
+  /// rank), a wait exposing what of its transfer has not ended by then.
+  struct Simulation {
+    double now = 0, commFree = 0, compute = 0, communication = 0;
+    llvm::DenseMap<Value, std::pair<double, std::pair<std::string, std::string>>>
+        ends;
+    std::map<std::pair<std::string, std::string>, double> exposed;
+  };
+  void simulate(func::FuncOp func, Simulation &sim, unsigned depth = 0) {
+    if (depth > 64)
+      return;
+    for (Operation &op : func.getBody().getOps()) {
+      if (auto call = dyn_cast<func::CallOp>(op)) {
+        if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+          simulate(callee, sim, depth + 1);
+        continue;
+      }
+      if (auto wait = dyn_cast<dist::WaitOp>(op)) {
+        for (Value token : wait.getTokens()) {
+          auto it = sim.ends.find(token);
+          if (it == sim.ends.end())
+            continue;
+          if (it->second.first > sim.now) {
+            sim.exposed[it->second.second] += it->second.first - sim.now;
+            sim.now = it->second.first;
+          }
+        }
+        continue;
+      }
+      if (auto t = transfer(&op)) {
+        double start = std::max(sim.now, sim.commFree);
+        sim.commFree = start + t->second;
+        sim.communication += t->second;
+        for (Value result : op.getResults())
+          if (isa<dist::TokenType>(result.getType()))
+            sim.ends[result] = {sim.commFree, t->first};
+        sim.exposed.try_emplace(t->first, 0.0);
+        continue;
+      }
+      if (isa<GetParamOp, ReshapeOp, func::ReturnOp>(op) ||
+          isa_and_nonnull<dist::DistDialect>(op.getDialect()))
+        continue;
+      OpCost cost = getForwardCost(&op);
+      double bytes = 0;
+      for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
+        if (isa<RankedTensorType>(v.getType()))
+          bytes += tensorBytes(v);
+      double seconds = std::max(
+          double(cost.matmulFlops + cost.otherFlops) / hardware.peakBf16Flops,
+          bytes / hardware.hbmBytesPerSecond);
+      sim.now += seconds;
+      sim.compute += seconds;
+    }
   }
 
   /// Collectives of `func`, run `times` per step, and of its callees.
@@ -402,7 +512,31 @@ struct BraidPrintPlanPass
            << "\n";
     }
     printTransfers(printer, "", os);
+    printExposed(printer, step, "", os);
     markAllAnalysesPreserved();
+  }
+
+  /// The communication the simulated step `step` waits for, by kind and
+  /// group: what the program's order leaves exposed (after
+  /// --braid-schedule-overlap, what the schedule could not hide).
+  static void printExposed(PlanPrinter &printer, func::FuncOp step,
+                           StringRef prefix, raw_ostream &os) {
+    PlanPrinter::Simulation sim;
+    printer.simulate(step, sim);
+    if (sim.exposed.empty())
+      return;
+    double exposed = 0;
+    for (auto &[key, seconds] : sim.exposed) {
+      os << prefix << "exposed_time " << key.first << " over " << key.second
+         << ": " << llvm::format("%.1f", seconds * 1e6) << " us per step on "
+         << printer.hardware.name << "\n";
+      exposed += seconds;
+    }
+    os << prefix << "exposed_time_per_step: " << llvm::format("%.1f", exposed * 1e6)
+       << " us of " << llvm::format("%.1f", sim.communication * 1e6)
+       << " us of transfers, step " << llvm::format("%.1f", sim.now * 1e6)
+       << " us (compute " << llvm::format("%.1f", sim.compute * 1e6)
+       << " us at the roofline) on " << printer.hardware.name << "\n";
   }
 
   /// The transfers `printer` counted, their bytes and predicted times, each
