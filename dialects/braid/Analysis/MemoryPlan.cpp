@@ -245,10 +245,9 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
   // transfer's wait (a transfer may read its operands until then).
   auto readsUntil = [&](Operation &op) {
     unsigned until = fp.position[&op];
-    for (Value result : op.getResults())
-      if (isa<dist::TokenType>(result.getType()))
-        if (dist::WaitOp wait = dist::getWait(result))
-          until = std::max(until, fp.position[wait]);
+    if (Value token = dist::getToken(&op))
+      if (dist::WaitOp wait = dist::getWait(token))
+        until = std::max(until, fp.position[wait]);
     return until;
   };
 
@@ -270,6 +269,13 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
       return !leaderStorage.count(classes.getLeaderValue(value)) &&
              !fp.fusion->isInner(value);
     };
+    // `result` takes `operand`'s buffer: one class, read until the result's
+    // last read (the operand's ended where the result is written).
+    auto storeInPlace = [&](Value operand, Value result) {
+      unsigned resultLast = lastRead.lookup(classes.getLeaderValue(result));
+      classes.unionSets(classes.getLeaderValue(operand), result);
+      lastRead[classes.getLeaderValue(result)] = resultLast;
+    };
     for (Operation &op : block) {
       // An all-reduce likewise reduces in place an operand it reads last
       // (the runtime reduces with the send buffer as the receive buffer:
@@ -288,11 +294,8 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
         };
         if (input.getType() == result.getType() && input.getDefiningOp() &&
             inFrame(input) && inFrame(result) && readBefore() &&
-            lastRead.lookup(classes.getLeaderValue(input)) == readsUntil(op)) {
-          unsigned resultLast = lastRead.lookup(classes.getLeaderValue(result));
-          classes.unionSets(classes.getLeaderValue(input), result);
-          lastRead[classes.getLeaderValue(result)] = resultLast;
-        }
+            lastRead.lookup(classes.getLeaderValue(input)) == readsUntil(op))
+          storeInPlace(input, result);
         continue;
       }
       if (fp.fusion->getRoot(&op) != &op || op.getNumResults() != 1)
@@ -312,9 +315,7 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
         auto operand = llvm::find_if(member->getOperands(), reusable);
         if (operand == member->getOperands().end())
           continue;
-        unsigned resultLast = lastRead.lookup(classes.getLeaderValue(result));
-        classes.unionSets(classes.getLeaderValue(*operand), result);
-        lastRead[classes.getLeaderValue(result)] = resultLast;
+        storeInPlace(*operand, result);
         break;
       }
     }

@@ -193,55 +193,92 @@ struct PlanPrinter {
     return axes;
   }
 
-  /// One dist transfer as the simulation runs it: its (kind, group) and
-  /// predicted seconds; nullopt for other ops.
-  std::optional<std::pair<std::pair<std::string, std::string>, double>>
-  transfer(Operation *op) {
-    auto timed = [&](StringRef kind, ArrayRef<int16_t> indices,
-                     double blockBytes, double blocks)
-        -> std::optional<std::pair<std::pair<std::string, std::string>, double>> {
-      AxisList axes = axesOf(indices);
-      if (grid.size(axes) <= 1)
-        return std::make_pair(std::make_pair(kind.str(), grid.describe(axes)), 0.0);
-      return std::make_pair(std::make_pair(kind.str(), grid.describe(axes)),
-                            predict(kind, axes, blockBytes, blocks).seconds);
-    };
-    return TypeSwitch<Operation *, std::optional<std::pair<
-                                       std::pair<std::string, std::string>, double>>>(op)
-        .Case([&](dist::AllReduceOp r) {
-          double n = grid.size(axesOf(r.getGridAxes()));
-          return timed("all_reduce", r.getGridAxes(), tensorBytes(r.getResult()),
-                       2 * (n - 1) / n);
+  /// A transfer as the ring model counts it: `blocks` blocks of
+  /// `blockBytes` sent per rank over `axes` (what --braid-print-plan counts
+  /// and the runtime too).
+  struct Block {
+    StringRef kind;
+    AxisList axes;
+    double blockBytes, blocks;
+  };
+  /// The block of a collective (shard before --convert-braid-to-dist, dist
+  /// after it) or of a dist send or shift; nullopt for other ops (a receive
+  /// is its neighbour's send).
+  std::optional<Block> blockOf(Operation *op) {
+    return TypeSwitch<Operation *, std::optional<Block>>(op)
+        .Case<shard::AllReduceOp, dist::AllReduceOp>([&](auto r) {
+          AxisList axes = axesOf(r.getGridAxes());
+          double n = grid.size(axes);
+          return Block{"all_reduce", axes, double(tensorBytes(r.getResult())),
+                       2 * (n - 1) / n};
         })
-        .Case([&](dist::AllGatherOp g) {
-          double n = grid.size(axesOf(g.getGridAxes()));
-          return timed("all_gather", g.getGridAxes(), tensorBytes(g.getInput()), n - 1);
+        .Case<shard::AllGatherOp, dist::AllGatherOp>([&](auto g) {
+          AxisList axes = axesOf(g.getGridAxes());
+          return Block{"all_gather", axes, double(tensorBytes(g.getInput())),
+                       double(grid.size(axes) - 1)};
         })
-        .Case([&](dist::ReduceScatterOp r) {
-          double n = grid.size(axesOf(r.getGridAxes()));
-          return timed("reduce_scatter", r.getGridAxes(),
-                       tensorBytes(r.getResult()), n - 1);
+        .Case<shard::ReduceScatterOp, dist::ReduceScatterOp>([&](auto r) {
+          AxisList axes = axesOf(r.getGridAxes());
+          return Block{"reduce_scatter", axes, double(tensorBytes(r.getResult())),
+                       double(grid.size(axes) - 1)};
         })
-        .Case([&](dist::AllToAllOp a) {
-          double n = grid.size(axesOf(a.getGridAxes()));
-          return timed("all_to_all", a.getGridAxes(), tensorBytes(a.getInput()) / n,
-                       n - 1);
+        .Case<shard::AllToAllOp, dist::AllToAllOp>([&](auto a) {
+          AxisList axes = axesOf(a.getGridAxes());
+          double n = grid.size(axes);
+          return Block{"all_to_all", axes, tensorBytes(a.getInput()) / n, n - 1};
         })
+        // A chain: every rank but the last forwards the whole buffer (the
+        // runtime counts it so).
         .Case([&](dist::BroadcastOp b) {
-          double n = grid.size(axesOf(b.getGridAxes()));
-          return timed("broadcast", b.getGridAxes(), tensorBytes(b.getInput()),
-                       (n - 1) / n);
+          AxisList axes = axesOf(b.getGridAxes());
+          double n = grid.size(axes);
+          return Block{"broadcast", axes, double(tensorBytes(b.getInput())),
+                       (n - 1) / n};
         })
+        // A pipeline stage's activations and cotangents to its neighbours
+        // (what a rank receives is its neighbour's send).
         .Case([&](dist::SendOp send) {
-          return timed("send", send.getGridAxes(), tensorBytes(send.getValue()), 1);
+          return Block{"send", axesOf(send.getGridAxes()),
+                       double(tensorBytes(send.getValue())), 1.0};
         })
-        .Case([&](dist::RecvOp recv) {
-          return timed("send", recv.getGridAxes(), tensorBytes(recv.getResult()), 1);
-        })
+        // A ring's blocks, one shift of one tensor each: dist.shift after
+        // --convert-braid-to-dist, the ring attention's own before it
+        // (ContextAttention.cpp expands it so). With open ends (a halo) the
+        // ranks at the end send nothing: the mean rank sends (n - |offset|)
+        // / n of a block.
         .Case([&](dist::ShiftOp sh) {
-          return timed("shift", sh.getGridAxes(), tensorBytes(sh.getInput()), 1);
+          AxisList axes = axesOf(sh.getGridAxes());
+          double n = grid.size(axes);
+          double sending =
+              sh.getCyclic()
+                  ? 1.0
+                  : (n - std::abs(static_cast<double>(sh.getOffset()))) / n;
+          return Block{"shift", axes, double(tensorBytes(sh.getInput())), sending};
         })
         .Default([](Operation *) { return std::nullopt; });
+  }
+
+  /// A dist transfer as the simulation runs it: its (kind, group) and the
+  /// seconds the busiest rank of its group takes; nullopt for other ops.
+  std::optional<std::pair<std::pair<std::string, std::string>, double>>
+  transfer(Operation *op) {
+    std::optional<Block> b;
+    if (auto recv = dyn_cast<dist::RecvOp>(op))
+      b = Block{"send", axesOf(recv.getGridAxes()),
+                double(tensorBytes(recv.getResult())), 1.0};
+    else if (dist::getToken(op))
+      b = blockOf(op);
+    if (!b)
+      return std::nullopt;
+    // Each rank of a shift sends at most one block.
+    if (isa<dist::ShiftOp>(op))
+      b->blocks = 1;
+    std::pair<std::string, std::string> key = {b->kind.str(),
+                                               grid.describe(b->axes)};
+    if (grid.size(b->axes) <= 1)
+      return std::make_pair(key, 0.0);
+    return std::make_pair(key,
+                          predict(b->kind, b->axes, b->blockBytes, b->blocks).seconds);
   }
 
   /// The simulated step: compute at the roofline of the hardware's peak
@@ -280,9 +317,7 @@ struct PlanPrinter {
         double start = std::max(sim.now, sim.commFree);
         sim.commFree = start + t->second;
         sim.communication += t->second;
-        for (Value result : op.getResults())
-          if (isa<dist::TokenType>(result.getType()))
-            sim.ends[result] = {sim.commFree, t->first};
+        sim.ends[dist::getToken(&op)] = {sim.commFree, t->first};
         sim.exposed.try_emplace(t->first, 0.0);
         continue;
       }
@@ -305,57 +340,14 @@ struct PlanPrinter {
   /// Collectives of `func`, run `times` per step, and of its callees.
   void count(func::FuncOp func, int64_t times) {
     func.walk([&](Operation *op) {
+      if (std::optional<Block> b = blockOf(op)) {
+        add(b->kind, b->axes, b->blockBytes, b->blocks, times);
+        return;
+      }
       TypeSwitch<Operation *>(op)
           .Case([&](func::CallOp call) {
             if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
               count(callee, times);
-          })
-          // The same transfers before (shard) and after
-          // --convert-braid-to-dist (dist).
-          .Case<shard::AllReduceOp, dist::AllReduceOp>([&](auto r) {
-            AxisList axes = axesOf(r.getGridAxes());
-            double n = grid.size(axes);
-            add("all_reduce", axes, tensorBytes(r.getResult()), 2 * (n - 1) / n,
-                times);
-          })
-          .Case<shard::AllGatherOp, dist::AllGatherOp>([&](auto g) {
-            AxisList axes = axesOf(g.getGridAxes());
-            add("all_gather", axes, tensorBytes(g.getInput()),
-                grid.size(axes) - 1, times);
-          })
-          .Case<shard::ReduceScatterOp, dist::ReduceScatterOp>([&](auto r) {
-            AxisList axes = axesOf(r.getGridAxes());
-            add("reduce_scatter", axes, tensorBytes(r.getResult()),
-                grid.size(axes) - 1, times);
-          })
-          .Case<shard::AllToAllOp, dist::AllToAllOp>([&](auto a) {
-            AxisList axes = axesOf(a.getGridAxes());
-            double n = grid.size(axes);
-            add("all_to_all", axes, tensorBytes(a.getInput()) / n, n - 1, times);
-          })
-          // A chain: every rank but the last forwards the whole buffer (the
-          // runtime counts it so).
-          .Case([&](dist::BroadcastOp b) {
-            AxisList axes = axesOf(b.getGridAxes());
-            double n = grid.size(axes);
-            add("broadcast", axes, tensorBytes(b.getInput()), (n - 1) / n, times);
-          })
-          // A pipeline stage's activations and cotangents to its neighbours
-          // (what a rank receives is its neighbour's send).
-          .Case([&](dist::SendOp send) {
-            add("send", axesOf(send.getGridAxes()), tensorBytes(send.getValue()),
-                1, times);
-          })
-          // A ring's blocks, one shift of one tensor each: dist.shift
-          // after --convert-braid-to-dist, the ring attention's own before
-          // it (ContextAttention.cpp expands it so).
-          // With open ends (a halo) the ranks at the end send nothing: the
-          // mean rank sends (n - |offset|) / n of a block.
-          .Case([&](dist::ShiftOp s) {
-            AxisList axes = axesOf(s.getGridAxes());
-            double n = grid.size(axes);
-            double sending = s.getCyclic() ? 1.0 : (n - std::abs(static_cast<double>(s.getOffset()))) / n;
-            add("shift", axes, tensorBytes(s.getInput()), sending, times);
           })
           .Case([&](AttentionOp a) {
             countAttention(a, times);

@@ -73,6 +73,13 @@ int64_t dist::getGroupSize(Operation *anchor, FlatSymbolRefAttr gridName,
   return ranks;
 }
 
+Value dist::getToken(Operation *op) {
+  for (Value result : op->getResults())
+    if (isa<TokenType>(result.getType()))
+      return result;
+  return nullptr;
+}
+
 WaitOp dist::getWait(Value token) {
   for (Operation *user : token.getUsers())
     if (auto wait = dyn_cast<WaitOp>(user))

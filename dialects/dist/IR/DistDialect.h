@@ -24,6 +24,9 @@ namespace mlir::dist {
 /// the verifier rejects).
 WaitOp getWait(Value token);
 
+/// The !dist.token `op` returns: a transfer's; null for any other op.
+Value getToken(Operation *op);
+
 /// The group size of a transfer on `grid` over `axes` (0 when the grid or
 /// an axis is missing).
 int64_t getGroupSize(Operation *anchor, FlatSymbolRefAttr grid,

@@ -61,11 +61,6 @@ std::string groupOf(Operation *op) {
   return key;
 }
 
-/// A transfer: an op whose results include a !dist.token.
-bool isDistTransfer(Operation *op) {
-  return llvm::any_of(op->getResultTypes(), llvm::IsaPred<dist::TokenType>);
-}
-
 /// Ops whose effect is on persistent storage rather than on their results:
 /// nothing reading or writing that storage may cross them.
 bool writesPersistent(Operation *op) {
@@ -95,7 +90,7 @@ public:
     func.walk([&](Operation *op) {
       if (writesPersistent(op))
         e.writes = true;
-      if (isDistTransfer(op))
+      if (isTransfer(op))
         e.groups.insert(groupOf(op));
       if (auto call = dyn_cast<func::CallOp>(op))
         if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee())) {
@@ -154,7 +149,7 @@ private:
   /// Ops moved with the transfer they feed.
   llvm::SmallPtrSet<Operation *, 32> moved;
 
-  static bool isTransfer(Operation *op) { return isDistTransfer(op); }
+  static bool isTransfer(Operation *op) { return dist::getToken(op) != nullptr; }
 
   /// Every transfer right after the latest op it depends on.
   SmallVector<Operation *> hoistStarts(Block &block) {
@@ -191,10 +186,8 @@ private:
           for (Value operand : user->getOperands()) {
             Operation *def = operand.getDefiningOp();
             // A transfer's result is there once its wait has completed it.
-            if (def && isTransfer(def))
-              for (Value result : def->getResults())
-                if (isa<dist::TokenType>(result.getType()))
-                  def = dist::getWait(result);
+            if (Value token = def ? dist::getToken(def) : Value())
+              def = dist::getWait(token);
             after(def);
           }
         };

@@ -66,10 +66,6 @@ FailureOr<std::string> FunctionEmitter::indexExpr(Value value) {
       });
 }
 
-bool isDistTransfer(Operation *op) {
-  return llvm::any_of(op->getResultTypes(), llvm::IsaPred<dist::TokenType>);
-}
-
 std::string FunctionEmitter::event(Value token) {
   auto [it, inserted] = events.try_emplace(token, "");
   if (inserted)

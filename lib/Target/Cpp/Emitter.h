@@ -1,6 +1,8 @@
 //===- Emitter.h - internals of the C++/CUDA emitter ------------*- C++ -*-===//
 //
 // Shared by the emitter's files: EmitCpp.cpp (program and functions),
+// EmitDescriptor.cpp (the descriptor the runtime reads), EmitRoll.cpp
+// (repeated statements as loops),
 // EmitFusion.cpp (generated elementwise kernels), EmitKernelCalls.cpp (calls
 // of the runtime's kernels), EmitPieces.cpp (those of the per-rank pieces the
 // lowering to dist makes), EmitSpmd.cpp (shard.all_slice, bias_add, slice
@@ -63,8 +65,6 @@ bool isPieceOp(Operation *op);
 bool isIndexOp(Operation *op);
 /// Every dist op: transfers, waits, micro-batches.
 bool isDistOp(Operation *op);
-/// A dist transfer: an op whose results include a !dist.token.
-bool isDistTransfer(Operation *op);
 
 class FunctionEmitter;
 
