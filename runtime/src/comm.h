@@ -6,8 +6,10 @@
 //   self  (comm_self.cpp): one rank; collectives are copies, events complete
 //                          immediately.
 //   mpi   (comm_mpi.cpp, library braid_runtime_mpi): CPU ranks; collectives
-//          are nonblocking MPI calls completed in Event::wait; sends complete
-//          for the program at once (the runtime owns a copy of the data).
+//          are nonblocking MPI calls that a progress thread completes while
+//          the program computes; sends complete for the program at once (the
+//          runtime owns a copy of the data); BRAID_LINK emulates the links of
+//          a cluster.
 //   nccl  (cuda/comm_nccl.cu, library braid_comm_nccl): GPU ranks,
 //          collectives on the backend's commStream(), events are cudaEvents
 //          the compute stream waits on.
@@ -23,6 +25,7 @@
 #include "backend.h"
 #include "braid/runtime.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,6 +39,17 @@ public:
   virtual ~Event() = default;
   /// Makes work issued later on the compute stream wait for the collective.
   virtual void wait(Backend &backend) = 0;
+  /// After wait: when the transfer began and ended, in seconds on the
+  /// steady clock (the trace's communication lanes), and when its emulated
+  /// link finished with it (0: no emulator, or a receive, which costs the
+  /// receiver's link nothing); false when the provider does not know (self,
+  /// nccl).
+  virtual bool interval(double *begin, double *end, double *linkEnd) const {
+    (void)begin;
+    (void)end;
+    (void)linkEnd;
+    return false;
+  }
 };
 
 class Communicator {
@@ -82,6 +96,17 @@ public:
       a_->wait(backend);
     if (b_)
       b_->wait(backend);
+  }
+  bool interval(double *begin, double *end, double *linkEnd) const override {
+    double b[2], e[2], l[2] = {0, 0};
+    bool has[2] = {a_ && a_->interval(&b[0], &e[0], &l[0]),
+                   b_ && b_->interval(&b[1], &e[1], &l[1])};
+    if (!has[0] && !has[1])
+      return false;
+    *begin = has[0] && has[1] ? std::min(b[0], b[1]) : has[0] ? b[0] : b[1];
+    *end = has[0] && has[1] ? std::max(e[0], e[1]) : has[0] ? e[0] : e[1];
+    *linkEnd = std::max(l[0], l[1]);
+    return true;
   }
 
 private:
@@ -174,6 +199,10 @@ struct braid_comm {
 
 struct braid_event {
   std::unique_ptr<braid::rt::Event> impl;
+  /// What the trace calls it: the kind ("all_reduce", "send", ...) and the
+  /// group's axes; null for a group of one rank (nothing moves).
+  const char *kind = nullptr;
+  const braid_comm *comm = nullptr;
 };
 
 #endif // BRAID_RUNTIME_COMM_H

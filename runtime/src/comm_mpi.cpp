@@ -9,8 +9,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
+#include "braid/link_model.h"
 #include "braid/numeric.h"
 #include "rt_impl.h"
 
@@ -25,6 +28,7 @@
 #include <iterator>
 #include <list>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace braid::rt::mpi {
@@ -103,60 +107,181 @@ bool overlaps(const void *a, int64_t aBytes, const void *b, int64_t bBytes) {
   return aBytes > 0 && bBytes > 0 && x < y + uintptr_t(bBytes) && y < x + uintptr_t(aBytes);
 }
 
-/// One collective in flight: its requests, the staging buffers they use and
-/// what to do after they complete (bf16/f16: convert the f32 result back).
+using Clock = std::chrono::steady_clock;
+
+double nowSeconds() {
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+void sleepUntil(double seconds) {
+  double left = seconds - nowSeconds();
+  if (left > 0)
+    std::this_thread::sleep_for(std::chrono::duration<double>(left));
+}
+
+/// The first error of a completed request list (MPI_ERR_IN_STATUS: the
+/// failed status's own code).
+int firstError(int code, const std::vector<MPI_Status> &statuses) {
+  if (code == MPI_ERR_IN_STATUS)
+    for (const MPI_Status &status : statuses)
+      if (status.MPI_ERROR != MPI_SUCCESS && status.MPI_ERROR != MPI_ERR_PENDING)
+        return status.MPI_ERROR;
+  return code;
+}
+
+class MpiEvent;
+
+/// A send the program no longer waits for (see comm_mpi.h): it owns a copy of
+/// its data and keeps its communicator alive until MPI completes it. Under
+/// the link emulator it is posted when its link would have delivered it.
+struct PendingSend {
+  std::vector<MPI_Request> requests;
+  std::vector<char> data;
+  std::shared_ptr<struct Handle> handle;
+  std::string axes;
+  int64_t count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  int elementBytes = 1, peer = 0, tag = 0;
+  double postAt = 0; ///< steady-clock seconds; 0: at once
+  bool posted = false;
+};
+
+/// What the provider's communicators share: one lock around every MPI call
+/// (the progress thread calls MPI too: MPI_THREAD_SERIALIZED), the
+/// collectives in flight, the pending sends, the emulated links and the
+/// progress thread that completes transfers while the program computes.
+struct Shared {
+  std::mutex mpi;
+  std::condition_variable wake;     ///< the progress thread: work arrived
+  std::condition_variable finished; ///< waiters: an event completed
+  std::list<MpiEvent *> events;     ///< collectives and receives in flight
+  std::list<PendingSend> sends;
+  int waiting = 0; ///< threads blocked in an event's wait
+  bool threaded = false, stop = false;
+  std::thread progress;
+
+  /// BRAID_LINK (link_model.h); empty: no emulation.
+  link::Links links;
+  /// Per group (canonical axes): when its emulated link is next free.
+  std::map<std::string, double> linkFree;
+
+  void pumpSends(double now);
+  void reapSends();
+  void testEvents(double now);
+  void run();
+};
+
+/// One collective or receive in flight: its requests, the staging buffers
+/// they use and what to do after they complete (bf16/f16: convert the f32
+/// result back). Created and issued under Shared::mpi; the progress thread
+/// (or, without one, the wait) completes the requests.
 class MpiEvent final : public Event {
 public:
-  /// `inFlight` counts the provider's incomplete events (for progress()).
-  MpiEvent(const char *what, std::string axes, std::shared_ptr<int64_t> inFlight)
-      : what_(what), axes_(std::move(axes)), inFlight_(std::move(inFlight)) {
-    ++*inFlight_;
+  MpiEvent(const char *what, std::string axes, std::shared_ptr<Shared> shared)
+      : what_(what), axes_(std::move(axes)), shared_(std::move(shared)) {
+    issuedAt = start = nowSeconds();
+    shared_->events.push_back(this);
+    shared_->wake.notify_one();
   }
   ~MpiEvent() override { complete(); }
   void wait(Backend &) override { complete(); }
+  bool interval(double *begin, double *end, double *linkEnd) const override {
+    *begin = start;
+    *end = std::max(doneAt, notBefore);
+    *linkEnd = notBefore;
+    return done_;
+  }
 
   std::vector<MPI_Request> requests;
   std::vector<char> staging;    ///< a copy of an aliased send buffer
   std::vector<float> sendF32, recvF32;
   void *convertTo = nullptr;    ///< recvF32 -> convertTo (dtype) after the wait
   braid_dtype convertDtype = BRAID_F32;
+  /// The emulated link: when the transfer starts on it and when it ends (the
+  /// wait returns no earlier); 0 without emulation.
+  double issuedAt = 0, start = 0, notBefore = 0;
+
+  /// Tests the requests (under Shared::mpi); true when they have just
+  /// completed.
+  bool test(double now) {
+    if (mpiDone_)
+      return false;
+    int flag = 0;
+    std::vector<MPI_Status> statuses(requests.size());
+    int code = requests.empty()
+                   ? MPI_SUCCESS
+                   : MPI_Testall(int(requests.size()), requests.data(), &flag, statuses.data());
+    if (requests.empty())
+      flag = 1;
+    if (code != MPI_SUCCESS || flag) {
+      code_ = firstError(code, statuses);
+      mpiDone_ = true;
+      doneAt = now;
+    }
+    return mpiDone_;
+  }
+  bool mpiDone() const { return mpiDone_; }
 
 private:
   void complete() {
     if (done_)
       return;
-    done_ = true;
-    --*inFlight_;
-    if (!requests.empty()) {
-      std::vector<MPI_Status> statuses(requests.size());
-      // Waiting sleeps between polls instead of spinning in MPI_Waitall:
-      // CPU ranks often share cores (a pipeline of 4 ranks on a 2-core
-      // machine), and a rank spinning on its receive takes the core from a
-      // rank that computes. The sleep grows to 200 us, which bounds the
-      // latency it adds.
-      int code = MPI_SUCCESS, flag = 0;
-      for (int64_t sleepUs = 1;; sleepUs = std::min<int64_t>(2 * sleepUs, 200)) {
-        code = MPI_Testall(int(requests.size()), requests.data(), &flag, statuses.data());
-        if (code != MPI_SUCCESS || flag)
-          break;
-        std::this_thread::sleep_for(std::chrono::microseconds(sleepUs));
-      }
-      if (code == MPI_ERR_IN_STATUS)
-        for (const MPI_Status &status : statuses)
-          if (status.MPI_ERROR != MPI_SUCCESS && status.MPI_ERROR != MPI_ERR_PENDING) {
-            code = status.MPI_ERROR;
+    {
+      std::unique_lock<std::mutex> lock(shared_->mpi);
+      if (shared_->threaded) {
+        ++shared_->waiting;
+        shared_->wake.notify_one();
+        shared_->finished.wait(lock, [&] { return mpiDone_; });
+        --shared_->waiting;
+      } else {
+        // Waiting sleeps between polls instead of spinning in MPI_Testall:
+        // CPU ranks often share cores (a pipeline of 4 ranks on a 2-core
+        // machine), and a rank spinning on its receive takes the core from a
+        // rank that computes. The sleep grows to 200 us, which bounds the
+        // latency it adds.
+        for (int64_t sleepUs = 1;; sleepUs = std::min<int64_t>(2 * sleepUs, 200)) {
+          shared_->pumpSends(nowSeconds());
+          if (test(nowSeconds()) || mpiDone_)
             break;
-          }
-      check(code, what_, axes_);
+          lock.unlock();
+          std::this_thread::sleep_for(std::chrono::microseconds(sleepUs));
+          lock.lock();
+        }
+      }
+      shared_->events.remove(this);
     }
+    done_ = true;
+    check(code_, what_, axes_);
+    sleepUntil(notBefore);
     if (convertTo)
       fromF32(convertDtype, recvF32.data(), convertTo, int64_t(recvF32.size()));
   }
 
   const char *what_;
   std::string axes_;
-  std::shared_ptr<int64_t> inFlight_;
-  bool done_ = false;
+  std::shared_ptr<Shared> shared_;
+  bool mpiDone_ = false, done_ = false;
+  int code_ = MPI_SUCCESS;
+  double doneAt = 0;
+};
+
+/// A send, complete for the program at once; its interval is its emulated
+/// link's (for the trace's communication lanes).
+class SentEvent final : public Event {
+public:
+  SentEvent(double begin, double end, bool emulated)
+      : begin_(begin), end_(end), emulated_(emulated) {}
+  void wait(Backend &) override {}
+  bool interval(double *begin, double *end, double *linkEnd) const override {
+    *begin = begin_;
+    *end = end_;
+    *linkEnd = emulated_ ? end_ : 0;
+    return true;
+  }
+
+private:
+  double begin_, end_;
+  bool emulated_;
 };
 
 /// An MPI communicator, freed when the last Communicator using it goes.
@@ -172,54 +297,83 @@ struct Handle {
   }
 };
 
-/// The sends the program no longer waits for (see comm_mpi.h): each owns a
-/// copy of its data and keeps its communicator alive until MPI completes it.
-class PendingSends {
-public:
-  /// A new send's entry; the caller copies the data in and posts its requests
-  /// (a list: entries never move while MPI holds their buffers).
-  struct Send {
-    std::vector<MPI_Request> requests;
-    std::vector<char> data;
-    std::shared_ptr<Handle> handle;
-    std::string axes;
-  };
-  Send &add(std::shared_ptr<Handle> handle, const std::string &axes) {
-    sends_.emplace_back();
-    sends_.back().handle = std::move(handle);
-    sends_.back().axes = axes;
-    return sends_.back();
-  }
-  /// Releases the sends MPI has completed; testing also lets MPI progress.
-  void reap() {
-    for (auto it = sends_.begin(); it != sends_.end();) {
-      int done = 0;
-      finish(*it, MPI_Testall(int(it->requests.size()), it->requests.data(), &done,
-                              MPI_STATUSES_IGNORE));
-      it = done ? sends_.erase(it) : std::next(it);
+// Sends are posted in the order they were issued, each once its link would
+// have delivered it (postAt), so that messages from one rank to another keep
+// MPI's non-overtaking order.
+void Shared::pumpSends(double now) {
+  for (PendingSend &send : sends) {
+    if (send.posted)
+      continue;
+    if (send.postAt > now)
+      break;
+    int64_t chunkElements = int64_t(1) << 30;
+    for (int64_t at = 0; at < send.count || at == 0; at += chunkElements) {
+      int64_t n = std::min(send.count - at, chunkElements);
+      send.requests.push_back(MPI_REQUEST_NULL);
+      check(MPI_Isend(send.data.data() + at * send.elementBytes, int(n), send.type, send.peer,
+                      send.tag, send.handle->comm, &send.requests.back()),
+            "braid_send", send.axes);
     }
+    send.posted = true;
   }
-  /// Waits for every send.
-  void drain() {
-    for (Send &send : sends_)
-      finish(send, MPI_Waitall(int(send.requests.size()), send.requests.data(),
-                               MPI_STATUSES_IGNORE));
-    sends_.clear();
+}
+
+// Releases the sends MPI has completed; testing also lets MPI progress.
+void Shared::reapSends() {
+  for (auto it = sends.begin(); it != sends.end();) {
+    if (!it->posted)
+      break;
+    int done = 0;
+    check(MPI_Testall(int(it->requests.size()), it->requests.data(), &done,
+                      MPI_STATUSES_IGNORE),
+          "braid_send", it->axes);
+    it = done ? sends.erase(it) : std::next(it);
   }
-  bool empty() const { return sends_.empty(); }
+}
 
-private:
-  static void finish(const Send &send, int code) { check(code, "braid_send", send.axes); }
+void Shared::testEvents(double now) {
+  bool any = false;
+  for (MpiEvent *event : events)
+    any |= event->test(now);
+  if (any)
+    finished.notify_all();
+}
 
-  std::list<Send> sends_;
-};
+// The progress thread: while anything is in flight it tests the requests
+// (Open MPI, like most implementations, advances nonblocking collectives only
+// inside MPI calls), posts the sends whose time has come and records when
+// each transfer completed. It polls every 20 us while the program waits for a
+// transfer and every 100 us while it computes: ranks that share cores keep
+// their cycles for computing.
+void Shared::run() {
+  std::unique_lock<std::mutex> lock(mpi);
+  while (!stop) {
+    if (events.empty() && sends.empty()) {
+      wake.wait(lock);
+      continue;
+    }
+    double now = nowSeconds();
+    pumpSends(now);
+    testEvents(now);
+    reapSends();
+    double pause = waiting > 0 ? 20e-6 : 100e-6;
+    for (const PendingSend &send : sends)
+      if (!send.posted) {
+        pause = std::clamp(send.postAt - now, 0.0, pause);
+        break;
+      }
+    wake.wait_for(lock, std::chrono::duration<double>(pause));
+  }
+}
 
 class MpiCommunicator final : public Communicator {
 public:
-  MpiCommunicator(std::shared_ptr<Handle> handle, std::string axes,
-                  std::shared_ptr<int64_t> inFlight, std::shared_ptr<PendingSends> sends)
-      : handle_(std::move(handle)), axes_(std::move(axes)), inFlight_(std::move(inFlight)),
-        sends_(std::move(sends)) {
+  /// `group` is the canonical key of the group (GroupSplit::key), whose
+  /// emulated link (if any) is `link`.
+  MpiCommunicator(std::shared_ptr<Handle> handle, std::string axes, std::string group,
+                  std::optional<link::Link> link, std::shared_ptr<Shared> shared)
+      : handle_(std::move(handle)), axes_(std::move(axes)), group_(std::move(group)),
+        link_(link), shared_(std::move(shared)) {
     check(MPI_Comm_rank(handle_->comm, &rank_), "braid_rt_comm", axes_);
     check(MPI_Comm_size(handle_->comm, &size_), "braid_rt_comm", axes_);
   }
@@ -230,10 +384,11 @@ public:
   std::unique_ptr<Event> allReduce(Backend &backend, const void *send, void *recv, int64_t count,
                                    braid_dtype dtype, braid_redop op) override {
     const char *what = "braid_all_reduce";
-    checkArgs(backend, what, send, recv, count, dtype);
+    auto lock = checkArgs(backend, what, send, recv, count, dtype);
     MPI_Op mop = checkOp(what, op);
-    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t bytes = count * braid_dtype_size(dtype);
+    emulate(event.get(), "all_reduce", double(bytes) * 2 * (size_ - 1) / size_);
     if (isFloat16(dtype)) {
       // Reduce in f32: MPI has no bf16, and f32 accumulation is what the kernels do.
       event->recvF32.resize(size_t(count));
@@ -263,10 +418,11 @@ public:
   std::unique_ptr<Event> allGather(Backend &backend, const void *send, void *recv,
                                    int64_t countPerRank, braid_dtype dtype) override {
     const char *what = "braid_all_gather";
-    checkArgs(backend, what, send, recv, countPerRank, dtype);
+    auto lock = checkArgs(backend, what, send, recv, countPerRank, dtype);
     checkIntCount(what, countPerRank);
-    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t bytes = countPerRank * braid_dtype_size(dtype);
+    emulate(event.get(), "all_gather", double(bytes) * (size_ - 1));
     char *out = static_cast<char *>(recv);
     const void *in = send;
     if (send == out + rank_ * bytes)
@@ -283,11 +439,13 @@ public:
                                        int64_t countPerRank, braid_dtype dtype,
                                        braid_redop op) override {
     const char *what = "braid_reduce_scatter";
-    checkArgs(backend, what, send, recv, countPerRank, dtype);
+    auto lock = checkArgs(backend, what, send, recv, countPerRank, dtype);
     checkIntCount(what, countPerRank);
     MPI_Op mop = checkOp(what, op);
-    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t total = countPerRank * size_;
+    emulate(event.get(), "reduce_scatter",
+            double(countPerRank * braid_dtype_size(dtype)) * (size_ - 1));
     if (isFloat16(dtype)) {
       event->sendF32.resize(size_t(total));
       event->recvF32.resize(size_t(countPerRank));
@@ -315,10 +473,12 @@ public:
   std::unique_ptr<Event> allToAll(Backend &backend, const void *send, void *recv,
                                   int64_t countPerRank, braid_dtype dtype) override {
     const char *what = "braid_all_to_all";
-    checkArgs(backend, what, send, recv, countPerRank, dtype);
+    auto lock = checkArgs(backend, what, send, recv, countPerRank, dtype);
     checkIntCount(what, countPerRank);
-    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t bytes = countPerRank * size_ * braid_dtype_size(dtype);
+    emulate(event.get(), "all_to_all",
+            double(countPerRank * braid_dtype_size(dtype)) * (size_ - 1));
     const void *in = send;
     if (overlaps(send, bytes, recv, bytes))
       in = stage(event.get(), send, bytes);
@@ -331,10 +491,11 @@ public:
   std::unique_ptr<Event> broadcast(Backend &backend, void *buffer, int64_t count,
                                    braid_dtype dtype, int32_t root) override {
     const char *what = "braid_broadcast";
-    checkArgs(backend, what, buffer, buffer, count, dtype);
+    auto lock = checkArgs(backend, what, buffer, buffer, count, dtype);
     checkPeer(what, "root", root);
-    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t size = braid_dtype_size(dtype);
+    emulate(event.get(), "broadcast", double(count * size) * (size_ - 1) / size_);
     for (int64_t at = 0; at < count; at += kChunk)
       issue(event.get(), what,
             MPI_Ibcast(static_cast<char *>(buffer) + at * size, int(chunk(count, at)),
@@ -345,30 +506,43 @@ public:
   std::unique_ptr<Event> send(Backend &backend, const void *buffer, int64_t count,
                               braid_dtype dtype, int32_t peer, int32_t tag) override {
     const char *what = "braid_send";
-    checkArgs(backend, what, buffer, buffer, count, dtype);
+    auto lock = checkArgs(backend, what, buffer, buffer, count, dtype);
     checkPeer(what, "peer", peer);
     // Complete for the program at once, on a copy of the data: see comm_mpi.h
     // (pipeline neighbours sending to each other at once would deadlock if a
     // send waited for its receive; the program may reuse its buffer at once).
+    // Under the link emulator the message leaves when the link has carried
+    // it: the receiver's wait then sees the link's time.
     int64_t size = braid_dtype_size(dtype);
-    PendingSends::Send &pending = sends_->add(handle_, axes_);
+    double now = nowSeconds(), begin = now, end = now;
+    if (link_) {
+      double &free = shared_->linkFree[group_];
+      begin = std::max(free, now);
+      end = free = begin + link::seconds(*link_, "send", size_, double(count * size));
+    }
+    shared_->sends.emplace_back();
+    PendingSend &pending = shared_->sends.back();
+    pending.handle = handle_;
+    pending.axes = axes_;
     pending.data.assign(static_cast<const char *>(buffer),
                         static_cast<const char *>(buffer) + count * size);
-    for (int64_t at = 0; at < count || at == 0; at += kChunk) {
-      pending.requests.push_back(MPI_REQUEST_NULL);
-      check(MPI_Isend(pending.data.data() + at * size, int(chunk(count, at)), moveType(dtype),
-                      peer, mpiTag(tag), comm(), &pending.requests.back()),
-            what, axes_);
-    }
-    return makeCompletedEvent();
+    pending.count = count;
+    pending.type = moveType(dtype);
+    pending.elementBytes = int(size);
+    pending.peer = peer;
+    pending.tag = mpiTag(tag);
+    pending.postAt = link_ ? end : 0;
+    shared_->pumpSends(now);
+    shared_->wake.notify_one();
+    return std::make_unique<SentEvent>(begin, end, link_.has_value());
   }
 
   std::unique_ptr<Event> recv(Backend &backend, void *buffer, int64_t count, braid_dtype dtype,
                               int32_t peer, int32_t tag) override {
     const char *what = "braid_recv";
-    checkArgs(backend, what, buffer, buffer, count, dtype);
+    auto lock = checkArgs(backend, what, buffer, buffer, count, dtype);
     checkPeer(what, "peer", peer);
-    auto event = std::make_unique<MpiEvent>(what, axes_, inFlight_);
+    auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t size = braid_dtype_size(dtype);
     for (int64_t at = 0; at < count || at == 0; at += kChunk)
       issue(event.get(), what,
@@ -404,11 +578,26 @@ private:
     return event->staging.data();
   }
 
-  /// Every call starts here: checks the arguments and releases the sends
-  /// that have completed since.
-  void checkArgs(Backend &backend, const char *what, const void *send, const void *recv,
-                 int64_t count, braid_dtype dtype) {
-    sends_->reap();
+  /// Under the link emulator: the transfer takes the group's link from when
+  /// the link is free (the group's previous transfer has ended) for the time
+  /// link_model.h gives; its wait returns no earlier than that.
+  void emulate(MpiEvent *event, const char *kind, double bytesSent) {
+    if (!link_)
+      return;
+    double &free = shared_->linkFree[group_];
+    event->start = std::max(free, event->issuedAt);
+    event->notBefore = free = event->start + link::seconds(*link_, kind, size_, bytesSent);
+  }
+
+  /// Every call starts here: takes the MPI lock (held until the call
+  /// returns, so the progress thread sees whole events), checks the
+  /// arguments and posts or releases the sends whose time has come.
+  [[nodiscard]] std::unique_lock<std::mutex> checkArgs(Backend &backend, const char *what,
+                                                       const void *send, const void *recv,
+                                                       int64_t count, braid_dtype dtype) {
+    std::unique_lock<std::mutex> lock(shared_->mpi);
+    shared_->pumpSends(nowSeconds());
+    shared_->reapSends();
     if (std::strcmp(backend.name(), "cpu") != 0)
       fatal("%s on '%s': the MPI communicator works on host memory (cpu backend), not %s",
             what, axes_.c_str(), backend.name());
@@ -418,6 +607,7 @@ private:
       fatal("%s on '%s': unknown dtype %d", what, axes_.c_str(), int(dtype));
     if (count > 0 && (!send || !recv))
       fatal("%s on '%s': null buffer", what, axes_.c_str());
+    return lock;
   }
   void checkIntCount(const char *what, int64_t count) {
     if (count > INT_MAX)
@@ -438,8 +628,9 @@ private:
 
   std::shared_ptr<Handle> handle_;
   std::string axes_;
-  std::shared_ptr<int64_t> inFlight_;
-  std::shared_ptr<PendingSends> sends_;
+  std::string group_;
+  std::optional<link::Link> link_;
+  std::shared_ptr<Shared> shared_;
   int rank_ = 0, size_ = 1;
 };
 
@@ -459,17 +650,40 @@ public:
     check(MPI_Comm_set_errhandler(world_->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
           "world");
     coords_ = grid_.coordinates(rank_);
+    if (const char *text = std::getenv("BRAID_LINK"); text && *text) {
+      std::string error;
+      if (!link::parse(text, &shared_->links, &error))
+        fatal("BRAID_LINK='%s': %s", text, error.c_str());
+      for (const auto &[axis, l] : shared_->links.byAxis)
+        if (axis != "*" && std::find(grid_.names.begin(), grid_.names.end(), axis) ==
+                               grid_.names.end())
+          fatal("BRAID_LINK='%s': axis '%s' is not an axis of the grid %s", text,
+                axis.c_str(), grid_.str().c_str());
+    }
+    // A progress thread needs MPI_THREAD_SERIALIZED (every call is under
+    // Shared::mpi); without it, or with BRAID_PROGRESS_THREAD=0,
+    // communication advances at kernel boundaries and in waits only.
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    const char *want = std::getenv("BRAID_PROGRESS_THREAD");
+    if (level >= MPI_THREAD_SERIALIZED && !(want && std::strcmp(want, "0") == 0)) {
+      shared_->threaded = true;
+      shared_->progress = std::thread([s = shared_.get()] { s->run(); });
+    }
   }
   // The sends' buffers must outlive MPI's use of them.
   ~MpiProvider() override {
     if (initialized())
-      sends_->drain();
+      drain();
+    else
+      stopProgress();
   }
   const char *kind() const override { return "mpi"; }
   int32_t worldSize() const override { return size_; }
   int32_t worldRank() const override { return rank_; }
 
   std::unique_ptr<Communicator> create(const std::string &axes) override {
+    std::lock_guard<std::mutex> lock(shared_->mpi);
     GroupSplit split = splitForGroup(grid_, coords_, axes);
     const std::string &key = split.key;
     const int color = split.color, order = split.order;
@@ -486,22 +700,52 @@ public:
         MPI_Comm_set_name(handle->comm, name.c_str());
       }
     }
-    return std::make_unique<MpiCommunicator>(handle, axes, inFlight_, sends_);
+    // The group's axes (every grid axis for the world) pick its link.
+    std::vector<std::string> names;
+    if (split.world) {
+      names = grid_.names;
+    } else {
+      for (size_t at = 0; at <= key.size();) {
+        size_t comma = std::min(key.find(',', at), key.size());
+        names.push_back(key.substr(at, comma - at));
+        at = comma + 1;
+      }
+    }
+    std::optional<link::Link> link;
+    if (link::Link l; shared_->links.group(names, &l))
+      link = l;
+    return std::make_unique<MpiCommunicator>(handle, axes, key, link, shared_);
   }
 
-  // Open MPI (like most implementations) advances nonblocking collectives only
-  // inside MPI calls; a probe runs its progress engine (testing the pending
-  // sends does too).
+  // Without the progress thread: Open MPI (like most implementations)
+  // advances nonblocking collectives only inside MPI calls; a probe runs its
+  // progress engine (testing the pending sends does too).
   void progress() override {
-    if (*inFlight_ > 0) {
+    if (shared_->threaded)
+      return;
+    std::lock_guard<std::mutex> lock(shared_->mpi);
+    if (!shared_->events.empty()) {
       int flag = 0;
       MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world_->comm, &flag, MPI_STATUS_IGNORE);
     }
-    if (!sends_->empty())
-      sends_->reap();
+    shared_->pumpSends(nowSeconds());
+    shared_->reapSends();
   }
 
-  void drain() override { sends_->drain(); }
+  // Stops the progress thread, then sends every pending message (each when
+  // its link would have delivered it) and waits for them.
+  void drain() override {
+    stopProgress();
+    for (PendingSend &send : shared_->sends)
+      if (!send.posted) {
+        sleepUntil(send.postAt);
+        shared_->pumpSends(nowSeconds());
+      }
+    for (PendingSend &send : shared_->sends)
+      check(MPI_Waitall(int(send.requests.size()), send.requests.data(), MPI_STATUSES_IGNORE),
+            "braid_send", send.axes);
+    shared_->sends.clear();
+  }
 
 private:
   Grid grid_;
@@ -510,8 +754,19 @@ private:
   std::vector<int32_t> coords_;
   std::shared_ptr<Handle> world_;
   std::map<std::string, std::shared_ptr<Handle>> byGroup_;
-  std::shared_ptr<int64_t> inFlight_ = std::make_shared<int64_t>(0);
-  std::shared_ptr<PendingSends> sends_ = std::make_shared<PendingSends>();
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+
+  void stopProgress() {
+    if (!shared_->threaded)
+      return;
+    {
+      std::lock_guard<std::mutex> lock(shared_->mpi);
+      shared_->stop = true;
+      shared_->wake.notify_one();
+    }
+    shared_->progress.join();
+    shared_->threaded = false;
+  }
 };
 
 } // namespace
@@ -531,7 +786,7 @@ void initialize(int *argc, char ***argv) {
   MPI_Initialized(&done);
   if (!done) {
     int provided = 0;
-    int code = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    int code = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
     if (code != MPI_SUCCESS)
       fatal("MPI_Init_thread failed: %s", errorString(code).c_str());
   }

@@ -12,8 +12,26 @@
 // call braid_rt_comm with the same new axis lists in the same order (SPMD).
 //
 // Collectives are nonblocking (MPI_Iallreduce, MPI_Iallgather,
-// MPI_Ireduce_scatter_block, MPI_Ialltoall, MPI_Ibcast, MPI_Irecv) and
-// complete in braid_event_wait (MPI_Waitall). bf16/f16 reductions convert to
+// MPI_Ireduce_scatter_block, MPI_Ialltoall, MPI_Ibcast, MPI_Irecv). A
+// progress thread per rank tests them while the program computes (Open MPI
+// advances nonblocking collectives only inside MPI calls), so that a transfer
+// started early has finished by its wait: overlap is real on CPU ranks. It
+// holds one lock around every MPI call of the runtime (MPI is initialized
+// with MPI_THREAD_SERIALIZED) and sleeps between polls (20 us while the
+// program waits, 100 us while it computes), so that ranks sharing cores keep
+// their cycles. BRAID_PROGRESS_THREAD=0, or an MPI without
+// MPI_THREAD_SERIALIZED, leaves progress to kernel boundaries and waits.
+//
+// The link emulator: BRAID_LINK="tp:2us,20GB/s;dp:10us,2GB/s" gives each grid
+// axis a link (braid/link_model.h), so that communication costs, relative to
+// the CPU's compute, what it would on a cluster. Each group has its own link,
+// taken by one transfer at a time in issue order: a transfer starts when the
+// link is free and its wait returns no earlier than its end (start + the
+// model's time) nor before MPI completes it. A send occupies the sender's
+// link and its message leaves when the link has carried it (the receiver
+// waits for that); a receive costs its own rank nothing. The real transfer
+// runs as well, so the emulated times hold when the links are slower than the
+// machine's own memory copies. bf16/f16 reductions convert to
 // f32 buffers before the call and back (round to nearest even) after the wait;
 // moves without reduction send the 16-bit payload as is. Buffers must stay
 // untouched until the event is waited for. Host memory only (cpu backend).
@@ -46,7 +64,7 @@ namespace braid::rt::mpi {
 /// BRAID_MPI=1; BRAID_MPI=0 forces false.
 bool launched();
 
-/// MPI_Init_thread (MPI_THREAD_FUNNELED), MPI_ERRORS_RETURN on
+/// MPI_Init_thread (MPI_THREAD_SERIALIZED), MPI_ERRORS_RETURN on
 /// MPI_COMM_WORLD; with several ranks, fatal() messages name the rank.
 void initialize(int *argc, char ***argv);
 bool initialized();

@@ -294,9 +294,16 @@ int32_t braid_comm_rank(const braid_comm *comm) {
 
 namespace {
 
-braid_event *wrap(std::unique_ptr<braid::rt::Event> event) {
+/// The C handle of a transfer of `kind` on `comm` (named for the trace when
+/// the group has more than one rank).
+braid_event *wrap(std::unique_ptr<braid::rt::Event> event, const braid_comm *comm,
+                  const char *kind) {
   auto *out = new braid_event;
   out->impl = std::move(event);
+  if (comm->impl->size() > 1) {
+    out->kind = kind;
+    out->comm = comm;
+  }
   return out;
 }
 
@@ -329,28 +336,29 @@ braid_event *braid_all_reduce(braid_rt *rt, braid_comm *comm, const void *send, 
   braid::rt::Communicator &c = commOf(rt, comm, "braid_all_reduce");
   double n = c.size();
   account(rt, comm, "all_reduce", double(count * braid_dtype_size(dtype)), 2 * (n - 1) / n);
-  return wrap(c.allReduce(*rt->backend, send, recv, count, dtype, op));
+  return wrap(c.allReduce(*rt->backend, send, recv, count, dtype, op), comm, "all_reduce");
 }
 
 braid_event *braid_all_gather(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
                               int64_t count_per_rank, braid_dtype dtype) {
   braid::rt::Communicator &c = commOf(rt, comm, "braid_all_gather");
   account(rt, comm, "all_gather", double(count_per_rank * braid_dtype_size(dtype)), c.size() - 1);
-  return wrap(c.allGather(*rt->backend, send, recv, count_per_rank, dtype));
+  return wrap(c.allGather(*rt->backend, send, recv, count_per_rank, dtype), comm, "all_gather");
 }
 
 braid_event *braid_reduce_scatter(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
                                   int64_t count_per_rank, braid_dtype dtype, braid_redop op) {
   braid::rt::Communicator &c = commOf(rt, comm, "braid_reduce_scatter");
   account(rt, comm, "reduce_scatter", double(count_per_rank * braid_dtype_size(dtype)), c.size() - 1);
-  return wrap(c.reduceScatter(*rt->backend, send, recv, count_per_rank, dtype, op));
+  return wrap(c.reduceScatter(*rt->backend, send, recv, count_per_rank, dtype, op), comm,
+              "reduce_scatter");
 }
 
 braid_event *braid_all_to_all(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
                               int64_t count_per_rank, braid_dtype dtype) {
   braid::rt::Communicator &c = commOf(rt, comm, "braid_all_to_all");
   account(rt, comm, "all_to_all", double(count_per_rank * braid_dtype_size(dtype)), c.size() - 1);
-  return wrap(c.allToAll(*rt->backend, send, recv, count_per_rank, dtype));
+  return wrap(c.allToAll(*rt->backend, send, recv, count_per_rank, dtype), comm, "all_to_all");
 }
 
 braid_event *braid_broadcast(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,
@@ -360,7 +368,7 @@ braid_event *braid_broadcast(braid_rt *rt, braid_comm *comm, void *buffer, int64
   // buffer, (n - 1) / n of it per rank on average.
   const double n = c.size();
   account(rt, comm, "broadcast", double(count * braid_dtype_size(dtype)), (n - 1) / n);
-  return wrap(c.broadcast(*rt->backend, buffer, count, dtype, root));
+  return wrap(c.broadcast(*rt->backend, buffer, count, dtype, root), comm, "broadcast");
 }
 
 braid_event *braid_send(braid_rt *rt, braid_comm *comm, const void *buffer, int64_t count,
@@ -378,13 +386,13 @@ braid_event *braid_send_tagged(braid_rt *rt, braid_comm *comm, const void *buffe
   braid::rt::Communicator &c = commOf(rt, comm, "braid_send");
   // A block to one peer: the plan printer's `send` (dist.send).
   account(rt, comm, "send", double(count * braid_dtype_size(dtype)), 1);
-  return wrap(c.send(*rt->backend, buffer, count, dtype, peer, tag));
+  return wrap(c.send(*rt->backend, buffer, count, dtype, peer, tag), comm, "send");
 }
 
 braid_event *braid_recv_tagged(braid_rt *rt, braid_comm *comm, void *buffer, int64_t count,
                                braid_dtype dtype, int32_t peer, int32_t tag) {
-  return wrap(
-      commOf(rt, comm, "braid_recv").recv(*rt->backend, buffer, count, dtype, peer, tag));
+  return wrap(commOf(rt, comm, "braid_recv").recv(*rt->backend, buffer, count, dtype, peer, tag),
+              comm, "recv");
 }
 
 braid_event *braid_sendrecv(braid_rt *rt, braid_comm *comm, const void *send,
@@ -394,8 +402,8 @@ braid_event *braid_sendrecv(braid_rt *rt, braid_comm *comm, const void *send,
   // One block to one peer: the plan printer's `shift` (dist.shift).
   if (dst >= 0)
     account(rt, comm, "shift", double(send_count * braid_dtype_size(dtype)), 1);
-  return wrap(c
-                  .sendRecv(*rt->backend, send, send_count, dst, recv, recv_count, src, dtype));
+  return wrap(c.sendRecv(*rt->backend, send, send_count, dst, recv, recv_count, src, dtype),
+              comm, "shift");
 }
 
 void braid_rt_copy(braid_rt *rt, void *dst, const void *src, int64_t bytes) {
@@ -409,8 +417,21 @@ void braid_event_wait(braid_rt *rt, braid_event *event) {
     fatal("braid_event_wait: null context");
   if (!event)
     return;
+  // Traced: the wait on the compute lane, the transfer on its group's lane.
+  bool traced = rt->options.trace && event->kind && event->impl;
+  if (traced)
+    rt->trace.begin(*rt->backend, "wait",
+                    (std::string(event->kind) + " over " + event->comm->axes).c_str(),
+                    currentScope(rt), rt->step, "wait");
   if (event->impl)
     event->impl->wait(*rt->backend);
+  if (traced) {
+    rt->trace.end(*rt->backend);
+    double begin = 0, end = 0, linkEnd = 0;
+    if (event->impl->interval(&begin, &end, &linkEnd))
+      rt->trace.addTransfer(
+          {event->kind, event->comm->axes, rt->step, begin * 1e6, end * 1e6, linkEnd * 1e6});
+  }
   delete event;
 }
 

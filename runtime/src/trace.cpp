@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 namespace braid::rt {
 
@@ -17,9 +18,9 @@ bool Trace::setFlops(double flops) {
 }
 
 int64_t Trace::begin(Backend &backend, const char *op, const char *label, std::string scope,
-                     int64_t step) {
+                     int64_t step, const char *category) {
   int64_t id = int64_t(ops_.size());
-  ops_.push_back({op ? op : "", label ? label : "", std::move(scope), step});
+  ops_.push_back({op ? op : "", label ? label : "", std::move(scope), step, -1, category});
   open_.push_back(id);
   backend.markBegin(id);
   return id;
@@ -96,6 +97,11 @@ bool Trace::write(Backend &backend, const std::string &path, int32_t pid,
                "\"tid\":0,\"args\":{\"name\":\"rank %d\"}},\n{\"name\":\"process_sort_index\","
                "\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
                int(pid), int(pid), int(pid), int(pid));
+  if (!transfers_.empty())
+    std::fprintf(file,
+                 ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                 "\"args\":{\"name\":\"compute\"}}",
+                 int(pid));
   for (size_t i = 0; i < ops_.size(); ++i) {
     const Op &op = ops_[i];
     OpTiming t = i < timings.size() ? timings[i] : OpTiming{};
@@ -105,14 +111,34 @@ bool Trace::write(Backend &backend, const std::string &path, int32_t pid,
     // never sticks out of its enclosing one by a rounding.
     int64_t begin = std::llround(t.beginUs * 1e3), end = std::llround(t.endUs * 1e3);
     std::fprintf(file,
-                 ",\n{\"name\":%s,\"cat\":\"kernel\",\"ph\":\"X\",\"ts\":%s,\"dur\":%s,"
+                 ",\n{\"name\":%s,\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%s,\"dur\":%s,"
                  "\"pid\":%d,\"tid\":0,\"args\":{\"label\":%s,\"scope\":%s,\"step\":%lld",
-                 jsonString(op.op).c_str(), micros(begin).c_str(),
+                 jsonString(op.op).c_str(), op.category, micros(begin).c_str(),
                  micros(end > begin ? end - begin : 0).c_str(), int(pid),
                  jsonString(op.label).c_str(), jsonString(op.scope).c_str(),
                  (long long)op.step);
     if (op.flops >= 0)
       std::fprintf(file, ",\"flops\":%.17g", op.flops);
+    std::fputs("}}", file);
+  }
+  // One lane per group, numbered in the order the groups first transferred.
+  std::map<std::string, int> lanes;
+  for (const Transfer &t : transfers_) {
+    auto [it, fresh] = lanes.try_emplace(t.group, int(lanes.size()) + 1);
+    if (fresh)
+      std::fprintf(file,
+                   ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                   "\"args\":{\"name\":%s}}",
+                   int(pid), it->second, jsonString("comm " + t.group).c_str());
+    int64_t begin = std::llround(t.beginUs * 1e3), end = std::llround(t.endUs * 1e3);
+    std::fprintf(file,
+                 ",\n{\"name\":%s,\"cat\":\"comm\",\"ph\":\"X\",\"ts\":%s,\"dur\":%s,"
+                 "\"pid\":%d,\"tid\":%d,\"args\":{\"group\":%s,\"step\":%lld",
+                 jsonString(t.kind).c_str(), micros(begin).c_str(),
+                 micros(end > begin ? end - begin : 0).c_str(), int(pid), it->second,
+                 jsonString(t.group).c_str(), (long long)t.step);
+    if (t.linkEndUs > 0)
+      std::fprintf(file, ",\"link_end\":%s", micros(std::llround(t.linkEndUs * 1e3)).c_str());
     std::fputs("}}", file);
   }
   std::fputs("\n],\"displayTimeUnit\":\"ms\"}\n", file);

@@ -7,8 +7,13 @@
 //   {"traceEvents":[
 //   {"name":"process_name","ph":"M","pid":R,"tid":0,"args":{"name":"rank R"}},
 //   {"name":"process_sort_index","ph":"M","pid":R,"tid":0,"args":{"sort_index":R}},
+//   {"name":"thread_name","ph":"M","pid":R,"tid":0,"args":{"name":"compute"}},
 //   {"name":OP,"cat":"kernel","ph":"X","ts":T,"dur":D,"pid":R,"tid":0,
 //    "args":{"label":LABEL,"scope":SCOPE,"step":K[,"flops":F]}},
+//   ...
+//   {"name":"thread_name","ph":"M","pid":R,"tid":L,"args":{"name":"comm AXES"}},
+//   {"name":KIND,"cat":"comm","ph":"X","ts":T,"dur":D,"pid":R,"tid":L,
+//    "args":{"group":AXES,"step":K[,"link_end":E]}},
 //   ...],"displayTimeUnit":"ms"}
 //
 // - One complete event ("ph":"X") per braid_rt_op_begin / braid_rt_op_end
@@ -17,6 +22,17 @@
 //   braid_rt_op_flops. An op begun while another is open is recorded as well
 //   and lies inside it (e.g. op "pipeline" label "F3" around the kernels of a
 //   pipeline action): viewers nest it under the enclosing event.
+// - Waits: a braid_event_wait of a transfer over more than one rank is an op
+//   named "wait" of category "wait" (LABEL: "KIND over AXES") on the compute
+//   lane: the time the program stood still for communication, what is
+//   measured as exposed.
+// - Communication lanes: each group (AXES, "dp" or "dp,tp") has its own
+//   lane L >= 1, named "comm AXES", holding one event per transfer of the
+//   CPU ranks (the MPI provider knows their intervals: from when the
+//   transfer took its link to when it completed, which is no earlier than
+//   when the emulated link finished with it: E, microseconds on the same
+//   clock, under the link emulator; the rest is waiting for the group's
+//   other ranks), recorded at its wait.
 // - "pid" is the world rank R, so that the traceEvents of every rank's file
 //   concatenated make one trace with a row per rank.
 // - "ts" and "dur" are microseconds. "ts" is on the steady clock since its
@@ -48,11 +64,21 @@ public:
     std::string op, label, scope;
     int64_t step = 0;
     double flops = -1; ///< matrix-product FLOPs when known
+    const char *category = "kernel"; ///< "kernel" or "wait"
+  };
+  /// A transfer on a communication lane, in microseconds on the steady clock.
+  struct Transfer {
+    std::string kind, group;
+    int64_t step = 0;
+    double beginUs = 0, endUs = 0;
+    double linkEndUs = 0; ///< when the emulated link finished (0: none)
   };
 
   /// Opens op `id` = size() and marks its begin.
   int64_t begin(Backend &backend, const char *op, const char *label, std::string scope,
-                int64_t step);
+                int64_t step, const char *category = "kernel");
+  /// Records a transfer on the lane of its group.
+  void addTransfer(Transfer transfer) { transfers_.push_back(std::move(transfer)); }
   /// Marks the end of the innermost open op; false if none is open.
   bool end(Backend &backend);
   /// Sets the FLOPs of the innermost open op; false if none is open.
@@ -68,6 +94,7 @@ public:
 private:
   std::vector<Op> ops_;
   std::vector<int64_t> open_;
+  std::vector<Transfer> transfers_;
 };
 
 /// `text` as a JSON string literal (quotes included).

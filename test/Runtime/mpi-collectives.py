@@ -88,8 +88,29 @@ for k in range(4):
     if path.exists():
         ev = json.load(open(path)).get("traceEvents", [])
         expect([(e["name"], e["args"]["label"], e["args"]["step"]) for e in ev
-                if e["ph"] == "X"] == [("all_reduce", "overlap", 1), ("all_reduce", "overlap", 2)]
+                if e["ph"] == "X" and e["cat"] == "kernel"] ==
+               [("all_reduce", "overlap", 1), ("all_reduce", "overlap", 2)]
                and all(e["pid"] == k for e in ev), f"trace of rank {k}: {ev}")
+        # The three waits of the "overlap" op lie inside it on the compute
+        # lane, in the program's order; each transfer lies on its group's lane.
+        kernels = [e for e in ev if e["ph"] == "X" and e["cat"] == "kernel"]
+        waits = [e for e in ev if e["ph"] == "X" and e["cat"] == "wait"]
+        comm = [e for e in ev if e["ph"] == "X" and e["cat"] == "comm"]
+        for op in kernels:
+            inside = [w["args"]["label"] for w in waits
+                      if op["ts"] <= w["ts"] and w["ts"] + w["dur"] <= op["ts"] + op["dur"]]
+            expect(inside == ["all_reduce over world", "all_gather over dp", "all_reduce over tp"],
+                   f"rank {k}: waits inside {op}: {inside}")
+        lanes = {e["args"]["name"]: e["tid"] for e in ev
+                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        expect(lanes.get("compute") == 0 and
+               sorted(lanes) == ["comm dp", "comm tp", "comm world", "compute"],
+               f"rank {k}: lanes {lanes}")
+        # One transfer per wait, on its group's lane, ending no earlier than
+        # it began.
+        expect(all(e["tid"] == lanes.get("comm " + e["args"]["group"]) and e["dur"] >= 0
+                   for e in comm) and len(comm) == len(waits),
+               f"rank {k}: {len(comm)} communication events for {len(waits)} waits: {comm[:4]}")
 
 # --- --all-ranks, --dump-all-ranks ----------------------------------------------------
 dump2 = tmp / "dump-all"

@@ -159,7 +159,7 @@ for k in range(4):
     expect(all(e["pid"] == k for e in events), f"rank {k}: pids {[e['pid'] for e in events]}")
     expect({"name": "process_name", "ph": "M", "pid": k, "tid": 0,
             "args": {"name": f"rank {k}"}} in events, f"rank {k}: no process_name")
-    ops = [e for e in events if e["ph"] == "X"]
+    ops = [e for e in events if e["ph"] == "X" and e["cat"] == "kernel"]
     got = [(e["name"], e["args"]["label"], e["args"]["step"]) for e in ops]
     want = [x for s in (1, 2) for x in (("pipeline", f"F{s}", s), ("exchange", "act", s),
                                         ("update", "w", s))]

@@ -272,8 +272,14 @@ def BraidPrintPlanPass : Pass<"braid-print-plan", "::mlir::ModuleOp"> {
     cost model (lib/CostModel) predicts for them on `hardware`, the
     grid's ranks laid out row-major over consecutive GPUs of its nodes
     (`transfer_time ...` lines: per kind and group, the algorithm NCCL's
-    model would choose for the largest; their sum). Lines are
-    `kind name: ...`; the IR is unchanged.
+    model would choose for the largest; their sum). After
+    --convert-braid-to-dist, a simulation of the step (compute at the
+    hardware's roofline, each group's transfers on its own link in issue
+    order) prints the communication its waits leave exposed
+    (`exposed_time ...` lines, per kind and group, and per step). With
+    `link`, transfers take the times of those links per grid axis
+    (braid/link_model.h), the ones the CPU ranks' link emulator
+    (BRAID_LINK) charges. Lines are `kind name: ...`; the IR is unchanged.
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
@@ -281,6 +287,9 @@ def BraidPrintPlanPass : Pass<"braid-print-plan", "::mlir::ModuleOp"> {
     Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-sxm\"",
            "Hardware description for predicted times: h100-sxm, h200-sxm, "
            "a100-sxm (lib/CostModel/hardware) or a file.json of that form">,
+    Option<"link", "link", "std::string", /*default=*/"\"\"",
+           "Links per grid axis for transfer times, as BRAID_LINK: "
+           "\"tp:2us,20GB/s;dp:10us,2GB/s\" (empty: the hardware's)">,
   ];
 }
 

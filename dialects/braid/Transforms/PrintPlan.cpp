@@ -22,6 +22,8 @@
 
 #include "lib/CostModel/CommCost.h"
 
+#include "braid/link_model.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -127,12 +129,42 @@ struct PlanPrinter {
   }
 
   const ::braid::cost::Hardware &hardware;
+  /// link=: the links per grid axis (braid/link_model.h, the CPU ranks'
+  /// BRAID_LINK); when given, transfers take their time from them instead of
+  /// the hardware's, as the link emulator charges them.
+  const ::braid::link::Links &links;
+  const std::string &linkText;
+
+  /// What predicted times are on: "h100-sxm", or "cpu.json with links
+  /// dp:10us,1GB/s".
+  std::string target() const {
+    return links.empty() ? hardware.name
+                         : hardware.name + " with links " + linkText;
+  }
 
   /// The transfer of `kind` whose block (the unit of `blockBytes` the ring
   /// model counts) is `blockBytes`, over the group of `axes`.
   ::braid::cost::TransferTime predict(StringRef kind, ArrayRef<int16_t> axes,
                                     double blockBytes, double blocks) {
     using ::braid::cost::TransferKind;
+    if (!links.empty()) {
+      // The emulator's model: the group's slowest link; a message kind
+      // (send, one shift of a ring) sends its blocks one message each.
+      std::vector<std::string> names;
+      for (int16_t a : axes)
+        names.push_back(grid.names[a]);
+      ::braid::cost::TransferTime out;
+      out.algorithm = "link";
+      out.bytesSent = blockBytes * blocks;
+      ::braid::link::Link l;
+      if (!links.group(names, &l))
+        return out;
+      double n = grid.size(axes);
+      out.seconds = kind == "send" || kind == "shift"
+                        ? blocks * ::braid::link::seconds(l, kind.str(), n, blockBytes)
+                        : ::braid::link::seconds(l, kind.str(), n, blockBytes * blocks);
+      return out;
+    }
     ::braid::cost::Transfer t;
     t.ranks = grid.size(axes);
     SmallVector<int64_t> indices(axes.begin(), axes.end());
@@ -281,44 +313,98 @@ struct PlanPrinter {
                           predict(b->kind, b->axes, b->blockBytes, b->blocks).seconds);
   }
 
+  using Key = std::pair<std::string, std::string>; ///< (kind, group)
+
   /// The simulated step: compute at the roofline of the hardware's peak
   /// (FLOPs at its bf16 peak or the bytes an op reads and writes at its HBM
-  /// bandwidth, whichever is slower; no efficiency factor yet), transfers on
-  /// one communication stream in issue order (as NCCL's one stream per
-  /// rank), a wait exposing what of its transfer has not ended by then.
-  struct Simulation {
-    double now = 0, commFree = 0, compute = 0, communication = 0;
-    llvm::DenseMap<Value, std::pair<double, std::pair<std::string, std::string>>>
-        ends;
-    std::map<std::pair<std::string, std::string>, double> exposed;
+  /// bandwidth, whichever is slower; no efficiency factor yet), each group's
+  /// transfers on the group's own link in issue order (a group's transfer
+  /// waits for the group's previous one, not for other groups': tp's
+  /// NVLink and dp's network carry theirs at once, as the link emulator's
+  /// groups do), a wait exposing what of its transfer has not ended by then.
+  /// A pipeline runs one process per stage: a send takes the sender's link
+  /// (its own wait returns at once, as the runtime's), and the receive
+  /// matching it (from that stage, with that tag, in order) ends when the
+  /// message has arrived, so a stage's wait for its neighbour counts the
+  /// neighbour's compute too (the bubble), as a measured wait does.
+  struct Process {
+    SmallVector<Operation *> ops; ///< the program, calls expanded
+    size_t pc = 0;
+    int64_t stage = 0;
+    double now = 0, compute = 0, communication = 0;
+    /// By group: when its link is next free.
+    std::map<std::string, double> commFree;
+    llvm::DenseMap<Value, std::pair<double, Key>> ends;
+    /// Receives whose message has not been matched: token -> (peer, tag,
+    /// ordinal among the receives from that peer with that tag).
+    llvm::DenseMap<Value, std::tuple<int64_t, int64_t, int64_t>> receives;
+    std::map<std::pair<int64_t, int64_t>, int64_t> received;
+    std::map<Key, double> exposed;
   };
-  void simulate(func::FuncOp func, Simulation &sim, unsigned depth = 0) {
+  /// Arrival times of the messages from stage to stage with a tag, in order.
+  using Mailbox = std::map<std::tuple<int64_t, int64_t, int64_t>, SmallVector<double>>;
+
+  void expand(func::FuncOp func, SmallVector<Operation *> &ops, unsigned depth = 0) {
     if (depth > 64)
       return;
     for (Operation &op : func.getBody().getOps()) {
       if (auto call = dyn_cast<func::CallOp>(op)) {
         if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
-          simulate(callee, sim, depth + 1);
+          expand(callee, ops, depth + 1);
         continue;
       }
+      ops.push_back(&op);
+    }
+  }
+
+  /// Runs `p` until it ends (true) or waits for a message not sent yet.
+  bool run(Process &p, Mailbox &mail) {
+    for (; p.pc < p.ops.size(); ++p.pc) {
+      Operation &op = *p.ops[p.pc];
       if (auto wait = dyn_cast<dist::WaitOp>(op)) {
+        // Resolve the messages first: a wait whose message is not sent
+        // yet stops the process here, to resume once it is.
         for (Value token : wait.getTokens()) {
-          auto it = sim.ends.find(token);
-          if (it == sim.ends.end())
+          auto r = p.receives.find(token);
+          if (r == p.receives.end())
             continue;
-          if (it->second.first > sim.now) {
-            sim.exposed[it->second.second] += it->second.first - sim.now;
-            sim.now = it->second.first;
+          auto [peer, tag, ordinal] = r->second;
+          auto box = mail.find({peer, p.stage, tag});
+          if (box == mail.end() || int64_t(box->second.size()) <= ordinal)
+            return false;
+          p.ends[token].first = box->second[ordinal];
+          p.receives.erase(r);
+        }
+        for (Value token : wait.getTokens()) {
+          auto it = p.ends.find(token);
+          if (it == p.ends.end())
+            continue;
+          if (it->second.first > p.now) {
+            p.exposed[it->second.second] += it->second.first - p.now;
+            p.now = it->second.first;
           }
         }
         continue;
       }
       if (auto t = transfer(&op)) {
-        double start = std::max(sim.now, sim.commFree);
-        sim.commFree = start + t->second;
-        sim.communication += t->second;
-        sim.ends[dist::getToken(&op)] = {sim.commFree, t->first};
-        sim.exposed.try_emplace(t->first, 0.0);
+        Value token = dist::getToken(&op);
+        p.exposed.try_emplace(t->first, 0.0);
+        if (auto recv = dyn_cast<dist::RecvOp>(op)) {
+          int64_t peer = recv.getPeer(), tag = recv.getTag().value_or(-1);
+          p.receives[token] = {peer, tag, p.received[{peer, tag}]++};
+          p.ends[token] = {p.now, t->first};
+          continue;
+        }
+        double &free = p.commFree[t->first.second];
+        double start = std::max(p.now, free);
+        free = start + t->second;
+        p.communication += t->second;
+        if (auto send = dyn_cast<dist::SendOp>(op)) {
+          mail[{p.stage, send.getPeer(), send.getTag().value_or(-1)}].push_back(free);
+          p.ends[token] = {p.now, t->first};
+          continue;
+        }
+        p.ends[token] = {free, t->first};
         continue;
       }
       if (isa<GetParamOp, ReshapeOp, func::ReturnOp>(op) ||
@@ -332,9 +418,33 @@ struct PlanPrinter {
       double seconds = std::max(
           double(cost.matmulFlops + cost.otherFlops) / hardware.peakBf16Flops,
           bytes / hardware.hbmBytesPerSecond);
-      sim.now += seconds;
-      sim.compute += seconds;
+      p.now += seconds;
+      p.compute += seconds;
     }
+    return true;
+  }
+
+  /// Simulates the programs of `funcs` (one per pipeline stage, or the
+  /// step alone) together; false when they wait for each other forever.
+  bool simulate(ArrayRef<func::FuncOp> funcs, std::vector<Process> &procs) {
+    procs.assign(funcs.size(), Process());
+    for (auto [k, func] : llvm::enumerate(funcs)) {
+      procs[k].stage = int64_t(k);
+      expand(func, procs[k].ops);
+    }
+    Mailbox mail;
+    SmallVector<bool> done(procs.size(), false);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (auto [k, p] : llvm::enumerate(procs)) {
+        if (done[k])
+          continue;
+        size_t before = p.pc;
+        done[k] = run(p, mail);
+        progress |= done[k] || p.pc != before;
+      }
+    }
+    return llvm::all_of(done, [](bool d) { return d; });
   }
 
   /// Collectives of `func`, run `times` per step, and of its callees.
@@ -485,7 +595,10 @@ struct BraidPrintPlanPass
           << llvm::toString(hw.takeError());
       return signalPassFailure();
     }
-    PlanPrinter printer{module, *grid, os, {}, {}, *hw};
+    ::braid::link::Links links;
+    if (failed(parseLinks(module, *grid, links)))
+      return signalPassFailure();
+    PlanPrinter printer{module, *grid, os, {}, {}, *hw, links, link};
     std::optional<int16_t> cp = grid->find("cp");
     printer.attentionFlops.assign(cp ? grid->sizes[*cp] : 1, 0.0);
     printer.count(step, 1);
@@ -504,31 +617,53 @@ struct BraidPrintPlanPass
            << "\n";
     }
     printTransfers(printer, "", os);
-    printExposed(printer, step, "", os);
+    printExposed(printer, {step}, /*stages=*/false, os);
     markAllAnalysesPreserved();
   }
 
-  /// The communication the simulated step `step` waits for, by kind and
-  /// group: what the program's order leaves exposed (after
-  /// --braid-schedule-overlap, what the schedule could not hide).
-  static void printExposed(PlanPrinter &printer, func::FuncOp step,
-                           StringRef prefix, raw_ostream &os) {
-    PlanPrinter::Simulation sim;
-    printer.simulate(step, sim);
-    if (sim.exposed.empty())
+  /// link=: parsed, every named axis an axis of the grid.
+  LogicalResult parseLinks(ModuleOp module, const Grid &grid,
+                           ::braid::link::Links &links) {
+    std::string error;
+    if (!::braid::link::parse(link, &links, &error))
+      return module.emitError("--braid-print-plan: link='")
+             << link << "': " << error;
+    for (auto &entry : links.byAxis)
+      if (entry.first != "*" && !grid.find(entry.first))
+        return module.emitError("--braid-print-plan: link='")
+               << link << "': axis '" << entry.first
+               << "' is not an axis of the grid";
+    return success();
+  }
+
+  /// The communication the simulated step waits for, by kind and group:
+  /// what the program's order leaves exposed (after --braid-schedule-overlap,
+  /// what the schedule could not hide). `funcs`: the step, or every stage of
+  /// a pipeline (lines prefixed "stage K: ").
+  static void printExposed(PlanPrinter &printer, ArrayRef<func::FuncOp> funcs,
+                           bool stages, raw_ostream &os) {
+    std::vector<PlanPrinter::Process> procs;
+    if (!printer.simulate(funcs, procs)) {
+      os << "exposed_time: not simulated (the stages wait for each other)\n";
       return;
-    double exposed = 0;
-    for (auto &[key, seconds] : sim.exposed) {
-      os << prefix << "exposed_time " << key.first << " over " << key.second
-         << ": " << llvm::format("%.1f", seconds * 1e6) << " us per step on "
-         << printer.hardware.name << "\n";
-      exposed += seconds;
     }
-    os << prefix << "exposed_time_per_step: " << llvm::format("%.1f", exposed * 1e6)
-       << " us of " << llvm::format("%.1f", sim.communication * 1e6)
-       << " us of transfers, step " << llvm::format("%.1f", sim.now * 1e6)
-       << " us (compute " << llvm::format("%.1f", sim.compute * 1e6)
-       << " us at the roofline) on " << printer.hardware.name << "\n";
+    for (const PlanPrinter::Process &p : procs) {
+      if (p.exposed.empty())
+        continue;
+      std::string prefix = stages ? ("stage " + Twine(p.stage) + ": ").str() : "";
+      double exposed = 0;
+      for (auto &[key, seconds] : p.exposed) {
+        os << prefix << "exposed_time " << key.first << " over " << key.second
+           << ": " << llvm::format("%.1f", seconds * 1e6) << " us per step on "
+           << printer.target() << "\n";
+        exposed += seconds;
+      }
+      os << prefix << "exposed_time_per_step: " << llvm::format("%.1f", exposed * 1e6)
+         << " us of " << llvm::format("%.1f", p.communication * 1e6)
+         << " us of transfers, step " << llvm::format("%.1f", p.now * 1e6)
+         << " us (compute " << llvm::format("%.1f", p.compute * 1e6)
+         << " us at the roofline) on " << printer.target() << "\n";
+    }
   }
 
   /// The transfers `printer` counted, their bytes and predicted times, each
@@ -549,12 +684,12 @@ struct BraidPrintPlanPass
     for (auto &[key, t] : printer.traffic) {
       os << prefix << "transfer_time " << key.first << " over " << key.second
          << ": " << llvm::format("%.1f", t.seconds * 1e6) << " us per step on "
-         << printer.hardware.name << " (" << t.algorithm << ")\n";
+         << printer.target() << " (" << t.algorithm << ")\n";
       seconds += t.seconds;
     }
     os << prefix << "transfer_time_per_step: "
        << llvm::format("%.1f", seconds * 1e6) << " us on "
-       << printer.hardware.name << "\n";
+       << printer.target() << "\n";
   }
 
   /// A pipelined module: each stage's program and its transfers, prefixed
@@ -566,23 +701,30 @@ struct BraidPrintPlanPass
     if (!hw)
       return module.emitError("--braid-print-plan: ")
              << llvm::toString(hw.takeError());
+    ::braid::link::Links links;
+    if (failed(parseLinks(module, grid, links)))
+      return failure();
     SmallVector<std::string> axes;
     for (auto [name, size] : llvm::zip(grid.names, grid.sizes))
       axes.push_back(name + "=" + std::to_string(size));
     os << "plan: grid " << llvm::join(axes, ",") << " (" << grid.numRanks()
        << " ranks), pipeline of " << stages.size() << " stages\n";
+    SmallVector<func::FuncOp> funcs;
     for (auto [k, stage] : llvm::enumerate(stages)) {
       auto ref = dyn_cast<FlatSymbolRefAttr>(stage);
       auto func = ref ? module.lookupSymbol<func::FuncOp>(ref) : func::FuncOp();
       if (!func)
         return module.emitError("--braid-print-plan: stage ")
                << k << " names no function: " << stage;
-      PlanPrinter printer{module, grid, os, {}, {}, *hw};
+      PlanPrinter printer{module, grid, os, {}, {}, *hw, links, link};
       printer.attentionFlops.assign(1, 0.0);
       printer.count(func, 1);
       os << "stage " << k << ": program @" << func.getSymName() << "\n";
       printTransfers(printer, ("stage " + Twine(k) + ": ").str(), os);
+      funcs.push_back(func);
     }
+    PlanPrinter printer{module, grid, os, {}, {}, *hw, links, link};
+    printExposed(printer, funcs, /*stages=*/true, os);
     return success();
   }
 };
