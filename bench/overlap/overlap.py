@@ -6,20 +6,25 @@ its communication are comparable) on 4 CPU ranks under the link emulator
 (BRAID_LINK, runtime/src/comm_mpi.h), on dp2 x tp2, pp2 x dp2 (1F1B, 4
 micro-batches) and cp2 x dp2, each with the overlap scheduler off and on, and
 prints per plan and setting:
-  - step: the last step's time (the span of its events over every rank's
-    trace), and its ratio off / on;
-  - exposed (measured): the time a rank's program stood in waits for
-    transfers in that step (the traces' "wait" events), the mean over ranks;
+  - step: a step's time (the span of its events over every rank's trace),
+    and its ratio off / on; every figure is the median over steps 2..N;
+  - waits (measured): the time a rank's program stood in waits for
+    transfers in a step (the traces' "wait" events), the mean over ranks;
+    "on links" is the part of it before each transfer's emulated link was
+    done (the rest is waiting for ranks of the group that came later, which
+    ranks sharing cores do), and all of a receive's wait;
   - exposed (predicted): --braid-print-plan's simulation of the same program
+    (a pipeline's waits for the neighbour's compute, its bubble, included)
     (braid-opt, same options) with the same links, compute on a description
-    of these CPU ranks measured in the run with scheduling off (the matrix
-    products' FLOP rate, and the memory bandwidth that makes the predicted
-    compute of a step equal the measured);
+    of these CPU ranks measured in the same run (the matrix products' FLOP
+    rate, and the memory bandwidth that makes the predicted compute of a
+    step equal the measured: ranks sharing cores compute at speeds that
+    vary from run to run);
   - hidden: what the schedule took off the exposed time, measured against
     predicted (the issue's target: at least 70% of what the model says can
     be hidden), and the prediction's error against the measurement.
 
-usage: python3 bench/overlap/overlap.py [--bin build/bin] [--steps 3]
+usage: python3 bench/overlap/overlap.py [--bin build/bin] [--steps 7]
        [--plans dp2xtp2,pp2xdp2,cp2xdp2]
 Ranks share cores when the machine has fewer than 4: a rank that waits then
 lends its core to one that computes, which the figures include.
@@ -29,6 +34,7 @@ import glob
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,25 +67,17 @@ def pipeline_options(args):
     return " ".join(f"{names[args[i]]}={args[i + 1]}" for i in range(0, len(args), 2))
 
 
-def run(bin_dir, model, plan, overlap, steps, work):
-    trace = os.path.join(work, f"{plan}-{'on' if overlap else 'off'}", "trace.json")
-    os.makedirs(os.path.dirname(trace), exist_ok=True)
-    env = dict(os.environ, BRAID_LINK=links(plan))
-    subprocess.run([os.path.join(bin_dir, "braid-run"), model, *PLANS[plan], "--steps", str(steps),
-                    "--seed", "1", "--quiet", "--trace", trace,
-                    f"--schedule-overlap={'true' if overlap else 'false'}"],
-                   check=True, capture_output=True, text=True, env=env)
+def step_metrics(traces, step):
+    """One step's figures from every rank's events (microseconds in, ms out)."""
     ranks, on_links = [], []
-    for path in sorted(glob.glob(trace[:-len(".json")] + ".rank*.json")):
-        with open(path) as f:
-            everything = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    for everything in traces:
         # Each traced wait has its transfer on a communication lane, both
         # recorded in the program's order: the k-th wait is the k-th transfer.
         waits = [e for e in everything if e["cat"] == "wait"]
         transfers = [e for e in everything if e["cat"] == "comm"]
         linked = 0.0
         for w, t in zip(waits, transfers):
-            if w["args"]["step"] != steps:
+            if w["args"]["step"] != step:
                 continue
             # A collective's wait stands for its link until the link is done
             # and for the group's other ranks after (ranks sharing cores
@@ -90,7 +88,7 @@ def run(bin_dir, model, plan, overlap, steps, work):
                 end = min(end, t["args"]["link_end"])
             linked += max(0.0, end - w["ts"])
         on_links.append(linked)
-        ranks.append([e for e in everything if e["args"].get("step") == steps])
+        ranks.append([e for e in everything if e["args"].get("step") == step])
     begin = min(e["ts"] for r in ranks for e in r)
     end = max(e["ts"] + e["dur"] for r in ranks for e in r)
     exposed = [sum(e["dur"] for e in r if e["cat"] == "wait") for r in ranks]
@@ -98,10 +96,8 @@ def run(bin_dir, model, plan, overlap, steps, work):
     # a pipeline action's, counts once) minus the waits inside them.
     compute = []
     for r in ranks:
-        top = [e for e in r if e["cat"] == "kernel"]
-        top.sort(key=lambda e: (e["ts"], -e["dur"]))
-        busy, last_end = 0.0, -1.0
-        outer = []
+        top = sorted((e for e in r if e["cat"] == "kernel"), key=lambda e: (e["ts"], -e["dur"]))
+        busy, last_end, outer = 0.0, -1.0, []
         for e in top:
             if e["ts"] >= last_end:
                 busy += e["dur"]
@@ -113,10 +109,28 @@ def run(bin_dir, model, plan, overlap, steps, work):
     flops = sum(e["args"].get("flops", 0) for r in ranks for e in r if e["cat"] == "kernel")
     matmul_us = sum(e["dur"] for r in ranks for e in r
                     if e["cat"] == "kernel" and "flops" in e["args"])
-    return {"step_ms": (end - begin) / 1e3, "exposed_ms": sum(exposed) / len(exposed) / 1e3,
-            "links_ms": sum(on_links) / len(on_links) / 1e3,
-            "compute_ms": sum(compute) / len(compute) / 1e3,
+    mean = lambda xs: sum(xs) / len(xs) / 1e3  # noqa: E731
+    return {"step_ms": (end - begin) / 1e3, "exposed_ms": mean(exposed),
+            "links_ms": mean(on_links), "compute_ms": mean(compute),
             "flops_per_s": flops / (matmul_us / 1e6) if matmul_us else 0.0}
+
+
+def run(bin_dir, model, plan, overlap, steps, work):
+    """The run's figures: per figure, the median over steps 2..steps (step 1
+    warms up)."""
+    trace = os.path.join(work, f"{plan}-{'on' if overlap else 'off'}", "trace.json")
+    os.makedirs(os.path.dirname(trace), exist_ok=True)
+    env = dict(os.environ, BRAID_LINK=links(plan))
+    subprocess.run([os.path.join(bin_dir, "braid-run"), model, *PLANS[plan], "--steps", str(steps),
+                    "--seed", "1", "--quiet", "--trace", trace,
+                    f"--schedule-overlap={'true' if overlap else 'false'}"],
+                   check=True, capture_output=True, text=True, env=env)
+    traces = []
+    for path in sorted(glob.glob(trace[:-len(".json")] + ".rank*.json")):
+        with open(path) as f:
+            traces.append([e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"])
+    per_step = [step_metrics(traces, k) for k in range(2, steps + 1)]
+    return {key: statistics.median(m[key] for m in per_step) for key in per_step[0]}
 
 
 def cpu_description(path, flops_per_s, bytes_per_s):
@@ -140,22 +154,27 @@ def predict(bin_dir, model, plan, overlap, hardware):
                        r"step ([0-9.]+) us \(compute ([0-9.]+) us", out)
     if not found:
         sys.exit(f"no exposed_time_per_step for {plan}:\n{out}")
-    # Per stage for a pipeline: the mean over stages (each is half the ranks).
-    cols = list(zip(*[[float(x) for x in row] for row in found]))
+    # Per stage for a pipeline: the mean over stages (each is half the ranks);
+    # a stage's waits for its neighbour's compute (the bubble) are waits too.
+    bubbles = [float(b) for b in re.findall(r"bubble_time_per_step: ([0-9.]+) us", out)]
+    rows = [[float(x) for x in row] for row in found]
+    for row, bubble in zip(rows, bubbles):
+        row[0] += bubble
+    cols = list(zip(*rows))
     mean = [sum(c) / len(c) / 1e3 for c in cols]
     return {"exposed_ms": mean[0], "transfers_ms": mean[1], "step_ms": max(cols[2]) / 1e3,
             "compute_ms": mean[3]}
 
 
-def calibrate(bin_dir, model, plan, measured, work):
+def calibrate(bin_dir, model, plan, overlap, measured, work):
     """The CPU description whose predicted compute matches the measured one
     (bisection on the bandwidth, the FLOP rate measured)."""
-    hardware = os.path.join(work, f"cpu-{plan}.json")
+    hardware = os.path.join(work, f"cpu-{plan}-{'on' if overlap else 'off'}.json")
     lo, hi = 1e8, 1e12
     for _ in range(14):
         mid = (lo * hi) ** 0.5
         cpu_description(hardware, measured["flops_per_s"], mid)
-        got = predict(bin_dir, model, plan, False, hardware)["compute_ms"]
+        got = predict(bin_dir, model, plan, overlap, hardware)["compute_ms"]
         if got > measured["compute_ms"]:
             lo = mid
         else:
@@ -167,7 +186,7 @@ def calibrate(bin_dir, model, plan, measured, work):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
-    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--steps", type=int, default=7)
     p.add_argument("--plans", default=",".join(PLANS))
     args = p.parse_args()
     work = tempfile.mkdtemp(prefix="braid-overlap-")
@@ -175,13 +194,16 @@ def main():
     subprocess.run([sys.executable, "-m", "braid.models", *MODEL, "-o", model], check=True,
                    cwd=os.path.join(ROOT, "python"))
     print(f"machine: {machine.describe()}")
-    print(f"model: {' '.join(MODEL)}; links {LINKS}; step {args.steps} of each run")
+    print(f"model: {' '.join(MODEL)}; links {LINKS}; medians of steps 2..{args.steps}")
     print(f"{'plan':8} {'overlap':7} {'step ms':>8} {'waits ms':>8} {'on links':>8} "
           f"{'predicted':>9} {'transfers':>9} {'compute':>8}")
     for plan in args.plans.split(","):
         measured = {o: run(args.bin, model, plan, o, args.steps, work) for o in (False, True)}
-        hardware, bandwidth = calibrate(args.bin, model, plan, measured[False], work)
-        predicted = {o: predict(args.bin, model, plan, o, hardware) for o in (False, True)}
+        # Each run's own CPU description: ranks sharing cores compute at
+        # speeds that differ from run to run by more than the schedule
+        # changes the compute.
+        fitted = {o: calibrate(args.bin, model, plan, o, measured[o], work) for o in (False, True)}
+        predicted = {o: predict(args.bin, model, plan, o, fitted[o][0]) for o in (False, True)}
         for o in (False, True):
             m, q = measured[o], predicted[o]
             print(f"{plan:8} {'on' if o else 'off':7} {m['step_ms']:8.1f} {m['exposed_ms']:8.1f} "
@@ -195,8 +217,9 @@ def main():
               f"hidden on the links {hidden_m:.1f} ms measured, {hidden_p:.1f} ms predicted "
               f"({100 * hidden_m / hidden_p if hidden_p > 0 else float('nan'):.0f}%); "
               f"prediction error off {100 * err[0]:+.0f}%, on {100 * err[1]:+.0f}% "
-              f"(CPU: {measured[False]['flops_per_s'] / 1e9:.2f} GFLOP/s in products, "
-              f"{bandwidth / 1e9:.2f} GB/s fitted)")
+              f"(CPU off/on: {measured[False]['flops_per_s'] / 1e9:.2f}/"
+              f"{measured[True]['flops_per_s'] / 1e9:.2f} GFLOP/s in products, "
+              f"{fitted[False][1] / 1e9:.2f}/{fitted[True][1] / 1e9:.2f} GB/s fitted)")
 
 
 if __name__ == "__main__":

@@ -38,8 +38,8 @@ module {
 // 4096^3 product (138.9 us at the H100's bf16 peak) and sends its 64 MiB
 // result to stage 1 (10 us + 67108864 bytes at 10 GB/s: 6720.9 us on stage
 // 0's link; the send's own wait returns at once); stage 1's wait for it
-// exposes the neighbour's compute and the message, 6859.8 us, before its
-// own product.
+// lasts 6859.8 us before its own product: 138.9 us for the neighbour's
+// compute (the bubble), then 6720.9 us of exposed communication.
 module attributes {braid.pipeline_entries = [@stage0, @stage1]} {
   shard.grid @grid(shape = 2x1x1) {braid.axes = ["pp", "dp", "tp"]}
   func.func @stage0(%x: tensor<4096x4096xf32>) {
@@ -59,5 +59,7 @@ module attributes {braid.pipeline_entries = [@stage0, @stage1]} {
 // PIPE: stage 0: transfer_time send over pp: 6720.9 us per step on h100-sxm with links pp:10us,10GB/s (link)
 // PIPE: stage 0: exposed_time send over pp: 0.0 us per step
 // PIPE: stage 0: exposed_time_per_step: 0.0 us of 6720.9 us of transfers, step 138.9 us
-// PIPE: stage 1: exposed_time send over pp: 6859.8 us per step
-// PIPE: stage 1: exposed_time_per_step: 6859.8 us of 0.0 us of transfers, step 6998.7 us
+// PIPE: stage 0: bubble_time_per_step: 0.0 us waiting for other stages' compute
+// PIPE: stage 1: exposed_time send over pp: 6720.9 us per step
+// PIPE: stage 1: exposed_time_per_step: 6720.9 us of 0.0 us of transfers, step 6998.7 us
+// PIPE: stage 1: bubble_time_per_step: 138.9 us waiting for other stages' compute

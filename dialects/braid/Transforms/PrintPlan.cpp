@@ -325,24 +325,29 @@ struct PlanPrinter {
   /// A pipeline runs one process per stage: a send takes the sender's link
   /// (its own wait returns at once, as the runtime's), and the receive
   /// matching it (from that stage, with that tag, in order) ends when the
-  /// message has arrived, so a stage's wait for its neighbour counts the
-  /// neighbour's compute too (the bubble), as a measured wait does.
+  /// message has arrived. A stage's wait for its neighbour is exposed
+  /// communication from when the message left on; before, the stage waits
+  /// for the neighbour's compute (the pipeline's bubble), counted apart.
   struct Process {
     SmallVector<Operation *> ops; ///< the program, calls expanded
     size_t pc = 0;
     int64_t stage = 0;
-    double now = 0, compute = 0, communication = 0;
+    double now = 0, compute = 0, communication = 0, bubble = 0;
     /// By group: when its link is next free.
     std::map<std::string, double> commFree;
     llvm::DenseMap<Value, std::pair<double, Key>> ends;
+    /// A matched receive's token: when its message left the sender.
+    llvm::DenseMap<Value, double> sent;
     /// Receives whose message has not been matched: token -> (peer, tag,
     /// ordinal among the receives from that peer with that tag).
     llvm::DenseMap<Value, std::tuple<int64_t, int64_t, int64_t>> receives;
     std::map<std::pair<int64_t, int64_t>, int64_t> received;
     std::map<Key, double> exposed;
   };
-  /// Arrival times of the messages from stage to stage with a tag, in order.
-  using Mailbox = std::map<std::tuple<int64_t, int64_t, int64_t>, SmallVector<double>>;
+  /// The messages from stage to stage with a tag, in order: when each took
+  /// the sender's link and when it arrived.
+  using Mailbox = std::map<std::tuple<int64_t, int64_t, int64_t>,
+                           SmallVector<std::pair<double, double>>>;
 
   void expand(func::FuncOp func, SmallVector<Operation *> &ops, unsigned depth = 0) {
     if (depth > 64)
@@ -372,7 +377,8 @@ struct PlanPrinter {
           auto box = mail.find({peer, p.stage, tag});
           if (box == mail.end() || int64_t(box->second.size()) <= ordinal)
             return false;
-          p.ends[token].first = box->second[ordinal];
+          p.sent[token] = box->second[ordinal].first;
+          p.ends[token].first = box->second[ordinal].second;
           p.receives.erase(r);
         }
         for (Value token : wait.getTokens()) {
@@ -380,7 +386,11 @@ struct PlanPrinter {
           if (it == p.ends.end())
             continue;
           if (it->second.first > p.now) {
-            p.exposed[it->second.second] += it->second.first - p.now;
+            double waited = it->second.first - p.now, bubble = 0;
+            if (auto s = p.sent.find(token); s != p.sent.end())
+              bubble = std::clamp(s->second - p.now, 0.0, waited);
+            p.bubble += bubble;
+            p.exposed[it->second.second] += waited - bubble;
             p.now = it->second.first;
           }
         }
@@ -400,7 +410,8 @@ struct PlanPrinter {
         free = start + t->second;
         p.communication += t->second;
         if (auto send = dyn_cast<dist::SendOp>(op)) {
-          mail[{p.stage, send.getPeer(), send.getTag().value_or(-1)}].push_back(free);
+          mail[{p.stage, send.getPeer(), send.getTag().value_or(-1)}].push_back(
+              {start, free});
           p.ends[token] = {p.now, t->first};
           continue;
         }
@@ -663,6 +674,9 @@ struct BraidPrintPlanPass
          << " us of transfers, step " << llvm::format("%.1f", p.now * 1e6)
          << " us (compute " << llvm::format("%.1f", p.compute * 1e6)
          << " us at the roofline) on " << printer.target() << "\n";
+      if (stages)
+        os << prefix << "bubble_time_per_step: " << llvm::format("%.1f", p.bubble * 1e6)
+           << " us waiting for other stages' compute\n";
     }
   }
 

@@ -35,6 +35,13 @@ void DistDialect::initialize() {
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
+  // A value of the step computed in a function called once per step (a
+  // pipeline chunk's copy for its last micro-batch): dumps announce it there.
+  if (name == "dist.announce") {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError("dist.announce is a unit attribute, found ") << attr.getValue();
+    return success();
+  }
   if (name == "dist.action") {
     auto action = dyn_cast<StringAttr>(attr.getValue());
     if (!action || !llvm::is_contained({"F", "B", "W"}, action.getValue()))

@@ -39,7 +39,11 @@ def Dist_Dialect : Dialect {
     schedule; each such `func.call` carries the dialect's attributes
     `dist.action` ("F" forward, "B" backward or its input-gradient half,
     "W" the weight-gradient half), `dist.chunk` (the model chunk) and
-    `dist.microbatch` (the micro-batch), which the dialect verifies.
+    `dist.microbatch` (the micro-batch), which the dialect verifies. The
+    overlap scheduler moves a stage's gradient reductions into a copy of a
+    chunk's backward made for its last micro-batch; the ops it moves there
+    carry the unit attribute `dist.announce` (values of the step, which
+    dumps announce although the function is not the stage's entry).
   }];
   let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;

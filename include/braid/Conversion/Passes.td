@@ -97,6 +97,13 @@ def BraidScheduleOverlapPass
     run while the transfer is in flight: a layer's gradient all-reduce
     overlaps the backward of the layers below it.
 
+    In a pipelined module, the data-parallel gradient reductions that follow
+    a chunk's last backward call move into a copy of the chunk's backward
+    made for that call (`<chunk>.bwd.last`, taking the sums of the earlier
+    micro-batches as arguments), together with the send of its cotangent to
+    the previous stage, so that each starts when its layer's gradient is
+    final; the moved ops carry `dist.announce` for dumps.
+
     The memory plan keeps a transfer's operands and results live until its
     wait, so the schedule can grow the memory a program needs: when the
     scheduled programs' peak of live bytes (the memory plan's, callee frames

@@ -20,6 +20,10 @@
 // - Waits: a wait goes right before the first op reading a result of its
 //   transfers, before the next op writing persistent storage, or before the
 //   terminator.
+// A pipeline stage's gradient reductions wait for its chunks' last backward
+// calls, each a whole chunk: they first move into a copy of the chunk's
+// backward made for its last call (specializeLastBackward), where the
+// schedule starts them layer by layer.
 // The memory plan keeps a transfer's operands live until its wait, so the
 // later wait costs memory: the scheduled programs' peak of live bytes may
 // exceed the unscheduled one's by the fraction `memory-growth` at most
@@ -37,6 +41,9 @@
 #include "dialects/dist/IR/DistDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace braid {
@@ -295,6 +302,156 @@ private:
   }
 };
 
+/// A pipeline stage's gradient reduction after its chunk's last backward:
+/// `result` of the call, maybe combined by one elementwise op (the
+/// accumulation over the earlier micro-batches) into what `transfer`
+/// reduces, which `wait` completes; or the send of a result to the previous
+/// stage.
+struct Reduction {
+  unsigned result;
+  Operation *combine = nullptr;
+  Operation *transfer = nullptr;
+  dist::WaitOp wait;
+};
+
+/// The reductions that only read the last backward `call`'s results (over
+/// groups whose ranks run this program: not over pp), and the sends of its
+/// results when there are reductions.
+SmallVector<Reduction> reductionsAfter(func::CallOp call, std::optional<int16_t> pp) {
+  SmallVector<Reduction> out;
+  for (auto [i, result] : llvm::enumerate(call.getResults())) {
+    if (!result.hasOneUse())
+      continue;
+    Reduction r;
+    r.result = i;
+    Operation *user = *result.getUsers().begin();
+    if (isFusibleElementwise(user) && user->getNumResults() == 1 &&
+        user->getResult(0).hasOneUse() &&
+        llvm::all_of(user->getOperands(), [&](Value v) {
+          return v == result || !v.getDefiningOp() ||
+                 v.getDefiningOp()->isBeforeInBlock(call);
+        })) {
+      r.combine = user;
+      user = *user->getResult(0).getUsers().begin();
+    }
+    // The message to the previous stage moves too, so that it leaves
+    // before the copy waits for its reductions.
+    bool send = isa<dist::SendOp>(user) && !r.combine;
+    if (!(send || isa<dist::AllReduceOp, dist::ReduceScatterOp>(user)) ||
+        user->getNumOperands() != 1 || user->getBlock() != call->getBlock())
+      continue;
+    auto axes = user->getAttrOfType<DenseI16ArrayAttr>("grid_axes");
+    if (!axes || (!send && pp && llvm::is_contained(axes.asArrayRef(), *pp)))
+      continue;
+    Value token = dist::getToken(user);
+    auto wait = token && token.hasOneUse() ? dyn_cast<dist::WaitOp>(*token.getUsers().begin())
+                                           : dist::WaitOp();
+    if (!wait || wait.getTokens().size() != 1)
+      continue;
+    r.transfer = user;
+    r.wait = wait;
+    out.push_back(r);
+  }
+  // Sends alone gain nothing from moving.
+  if (llvm::all_of(out, [](const Reduction &r) { return isa<dist::SendOp>(r.transfer); }))
+    out.clear();
+  return out;
+}
+
+/// In each stage of a pipelined module, the gradient reductions that follow
+/// a chunk's last backward call move into a copy of the callee made for that
+/// call (`<callee>.last`, taking the accumulations' other operands as
+/// arguments and returning the reduced values), where the schedule starts
+/// each as soon as its layer's backward has produced the gradient: the
+/// data-parallel reduction of the last micro-batch overlaps the backward of
+/// the layers below, as Megatron's gradient buckets do. A send of the
+/// call's results to the previous stage moves along, ahead of the copy's
+/// waits (its order among the stage's pp transfers is unchanged). The call
+/// keeps its attributes (the pipeline action the trace brackets).
+void specializeLastBackward(ModuleOp module, std::optional<int16_t> pp) {
+  auto entries = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries");
+  if (!entries)
+    return;
+  SymbolTable symbols(module);
+  for (Attribute entry : entries) {
+    auto stage = symbols.lookup<func::FuncOp>(cast<FlatSymbolRefAttr>(entry).getValue());
+    if (!stage || !stage.getBody().hasOneBlock())
+      continue;
+    llvm::MapVector<StringRef, func::CallOp> last;
+    for (auto call : stage.getBody().front().getOps<func::CallOp>())
+      last[call.getCallee()] = call;
+    for (auto [name, call] : last) {
+      auto callee = symbols.lookup<func::FuncOp>(name);
+      if (!callee || !callee.getBody().hasOneBlock())
+        continue;
+      SmallVector<Reduction> reductions = reductionsAfter(call, pp);
+      if (reductions.empty())
+        continue;
+      // The copy: the accumulations' other operands become arguments.
+      func::FuncOp copy = callee.clone();
+      copy.setPrivate();
+      copy.setName((name + ".last").str());
+      symbols.insert(copy, Block::iterator(callee->getNextNode()));
+      Block &body = copy.getBody().front();
+      auto ret = cast<func::ReturnOp>(body.getTerminator());
+      SmallVector<Value> extraOperands;
+      SmallVector<Value> returned(ret.getOperands());
+      OpBuilder b(ret);
+      SmallVector<Value> tokens;
+      for (Reduction &r : reductions) {
+        IRMapping map;
+        map.map(call.getResult(r.result), returned[r.result]);
+        if (r.combine)
+          for (Value v : r.combine->getOperands())
+            if (v != call.getResult(r.result) && !map.contains(v)) {
+              extraOperands.push_back(v);
+              map.map(v, body.addArgument(v.getType(), v.getLoc()));
+            }
+        // Dumps announce the gradients where the stage's program did.
+        if (r.combine)
+          b.clone(*r.combine, map)->setAttr("dist.announce", b.getUnitAttr());
+        Operation *t = b.clone(*r.transfer, map);
+        if (!isa<dist::SendOp>(t)) {
+          t->setAttr("dist.announce", b.getUnitAttr());
+          returned[r.result] = t->getResult(0);
+        }
+        tokens.push_back(dist::getToken(t));
+      }
+      for (Value token : tokens)
+        b.create<dist::WaitOp>(ret.getLoc(), ValueRange{token});
+      ret->setOperands(returned);
+      copy.setFunctionType(FunctionType::get(module.getContext(), body.getArgumentTypes(),
+                                             ValueRange(returned).getTypes()));
+      // Arguments keep their attributes (the new ones have none).
+      if (ArrayAttr args = callee.getAllArgAttrs()) {
+        SmallVector<Attribute> all(args.begin(), args.end());
+        all.resize(body.getNumArguments(), DictionaryAttr::get(module.getContext()));
+        copy.setAllArgAttrs(all);
+      }
+      // The call of the copy replaces the call and the reductions.
+      OpBuilder at(call);
+      SmallVector<Value> operands(call.getOperands());
+      llvm::append_range(operands, extraOperands);
+      auto replacement = at.create<func::CallOp>(call.getLoc(), copy, operands);
+      for (NamedAttribute attr : call->getDiscardableAttrs())
+        replacement->setAttr(attr.getName(), attr.getValue());
+      for (Reduction &r : reductions) {
+        if (!isa<dist::SendOp>(r.transfer))
+          r.transfer->getResult(0).replaceAllUsesWith(replacement.getResult(r.result));
+        r.wait.erase();
+        r.transfer->erase();
+        if (r.combine)
+          r.combine->erase();
+      }
+      call.replaceAllUsesWith(replacement.getResults());
+      call.erase();
+      // A chunk run once (one micro-batch) leaves the original unused.
+      if (SymbolTable::symbolKnownUseEmpty(callee, module))
+        callee.erase();
+    }
+  }
+}
+
 /// Puts `block`'s ops in `order`.
 void reorder(Block &block, ArrayRef<Operation *> order) {
   for (Operation *op : order)
@@ -336,6 +493,9 @@ struct BraidScheduleOverlapPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::optional<int64_t> before = arenaBytes(module, entry);
+    if (module->hasAttr("braid.pipeline_entries"))
+      if (std::optional<Grid> grid = Grid::of(module))
+        specializeLastBackward(module, grid->find("pp"));
     // The original order of every block, to return to.
     SmallVector<std::pair<Block *, SmallVector<Operation *>>> original;
     Scheduler scheduler(module);

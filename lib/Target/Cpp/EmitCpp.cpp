@@ -161,24 +161,33 @@ LogicalResult FunctionEmitter::emit(raw_ostream &os) {
       // completed it; a reshape's only when it names a value the op before
       // it left unnamed (the end of a transfer's re-layout), other reshapes
       // being views of a value announced already.
-      if (program.announcesIn(fp.func)) {
-        auto named = [](Operation *o) {
-          return o && isa<NameLoc>(o->getLoc());
+      // Outside the functions that announce (a pipeline rank's chunks, run
+      // per micro-batch), only the ops marked dist.announce do (the
+      // gradient reductions a chunk's last backward holds).
+      const bool announces = program.announcesIn(fp.func);
+      if (announces || op.hasAttr("dist.announce") ||
+          (isa<dist::WaitOp>(op) &&
+           llvm::any_of(op.getOperands(), [](Value token) {
+             return token.getDefiningOp()->hasAttr("dist.announce");
+           }))) {
+        auto named = [&](Operation *o) {
+          return o && isa<NameLoc>(o->getLoc()) &&
+                 (announces || o->hasAttr("dist.announce"));
         };
         if (auto wait = dyn_cast<dist::WaitOp>(op)) {
           for (Value token : wait.getTokens())
             if (named(token.getDefiningOp()))
               for (Value result : token.getDefiningOp()->getResults())
                 if (isa<RankedTensorType>(result.getType()))
-                  announce(result, opsOs);
+                  announce(result, opsOs, !announces);
         } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
           if (named(&op) && !named(reshape.getInput().getDefiningOp()) &&
               !isa<BlockArgument>(reshape.getInput()))
-            announce(reshape.getResult(), opsOs);
+            announce(reshape.getResult(), opsOs, !announces);
         } else if (!isa<GetParamOp, func::ReturnOp>(op) && named(&op) &&
                    !dist::getToken(&op)) {
           for (Value result : op.getResults())
-            announce(result, opsOs);
+            announce(result, opsOs, !announces);
         }
       }
     }

@@ -186,14 +186,15 @@ std::string FunctionEmitter::coordinate(const GridGroup &group) {
   return expr;
 }
 
-void FunctionEmitter::announce(Value result, raw_ostream &os) {
+void FunctionEmitter::announce(Value result, raw_ostream &os, bool topLevel) {
   auto type = cast<RankedTensorType>(result.getType());
   std::string name = nameOf(result);
   os << "  braid_rt_value";
   std::optional<ShardedTensor> sharding = program.gradSharding(name, type);
   if (sharding)
     os << "_sharded";
-  os << "(rt, nullptr, " << quoted(name) << ", " << ptr(result) << ", "
+  os << "(rt, " << (topLevel ? "\"\"" : "nullptr") << ", " << quoted(name) << ", "
+     << ptr(result) << ", "
      << dtypeName(type) << ", " << type.getRank() << ", "
      << array(type.getShape());
   if (sharding)

@@ -164,7 +164,9 @@ private:
   std::string coordinate(const GridGroup &group);
   /// Makes a dump announce `result` (braid_rt_value, or
   /// braid_rt_value_sharded for a sharded gradient).
-  void announce(Value result, raw_ostream &os);
+  /// Dumps announce `result` under its name, inside the call path's scope
+  /// or, `topLevel`, as a value of the step itself.
+  void announce(Value result, raw_ostream &os, bool topLevel = false);
   /// Writes `call` (one or more statements) bracketed for the trace.
   void emitBracketed(Operation *op, StringRef call, raw_ostream &os);
 

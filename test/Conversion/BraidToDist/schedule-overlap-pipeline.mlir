@@ -1,0 +1,32 @@
+// RUN: %python -m braid.models gpt-tiny --batch 8 | braid-opt --braid-training-pipeline="grid=pp=2,dp=2 microbatches=4" | FileCheck %s
+// RUN: %python -m braid.models gpt-tiny --batch 8 | braid-opt --braid-training-pipeline="grid=pp=2,dp=2 microbatches=4 schedule-overlap=false" | FileCheck %s --check-prefix=OFF
+
+// A pipeline stage's data-parallel gradient reductions follow its chunk's
+// last backward (micro-batch 3 of 4). The scheduler moves them into a copy
+// of the chunk's backward made for that call, @step.c1.bwd.last, taking the
+// gradient sums of micro-batches 0-2 as arguments: each reduction starts as
+// soon as the layer's backward has produced its gradient (the head's before
+// the layer's), the cotangent's send to stage 0 leaves right after the layer
+// backward produces it, and the copy waits for them all before returning.
+// Dumps still announce the reduced gradients (dist.announce).
+// CHECK-LABEL: func.func private @step.c1.bwd.last(
+// CHECK:         dist.all_reduce {{.*}} grid_axes = [1] reduction = sum {dist.announce} : tensor<64xf32>
+// CHECK:         %[[LAYER:.*]]:17 = call @gpt_layer.bwd(
+// CHECK-NEXT:    %[[SEND:.*]] = dist.send %[[LAYER]]#0 to 0 on @grid grid_axes = [0] tag = 8
+// CHECK:         dist.all_reduce {{.*}} grid_axes = [1] reduction = sum {dist.announce} : tensor<64x64xf32>
+// CHECK:         dist.wait %[[SEND]]
+// CHECK:         return
+
+// The stage calls the chunk's backward for micro-batches 0-2 and the copy
+// for the last, as the same pipeline action; no reduction over dp of a
+// layer's gradient is left after it.
+// CHECK-LABEL: func.func @step.pp1(
+// CHECK-COUNT-3: call @step.c1.bwd({{.*}}dist.action = "B"
+// CHECK:         call @step.c1.bwd.last({{.*}}) {dist.action = "B", dist.chunk = 1 : i64, dist.microbatch = 3 : i64}
+// CHECK-NOT:     dist.send {{.*}} tag = 8
+// CHECK-NOT:     dist.all_reduce {{.*}} grid_axes = [1] reduction = sum : tensor<64x64xf32>
+// CHECK:         return
+
+// OFF-NOT: bwd.last
+// OFF:     func.func @step.pp1(
+// OFF:     dist.all_reduce {{.*}} grid_axes = [1] reduction = sum : tensor<64x64xf32>
