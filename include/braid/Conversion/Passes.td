@@ -91,7 +91,12 @@ def BraidScheduleOverlapPass
     last call issuing one there (so that every rank of such a group issues
     them in one order; the ranks of any other group all run this program
     and share its order), and the last op writing persistent storage
-    (updates, set_param, a call holding one). Each wait
+    (updates, set_param, a call holding one); the elementwise ops,
+    reshapes and parameter reads only it reads move with it. A transfer of
+    parameters only (ZeRO-3's gathers, whose operands are there from the
+    start) starts no earlier than one call ahead of its first use, so that
+    one layer's parameters arrive while the previous layer computes and at
+    most two layers' are gathered at once. Each wait
     moves to just before the first op reading its transfers' results, the
     next op writing persistent storage, or the terminator. The ops between
     run while the transfer is in flight: a layer's gradient all-reduce
@@ -104,12 +109,22 @@ def BraidScheduleOverlapPass
     the previous stage, so that each starts when its layer's gradient is
     final; the moved ops carry `dist.announce` for dumps.
 
+    ZeRO-3 gathers a layer's parameters inside the layer's functions, where
+    nothing precedes them to hide behind: each gather of a function's
+    argument moves to the function's callers (the function then takes the
+    whole parameter), where the prefetch rule applies.
+
     The memory plan keeps a transfer's operands and results live until its
-    wait, so the schedule can grow the memory a program needs: when the
+    wait, so the schedule can grow the memory a program needs. The
     scheduled programs' peak of live bytes (the memory plan's, callee frames
-    included) exceeds the unscheduled one's by more than the fraction
-    `memory-growth`, every function keeps its order. The training pipeline runs the pass after the lowering
-    to dist (`schedule-overlap=false` turns it off).
+    included) may exceed the unscheduled one's by the fraction
+    `memory-growth`, and with moved gathers by one call's gathered
+    parameters more (what a layer-ahead prefetch holds, as DeepSpeed's and
+    FSDP's do by default). Over it, prefetches start after the previous call
+    instead; over it still, the gathers stay in their functions and that
+    program is scheduled under the fraction alone; over it still, every
+    function keeps its order. The training pipeline runs the pass after the
+    lowering to dist (`schedule-overlap=false` turns it off).
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"step\"",

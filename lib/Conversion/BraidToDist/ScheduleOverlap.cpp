@@ -16,7 +16,10 @@
 //   deadlock; any other group's ranks all run this program, so its order
 //   may change), and the last op writing
 //   persistent storage (an update, a set_param; or a call to a function
-//   holding one).
+//   holding one). A transfer of parameters only (a ZeRO-3 gather, moved
+//   out of its layer's function into the caller first: hoistArgumentGathers)
+//   starts one call ahead of its first use instead: a prefetch, not a gather
+//   of every layer at the start.
 // - Waits: a wait goes right before the first op reading a result of its
 //   transfers, before the next op writing persistent storage, or before the
 //   terminator.
@@ -42,6 +45,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSet.h"
@@ -82,7 +86,10 @@ struct Effects {
 
 class Scheduler {
 public:
-  explicit Scheduler(ModuleOp module) : module(module), symbols(module) {
+  /// `prefetchAhead`: how many calls ahead of its first use a prefetch may
+  /// start (1: while the previous call runs; 0: after it).
+  Scheduler(ModuleOp module, unsigned prefetchAhead)
+      : module(module), symbols(module), prefetchAhead(prefetchAhead) {
     if (module->hasAttr("braid.pipeline_entries"))
       if (std::optional<Grid> grid = Grid::of(module))
         pp = grid->find("pp");
@@ -152,6 +159,7 @@ private:
   SymbolTable symbols;
   /// The pp axis of a pipelined module.
   std::optional<int16_t> pp;
+  unsigned prefetchAhead;
   llvm::DenseMap<Operation *, Effects> effects;
   /// Ops moved with the transfer they feed.
   llvm::SmallPtrSet<Operation *, 32> moved;
@@ -175,6 +183,10 @@ private:
     llvm::StringMap<Operation *> lastOnGroup;
     Operation *lastBarrier = nullptr;
     std::map<int64_t, SmallVector<Operation *>> attached;
+    SmallVector<int64_t> calls; // indices of the block's calls, ascending
+    for (Operation *op : ops)
+      if (isa<func::CallOp>(op))
+        calls.push_back(index[op]);
     for (Operation *op : ops) {
       int64_t i = index[op];
       if (!isTransfer(op)) {
@@ -201,6 +213,21 @@ private:
         for (Operation *member : chain)
           afterOperands(member);
         afterOperands(op);
+        // A prefetch (a transfer of parameters only, which are there from
+        // the start: ZeRO-3's gathers) starts one call ahead of its first
+        // use, not at the start: while one layer computes, the next one's
+        // parameters arrive, and at most two layers' are gathered at once.
+        if (isPrefetch(op, chain, inChain)) {
+          int64_t use = static_cast<int64_t>(ops.size());
+          for (Value result : op->getResults())
+            if (!isa<dist::TokenType>(result.getType()))
+              for (Operation *user : result.getUsers())
+                if (user->getBlock() == &block)
+                  use = std::min<int64_t>(use, index[user]);
+          size_t before = llvm::lower_bound(calls, use) - calls.begin();
+          if (before >= prefetchAhead + 1)
+            after(ops[calls[before - prefetchAhead - 1]]);
+        }
         std::string group = groupOf(op);
         if (ordered(op))
           after(lastOnGroup.lookup(group));
@@ -236,9 +263,22 @@ private:
     return order;
   }
 
+  /// Whether `transfer` (with the ops moving with it) reads parameters and
+  /// arguments only.
+  static bool isPrefetch(Operation *transfer, ArrayRef<Operation *> chain,
+                         const llvm::SmallPtrSetImpl<Operation *> &inChain) {
+    auto reads = [&](Operation *user) {
+      return llvm::all_of(user->getOperands(), [&](Value v) {
+        Operation *def = v.getDefiningOp();
+        return !def || inChain.contains(def) || isa<GetParamOp>(def);
+      });
+    };
+    return reads(transfer) && llvm::all_of(chain, reads);
+  }
+
   /// The ops only `transfer` reads, transitively: pure elementwise ops,
-  /// fills and reshapes whose every use is the transfer or another of them,
-  /// in program order.
+  /// fills, reshapes and parameter reads whose every use is the transfer or
+  /// another of them, in program order.
   SmallVector<Operation *> feeders(Operation *transfer, Block &block) {
     llvm::SmallPtrSet<Operation *, 8> chain;
     SmallVector<Operation *> work = {transfer};
@@ -248,7 +288,7 @@ private:
         Operation *def = operand.getDefiningOp();
         if (!def || def->getBlock() != &block || chain.contains(def) ||
             moved.contains(def) ||
-            !(isFusibleElementwise(def) || isa<ReshapeOp>(def)))
+            !(isFusibleElementwise(def) || isa<ReshapeOp, GetParamOp>(def)))
           continue;
         bool only = llvm::all_of(def->getUsers(), [&](Operation *u) {
           return u == transfer || chain.contains(u);
@@ -303,13 +343,13 @@ private:
 };
 
 /// A pipeline stage's gradient reduction after its chunk's last backward:
-/// `result` of the call, maybe combined by one elementwise op (the
-/// accumulation over the earlier micro-batches) into what `transfer`
-/// reduces, which `wait` completes; or the send of a result to the previous
-/// stage.
+/// `result` of the call, turned by `chain` into what `transfer` reduces,
+/// which `wait` completes; or the send of a result to the previous stage.
 struct Reduction {
   unsigned result;
-  Operation *combine = nullptr;
+  /// What turns the result into the transfer's operand, in order: single-use
+  /// elementwise ops and reshapes (the accumulation, ZeRO's flattening).
+  SmallVector<Operation *> chain;
   Operation *transfer = nullptr;
   dist::WaitOp wait;
 };
@@ -320,23 +360,29 @@ struct Reduction {
 SmallVector<Reduction> reductionsAfter(func::CallOp call, std::optional<int16_t> pp) {
   SmallVector<Reduction> out;
   for (auto [i, result] : llvm::enumerate(call.getResults())) {
-    if (!result.hasOneUse())
-      continue;
     Reduction r;
     r.result = i;
-    Operation *user = *result.getUsers().begin();
-    if (isFusibleElementwise(user) && user->getNumResults() == 1 &&
-        user->getResult(0).hasOneUse() &&
-        llvm::all_of(user->getOperands(), [&](Value v) {
-          return v == result || !v.getDefiningOp() ||
-                 v.getDefiningOp()->isBeforeInBlock(call);
-        })) {
-      r.combine = user;
-      user = *user->getResult(0).getUsers().begin();
+    Value value = result;
+    Operation *user = nullptr;
+    while (value.hasOneUse()) {
+      user = *value.getUsers().begin();
+      bool passes = (isFusibleElementwise(user) || isa<ReshapeOp>(user)) &&
+                    user->getNumResults() == 1 &&
+                    llvm::all_of(user->getOperands(), [&](Value v) {
+                      return v == value || !v.getDefiningOp() ||
+                             v.getDefiningOp()->isBeforeInBlock(call);
+                    });
+      if (!passes)
+        break;
+      r.chain.push_back(user);
+      value = user->getResult(0);
+      user = nullptr;
     }
+    if (!user)
+      continue;
     // The message to the previous stage moves too, so that it leaves
     // before the copy waits for its reductions.
-    bool send = isa<dist::SendOp>(user) && !r.combine;
+    bool send = isa<dist::SendOp>(user) && r.chain.empty();
     if (!(send || isa<dist::AllReduceOp, dist::ReduceScatterOp>(user)) ||
         user->getNumOperands() != 1 || user->getBlock() != call->getBlock())
       continue;
@@ -401,15 +447,15 @@ void specializeLastBackward(ModuleOp module, std::optional<int16_t> pp) {
       for (Reduction &r : reductions) {
         IRMapping map;
         map.map(call.getResult(r.result), returned[r.result]);
-        if (r.combine)
-          for (Value v : r.combine->getOperands())
-            if (v != call.getResult(r.result) && !map.contains(v)) {
+        // Dumps announce the gradients where the stage's program did.
+        for (Operation *op : r.chain) {
+          for (Value v : op->getOperands())
+            if (!map.contains(v)) {
               extraOperands.push_back(v);
               map.map(v, body.addArgument(v.getType(), v.getLoc()));
             }
-        // Dumps announce the gradients where the stage's program did.
-        if (r.combine)
-          b.clone(*r.combine, map)->setAttr("dist.announce", b.getUnitAttr());
+          b.clone(*op, map)->setAttr("dist.announce", b.getUnitAttr());
+        }
         Operation *t = b.clone(*r.transfer, map);
         if (!isa<dist::SendOp>(t)) {
           t->setAttr("dist.announce", b.getUnitAttr());
@@ -418,7 +464,7 @@ void specializeLastBackward(ModuleOp module, std::optional<int16_t> pp) {
         tokens.push_back(dist::getToken(t));
       }
       for (Value token : tokens)
-        b.create<dist::WaitOp>(ret.getLoc(), ValueRange{token});
+        dist::WaitOp::create(b, ret.getLoc(), ValueRange{token});
       ret->setOperands(returned);
       copy.setFunctionType(FunctionType::get(module.getContext(), body.getArgumentTypes(),
                                              ValueRange(returned).getTypes()));
@@ -432,7 +478,7 @@ void specializeLastBackward(ModuleOp module, std::optional<int16_t> pp) {
       OpBuilder at(call);
       SmallVector<Value> operands(call.getOperands());
       llvm::append_range(operands, extraOperands);
-      auto replacement = at.create<func::CallOp>(call.getLoc(), copy, operands);
+      auto replacement = func::CallOp::create(at, call.getLoc(), copy, operands);
       for (NamedAttribute attr : call->getDiscardableAttrs())
         replacement->setAttr(attr.getName(), attr.getValue());
       for (Reduction &r : reductions) {
@@ -440,8 +486,8 @@ void specializeLastBackward(ModuleOp module, std::optional<int16_t> pp) {
           r.transfer->getResult(0).replaceAllUsesWith(replacement.getResult(r.result));
         r.wait.erase();
         r.transfer->erase();
-        if (r.combine)
-          r.combine->erase();
+        for (Operation *op : llvm::reverse(r.chain))
+          op->erase();
       }
       call.replaceAllUsesWith(replacement.getResults());
       call.erase();
@@ -450,6 +496,92 @@ void specializeLastBackward(ModuleOp module, std::optional<int16_t> pp) {
         callee.erase();
     }
   }
+}
+
+/// ZeRO-3 gathers a layer's sharded parameters inside the layer's function,
+/// where nothing comes before them to hide them behind. Each gather of an
+/// argument (read by nothing else) moves to the function's callers, before
+/// each call, and the function takes the gathered tensor instead; the
+/// schedule then starts it one call ahead (a prefetch: the next layer's
+/// parameters arrive while this layer computes). Functions some use of which
+/// is not a call keep theirs.
+/// Returns the most bytes one call's moved gathers produce (0: none moved).
+int64_t hoistArgumentGathers(ModuleOp module) {
+  int64_t largest = 0;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() || !func.getBody().hasOneBlock())
+      continue;
+    std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(func, module);
+    if (!uses || uses->empty())
+      continue;
+    SmallVector<func::CallOp> calls;
+    for (const SymbolTable::SymbolUse &use : *uses)
+      if (auto call = dyn_cast<func::CallOp>(use.getUser()))
+        calls.push_back(call);
+    if (calls.size() != static_cast<size_t>(llvm::range_size(*uses)))
+      continue;
+    Block &body = func.getBody().front();
+    SmallVector<std::pair<dist::AllGatherOp, dist::WaitOp>> gathers;
+    for (auto gather : body.getOps<dist::AllGatherOp>()) {
+      auto arg = dyn_cast<BlockArgument>(gather.getInput());
+      Value token = dist::getToken(gather);
+      if (!arg || arg.getOwner() != &body || !arg.hasOneUse() || !token.hasOneUse())
+        continue;
+      auto wait = dyn_cast<dist::WaitOp>(*token.getUsers().begin());
+      if (wait && wait.getTokens().size() == 1)
+        gathers.push_back({gather, wait});
+    }
+    if (gathers.empty())
+      continue;
+    int64_t bytes = 0;
+    for (auto [gather, wait] : gathers) {
+      auto type = cast<RankedTensorType>(gather.getResult().getType());
+      bytes += type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    }
+    largest = std::max(largest, bytes);
+    for (func::CallOp call : calls) {
+      OpBuilder b(call);
+      for (auto [gather, wait] : gathers) {
+        unsigned i = cast<BlockArgument>(gather.getInput()).getArgNumber();
+        // A read of its own for each gather (the forward's and the
+        // backward's calls share one), so that it moves with the gather.
+        Value operand = call.getOperand(i);
+        if (auto read = operand.getDefiningOp<GetParamOp>())
+          operand = b.clone(*read)->getResult(0);
+        IRMapping map;
+        map.map(gather.getInput(), operand);
+        Operation *copy = b.clone(*gather, map);
+        dist::WaitOp::create(b, wait.getLoc(), ValueRange{dist::getToken(copy)});
+        Operation *replaced = call.getOperand(i).getDefiningOp();
+        call->setOperand(i, copy->getResult(0));
+        if (isa_and_nonnull<GetParamOp>(replaced) && replaced->use_empty())
+          replaced->erase();
+      }
+    }
+    for (auto [gather, wait] : gathers) {
+      auto arg = cast<BlockArgument>(gather.getInput());
+      arg.setType(gather.getResult().getType());
+      gather.getResult().replaceAllUsesWith(arg);
+      wait.erase();
+      gather.erase();
+      // The argument is whole now: no sharding to describe.
+      func.removeArgAttr(arg.getArgNumber(), "braid.split");
+      func.removeArgAttr(arg.getArgNumber(), "braid.global_shape");
+    }
+    func.setFunctionType(FunctionType::get(module.getContext(), body.getArgumentTypes(),
+                                           func.getResultTypes()));
+  }
+  return largest;
+}
+
+/// Replaces the ops of `module` by those of `from` (emptied).
+void replaceBody(ModuleOp module, ModuleOp from) {
+  Block *body = module.getBody();
+  for (Operation &op : *body)
+    op.dropAllReferences();
+  while (!body->empty())
+    body->back().erase();
+  body->getOperations().splice(body->end(), from.getBody()->getOperations());
 }
 
 /// Puts `block`'s ops in `order`.
@@ -493,12 +625,30 @@ struct BraidScheduleOverlapPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::optional<int64_t> before = arenaBytes(module, entry);
+    // ZeRO-3's gathers leave their layers' functions on a copy first: held
+    // through the call, a layer's gathered parameters cost memory, so the
+    // program without the move is tried too.
+    OwningOpRef<ModuleOp> unmoved = module.clone();
+    if (int64_t prefetch = hoistArgumentGathers(module)) {
+      if (scheduleWithin(module, before, prefetch))
+        return;
+      replaceBody(module, *unmoved);
+    }
+    scheduleWithin(module, before, 0);
+  }
+
+  /// Schedules `module` if its peak of live bytes stays within the budget
+  /// over `before`, trying prefetches a call ahead (allowed `prefetch`
+  /// bytes more: one call's gathered parameters, what ZeRO-3's prefetch
+  /// holds, as DeepSpeed's and FSDP's do by default), then after the
+  /// previous call; false (and every function in its order) when neither
+  /// fits.
+  bool scheduleWithin(ModuleOp module, std::optional<int64_t> before, int64_t prefetch) {
     if (module->hasAttr("braid.pipeline_entries"))
       if (std::optional<Grid> grid = Grid::of(module))
         specializeLastBackward(module, grid->find("pp"));
     // The original order of every block, to return to.
     SmallVector<std::pair<Block *, SmallVector<Operation *>>> original;
-    Scheduler scheduler(module);
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal() || !func.getBody().hasOneBlock())
         continue;
@@ -506,16 +656,25 @@ struct BraidScheduleOverlapPass
       auto &saved = original.emplace_back(&block, SmallVector<Operation *>());
       for (Operation &op : block)
         saved.second.push_back(&op);
-      reorder(block, scheduler.schedule(block));
     }
-    if (!before)
-      return;
-    std::optional<int64_t> after = arenaBytes(module, entry);
-    if (after && static_cast<double>(*after) <=
-                     static_cast<double>(*before) * (1.0 + memoryGrowth))
-      return;
-    for (auto &[block, order] : original)
-      reorder(*block, order);
+    // Prefetching a call ahead holds one more layer's gathered parameters:
+    // over the budget, prefetches start after the previous call instead,
+    // and over it still, every function keeps its order.
+    for (unsigned ahead : {1u, 0u}) {
+      Scheduler scheduler(module, ahead);
+      for (auto &[block, order] : original)
+        reorder(*block, scheduler.schedule(*block));
+      if (!before)
+        return true;
+      std::optional<int64_t> after = arenaBytes(module, entry);
+      double budget = static_cast<double>(*before) * (1.0 + memoryGrowth) +
+                      static_cast<double>(ahead ? prefetch : 0);
+      if (after && static_cast<double>(*after) <= budget)
+        return true;
+      for (auto &[block, order] : original)
+        reorder(*block, order);
+    }
+    return false;
   }
 };
 

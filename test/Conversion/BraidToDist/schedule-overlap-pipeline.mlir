@@ -1,5 +1,6 @@
 // RUN: %python -m braid.models gpt-tiny --batch 8 | braid-opt --braid-training-pipeline="grid=pp=2,dp=2 microbatches=4" | FileCheck %s
 // RUN: %python -m braid.models gpt-tiny --batch 8 | braid-opt --braid-training-pipeline="grid=pp=2,dp=2 microbatches=4 schedule-overlap=false" | FileCheck %s --check-prefix=OFF
+// RUN: %python -m braid.models gpt-tiny --batch 8 | braid-opt --braid-training-pipeline="grid=pp=2,dp=2 microbatches=4 zero=1" | FileCheck %s --check-prefix=ZERO
 
 // A pipeline stage's data-parallel gradient reductions follow its chunk's
 // last backward (micro-batch 3 of 4). The scheduler moves them into a copy
@@ -30,3 +31,14 @@
 // OFF-NOT: bwd.last
 // OFF:     func.func @step.pp1(
 // OFF:     dist.all_reduce {{.*}} grid_axes = [1] reduction = sum : tensor<64x64xf32>
+
+// ZeRO-1 reduce-scatters each gradient sum in its flat form: the
+// accumulation and the reshape move into the copy with the reduce-scatter.
+// ZERO-LABEL: func.func private @step.c1.bwd.last(
+// ZERO:         call @gpt_layer.bwd(
+// ZERO:         braid.add {{.*}} {dist.announce} : tensor<64x64xf32>
+// ZERO-NEXT:    braid.reshape {{.*}} {dist.announce} : tensor<64x64xf32> -> tensor<4096xf32>
+// ZERO-NEXT:    dist.reduce_scatter {{.*}} grid_axes = [1] reduction = sum scatter_axis = 0 {dist.announce} : tensor<4096xf32> -> tensor<2048xf32>
+// ZERO-LABEL: func.func @step.pp1(
+// ZERO-NOT:     dist.reduce_scatter {{.*}} : tensor<4096xf32>
+// ZERO:         return

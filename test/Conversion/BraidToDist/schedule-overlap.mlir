@@ -54,15 +54,16 @@ module {
 
 // A transfer's result is there only after its wait: a transfer sending it
 // starts after that wait. An op writing a parameter bounds both moves: the
-// read of @p's value before the update is all-reduced before it, and the
+// read of @p's value before the update is all-reduced before it (the read,
+// which only that transfer uses, moving with it to the start), and the
 // wait of a transfer started before it stays before it.
 // CHECK-LABEL: func.func @chain
 // CHECK:         %[[A:.*]], %[[TA:.*]] = dist.all_reduce %arg0
+// CHECK-NEXT:    %[[P:.*]] = braid.get_param @p
+// CHECK-NEXT:    %[[C:.*]], %[[TC:.*]] = dist.all_reduce %[[P]]
 // CHECK-NEXT:    %[[Q:.*]] = braid.linear %arg0
 // CHECK-NEXT:    dist.wait %[[TA]]
 // CHECK-NEXT:    %[[B:.*]], %[[TB:.*]] = dist.all_gather %[[A]]
-// CHECK-NEXT:    %[[P:.*]] = braid.get_param @p
-// CHECK-NEXT:    %[[C:.*]], %[[TC:.*]] = dist.all_reduce %[[P]]
 // CHECK-NEXT:    braid.fill
 // CHECK-NEXT:    dist.wait %[[TC]]
 // CHECK-NEXT:    braid.sgd_update @p

@@ -1,0 +1,34 @@
+// RUN: %python -m braid.models llama-tiny --batch 4 | braid-opt --braid-training-pipeline="grid=dp=2 zero=3 schedule-overlap=false" | braid-opt --braid-schedule-overlap=memory-growth=1 | FileCheck %s
+// RUN: %python -m braid.models llama-tiny --batch 4 | braid-opt --braid-training-pipeline="grid=dp=2 zero=3" | FileCheck %s --check-prefix=BUDGET
+
+// ZeRO-3 gathers each layer's parameters inside the layer's functions. The
+// scheduler moves every gather of an argument to the callers (the functions
+// then take whole parameters) and starts it one call ahead of its use: layer
+// 1's forward parameters are gathered while layer 0's forward runs, layer
+// 1's again for its backward while layer 1's forward runs, and layer 0's
+// while layer 1's backward runs.
+// CHECK-LABEL: func.func private @llama_layer.fwd(
+// CHECK-SAME:    %arg1: tensor<64xf32>, %arg2: tensor<64x64xf32>
+// CHECK-NOT:     dist.all_gather
+// CHECK:         return
+// CHECK-LABEL: func.func private @llama_layer.bwd(
+// CHECK-NOT:     dist.all_gather
+// CHECK:         return
+// CHECK-LABEL: func.func @step(
+// CHECK:         braid.get_param @layers.1.attn.wq
+// CHECK-NEXT:    dist.all_gather
+// CHECK:         call @llama_layer.fwd(
+// CHECK:         braid.get_param @layers.1.attn.wq
+// CHECK-NEXT:    dist.all_gather
+// CHECK:         call @llama_layer.fwd(
+// CHECK:         braid.get_param @layers.0.attn.wq
+// CHECK-NEXT:    dist.all_gather
+// CHECK:         call @llama_layer.bwd(
+// CHECK:         call @llama_layer.bwd(
+
+// Held through the call and a layer ahead, the gathered parameters of this
+// small model exceed the default budget (5% and one layer's parameters):
+// the program keeps its gathers inside the layers (and is still scheduled).
+// BUDGET-LABEL: func.func private @llama_layer.fwd(
+// BUDGET-SAME:    %arg1: tensor<32xf32>
+// BUDGET:         dist.all_gather %arg1
