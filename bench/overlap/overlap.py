@@ -12,7 +12,8 @@ prints per plan and setting:
     transfers in a step (the traces' "wait" events), the mean over ranks;
     "on links" is the part of it before each transfer's emulated link was
     done (the rest is waiting for ranks of the group that came later, which
-    ranks sharing cores do), and all of a receive's wait;
+    ranks sharing cores do), and all of a receive's wait (per kind and
+    group: bench/overlap/trace_exposure.py on a run's traces);
   - exposed (predicted): --braid-print-plan's simulation of the same program
     (a pipeline's waits for the neighbour's compute, its bubble, included)
     (braid-opt, same options) with the same links, compute on a description
@@ -30,7 +31,6 @@ Ranks share cores when the machine has fewer than 4: a rank that waits then
 lends its core to one that computes, which the figures include.
 """
 import argparse
-import glob
 import json
 import os
 import re
@@ -41,7 +41,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import machine  # noqa: E402
+import trace_exposure  # noqa: E402
 
 # The model: llama-tiny at a width where a step computes for tens of ms.
 MODEL = ["llama-tiny", "--layers", "4", "--hidden", "128", "--heads", "4", "--kv-heads", "2",
@@ -71,23 +73,7 @@ def step_metrics(traces, step):
     """One step's figures from every rank's events (microseconds in, ms out)."""
     ranks, on_links = [], []
     for everything in traces:
-        # Each traced wait has its transfer on a communication lane, both
-        # recorded in the program's order: the k-th wait is the k-th transfer.
-        waits = [e for e in everything if e["cat"] == "wait"]
-        transfers = [e for e in everything if e["cat"] == "comm"]
-        linked = 0.0
-        for w, t in zip(waits, transfers):
-            if w["args"]["step"] != step:
-                continue
-            # A collective's wait stands for its link until the link is done
-            # and for the group's other ranks after (ranks sharing cores
-            # reach it at different times); a receive's for its message
-            # (the sender's link, and the sender's compute before it).
-            end = w["ts"] + w["dur"]
-            if "link_end" in t["args"]:
-                end = min(end, t["args"]["link_end"])
-            linked += max(0.0, end - w["ts"])
-        on_links.append(linked)
+        on_links.append(sum(linked for _, _, linked in trace_exposure.waits(everything, step)))
         ranks.append([e for e in everything if e["args"].get("step") == step])
     begin = min(e["ts"] for r in ranks for e in r)
     end = max(e["ts"] + e["dur"] for r in ranks for e in r)
@@ -125,10 +111,7 @@ def run(bin_dir, model, plan, overlap, steps, work):
                     "--seed", "1", "--quiet", "--trace", trace,
                     f"--schedule-overlap={'true' if overlap else 'false'}"],
                    check=True, capture_output=True, text=True, env=env)
-    traces = []
-    for path in sorted(glob.glob(trace[:-len(".json")] + ".rank*.json")):
-        with open(path) as f:
-            traces.append([e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"])
+    traces = trace_exposure.load(trace)
     per_step = [step_metrics(traces, k) for k in range(2, steps + 1)]
     return {key: statistics.median(m[key] for m in per_step) for key in per_step[0]}
 
