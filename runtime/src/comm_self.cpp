@@ -2,6 +2,8 @@
 
 #include "comm.h"
 
+#include "braid/link_model.h"
+
 #include "rt_impl.h"
 
 #include <cctype>
@@ -112,15 +114,6 @@ private:
   Grid grid_;
 };
 
-bool validAxisName(const std::string &name) {
-  if (name.empty() || !(std::isalpha((unsigned char)name[0]) || name[0] == '_'))
-    return false;
-  for (char c : name)
-    if (!(std::isalnum((unsigned char)c) || c == '_'))
-      return false;
-  return true;
-}
-
 std::vector<std::string> splitCommas(const std::string &text) {
   std::vector<std::string> parts;
   size_t begin = 0;
@@ -168,7 +161,7 @@ bool parseGrid(const std::string &text, Grid *grid, std::string *error) {
   for (const std::string &part : splitCommas(text)) {
     size_t eq = part.find('=');
     std::string name = part.substr(0, eq);
-    if (eq == std::string::npos || !validAxisName(name)) {
+    if (eq == std::string::npos || !braid::link::isAxisName(name)) {
       *error = "bad grid '" + text + "': '" + part + "' is not NAME=SIZE";
       return false;
     }

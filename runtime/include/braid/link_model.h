@@ -97,9 +97,11 @@ inline bool quantity(const std::string &text,
   return false;
 }
 
-inline bool validAxis(const std::string &name) {
-  if (name == "*")
-    return true;
+} // namespace detail
+
+/// A grid axis name: [A-Za-z_][A-Za-z0-9_]* (the rule of --grid, whose
+/// parser, runtime/src/comm_self.cpp, uses this too).
+inline bool isAxisName(const std::string &name) {
   if (name.empty() || !(std::isalpha((unsigned char)name[0]) || name[0] == '_'))
     return false;
   for (char c : name)
@@ -107,8 +109,6 @@ inline bool validAxis(const std::string &name) {
       return false;
   return true;
 }
-
-} // namespace detail
 
 /// Parses a description (above); false with a message naming the part that
 /// is wrong. An empty text is no description (no links).
@@ -128,7 +128,7 @@ inline bool parse(const std::string &text, Links *out, std::string *error) {
       return false;
     }
     std::string axis = detail::trim(part.substr(0, colon));
-    if (!detail::validAxis(axis)) {
+    if (axis != "*" && !isAxisName(axis)) {
       *error = "'" + axis + "' is not an axis name";
       return false;
     }
