@@ -252,6 +252,15 @@ func.func @action() {
 
 // -----
 
+// dist.announce marks an op whose values dumps announce: a unit attribute.
+func.func @announce(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{dist.announce is a unit attribute, found 1 : i64}}
+  %y = braid.add %x, %x {dist.announce = 1} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
 func.func private @chunk()
 func.func @microbatch() {
   // expected-error @+1 {{dist.microbatch must be a non-negative i64, found -1 : i64}}
