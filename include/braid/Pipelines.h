@@ -95,6 +95,13 @@ struct TrainingPipelineOptions
       *this, "lower-to-dist",
       llvm::cl::desc("Lower every transfer to dist ops at the end"),
       llvm::cl::init(true)};
+  // After the lowering: an all-gather feeding matrix products as a ring of
+  // shifts and product chunks (--braid-collective-matmul).
+  Option<std::string> collectiveMatmul{
+      *this, "collective-matmul",
+      llvm::cl::desc("All-gathers before matrix products as rings of shifts and "
+                     "product chunks: auto (the cost model chooses), always or never"),
+      llvm::cl::init("auto")};
   // After the lowering: transfers started early and waited for late
   // (--braid-schedule-overlap).
   Option<bool> scheduleOverlap{

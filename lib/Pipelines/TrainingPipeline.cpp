@@ -65,6 +65,11 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   }
   auto lower = [&] {
     pm.addPass(createConvertBraidToDistPass());
+    if (options.collectiveMatmul != "never") {
+      BraidCollectiveMatmulPassOptions ring;
+      ring.mode = options.collectiveMatmul;
+      pm.addPass(createBraidCollectiveMatmulPass(ring));
+    }
     if (options.scheduleOverlap) {
       BraidScheduleOverlapPassOptions overlap;
       overlap.entry = options.entry;

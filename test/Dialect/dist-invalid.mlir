@@ -341,3 +341,83 @@ func.func @coordinate_axes() -> index {
   %c = dist.coordinate on @grid grid_axes = [1, 0] : index
   return %c : index
 }
+
+// -----
+
+// dist.assemble takes one piece per rank of the group, of one type, and
+// returns them along its axis.
+module {
+  shard.grid @grid(shape = 2) {braid.axes = ["tp"]}
+  func.func @pieces(%a: tensor<1x4x8xf32>) -> tensor<1x8x8xf32> {
+    // expected-error @+1 {{'dist.assemble' op takes one piece per rank of the group: 2, found 1}}
+    %y = dist.assemble %a along 1 on @grid grid_axes = [0] : tensor<1x4x8xf32> -> tensor<1x8x8xf32>
+    return %y : tensor<1x8x8xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2) {braid.axes = ["tp"]}
+  func.func @types(%a: tensor<1x4x8xf32>, %b: tensor<1x4x4xf32>) -> tensor<1x8x8xf32> {
+    // expected-error @+1 {{'dist.assemble' op pieces must have one type}}
+    %y = dist.assemble %a, %b along 1 on @grid grid_axes = [0] : tensor<1x4x8xf32>, tensor<1x4x4xf32> -> tensor<1x8x8xf32>
+    return %y : tensor<1x8x8xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2) {braid.axes = ["tp"]}
+  func.func @result(%a: tensor<1x4x8xf32>, %b: tensor<1x4x8xf32>) -> tensor<1x4x16xf32> {
+    // expected-error @+1 {{'dist.assemble' op result must be 'tensor<1x8x8xf32>', found 'tensor<1x4x16xf32>'}}
+    %y = dist.assemble %a, %b along 1 on @grid grid_axes = [0] : tensor<1x4x8xf32>, tensor<1x4x8xf32> -> tensor<1x4x16xf32>
+    return %y : tensor<1x4x16xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2) {braid.axes = ["tp"]}
+  func.func @axis(%a: tensor<1x4x8xf32>, %b: tensor<1x4x8xf32>) -> tensor<1x8x8xf32> {
+    // expected-error @+1 {{'dist.assemble' op axis 3 is not a static dimension of 'tensor<1x4x8xf32>'}}
+    %y = dist.assemble %a, %b along 3 on @grid grid_axes = [0] : tensor<1x4x8xf32>, tensor<1x4x8xf32> -> tensor<1x8x8xf32>
+    return %y : tensor<1x8x8xf32>
+  }
+}
+
+// -----
+
+// dist.block takes one of the group's equal blocks.
+module {
+  shard.grid @grid(shape = 2) {braid.axes = ["tp"]}
+  func.func @block_offset(%a: tensor<1x8x8xf32>) -> tensor<1x4x8xf32> {
+    // expected-error @+1 {{'dist.block' op offset 2 is not in [0, 2)}}
+    %y = dist.block %a along 1 offset 2 on @grid grid_axes = [0] : tensor<1x8x8xf32> -> tensor<1x4x8xf32>
+    return %y : tensor<1x4x8xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2) {braid.axes = ["tp"]}
+  func.func @block_axis(%a: tensor<1x7x8xf32>) -> tensor<1x4x8xf32> {
+    // expected-error @+1 {{'dist.block' op axis 1 of 'tensor<1x7x8xf32>' is not a static dimension of a multiple of 2}}
+    %y = dist.block %a along 1 offset 0 on @grid grid_axes = [0] : tensor<1x7x8xf32> -> tensor<1x4x8xf32>
+    return %y : tensor<1x4x8xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2) {braid.axes = ["tp"]}
+  func.func @block_result(%a: tensor<1x8x8xf32>) -> tensor<1x8x4xf32> {
+    // expected-error @+1 {{'dist.block' op result must be 'tensor<1x4x8xf32>', found 'tensor<1x8x4xf32>'}}
+    %y = dist.block %a along 1 offset 0 on @grid grid_axes = [0] : tensor<1x8x8xf32> -> tensor<1x8x4xf32>
+    return %y : tensor<1x8x4xf32>
+  }
+}

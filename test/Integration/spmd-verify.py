@@ -68,6 +68,12 @@ MATRIX += [
     # a layer ahead (test/Conversion/BraidToDist/schedule-overlap-zero3.mlir).
     ("llama-tiny-b16-s64", ["--grid", "dp=2", "--zero", "3"]),
     ("mamba-tiny-b6", ["--grid", "dp=2,tp=2", "--seed", "3"]),
+    # Collective matmul (--braid-collective-matmul, which the cost model
+    # chooses for large layers only): the sequence-parallel gathers before
+    # the products as rings of shifts and product chunks.
+    ("llama-tiny", ["--grid", "tp=2", "--sequence-parallel", "--collective-matmul", "always"]),
+    ("llama-tiny-b4", ["--grid", "dp=2,tp=4", "--sequence-parallel", "--collective-matmul",
+                       "always"]),
     # Mixed precision (bf16 compute, f32 master weights): judged against
     # bounds from bf16 rounding itself (tools/braid-run/Verify.h);
     # collectives move bf16 activations and f32 gradients, ZeRO-3 gathers

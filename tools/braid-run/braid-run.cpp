@@ -132,6 +132,12 @@ static cl::opt<bool> scheduleOverlap(
     cl::desc("Start transfers early and wait for them late "
              "(--braid-schedule-overlap); off keeps the lowering's order"),
     cl::init(true));
+static cl::opt<std::string> collectiveMatmul(
+    "collective-matmul", cl::cat(runCategory),
+    cl::desc("With --grid, an all-gather before matrix products as a ring of shifts and "
+             "product chunks (--braid-collective-matmul): auto (the cost model "
+             "chooses), always or never"),
+    cl::init("auto"));
 static cl::opt<bool> rollRepeats(
     "roll-repeats", cl::cat(runCategory),
     cl::desc("Print repeated statement groups of the generated program "
@@ -373,6 +379,7 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
   const bool inject = !reference && !injectFault.empty();
   pipeline.lowerToDist = !inject;
   pipeline.scheduleOverlap = scheduleOverlap;
+  pipeline.collectiveMatmul = collectiveMatmul.getValue();
   std::string grid = reference ? "" : gridSpec.getValue();
   pipeline.grid = grid;
   pipeline.plan = plan;

@@ -418,6 +418,14 @@ struct PlanPrinter {
         p.ends[token] = {free, t->first};
         continue;
       }
+      // A collective matmul's assembly copies its pieces into place.
+      if (auto assemble = dyn_cast<dist::AssembleOp>(op)) {
+        double seconds = 2.0 * double(tensorBytes(assemble.getResult())) /
+                         hardware.hbmBytesPerSecond;
+        p.now += seconds;
+        p.compute += seconds;
+        continue;
+      }
       if (isa<GetParamOp, ReshapeOp, func::ReturnOp>(op) ||
           isa_and_nonnull<dist::DistDialect>(op.getDialect()))
         continue;

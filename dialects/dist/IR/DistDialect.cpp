@@ -370,5 +370,49 @@ LogicalResult MicrobatchOp::verify() {
   return success();
 }
 
+LogicalResult AssembleOp::verify() {
+  if (failed(verifyGroup(*this, getGridAttr(), getGridAxes())))
+    return failure();
+  int64_t ranks = dist::getGroupSize(*this, getGridAttr(), getGridAxes());
+  if (static_cast<int64_t>(getPieces().size()) != ranks)
+    return emitOpError("takes one piece per rank of the group: ")
+           << ranks << ", found " << getPieces().size();
+  auto piece = cast<RankedTensorType>(getPieces().front().getType());
+  if (llvm::any_of(getPieces().getTypes(), [&](Type t) { return t != piece; }))
+    return emitOpError("pieces must have one type");
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= piece.getRank() || piece.isDynamicDim(axis))
+    return emitOpError("axis ") << axis << " is not a static dimension of " << piece;
+  SmallVector<int64_t> shape(piece.getShape());
+  shape[axis] *= ranks;
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (result.getShape() != ArrayRef<int64_t>(shape) ||
+      result.getElementType() != piece.getElementType())
+    return emitOpError("result must be ") << piece.clone(shape) << ", found " << result;
+  return success();
+}
+
+LogicalResult BlockOp::verify() {
+  if (failed(verifyGroup(*this, getGridAttr(), getGridAxes())))
+    return failure();
+  int64_t ranks = dist::getGroupSize(*this, getGridAttr(), getGridAxes());
+  auto input = cast<RankedTensorType>(getInput().getType());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= input.getRank() || input.isDynamicDim(axis) ||
+      input.getDimSize(axis) % ranks != 0)
+    return emitOpError("axis ") << axis << " of " << input
+                                << " is not a static dimension of a multiple of " << ranks;
+  int64_t offset = static_cast<int64_t>(getOffset());
+  if (offset < 0 || offset >= ranks)
+    return emitOpError("offset ") << offset << " is not in [0, " << ranks << ")";
+  SmallVector<int64_t> shape(input.getShape());
+  shape[axis] /= ranks;
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (result.getShape() != ArrayRef<int64_t>(shape) ||
+      result.getElementType() != input.getElementType())
+    return emitOpError("result must be ") << input.clone(shape) << ", found " << result;
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/dist/IR/DistOps.cpp.inc"

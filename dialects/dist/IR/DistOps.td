@@ -304,4 +304,51 @@ def Dist_MicrobatchOp : Dist_Op<"microbatch", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Dist_AssembleOp : Dist_Op<"assemble", [Pure]> {
+  let summary = "Blocks a ring brought, each into its place";
+  let description = [{
+    The rank with coordinate c over `grid_axes` (n ranks) places piece k at
+    block (c + k) mod n along dimension `axis` of the result: after k shifts
+    by offset -1 a rank holds its neighbour k places up's block, and a
+    collective matmul computes one piece of the product from each block it
+    holds. The n pieces have one type; the result is n of them along `axis`.
+
+    ```mlir
+    %y = dist.assemble %p0, %p1 along 1 on @grid grid_axes = [1]
+        : tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<2x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$pieces, I64Attr:$axis,
+                       FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $pieces `along` $axis `on` $grid `grid_axes` `=` $grid_axes attr-dict
+    `:` type($pieces) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_BlockOp : Dist_Op<"block", [Pure]> {
+  let summary = "The block a ring step works on";
+  let description = [{
+    The rank with coordinate c over `grid_axes` (n ranks) takes block
+    (c + `offset`) mod n of the n equal blocks of `input` along dimension
+    `axis`: the rows whose partial product a collective matmul's step adds
+    into the sum it passes on (dist.assemble's inverse).
+
+    ```mlir
+    %b = dist.block %h along 1 offset 1 on @grid grid_axes = [1]
+        : tensor<2x16x16xf32> -> tensor<2x8x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis, I64Attr:$offset,
+                       FlatSymbolRefAttr:$grid, DenseI16ArrayAttr:$grid_axes);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `along` $axis `offset` $offset `on` $grid `grid_axes` `=` $grid_axes
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // BRAID_DIALECT_DIST_IR_DISTOPS_TD

@@ -79,6 +79,46 @@ def DistCheckCollectiveOrderPass
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
 
+def BraidCollectiveMatmulPass
+    : Pass<"braid-collective-matmul", "::mlir::ModuleOp"> {
+  let summary = "All-gathers before matrix products and reduce-scatters after them as rings of shifts and product chunks";
+  let description = [{
+    Sequence parallelism gathers a layer's input over tp before its
+    column-parallel products, and nothing can hide the gather: the products
+    need all of it. In every function of a per-rank dist program, a
+    `dist.all_gather` of n ranks along a leading dimension whose every use
+    is the input of a `braid.linear` becomes n steps (collective matmul, as
+    in Wang et al., ASPLOS 2023, and PyTorch's async TP): at step k each
+    product computes the piece of its rows from the block the rank holds,
+    while a cyclic `dist.shift` by -1 brings the next block (after k shifts
+    the block of the rank k places up); `dist.assemble` puts piece k at
+    block (c + k) mod n. The rows are those of the gathered products, the
+    same sums in the same order; when the gathered value has other uses
+    (an activation saved for the backward) it is assembled from the ring's
+    blocks.
+
+    The other half: a `dist.reduce_scatter` (sum) of a `braid.linear`'s rows
+    along a leading dimension becomes a ring of partial sums: at step k the
+    rank computes the rows of block (c - 1 - k) mod n (`dist.block`) and
+    adds the sum its lower neighbour passed on (a cyclic shift by +1) while
+    its own travels on; after n - 1 steps it holds its block summed over the
+    ranks (the sum in ring order).
+
+    With `mode` auto the cost model on `hardware` chooses: a ring replaces
+    the gather (the reduce-scatter) when a step's product chunks take at
+    least as long as the shift they hide (at the roofline, the shift as one
+    message over the group's link), so that only one step is not
+    overlapped; `always` and `never` force it.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
+           "auto (the cost model chooses), always or never">,
+    Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-sxm\"",
+           "Hardware description for the choice (lib/CostModel/hardware)">,
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
 def BraidScheduleOverlapPass
     : Pass<"braid-schedule-overlap", "::mlir::ModuleOp"> {
   let summary = "Start each transfer as early and wait for it as late as its uses allow";

@@ -6,7 +6,9 @@
 // communicators of their grid axes (in grid order, as dist requires, which
 // is the order of the communicator's ranks); sends and receives carry their
 // tag when they have one. dist.microbatch is a copy of a contiguous block of
-// rows (the batch is the outermost dimension). Nothing here decides a
+// rows (the batch is the outermost dimension); a collective matmul's
+// dist.assemble and dist.block copy blocks at the rank's coordinate
+// (braid_k_place, braid_k_slice). Nothing here decides a
 // protocol: BraidToDist has expanded every transfer, its re-layouts included.
 //
 //===----------------------------------------------------------------------===//
@@ -190,6 +192,51 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
       .Case([&](dist::WaitOp w) {
         for (Value token : w.getTokens())
           os << "  braid_event_wait(rt, " << event(token) << ");\n";
+        return success();
+      })
+      .Case([&](dist::AssembleOp a) -> LogicalResult {
+        // Piece k into block (c + k) mod n of the result.
+        FailureOr<GridGroup> group =
+            getGridGroup(op, a.getGridAttr(), a.getGridAxes(), error);
+        if (failed(group))
+          return failure();
+        int64_t axis = a.getAxis(), ranks = group->size();
+        ArrayRef<int64_t> shape =
+            cast<RankedTensorType>(a.getResult().getType()).getShape();
+        int64_t outer = 1, inner = 1, local = shape[axis] / ranks;
+        for (int64_t d = 0; d < axis; ++d)
+          outer *= shape[d];
+        for (int64_t d = axis + 1, e = shape.size(); d < e; ++d)
+          inner *= shape[d];
+        std::string c = coordinate(*group), call;
+        for (auto [k, piece] : llvm::enumerate(a.getPieces()))
+          call += (k ? ";\n  " : "") + std::string("braid_k_place(rt, ") + dt(piece) +
+                  ", " + ptr(piece) + ", " + ptr(a.getResult()) + ", " + n(outer) +
+                  ", " + n(shape[axis]) + ", " + n(local) + ", " + n(inner) + ", ((" +
+                  c + " + " + n(int64_t(k)) + ") % " + n(ranks) + ") * " + n(local) + ")";
+        emitBracketed(op, call, os);
+        return success();
+      })
+      .Case([&](dist::BlockOp k) -> LogicalResult {
+        // Block (c + offset) mod n of the input.
+        FailureOr<GridGroup> group =
+            getGridGroup(op, k.getGridAttr(), k.getGridAxes(), error);
+        if (failed(group))
+          return failure();
+        int64_t axis = k.getAxis(), ranks = group->size();
+        ArrayRef<int64_t> shape = cast<RankedTensorType>(k.getInput().getType()).getShape();
+        int64_t outer = 1, inner = 1, local = shape[axis] / ranks;
+        for (int64_t d = 0; d < axis; ++d)
+          outer *= shape[d];
+        for (int64_t d = axis + 1, e = shape.size(); d < e; ++d)
+          inner *= shape[d];
+        emitBracketed(op,
+                      "braid_k_slice(rt, " + dt(k.getInput()) + ", " + ptr(k.getInput()) +
+                          ", " + ptr(k.getResult()) + ", " + n(outer) + ", " +
+                          n(shape[axis]) + ", " + n(local) + ", " + n(inner) + ", ((" +
+                          coordinate(*group) + " + " + n(k.getOffset()) + ") % " +
+                          n(ranks) + ") * " + n(local) + ")",
+                      os);
         return success();
       })
       .Case([&](dist::MicrobatchOp m) {

@@ -563,6 +563,12 @@ void braid_k_slice(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t
 void braid_k_unslice(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t outer,
                      int64_t dim, int64_t dim_local, int64_t inner, int64_t start);
 
+/* Into y [outer, dim, inner], leaving the rest: y[o, start + i, j] =
+ * x[o, i, j] for the dim_local rows of x [outer, dim_local, inner]
+ * (dist.assemble places each piece so). */
+void braid_k_place(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t outer,
+                   int64_t dim, int64_t dim_local, int64_t inner, int64_t start);
+
 /* y = 0. */
 void braid_k_zero(braid_rt *rt, braid_dtype dt, void *y, int64_t n);
 

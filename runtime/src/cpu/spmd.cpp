@@ -175,6 +175,14 @@ void unsliceImpl(const E *x, E *y, int64_t outer, int64_t dim, int64_t dimLocal,
                   size_t(kept * inner) * sizeof(E));
 }
 
+template <typename E>
+void placeImpl(const E *x, E *y, int64_t outer, int64_t dim, int64_t dimLocal, int64_t inner,
+               int64_t start) {
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(y + (o * dim + start) * inner, x + o * dimLocal * inner,
+                size_t(dimLocal * inner) * sizeof(E));
+}
+
 void checkExtents(const char *kernel, int64_t outer, int64_t dim, int64_t dimLocal,
                   int64_t inner, int64_t start) {
   if (outer < 0 || dim < 0 || dimLocal < 0 || inner < 0 || start < 0)
@@ -289,6 +297,18 @@ void braid_k_unslice(braid_rt *, braid_dtype dt, const void *x, void *y, int64_t
   withElementType(dt, "unslice", [&](auto tag) {
     using E = decltype(tag);
     unsliceImpl(in<E>(x), out<E>(y), outer, dim, dim_local, inner, start);
+  });
+}
+
+void braid_k_place(braid_rt *, braid_dtype dt, const void *x, void *y, int64_t outer,
+                   int64_t dim, int64_t dim_local, int64_t inner, int64_t start) {
+  checkExtents("place", outer, dim, dim_local, inner, start);
+  if (start + dim_local > dim)
+    fail("place", "rows [%lld, %lld) are not in the %lld rows of the result",
+         (long long)start, (long long)(start + dim_local), (long long)dim);
+  withElementType(dt, "place", [&](auto tag) {
+    using E = decltype(tag);
+    placeImpl(in<E>(x), out<E>(y), outer, dim, dim_local, inner, start);
   });
 }
 

@@ -14,7 +14,8 @@
 // loss.cu; the gradient is one thread per element. A label outside
 // [0, valid) sets the device error record on every rank (each knows `valid`).
 //
-// bias_add, slice, unslice: one thread per output element. slice / unslice
+// bias_add, slice, unslice: one thread per output element (place: per element
+// of the piece it places). slice / unslice
 // move elements by size (any dtype, tokens included) and write the padding as
 // all-zero bits.
 //
@@ -157,6 +158,17 @@ __global__ void unsliceKernel(const E *__restrict__ x, E *__restrict__ y, int64_
     int64_t o = i / block, rem = i - o * block, d = rem / inner, j = rem - d * inner;
     int64_t local = d - start;
     y[i] = local >= 0 && local < dimLocal ? x[(o * dimLocal + local) * inner + j] : E(0);
+  }
+}
+
+template <typename E>
+__global__ void placeKernel(const E *__restrict__ x, E *__restrict__ y, int64_t outer,
+                            int64_t dim, int64_t dimLocal, int64_t inner, int64_t start) {
+  const int64_t block = dimLocal * inner, total = outer * block;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t o = i / block, rem = i - o * block;
+    y[(o * dim + start) * inner + rem] = x[i];
   }
 }
 
@@ -343,6 +355,25 @@ void braid_k_unslice(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64
   cudaStream_t stream = streamOf(rt);
   BRAID_DISPATCH_BITS(dt, E, {
     unsliceKernel<E><<<gridFor(total, kThreads), kThreads, 0, stream>>>(
+        static_cast<const E *>(x), static_cast<E *>(y), outer, dim, dim_local, inner, start);
+    BRAID_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void braid_k_place(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t outer,
+                   int64_t dim, int64_t dim_local, int64_t inner, int64_t start) {
+  using namespace braid::cuda;
+  checkExtents("place", outer, dim, dim_local, inner, start);
+  if (start + dim_local > dim)
+    BRAID_CUDA_FATAL("place: rows [%lld, %lld) are not in the %lld rows of the result",
+                     static_cast<long long>(start), static_cast<long long>(start + dim_local),
+                     static_cast<long long>(dim));
+  const int64_t total = outer * dim_local * inner;
+  if (total == 0)
+    return;
+  cudaStream_t stream = streamOf(rt);
+  BRAID_DISPATCH_BITS(dt, E, {
+    placeKernel<E><<<gridFor(total, kThreads), kThreads, 0, stream>>>(
         static_cast<const E *>(x), static_cast<E *>(y), outer, dim, dim_local, inner, start);
     BRAID_CUDA_CHECK_LAUNCH();
   });
