@@ -68,6 +68,23 @@ FailureOr<std::string> FunctionEmitter::indexExpr(Value value) {
       });
 }
 
+std::string FunctionEmitter::blockCopy(StringRef kernel, Value from, Value to, Value whole,
+                                       int64_t axis, int64_t offset, const GridGroup &group) {
+  // `whole` viewed as [outer, dim, inner], in n blocks of `local` rows along
+  // `axis`; the block is (c + offset) mod n, c the rank's coordinate.
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(whole.getType()).getShape();
+  int64_t ranks = group.size(), outer = 1, inner = 1, local = shape[axis] / ranks;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (int64_t d = axis + 1, e = shape.size(); d < e; ++d)
+    inner *= shape[d];
+  auto n = [](int64_t v) { return std::to_string(v); };
+  return kernel.str() + "(rt, " + dtypeName(cast<RankedTensorType>(from.getType())) + ", " +
+         ptr(from) + ", " + ptr(to) + ", " + n(outer) + ", " + n(shape[axis]) + ", " +
+         n(local) + ", " + n(inner) + ", ((" + coordinate(group) + " + " + n(offset) + ") % " +
+         n(ranks) + ") * " + n(local) + ")";
+}
+
 std::string FunctionEmitter::event(Value token) {
   auto [it, inserted] = events.try_emplace(token, "");
   if (inserted)
@@ -200,20 +217,11 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
             getGridGroup(op, a.getGridAttr(), a.getGridAxes(), error);
         if (failed(group))
           return failure();
-        int64_t axis = a.getAxis(), ranks = group->size();
-        ArrayRef<int64_t> shape =
-            cast<RankedTensorType>(a.getResult().getType()).getShape();
-        int64_t outer = 1, inner = 1, local = shape[axis] / ranks;
-        for (int64_t d = 0; d < axis; ++d)
-          outer *= shape[d];
-        for (int64_t d = axis + 1, e = shape.size(); d < e; ++d)
-          inner *= shape[d];
-        std::string c = coordinate(*group), call;
+        std::string call;
         for (auto [k, piece] : llvm::enumerate(a.getPieces()))
-          call += (k ? ";\n  " : "") + std::string("braid_k_place(rt, ") + dt(piece) +
-                  ", " + ptr(piece) + ", " + ptr(a.getResult()) + ", " + n(outer) +
-                  ", " + n(shape[axis]) + ", " + n(local) + ", " + n(inner) + ", ((" +
-                  c + " + " + n(int64_t(k)) + ") % " + n(ranks) + ") * " + n(local) + ")";
+          call += (k ? ";\n  " : "") +
+                  blockCopy("braid_k_place", piece, a.getResult(), a.getResult(), a.getAxis(),
+                            int64_t(k), *group);
         emitBracketed(op, call, os);
         return success();
       })
@@ -223,19 +231,9 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
             getGridGroup(op, k.getGridAttr(), k.getGridAxes(), error);
         if (failed(group))
           return failure();
-        int64_t axis = k.getAxis(), ranks = group->size();
-        ArrayRef<int64_t> shape = cast<RankedTensorType>(k.getInput().getType()).getShape();
-        int64_t outer = 1, inner = 1, local = shape[axis] / ranks;
-        for (int64_t d = 0; d < axis; ++d)
-          outer *= shape[d];
-        for (int64_t d = axis + 1, e = shape.size(); d < e; ++d)
-          inner *= shape[d];
         emitBracketed(op,
-                      "braid_k_slice(rt, " + dt(k.getInput()) + ", " + ptr(k.getInput()) +
-                          ", " + ptr(k.getResult()) + ", " + n(outer) + ", " +
-                          n(shape[axis]) + ", " + n(local) + ", " + n(inner) + ", ((" +
-                          coordinate(*group) + " + " + n(k.getOffset()) + ") % " +
-                          n(ranks) + ") * " + n(local) + ")",
+                      blockCopy("braid_k_slice", k.getInput(), k.getResult(), k.getInput(),
+                                k.getAxis(), k.getOffset(), *group),
                       os);
         return success();
       })

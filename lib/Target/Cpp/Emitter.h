@@ -167,6 +167,11 @@ private:
   /// Dumps announce `result` under its name, inside the call path's scope
   /// or, `topLevel`, as a value of the step itself.
   void announce(Value result, raw_ostream &os, bool topLevel = false);
+  /// The call of `kernel` (braid_k_place, braid_k_slice) copying between
+  /// `from` and `to` the block (c + offset) mod n along `axis` of `whole`, c
+  /// the rank's coordinate in `group` of n ranks.
+  std::string blockCopy(StringRef kernel, Value from, Value to, Value whole, int64_t axis,
+                        int64_t offset, const GridGroup &group);
   /// Writes `call` (one or more statements) bracketed for the trace.
   void emitBracketed(Operation *op, StringRef call, raw_ostream &os);
 
