@@ -306,9 +306,8 @@ void Shared::pumpSends(double now) {
       continue;
     if (send.postAt > now)
       break;
-    int64_t chunkElements = int64_t(1) << 30;
-    for (int64_t at = 0; at < send.count || at == 0; at += chunkElements) {
-      int64_t n = std::min(send.count - at, chunkElements);
+    for (int64_t at = 0; at < send.count || at == 0; at += kChunk) {
+      int64_t n = std::min(send.count - at, kChunk);
       send.requests.push_back(MPI_REQUEST_NULL);
       check(MPI_Isend(send.data.data() + at * send.elementBytes, int(n), send.type, send.peer,
                       send.tag, send.handle->comm, &send.requests.back()),
@@ -388,7 +387,7 @@ public:
     MPI_Op mop = checkOp(what, op);
     auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t bytes = count * braid_dtype_size(dtype);
-    emulate(event.get(), "all_reduce", double(bytes) * 2 * (size_ - 1) / size_);
+    emulate(event.get(), "all_reduce", double(bytes));
     if (isFloat16(dtype)) {
       // Reduce in f32: MPI has no bf16, and f32 accumulation is what the kernels do.
       event->recvF32.resize(size_t(count));
@@ -422,7 +421,7 @@ public:
     checkIntCount(what, countPerRank);
     auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t bytes = countPerRank * braid_dtype_size(dtype);
-    emulate(event.get(), "all_gather", double(bytes) * (size_ - 1));
+    emulate(event.get(), "all_gather", double(bytes));
     char *out = static_cast<char *>(recv);
     const void *in = send;
     if (send == out + rank_ * bytes)
@@ -444,8 +443,7 @@ public:
     MPI_Op mop = checkOp(what, op);
     auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t total = countPerRank * size_;
-    emulate(event.get(), "reduce_scatter",
-            double(countPerRank * braid_dtype_size(dtype)) * (size_ - 1));
+    emulate(event.get(), "reduce_scatter", double(countPerRank * braid_dtype_size(dtype)));
     if (isFloat16(dtype)) {
       event->sendF32.resize(size_t(total));
       event->recvF32.resize(size_t(countPerRank));
@@ -477,8 +475,7 @@ public:
     checkIntCount(what, countPerRank);
     auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t bytes = countPerRank * size_ * braid_dtype_size(dtype);
-    emulate(event.get(), "all_to_all",
-            double(countPerRank * braid_dtype_size(dtype)) * (size_ - 1));
+    emulate(event.get(), "all_to_all", double(countPerRank * braid_dtype_size(dtype)));
     const void *in = send;
     if (overlaps(send, bytes, recv, bytes))
       in = stage(event.get(), send, bytes);
@@ -495,7 +492,7 @@ public:
     checkPeer(what, "root", root);
     auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t size = braid_dtype_size(dtype);
-    emulate(event.get(), "broadcast", double(count * size) * (size_ - 1) / size_);
+    emulate(event.get(), "broadcast", double(count * size));
     for (int64_t at = 0; at < count; at += kChunk)
       issue(event.get(), what,
             MPI_Ibcast(static_cast<char *>(buffer) + at * size, int(chunk(count, at)),
@@ -581,12 +578,15 @@ private:
   /// Under the link emulator: the transfer takes the group's link from when
   /// the link is free (the group's previous transfer has ended) for the time
   /// link_model.h gives; its wait returns no earlier than that.
-  void emulate(MpiEvent *event, const char *kind, double bytesSent) {
+  /// `blockBytes` is the ring model's block (link::ringBlocks).
+  void emulate(MpiEvent *event, const char *kind, double blockBytes) {
     if (!link_)
       return;
     double &free = shared_->linkFree[group_];
     event->start = std::max(free, event->issuedAt);
-    event->notBefore = free = event->start + link::seconds(*link_, kind, size_, bytesSent);
+    event->notBefore = free =
+        event->start +
+        link::seconds(*link_, kind, size_, blockBytes * link::ringBlocks(kind, size_));
   }
 
   /// Every call starts here: takes the MPI lock (held until the call

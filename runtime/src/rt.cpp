@@ -2,6 +2,8 @@
 
 #include "rt_impl.h"
 
+#include "braid/link_model.h"
+
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
@@ -315,16 +317,15 @@ braid::rt::Communicator &commOf(braid_rt *rt, braid_comm *comm, const char *what
   return *comm->impl;
 }
 
-/// Counts one collective of the step in flight; `blocks` is how many
-/// `bytes`-sized blocks a rank sends for a group of n (ring model).
-void account(braid_rt *rt, braid_comm *comm, const char *kind, double bytes,
-             double blocks) {
+/// Counts one collective of the step in flight: a rank sends
+/// braid::link::ringBlocks blocks of `bytes` for a group of n.
+void account(braid_rt *rt, braid_comm *comm, const char *kind, double bytes) {
   int32_t n = comm->impl->size();
   if (n <= 1 || rt->step == 0)
     return;
   auto &[count, sent] = rt->collectives[kind];
   ++count;
-  sent += bytes * blocks;
+  sent += bytes * braid::link::ringBlocks(kind, n);
 }
 
 } // namespace
@@ -334,22 +335,21 @@ extern "C" {
 braid_event *braid_all_reduce(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
                               int64_t count, braid_dtype dtype, braid_redop op) {
   braid::rt::Communicator &c = commOf(rt, comm, "braid_all_reduce");
-  double n = c.size();
-  account(rt, comm, "all_reduce", double(count * braid_dtype_size(dtype)), 2 * (n - 1) / n);
+  account(rt, comm, "all_reduce", double(count * braid_dtype_size(dtype)));
   return wrap(c.allReduce(*rt->backend, send, recv, count, dtype, op), comm, "all_reduce");
 }
 
 braid_event *braid_all_gather(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
                               int64_t count_per_rank, braid_dtype dtype) {
   braid::rt::Communicator &c = commOf(rt, comm, "braid_all_gather");
-  account(rt, comm, "all_gather", double(count_per_rank * braid_dtype_size(dtype)), c.size() - 1);
+  account(rt, comm, "all_gather", double(count_per_rank * braid_dtype_size(dtype)));
   return wrap(c.allGather(*rt->backend, send, recv, count_per_rank, dtype), comm, "all_gather");
 }
 
 braid_event *braid_reduce_scatter(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
                                   int64_t count_per_rank, braid_dtype dtype, braid_redop op) {
   braid::rt::Communicator &c = commOf(rt, comm, "braid_reduce_scatter");
-  account(rt, comm, "reduce_scatter", double(count_per_rank * braid_dtype_size(dtype)), c.size() - 1);
+  account(rt, comm, "reduce_scatter", double(count_per_rank * braid_dtype_size(dtype)));
   return wrap(c.reduceScatter(*rt->backend, send, recv, count_per_rank, dtype, op), comm,
               "reduce_scatter");
 }
@@ -357,7 +357,7 @@ braid_event *braid_reduce_scatter(braid_rt *rt, braid_comm *comm, const void *se
 braid_event *braid_all_to_all(braid_rt *rt, braid_comm *comm, const void *send, void *recv,
                               int64_t count_per_rank, braid_dtype dtype) {
   braid::rt::Communicator &c = commOf(rt, comm, "braid_all_to_all");
-  account(rt, comm, "all_to_all", double(count_per_rank * braid_dtype_size(dtype)), c.size() - 1);
+  account(rt, comm, "all_to_all", double(count_per_rank * braid_dtype_size(dtype)));
   return wrap(c.allToAll(*rt->backend, send, recv, count_per_rank, dtype), comm, "all_to_all");
 }
 
@@ -366,8 +366,7 @@ braid_event *braid_broadcast(braid_rt *rt, braid_comm *comm, void *buffer, int64
   braid::rt::Communicator &c = commOf(rt, comm, "braid_broadcast");
   // A chain (NCCL's ring broadcast): every rank but the last forwards the
   // buffer, (n - 1) / n of it per rank on average.
-  const double n = c.size();
-  account(rt, comm, "broadcast", double(count * braid_dtype_size(dtype)), (n - 1) / n);
+  account(rt, comm, "broadcast", double(count * braid_dtype_size(dtype)));
   return wrap(c.broadcast(*rt->backend, buffer, count, dtype, root), comm, "broadcast");
 }
 
@@ -385,7 +384,7 @@ braid_event *braid_send_tagged(braid_rt *rt, braid_comm *comm, const void *buffe
                                int64_t count, braid_dtype dtype, int32_t peer, int32_t tag) {
   braid::rt::Communicator &c = commOf(rt, comm, "braid_send");
   // A block to one peer: the plan printer's `send` (dist.send).
-  account(rt, comm, "send", double(count * braid_dtype_size(dtype)), 1);
+  account(rt, comm, "send", double(count * braid_dtype_size(dtype)));
   return wrap(c.send(*rt->backend, buffer, count, dtype, peer, tag), comm, "send");
 }
 
@@ -401,7 +400,7 @@ braid_event *braid_sendrecv(braid_rt *rt, braid_comm *comm, const void *send,
   braid::rt::Communicator &c = commOf(rt, comm, "braid_sendrecv");
   // One block to one peer: the plan printer's `shift` (dist.shift).
   if (dst >= 0)
-    account(rt, comm, "shift", double(send_count * braid_dtype_size(dtype)), 1);
+    account(rt, comm, "shift", double(send_count * braid_dtype_size(dtype)));
   return wrap(c.sendRecv(*rt->backend, send, send_count, dst, recv, recv_count, src, dtype),
               comm, "shift");
 }

@@ -214,6 +214,11 @@ struct PlanPrinter {
       for (int64_t i = 0; i < steps; ++i)
         add("shift", axes, tensorBytes(x), 1, times);
   }
+  /// The ring model's blocks a rank sends for `kind` over `axes`
+  /// (braid::link::ringBlocks, which the runtime counts with too).
+  double ringBlocks(StringRef kind, ArrayRef<int16_t> axes) {
+    return ::braid::link::ringBlocks(kind.str(), double(grid.size(axes)));
+  }
   AxisList axesOf(ArrayRef<int16_t> indices) {
     return AxisList(indices.begin(), indices.end());
   }
@@ -240,32 +245,31 @@ struct PlanPrinter {
     return TypeSwitch<Operation *, std::optional<Block>>(op)
         .Case<shard::AllReduceOp, dist::AllReduceOp>([&](auto r) {
           AxisList axes = axesOf(r.getGridAxes());
-          double n = grid.size(axes);
           return Block{"all_reduce", axes, double(tensorBytes(r.getResult())),
-                       2 * (n - 1) / n};
+                       ringBlocks("all_reduce", axes)};
         })
         .Case<shard::AllGatherOp, dist::AllGatherOp>([&](auto g) {
           AxisList axes = axesOf(g.getGridAxes());
           return Block{"all_gather", axes, double(tensorBytes(g.getInput())),
-                       double(grid.size(axes) - 1)};
+                       ringBlocks("all_gather", axes)};
         })
         .Case<shard::ReduceScatterOp, dist::ReduceScatterOp>([&](auto r) {
           AxisList axes = axesOf(r.getGridAxes());
           return Block{"reduce_scatter", axes, double(tensorBytes(r.getResult())),
-                       double(grid.size(axes) - 1)};
+                       ringBlocks("reduce_scatter", axes)};
         })
         .Case<shard::AllToAllOp, dist::AllToAllOp>([&](auto a) {
           AxisList axes = axesOf(a.getGridAxes());
-          double n = grid.size(axes);
-          return Block{"all_to_all", axes, tensorBytes(a.getInput()) / n, n - 1};
+          return Block{"all_to_all", axes,
+                       double(tensorBytes(a.getInput())) / double(grid.size(axes)),
+                       ringBlocks("all_to_all", axes)};
         })
         // A chain: every rank but the last forwards the whole buffer (the
         // runtime counts it so).
         .Case([&](dist::BroadcastOp b) {
           AxisList axes = axesOf(b.getGridAxes());
-          double n = grid.size(axes);
           return Block{"broadcast", axes, double(tensorBytes(b.getInput())),
-                       (n - 1) / n};
+                       ringBlocks("broadcast", axes)};
         })
         // A pipeline stage's activations and cotangents to its neighbours
         // (what a rank receives is its neighbour's send).
@@ -507,12 +511,11 @@ struct PlanPrinter {
             if (!vocab)
               return;
             AxisList axes = axesNamed(vocab);
-            double n = grid.size(axes);
             auto logits = cast<RankedTensorType>(ce->getOperand(0).getType());
             double rows = logits.getNumElements() / logits.getShape().back();
             // Row maxima, then (sum of exponentials, label logit) per row.
-            add("all_reduce", axes, 4 * rows, 2 * (n - 1) / n, times);
-            add("all_reduce", axes, 8 * rows, 2 * (n - 1) / n, times);
+            add("all_reduce", axes, 4 * rows, ringBlocks("all_reduce", axes), times);
+            add("all_reduce", axes, 8 * rows, ringBlocks("all_reduce", axes), times);
           })
           .Case<AdamWUpdateOp, SGDUpdateOp>([&](Operation *update) {
             auto zero = update->getAttrOfType<ArrayAttr>("zero_axes");

@@ -163,6 +163,24 @@ inline bool parse(const std::string &text, Links *out, std::string *error) {
   return true;
 }
 
+/// The blocks a rank sends in a transfer of `kind` over n ranks, the ring
+/// model's (a block: an all-reduce's or broadcast's buffer, one rank's share
+/// of an all-gather, reduce-scatter or all-to-all, a message): 2(n-1)/n of
+/// an all-reduce, n-1 of an all-gather, reduce-scatter or all-to-all, (n-1)/n
+/// of a chained broadcast (every rank but the last forwards), one message.
+/// --braid-print-plan, the runtime's counters and the link emulator count so.
+inline double ringBlocks(const std::string &kind, double n) {
+  if (n <= 1)
+    return 0;
+  if (kind == "all_reduce")
+    return 2 * (n - 1) / n;
+  if (kind == "broadcast")
+    return (n - 1) / n;
+  if (kind == "send" || kind == "shift")
+    return 1;
+  return n - 1;
+}
+
 /// The steps of a transfer of `kind` ("all_reduce", "all_gather",
 /// "reduce_scatter", "all_to_all", "broadcast", "send", "shift") over n ranks.
 inline double steps(const std::string &kind, double n) {
