@@ -11,7 +11,10 @@
 #include "dialects/braid/Analysis/MemoryPlan.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
+
+#include <optional>
 
 namespace braid::conversion {
 
@@ -75,6 +78,17 @@ mlir::Value buildCoordinate(mlir::OpBuilder &b, mlir::Location loc,
 /// `loc` without its name: the ops of an expansion but the one that
 /// produces the replaced op's result (which keeps the name dumps use).
 mlir::Location unnamed(mlir::Location loc);
+
+/// In each stage of a pipelined module, the gradient reductions (and the
+/// cotangent's send) that follow a chunk's last backward call move into a
+/// copy of the chunk's backward made for that call, where each can start
+/// when its layer's gradient is final (OverlapRewrites.cpp).
+void specializeLastBackward(mlir::ModuleOp module, std::optional<int16_t> pp);
+
+/// ZeRO-3's gathers of a function's arguments move to its callers, before
+/// each call (OverlapRewrites.cpp). Returns the most bytes one call's moved
+/// gathers produce (0: none moved).
+int64_t hoistArgumentGathers(mlir::ModuleOp module);
 
 } // namespace braid::conversion
 

@@ -9,6 +9,7 @@
 
 #include "braid/Conversion/Passes.h"
 
+#include "dialects/braid/Analysis/MemoryPlan.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
 #include "lib/CostModel/CommCost.h"
@@ -25,11 +26,6 @@ using namespace mlir;
 using namespace mlir::braid;
 
 namespace {
-
-int64_t bytesOf(Type type) {
-  auto t = cast<RankedTensorType>(type);
-  return t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
-}
 
 /// The location without its name: a piece is not the named value.
 Location unnamed(Location loc) {
@@ -153,26 +149,34 @@ std::optional<Candidate> candidate(dist::AllGatherOp gather) {
   return c;
 }
 
-/// Auto: a step's product chunks take at least the shift that brings the
-/// next block (roofline compute; the shift one message on the group's link).
-bool worthIt(Candidate c, const ::braid::cost::Hardware &hw) {
-  int64_t ranks = c.gather.getGroupSize();
-  double flops = 0, bytes = 0;
-  for (LinearOp p : c.products) {
-    auto in = cast<RankedTensorType>(c.source.getType());
-    auto out = cast<RankedTensorType>(p.getResult().getType());
-    double rows = double(in.getNumElements()) / double(in.getShape().back());
-    flops += 2.0 * rows * double(in.getShape().back()) * double(out.getShape().back());
-    bytes += double(bytesOf(in)) + double(bytesOf(p.getOperand(1).getType())) +
-             double(bytesOf(out)) / double(ranks);
-  }
+/// A ring step pays when its product chunks (`flops`, reading and writing
+/// `bytes`, at the roofline) take at least the shift of `shiftBytes` to the
+/// next rank of `ranks` (one message over the node's link: tensor
+/// parallelism inside a node) that they hide.
+bool ringPays(double flops, double bytes, double shiftBytes, int64_t ranks,
+              const ::braid::cost::Hardware &hw) {
   double compute = std::max(flops / hw.peakBf16Flops, bytes / hw.hbmBytesPerSecond);
   ::braid::cost::Transfer shift;
   shift.kind = ::braid::cost::TransferKind::PointToPoint;
   shift.ranks = ranks;
-  shift.nodes = 1; // tensor parallelism inside a node
-  shift.bytes = double(bytesOf(c.source.getType()));
+  shift.nodes = 1;
+  shift.bytes = shiftBytes;
   return compute >= ::braid::cost::estimate(shift, hw).seconds;
+}
+
+/// Auto: a step's product chunks take at least the shift that brings the
+/// next block (roofline compute; the shift one message on the group's link).
+bool worthIt(Candidate c, const ::braid::cost::Hardware &hw) {
+  double flops = 0, bytes = 0;
+  auto in = cast<RankedTensorType>(c.source.getType());
+  for (LinearOp p : c.products) {
+    auto out = cast<RankedTensorType>(p.getResult().getType());
+    double rows = double(in.getNumElements()) / double(in.getShape().back());
+    flops += 2.0 * rows * double(in.getShape().back()) * double(out.getShape().back());
+    bytes += double(getTensorBytes(in)) + double(getTensorBytes(p.getOperand(1).getType())) +
+             double(getTensorBytes(out)) / double(c.gather.getGroupSize());
+  }
+  return ringPays(flops, bytes, double(getTensorBytes(in)), c.gather.getGroupSize(), hw);
 }
 
 void decompose(Candidate c) {
@@ -329,15 +333,10 @@ bool worthIt(Scatter c, const ::braid::cost::Hardware &hw) {
   auto out = cast<RankedTensorType>(c.result.getType());
   double rows = double(in.getNumElements()) / double(in.getShape().back()) / double(ranks);
   double flops = 2.0 * rows * double(in.getShape().back()) * double(out.getShape().back());
-  double bytes = double(bytesOf(in)) / double(ranks) +
-                 double(bytesOf(c.product->getOperand(1).getType())) + double(bytesOf(out));
-  double compute = std::max(flops / hw.peakBf16Flops, bytes / hw.hbmBytesPerSecond);
-  ::braid::cost::Transfer shift;
-  shift.kind = ::braid::cost::TransferKind::PointToPoint;
-  shift.ranks = ranks;
-  shift.nodes = 1;
-  shift.bytes = double(bytesOf(out));
-  return compute >= ::braid::cost::estimate(shift, hw).seconds;
+  double bytes = double(getTensorBytes(in)) / double(ranks) +
+                 double(getTensorBytes(c.product->getOperand(1).getType())) +
+                 double(getTensorBytes(out));
+  return ringPays(flops, bytes, double(getTensorBytes(out)), ranks, hw);
 }
 
 /// The ring of partial sums: at step k the rank computes the rows of block
