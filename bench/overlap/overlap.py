@@ -26,7 +26,10 @@ prints per plan and setting:
     be hidden), and the prediction's error against the measurement.
 
 usage: python3 bench/overlap/overlap.py [--bin build/bin] [--steps 7]
-       [--plans dp2xtp2,pp2xdp2,cp2xdp2]
+       [--plans dp2xtp2,pp2xdp2,cp2xdp2] [--bucket-mb MiB]
+--bucket-mb sets the scheduler's gradient buckets (braid-run --bucket-mb;
+by default the scheduler's, 25 MiB after a first of 1 MiB: this model's
+3.5 MB of gradients make two buckets; 0 reduces each gradient alone).
 Ranks share cores when the machine has fewer than 4: a rank that waits then
 lends its core to one that computes, which the figures include.
 """
@@ -101,6 +104,11 @@ def step_metrics(traces, step):
             "flops_per_s": flops / (matmul_us / 1e6) if matmul_us else 0.0}
 
 
+# Extra braid-run flags for every run and the options they are in the
+# pipeline (set from the command line).
+EXTRA_RUN, EXTRA_OPTIONS = [], ""
+
+
 def run(bin_dir, model, plan, overlap, steps, work):
     """The run's figures: per figure, the median over steps 2..steps (step 1
     warms up)."""
@@ -109,7 +117,7 @@ def run(bin_dir, model, plan, overlap, steps, work):
     env = dict(os.environ, BRAID_LINK=links(plan))
     subprocess.run([os.path.join(bin_dir, "braid-run"), model, *PLANS[plan], "--steps", str(steps),
                     "--seed", "1", "--quiet", "--trace", trace,
-                    f"--schedule-overlap={'true' if overlap else 'false'}"],
+                    f"--schedule-overlap={'true' if overlap else 'false'}", *EXTRA_RUN],
                    check=True, capture_output=True, text=True, env=env)
     traces = trace_exposure.load(trace)
     per_step = [step_metrics(traces, k) for k in range(2, steps + 1)]
@@ -130,7 +138,7 @@ def predict(bin_dir, model, plan, overlap, hardware):
     out = subprocess.run(
         [os.path.join(bin_dir, "braid-opt"), model, "-o", "/dev/null",
          f"--braid-training-pipeline={pipeline_options(PLANS[plan])} "
-         f"schedule-overlap={'true' if overlap else 'false'}",
+         f"schedule-overlap={'true' if overlap else 'false'}{EXTRA_OPTIONS}",
          f"--braid-print-plan=hardware={hardware} link={links(plan)}"],
         check=True, capture_output=True, text=True).stdout
     found = re.findall(r"exposed_time_per_step: ([0-9.]+) us of ([0-9.]+) us of transfers, "
@@ -171,13 +179,19 @@ def main():
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     p.add_argument("--steps", type=int, default=7)
     p.add_argument("--plans", default=",".join(PLANS))
+    p.add_argument("--bucket-mb", type=float, default=None)
     args = p.parse_args()
+    global EXTRA_OPTIONS
+    if args.bucket_mb is not None:
+        EXTRA_RUN.extend(["--bucket-mb", str(args.bucket_mb)])
+        EXTRA_OPTIONS = f" bucket-mb={args.bucket_mb}"
     work = tempfile.mkdtemp(prefix="braid-overlap-")
     model = os.path.join(work, "model.mlir")
     subprocess.run([sys.executable, "-m", "braid.models", *MODEL, "-o", model], check=True,
                    cwd=os.path.join(ROOT, "python"))
     print(f"machine: {machine.describe()}")
-    print(f"model: {' '.join(MODEL)}; links {LINKS}; medians of steps 2..{args.steps}")
+    print(f"model: {' '.join(MODEL)}; links {LINKS}; medians of steps 2..{args.steps}; "
+          f"buckets {'default' if args.bucket_mb is None else f'{args.bucket_mb} MiB'}")
     print(f"{'plan':8} {'overlap':7} {'step ms':>8} {'waits ms':>8} {'on links':>8} "
           f"{'predicted':>9} {'transfers':>9} {'compute':>8}")
     for plan in args.plans.split(","):

@@ -109,6 +109,16 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Start transfers early and wait for them late "
                      "(--braid-schedule-overlap)"),
       llvm::cl::init(true)};
+  // The scheduler's buckets of reductions (PyTorch DDP's bucket_cap_mb and
+  // first bucket).
+  Option<double> bucketMb{
+      *this, "bucket-mb",
+      llvm::cl::desc("MiB a bucket of gradient reductions closes at (0: no buckets)"),
+      llvm::cl::init(25.0)};
+  Option<double> firstBucketMb{
+      *this, "first-bucket-mb",
+      llvm::cl::desc("MiB the first bucket of a function closes at"),
+      llvm::cl::init(1.0)};
 };
 
 /// The module attribute the pipeline pass leaves on a pipelined module: the

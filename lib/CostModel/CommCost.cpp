@@ -103,7 +103,9 @@ TransferTime braid::cost::estimate(const Transfer &t, const Hardware &hw) {
   case TransferKind::PointToPoint: {
     const LinkClass &link = across ? inter : intra;
     out.bytesSent = t.bytes;
-    out.seconds = link.stepLatency + t.bytes / link.bytesPerSecond;
+    // An NCCL send or receive is an operation of its own: it pays the
+    // collective's latency too, and one step.
+    out.seconds = hw.collectiveLatency + link.stepLatency + t.bytes / link.bytesPerSecond;
     out.algorithm = "p2p";
     return out;
   }

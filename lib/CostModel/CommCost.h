@@ -7,7 +7,8 @@
 // link the transfer uses. Rings for all-gather, reduce-scatter and
 // broadcast; ring or tree for an all-reduce across nodes, whichever is
 // faster (as NCCL chooses); pairwise exchange for all-to-all; one message for
-// point to point.
+// point to point (an NCCL operation too: the collective's latency and a
+// step).
 //
 //===----------------------------------------------------------------------===//
 

@@ -54,6 +54,7 @@ llvm::Expected<Hardware> Hardware::parse(llvm::StringRef json) {
   hw.memoryBytes = o->getNumber("memory_bytes").value_or(0);
   hw.peakBf16Flops = o->getNumber("peak_bf16_flops").value_or(0);
   hw.hbmBytesPerSecond = o->getNumber("hbm_bytes_per_s").value_or(0);
+  hw.kernelLaunch = o->getNumber("kernel_launch_s").value_or(0);
   if (!readLink(o->getObject("intra_node"), &hw.intraNode) ||
       !readLink(o->getObject("inter_node"), &hw.interNode))
     return fail(hw.name + ": intra_node and inter_node need kind, bytes_per_s "

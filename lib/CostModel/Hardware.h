@@ -33,6 +33,9 @@ struct Hardware {
   double memoryBytes = 0, peakBf16Flops = 0, hbmBytesPerSecond = 0;
   /// Seconds every collective costs besides its steps (launch, sync).
   double collectiveLatency = 0;
+  /// Seconds a kernel costs besides its work (its launch; 0 when a
+  /// description does not say).
+  double kernelLaunch = 0;
   LinkClass intraNode, interNode;
   std::vector<std::string> sources;
 

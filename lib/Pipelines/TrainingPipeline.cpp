@@ -73,6 +73,8 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
     if (options.scheduleOverlap) {
       BraidScheduleOverlapPassOptions overlap;
       overlap.entry = options.entry;
+      overlap.bucketMb = options.bucketMb;
+      overlap.firstBucketMb = options.firstBucketMb;
       pm.addPass(createBraidScheduleOverlapPass(overlap));
     }
   };

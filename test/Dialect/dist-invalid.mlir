@@ -421,3 +421,70 @@ module {
     return %y : tensor<1x8x4xf32>
   }
 }
+
+// -----
+
+// A bucket packs tensors of one element type, each in `parts` equal blocks,
+// into a static 1-D tensor of their elements; an unpack's blocks lie inside
+// the bucket's parts.
+func.func @pack_types(%a: tensor<4xf32>, %b: tensor<4xbf16>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dist.pack' op packed tensors must have one element type: 'f32' and 'bf16'}}
+  %p = dist.pack %a, %b parts 1 : tensor<4xf32>, tensor<4xbf16> -> tensor<8xf32>
+  return %p : tensor<8xf32>
+}
+
+// -----
+
+func.func @pack_blocks(%a: tensor<3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'dist.pack' op bucketed tensor 'tensor<3xf32>' is not 2 equal blocks}}
+  %p = dist.pack %a parts 2 : tensor<3xf32> -> tensor<3xf32>
+  return %p : tensor<3xf32>
+}
+
+// -----
+
+func.func @pack_size(%a: tensor<4xf32>, %b: tensor<2x2xf32>) -> tensor<6xf32> {
+  // expected-error @+1 {{'dist.pack' op bucket must hold the 8 elements packed, found 'tensor<6xf32>'}}
+  %p = dist.pack %a, %b parts 1 : tensor<4xf32>, tensor<2x2xf32> -> tensor<6xf32>
+  return %p : tensor<6xf32>
+}
+
+// -----
+
+func.func @pack_flat(%a: tensor<4xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'dist.pack' op bucket must be a static 1-D tensor, found 'tensor<2x2xf32>'}}
+  %p = dist.pack %a parts 1 : tensor<4xf32> -> tensor<2x2xf32>
+  return %p : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @pack_parts(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.pack' op parts must be positive, found 0}}
+  %p = dist.pack %a parts 0 : tensor<4xf32> -> tensor<4xf32>
+  return %p : tensor<4xf32>
+}
+
+// -----
+
+func.func @unpack_range(%p: tensor<8xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'dist.unpack' op blocks of 1 elements at offset 4 leave parts of 4}}
+  %u = dist.unpack %p offset 4 parts 2 : tensor<8xf32> -> tensor<2xf32>
+  return %u : tensor<2xf32>
+}
+
+// -----
+
+func.func @unpack_type(%p: tensor<8xf32>) -> tensor<2xbf16> {
+  // expected-error @+1 {{'dist.unpack' op bucket element type 'f32' differs from the tensors' 'bf16'}}
+  %u = dist.unpack %p offset 0 parts 1 : tensor<8xf32> -> tensor<2xbf16>
+  return %u : tensor<2xbf16>
+}
+
+// -----
+
+func.func @unpack_parts(%p: tensor<9xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'dist.unpack' op bucket of 9 elements is not 2 equal parts}}
+  %u = dist.unpack %p offset 0 parts 2 : tensor<9xf32> -> tensor<2xf32>
+  return %u : tensor<2xf32>
+}

@@ -69,3 +69,14 @@ func.func @shift(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, inde
   %c = dist.coordinate on @grid24 grid_axes = [0, 1] : index
   return %r, %h, %c : tensor<2x4xf32>, tensor<2x4xf32>, index
 }
+
+// A bucket: tensors packed into one flat tensor (here each in two blocks,
+// part by part, as a reduce-scatter's bucket) and one taken out.
+// CHECK-LABEL: func.func @bucket
+// CHECK: %[[B:.*]] = dist.pack %{{.*}}, %{{.*}} parts 2 : tensor<4x2xf32>, tensor<6xf32> -> tensor<14xf32>
+// CHECK: dist.unpack %[[B]] offset 4 parts 2 : tensor<14xf32> -> tensor<6xf32>
+func.func @bucket(%a: tensor<4x2xf32>, %b: tensor<6xf32>) -> tensor<6xf32> {
+  %p = dist.pack %a, %b parts 2 : tensor<4x2xf32>, tensor<6xf32> -> tensor<14xf32>
+  %u = dist.unpack %p offset 4 parts 2 : tensor<14xf32> -> tensor<6xf32>
+  return %u : tensor<6xf32>
+}

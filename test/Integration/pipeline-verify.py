@@ -58,6 +58,10 @@ MATRIX += [
     ("gpt-tiny-l5-b4", ["--grid", "pp=2,tp=2", "--virtual-stages", "2", "--microbatches", "4",
                         "--schedule", "interleaved"]),
     ("gpt-tiny-l5-b6", ["--grid", "pp=2", "--microbatches", "3"]),
+    # Gradient buckets of 20 KiB (after a first of 5 KiB) in the chunks'
+    # last backward: several per stage, over dp, ZeRO-1's reduce-scatters.
+    ("gpt-tiny-l5-b4", ["--grid", "pp=2,dp=2", "--microbatches", "2", "--zero", "1",
+                        "--bucket-mb", "0.02", "--first-bucket-mb", "0.005"]),
     # bf16 across stages (bounds from bf16 rounding: tools/braid-run/Verify.h).
     ("gpt-tiny-l5-b4", ["--grid", "pp=2,dp=2", "--microbatches", "2", "--dtype", "bf16"]),
 ]

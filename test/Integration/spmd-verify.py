@@ -74,6 +74,19 @@ MATRIX += [
     ("llama-tiny", ["--grid", "tp=2", "--sequence-parallel", "--collective-matmul", "always"]),
     ("llama-tiny-b4", ["--grid", "dp=2,tp=4", "--sequence-parallel", "--collective-matmul",
                        "always"]),
+    # Gradient buckets (--braid-schedule-overlap): the defaults make a tiny
+    # model's gradients one bucket (the first, 1 MiB), which the cases above
+    # run where the schedule fits its memory budget; 20 KiB buckets after a
+    # first of 5 KiB make several, each packed, reduced and unpacked:
+    # all-reduces, ZeRO-2's reduce-scatters (each rank's blocks of every
+    # gradient together), ZeRO-3's in the layers' backward over dp beside tp
+    # (activations large enough next to the parameters that ZeRO's
+    # schedules fit the budget).
+    ("llama-tiny", ["--grid", "dp=2", "--bucket-mb", "0.02", "--first-bucket-mb", "0.005"]),
+    ("llama-tiny-b16-s64", ["--grid", "dp=2", "--zero", "2", "--bucket-mb", "0.02",
+                            "--first-bucket-mb", "0.005"]),
+    ("llama-tiny-b16-s64", ["--grid", "dp=2,tp=2", "--zero", "3", "--bucket-mb", "0.02",
+                            "--first-bucket-mb", "0.005"]),
     # Mixed precision (bf16 compute, f32 master weights): judged against
     # bounds from bf16 rounding itself (tools/braid-run/Verify.h);
     # collectives move bf16 activations and f32 gradients, ZeRO-3 gathers

@@ -132,6 +132,15 @@ static cl::opt<bool> scheduleOverlap(
     cl::desc("Start transfers early and wait for them late "
              "(--braid-schedule-overlap); off keeps the lowering's order"),
     cl::init(true));
+static cl::opt<double> bucketMb(
+    "bucket-mb", cl::cat(runCategory),
+    cl::desc("With --schedule-overlap, MiB a bucket of gradient reductions closes at "
+             "(PyTorch DDP's bucket_cap_mb; 0: no buckets)"),
+    cl::init(25.0));
+static cl::opt<double> firstBucketMb(
+    "first-bucket-mb", cl::cat(runCategory),
+    cl::desc("With --schedule-overlap, MiB the first bucket of a function closes at"),
+    cl::init(1.0));
 static cl::opt<std::string> collectiveMatmul(
     "collective-matmul", cl::cat(runCategory),
     cl::desc("With --grid, an all-gather before matrix products as a ring of shifts and "
@@ -379,6 +388,8 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
   const bool inject = !reference && !injectFault.empty();
   pipeline.lowerToDist = !inject;
   pipeline.scheduleOverlap = scheduleOverlap;
+  pipeline.bucketMb = bucketMb;
+  pipeline.firstBucketMb = firstBucketMb;
   pipeline.collectiveMatmul = collectiveMatmul.getValue();
   std::string grid = reference ? "" : gridSpec.getValue();
   pipeline.grid = grid;
@@ -410,6 +421,8 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
     if (scheduleOverlap) {
       ::braid::BraidScheduleOverlapPassOptions overlap;
       overlap.entry = entry;
+      overlap.bucketMb = bucketMb;
+      overlap.firstBucketMb = firstBucketMb;
       broken.addPass(::braid::createBraidScheduleOverlapPass(overlap));
     }
     if (failed(broken.run(module)))

@@ -422,9 +422,10 @@ struct PlanPrinter {
         p.ends[token] = {free, t->first};
         continue;
       }
-      // A collective matmul's assembly copies its pieces into place.
-      if (auto assemble = dyn_cast<dist::AssembleOp>(op)) {
-        double seconds = 2.0 * double(tensorBytes(assemble.getResult())) /
+      // A collective matmul's assembly copies its pieces into place; a
+      // bucket's pack and unpack copy its tensors in and out.
+      if (isa<dist::AssembleOp, dist::PackOp, dist::UnpackOp>(op)) {
+        double seconds = 2.0 * double(tensorBytes(op.getResult(0))) /
                          hardware.hbmBytesPerSecond;
         p.now += seconds;
         p.compute += seconds;

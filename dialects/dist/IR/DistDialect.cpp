@@ -414,5 +414,70 @@ LogicalResult BlockOp::verify() {
   return success();
 }
 
+/// A bucket: a static 1-D tensor of `elementType`, cut in `parts` equal
+/// parts.
+static LogicalResult verifyBucket(Operation *op, RankedTensorType bucket, Type elementType,
+                                  int64_t parts) {
+  if (parts < 1)
+    return op->emitOpError("parts must be positive, found ") << parts;
+  if (bucket.getRank() != 1 || !bucket.hasStaticShape())
+    return op->emitOpError("bucket must be a static 1-D tensor, found ") << bucket;
+  if (bucket.getElementType() != elementType)
+    return op->emitOpError("bucket element type ")
+           << bucket.getElementType() << " differs from the tensors' " << elementType;
+  if (bucket.getNumElements() % parts != 0)
+    return op->emitOpError("bucket of ")
+           << bucket.getNumElements() << " elements is not " << parts << " equal parts";
+  return success();
+}
+
+/// A tensor in a bucket: static, in `parts` equal blocks.
+static LogicalResult verifyBucketed(Operation *op, RankedTensorType type, int64_t parts) {
+  if (!type.hasStaticShape())
+    return op->emitOpError("bucketed tensor must be static, found ") << type;
+  if (parts >= 1 && type.getNumElements() % parts != 0)
+    return op->emitOpError("bucketed tensor ")
+           << type << " is not " << parts << " equal blocks";
+  return success();
+}
+
+LogicalResult PackOp::verify() {
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (getInputs().empty())
+    return emitOpError("packs at least one tensor");
+  Type element = cast<RankedTensorType>(getInputs().front().getType()).getElementType();
+  int64_t parts = static_cast<int64_t>(getParts()), total = 0;
+  for (Type type : getInputs().getTypes()) {
+    auto input = cast<RankedTensorType>(type);
+    if (input.getElementType() != element)
+      return emitOpError("packed tensors must have one element type: ")
+             << element << " and " << input.getElementType();
+    if (failed(verifyBucketed(*this, input, parts)))
+      return failure();
+    total += input.getNumElements();
+  }
+  if (failed(verifyBucket(*this, result, element, parts)))
+    return failure();
+  if (result.getNumElements() != total)
+    return emitOpError("bucket must hold the ")
+           << total << " elements packed, found " << result;
+  return success();
+}
+
+LogicalResult UnpackOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  int64_t parts = static_cast<int64_t>(getParts());
+  if (failed(verifyBucket(*this, input, result.getElementType(), parts)) ||
+      failed(verifyBucketed(*this, result, parts)))
+    return failure();
+  int64_t offset = static_cast<int64_t>(getOffset()), part = input.getNumElements() / parts,
+          block = result.getNumElements() / parts;
+  if (offset < 0 || offset + block > part)
+    return emitOpError("blocks of ")
+           << block << " elements at offset " << offset << " leave parts of " << part;
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/dist/IR/DistOps.cpp.inc"

@@ -351,4 +351,49 @@ def Dist_BlockOp : Dist_Op<"block", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Dist_PackOp : Dist_Op<"pack", [Pure]> {
+  let summary = "Tensors copied into one flat bucket a single transfer moves";
+  let description = [{
+    A bucket of transfers of one group (gradient buckets, as PyTorch DDP's)
+    moves as one transfer of a flat tensor: the latency is paid once, not
+    per tensor. Each input, flattened, is cut into `parts` equal blocks;
+    the result holds block 0 of every input in order, then block 1 of every
+    input, and so on. With `parts` the group size, a reduce-scatter of the
+    bucket gives each rank its block of every input, one after the other;
+    with 1 it is a concatenation.
+
+    ```mlir
+    %b = dist.pack %g0, %g1 parts 2 : tensor<4x2xf32>, tensor<6xf32> -> tensor<14xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$parts);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $inputs `parts` $parts attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_UnpackOp : Dist_Op<"unpack", [Pure]> {
+  let summary = "One tensor taken out of a flat bucket";
+  let description = [{
+    `input` (flat) is cut into `parts` equal parts; the result's flattened
+    elements are as many equal blocks, block r being the elements of part r
+    from `offset` on: dist.pack's inverse for the input packed at that
+    offset. After a reduce-scatter of a bucket, each rank's part is one,
+    holding its blocks of the inputs one after the other.
+
+    ```mlir
+    %g1 = dist.unpack %b offset 8 parts 1 : tensor<14xf32> -> tensor<6xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$offset, I64Attr:$parts);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `offset` $offset `parts` $parts attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // BRAID_DIALECT_DIST_IR_DISTOPS_TD

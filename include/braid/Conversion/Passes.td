@@ -97,18 +97,24 @@ def BraidCollectiveMatmulPass
     (an activation saved for the backward) it is assembled from the ring's
     blocks.
 
-    The other half: a `dist.reduce_scatter` (sum) of a `braid.linear`'s rows
-    along a leading dimension becomes a ring of partial sums: at step k the
-    rank computes the rows of block (c - 1 - k) mod n (`dist.block`) and
-    adds the sum its lower neighbour passed on (a cyclic shift by +1) while
-    its own travels on; after n - 1 steps it holds its block summed over the
+    The other half: a `dist.reduce_scatter` (sum) of `braid.linear` rows,
+    or of a sum of them (a backward's input gradient, summed over the
+    products that read the input), along a leading dimension becomes a ring
+    of partial sums: at step k the rank computes the rows of block
+    (c - 1 - k) mod n (`dist.block`) of every product, sums them and adds
+    the sum its lower neighbour passed on (a cyclic shift by +1) while its
+    own travels on; after n - 1 steps it holds its block summed over the
     ranks (the sum in ring order).
 
     With `mode` auto the cost model on `hardware` chooses: a ring replaces
-    the gather (the reduce-scatter) when a step's product chunks take at
-    least as long as the shift they hide (at the roofline, the shift as one
-    message over the group's link), so that only one step is not
-    overlapped; `always` and `never` force it.
+    the gather (the reduce-scatter) when it is faster than the collective
+    and the products on the whole value. The ring takes one step and then
+    n - 1 times the slower of a step's kernels and the shift (one message
+    over the group's link); without it the products wait for the whole
+    collective, then run. Kernels cost their roofline time and a launch
+    (the description's `kernel_launch_s`), so that smaller chunks pay their
+    launches and reread their weights: tiny layers keep the collective.
+    `always` and `never` force it.
   }];
   let options = [
     Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
@@ -149,6 +155,18 @@ def BraidScheduleOverlapPass
     the previous stage, so that each starts when its layer's gradient is
     final; the moved ops carry `dist.announce` for dumps.
 
+    Once the starts are in place, consecutive reductions of one group, kind
+    and element type combine into buckets (PyTorch DDP's gradient buckets):
+    each is one transfer of a flat `dist.pack` of its tensors, each tensor
+    taken out by a `dist.unpack` before its first reader, so that a step's
+    many small gradient reductions pay the link's latency once per bucket
+    and still start while the backward runs. A bucket closes once it holds
+    `bucket-mb` MiB, the first one of a function `first-bucket-mb`; a tensor
+    that size or larger stays alone. A reduction joins only if it is ready
+    before every member is needed (first read, or the next write of
+    persistent storage); a reduce-scatter's bucket holds each rank's blocks
+    together. Groups over pp are never bucketed.
+
     ZeRO-3 gathers a layer's parameters inside the layer's functions, where
     nothing precedes them to hide behind: each gather of a function's
     argument moves to the function's callers (the function then takes the
@@ -160,10 +178,13 @@ def BraidScheduleOverlapPass
     included) may exceed the unscheduled one's by the fraction
     `memory-growth`, and with moved gathers by one call's gathered
     parameters more (what a layer-ahead prefetch holds, as DeepSpeed's and
-    FSDP's do by default). Over it, prefetches start after the previous call
-    instead; over it still, the gathers stay in their functions and that
-    program is scheduled under the fraction alone; over it still, every
-    function keeps its order. The training pipeline runs the pass after the
+    FSDP's do by default). Over it, prefetches start after the previous
+    call instead; over it still, the gathers stay in their functions and
+    that program is scheduled under the fraction alone; over it still,
+    every function keeps its order. A schedule that fits takes its buckets
+    if it still fits with them or if they add at most their largest
+    bucket to its peak (a bucket's flat copies); else it keeps one
+    transfer per tensor. The training pipeline runs the pass after the
     lowering to dist (`schedule-overlap=false` turns it off).
   }];
   let options = [
@@ -172,6 +193,12 @@ def BraidScheduleOverlapPass
     Option<"memoryGrowth", "memory-growth", "double", /*default=*/"0.05",
            "Fraction the scheduled peak of live bytes may exceed the "
            "unscheduled one's by">,
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "MiB a bucket of reductions closes at (PyTorch DDP's "
+           "bucket_cap_mb; 0: no buckets)">,
+    Option<"firstBucketMb", "first-bucket-mb", "double", /*default=*/"1.0",
+           "MiB the first bucket of a function closes at, so that the "
+           "first reduction starts early (DDP's first bucket)">,
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }

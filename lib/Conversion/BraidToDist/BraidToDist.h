@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
 
@@ -89,6 +90,22 @@ void specializeLastBackward(mlir::ModuleOp module, std::optional<int16_t> pp);
 /// each call (OverlapRewrites.cpp). Returns the most bytes one call's moved
 /// gathers produce (0: none moved).
 int64_t hoistArgumentGathers(mlir::ModuleOp module);
+
+/// Bucket caps of bucketReductions, in bytes (0: no buckets).
+struct BucketSizes {
+  int64_t bytes = 0;      ///< a bucket closes once it holds this many
+  int64_t firstBytes = 0; ///< the first bucket of a block: this many
+};
+
+/// Combines consecutive reductions of one group into buckets, each one
+/// transfer of their dist.pack, in `block` scheduled with every start right
+/// after its dependencies (GradientBuckets.cpp). `ordered` transfers (a
+/// pipeline's groups over pp) stay as they are; `isBarrier` ops (writes of
+/// persistent storage) bound where a member is needed. Returns the bytes of
+/// the largest bucket formed (0: none).
+int64_t bucketReductions(mlir::Block &block, BucketSizes sizes,
+                         llvm::function_ref<bool(mlir::Operation *)> ordered,
+                         llvm::function_ref<bool(mlir::Operation *)> isBarrier);
 
 } // namespace braid::conversion
 

@@ -149,34 +149,71 @@ std::optional<Candidate> candidate(dist::AllGatherOp gather) {
   return c;
 }
 
-/// A ring step pays when its product chunks (`flops`, reading and writing
-/// `bytes`, at the roofline) take at least the shift of `shiftBytes` to the
-/// next rank of `ranks` (one message over the node's link: tensor
-/// parallelism inside a node) that they hide.
-bool ringPays(double flops, double bytes, double shiftBytes, int64_t ranks,
-              const ::braid::cost::Hardware &hw) {
-  double compute = std::max(flops / hw.peakBf16Flops, bytes / hw.hbmBytesPerSecond);
+/// The seconds of a kernel reading and writing `bytes` for `flops`, at the
+/// roofline, its launch included.
+double kernelSeconds(double flops, double bytes, const ::braid::cost::Hardware &hw) {
+  return std::max(flops / hw.peakBf16Flops, bytes / hw.hbmBytesPerSecond) + hw.kernelLaunch;
+}
+
+/// A ring and the collective it would replace, in seconds of their kernels.
+struct RingCost {
+  double step = 0;   ///< one step's kernels (product chunks, copies, adds)
+  double whole = 0;  ///< the products computed at once (and their adds)
+  double copies = 0; ///< what the ring does once (assembling its pieces)
+  double shiftBytes = 0;
+  ::braid::cost::Transfer collective;
+};
+
+/// Whether the ring is faster: a step waits for the block (or partial sum)
+/// the previous step's shift brings, so the ring takes one step and then
+/// n - 1 times the slower of a step and a shift (a message on the group's
+/// link: tensor parallelism inside a node); without it the products wait
+/// for the whole collective (what they read is what it moves, so nothing
+/// hides it), then run at once. Smaller products pay their launches and
+/// reread their weights, which is what keeps tiny layers on the collective.
+bool ringPays(const RingCost &c, const ::braid::cost::Hardware &hw) {
+  int64_t ranks = c.collective.ranks;
   ::braid::cost::Transfer shift;
   shift.kind = ::braid::cost::TransferKind::PointToPoint;
   shift.ranks = ranks;
-  shift.nodes = 1;
-  shift.bytes = shiftBytes;
-  return compute >= ::braid::cost::estimate(shift, hw).seconds;
+  shift.nodes = c.collective.nodes;
+  shift.bytes = c.shiftBytes;
+  double s = ::braid::cost::estimate(shift, hw).seconds;
+  double ring = c.step + double(ranks - 1) * std::max(c.step, s) + c.copies;
+  double plain = c.whole + ::braid::cost::estimate(c.collective, hw).seconds;
+  return ring < plain;
 }
 
-/// Auto: a step's product chunks take at least the shift that brings the
-/// next block (roofline compute; the shift one message on the group's link).
+/// Auto: the ring of an all-gather's products against the gather and the
+/// products on the whole value.
 bool worthIt(Candidate c, const ::braid::cost::Hardware &hw) {
-  double flops = 0, bytes = 0;
+  int64_t ranks = c.gather.getGroupSize();
   auto in = cast<RankedTensorType>(c.source.getType());
+  RingCost cost;
   for (LinearOp p : c.products) {
     auto out = cast<RankedTensorType>(p.getResult().getType());
+    double weight = double(getTensorBytes(p.getOperand(1).getType()));
     double rows = double(in.getNumElements()) / double(in.getShape().back());
-    flops += 2.0 * rows * double(in.getShape().back()) * double(out.getShape().back());
-    bytes += double(getTensorBytes(in)) + double(getTensorBytes(p.getOperand(1).getType())) +
-             double(getTensorBytes(out)) / double(c.gather.getGroupSize());
+    double flops = 2.0 * rows * double(in.getShape().back()) * double(out.getShape().back());
+    cost.step += kernelSeconds(flops, double(getTensorBytes(in)) + weight +
+                                          double(getTensorBytes(out)) / double(ranks),
+                               hw);
+    cost.whole += kernelSeconds(flops * double(ranks),
+                                double(getTensorBytes(in)) * double(ranks) + weight +
+                                    double(getTensorBytes(out)),
+                                hw);
+    // Its pieces assembled into its result.
+    cost.copies += kernelSeconds(0, 2.0 * double(getTensorBytes(out)), hw);
   }
-  return ringPays(flops, bytes, double(getTensorBytes(in)), c.gather.getGroupSize(), hw);
+  if (llvm::any_of(c.whole.getUsers(), [&](Operation *u) {
+        return !llvm::is_contained(c.products, dyn_cast<LinearOp>(u));
+      }))
+    cost.copies += kernelSeconds(0, 2.0 * double(getTensorBytes(c.whole.getType())), hw);
+  cost.shiftBytes = double(getTensorBytes(in));
+  cost.collective.kind = ::braid::cost::TransferKind::AllGather;
+  cost.collective.ranks = ranks;
+  cost.collective.bytes = double(getTensorBytes(in)) * double(ranks);
+  return ringPays(cost, hw);
 }
 
 void decompose(Candidate c) {
@@ -243,12 +280,16 @@ void decompose(Candidate c) {
     flatten->erase();
 }
 
-/// A product whose rows a reduce-scatter sums over the ranks and splits
-/// among them (a row-parallel product under sequence parallelism).
+/// Products whose rows a reduce-scatter sums over the ranks and splits
+/// among them (a row-parallel product under sequence parallelism; in the
+/// backward, an input's gradient summed over the products that read it).
 struct Scatter {
   dist::ReduceScatterOp scatter;
   dist::WaitOp wait;
-  LinearOp product;
+  /// The products, and the adds summing them (the last one the sum).
+  SmallVector<LinearOp> products;
+  SmallVector<AddOp> adds;
+  Operation *root = nullptr; ///< what defines the sum
   int64_t axis = 0; ///< the scattered dimension of the product's rows
   /// The re-layout to the flat form the lowering scatters (reshape,
   /// transpose, reshape) and back (a reshape), when it does.
@@ -257,8 +298,33 @@ struct Scatter {
   Value result; ///< the rank's block of the sum, which the ring replaces
 };
 
-/// The product a reduce-scatter sums, when the ring applies: a sum of a
-/// braid.linear's result read by nothing else, scattered along a leading
+/// Whether `v` is a braid.linear's result or a braid.add of two such sums,
+/// each read by nothing else and of `v`'s type: the products and adds join
+/// `c` (the adds after what they sum).
+bool sumOfProducts(Value v, Scatter &c) {
+  if (!v.hasOneUse() || v.getType() != c.root->getResult(0).getType())
+    return false;
+  if (auto product = v.getDefiningOp<LinearOp>()) {
+    c.products.push_back(product);
+    return true;
+  }
+  auto add = v.getDefiningOp<AddOp>();
+  if (!add || !sumOfProducts(add.getLhs(), c) || !sumOfProducts(add.getRhs(), c))
+    return false;
+  c.adds.push_back(add);
+  return true;
+}
+
+/// Whether `v` is a sum of products (sumOfProducts), which `c` then holds.
+bool sumOfProductsAt(Value v, Scatter &c) {
+  c.root = v.getDefiningOp();
+  if (!c.root || !isa<LinearOp, AddOp>(c.root))
+    return false;
+  return sumOfProducts(v, c);
+}
+
+/// The products a reduce-scatter sums, when the ring applies: a sum of
+/// braid.linear results read by nothing else, scattered along a leading
 /// dimension (directly, or through the lowering's flat copy: reshape to
 /// [.., n, s, ..], the ranks' dimension transposed first, flattened,
 /// scattered along 0 and reshaped to the block).
@@ -274,11 +340,10 @@ std::optional<Scatter> scatterOf(dist::ReduceScatterOp rs) {
     return std::nullopt;
   int64_t ranks = rs.getGroupSize();
   int64_t scatterAxis = static_cast<int64_t>(rs.getScatterAxis());
-  if (auto product = rs.getInput().getDefiningOp<LinearOp>()) {
-    auto type = cast<RankedTensorType>(product.getResult().getType());
-    if (!product.getResult().hasOneUse() || scatterAxis >= type.getRank() - 1)
+  if (isa_and_nonnull<LinearOp, AddOp>(rs.getInput().getDefiningOp())) {
+    auto type = cast<RankedTensorType>(rs.getInput().getType());
+    if (scatterAxis >= type.getRank() - 1 || !sumOfProductsAt(rs.getInput(), c))
       return std::nullopt;
-    c.product = product;
     c.axis = scatterAxis;
     c.result = rs.getResult();
     return c;
@@ -286,13 +351,12 @@ std::optional<Scatter> scatterOf(dist::ReduceScatterOp rs) {
   auto flatten = rs.getInput().getDefiningOp<ReshapeOp>();
   auto move = flatten ? flatten.getInput().getDefiningOp<TransposeOp>() : TransposeOp();
   auto split = move ? move.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
-  auto product = split ? split.getInput().getDefiningOp<LinearOp>() : LinearOp();
   auto back = onlyUser<ReshapeOp>(rs.getResult());
-  if (scatterAxis != 0 || !product || !back || !product.getResult().hasOneUse() ||
-      !split.getResult().hasOneUse() || !move.getResult().hasOneUse() ||
-      !flatten.getResult().hasOneUse())
+  if (scatterAxis != 0 || !split || !back || !split.getResult().hasOneUse() ||
+      !move.getResult().hasOneUse() || !flatten.getResult().hasOneUse() ||
+      !sumOfProductsAt(split.getInput(), c))
     return std::nullopt;
-  auto rows = cast<RankedTensorType>(product.getResult().getType());
+  auto rows = cast<RankedTensorType>(split.getInput().getType());
   // The split: dimension `axis` of the rows becomes [n, s].
   ArrayRef<int64_t> perm = move.getPermutation();
   int64_t axis = perm.empty() ? -1 : perm[0];
@@ -317,7 +381,6 @@ std::optional<Scatter> scatterOf(dist::ReduceScatterOp rs) {
   block[axis] /= ranks;
   if (cast<RankedTensorType>(back.getResult().getType()).getShape() != ArrayRef<int64_t>(block))
     return std::nullopt;
-  c.product = product;
   c.axis = axis;
   c.before = {split, move, flatten};
   c.after = back;
@@ -325,51 +388,75 @@ std::optional<Scatter> scatterOf(dist::ReduceScatterOp rs) {
   return c;
 }
 
-/// Auto: a step's product chunk takes at least the shift of the partial
-/// sum it passes on.
+/// Auto: the ring of partial sums against the products on the whole rows
+/// and the reduce-scatter of their sum.
 bool worthIt(Scatter c, const ::braid::cost::Hardware &hw) {
   int64_t ranks = c.scatter.getGroupSize();
-  auto in = cast<RankedTensorType>(c.product->getOperand(0).getType());
   auto out = cast<RankedTensorType>(c.result.getType());
-  double rows = double(in.getNumElements()) / double(in.getShape().back()) / double(ranks);
-  double flops = 2.0 * rows * double(in.getShape().back()) * double(out.getShape().back());
-  double bytes = double(getTensorBytes(in)) / double(ranks) +
-                 double(getTensorBytes(c.product->getOperand(1).getType())) +
-                 double(getTensorBytes(out));
-  return ringPays(flops, bytes, double(getTensorBytes(out)), ranks, hw);
+  double block = double(getTensorBytes(out));
+  RingCost cost;
+  for (LinearOp p : c.products) {
+    auto in = cast<RankedTensorType>(p->getOperand(0).getType());
+    double weight = double(getTensorBytes(p->getOperand(1).getType()));
+    double rows = double(in.getNumElements()) / double(in.getShape().back());
+    double flops = 2.0 * rows * double(in.getShape().back()) * double(out.getShape().back());
+    double rowsBytes = double(getTensorBytes(in));
+    // A step: the block of the rows (a copy), its product, the add into
+    // the step's sum.
+    cost.step += kernelSeconds(0, 2.0 * rowsBytes / double(ranks), hw) +
+                 kernelSeconds(flops / double(ranks), rowsBytes / double(ranks) + weight + block,
+                               hw) +
+                 kernelSeconds(0, 3.0 * block, hw);
+    cost.whole += kernelSeconds(flops, rowsBytes + weight + block * double(ranks), hw);
+  }
+  // The products' sum (an add between two of them).
+  cost.whole += double(c.products.size() - 1) * kernelSeconds(0, 3.0 * block * double(ranks), hw);
+  cost.shiftBytes = block;
+  cost.collective.kind = ::braid::cost::TransferKind::ReduceScatter;
+  cost.collective.ranks = ranks;
+  cost.collective.bytes = block * double(ranks);
+  return ringPays(cost, hw);
 }
 
 /// The ring of partial sums: at step k the rank computes the rows of block
-/// (c - 1 - k) mod n and adds the sum its lower neighbour passed on (a shift
-/// by +1), which after n - 1 steps is its own block summed over the ranks.
+/// (c - 1 - k) mod n of every product, sums them and adds the sum its lower
+/// neighbour passed on (a shift by +1), which after n - 1 steps is its own
+/// block summed over the ranks.
 void decompose(Scatter c) {
   dist::ReduceScatterOp rs = c.scatter;
   int64_t ranks = rs.getGroupSize(), axis = c.axis;
-  OpBuilder b(c.product);
+  // After the sum's definition: every product's operands are there.
+  OpBuilder b(c.root);
   Location loc = rs.getLoc();
   MLIRContext *ctx = b.getContext();
-  Value rows = c.product->getOperand(0);
-  auto rowsType = cast<RankedTensorType>(rows.getType());
-  SmallVector<int64_t> blockShape(rowsType.getShape());
-  blockShape[axis] /= ranks;
-  auto blockType = rowsType.clone(blockShape);
   auto partType = cast<RankedTensorType>(c.result.getType());
   Value sum;
   dist::ShiftOp shift;
   for (int64_t k = 0; k < ranks; ++k) {
-    Value block = dist::BlockOp::create(b, loc, blockType, rows, b.getI64IntegerAttr(axis),
-                                        b.getI64IntegerAttr(ranks - 1 - k), rs.getGridAttr(),
-                                        rs.getGridAxesAttr());
-    IRMapping map;
-    map.map(rows, block);
-    Operation *part = b.clone(*c.product, map);
-    part->setLoc(unnamed(c.product.getLoc()));
-    part->getResult(0).setType(partType);
+    // This step's rows of every product, summed.
+    Value local;
+    for (LinearOp product : c.products) {
+      Value rows = product->getOperand(0);
+      auto rowsType = cast<RankedTensorType>(rows.getType());
+      SmallVector<int64_t> blockShape(rowsType.getShape());
+      blockShape[axis] /= ranks;
+      Value block = dist::BlockOp::create(b, loc, rowsType.clone(blockShape), rows,
+                                          b.getI64IntegerAttr(axis),
+                                          b.getI64IntegerAttr(ranks - 1 - k), rs.getGridAttr(),
+                                          rs.getGridAxesAttr());
+      IRMapping map;
+      map.map(rows, block);
+      Operation *part = b.clone(*product, map);
+      part->setLoc(unnamed(product.getLoc()));
+      part->getResult(0).setType(partType);
+      local = local ? Value(AddOp::create(b, loc, local, part->getResult(0)).getResult())
+                    : Value(part->getResult(0));
+    }
     if (shift) {
       dist::WaitOp::create(b, loc, ValueRange{shift.getToken()});
-      sum = AddOp::create(b, loc, shift.getResult(), part->getResult(0)).getResult();
+      sum = AddOp::create(b, loc, shift.getResult(), local).getResult();
     } else {
-      sum = part->getResult(0);
+      sum = local;
     }
     if (k + 1 < ranks)
       shift = dist::ShiftOp::create(b, loc, partType, dist::TokenType::get(ctx), sum,
@@ -386,7 +473,10 @@ void decompose(Scatter c) {
   rs.erase();
   for (Operation *op : llvm::reverse(c.before))
     op->erase();
-  c.product.erase();
+  for (AddOp add : llvm::reverse(c.adds))
+    add.erase();
+  for (LinearOp product : c.products)
+    product.erase();
 }
 
 struct BraidCollectiveMatmulPass
@@ -425,7 +515,8 @@ struct BraidCollectiveMatmulPass
       if (rs.getGroupSize() <= 1)
         return;
       if (std::optional<Scatter> c = scatterOf(rs))
-        if (!taken.contains(c->product) && (mode == "always" || worthIt(*c, *hw)))
+        if (llvm::none_of(c->products, [&](LinearOp p) { return taken.contains(p); }) &&
+            (mode == "always" || worthIt(*c, *hw)))
           scatters.push_back(std::move(*c));
     });
     for (Candidate &c : chosen)

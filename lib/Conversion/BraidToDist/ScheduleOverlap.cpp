@@ -20,6 +20,8 @@
 //   out of its layer's function into the caller first)
 //   starts one call ahead of its first use instead: a prefetch, not a gather
 //   of every layer at the start.
+// - Buckets: with the starts in place, consecutive reductions of one group
+//   combine into buckets, one transfer each (GradientBuckets.cpp).
 // - Waits: a wait goes right before the first op reading a result of its
 //   transfers, before the next op writing persistent storage, or before the
 //   terminator.
@@ -32,7 +34,8 @@
 // The memory plan keeps a transfer's operands live until its wait, so the
 // later wait costs memory: the scheduled programs' peak of live bytes may
 // exceed the unscheduled one's by the fraction `memory-growth` at most
-// (default 5%), or every function keeps its order.
+// (default 5%), or every function keeps its order; buckets stay when the
+// program still fits, or when they add at most their largest bucket.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,6 +83,22 @@ bool writesPersistent(Operation *op) {
   return isa<AdamWUpdateOp, SGDUpdateOp, SetParamOp, IncrementOp>(op);
 }
 
+/// Replaces the ops of `module` by those of `from` (emptied).
+void replaceBody(ModuleOp module, ModuleOp from) {
+  Block *body = module.getBody();
+  for (Operation &op : *body)
+    op.dropAllReferences();
+  while (!body->empty())
+    body->back().erase();
+  body->getOperations().splice(body->end(), from.getBody()->getOperations());
+}
+
+/// Puts `block`'s ops in `order`.
+void reorder(Block &block, ArrayRef<Operation *> order) {
+  for (Operation *op : order)
+    op->moveBefore(&block, block.end());
+}
+
 /// What a function does beyond its results, its callees' included.
 struct Effects {
   bool writes = false;
@@ -90,8 +109,9 @@ class Scheduler {
 public:
   /// `prefetchAhead`: how many calls ahead of its first use a prefetch may
   /// start (1: while the previous call runs; 0: after it).
-  Scheduler(ModuleOp module, unsigned prefetchAhead)
-      : module(module), symbols(module), prefetchAhead(prefetchAhead) {
+  Scheduler(ModuleOp module, unsigned prefetchAhead,
+            ::braid::conversion::BucketSizes buckets)
+      : module(module), symbols(module), prefetchAhead(prefetchAhead), buckets(buckets) {
     if (module->hasAttr("braid.pipeline_entries"))
       if (std::optional<Grid> grid = Grid::of(module))
         pp = grid->find("pp");
@@ -149,11 +169,22 @@ public:
     return !axes || llvm::is_contained(axes.asArrayRef(), *pp);
   }
 
-  /// The schedule of `block` (terminator last).
-  SmallVector<Operation *> schedule(Block &block) {
-    SmallVector<Operation *> order = hoistStarts(block);
-    return sinkWaits(order);
+  /// Schedules `block`: starts early, buckets of reductions formed where
+  /// the starts then are, waits late.
+  void schedule(Block &block) {
+    reorder(block, hoistStarts(block));
+    largestBucket = std::max(
+        largestBucket, ::braid::conversion::bucketReductions(
+                           block, buckets, [&](Operation *op) { return ordered(op); },
+                           [&](Operation *op) { return isBarrier(op); }));
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    reorder(block, sinkWaits(ops));
   }
+
+  /// The bytes of the largest bucket formed so far.
+  int64_t largestBucket = 0;
 
 private:
   ModuleOp module;
@@ -162,6 +193,7 @@ private:
   /// The pp axis of a pipelined module.
   std::optional<int16_t> pp;
   unsigned prefetchAhead;
+  ::braid::conversion::BucketSizes buckets;
   llvm::DenseMap<Operation *, Effects> effects;
   /// Ops moved with the transfer they feed.
   llvm::SmallPtrSet<Operation *, 32> moved;
@@ -290,7 +322,7 @@ private:
         Operation *def = operand.getDefiningOp();
         if (!def || def->getBlock() != &block || chain.contains(def) ||
             moved.contains(def) ||
-            !(isFusibleElementwise(def) || isa<ReshapeOp, GetParamOp>(def)))
+            !(isFusibleElementwise(def) || isa<ReshapeOp, GetParamOp, dist::PackOp>(def)))
           continue;
         bool only = llvm::all_of(def->getUsers(), [&](Operation *u) {
           return u == transfer || chain.contains(u);
@@ -344,22 +376,6 @@ private:
   }
 };
 
-/// Replaces the ops of `module` by those of `from` (emptied).
-void replaceBody(ModuleOp module, ModuleOp from) {
-  Block *body = module.getBody();
-  for (Operation &op : *body)
-    op.dropAllReferences();
-  while (!body->empty())
-    body->back().erase();
-  body->getOperations().splice(body->end(), from.getBody()->getOperations());
-}
-
-/// Puts `block`'s ops in `order`.
-void reorder(Block &block, ArrayRef<Operation *> order) {
-  for (Operation *op : order)
-    op->moveBefore(&block, block.end());
-}
-
 /// The most bytes live at once in any program of `module` (its pipeline
 /// stages' or `entry`'s), or nullopt when it cannot be planned: the memory
 /// plan's peak of live bytes, linear in the program (the placement, which
@@ -395,56 +411,74 @@ struct BraidScheduleOverlapPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::optional<int64_t> before = arenaBytes(module, entry);
-    // ZeRO-3's gathers leave their layers' functions on a copy first: held
-    // through the call, a layer's gathered parameters cost memory, so the
-    // program without the move is tried too.
-    OwningOpRef<ModuleOp> unmoved = module.clone();
-    if (int64_t prefetch = ::braid::conversion::hoistArgumentGathers(module)) {
-      if (scheduleWithin(module, before, prefetch))
+    constexpr double kMiB = 1024.0 * 1024.0;
+    ::braid::conversion::BucketSizes buckets{static_cast<int64_t>(bucketMb * kMiB),
+                                             static_cast<int64_t>(firstBucketMb * kMiB)};
+    // Each try schedules a copy of the module, kept if its peak of live
+    // bytes fits the budget: ZeRO-3's gathers moved out of their layers'
+    // functions (held through the call, a layer's gathered parameters cost
+    // memory), then left in them; prefetches a call ahead, then after the
+    // previous call. A schedule that fits then takes buckets if it still
+    // fits with them, or if they add no more than their largest one to its
+    // peak (the flat copy a bucket holds while its tensors or their
+    // unpacked sums are live too).
+    for (bool hoisted : {true, false})
+      for (unsigned ahead : {1u, 0u}) {
+        int64_t prefetch = 0;
+        OwningOpRef<ModuleOp> trial = scheduled(module, hoisted, ahead, {}, prefetch);
+        if (!trial)
+          continue;
+        if (!fits(*trial, before, ahead ? prefetch : 0))
+          continue;
+        if (buckets.bytes > 0) {
+          int64_t largest = 0;
+          OwningOpRef<ModuleOp> bucketed = scheduled(module, hoisted, ahead, buckets, largest);
+          std::optional<int64_t> unbucketedPeak = arenaBytes(*trial, entry);
+          if (bucketed && largest &&
+              (fits(*bucketed, before, ahead ? prefetch : 0) ||
+               !unbucketedPeak || fits(*bucketed, unbucketedPeak, largest, 0.0)))
+            trial = std::move(bucketed);
+        }
+        replaceBody(module, *trial);
         return;
-      replaceBody(module, *unmoved);
-    }
-    scheduleWithin(module, before, 0);
+      }
+    // Nothing fits: every function keeps its order.
   }
 
-  /// Schedules `module` if its peak of live bytes stays within the budget
-  /// over `before`, trying prefetches a call ahead (allowed `prefetch`
-  /// bytes more: one call's gathered parameters, what ZeRO-3's prefetch
-  /// holds, as DeepSpeed's and FSDP's do by default), then after the
-  /// previous call; false (and every function in its order) when neither
-  /// fits.
-  bool scheduleWithin(ModuleOp module, std::optional<int64_t> before, int64_t prefetch) {
-    if (module->hasAttr("braid.pipeline_entries"))
-      if (std::optional<Grid> grid = Grid::of(module))
-        ::braid::conversion::specializeLastBackward(module, grid->find("pp"));
-    // The original order of every block, to return to.
-    SmallVector<std::pair<Block *, SmallVector<Operation *>>> original;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal() || !func.getBody().hasOneBlock())
-        continue;
-      Block &block = func.getBody().front();
-      auto &saved = original.emplace_back(&block, SmallVector<Operation *>());
-      for (Operation &op : block)
-        saved.second.push_back(&op);
-    }
-    // Prefetching a call ahead holds one more layer's gathered parameters:
-    // over the budget, prefetches start after the previous call instead,
-    // and over it still, every function keeps its order.
-    for (unsigned ahead : {1u, 0u}) {
-      Scheduler scheduler(module, ahead);
-      for (auto &[block, order] : original)
-        reorder(*block, scheduler.schedule(*block));
-      if (!before)
-        return true;
-      std::optional<int64_t> after = arenaBytes(module, entry);
-      double budget = static_cast<double>(*before) * (1.0 + memoryGrowth) +
-                      static_cast<double>(ahead ? prefetch : 0);
-      if (after && static_cast<double>(*after) <= budget)
-        return true;
-      for (auto &[block, order] : original)
-        reorder(*block, order);
-    }
-    return false;
+  /// A scheduled copy of `module`, or null for a try that would repeat
+  /// another (`hoisted` with no gather to move). `hoisted`: ZeRO-3's gathers
+  /// first leave their functions (`extra`: one call's gathered bytes);
+  /// with `buckets`, reductions are bucketed (`extra`: the largest bucket's
+  /// bytes).
+  OwningOpRef<ModuleOp> scheduled(ModuleOp module, bool hoisted, unsigned ahead,
+                                  ::braid::conversion::BucketSizes buckets,
+                                  int64_t &extra) {
+    OwningOpRef<ModuleOp> trial = module.clone();
+    int64_t prefetch = 0;
+    if (hoisted && !(prefetch = ::braid::conversion::hoistArgumentGathers(*trial)))
+      return nullptr;
+    if ((*trial)->hasAttr("braid.pipeline_entries"))
+      if (std::optional<Grid> grid = Grid::of(*trial))
+        ::braid::conversion::specializeLastBackward(*trial, grid->find("pp"));
+    Scheduler scheduler(*trial, ahead, buckets);
+    for (auto func : trial->getOps<func::FuncOp>())
+      if (!func.isExternal() && func.getBody().hasOneBlock())
+        scheduler.schedule(func.getBody().front());
+    extra = buckets.bytes > 0 ? scheduler.largestBucket : prefetch;
+    return trial;
+  }
+
+  /// Whether `module`'s peak of live bytes stays within the budget over
+  /// `before` (the unscheduled peak): the fraction `growth` more
+  /// (memory-growth unless given) and `allowance` bytes.
+  bool fits(ModuleOp module, std::optional<int64_t> before, int64_t allowance,
+            std::optional<double> growth = std::nullopt) {
+    if (!before)
+      return true;
+    std::optional<int64_t> after = arenaBytes(module, entry);
+    double budget = static_cast<double>(*before) * (1.0 + growth.value_or(memoryGrowth)) +
+                    static_cast<double>(allowance);
+    return after && static_cast<double>(*after) <= budget;
   }
 };
 

@@ -8,7 +8,8 @@
 // tag when they have one. dist.microbatch is a copy of a contiguous block of
 // rows (the batch is the outermost dimension); a collective matmul's
 // dist.assemble and dist.block copy blocks at the rank's coordinate
-// (braid_k_place, braid_k_slice). Nothing here decides a
+// (braid_k_place, braid_k_slice); a bucket's dist.pack and dist.unpack
+// copy its tensors' blocks in and out. Nothing here decides a
 // protocol: BraidToDist has expanded every transfer, its re-layouts included.
 //
 //===----------------------------------------------------------------------===//
@@ -109,6 +110,12 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
   auto p = [&](Value v) { return ptr(v); };
   auto dt = [](Value v) { return dtypeName(v.getType()); };
   auto error = [&] { return op->emitError(); };
+  // `bytes` bytes from `from` + `fromAt` to `to` + `toAt`.
+  auto copy = [&](const std::string &to, int64_t toAt, const std::string &from,
+                  int64_t fromAt, int64_t bytes) {
+    return "braid_rt_copy(rt, static_cast<char *>(" + to + ") + " + n(toAt) +
+           ", static_cast<const char *>(" + from + ") + " + n(fromAt) + ", " + n(bytes) + ")";
+  };
   // `ev[k] = braid_<fn>(rt, <the transfer's communicator>, <args>)`,
   // bracketed for the trace, after `prelude` statements (the slot is the
   // function's: its wait, later in the block, sees it).
@@ -235,6 +242,35 @@ LogicalResult FunctionEmitter::emitDistOp(Operation *op, raw_ostream &os) {
                       blockCopy("braid_k_slice", k.getInput(), k.getResult(), k.getInput(),
                                 k.getAxis(), k.getOffset(), *group),
                       os);
+        return success();
+      })
+      .Case([&](dist::PackOp k) {
+        // Block r of each input after block r of the ones before it: one
+        // copy per block (a bucket has a few dozen tensors).
+        int64_t parts = static_cast<int64_t>(k.getParts()), at = 0;
+        std::string call;
+        for (int64_t r = 0; r < parts; ++r)
+          for (Value input : k.getInputs()) {
+            int64_t bytes = getTensorBytes(input.getType()) / parts;
+            call += (call.empty() ? "" : ";\n  ") + copy(p(k.getResult()), at,
+                                                       p(input), r * bytes, bytes);
+            at += bytes;
+          }
+        emitBracketed(op, call, os);
+        return success();
+      })
+      .Case([&](dist::UnpackOp u) {
+        // Block r of the result from part r, `offset` elements in.
+        int64_t parts = static_cast<int64_t>(u.getParts());
+        int64_t bytes = getTensorBytes(u.getResult().getType()) / parts;
+        int64_t part = getTensorBytes(u.getInput().getType()) / parts;
+        int64_t offset = static_cast<int64_t>(u.getOffset()) *
+                         (getTensorBytes(u.getInput().getType()) / numElements(u.getInput()));
+        std::string call;
+        for (int64_t r = 0; r < parts; ++r)
+          call += (r ? ";\n  " : "") +
+                  copy(p(u.getResult()), r * bytes, p(u.getInput()), r * part + offset, bytes);
+        emitBracketed(op, call, os);
         return success();
       })
       .Case([&](dist::MicrobatchOp m) {

@@ -84,7 +84,7 @@ module {
 
 // Llama 3 70B's first product under tp=8 with sequence parallelism: each
 // step's chunk (1024 rows x 8192 x 3584, 60 GFLOP: 61 us at the H100's bf16
-// peak) outlasts the shift of the next 16 MiB block over NVLink (41 us):
+// peak) outlasts the shift of the next 16 MiB block over NVLink (49 us):
 // the cost model takes the ring.
 // CHECK-LABEL: func.func @large
 // AUTO-LABEL: func.func @large
@@ -131,5 +131,71 @@ module {
     dist.wait %t
     %b = braid.reshape %r : tensor<1x128xf32> -> tensor<2x4x16xf32>
     return %b : tensor<2x4x16xf32>
+  }
+}
+
+// -----
+
+// A backward's input gradient: the sum of the products that read the input
+// (dx = dq wq^T + dk wk^T), summed over the ranks and scattered. Each step
+// computes its block's rows of both products and adds them before the
+// partial sum moves on; a sum with another term (%extra) keeps its
+// reduce-scatter.
+// CHECK-LABEL: func.func @sum_of_products
+// CHECK:         %[[A0:.*]] = dist.block %arg0 along 1 offset 1 on @grid grid_axes = [0] : tensor<1x8x6xf32> -> tensor<1x4x6xf32>
+// CHECK-NEXT:    %[[P0:.*]] = braid.linear %[[A0]], %arg1 transpose_weight
+// CHECK-NEXT:    %[[B0:.*]] = dist.block %arg2 along 1 offset 1 on @grid grid_axes = [0] : tensor<1x8x4xf32> -> tensor<1x4x4xf32>
+// CHECK-NEXT:    %[[Q0:.*]] = braid.linear %[[B0]], %arg3 transpose_weight
+// CHECK-NEXT:    %[[L0:.*]] = braid.add %[[P0]], %[[Q0]] : tensor<1x4x16xf32>
+// CHECK-NEXT:    %[[S:.*]], %[[T:.*]] = dist.shift %[[L0]] on @grid grid_axes = [0] offset = 1 cyclic
+// CHECK-NEXT:    %[[A1:.*]] = dist.block %arg0 along 1 offset 0
+// CHECK-NEXT:    %[[P1:.*]] = braid.linear %[[A1]], %arg1 transpose_weight
+// CHECK-NEXT:    %[[B1:.*]] = dist.block %arg2 along 1 offset 0
+// CHECK-NEXT:    %[[Q1:.*]] = braid.linear %[[B1]], %arg3 transpose_weight
+// CHECK-NEXT:    %[[L1:.*]] = braid.add %[[P1]], %[[Q1]]
+// CHECK-NEXT:    dist.wait %[[T]]
+// CHECK-NEXT:    %[[SUM:.*]] = braid.add %[[S]], %[[L1]] : tensor<1x4x16xf32>
+// CHECK:         dist.reduce_scatter
+// CHECK:         return %[[SUM]]
+// AUTO-LABEL: func.func @sum_of_products
+// AUTO-COUNT-2: dist.reduce_scatter
+module {
+  shard.grid @grid(shape = 2) {braid.axes = ["tp"]}
+  func.func @sum_of_products(%dq: tensor<1x8x6xf32>, %wq: tensor<16x6xf32>, %dk: tensor<1x8x4xf32>, %wk: tensor<16x4xf32>, %extra: tensor<1x8x16xf32>) -> (tensor<1x4x16xf32>, tensor<1x4x16xf32>) {
+    %p = braid.linear %dq, %wq transpose_weight : tensor<1x8x6xf32>, tensor<16x6xf32> -> tensor<1x8x16xf32>
+    %q = braid.linear %dk, %wk transpose_weight : tensor<1x8x4xf32>, tensor<16x4xf32> -> tensor<1x8x16xf32>
+    %y = braid.add %p, %q : tensor<1x8x16xf32>
+    %r, %t = dist.reduce_scatter %y on @grid grid_axes = [0] reduction = sum scatter_axis = 1 : tensor<1x8x16xf32> -> tensor<1x4x16xf32>
+    dist.wait %t
+    %p2 = braid.linear %dq, %wq transpose_weight : tensor<1x8x6xf32>, tensor<16x6xf32> -> tensor<1x8x16xf32>
+    %y2 = braid.add %p2, %extra : tensor<1x8x16xf32>
+    %r2, %t2 = dist.reduce_scatter %y2 on @grid grid_axes = [0] reduction = sum scatter_axis = 1 : tensor<1x8x16xf32> -> tensor<1x4x16xf32>
+    dist.wait %t2
+    return %r, %r2 : tensor<1x4x16xf32>, tensor<1x4x16xf32>
+  }
+}
+
+// -----
+
+// Llama 3 70B's query, key and value products on tp=8 with sequence
+// parallelism (one rank's 1024 of 8192 positions): a step's chunks (about
+// 38 us on an H100 at the roofline, launches included) are shorter than the
+// shift of the next block (49 us), but the ring (one step, then seven
+// shifts, then the assembly: about 400 us) still beats the gather the
+// products would wait for and the products on the whole (about 520 us), so
+// auto takes it.
+// AUTO-LABEL: func.func @qkv
+// AUTO-NOT:     dist.all_gather
+// AUTO-COUNT-7: dist.shift
+// AUTO:         dist.assemble
+module {
+  shard.grid @grid(shape = 8) {braid.axes = ["tp"]}
+  func.func @qkv(%x: tensor<1x1024x8192xbf16>, %wq: tensor<8192x1024xbf16>, %wk: tensor<8192x128xbf16>, %wv: tensor<8192x128xbf16>) -> (tensor<1x8192x1024xbf16>, tensor<1x8192x128xbf16>, tensor<1x8192x128xbf16>) {
+    %g, %t = dist.all_gather %x on @grid grid_axes = [0] gather_axis = 1 : tensor<1x1024x8192xbf16> -> tensor<1x8192x8192xbf16>
+    dist.wait %t
+    %q = braid.linear %g, %wq : tensor<1x8192x8192xbf16>, tensor<8192x1024xbf16> -> tensor<1x8192x1024xbf16>
+    %k = braid.linear %g, %wk : tensor<1x8192x8192xbf16>, tensor<8192x128xbf16> -> tensor<1x8192x128xbf16>
+    %v = braid.linear %g, %wv : tensor<1x8192x8192xbf16>, tensor<8192x128xbf16> -> tensor<1x8192x128xbf16>
+    return %q, %k, %v : tensor<1x8192x1024xbf16>, tensor<1x8192x128xbf16>, tensor<1x8192x128xbf16>
   }
 }

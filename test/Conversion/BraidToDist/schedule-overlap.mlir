@@ -1,5 +1,8 @@
-// RUN: braid-opt %s --braid-schedule-overlap -split-input-file | FileCheck %s
-// RUN: braid-opt %s --braid-schedule-overlap="memory-growth=1" -split-input-file | FileCheck %s --check-prefix=LOOSE
+// RUN: braid-opt %s --braid-schedule-overlap="bucket-mb=0" -split-input-file | FileCheck %s
+// RUN: braid-opt %s --braid-schedule-overlap="memory-growth=1 bucket-mb=0" -split-input-file | FileCheck %s --check-prefix=LOOSE
+
+// Buckets off (bucket-mb=0): these cases place each transfer on its own;
+// schedule-overlap-buckets.mlir tests the buckets the defaults form.
 
 // Two layers' backward, then their gradients' all-reduces in parameter order
 // (the optimizer's), each after its gradient's copy: every all-reduce starts,
