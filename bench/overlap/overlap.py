@@ -27,9 +27,14 @@ prints per plan and setting:
 
 usage: python3 bench/overlap/overlap.py [--bin build/bin] [--steps 7]
        [--plans dp2xtp2,pp2xdp2,cp2xdp2] [--bucket-mb MiB]
---bucket-mb sets the scheduler's gradient buckets (braid-run --bucket-mb;
-by default the scheduler's, 25 MiB after a first of 1 MiB: this model's
-3.5 MB of gradients make two buckets; 0 reduces each gradient alone).
+--bucket-mb sets the scheduler's gradient buckets (braid-run --bucket-mb,
+the first bucket 1/25 of it as DDP's 1 of 25 MiB). The default, 0.025 MiB,
+scales DDP's 25 MiB as the links are scaled: they are 1000 times slower than
+a cluster's (25 MB/s for a 25 GB/s port) at a cluster's latencies, so a
+bucket's transfer stays as long next to a link's latency as it is there; at
+the scheduler's own 25 MiB this model's 3.7 MB of gradients would be two
+buckets that start when the backward ends, and nothing would be left to
+hide. 0 reduces each gradient alone.
 Ranks share cores when the machine has fewer than 4: a rank that waits then
 lends its core to one that computes, which the figures include.
 """
@@ -179,19 +184,20 @@ def main():
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     p.add_argument("--steps", type=int, default=7)
     p.add_argument("--plans", default=",".join(PLANS))
-    p.add_argument("--bucket-mb", type=float, default=None)
+    p.add_argument("--bucket-mb", type=float, default=0.025)
     args = p.parse_args()
     global EXTRA_OPTIONS
-    if args.bucket_mb is not None:
-        EXTRA_RUN.extend(["--bucket-mb", str(args.bucket_mb)])
-        EXTRA_OPTIONS = f" bucket-mb={args.bucket_mb}"
+    # The first bucket keeps DDP's proportion (1 of 25 MiB).
+    first = args.bucket_mb / 25
+    EXTRA_RUN.extend(["--bucket-mb", str(args.bucket_mb), "--first-bucket-mb", str(first)])
+    EXTRA_OPTIONS = f" bucket-mb={args.bucket_mb} first-bucket-mb={first}"
     work = tempfile.mkdtemp(prefix="braid-overlap-")
     model = os.path.join(work, "model.mlir")
     subprocess.run([sys.executable, "-m", "braid.models", *MODEL, "-o", model], check=True,
                    cwd=os.path.join(ROOT, "python"))
     print(f"machine: {machine.describe()}")
     print(f"model: {' '.join(MODEL)}; links {LINKS}; medians of steps 2..{args.steps}; "
-          f"buckets {'default' if args.bucket_mb is None else f'{args.bucket_mb} MiB'}")
+          f"buckets {args.bucket_mb} MiB after a first of {first} MiB")
     print(f"{'plan':8} {'overlap':7} {'step ms':>8} {'waits ms':>8} {'on links':>8} "
           f"{'predicted':>9} {'transfers':>9} {'compute':>8}")
     for plan in args.plans.split(","):

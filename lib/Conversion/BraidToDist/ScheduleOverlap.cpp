@@ -418,64 +418,80 @@ struct BraidScheduleOverlapPass
     // bytes fits the budget: ZeRO-3's gathers moved out of their layers'
     // functions (held through the call, a layer's gathered parameters cost
     // memory), then left in them; prefetches a call ahead, then after the
-    // previous call. A schedule that fits then takes buckets if it still
-    // fits with them, or if they add no more than their largest one to its
-    // peak (the flat copy a bucket holds while its tensors or their
-    // unpacked sums are live too).
+    // previous call. A try takes its buckets if it fits with them, or if
+    // the same schedule fits without them and they add no more than their
+    // largest one to its peak (the flat copy a bucket holds while its
+    // tensors or their unpacked sums are live too).
+    bool hoistable = true;
     for (bool hoisted : {true, false})
       for (unsigned ahead : {1u, 0u}) {
-        int64_t prefetch = 0;
-        OwningOpRef<ModuleOp> trial = scheduled(module, hoisted, ahead, {}, prefetch);
-        if (!trial)
+        if (hoisted && !hoistable)
           continue;
-        if (!fits(*trial, before, ahead ? prefetch : 0))
-          continue;
+        Try bucketed;
         if (buckets.bytes > 0) {
-          int64_t largest = 0;
-          OwningOpRef<ModuleOp> bucketed = scheduled(module, hoisted, ahead, buckets, largest);
-          std::optional<int64_t> unbucketedPeak = arenaBytes(*trial, entry);
-          if (bucketed && largest &&
-              (fits(*bucketed, before, ahead ? prefetch : 0) ||
-               !unbucketedPeak || fits(*bucketed, unbucketedPeak, largest, 0.0)))
-            trial = std::move(bucketed);
+          bucketed = scheduled(module, hoisted, ahead, buckets);
+          if (!bucketed.module) {
+            hoistable = false; // no gather to move: the same as unmoved
+            continue;
+          }
+          if (bucketed.largestBucket &&
+              within(bucketed.peak, before, ahead ? bucketed.prefetch : 0)) {
+            replaceBody(module, *bucketed.module);
+            return;
+          }
         }
-        replaceBody(module, *trial);
+        Try plain = scheduled(module, hoisted, ahead, {});
+        if (!plain.module) {
+          hoistable = false;
+          continue;
+        }
+        if (!within(plain.peak, before, ahead ? plain.prefetch : 0))
+          continue;
+        bool keep = bucketed.largestBucket &&
+                    (!plain.peak || within(bucketed.peak, plain.peak, bucketed.largestBucket, 0.0));
+        replaceBody(module, keep ? *bucketed.module : *plain.module);
         return;
       }
     // Nothing fits: every function keeps its order.
   }
 
-  /// A scheduled copy of `module`, or null for a try that would repeat
+  /// A scheduled copy of a module and what the budget needs of it.
+  struct Try {
+    OwningOpRef<ModuleOp> module;
+    std::optional<int64_t> peak; ///< its peak of live bytes (nullopt: unplanned)
+    int64_t prefetch = 0;        ///< one call's gathered bytes, when gathers moved
+    int64_t largestBucket = 0;   ///< the bytes of its largest bucket (0: none)
+  };
+
+  /// `module` scheduled on a copy, or no module for a try that would repeat
   /// another (`hoisted` with no gather to move). `hoisted`: ZeRO-3's gathers
-  /// first leave their functions (`extra`: one call's gathered bytes);
-  /// with `buckets`, reductions are bucketed (`extra`: the largest bucket's
-  /// bytes).
-  OwningOpRef<ModuleOp> scheduled(ModuleOp module, bool hoisted, unsigned ahead,
-                                  ::braid::conversion::BucketSizes buckets,
-                                  int64_t &extra) {
-    OwningOpRef<ModuleOp> trial = module.clone();
-    int64_t prefetch = 0;
-    if (hoisted && !(prefetch = ::braid::conversion::hoistArgumentGathers(*trial)))
-      return nullptr;
-    if ((*trial)->hasAttr("braid.pipeline_entries"))
-      if (std::optional<Grid> grid = Grid::of(*trial))
-        ::braid::conversion::specializeLastBackward(*trial, grid->find("pp"));
-    Scheduler scheduler(*trial, ahead, buckets);
-    for (auto func : trial->getOps<func::FuncOp>())
+  /// first leave their functions; with `buckets`, reductions are bucketed.
+  Try scheduled(ModuleOp module, bool hoisted, unsigned ahead,
+                ::braid::conversion::BucketSizes buckets) {
+    Try t;
+    t.module = module.clone();
+    if (hoisted && !(t.prefetch = ::braid::conversion::hoistArgumentGathers(*t.module)))
+      return Try();
+    if ((*t.module)->hasAttr("braid.pipeline_entries"))
+      if (std::optional<Grid> grid = Grid::of(*t.module))
+        ::braid::conversion::specializeLastBackward(*t.module, grid->find("pp"));
+    Scheduler scheduler(*t.module, ahead, buckets);
+    for (auto func : t.module->getOps<func::FuncOp>())
       if (!func.isExternal() && func.getBody().hasOneBlock())
         scheduler.schedule(func.getBody().front());
-    extra = buckets.bytes > 0 ? scheduler.largestBucket : prefetch;
-    return trial;
+    t.largestBucket = scheduler.largestBucket;
+    t.peak = arenaBytes(*t.module, entry);
+    return t;
   }
 
-  /// Whether `module`'s peak of live bytes stays within the budget over
+  /// Whether a peak of live bytes (`after`) stays within the budget over
   /// `before` (the unscheduled peak): the fraction `growth` more
-  /// (memory-growth unless given) and `allowance` bytes.
-  bool fits(ModuleOp module, std::optional<int64_t> before, int64_t allowance,
-            std::optional<double> growth = std::nullopt) {
+  /// (memory-growth unless given) and `allowance` bytes. An unplanned
+  /// program before fits anything; one after, nothing.
+  bool within(std::optional<int64_t> after, std::optional<int64_t> before, int64_t allowance,
+              std::optional<double> growth = std::nullopt) {
     if (!before)
       return true;
-    std::optional<int64_t> after = arenaBytes(module, entry);
     double budget = static_cast<double>(*before) * (1.0 + growth.value_or(memoryGrowth)) +
                     static_cast<double>(allowance);
     return after && static_cast<double>(*after) <= budget;
