@@ -155,6 +155,17 @@ def BraidScheduleOverlapPass
     the previous stage, so that each starts when its layer's gradient is
     final; the moved ops carry `dist.announce` for dumps.
 
+    Compute moves around the transfers too, within the ops between two
+    that fix the order (transfers, writes of persistent storage, calls: a
+    layer's or a pipeline action's stay where they are): what a transfer
+    does not read (transitively) moves after its start, unless it already
+    precedes a wait the transfer needs (it hides that wait's transfer), and
+    what follows a wait without reading its results moves before it. A
+    layer's weight gradients then run while its input gradient is reduced
+    (as Megatron overlaps them), an expert layer's while the all-to-all of
+    its input gradient moves (`move-compute=false` keeps compute where it
+    is).
+
     Once the starts are in place, consecutive reductions of one group, kind
     and element type combine into buckets (PyTorch DDP's gradient buckets):
     each is one transfer of a flat `dist.pack` of its tensors, each tensor
@@ -193,6 +204,9 @@ def BraidScheduleOverlapPass
     Option<"memoryGrowth", "memory-growth", "double", /*default=*/"0.05",
            "Fraction the scheduled peak of live bytes may exceed the "
            "unscheduled one's by">,
+    Option<"moveCompute", "move-compute", "bool", /*default=*/"true",
+           "Move compute a transfer does not feed after its start, and "
+           "compute after a wait that does not read its result before it">,
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
            "MiB a bucket of reductions closes at (PyTorch DDP's "
            "bucket_cap_mb; 0: no buckets)">,

@@ -20,6 +20,9 @@
 //   out of its layer's function into the caller first)
 //   starts one call ahead of its first use instead: a prefetch, not a gather
 //   of every layer at the start.
+// - Compute: what a transfer does not feed moves after its start, what a
+//   wait's results do not feed moves before it (independentAfterStarts,
+//   independentBeforeWaits), between ops that fix the order.
 // - Buckets: with the starts in place, consecutive reductions of one group
 //   combine into buckets, one transfer each (GradientBuckets.cpp).
 // - Waits: a wait goes right before the first op reading a result of its
@@ -110,8 +113,9 @@ public:
   /// `prefetchAhead`: how many calls ahead of its first use a prefetch may
   /// start (1: while the previous call runs; 0: after it).
   Scheduler(ModuleOp module, unsigned prefetchAhead,
-            ::braid::conversion::BucketSizes buckets)
-      : module(module), symbols(module), prefetchAhead(prefetchAhead), buckets(buckets) {
+            ::braid::conversion::BucketSizes buckets, bool moveCompute)
+      : module(module), symbols(module), prefetchAhead(prefetchAhead), buckets(buckets),
+        moveCompute(moveCompute) {
     if (module->hasAttr("braid.pipeline_entries"))
       if (std::optional<Grid> grid = Grid::of(module))
         pp = grid->find("pp");
@@ -173,6 +177,8 @@ public:
   /// the starts then are, waits late.
   void schedule(Block &block) {
     reorder(block, hoistStarts(block));
+    if (moveCompute)
+      reorder(block, independentAfterStarts(block));
     largestBucket = std::max(
         largestBucket, ::braid::conversion::bucketReductions(
                            block, buckets, [&](Operation *op) { return ordered(op); },
@@ -181,6 +187,8 @@ public:
     for (Operation &op : block)
       ops.push_back(&op);
     reorder(block, sinkWaits(ops));
+    if (moveCompute)
+      reorder(block, independentBeforeWaits(block));
   }
 
   /// The bytes of the largest bucket formed so far.
@@ -194,6 +202,7 @@ private:
   std::optional<int16_t> pp;
   unsigned prefetchAhead;
   ::braid::conversion::BucketSizes buckets;
+  bool moveCompute;
   llvm::DenseMap<Operation *, Effects> effects;
   /// Ops moved with the transfer they feed.
   llvm::SmallPtrSet<Operation *, 32> moved;
@@ -293,6 +302,133 @@ private:
         continue;
       order.push_back(op);
       emitAttached(index[op]);
+    }
+    return order;
+  }
+
+  /// Whether `op` bounds the reordering of compute around transfers: a
+  /// transfer (their order stays), an op writing persistent storage, the
+  /// terminator, or a call (a layer's or a pipeline action's: moved, it would keep whole
+  /// layers' activations live longer, or reorder a pipeline's schedule).
+  bool fixesOrder(Operation *op) {
+    return isTransfer(op) || isBarrier(op) || isa<func::CallOp>(op) ||
+           op->hasTrait<OpTrait::IsTerminator>();
+  }
+
+  /// `block`'s ops with the compute a transfer does not depend on moved
+  /// after its start: between a transfer and the previous op that fixes the
+  /// order (or the last wait it needs, which what precedes it hides), the
+  /// ops the transfer reads (transitively) stay first, in their order, then
+  /// the transfer, then the rest, in their order, which then runs while it
+  /// is in flight (a layer's weight gradients while its input
+  /// gradient is reduced, as Megatron overlaps them; an expert layer's
+  /// weight gradients while the input gradient's all-to-all moves).
+  SmallVector<Operation *> independentAfterStarts(Block &block) {
+    SmallVector<Operation *> order;
+    SmallVector<Operation *> window; // since the last op fixing the order
+    for (Operation &op : block) {
+      if (!fixesOrder(&op) || !isTransfer(&op)) {
+        if (fixesOrder(&op)) {
+          llvm::append_range(order, window);
+          window.clear();
+          order.push_back(&op);
+        } else {
+          window.push_back(&op);
+        }
+        continue;
+      }
+      // The transfer's cone in the window: what it reads, transitively (a
+      // transfer's result through its wait).
+      llvm::SmallPtrSet<Operation *, 32> inWindow(window.begin(), window.end());
+      llvm::SmallPtrSet<Operation *, 32> cone;
+      SmallVector<Operation *> work = {&op};
+      while (!work.empty()) {
+        Operation *user = work.pop_back_val();
+        for (Value operand : user->getOperands()) {
+          Operation *def = operand.getDefiningOp();
+          if (!def)
+            continue;
+          if (Value token = dist::getToken(def))
+            if (dist::WaitOp wait = dist::getWait(token); wait && inWindow.contains(wait) &&
+                                                         cone.insert(wait).second)
+              work.push_back(wait);
+          if (inWindow.contains(def) && cone.insert(def).second)
+            work.push_back(def);
+        }
+      }
+      // A prefetch (its cone reads parameters only) keeps its place: it
+      // starts the call ahead of its use that hoistStarts chose, not earlier.
+      if (llvm::all_of(cone, [](Operation *c) {
+            return isa<GetParamOp, ReshapeOp>(c) || isFusibleElementwise(c);
+          }) &&
+          llvm::any_of(cone, [](Operation *c) { return isa<GetParamOp>(c); })) {
+        llvm::append_range(order, window);
+        window.clear();
+        order.push_back(&op);
+        continue;
+      }
+      // What precedes a wait the transfer needs runs while that wait's
+      // transfer is in flight: it stays there.
+      size_t keep = 0;
+      for (auto [i, w] : llvm::enumerate(window))
+        if (isa<dist::WaitOp>(w) && cone.contains(w))
+          keep = i + 1;
+      for (auto [i, w] : llvm::enumerate(window))
+        if (i < keep || cone.contains(w))
+          order.push_back(w);
+      order.push_back(&op);
+      SmallVector<Operation *> rest;
+      for (auto [i, w] : llvm::enumerate(window))
+        if (i >= keep && !cone.contains(w))
+          rest.push_back(w);
+      // The rest stays in the window: the next transfer may read it.
+      window = std::move(rest);
+    }
+    llvm::append_range(order, window);
+    return order;
+  }
+
+  /// `block`'s ops with the compute after a wait that does not read its
+  /// transfers' results (transitively) moved before it, up to the next op
+  /// that fixes the order: it then runs while they are in flight (an
+  /// expert layer's router gradient while the input gradient's all-to-all
+  /// moves). No transfer starts in between, so none loses what hid it.
+  SmallVector<Operation *> independentBeforeWaits(Block &block) {
+    SmallVector<Operation *> ops;
+    for (Operation &op : block)
+      ops.push_back(&op);
+    SmallVector<Operation *> order;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      auto wait = dyn_cast<dist::WaitOp>(ops[i]);
+      if (!wait) {
+        order.push_back(ops[i]);
+        continue;
+      }
+      // The waits from here to the window's end, and what depends on them.
+      llvm::SmallPtrSet<Operation *, 32> after;
+      size_t end = i;
+      for (; end < ops.size() && !fixesOrder(ops[end]); ++end) {
+        Operation *op = ops[end];
+        bool depends = isa<dist::WaitOp>(op);
+        for (Value operand : op->getOperands()) {
+          Operation *def = operand.getDefiningOp();
+          if (!def)
+            continue;
+          if (Value token = dist::getToken(def))
+            if (dist::WaitOp w = dist::getWait(token); w && after.contains(w))
+              depends = true;
+          depends |= after.contains(def);
+        }
+        if (depends)
+          after.insert(op);
+      }
+      for (size_t j = i; j < end; ++j)
+        if (!after.contains(ops[j]))
+          order.push_back(ops[j]);
+      for (size_t j = i; j < end; ++j)
+        if (after.contains(ops[j]))
+          order.push_back(ops[j]);
+      i = end - 1;
     }
     return order;
   }
@@ -418,40 +554,18 @@ struct BraidScheduleOverlapPass
     // bytes fits the budget: ZeRO-3's gathers moved out of their layers'
     // functions (held through the call, a layer's gathered parameters cost
     // memory), then left in them; prefetches a call ahead, then after the
-    // previous call. A try takes its buckets if it fits with them, or if
+    // previous call; compute moved after the starts it does not feed, then
+    // left in place (later, it lives longer). A try takes its buckets if it fits with them, or if
     // the same schedule fits without them and they add no more than their
     // largest one to its peak (the flat copy a bucket holds while its
     // tensors or their unpacked sums are live too).
     bool hoistable = true;
     for (bool hoisted : {true, false})
-      for (unsigned ahead : {1u, 0u}) {
-        if (hoisted && !hoistable)
-          continue;
-        Try bucketed;
-        if (buckets.bytes > 0) {
-          bucketed = scheduled(module, hoisted, ahead, buckets);
-          if (!bucketed.module) {
-            hoistable = false; // no gather to move: the same as unmoved
-            continue;
-          }
-          if (bucketed.largestBucket &&
-              within(bucketed.peak, before, ahead ? bucketed.prefetch : 0)) {
-            replaceBody(module, *bucketed.module);
+      for (unsigned ahead : {1u, 0u})
+        for (bool move : {true, false})
+          if ((!move || moveCompute) && (!hoisted || hoistable) &&
+              attempt(module, before, buckets, hoisted, ahead, move, hoistable))
             return;
-          }
-        }
-        Try plain = scheduled(module, hoisted, ahead, {});
-        if (!plain.module) {
-          hoistable = false;
-          continue;
-        }
-        if (!within(plain.peak, before, ahead ? plain.prefetch : 0))
-          continue;
-        bool keep = bucketed.largestBucket &&
-                    (!plain.peak || within(bucketed.peak, plain.peak, bucketed.largestBucket, 0.0));
-        replaceBody(module, keep ? *bucketed.module : *plain.module);
-        return;
-      }
     // Nothing fits: every function keeps its order.
   }
 
@@ -463,11 +577,43 @@ struct BraidScheduleOverlapPass
     int64_t largestBucket = 0;   ///< the bytes of its largest bucket (0: none)
   };
 
+  /// Schedules `module` one way, with buckets and without, and keeps the
+  /// result if it fits the budget over `before`; false leaves `module` as it
+  /// was (and clears `hoistable` when there was no gather to move).
+  bool attempt(ModuleOp module, std::optional<int64_t> before,
+               ::braid::conversion::BucketSizes buckets, bool hoisted, unsigned ahead,
+               bool moveCompute, bool &hoistable) {
+    Try bucketed;
+    if (buckets.bytes > 0) {
+      bucketed = scheduled(module, hoisted, ahead, buckets, moveCompute);
+      if (!bucketed.module) {
+        hoistable = false; // no gather to move: the same as unmoved
+        return false;
+      }
+      if (bucketed.largestBucket &&
+          within(bucketed.peak, before, ahead ? bucketed.prefetch : 0)) {
+        replaceBody(module, *bucketed.module);
+        return true;
+      }
+    }
+    Try plain = scheduled(module, hoisted, ahead, {}, moveCompute);
+    if (!plain.module) {
+      hoistable = false;
+      return false;
+    }
+    if (!within(plain.peak, before, ahead ? plain.prefetch : 0))
+      return false;
+    bool keep = bucketed.largestBucket &&
+                (!plain.peak || within(bucketed.peak, plain.peak, bucketed.largestBucket, 0.0));
+    replaceBody(module, keep ? *bucketed.module : *plain.module);
+    return true;
+  }
+
   /// `module` scheduled on a copy, or no module for a try that would repeat
   /// another (`hoisted` with no gather to move). `hoisted`: ZeRO-3's gathers
   /// first leave their functions; with `buckets`, reductions are bucketed.
   Try scheduled(ModuleOp module, bool hoisted, unsigned ahead,
-                ::braid::conversion::BucketSizes buckets) {
+                ::braid::conversion::BucketSizes buckets, bool moveCompute) {
     Try t;
     t.module = module.clone();
     if (hoisted && !(t.prefetch = ::braid::conversion::hoistArgumentGathers(*t.module)))
@@ -475,7 +621,7 @@ struct BraidScheduleOverlapPass
     if ((*t.module)->hasAttr("braid.pipeline_entries"))
       if (std::optional<Grid> grid = Grid::of(*t.module))
         ::braid::conversion::specializeLastBackward(*t.module, grid->find("pp"));
-    Scheduler scheduler(*t.module, ahead, buckets);
+    Scheduler scheduler(*t.module, ahead, buckets, moveCompute);
     for (auto func : t.module->getOps<func::FuncOp>())
       if (!func.isExternal() && func.getBody().hasOneBlock())
         scheduler.schedule(func.getBody().front());
