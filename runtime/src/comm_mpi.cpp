@@ -228,10 +228,17 @@ private:
       return;
     {
       std::unique_lock<std::mutex> lock(shared_->mpi);
+      const double limit = collectiveTimeout(), began = nowSeconds();
       if (shared_->threaded) {
         ++shared_->waiting;
         shared_->wake.notify_one();
-        shared_->finished.wait(lock, [&] { return mpiDone_; });
+        auto done = [&] { return mpiDone_; };
+        if (limit > 0) {
+          if (!shared_->finished.wait_for(lock, std::chrono::duration<double>(limit), done))
+            stuck(limit);
+        } else {
+          shared_->finished.wait(lock, done);
+        }
         --shared_->waiting;
       } else {
         // Waiting sleeps between polls instead of spinning in MPI_Testall:
@@ -243,6 +250,8 @@ private:
           shared_->pumpSends(nowSeconds());
           if (test(nowSeconds()) || mpiDone_)
             break;
+          if (limit > 0 && nowSeconds() - began > limit)
+            stuck(limit);
           lock.unlock();
           std::this_thread::sleep_for(std::chrono::microseconds(sleepUs));
           lock.lock();
@@ -255,6 +264,15 @@ private:
     sleepUntil(notBefore);
     if (convertTo)
       fromF32(convertDtype, recvF32.data(), convertTo, int64_t(recvF32.size()));
+  }
+
+  /// The watchdog: the wait has blocked `limit` seconds. Every rank ends
+  /// (fatal's MPI_Abort) with the transfer, its group and the step named,
+  /// instead of hanging until the job's own limit.
+  [[noreturn]] void stuck(double limit) {
+    fatal("%s over '%s' at step %lld has not completed after %g s (BRAID_COLLECTIVE_TIMEOUT): "
+          "a rank of its group is stuck or was lost",
+          what_, axes_.c_str(), (long long)currentStep(), limit);
   }
 
   const char *what_;

@@ -522,6 +522,7 @@ int main(int argc, char **argv) {
   auto t1 = std::chrono::steady_clock::now();
   for (int64_t k = 1; k <= args.steps; ++k) {
     rt->step = k;
+    setCurrentStep(k);
     rt->collectives.clear();
     program->step(rt.get(), rt->arena);
     if (!rt->scopes.empty())

@@ -5,6 +5,7 @@
 #include "braid/link_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,27 @@ namespace {
 int32_t fatalRank = -1;
 void (*fatalAbort)() = nullptr;
 } // namespace
+
+namespace {
+std::atomic<int64_t> stepNow{0};
+} // namespace
+
+void setCurrentStep(int64_t step) { stepNow = step; }
+int64_t currentStep() { return stepNow; }
+
+double collectiveTimeout() {
+  static const double seconds = [] {
+    const char *text = std::getenv("BRAID_COLLECTIVE_TIMEOUT");
+    if (!text || !*text)
+      return 600.0;
+    char *end = nullptr;
+    double value = std::strtod(text, &end);
+    if (end == text || *end)
+      fatal("BRAID_COLLECTIVE_TIMEOUT='%s' is not a number of seconds", text);
+    return value;
+  }();
+  return seconds;
+}
 
 void setFatalRank(int32_t rank) { fatalRank = rank; }
 void setFatalAbort(void (*abortFn)()) { fatalAbort = abortFn; }

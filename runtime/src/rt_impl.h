@@ -29,6 +29,14 @@ void setFatalRank(int32_t rank);
 /// Called by fatal() after the message instead of std::abort (the MPI
 /// provider sets MPI_Abort so that the launcher ends every rank); null: abort.
 void setFatalAbort(void (*abortFn)());
+/// The step the program runs (0 outside steps), which the transfer watchdog
+/// names when a wait does not return.
+void setCurrentStep(int64_t step);
+int64_t currentStep();
+/// Seconds a wait for a transfer may block before the watchdog ends the run
+/// (BRAID_COLLECTIVE_TIMEOUT; default 600, PyTorch's for NCCL process
+/// groups; 0 or less: no watchdog).
+double collectiveTimeout();
 
 struct Options {
   std::string dumpDir;    ///< where this rank writes dumps; empty: it writes none

@@ -6,6 +6,10 @@
 //              for OVERLAP_COMPUTE_MS milliseconds, then waits for it;
 //   "exposed": an all-reduce over dp is started and waited for at once;
 //   "message": dp rank 0 sends a buffer to dp rank 1, which waits for it.
+// With OVERLAP_STALL_RANK set, that dp rank computes OVERLAP_STALL_MS
+// milliseconds (default 5000) before the "exposed" all-reduce of step
+// OVERLAP_STALL_STEP (default 2): a stuck rank, for the transfer watchdog
+// (test/Runtime/watchdog.py).
 // Every result is checked (the sum of the ranks' values, the message's
 // content); the loss is the number of failures over both ranks. The test reads
 // the trace: the waits on the compute lane, the transfers on the dp lane.
@@ -35,6 +39,8 @@ double spin(double ms) {
 }
 
 void step(braid_rt *rt, char *arena) {
+  static int64_t stepNumber = 0;
+  ++stepNumber;
   braid_comm *dp = braid_rt_comm(rt, "dp");
   const int rank = braid_comm_rank(dp);
   const int64_t n = envInt("OVERLAP_ELEMENTS", 262144);
@@ -51,6 +57,8 @@ void step(braid_rt *rt, char *arena) {
   braid_event_wait(rt, e);
   braid_rt_op_end(rt);
 
+  if (rank == envInt("OVERLAP_STALL_RANK", -1) && stepNumber == envInt("OVERLAP_STALL_STEP", 2))
+    spin(double(envInt("OVERLAP_STALL_MS", 5000)));
   braid_rt_op_begin(rt, "exposed", "b");
   braid_event_wait(rt, braid_all_reduce(rt, dp, b.data(), b.data(), n, BRAID_F32, BRAID_RED_SUM));
   braid_rt_op_end(rt);
