@@ -26,7 +26,10 @@ prints per plan and setting:
     be hidden), and the prediction's error against the measurement.
 
 usage: python3 bench/overlap/overlap.py [--bin build/bin] [--steps 7]
-       [--plans dp2xtp2,pp2xdp2,cp2xdp2] [--bucket-mb MiB]
+       [--plans dp2xtp2,pp2xdp2,cp2xdp2] [--bucket-mb MiB] [--repeat 3]
+--repeat runs each plan's pair of settings that many times, each with its own
+fitted CPU description, and prints the medians (the prediction's errors with
+their range over the repeats).
 --bucket-mb sets the scheduler's gradient buckets (braid-run --bucket-mb,
 the first bucket 1/25 of it as DDP's 1 of 25 MiB). The default, 0.025 MiB,
 scales DDP's 25 MiB as the links are scaled: they are 1000 times slower than
@@ -185,6 +188,7 @@ def main():
     p.add_argument("--steps", type=int, default=7)
     p.add_argument("--plans", default=",".join(PLANS))
     p.add_argument("--bucket-mb", type=float, default=0.025)
+    p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
     global EXTRA_OPTIONS
     # The first bucket keeps DDP's proportion (1 of 25 MiB).
@@ -197,33 +201,54 @@ def main():
                    cwd=os.path.join(ROOT, "python"))
     print(f"machine: {machine.describe()}")
     print(f"model: {' '.join(MODEL)}; links {LINKS}; medians of steps 2..{args.steps}; "
-          f"buckets {args.bucket_mb} MiB after a first of {first} MiB")
+          f"buckets {args.bucket_mb} MiB after a first of {first} MiB; "
+          f"medians of {args.repeat} repeats")
     print(f"{'plan':8} {'overlap':7} {'step ms':>8} {'waits ms':>8} {'on links':>8} "
           f"{'predicted':>9} {'transfers':>9} {'compute':>8}")
     for plan in args.plans.split(","):
-        measured = {o: run(args.bin, model, plan, o, args.steps, work) for o in (False, True)}
-        # Each run's own CPU description: ranks sharing cores compute at
-        # speeds that differ from run to run by more than the schedule
-        # changes the compute.
-        fitted = {o: calibrate(args.bin, model, plan, o, measured[o], work) for o in (False, True)}
-        predicted = {o: predict(args.bin, model, plan, o, fitted[o][0]) for o in (False, True)}
+        # Each repeat measures both settings, fits its own CPU description
+        # (ranks sharing cores compute at speeds that differ from run to run
+        # by more than the schedule changes the compute) and predicts; the
+        # figures are the medians over the repeats.
+        repeats = []
+        for _ in range(args.repeat):
+            measured = {o: run(args.bin, model, plan, o, args.steps, work) for o in (False, True)}
+            fitted = {o: calibrate(args.bin, model, plan, o, measured[o], work)
+                      for o in (False, True)}
+            predicted = {o: predict(args.bin, model, plan, o, fitted[o][0]) for o in (False, True)}
+            repeats.append((measured, predicted, fitted))
+
+        def med(figure):
+            return statistics.median(figure(*r) for r in repeats)
+
         for o in (False, True):
-            m, q = measured[o], predicted[o]
-            print(f"{plan:8} {'on' if o else 'off':7} {m['step_ms']:8.1f} {m['exposed_ms']:8.1f} "
-                  f"{m['links_ms']:8.1f} {q['exposed_ms']:9.1f} {q['transfers_ms']:9.1f} "
-                  f"{m['compute_ms']:8.1f}")
-        hidden_m = measured[False]["links_ms"] - measured[True]["links_ms"]
-        hidden_p = predicted[False]["exposed_ms"] - predicted[True]["exposed_ms"]
-        err = [(predicted[o]["exposed_ms"] - measured[o]["links_ms"]) / measured[o]["links_ms"]
-               if measured[o]["links_ms"] > 0 else float("nan") for o in (False, True)]
-        print(f"{plan:8} step off/on {measured[False]['step_ms'] / measured[True]['step_ms']:.2f}x; "
+            print(f"{plan:8} {'on' if o else 'off':7} "
+                  f"{med(lambda m, q, f: m[o]['step_ms']):8.1f} "
+                  f"{med(lambda m, q, f: m[o]['exposed_ms']):8.1f} "
+                  f"{med(lambda m, q, f: m[o]['links_ms']):8.1f} "
+                  f"{med(lambda m, q, f: q[o]['exposed_ms']):9.1f} "
+                  f"{med(lambda m, q, f: q[o]['transfers_ms']):9.1f} "
+                  f"{med(lambda m, q, f: m[o]['compute_ms']):8.1f}")
+
+        def error(m, q, o):
+            return ((q[o]["exposed_ms"] - m[o]["links_ms"]) / m[o]["links_ms"]
+                    if m[o]["links_ms"] > 0 else float("nan"))
+
+        hidden_m = med(lambda m, q, f: m[False]["links_ms"] - m[True]["links_ms"])
+        hidden_p = med(lambda m, q, f: q[False]["exposed_ms"] - q[True]["exposed_ms"])
+        errors = {o: sorted(error(m, q, o) for m, q, f in repeats) for o in (False, True)}
+        span = {o: f" ({100 * errors[o][0]:+.0f}..{100 * errors[o][-1]:+.0f}%)"
+                if len(repeats) > 1 else "" for o in (False, True)}
+        print(f"{plan:8} step off/on "
+              f"{med(lambda m, q, f: m[False]['step_ms'] / m[True]['step_ms']):.2f}x; "
               f"hidden on the links {hidden_m:.1f} ms measured, {hidden_p:.1f} ms predicted "
               f"({100 * hidden_m / hidden_p if hidden_p > 0 else float('nan'):.0f}%); "
-              f"prediction error off {100 * err[0]:+.0f}%, on {100 * err[1]:+.0f}% "
-              f"(CPU off/on: {measured[False]['flops_per_s'] / 1e9:.2f}/"
-              f"{measured[True]['flops_per_s'] / 1e9:.2f} GFLOP/s in products, "
-              f"{fitted[False][1] / 1e9:.2f}/{fitted[True][1] / 1e9:.2f} GB/s fitted)")
-
+              f"prediction error off {100 * statistics.median(errors[False]):+.0f}%{span[False]}, "
+              f"on {100 * statistics.median(errors[True]):+.0f}%{span[True]} "
+              f"(CPU off/on: {med(lambda m, q, f: m[False]['flops_per_s']) / 1e9:.2f}/"
+              f"{med(lambda m, q, f: m[True]['flops_per_s']) / 1e9:.2f} GFLOP/s in products, "
+              f"{med(lambda m, q, f: f[False][1]) / 1e9:.2f}/"
+              f"{med(lambda m, q, f: f[True][1]) / 1e9:.2f} GB/s fitted)")
 
 if __name__ == "__main__":
     main()

@@ -168,10 +168,10 @@ def BraidScheduleOverlapPass
 
     Once the starts are in place, consecutive reductions of one group, kind
     and element type combine into buckets (PyTorch DDP's gradient buckets):
-    each is one transfer of a flat `dist.pack` of its tensors, each tensor
-    taken out by a `dist.unpack` before its first reader, so that a step's
-    many small gradient reductions pay the link's latency once per bucket
-    and still start while the backward runs. A bucket closes once it holds
+    each is one transfer of a flat `dist.pack` of its tensors, every tensor
+    taken out by a `dist.unpack` before the first reader of any, so that a
+    step's many small gradient reductions pay the link's latency once per
+    bucket and still start while the backward runs. A bucket closes once it holds
     `bucket-mb` MiB, the first one of a function `first-bucket-mb`; a tensor
     that size or larger stays alone. A reduction joins only if it is ready
     before every member is needed (first read, or the next write of
@@ -189,10 +189,11 @@ def BraidScheduleOverlapPass
     included) may exceed the unscheduled one's by the fraction
     `memory-growth`, and with moved gathers by one call's gathered
     parameters more (what a layer-ahead prefetch holds, as DeepSpeed's and
-    FSDP's do by default). Over it, prefetches start after the previous
-    call instead; over it still, the gathers stay in their functions and
-    that program is scheduled under the fraction alone; over it still,
-    every function keeps its order. A schedule that fits takes its buckets
+    FSDP's do by default). Over it, the same schedule is tried with compute
+    left in place; then prefetches start after the previous call instead;
+    over it still, the gathers stay in their functions and that program is
+    scheduled under the fraction alone; over it still, every function keeps
+    its order. A schedule that fits takes its buckets
     if it still fits with them or if they add at most their largest
     bucket to its peak (a bucket's flat copies); else it keeps one
     transfer per tensor. The training pipeline runs the pass after the

@@ -121,8 +121,8 @@ void materialize(const Bucket &bucket) {
   if (auto scatter = dyn_cast<dist::ReduceScatterOp>(transfer))
     scatter.setScatterAxis(0);
   Value reduced = transfer->getResult(0);
-  auto wait = dist::WaitOp::create(b, loc, ValueRange{dist::getToken(transfer)});
-  (void)wait;
+  // Waited for at once; the schedule then moves the wait to the unpacks.
+  dist::WaitOp::create(b, loc, ValueRange{dist::getToken(transfer)});
   // Every member's result, unpacked right before the first reader of any:
   // the bucket is then freed at once (unpacked before each reader, the
   // buckets would all be live where the updates start).
