@@ -285,6 +285,7 @@ int main(int argc, char **argv) {
     ranks.store = true;
   }
 #endif
+  reportTermination();
   const braid_program *program = braid_program_get();
   if (!program || !program->step)
     fatal("braid_program_get returned no program");

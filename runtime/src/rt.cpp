@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 namespace braid::rt {
 
@@ -38,6 +40,51 @@ double collectiveTimeout() {
   }();
   return seconds;
 }
+
+namespace {
+/// Appends `value` in decimal to `out` (async-signal-safe).
+char *appendNumber(char *out, int64_t value) {
+  if (value < 0) {
+    *out++ = '-';
+    value = -value;
+  }
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = char('0' + value % 10);
+    value /= 10;
+  } while (value);
+  while (n)
+    *out++ = digits[--n];
+  return out;
+}
+
+void onTerminate(int signal) {
+  // Only async-signal-safe calls: the message is assembled by hand.
+  char message[256], *at = message;
+  auto append = [&](const char *text) {
+    while (*text)
+      *at++ = *text++;
+  };
+  append("braid runtime: ");
+  if (fatalRank >= 0) {
+    append("rank ");
+    at = appendNumber(at, fatalRank);
+    append(": ");
+  }
+  append("stopped at step ");
+  at = appendNumber(at, stepNow.load());
+  append(fatalRank >= 0 ? " by SIGTERM (the launcher ends the run: another rank failed or was "
+                          "lost)\n"
+                        : " by SIGTERM\n");
+  ssize_t ignored = ::write(2, message, size_t(at - message));
+  (void)ignored;
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+} // namespace
+
+void reportTermination() { std::signal(SIGTERM, onTerminate); }
 
 void setFatalRank(int32_t rank) { fatalRank = rank; }
 void setFatalAbort(void (*abortFn)()) { fatalAbort = abortFn; }

@@ -33,6 +33,11 @@ void setFatalAbort(void (*abortFn)());
 /// names when a wait does not return.
 void setCurrentStep(int64_t step);
 int64_t currentStep();
+/// On SIGTERM (what mpirun sends the other ranks when one was lost), prints
+/// "braid runtime: rank R: stopped at step S by SIGTERM ..." before
+/// terminating, so that the run's output says where it ended next to the
+/// launcher's message naming the lost rank.
+void reportTermination();
 /// Seconds a wait for a transfer may block before the watchdog ends the run
 /// (BRAID_COLLECTIVE_TIMEOUT; default 600, PyTorch's for NCCL process
 /// groups; 0 or less: no watchdog).

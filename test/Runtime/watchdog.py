@@ -12,7 +12,10 @@
 #   named, with and without the progress thread;
 # - with the default (600 s), the same run completes with correct results
 #   (the stall is only late, not lost);
-# - a timeout that is not a number is refused with a message.
+# - a timeout that is not a number is refused with a message;
+# - a rank killed at step 2 (SIGKILL) ends the run at once: Open MPI's
+#   launcher names the lost rank and terminates the others, which say at
+#   which step they stopped (the runtime's SIGTERM report).
 import os
 import pathlib
 import sys
@@ -59,6 +62,21 @@ if r.returncode != 0 or "FAIL" in r.stdout + r.stderr:
 r, _ = run(BRAID_COLLECTIVE_TIMEOUT="soon")
 if r.returncode == 0 or "BRAID_COLLECTIVE_TIMEOUT='soon' is not a number" not in r.stderr:
     failures.append(f"an invalid timeout was not refused:\n{r.stderr}")
+
+e = dict(env, OVERLAP_ELEMENTS="1024", OVERLAP_COMPUTE_MS="1", OVERLAP_KILL_RANK="1")
+begin = time.monotonic()
+r = mpi_launch.run(launcher, e, [program, "--grid", "dp=2", "--steps", "3"], 2, 120, failures)
+seconds = time.monotonic() - begin
+out = r.stdout + r.stderr
+print(f"rank 1 killed at step 2: exit {r.returncode} after {seconds:.1f} s")
+print("\n".join(line for line in out.splitlines() if "rank" in line and "braid:" not in line))
+if r.returncode == 0 or seconds > 30:
+    failures.append(f"a killed rank did not end the run at once:\n{out}")
+if "--oversubscribe" in launcher:  # Open MPI's launcher
+    if "process rank 1" not in out:
+        failures.append(f"the launcher did not name the lost rank:\n{out}")
+    if "rank 0: stopped at step 2 by SIGTERM" not in out:
+        failures.append(f"the surviving rank did not say where it stopped:\n{out}")
 
 if failures:
     print("\n".join(failures), file=sys.stderr)

@@ -17,6 +17,7 @@
 #include "braid/runtime.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -59,6 +60,8 @@ void step(braid_rt *rt, char *arena) {
 
   if (rank == envInt("OVERLAP_STALL_RANK", -1) && stepNumber == envInt("OVERLAP_STALL_STEP", 2))
     spin(double(envInt("OVERLAP_STALL_MS", 5000)));
+  if (rank == envInt("OVERLAP_KILL_RANK", -1) && stepNumber == envInt("OVERLAP_STALL_STEP", 2))
+    std::raise(SIGKILL);
   braid_rt_op_begin(rt, "exposed", "b");
   braid_event_wait(rt, braid_all_reduce(rt, dp, b.data(), b.data(), n, BRAID_F32, BRAID_RED_SUM));
   braid_rt_op_end(rt);
