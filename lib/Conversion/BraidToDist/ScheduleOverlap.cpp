@@ -326,15 +326,18 @@ private:
   SmallVector<Operation *> independentAfterStarts(Block &block) {
     SmallVector<Operation *> order;
     SmallVector<Operation *> window; // since the last op fixing the order
+    // What is in the window goes out as it is; `op` after it.
+    auto flush = [&](Operation *op) {
+      llvm::append_range(order, window);
+      window.clear();
+      order.push_back(op);
+    };
     for (Operation &op : block) {
-      if (!fixesOrder(&op) || !isTransfer(&op)) {
-        if (fixesOrder(&op)) {
-          llvm::append_range(order, window);
-          window.clear();
-          order.push_back(&op);
-        } else {
+      if (!isTransfer(&op)) {
+        if (fixesOrder(&op))
+          flush(&op);
+        else
           window.push_back(&op);
-        }
         continue;
       }
       // The transfer's cone in the window: what it reads, transitively (a
@@ -362,9 +365,7 @@ private:
             return isa<GetParamOp, ReshapeOp>(c) || isFusibleElementwise(c);
           }) &&
           llvm::any_of(cone, [](Operation *c) { return isa<GetParamOp>(c); })) {
-        llvm::append_range(order, window);
-        window.clear();
-        order.push_back(&op);
+        flush(&op);
         continue;
       }
       // What precedes a wait the transfer needs runs while that wait's
