@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ struct Hardware {
   static llvm::Expected<Hardware> named(llvm::StringRef name);
   /// The names of the built-in descriptions.
   static std::vector<std::string> names();
+
+  /// The seconds of work of `flops` reading and writing `bytes`, at the
+  /// roofline (the slower of the peak rate and the memory bandwidth).
+  double rooflineSeconds(double flops, double bytes) const {
+    return std::max(flops / peakBf16Flops, bytes / hbmBytesPerSecond);
+  }
 };
 
 } // namespace braid::cost

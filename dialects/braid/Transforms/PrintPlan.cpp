@@ -425,8 +425,7 @@ struct PlanPrinter {
       // A collective matmul's assembly copies its pieces into place; a
       // bucket's pack and unpack copy its tensors in and out.
       if (isa<dist::AssembleOp, dist::PackOp, dist::UnpackOp>(op)) {
-        double seconds = 2.0 * double(tensorBytes(op.getResult(0))) /
-                         hardware.hbmBytesPerSecond;
+        double seconds = hardware.rooflineSeconds(0, 2.0 * double(tensorBytes(op.getResult(0))));
         p.now += seconds;
         p.compute += seconds;
         continue;
@@ -439,9 +438,8 @@ struct PlanPrinter {
       for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
         if (isa<RankedTensorType>(v.getType()))
           bytes += tensorBytes(v);
-      double seconds = std::max(
-          double(cost.matmulFlops + cost.otherFlops) / hardware.peakBf16Flops,
-          bytes / hardware.hbmBytesPerSecond);
+      double seconds =
+          hardware.rooflineSeconds(double(cost.matmulFlops + cost.otherFlops), bytes);
       p.now += seconds;
       p.compute += seconds;
     }

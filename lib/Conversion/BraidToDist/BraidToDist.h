@@ -76,6 +76,10 @@ mlir::Value buildCoordinate(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Operation *anchor,
                             const mlir::braid::GridGroup &group);
 
+/// The group a transfer runs over, as a key ("grid:0,1,"): transfers with
+/// equal keys share a communicator (Groups.cpp).
+std::string transferGroupKey(mlir::Operation *op);
+
 /// `loc` without its name: the ops of an expansion but the one that
 /// produces the replaced op's result (which keeps the name dumps use).
 mlir::Location unnamed(mlir::Location loc);

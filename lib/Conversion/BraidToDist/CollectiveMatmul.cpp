@@ -152,7 +152,7 @@ std::optional<Candidate> candidate(dist::AllGatherOp gather) {
 /// The seconds of a kernel reading and writing `bytes` for `flops`, at the
 /// roofline, its launch included.
 double kernelSeconds(double flops, double bytes, const ::braid::cost::Hardware &hw) {
-  return std::max(flops / hw.peakBf16Flops, bytes / hw.hbmBytesPerSecond) + hw.kernelLaunch;
+  return hw.rooflineSeconds(flops, bytes) + hw.kernelLaunch;
 }
 
 /// A ring and the collective it would replace, in seconds of their kernels.

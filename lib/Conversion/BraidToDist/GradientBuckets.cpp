@@ -73,13 +73,9 @@ Value bucketableInput(Operation *op) {
 /// What buckets are formed within: one transfer kind, group, reduction and
 /// element type.
 std::string classOf(Operation *op, Value input) {
-  std::string key = op->getName().getStringRef().str() + "|";
+  std::string key = op->getName().getStringRef().str() + "|" +
+                    ::braid::conversion::transferGroupKey(op);
   llvm::raw_string_ostream os(key);
-  if (auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid"))
-    os << grid.getValue();
-  if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
-    for (int16_t axis : axes.asArrayRef())
-      os << "," << axis;
   os << "|" << op->getAttr("reduction") << "|"
      << cast<RankedTensorType>(input.getType()).getElementType();
   return key;

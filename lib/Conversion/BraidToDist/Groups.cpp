@@ -16,6 +16,17 @@ using namespace mlir::braid;
 
 namespace braid::conversion {
 
+std::string transferGroupKey(Operation *op) {
+  std::string key;
+  if (auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid"))
+    key = grid.getValue().str();
+  key += ":";
+  if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
+    for (int16_t axis : axes.asArrayRef())
+      key += std::to_string(axis) + ",";
+  return key;
+}
+
 Location unnamed(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
     return name.getChildLoc();

@@ -68,18 +68,6 @@ using namespace mlir::braid;
 
 namespace {
 
-/// The group a transfer runs over, as a key ("grid:0,1").
-std::string groupOf(Operation *op) {
-  std::string key;
-  if (auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid"))
-    key = grid.getValue().str();
-  key += ":";
-  if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
-    for (int16_t axis : axes.asArrayRef())
-      key += std::to_string(axis) + ",";
-  return key;
-}
-
 /// Ops whose effect is on persistent storage rather than on their results:
 /// nothing reading or writing that storage may cross them.
 bool writesPersistent(Operation *op) {
@@ -131,7 +119,7 @@ public:
       if (writesPersistent(op))
         e.writes = true;
       if (isTransfer(op))
-        e.groups.insert(groupOf(op));
+        e.groups.insert(::braid::conversion::transferGroupKey(op));
       if (auto call = dyn_cast<func::CallOp>(op))
         if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee())) {
           const Effects &c = effectsOf(callee);
@@ -271,7 +259,7 @@ private:
           if (before >= prefetchAhead + 1)
             after(ops[calls[before - prefetchAhead - 1]]);
         }
-        std::string group = groupOf(op);
+        std::string group = ::braid::conversion::transferGroupKey(op);
         if (ordered(op))
           after(lastOnGroup.lookup(group));
         after(lastBarrier);
