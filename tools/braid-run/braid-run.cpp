@@ -62,6 +62,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../../lib/Planner/PlanFile.h"
 #include "Build.h"
 #include "Launch.h"
 #include "NpyReader.h"
@@ -242,6 +243,13 @@ static cl::opt<double>
     verifyTolerance("verify-tolerance", cl::cat(runCategory),
                     cl::desc("Largest relative difference --verify accepts"),
                     cl::init(1e-5));
+
+static cl::opt<std::string> planFile(
+    "plan-file", cl::cat(runCategory),
+    cl::desc("Run the plan braid-plan --plan-file wrote: its grid, ZeRO stage, "
+             "recompute, micro-batches, schedule, virtual stages and layout "
+             "(the reduced plan on CPU ranks, the full one with --backend "
+             "cuda)"));
 
 static cl::opt<std::string> injectFault(
     "inject-fault", cl::cat(runCategory),
@@ -520,6 +528,30 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(argc, argv, "Braid: compile and run a model\n");
+
+  // A plan file sets the plan's options; giving one of them as well would
+  // leave which one runs unclear.
+  if (!planFile.empty()) {
+    for (cl::Option *opt : std::initializer_list<cl::Option *>{
+             &gridSpec, &zeroStage, &recompute, &microbatches, &schedule, &virtualStages,
+             &ppLayout, &sequenceParallel})
+      if (opt->getNumOccurrences())
+        return fail("--plan-file sets --" + opt->ArgStr + "; give one or the other");
+    llvm::Expected<::braid::plan::RunFlags> flags =
+        ::braid::plan::readPlanFile(planFile, backend == "cuda" ? "plan" : "reduced");
+    if (!flags)
+      return fail(llvm::toString(flags.takeError()));
+    gridSpec.setValue(flags->grid);
+    zeroStage.setValue(flags->zero);
+    recompute.setValue(flags->recompute);
+    microbatches.setValue(int(flags->microbatches));
+    schedule.setValue(flags->schedule);
+    virtualStages.setValue(int(flags->virtualStages));
+    ppLayout.setValue(flags->ppLayout);
+    sequenceParallel.setValue(flags->sequenceParallel);
+    if (!flags->dtype.empty() && !dtype.getNumOccurrences())
+      dtype.setValue(flags->dtype);
+  }
 
   // The options braid-run itself acts on, checked before any work.
   int64_t ranks = 1;

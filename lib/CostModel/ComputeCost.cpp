@@ -1,0 +1,105 @@
+//===- ComputeCost.cpp - achievable compute rates of a GPU kind -----------===//
+
+#include "ComputeCost.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+
+using namespace braid::cost;
+
+namespace {
+struct Builtin {
+  const char *name;
+  const char *json;
+};
+#include "CalibrationData.inc"
+
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+} // namespace
+
+llvm::Expected<ComputeCalibration> ComputeCalibration::parse(llvm::StringRef json) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
+  if (!value)
+    return value.takeError();
+  const llvm::json::Object *o = value->getAsObject();
+  if (!o)
+    return fail("a calibration is a JSON object");
+  ComputeCalibration c;
+  std::optional<llvm::StringRef> hw = o->getString("hardware");
+  if (!hw)
+    return fail("a calibration names its hardware");
+  c.hardware = hw->str();
+  // Every fraction must be given: a calibration that silently fell back to a
+  // default would not be the measurement it claims to be.
+  struct Field {
+    const char *key;
+    double *out;
+    bool fraction;
+  } fields[] = {
+      {"gemm_efficiency", &c.gemmEfficiency, true},
+      {"gemm_half_dim", &c.gemmHalfDim, false},
+      {"flash_forward_efficiency", &c.flashForwardEfficiency, true},
+      {"flash_backward_efficiency", &c.flashBackwardEfficiency, true},
+      {"memory_efficiency", &c.memoryEfficiency, true},
+      {"scan_efficiency", &c.scanEfficiency, true},
+      {"reserved_bytes", &c.reservedBytes, false},
+  };
+  for (Field &f : fields) {
+    std::optional<double> v = o->getNumber(f.key);
+    if (!v || *v < 0 || (f.fraction && (*v <= 0 || *v > 1)))
+      return fail(c.hardware + ": " + f.key +
+                  (f.fraction ? " must be a fraction in (0, 1]" : " must be >= 0"));
+    *f.out = *v;
+  }
+  if (const llvm::json::Array *sources = o->getArray("sources"))
+    for (const llvm::json::Value &s : *sources)
+      if (std::optional<llvm::StringRef> text = s.getAsString())
+        c.sources.push_back(text->str());
+  if (c.sources.empty())
+    return fail(c.hardware + ": a calibration cites its sources");
+  return c;
+}
+
+llvm::Expected<ComputeCalibration> ComputeCalibration::named(llvm::StringRef name) {
+  if (name.ends_with(".json")) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+        llvm::MemoryBuffer::getFile(name);
+    if (!file)
+      return fail("cannot read " + name + ": " + file.getError().message());
+    llvm::Expected<ComputeCalibration> c = parse((*file)->getBuffer());
+    if (!c)
+      return fail(name + ": " + llvm::toString(c.takeError()));
+    return c;
+  }
+  for (const Builtin &b : kBuiltins)
+    if (name == b.name)
+      return parse(b.json);
+  return fail("no compute calibration for hardware '" + name + "'");
+}
+
+double ComputeCalibration::gemmSeconds(const Hardware &hw, double m, double n,
+                                       double k, double batch) const {
+  if (m <= 0 || n <= 0 || k <= 0 || batch <= 0)
+    return 0;
+  auto q = [&](double x) { return x / (x + gemmHalfDim); };
+  double rate = hw.peakBf16Flops * gemmEfficiency * q(m) * q(n) * q(k);
+  double compute = 2 * m * n * k * batch / rate;
+  double memory = memorySeconds(hw, 2 * (m * k + k * n + m * n) * batch);
+  return std::max(compute, memory) + hw.kernelLaunch;
+}
+
+double ComputeCalibration::flashSeconds(const Hardware &hw, double flops,
+                                        bool backward) const {
+  double efficiency = backward ? flashBackwardEfficiency : flashForwardEfficiency;
+  return flops / (hw.peakBf16Flops * efficiency) + hw.kernelLaunch;
+}
+
+double ComputeCalibration::scanSeconds(const Hardware &hw, double flops,
+                                       double bytes) const {
+  return std::max(flops / (hw.peakBf16Flops * scanEfficiency), memorySeconds(hw, bytes)) +
+         hw.kernelLaunch;
+}

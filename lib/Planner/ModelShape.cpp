@@ -1,0 +1,227 @@
+//===- ModelShape.cpp - the sizes of a model, as the planner sees it ------===//
+
+#include "ModelShape.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+
+using namespace braid::plan;
+
+namespace {
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Reads the keys of a model description, remembering the first bad one.
+struct Reader {
+  const llvm::StringMap<std::string> &attrs;
+  std::string error;
+
+  bool has(llvm::StringRef key) const { return attrs.count(key); }
+  int64_t integer(llvm::StringRef key, int64_t fallback, bool required = false) {
+    auto it = attrs.find(key);
+    if (it == attrs.end()) {
+      if (required && error.empty())
+        error = "the model gives no '" + key.str() + "'";
+      return fallback;
+    }
+    int64_t value;
+    if (llvm::StringRef(it->second).trim().getAsInteger(10, value) || value < 0) {
+      if (error.empty())
+        error = "'" + key.str() + "' is not a non-negative integer: " + it->second;
+      return fallback;
+    }
+    return value;
+  }
+  double real(llvm::StringRef key, double fallback) {
+    auto it = attrs.find(key);
+    if (it == attrs.end())
+      return fallback;
+    double value;
+    if (llvm::StringRef(it->second).trim().getAsDouble(value)) {
+      if (error.empty())
+        error = "'" + key.str() + "' is not a number: " + it->second;
+      return fallback;
+    }
+    return value;
+  }
+  bool flag(llvm::StringRef key, bool fallback) {
+    auto it = attrs.find(key);
+    if (it == attrs.end())
+      return fallback;
+    return llvm::StringRef(it->second).trim() == "true" ||
+           llvm::StringRef(it->second).trim() == "1";
+  }
+  std::string text(llvm::StringRef key, llvm::StringRef fallback) {
+    auto it = attrs.find(key);
+    return it == attrs.end() ? fallback.str() : it->second;
+  }
+};
+} // namespace
+
+llvm::Expected<ModelShape>
+ModelShape::fromAttributes(const llvm::StringMap<std::string> &attrs) {
+  Reader r{attrs, {}};
+  ModelShape m;
+  m.family = r.text("family", "");
+  m.name = r.text("name", m.family);
+  if (m.family != "gpt" && m.family != "llama" && m.family != "mamba" &&
+      m.family != "moe" && m.family != "hybrid")
+    return fail("unknown model family '" + m.family +
+                "' (known: gpt, llama, mamba, moe, hybrid)");
+  m.vocab = r.integer("vocab", 0, true);
+  // The builder pads the vocabulary (pad_vocab_multiple); the module's
+  // `vocab` is then already the padded one, a description's may not be.
+  if (int64_t pad = r.integer("pad_vocab_multiple", 1); pad > 1 && !r.has("vocab_unpadded"))
+    m.vocab = (m.vocab + pad - 1) / pad * pad;
+  m.hidden = r.integer("hidden", 0, true);
+  m.layers = r.integer("layers", 0, true);
+  m.seq = r.integer("seq", 0, true);
+  bool attention = m.family != "mamba";
+  bool mamba = m.family == "mamba" || m.family == "hybrid";
+  bool moe = m.family == "moe" || (m.family == "hybrid" && r.has("experts"));
+  if (attention) {
+    m.heads = r.integer("heads", 0, true);
+    m.kvHeads = r.integer("kv_heads", m.heads);
+    m.headDim = r.integer("head_dim", m.heads ? m.hidden / std::max<int64_t>(1, m.heads) : 0);
+  }
+  m.gated = m.family != "gpt";
+  m.biases = m.family == "gpt";
+  m.layerNorm = m.family == "gpt" || r.text("norm", "") == "layer_norm";
+  m.learnedPositions = m.family == "gpt";
+  m.tiedEmbeddings = r.flag("tied_embeddings", m.family == "gpt" || m.family == "mamba");
+  if (m.family != "mamba")
+    m.ffn = r.integer("ffn", m.family == "gpt" ? 4 * m.hidden : 0, m.family != "gpt");
+  if (moe) {
+    m.experts = r.integer("experts", 0, true);
+    m.topK = r.integer("top_k", 0, true);
+    m.capacityFactor = r.real("capacity_factor", 1.0);
+  }
+  if (mamba) {
+    m.dState = r.integer("d_state", 16);
+    m.dConv = r.integer("d_conv", 4);
+    m.expand = r.integer("expand", 2);
+    m.dtRank = r.integer("dt_rank", (m.hidden + 15) / 16);
+  }
+  int64_t attnPeriod = r.integer("attn_period", 0), attnOffset = r.integer("attn_offset", 0);
+  int64_t expertPeriod = r.integer("expert_period", 0),
+          expertOffset = r.integer("expert_offset", 0);
+  if (!r.error.empty())
+    return fail(m.name + ": " + r.error);
+  if (m.vocab < 1 || m.hidden < 1 || m.layers < 1 || m.seq < 1)
+    return fail(m.name + ": vocab, hidden, layers and seq must be positive");
+  if (attention && (m.heads < 1 || m.kvHeads < 1 || m.heads % m.kvHeads || m.headDim < 1))
+    return fail(m.name + ": heads and kv_heads must be positive, kv_heads dividing heads");
+  if (moe && (m.experts < 1 || m.topK < 1 || m.topK > m.experts))
+    return fail(m.name + ": experts and top_k must be positive, top_k <= experts");
+  if (m.family == "hybrid" && attnPeriod < 1)
+    return fail(m.name + ": a hybrid model needs attn_period >= 1");
+  for (int64_t i = 0; i < m.layers; ++i) {
+    LayerShape shape;
+    if (m.family == "mamba") {
+      shape = {Mixer::Mamba, Ffn::None};
+    } else if (m.family == "hybrid") {
+      shape.mixer = i % attnPeriod == attnOffset ? Mixer::Attention : Mixer::Mamba;
+      shape.ffn = moe && expertPeriod && i % expertPeriod == expertOffset ? Ffn::MoE
+                                                                          : Ffn::Dense;
+    } else {
+      shape = {Mixer::Attention, moe ? Ffn::MoE : Ffn::Dense};
+    }
+    m.layerShapes.push_back(shape);
+  }
+  return m;
+}
+
+llvm::Expected<ModelShape> ModelShape::fromString(llvm::StringRef text) {
+  llvm::StringMap<std::string> attrs;
+  llvm::SmallVector<llvm::StringRef> items;
+  text.split(items, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef item : items) {
+    auto [key, value] = item.split('=');
+    if (value.empty())
+      return fail("a model is given as key=value,...; '" + item + "' has no value");
+    attrs[key.trim()] = value.trim().str();
+  }
+  return fromAttributes(attrs);
+}
+
+double ModelShape::layerExpertParameters(LayerShape shape) const {
+  if (shape.ffn != Ffn::MoE)
+    return 0;
+  return 3.0 * experts * hidden * ffn;
+}
+
+double ModelShape::layerParameters(LayerShape shape) const {
+  double h = hidden, norm = layerNorm ? 2 * h : h;
+  double p = 0;
+  if (shape.mixer == Mixer::Attention) {
+    double q = heads * headDim, kv = kvHeads * headDim;
+    p += norm + h * q + 2 * h * kv + q * h;
+    if (biases)
+      p += q + 2 * kv + h;
+  } else {
+    double e = dInner(), n = dState, r = dtRank;
+    p += norm + 2 * h * e + e * dConv + e + e * r + 2 * e * n + r * e + e + e * n + e + e * h;
+  }
+  switch (shape.ffn) {
+  case Ffn::None:
+    break;
+  case Ffn::Dense:
+    p += norm + (gated ? 3 : 2) * h * ffn;
+    if (biases)
+      p += ffn + h;
+    break;
+  case Ffn::MoE:
+    p += norm + h * experts + layerExpertParameters(shape);
+    break;
+  }
+  return p;
+}
+
+double ModelShape::outerParameters() const {
+  double h = hidden;
+  double p = vocab * h + (layerNorm ? 2 * h : h);
+  if (learnedPositions)
+    p += seq * h;
+  if (!tiedEmbeddings)
+    p += h * vocab;
+  return p;
+}
+
+double ModelShape::parameters() const {
+  double p = outerParameters();
+  for (LayerShape s : layerShapes)
+    p += layerParameters(s);
+  return p;
+}
+
+double ModelShape::activeParameters() const {
+  double p = outerParameters();
+  for (LayerShape s : layerShapes)
+    p += layerParameters(s) -
+         (experts ? layerExpertParameters(s) * (1.0 - double(topK) / experts) : 0);
+  return p;
+}
+
+double ModelShape::forwardMatmulFlopsPerToken() const {
+  double h = hidden, f = 0;
+  for (LayerShape s : layerShapes) {
+    if (s.mixer == Mixer::Attention) {
+      double q = heads * headDim, kv = kvHeads * headDim;
+      f += 2 * h * (q + 2 * kv) + 2 * q * h + 4.0 * seq * q;
+    } else {
+      double e = dInner();
+      f += 2 * h * 2 * e + 2 * e * (dtRank + 2 * dState) + 2 * dtRank * e + 2 * e * h;
+    }
+    if (s.ffn == Ffn::Dense)
+      f += 2 * (gated ? 3 : 2) * h * ffn;
+    else if (s.ffn == Ffn::MoE) {
+      // Capacity slots per token: E * ceil(cf * k * seq / E) / seq (one
+      // capacity group per sequence, as the builder's default).
+      double slots = experts * std::ceil(capacityFactor * topK * seq / experts) / seq;
+      f += 2 * h * experts + slots * 6 * h * ffn;
+    }
+  }
+  return f + 2 * h * vocab;
+}

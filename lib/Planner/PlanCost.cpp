@@ -1,0 +1,745 @@
+//===- PlanCost.cpp - the step time and memory of a parallel plan ---------===//
+
+#include "PlanCost.h"
+
+#include "../CostModel/CommCost.h"
+
+#include "llvm/ADT/Hashing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+using namespace braid;
+using namespace braid::plan;
+using cost::TransferKind;
+
+const char *braid::plan::recomputeName(Recompute r) {
+  switch (r) {
+  case Recompute::None:
+    return "none";
+  case Recompute::Selective:
+    return "selective";
+  case Recompute::Full:
+    return "full";
+  }
+  return "?";
+}
+
+const char *braid::plan::commKindName(CommKind kind) {
+  static const char *names[] = {"tp", "cp", "ep", "pp", "dp", "zero-gather"};
+  return names[size_t(kind)];
+}
+
+std::string Plan::gridString() const {
+  std::string s;
+  auto add = [&](const char *axis, int64_t size) {
+    if (size > 1)
+      s += (s.empty() ? "" : ",") + std::string(axis) + "=" + std::to_string(size);
+  };
+  add("pp", pp);
+  add("dp", dp);
+  add("ep", ep);
+  add("cp", cp);
+  add("tp", tp);
+  return s.empty() ? "dp=1" : s;
+}
+
+llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
+  Runtime r;
+  r.name = name.str();
+  if (name == "braid")
+    return r;
+  // Megatron keeps bf16 weights, f32 main gradients and an optimizer state of
+  // f32 master weights plus Adam's two moments (Narayanan et al. 2021,
+  // Rajbhandari et al. 2020: 2 + 4 + 12 bytes per parameter), and fuses the
+  // weight-gradient accumulation into the product.
+  r.weightBytes = 2;
+  r.workingCopyBytes = 0;
+  r.gradBytes = 4;
+  r.optimizerBytes = 12;
+  r.fusedGradAccumulation = true;
+  if (name == "megatron-2021") {
+    r.flashAttention = false;
+    r.overlapTensorParallel = false;
+    r.overlapContextRing = false;
+    r.overlapGradReduce = false;
+    r.overlapParamGather = false;
+    r.overlapPipelineSends = false;
+    return r;
+  }
+  if (name == "megatron-core") {
+    r.overlapTensorParallel = false; // --tp-comm-overlap is opt-in
+    r.overlapGradReduce = true;
+    r.overlapParamGather = true;
+    return r;
+  }
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "unknown runtime '" + name +
+                                     "' (known: braid, megatron-2021, megatron-core)");
+}
+
+PlanCost::PlanCost(ModelShape model, cost::Hardware hw,
+                   cost::ComputeCalibration calibration, Runtime runtime)
+    : m(std::move(model)), hw(std::move(hw)), cal(std::move(calibration)),
+      rt(std::move(runtime)) {
+  forwardFlopsPerToken = m.forwardMatmulFlopsPerToken();
+  for (LayerShape s : m.layerShapes) {
+    auto it = std::find(shapes.begin(), shapes.end(), s);
+    shapeOf.push_back(int(it - shapes.begin()));
+    if (it == shapes.end())
+      shapes.push_back(s);
+  }
+}
+
+double PlanCost::transfer(int kind, double bytes, int64_t ranks, int64_t nodes) const {
+  if (ranks <= 1 || bytes <= 0)
+    return 0;
+  cost::Transfer t;
+  t.kind = TransferKind(kind);
+  t.ranks = ranks;
+  t.nodes = nodes;
+  t.bytes = bytes;
+  return cost::estimate(t, hw).seconds;
+}
+
+int64_t PlanCost::nodesOf(const Plan &plan, llvm::ArrayRef<int> axes) {
+  // Ranks row-major over (pp, dp, ep, cp, tp), tp fastest.
+  // Memoized: nodesSpanned walks the group's ranks.
+  uint64_t key = llvm::hash_combine(plan.pp, plan.dp, plan.ep, plan.cp, plan.tp,
+                                    llvm::hash_combine_range(axes.begin(), axes.end()));
+  auto [it, inserted] = nodesMemo.try_emplace(key, 0);
+  if (inserted) {
+    int64_t sizes[] = {plan.pp, plan.dp, plan.ep, plan.cp, plan.tp};
+    llvm::SmallVector<int64_t> a(axes.begin(), axes.end());
+    it->second = cost::nodesSpanned(sizes, a, hw.devicesPerNode);
+  }
+  return it->second;
+}
+
+std::string PlanCost::check(const Plan &p) const {
+  auto bad = [](const std::string &s) { return s; };
+  if (p.dp < 1 || p.ep < 1 || p.cp < 1 || p.tp < 1 || p.pp < 1 || p.vpp < 1 ||
+      p.microBatch < 1 || p.microbatches < 1)
+    return bad("every axis, the micro-batch and the micro-batch count must be >= 1");
+  if (p.zero < 0 || p.zero > 3)
+    return bad("ZeRO stage must be 0, 1, 2 or 3");
+  bool attention = false, mamba = false, moe = false;
+  for (LayerShape s : shapes) {
+    attention |= s.mixer == Mixer::Attention;
+    mamba |= s.mixer == Mixer::Mamba;
+    moe |= s.ffn == Ffn::MoE;
+  }
+  if (attention && (m.heads % p.tp || (m.kvHeads % p.tp && p.tp % m.kvHeads)))
+    return bad("tp=" + std::to_string(p.tp) + " does not divide the " +
+               std::to_string(m.heads) + " heads (or the kv heads)");
+  if (m.ffn && m.ffn % p.tp)
+    return bad("tp=" + std::to_string(p.tp) + " does not divide ffn " + std::to_string(m.ffn));
+  if (mamba && m.dInner() % p.tp)
+    return bad("tp=" + std::to_string(p.tp) + " does not divide d_inner");
+  if (p.tp > hw.devicesPerNode)
+    return bad("tp=" + std::to_string(p.tp) + " spans more than a node");
+  if (m.seq % (p.cp > 1 ? 2 * p.cp : 1))
+    return bad("cp=" + std::to_string(p.cp) + ": the sequence splits into 2 * cp blocks");
+  if (p.cp > 1 && mamba)
+    return bad("cp over a Mamba layer's scan is not modelled");
+  if (p.ep > 1 && (!moe || m.experts % p.ep))
+    return bad("ep=" + std::to_string(p.ep) + " does not divide the experts");
+  int64_t chunks = p.pp * p.vpp;
+  if (chunks > m.layers)
+    return bad("pp * virtual stages exceeds the layers");
+  if (p.vpp > 1 && (p.pp < 2 || p.microbatches % p.pp))
+    return bad("virtual stages need pp > 1 and micro-batches divisible by pp");
+  if (p.pp > 1 && p.microbatches < p.pp)
+    return bad("fewer micro-batches than pipeline stages");
+  if (p.sequenceParallel && p.tp > 1 && (p.microBatch * m.seq / p.cp) % p.tp)
+    return bad("sequence parallelism needs the tokens of a micro-batch divisible by tp");
+  if (!p.layout.empty()) {
+    if (int64_t(p.layout.size()) != chunks)
+      return bad("the layout has " + std::to_string(p.layout.size()) + " chunks, not pp * "
+                 "virtual stages = " + std::to_string(chunks));
+    int64_t sum = 0;
+    for (int64_t l : p.layout) {
+      if (l < 1)
+        return bad("every chunk of the layout holds a layer");
+      sum += l;
+    }
+    if (sum != m.layers)
+      return bad("the layout holds " + std::to_string(sum) + " layers, the model " +
+                 std::to_string(m.layers));
+  }
+  return "";
+}
+
+namespace {
+/// Forward and backward seconds of one op, accumulated.
+struct Timer {
+  const cost::Hardware &hw;
+  const cost::ComputeCalibration &cal;
+  double forward = 0, backward = 0;
+
+  /// A product of rows x k by k x n (and its two backward products).
+  void gemm(double rows, double n, double k, double batch = 1) {
+    forward += cal.gemmSeconds(hw, rows, n, k, batch);
+    backward += cal.gemmSeconds(hw, rows, k, n, batch) + cal.gemmSeconds(hw, k, n, rows, batch);
+  }
+  /// A memory-bound op moving `bytes` forward (backward: twice as many).
+  void memory(double bytes) {
+    forward += cal.memorySeconds(hw, bytes);
+    backward += 2 * cal.memorySeconds(hw, bytes);
+  }
+};
+} // namespace
+
+PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompute rc) {
+  LayerCost c;
+  const double h = m.hidden, t = p.tp, s = m.seq;
+  const bool sp = p.sequenceParallel && p.tp > 1;
+  const double T = double(p.microBatch) * s / p.cp; // tokens on a rank
+  const double Te = sp ? T / t : T;                 // ... of elementwise ops
+  const int64_t tpNodes = nodesOf(p, {4});
+  const double act = 2; // bf16 activations
+  Timer timer{hw, cal};
+  double attentionForward = 0, attentionBackward = 0; // what selective recomputes
+  double tpFwd = 0, tpBwd = 0, tpExposedFwd = 0, tpExposedBwd = 0;
+
+  // The tp collectives around a block whose first product takes the
+  // gathered input and whose last one produces partial sums; `gemmFwd` and
+  // `gemmBwd`: the block's products, which collective matmuls overlap.
+  auto tpBlock = [&](double gemmFwd, double gemmBwd) {
+    if (p.tp == 1)
+      return;
+    double bytes = T * h * act;
+    double fwd, bwd;
+    std::vector<double> fwdColl, bwdColl;
+    if (sp) {
+      double ag = transfer(int(TransferKind::AllGather), bytes, p.tp, tpNodes);
+      double rs = transfer(int(TransferKind::ReduceScatter), bytes, p.tp, tpNodes);
+      fwdColl = {ag, rs};
+      bwdColl = {ag, rs, ag}; // the output's gradient, the input's, the re-gathered input
+    } else {
+      double ar = transfer(int(TransferKind::AllReduce), bytes, p.tp, tpNodes);
+      fwdColl = {ar};
+      bwdColl = {ar};
+    }
+    fwd = bwd = 0;
+    for (double x : fwdColl)
+      fwd += x;
+    for (double x : bwdColl)
+      bwd += x;
+    tpFwd += fwd;
+    tpBwd += bwd;
+    auto exposed = [&](const std::vector<double> &coll, double gemms) {
+      if (!rt.overlapTensorParallel)
+        return std::accumulate(coll.begin(), coll.end(), 0.0);
+      // A ring of tp steps hides each step's transfer behind the previous
+      // chunk's product, all but the first; a chunk's product is 1/tp of the
+      // block's products shared among its collectives.
+      double e = 0, share = gemms / coll.size();
+      for (double x : coll)
+        e += std::min(x, x / t + std::max(0.0, (x - share) * (t - 1) / t) +
+                             (t - 1) * hw.collectiveLatency);
+      return e;
+    };
+    tpExposedFwd += exposed(fwdColl, gemmFwd);
+    tpExposedBwd += exposed(bwdColl, gemmBwd);
+  };
+  auto norm = [&] {
+    timer.memory(Te * h * act * 2);
+    c.savedBytes += 2 * Te * h * act; // its input and output
+  };
+
+  if (shape.mixer == Mixer::Attention) {
+    double ql = m.heads / t, kvl = m.kvHeads >= p.tp ? m.kvHeads / t : 1, d = m.headDim;
+    norm();
+    double f0 = timer.forward, b0 = timer.backward;
+    timer.gemm(T, (ql + 2 * kvl) * d, h);
+    timer.memory(T * (ql + kvl) * d * act * 2); // rope on q and k
+    double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
+    c.savedBytes += T * (ql + 2 * kvl) * d * act;
+    // The causal products: each query meets on average half the sequence.
+    double coreFlops = 4.0 * T * (s / 2) * ql * d;
+    if (rt.flashAttention) {
+      attentionForward = cal.flashSeconds(hw, coreFlops, false);
+      attentionBackward = cal.flashSeconds(hw, 2.5 * coreFlops, true);
+      c.savedBytes += T * ql * d * act + T * ql * 4; // output, log-sum-exp
+    } else {
+      // Scores materialized (the whole square: the mask is applied to it),
+      // softmax and dropout on them, then the values.
+      double rows = s / p.cp, batch = p.microBatch * ql;
+      Timer core{hw, cal};
+      core.gemm(rows, s, d, batch);
+      core.gemm(rows, d, s, batch);
+      core.memory(batch * rows * s * act * 3);
+      attentionForward = core.forward;
+      attentionBackward = core.backward;
+      c.savedBytes += batch * rows * s * 5 + T * ql * d * act; // probs, mask, dropped
+    }
+    timer.forward += attentionForward;
+    timer.backward += attentionBackward;
+    double f1 = timer.forward, b1 = timer.backward;
+    timer.gemm(T, h, ql * d);
+    gemmF += timer.forward - f1;
+    gemmB += timer.backward - b1;
+    timer.memory(Te * h * act * 3); // residual add (and bias, dropout)
+    if (!rt.flashAttention)
+      c.savedBytes += Te * h; // dropout mask
+    tpBlock(gemmF, gemmB);
+    if (p.cp > 1) {
+      // The ring: cp - 1 shifts of this rank's keys and values, each behind
+      // the attention of the block in hand; backward shifts them again with
+      // their gradients.
+      int64_t cpNodes = nodesOf(p, {3}) > 1 ? 2 : 1;
+      double step = transfer(int(TransferKind::PointToPoint), T * 2 * kvl * d * act, 2, cpNodes);
+      double fwd = (p.cp - 1) * step, bwd = 2 * fwd;
+      c.comm[size_t(CommKind::CP)] += fwd + bwd;
+      double fe = fwd, be = bwd;
+      if (rt.overlapContextRing) {
+        fe = (p.cp - 1) * std::max(0.0, step - attentionForward / p.cp);
+        be = (p.cp - 1) * std::max(0.0, 2 * step - attentionBackward / p.cp);
+      }
+      c.exposedComm[size_t(CommKind::CP)] += fe + be;
+      if (rc == Recompute::Full) {
+        c.comm[size_t(CommKind::CP)] += fwd;
+        c.exposedComm[size_t(CommKind::CP)] += fe;
+      }
+    }
+  } else {
+    double e = m.dInner() / t, r = m.dtRank, n = m.dState;
+    norm();
+    double f0 = timer.forward, b0 = timer.backward;
+    timer.gemm(T, 2 * e, h);                  // in_x, in_z
+    timer.memory(T * e * act * (2 + m.dConv)); // conv, silu
+    timer.gemm(T, r + 2 * n, e);              // x_dt, x_B, x_C: partial sums over tp
+    timer.gemm(T, e, r);                      // dt_proj
+    double scanFlops = T * e * (8 * n + 5), scanBytes = T * (5 * e + 2 * n) * act;
+    double scan = cal.scanSeconds(hw, scanFlops, scanBytes);
+    timer.forward += scan;
+    timer.backward += 2 * scan;
+    timer.memory(T * e * act * 3);            // gate
+    timer.gemm(T, h, e);                      // out_proj
+    timer.memory(Te * h * act * 3);
+    double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
+    c.savedBytes += T * (7 * e + r + 2 * n) * act;
+    tpBlock(gemmF, gemmB);
+    if (p.tp > 1) {
+      double ar = transfer(int(TransferKind::AllReduce), T * (r + 2 * n) * act, p.tp, tpNodes);
+      tpFwd += ar;
+      tpBwd += ar;
+      tpExposedFwd += ar;
+      tpExposedBwd += ar;
+    }
+  }
+
+  if (shape.ffn == Ffn::Dense) {
+    double f = m.ffn / t;
+    norm();
+    double f0 = timer.forward, b0 = timer.backward;
+    timer.gemm(T, (m.gated ? 2 : 1) * f, h);
+    timer.memory(T * f * act * (m.gated ? 3 : 2));
+    timer.gemm(T, h, f);
+    double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
+    timer.memory(Te * h * act * 3);
+    c.savedBytes += T * f * act * (m.gated ? 3 : 2) + (rt.flashAttention ? 0 : Te * h);
+    tpBlock(gemmF, gemmB);
+  } else if (shape.ffn == Ffn::MoE) {
+    double f = m.ffn / t, E = m.experts;
+    // Slots per rank: k choices per token, padded to capacity.
+    double slots = m.capacityFactor * m.topK * T;
+    norm();
+    double f0 = timer.forward, b0 = timer.backward;
+    timer.gemm(T, E, h); // router (replicated over tp)
+    timer.memory(2 * slots * h * act * 2); // dispatch and combine
+    double local = E / p.ep, perExpert = slots / local; // after the all-to-all
+    timer.gemm(perExpert, 2 * f, h, local);
+    timer.memory(slots * f * act * 3);
+    timer.gemm(perExpert, h, f, local);
+    double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
+    timer.memory(Te * h * act * 3);
+    c.savedBytes += T * E * 4 + slots * h * act * 2 + slots * f * act * 3;
+    tpBlock(gemmF, gemmB);
+    if (p.ep > 1) {
+      double a2a = transfer(int(TransferKind::AllToAll), slots * h * act, p.ep, nodesOf(p, {2}));
+      double fwd = 2 * a2a, bwd = 2 * a2a; // dispatch and combine
+      c.comm[size_t(CommKind::EP)] += fwd + bwd + (rc == Recompute::Full ? fwd : 0);
+      c.exposedComm[size_t(CommKind::EP)] += fwd + bwd + (rc == Recompute::Full ? fwd : 0);
+    }
+  }
+
+  c.forward = timer.forward;
+  c.backward = timer.backward;
+  c.comm[size_t(CommKind::TP)] = tpFwd + tpBwd;
+  c.exposedComm[size_t(CommKind::TP)] = tpExposedFwd + tpExposedBwd;
+  double full = c.savedBytes;
+  c.workingBytes = full;
+  switch (rc) {
+  case Recompute::None:
+    break;
+  case Recompute::Selective:
+    c.recompute = attentionForward;
+    if (!rt.flashAttention && shape.mixer == Mixer::Attention)
+      c.savedBytes -= p.microBatch * (m.heads / t) * (s / p.cp) * s * 5;
+    break;
+  case Recompute::Full:
+    c.recompute = c.forward;
+    c.comm[size_t(CommKind::TP)] += tpFwd;
+    c.exposedComm[size_t(CommKind::TP)] += tpExposedFwd;
+    c.savedBytes = Te * h * act; // the layer's input
+    break;
+  }
+  c.expertParameters = m.layerExpertParameters(shape) / (t * p.ep);
+  c.parameters = (m.layerParameters(shape) - m.layerExpertParameters(shape)) / t;
+  return c;
+}
+
+const std::vector<PlanCost::LayerCost> &PlanCost::layerCosts(const Plan &p) {
+  uint64_t key = llvm::hash_combine(p.tp, p.cp, p.ep, p.microBatch, int(p.recompute),
+                                    p.sequenceParallel);
+  auto [it, inserted] = layerMemo.try_emplace(key);
+  if (inserted)
+    for (LayerShape s : shapes)
+      it->second.push_back(layerCost(s, p, p.recompute));
+  return it->second;
+}
+
+PlanCost::LayerCost PlanCost::outerCost(const Plan &p, bool first, bool last) {
+  LayerCost c;
+  const double h = m.hidden, t = p.tp, V = m.vocab;
+  const bool sp = p.sequenceParallel && p.tp > 1;
+  const double T = double(p.microBatch) * m.seq / p.cp, Te = sp ? T / t : T, act = 2;
+  const int64_t tpNodes = nodesOf(p, {4});
+  Timer timer{hw, cal};
+  double tp = 0;
+  if (first) {
+    // The vocabulary-parallel lookup and its reduction over tp.
+    timer.memory(T * h * act * 2);
+    c.parameters += V * h / t + (m.learnedPositions ? m.seq * h : 0);
+    if (p.tp > 1)
+      tp += 2 * transfer(int(sp ? TransferKind::ReduceScatter : TransferKind::AllReduce),
+                         T * h * act, p.tp, tpNodes);
+  }
+  if (last) {
+    timer.memory(Te * h * act * 2); // final norm
+    double f0 = timer.forward;
+    timer.gemm(T, V / t, h);
+    // The loss over f32 logits: written, read for the softmax, its gradient.
+    timer.memory(T * V / t * 4 * 3);
+    (void)f0;
+    c.parameters += (m.layerNorm ? 2 : 1) * h;
+    if (!m.tiedEmbeddings || !first)
+      c.parameters += V * h / t;
+    c.savedBytes += Te * h * act * 2;
+    if (p.tp > 1)
+      tp += 2 * transfer(int(sp ? TransferKind::AllGather : TransferKind::AllReduce),
+                         T * h * act, p.tp, tpNodes) +
+            transfer(int(TransferKind::AllReduce), T * 4 * 2, p.tp, tpNodes);
+  }
+  c.forward = timer.forward;
+  c.backward = timer.backward;
+  c.comm[size_t(CommKind::TP)] = c.exposedComm[size_t(CommKind::TP)] = tp;
+  if (p.recompute == Recompute::Full)
+    c.recompute = 0; // the embedding and the head are not recomputed
+  return c;
+}
+
+namespace {
+double work(const PlanCost::LayerCost &c) {
+  double w = c.forward + c.backward + c.recompute;
+  for (double e : c.exposedComm)
+    w += e;
+  return w;
+}
+} // namespace
+
+std::vector<int64_t> PlanCost::balance(const Plan &p, const std::vector<LayerCost> &costs,
+                                       const LayerCost &head, const LayerCost &tail) {
+  int64_t chunks = p.pp * p.vpp, L = m.layers;
+  std::vector<double> w(L);
+  for (int64_t i = 0; i < L; ++i)
+    w[i] = work(costs[shapeOf[i]]);
+  double wHead = work(head), wTail = work(tail);
+  // Contiguous chunks with the smallest largest one: bisect the limit,
+  // filling chunks greedily (the first starts with the embedding, the last
+  // ends with the head).
+  auto fill = [&](double limit, std::vector<int64_t> *out) {
+    std::vector<int64_t> layout;
+    double load = wHead;
+    int64_t count = 0;
+    for (int64_t i = 0; i < L; ++i) {
+      double extra = (i == L - 1 ? wTail : 0);
+      // Close the chunk when the layers left are just enough for the
+      // chunks left, one each.
+      int64_t remainingLayers = L - i, remainingChunks = chunks - int64_t(layout.size());
+      if (count > 0 && (load + w[i] + extra > limit ||
+                        remainingLayers == remainingChunks - 1)) {
+        layout.push_back(count);
+        count = 0;
+        load = 0;
+      }
+      load += w[i] + extra;
+      ++count;
+    }
+    layout.push_back(count);
+    if (out)
+      *out = layout;
+    return int64_t(layout.size()) <= chunks;
+  };
+  double lo = 0, hi = wHead + wTail;
+  for (double x : w) {
+    lo = std::max(lo, x);
+    hi += x;
+  }
+  for (int iter = 0; iter < 40 && hi - lo > 1e-9 * hi; ++iter) {
+    double mid = 0.5 * (lo + hi);
+    (fill(mid, nullptr) ? hi : lo) = mid;
+  }
+  std::vector<int64_t> layout;
+  fill(hi, &layout);
+  // Fewer chunks than asked: split the largest until there are enough.
+  while (int64_t(layout.size()) < chunks) {
+    auto big = std::max_element(layout.begin(), layout.end());
+    int64_t half = *big / 2;
+    *big -= half;
+    layout.insert(big + 1, half);
+  }
+  return layout;
+}
+
+const PlanCost::Pipeline &PlanCost::pipeline(const Plan &p) {
+  uint64_t layoutHash = llvm::hash_combine_range(p.layout.begin(), p.layout.end());
+  uint64_t key = llvm::hash_combine(p.tp, p.cp, p.ep, p.microBatch, int(p.recompute),
+                                    p.sequenceParallel, p.pp, p.vpp, layoutHash);
+  auto found = pipelineMemo.find(key);
+  if (found != pipelineMemo.end())
+    return found->second;
+  const std::vector<LayerCost> &costs = layerCosts(p);
+  const int64_t chunks = p.pp * p.vpp;
+  LayerCost head = outerCost(p, true, chunks == 1), tail = outerCost(p, chunks == 1, true);
+  if (chunks == 1)
+    tail = LayerCost(); // both in `head`
+
+  std::vector<int64_t> layout = p.layout;
+  if (layout.empty()) {
+    if (chunks == 1) {
+      layout = {m.layers};
+    } else {
+      uint64_t key = llvm::hash_combine(p.tp, p.cp, p.ep, p.microBatch, int(p.recompute),
+                                        p.sequenceParallel, p.pp, p.vpp);
+      auto [it, inserted] = layoutMemo.try_emplace(key);
+      if (inserted)
+        it->second = balance(p, costs, head, tail);
+      layout = it->second;
+    }
+  }
+
+  Stage empty{};
+  empty.kindCount.assign(shapes.size(), 0);
+  std::vector<Stage> stages(p.pp, empty);
+  int64_t layer = 0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    Stage &st = stages[c % p.pp];
+    auto add = [&](const LayerCost &lc) {
+      st.forward += lc.forward;
+      st.backward += lc.backward;
+      st.recompute += lc.recompute;
+      for (size_t k = 0; k < lc.comm.size(); ++k) {
+        st.exposed[k] += lc.exposedComm[k];
+        st.comm[k] += lc.comm[k];
+      }
+      st.params += lc.parameters;
+      st.expertParams += lc.expertParameters;
+      st.saved += lc.savedBytes;
+      st.working = std::max(st.working, lc.workingBytes);
+    };
+    if (c == 0)
+      add(head);
+    for (int64_t i = 0; i < layout[c]; ++i, ++layer) {
+      add(costs[shapeOf[layer]]);
+      ++st.layers;
+      ++st.kindCount[shapeOf[layer]];
+    }
+    if (c == chunks - 1 && chunks > 1)
+      add(tail);
+  }
+
+  Pipeline &out = pipelineMemo[key];
+  out.layout = std::move(layout);
+  out.stages = std::move(stages);
+  return out;
+}
+
+Estimate PlanCost::estimate(const Plan &plan) { return evaluate(plan, false); }
+Estimate PlanCost::memory(const Plan &plan) { return evaluate(plan, true); }
+
+Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
+  Estimate est;
+  est.invalidReason = check(p);
+  if (!est.invalidReason.empty())
+    return est;
+  est.valid = true;
+  const int64_t chunks = p.pp * p.vpp, M = p.microbatches;
+  const Pipeline &pl = pipeline(p);
+  const std::vector<LayerCost> &costs = layerCosts(p);
+  const std::vector<int64_t> &layout = pl.layout;
+  const std::vector<Stage> &stages = pl.stages;
+  est.layout = layout;
+  est.layerActivationBytes = costs[0].savedBytes;
+
+  const int64_t denseReplicas = p.dp * p.ep * p.cp, expertReplicas = p.dp * p.cp;
+  // Memory of each stage; the report is the busiest's.
+  double memBest = -1;
+  int64_t busiest = 0;
+  for (int64_t s = 0; s < p.pp; ++s) {
+    const Stage &st = stages[s];
+    auto shard = [&](double params, int64_t replicas, bool sharded) {
+      return sharded ? params / replicas : params;
+    };
+    double weights = rt.weightBytes * (shard(st.params, denseReplicas, p.zero >= 3) +
+                                       shard(st.expertParams, expertReplicas, p.zero >= 3));
+    // The compute copy: of every weight, or with ZeRO-3 of the two layers
+    // gathered at a time.
+    double perLayer = (st.params + st.expertParams) / std::max<int64_t>(1, st.layers);
+    double working = rt.workingCopyBytes * (p.zero >= 3 ? 2 * perLayer
+                                                       : st.params + st.expertParams);
+    if (p.zero >= 3 && rt.workingCopyBytes == 0)
+      working = rt.weightBytes * 2 * perLayer;
+    double grads = rt.gradBytes * (shard(st.params, denseReplicas, p.zero >= 2) +
+                                   shard(st.expertParams, expertReplicas, p.zero >= 2));
+    double optimizer = rt.optimizerBytes * (shard(st.params, denseReplicas, p.zero >= 1) +
+                                            shard(st.expertParams, expertReplicas, p.zero >= 1));
+    // Micro-batches whose activations the stage holds at once.
+    double inflight;
+    if (p.pp == 1)
+      inflight = 1;
+    else if (p.vpp == 1)
+      inflight = double(std::min<int64_t>(M, p.pp - s));
+    else
+      inflight = double(std::min<int64_t>(M * p.vpp, (p.pp - s - 1) * 2 + (p.vpp - 1) * p.pp + 1)) /
+                 p.vpp;
+    double activations = inflight * st.saved + st.working;
+    double logits = 0;
+    if (s == (chunks - 1) % p.pp) {
+      double T = double(p.microBatch) * m.seq / p.cp;
+      logits = T * m.vocab / p.tp * 4 * 2; // f32 logits and their gradient
+    }
+    double total = weights + working + grads + optimizer + activations + logits;
+    if (total > memBest) {
+      memBest = total;
+      busiest = s;
+      est.weightBytes = weights + working;
+      est.gradBytes = grads;
+      est.optimizerBytes = optimizer;
+      est.activationBytes = activations;
+      est.logitBytes = logits;
+    }
+  }
+  est.reservedBytes = cal.reservedBytes;
+  est.fits = est.memoryBytes() <= hw.memoryBytes;
+  (void)busiest;
+  if (memoryOnly)
+    return est;
+
+  // The pipeline: M micro-batches of the slowest stage, plus the fill and
+  // drain of (pp - 1) / v of a stage's work.
+  auto stageWork = [&](const Stage &st) {
+    double w = st.forward + st.backward + st.recompute;
+    for (double e : st.exposed)
+      w += e;
+    return w;
+  };
+  int64_t slowest = 0;
+  double wMax = 0, wSum = 0;
+  for (int64_t s = 0; s < p.pp; ++s) {
+    double w = stageWork(stages[s]);
+    wSum += w;
+    if (w > wMax) {
+      wMax = w;
+      slowest = s;
+    }
+  }
+  const Stage &sl = stages[slowest];
+  double pipeline = M * wMax + (p.pp - 1) * (wSum / p.pp) / p.vpp;
+  est.computeSeconds = M * (sl.forward + sl.backward);
+  est.recomputeSeconds = M * sl.recompute;
+  for (size_t k = 0; k < sl.exposed.size(); ++k) {
+    est.exposed[k] = M * sl.exposed[k];
+    est.total[k] = M * sl.comm[k];
+  }
+  est.bubbleSeconds = pipeline - M * wMax;
+
+  // Gradient accumulation by a separate add per micro-batch.
+  double stageParams = sl.params + sl.expertParams;
+  if (!rt.fusedGradAccumulation && M > 1)
+    est.computeSeconds += (M - 1) * cal.memorySeconds(hw, stageParams * rt.gradBytes * 3);
+
+  // Pipeline sends: an activation (sharded over tp with sequence
+  // parallelism) forward and its gradient back, per micro-batch and chunk.
+  if (p.pp > 1) {
+    double T = double(p.microBatch) * m.seq / p.cp;
+    double bytes = T * m.hidden * 2 / (p.sequenceParallel && p.tp > 1 ? p.tp : 1);
+    int64_t nodes = p.gpus() / p.pp >= hw.devicesPerNode ? 2 : 1;
+    double send = transfer(int(TransferKind::PointToPoint), bytes, 2, nodes);
+    double all = 2.0 * M * p.vpp * send;
+    est.total[size_t(CommKind::PP)] = all;
+    est.exposed[size_t(CommKind::PP)] =
+        rt.overlapPipelineSends ? 2.0 * (p.pp - 1) * send : all;
+  }
+
+  // Data parallelism: the gradients of the first stage (the one whose last
+  // backward ends the step) reduced over their replicas, dense and expert
+  // weights apart.
+  const Stage &st0 = stages[0];
+  int64_t denseNodes = nodesOf(p, {1, 2, 3}), expertNodes = nodesOf(p, {1, 3});
+  auto overReplicas = [&](TransferKind kind, double bytesPerParam) {
+    return transfer(int(kind), st0.params * bytesPerParam, denseReplicas, denseNodes) +
+           transfer(int(kind), st0.expertParams * bytesPerParam, expertReplicas, expertNodes);
+  };
+  double reduce = p.zero == 0 ? overReplicas(TransferKind::AllReduce, rt.gradBytes)
+                              : overReplicas(TransferKind::ReduceScatter, rt.gradBytes);
+  double window = st0.backward + st0.recompute; // the last micro-batch's backward
+  double lastBucket = reduce / std::max<int64_t>(1, st0.layers);
+  est.total[size_t(CommKind::DP)] = reduce;
+  est.exposed[size_t(CommKind::DP)] =
+      rt.overlapGradReduce ? std::max(lastBucket, reduce - window) : reduce;
+  double paramBytes = rt.workingCopyBytes > 0 ? rt.weightBytes : rt.weightBytes;
+  if (p.zero == 1 || p.zero == 2) {
+    double gather = overReplicas(TransferKind::AllGather, paramBytes);
+    est.total[size_t(CommKind::ZeroGather)] = gather;
+    est.exposed[size_t(CommKind::ZeroGather)] =
+        rt.overlapParamGather ? std::max(0.0, gather - st0.forward) : gather;
+  } else if (p.zero == 3) {
+    // Every layer gathered in forward and again in backward, per
+    // micro-batch, one layer ahead of its use.
+    double exposed = 0, total = 0;
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      if (!sl.kindCount[k])
+        continue;
+      const LayerCost &lc = costs[k];
+      double g = transfer(int(TransferKind::AllGather), lc.parameters * paramBytes,
+                          denseReplicas, denseNodes) +
+                 transfer(int(TransferKind::AllGather), lc.expertParameters * paramBytes,
+                          expertReplicas, expertNodes);
+      total += sl.kindCount[k] * 2 * g;
+      exposed += sl.kindCount[k] *
+                 (std::max(0.0, g - lc.forward) + std::max(0.0, g - lc.backward));
+    }
+    est.total[size_t(CommKind::ZeroGather)] = M * total;
+    est.exposed[size_t(CommKind::ZeroGather)] = M * exposed;
+  }
+
+  // The optimizer: Adam reads and writes every weight, gradient and moment
+  // of its shard (about 32 bytes per parameter).
+  double updated = p.zero >= 1 ? sl.params / denseReplicas + sl.expertParams / expertReplicas
+                               : stageParams;
+  est.optimizerSeconds = cal.memorySeconds(hw, updated * 32);
+
+  est.stepSeconds = pipeline + est.exposed[size_t(CommKind::PP)] +
+                    est.exposed[size_t(CommKind::DP)] +
+                    est.exposed[size_t(CommKind::ZeroGather)] + est.optimizerSeconds +
+                    (est.computeSeconds - M * (sl.forward + sl.backward));
+  double tokens = double(p.globalBatch()) * m.seq;
+  est.modelFlops = 3 * forwardFlopsPerToken * tokens;
+  est.mfu = est.modelFlops / (est.stepSeconds * p.gpus() * hw.peakBf16Flops);
+  est.tokensPerSecond = tokens / est.stepSeconds;
+  return est;
+}

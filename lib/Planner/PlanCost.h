@@ -1,0 +1,217 @@
+//===- PlanCost.h - the step time and memory of a parallel plan --*- C++ -*-===//
+//
+// The planner's cost model: for a model (ModelShape), a cluster (Hardware and
+// its ComputeCalibration) and a plan (the sizes of the dp, ep, cp, tp and pp
+// axes, virtual stages, micro-batch, ZeRO stage, recompute), the time of one
+// training step broken into compute, recompute, exposed communication per
+// kind and pipeline bubble, and the memory of the busiest GPU broken into
+// parameters, gradients, optimizer state, activations and what the runtime
+// holds.
+//
+// It is closed-form on purpose: the search evaluates hundreds of thousands
+// of plans per second, where compiling one plan through the training
+// pipeline takes seconds. Each term is the one the compiled program has:
+// - compute per op from its shape (ComputeCalibration: GEMM efficiency by
+//   shape, flash attention, memory-bound kernels at the HBM bandwidth);
+// - every transfer the partitioned program issues (tp all-gathers and
+//   reduce-scatters with sequence parallelism, all-reduces without; the cp
+//   ring's key/value shifts; ep all-to-alls; pp sends; dp reductions and
+//   ZeRO gathers), timed by CommCost over the link class its group spans in
+//   the grid's rank order (pp, dp, ep, cp, tp; tp fastest, as BraidToDist
+//   lays ranks out);
+// - what overlaps what, as the runtime does it (`Runtime`): collective
+//   matmuls hide a tp collective behind its GEMM but for a chunk, the ring
+//   behind the attention blocks, gradient buckets behind the last
+//   micro-batch's backward but for the last bucket, ZeRO-3 gathers one layer
+//   ahead;
+// - the pipeline: m micro-batches of the slowest stage plus (p - 1) / v of
+//   a stage's work for the fill and drain (1F1B, interleaved with v > 1);
+// - memory: parameters and optimizer state by ZeRO stage, activations saved
+//   per layer by recompute policy times the micro-batches a stage holds at
+//   once (1F1B: min(m, p); interleaved: Megatron's warm-up count), logits on
+//   the last stage, the runtime's reserve.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_LIB_PLANNER_PLANCOST_H
+#define BRAID_LIB_PLANNER_PLANCOST_H
+
+#include "ModelShape.h"
+
+#include "../CostModel/ComputeCost.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <array>
+#include <unordered_map>
+#include <string>
+#include <vector>
+
+namespace braid::plan {
+
+enum class Recompute { None, Selective, Full };
+const char *recomputeName(Recompute r);
+
+struct Plan {
+  int64_t dp = 1, ep = 1, cp = 1, tp = 1, pp = 1, vpp = 1;
+  /// Sequences per micro-batch on one data-parallel rank, and micro-batches
+  /// per step: the global batch is dp * ep * microBatch * microbatches.
+  int64_t microBatch = 1, microbatches = 1;
+  int zero = 0;
+  Recompute recompute = Recompute::None;
+  /// Norms and residuals sharded over tp along the sequence (with tp > 1).
+  bool sequenceParallel = true;
+  /// Layers per model chunk, pp * vpp entries (chunk c on stage c % pp);
+  /// empty: the cost model balances them (first and last chunks holding the
+  /// embedding and the output head get fewer layers where that helps).
+  std::vector<int64_t> layout;
+
+  int64_t gpus() const { return dp * ep * cp * tp * pp; }
+  int64_t globalBatch() const { return dp * ep * microBatch * microbatches; }
+  /// "dp=2,tp=8,pp=4" (axes of size 1 left out; "dp=1" when all are).
+  std::string gridString() const;
+};
+
+/// How the runtime executing a plan overlaps and stores, so that published
+/// measurements of other systems can be modelled with the same formulas.
+struct Runtime {
+  std::string name = "braid";
+  bool flashAttention = true;
+  bool overlapTensorParallel = true;  ///< collective matmuls
+  bool overlapContextRing = true;
+  bool overlapGradReduce = true;      ///< buckets during the last backward
+  bool overlapParamGather = false;    ///< ZeRO-1/2 gathers in the next forward
+  bool overlapPipelineSends = true;
+  /// Bytes per parameter: the stored weights (f32 masters), the copy the
+  /// forward reads (bf16; none when the weights are stored in bf16), the
+  /// gradients, the optimizer state (Adam: 2 x f32, plus an f32 master when
+  /// the weights are stored in bf16).
+  double weightBytes = 4, workingCopyBytes = 2, gradBytes = 4, optimizerBytes = 8;
+  /// Whether the weight gradient is accumulated into the gradient buffer by
+  /// the product itself (cuBLAS beta = 1) rather than by a separate add per
+  /// micro-batch.
+  bool fusedGradAccumulation = false;
+
+  /// "braid" (this compiler's programs), "megatron-2021" (Megatron-LM as in
+  /// Narayanan et al. 2021: unfused softmax attention, bf16 weights with f32
+  /// master and main grads, no overlap of dp or tp communication),
+  /// "megatron-core" (flash attention, overlapped grad reduce and param
+  /// gather, tp communication overlapped).
+  static llvm::Expected<Runtime> named(llvm::StringRef name);
+};
+
+/// Communication kinds of the report, in print order.
+enum class CommKind { TP, CP, EP, PP, DP, ZeroGather, Count };
+const char *commKindName(CommKind kind);
+
+struct Estimate {
+  bool valid = false;
+  std::string invalidReason;
+
+  double stepSeconds = 0;
+  /// Busy compute on the slowest stage: the model's work, then recompute.
+  double computeSeconds = 0, recomputeSeconds = 0;
+  double bubbleSeconds = 0, optimizerSeconds = 0;
+  std::array<double, size_t(CommKind::Count)> exposed{}, total{};
+  double exposedSeconds() const {
+    double s = 0;
+    for (double e : exposed)
+      s += e;
+    return s;
+  }
+
+  /// Bytes on the busiest GPU.
+  double weightBytes = 0, gradBytes = 0, optimizerBytes = 0, activationBytes = 0,
+         logitBytes = 0, reservedBytes = 0;
+  double memoryBytes() const {
+    return weightBytes + gradBytes + optimizerBytes + activationBytes + logitBytes +
+           reservedBytes;
+  }
+  bool fits = false;
+  /// Bytes one layer (of the model's first kind) keeps for its backward per
+  /// micro-batch: what Korthikanti et al. 2022 count per layer.
+  double layerActivationBytes = 0;
+
+  /// Model FLOPs of a step (3 x the forward's matrix products, attention's
+  /// whole square included, recompute not), MFU against the peak, tokens/s.
+  double modelFlops = 0, mfu = 0, tokensPerSecond = 0;
+  /// Layers per chunk the estimate used.
+  std::vector<int64_t> layout;
+};
+
+/// Evaluates plans of one model on one cluster, memoizing what plans share
+/// (per-layer costs by tp, cp, ep and micro-batch), so that a search over
+/// many plans spends microseconds on each.
+class PlanCost {
+public:
+  PlanCost(ModelShape model, cost::Hardware hw, cost::ComputeCalibration calibration,
+           Runtime runtime);
+
+  /// The step of `plan`, or an invalid estimate naming why it cannot run
+  /// (an axis that does not divide the heads, the layers, the batch...).
+  Estimate estimate(const Plan &plan);
+  /// Only the memory terms (the search's first, cheaper test).
+  Estimate memory(const Plan &plan);
+
+  /// Why `plan` cannot run on this model, or empty.
+  std::string check(const Plan &plan) const;
+
+  const ModelShape &model() const { return m; }
+  const cost::Hardware &hardware() const { return hw; }
+  const Runtime &runtime() const { return rt; }
+
+  /// Costs of one layer for one micro-batch on one rank.
+  struct LayerCost {
+    double forward = 0, backward = 0, recompute = 0; ///< compute seconds
+    /// Communication inside the layer, by kind: its whole time and what the
+    /// overlap leaves exposed, forward and backward (recompute's included).
+    std::array<double, size_t(CommKind::Count)> comm{}, exposedComm{};
+    double savedBytes = 0;   ///< kept from forward to backward
+    double workingBytes = 0; ///< live while the layer runs
+    double parameters = 0, expertParameters = 0;
+  };
+
+private:
+  /// Per pipeline stage: its chunks' work for one micro-batch, its
+  /// parameters, the activations one micro-batch leaves on it.
+  struct Stage {
+    double forward, backward, recompute;
+    std::array<double, size_t(CommKind::Count)> exposed, comm;
+    double params, expertParams, saved, working, chunkSaved;
+    int64_t layers;
+    std::vector<int64_t> kindCount; ///< layers of each shape
+  };
+  struct Pipeline {
+    std::vector<int64_t> layout;
+    std::vector<Stage> stages;
+  };
+  /// The stages of `plan`'s pipeline, memoized (they depend on the layer
+  /// costs and the layout, not on dp or the ZeRO stage).
+  const Pipeline &pipeline(const Plan &plan);
+  LayerCost layerCost(LayerShape shape, const Plan &plan, Recompute recompute);
+  /// The layer costs of `plan`'s shape, memoized.
+  const std::vector<LayerCost> &layerCosts(const Plan &plan);
+  LayerCost outerCost(const Plan &plan, bool first, bool last);
+  std::vector<int64_t> balance(const Plan &plan, const std::vector<LayerCost> &costs,
+                               const LayerCost &head, const LayerCost &tail);
+  Estimate evaluate(const Plan &plan, bool memoryOnly);
+  double transfer(int kind, double bytes, int64_t ranks, int64_t nodes) const;
+  int64_t nodesOf(const Plan &plan, llvm::ArrayRef<int> axes);
+
+  ModelShape m;
+  cost::Hardware hw;
+  cost::ComputeCalibration cal;
+  Runtime rt;
+  /// Distinct layer shapes of the model and the shape index of each layer.
+  std::vector<LayerShape> shapes;
+  std::vector<int> shapeOf;
+  llvm::DenseMap<uint64_t, std::vector<LayerCost>> layerMemo;
+  llvm::DenseMap<uint64_t, std::vector<int64_t>> layoutMemo;
+  std::unordered_map<uint64_t, Pipeline> pipelineMemo;
+  llvm::DenseMap<uint64_t, int64_t> nodesMemo;
+  double forwardFlopsPerToken = 0;
+};
+
+} // namespace braid::plan
+
+#endif // BRAID_LIB_PLANNER_PLANCOST_H

@@ -1,0 +1,53 @@
+//===- PlanFile.h - a chosen plan, written for braid-run ---------*- C++ -*-===//
+//
+// braid-plan --plan-file writes the plan it chose as JSON: the model and the
+// cluster it is for, the plan as braid-run flags (`plan`), what the cost
+// model predicts for it, and the same plan at a reduced scale (`reduced`):
+// every axis the plan uses at size 2 (the fewest kept when they would need
+// more than 8 ranks), a tiny model of the same family built by the model
+// builder, so that `braid-run --plan-file` executes the plan's kinds of
+// parallelism, ZeRO stage, recompute, schedule and virtual stages on CPU
+// ranks and checks it with --verify. braid-run reads `reduced` for CPU ranks
+// and `plan` for GPU ranks (--backend cuda).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_LIB_PLANNER_PLANFILE_H
+#define BRAID_LIB_PLANNER_PLANFILE_H
+
+#include "Search.h"
+
+#include <map>
+
+namespace braid::plan {
+
+/// What braid-run takes from a plan file's section.
+struct RunFlags {
+  std::string grid, recompute = "none", schedule = "1f1b", ppLayout, dtype;
+  int zero = 0;
+  int64_t microbatches = 1, virtualStages = 1;
+  bool sequenceParallel = false;
+};
+
+/// The plan as it runs at a reduced scale on CPU ranks (at most `maxRanks`),
+/// the tiny preset of the model's family, and that preset's overrides.
+struct ReducedPlan {
+  Plan plan;
+  std::string preset;
+  std::map<std::string, int64_t> overrides;
+};
+ReducedPlan reducePlan(const ModelShape &model, const Plan &plan, int64_t maxRanks = 8);
+
+RunFlags runFlags(const Plan &plan, bool bf16);
+
+llvm::Error writePlanFile(llvm::StringRef path, const ModelShape &model,
+                          const cost::Hardware &hw, int64_t gpus, int64_t globalBatch,
+                          const RankedPlan &chosen);
+
+/// The flags of section `section` ("plan" or "reduced") of plan file `path`;
+/// a located message when the file is not a plan file.
+llvm::Expected<RunFlags> readPlanFile(llvm::StringRef path, llvm::StringRef section);
+
+} // namespace braid::plan
+
+#endif // BRAID_LIB_PLANNER_PLANFILE_H

@@ -1,0 +1,480 @@
+//===- braid-plan.cpp - the auto-parallel planner --------------------------===//
+//
+// Chooses how to train a model on a cluster: every factorization of the GPUs
+// into pp x dp x ep x cp x tp with virtual stages, micro-batch, ZeRO stage
+// and recompute, ranked by the cost model's step time (lib/Planner), the
+// best printed with MFU, tokens/s, memory per GPU and exposed communication.
+//
+//   braid-plan model.mlir --gpus 1024 --hardware a100-sxm --global-batch 1536
+//   braid-plan --model family=gpt,hidden=12288,... --gpus ... --explain 1
+//   braid-plan ... --evaluate dp=16,tp=8,pp=8,vpp=2,mbs=1,zero=1
+//   braid-plan ... --plan-file plan.json   (braid-run --plan-file runs it)
+//
+//===----------------------------------------------------------------------===//
+
+#include "../../lib/Planner/Search.h"
+#include "../../lib/Planner/PlanFile.h"
+
+#include "braid/InitAllDialects.h"
+#include "dialects/braid/IR/BraidDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace llvm;
+using namespace braid::plan;
+
+static cl::OptionCategory planCategory("braid-plan options");
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("[model.mlir]"),
+                                      cl::init(""), cl::cat(planCategory));
+static cl::opt<std::string>
+    modelSpec("model",
+              cl::desc("The model as key=value,... (the keys of braid.model) instead "
+                       "of a file"),
+              cl::init(""), cl::cat(planCategory));
+static cl::opt<int64_t> gpus("gpus", cl::desc("GPUs of the cluster"), cl::init(0),
+                             cl::cat(planCategory));
+static cl::opt<std::string> hardwareName("hardware",
+                                         cl::desc("h100-sxm, h200-sxm, a100-sxm or a .json"),
+                                         cl::init("h100-sxm"), cl::cat(planCategory));
+static cl::opt<std::string>
+    calibrationName("calibration",
+                    cl::desc("Compute calibration (default: the hardware's built-in one)"),
+                    cl::init(""), cl::cat(planCategory));
+static cl::opt<std::string>
+    runtimeName("runtime",
+                cl::desc("Whose overlap and storage to model: braid, megatron-2021, "
+                         "megatron-core"),
+                cl::init("braid"), cl::cat(planCategory));
+static cl::opt<int64_t> globalBatch("global-batch", cl::desc("Sequences per step"),
+                                    cl::init(0), cl::cat(planCategory));
+static cl::opt<int64_t> seqOverride("seq", cl::desc("Sequence length (default: the model's)"),
+                                    cl::init(0), cl::cat(planCategory));
+static cl::opt<unsigned> top("top", cl::desc("Plans to list"), cl::init(10),
+                             cl::cat(planCategory));
+static cl::opt<unsigned> explain("explain",
+                                 cl::desc("Break the step of the plan of this rank down"),
+                                 cl::init(0), cl::cat(planCategory));
+static cl::opt<std::string>
+    evaluatePlan("evaluate",
+                 cl::desc("Evaluate one plan instead of searching: dp=..,ep=..,cp=..,tp=..,"
+                          "pp=..,vpp=..,mbs=..,zero=..,recompute=..,sp=..,layout=a:b:.."),
+                 cl::init(""), cl::cat(planCategory));
+static cl::opt<std::string> zeroStages("zero", cl::desc("ZeRO stages to consider"),
+                                       cl::init("0,1,2,3"), cl::cat(planCategory));
+static cl::opt<std::string> recomputes("recompute", cl::desc("Recompute policies to consider"),
+                                       cl::init("none,selective,full"), cl::cat(planCategory));
+static cl::opt<std::string> outputFormat("format", cl::desc("text or json"), cl::init("text"),
+                                   cl::cat(planCategory));
+static cl::opt<std::string>
+    planFile("plan-file",
+             cl::desc("Write the chosen plan (rank 1, or --explain's) for braid-run --plan-file"),
+             cl::init(""), cl::cat(planCategory));
+static cl::opt<bool>
+    modelStats("model-stats",
+               cl::desc("Print the model's parameters and FLOPs as the cost model counts "
+                        "them (the keys of braid-opt --braid-model-stats) and stop"),
+               cl::init(false), cl::cat(planCategory));
+static cl::opt<bool> progress("progress",
+                              cl::desc("Show the search's progress (default: on a terminal)"),
+                              cl::init(false), cl::cat(planCategory));
+
+static int fail(const Twine &message) {
+  errs() << "braid-plan: " << message << "\n";
+  return 1;
+}
+
+/// The `braid.model` dictionary of the module in `path`.
+static Expected<ModelShape> readModel(StringRef path) {
+  mlir::DialectRegistry registry;
+  braid::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.allowUnregisteredDialects(false);
+  llvm::SourceMgr sources;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(path, sources, &context);
+  if (!module)
+    return createStringError(inconvertibleErrorCode(), "cannot parse " + path);
+  auto dict = (*module)->getAttrOfType<mlir::DictionaryAttr>(
+      mlir::braid::BraidDialect::getModelAttrName());
+  if (!dict)
+    return createStringError(inconvertibleErrorCode(),
+                             path + ": the module has no braid.model dictionary (the "
+                                    "model builder writes one; or give --model)");
+  StringMap<std::string> attrs;
+  for (mlir::NamedAttribute entry : dict) {
+    std::string text;
+    raw_string_ostream os(text);
+    mlir::Attribute value = entry.getValue();
+    if (auto s = dyn_cast<mlir::StringAttr>(value))
+      os << s.getValue();
+    else if (auto b = dyn_cast<mlir::BoolAttr>(value))
+      os << (b.getValue() ? "true" : "false");
+    else if (auto i = dyn_cast<mlir::IntegerAttr>(value))
+      os << i.getValue();
+    else if (auto f = dyn_cast<mlir::FloatAttr>(value))
+      os << f.getValueAsDouble();
+    else
+      continue;
+    attrs[entry.getName().getValue()] = text;
+  }
+  return ModelShape::fromAttributes(attrs);
+}
+
+static double gb(double bytes) { return bytes / double(1ull << 30); }
+
+static void printTable(raw_ostream &os, const std::vector<RankedPlan> &plans) {
+  os << format("%-4s %-30s %3s %4s %6s %4s %-9s %9s %6s %11s %7s %13s %7s\n", "rank", "grid",
+               "vpp", "mbs", "micro", "zero", "recompute", "step (s)", "MFU", "tokens/s",
+               "mem GiB", "exposed comm", "bubble");
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Plan &p = plans[i].plan;
+    const Estimate &e = plans[i].estimate;
+    if (!e.valid) {
+      os << format("%-4zu %-30s cannot run: %s\n", i + 1, p.gridString().c_str(),
+                   e.invalidReason.c_str());
+      continue;
+    }
+    os << format("%-4zu %-30s %3lld %4lld %6lld %4d %-9s %9.3f %5.1f%% %11.0f %7.1f %6.3f (%4.1f%%) "
+                 "%6.1f%%\n",
+                 i + 1, p.gridString().c_str(), (long long)p.vpp, (long long)p.microBatch,
+                 (long long)p.microbatches, p.zero, recomputeName(p.recompute), e.stepSeconds,
+                 100 * e.mfu, e.tokensPerSecond, gb(e.memoryBytes()), e.exposedSeconds(),
+                 100 * e.exposedSeconds() / e.stepSeconds,
+                 100 * e.bubbleSeconds / e.stepSeconds);
+  }
+}
+
+static void printExplain(raw_ostream &os, const RankedPlan &r) {
+  const Plan &p = r.plan;
+  const Estimate &e = r.estimate;
+  auto line = [&](const char *what, double seconds) {
+    os << format("  %-28s %9.4f s  %5.1f%%\n", what, seconds, 100 * seconds / e.stepSeconds);
+  };
+  os << "plan " << p.gridString() << " vpp=" << p.vpp << " mbs=" << p.microBatch
+     << " microbatches=" << p.microbatches << " zero=" << p.zero
+     << " recompute=" << recomputeName(p.recompute)
+     << " sequence-parallel=" << (p.sequenceParallel && p.tp > 1 ? "true" : "false") << "\n";
+  os << "  layers per chunk:";
+  for (int64_t l : e.layout)
+    os << " " << l;
+  os << "\n";
+  os << format("  %-28s %9.4f s\n", "step", e.stepSeconds);
+  line("compute (slowest stage)", e.computeSeconds);
+  line("recompute", e.recomputeSeconds);
+  line("pipeline bubble", e.bubbleSeconds);
+  line("optimizer", e.optimizerSeconds);
+  for (size_t k = 0; k < size_t(CommKind::Count); ++k)
+    if (e.total[k] > 0)
+      os << format("  %-28s %9.4f s  %5.1f%%  (of %.4f s issued)\n",
+                   ("exposed " + std::string(commKindName(CommKind(k)))).c_str(), e.exposed[k],
+                   100 * e.exposed[k] / e.stepSeconds, e.total[k]);
+  os << format("  MFU %.1f%%, %.0f tokens/s, %.3g model FLOPs per step\n", 100 * e.mfu,
+               e.tokensPerSecond, e.modelFlops);
+  if (!e.fits)
+    os << "  DOES NOT FIT: ";
+  else
+    os << "  ";
+  os << format("memory per GPU %.2f GiB: weights %.2f, gradients %.2f, optimizer %.2f, "
+               "activations %.2f, logits %.2f, reserved %.2f\n",
+               gb(e.memoryBytes()), gb(e.weightBytes), gb(e.gradBytes), gb(e.optimizerBytes),
+               gb(e.activationBytes), gb(e.logitBytes), gb(e.reservedBytes));
+}
+
+static json::Object toJson(const RankedPlan &r) {
+  const Plan &p = r.plan;
+  const Estimate &e = r.estimate;
+  if (!e.valid)
+    return json::Object{{"grid", p.gridString()}, {"invalid", e.invalidReason}};
+  json::Object exposed, issued;
+  for (size_t k = 0; k < size_t(CommKind::Count); ++k) {
+    exposed[commKindName(CommKind(k))] = e.exposed[k];
+    issued[commKindName(CommKind(k))] = e.total[k];
+  }
+  json::Array layout;
+  for (int64_t l : e.layout)
+    layout.push_back(l);
+  return json::Object{
+      {"grid", p.gridString()},
+      {"dp", p.dp}, {"ep", p.ep}, {"cp", p.cp}, {"tp", p.tp}, {"pp", p.pp},
+      {"vpp", p.vpp}, {"micro_batch", p.microBatch}, {"microbatches", p.microbatches},
+      {"zero", p.zero}, {"recompute", recomputeName(p.recompute)},
+      {"sequence_parallel", p.sequenceParallel && p.tp > 1},
+      {"layout", std::move(layout)},
+      {"step_s", e.stepSeconds}, {"compute_s", e.computeSeconds},
+      {"recompute_s", e.recomputeSeconds}, {"bubble_s", e.bubbleSeconds},
+      {"optimizer_s", e.optimizerSeconds}, {"exposed_s", std::move(exposed)},
+      {"issued_s", std::move(issued)}, {"mfu", e.mfu}, {"tokens_per_s", e.tokensPerSecond},
+      {"memory_bytes", e.memoryBytes()}, {"fits", e.fits},
+      {"layer_activation_bytes", e.layerActivationBytes},
+      {"model_flops", e.modelFlops},
+      {"memory", json::Object{{"weights", e.weightBytes}, {"gradients", e.gradBytes},
+                              {"optimizer", e.optimizerBytes},
+                              {"activations", e.activationBytes}, {"logits", e.logitBytes},
+                              {"reserved", e.reservedBytes}}}};
+}
+
+static Expected<Plan> parsePlan(StringRef text, int64_t batch) {
+  auto bad = [](const Twine &msg) {
+    return createStringError(inconvertibleErrorCode(), "--evaluate: " + msg);
+  };
+  Plan p;
+  SmallVector<StringRef> items;
+  text.split(items, ',', -1, false);
+  bool haveMicrobatches = false;
+  for (StringRef item : items) {
+    auto [key, value] = item.split('=');
+    key = key.trim();
+    value = value.trim();
+    int64_t n = 0;
+    bool isInt = !value.getAsInteger(10, n) && n >= 0;
+    int64_t *field = llvm::StringSwitch<int64_t *>(key)
+                         .Case("dp", &p.dp)
+                         .Case("ep", &p.ep)
+                         .Case("cp", &p.cp)
+                         .Case("tp", &p.tp)
+                         .Case("pp", &p.pp)
+                         .Case("vpp", &p.vpp)
+                         .Case("mbs", &p.microBatch)
+                         .Case("microbatches", &p.microbatches)
+                         .Default(nullptr);
+    if (field || key == "zero") {
+      if (!isInt)
+        return bad(key + " needs a non-negative integer, not '" + value + "'");
+      if (field)
+        *field = n;
+      else
+        p.zero = int(n);
+      haveMicrobatches |= key == "microbatches";
+    } else if (key == "sp") {
+      p.sequenceParallel = value == "true" || value == "1";
+    } else if (key == "recompute") {
+      if (value == "none")
+        p.recompute = Recompute::None;
+      else if (value == "selective")
+        p.recompute = Recompute::Selective;
+      else if (value == "full")
+        p.recompute = Recompute::Full;
+      else
+        return bad("recompute is none, selective or full");
+    } else if (key == "layout") {
+      SmallVector<StringRef> parts;
+      value.split(parts, ':');
+      for (StringRef part : parts) {
+        int64_t l;
+        if (part.getAsInteger(10, l))
+          return bad("layout is the layers per chunk, a:b:c");
+        p.layout.push_back(l);
+      }
+    } else {
+      return bad("unknown key '" + key + "'");
+    }
+  }
+  if (!haveMicrobatches) {
+    int64_t per = p.dp * p.ep * p.microBatch;
+    if (per < 1 || batch % per)
+      return bad("the global batch " + Twine(batch) +
+                 " does not split over dp * ep * mbs = " + Twine(per));
+    p.microbatches = batch / per;
+  }
+  return p;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(planCategory);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "braid-plan: choose a parallel plan for a model and a cluster\n");
+
+  // The model.
+  Expected<ModelShape> model = [&]() -> Expected<ModelShape> {
+    if (!modelSpec.empty() && !inputFile.empty())
+      return createStringError(inconvertibleErrorCode(), "give a model file or --model, not both");
+    if (!modelSpec.empty())
+      return ModelShape::fromString(modelSpec);
+    if (inputFile.empty())
+      return createStringError(inconvertibleErrorCode(),
+                               "no model: give a model file or --model key=value,...");
+    return readModel(inputFile);
+  }();
+  if (!model)
+    return fail(toString(model.takeError()));
+  if (seqOverride > 0)
+    model->seq = seqOverride;
+  if (modelStats) {
+    outs() << format("parameters: %.0f\nparameters_active: %.0f\nforward_flops_per_token: %.0f\n",
+                     model->parameters(), model->activeParameters(),
+                     model->forwardMatmulFlopsPerToken());
+    return 0;
+  }
+  if (gpus < 1)
+    return fail("--gpus must be >= 1");
+  if (globalBatch < 1)
+    return fail("--global-batch (sequences per step) must be >= 1");
+
+  Expected<braid::cost::Hardware> hw = braid::cost::Hardware::named(hardwareName);
+  if (!hw)
+    return fail(toString(hw.takeError()));
+  Expected<braid::cost::ComputeCalibration> cal = braid::cost::ComputeCalibration::named(
+      calibrationName.empty() ? hw->name : std::string(calibrationName));
+  if (!cal)
+    return fail(toString(cal.takeError()));
+  Expected<Runtime> rt = Runtime::named(runtimeName);
+  if (!rt)
+    return fail(toString(rt.takeError()));
+  PlanCost cost(*model, *hw, *cal, *rt);
+
+  raw_ostream &os = outs();
+  bool json = outputFormat == "json";
+  if (!json && outputFormat != "text")
+    return fail("--format is text or json");
+
+  std::vector<RankedPlan> ranked;
+  SearchResult result;
+  if (!evaluatePlan.empty()) {
+    // One plan, or several separated by ';' (each evaluated, none ranked).
+    SmallVector<StringRef> specs;
+    StringRef(evaluatePlan).split(specs, ';', -1, false);
+    for (StringRef spec : specs) {
+      Expected<Plan> plan = parsePlan(spec, globalBatch);
+      if (!plan)
+        return fail(toString(plan.takeError()));
+      if (plan->gpus() != gpus)
+        return fail("the plan's grid " + plan->gridString() + " has " + Twine(plan->gpus()) +
+                    " GPUs, not --gpus " + Twine(gpus));
+      Estimate e = cost.estimate(*plan);
+      // One plan that cannot run is an error; of several, it is reported.
+      if (!e.valid && specs.size() == 1)
+        return fail("the plan " + spec + " cannot run: " + e.invalidReason);
+      ranked.push_back({*plan, e});
+    }
+  } else {
+    SearchOptions options;
+    options.gpus = gpus;
+    options.globalBatch = globalBatch;
+    options.top = std::max<unsigned>(top, explain);
+    options.zeroStages.clear();
+    SmallVector<StringRef> items;
+    StringRef(zeroStages).split(items, ',', -1, false);
+    for (StringRef z : items) {
+      int v;
+      if (z.trim().getAsInteger(10, v) || v < 0 || v > 3)
+        return fail("--zero lists stages 0..3");
+      options.zeroStages.push_back(v);
+    }
+    items.clear();
+    options.recomputes.clear();
+    StringRef(recomputes).split(items, ',', -1, false);
+    for (StringRef r : items) {
+      r = r.trim();
+      if (r == "none") options.recomputes.push_back(Recompute::None);
+      else if (r == "selective") options.recomputes.push_back(Recompute::Selective);
+      else if (r == "full") options.recomputes.push_back(Recompute::Full);
+      else return fail("--recompute lists none, selective, full");
+    }
+    if (options.zeroStages.empty() || options.recomputes.empty())
+      return fail("--zero and --recompute list at least one choice");
+    bool show = progress || sys::Process::StandardErrIsDisplayed();
+    auto last = std::chrono::steady_clock::now();
+    if (show)
+      options.progress = [&](double fraction, uint64_t evaluated, uint64_t fitting) {
+        auto now = std::chrono::steady_clock::now();
+        if (fraction < 1.0 && now - last < std::chrono::milliseconds(100))
+          return;
+        last = now;
+        errs() << format("\rbraid-plan: searching %3.0f%%  %llu plans, %llu fit", 100 * fraction,
+                         (unsigned long long)evaluated, (unsigned long long)fitting);
+        if (fraction >= 1.0)
+          errs() << "\n";
+      };
+    result = searchPlans(cost, options);
+    ranked = result.best;
+    if (ranked.empty()) {
+      std::string msg = "no plan of " + model->name + " fits on " + std::to_string(gpus) +
+                        " x " + hw->name + " (" +
+                        std::to_string(int64_t(gb(hw->memoryBytes))) + " GiB each)";
+      if (result.leanest.estimate.valid)
+        msg += "; the leanest needs " +
+               std::to_string(int64_t(gb(result.leanest.estimate.memoryBytes()) + 0.5)) +
+               " GiB per GPU (" + result.leanest.plan.gridString() + ", ZeRO-3, full recompute)";
+      else
+        msg += " with global batch " + std::to_string(globalBatch);
+      RankedPlan smallest;
+      if (int64_t n = smallestCluster(cost, &smallest))
+        msg += "; the smallest cluster that holds it is " + std::to_string(n) + " GPUs (" +
+               smallest.plan.gridString() + ", ZeRO-3, full recompute, " +
+               std::to_string(int64_t(gb(smallest.estimate.memoryBytes()) + 0.5)) +
+               " GiB per GPU)";
+      else
+        msg += "; no cluster of up to 2^24 GPUs holds it";
+      return fail(msg);
+    }
+  }
+
+  double params = model->parameters();
+  if (json) {
+    json::Array plans;
+    for (const RankedPlan &r : ranked)
+      plans.push_back(toJson(r));
+    json::Object out{{"model", model->name},
+                     {"parameters", params},
+                     {"hardware", hw->name},
+                     {"gpus", int64_t(gpus)},
+                     {"global_batch", int64_t(globalBatch)},
+                     {"seq", model->seq},
+                     {"runtime", rt->name},
+                     {"plans", std::move(plans)}};
+    if (evaluatePlan.empty())
+      out["search"] = json::Object{{"evaluated", int64_t(result.evaluated)},
+                                   {"memory_checked", int64_t(result.memoryChecked)},
+                                   {"fitting", int64_t(result.fitting)},
+                                   {"seconds", result.seconds}};
+    os << json::Value(std::move(out)) << "\n";
+  } else {
+    os << "braid-plan: " << model->name << " (" << format("%.2f", params / 1e9)
+       << " B parameters, " << model->family << ") on " << gpus << " x " << hw->name
+       << ", global batch " << globalBatch << " x " << model->seq << " tokens, runtime "
+       << rt->name << "\n";
+    if (evaluatePlan.empty())
+      os << format("searched %llu plans (and %llu groups by memory) in %.2f s, %.0f plans/s; "
+                   "%llu fit in %.0f GiB\n",
+                   (unsigned long long)result.evaluated,
+                   (unsigned long long)result.memoryChecked, result.seconds,
+                   result.evaluated / std::max(result.seconds, 1e-9),
+                   (unsigned long long)result.fitting, gb(hw->memoryBytes));
+    printTable(os, std::vector<RankedPlan>(ranked.begin(),
+                                           ranked.begin() + std::min<size_t>(
+                                                                ranked.size(),
+                                                                evaluatePlan.empty() ? top
+                                                                                     : ranked.size())));
+    if (!evaluatePlan.empty() || explain) {
+      size_t which = evaluatePlan.empty() ? explain - 1 : 0;
+      if (which >= ranked.size())
+        return fail("--explain " + Twine(explain) + ": only " + Twine(ranked.size()) +
+                    " plans fit");
+      printExplain(os, ranked[which]);
+    }
+  }
+
+  if (!planFile.empty()) {
+    size_t which = explain && evaluatePlan.empty() ? explain - 1 : 0;
+    if (which >= ranked.size())
+      return fail("--plan-file: no plan of rank " + Twine(which + 1));
+    if (Error err = writePlanFile(planFile, *model, *hw, gpus, globalBatch, ranked[which]))
+      return fail(toString(std::move(err)));
+  }
+  return 0;
+}
