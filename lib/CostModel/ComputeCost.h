@@ -6,9 +6,8 @@
 // SMs), attention at its own fraction, and memory-bound kernels (norms,
 // elementwise ops, the selective scan) at a fraction of the HBM bandwidth.
 // The fractions are data (lib/CostModel/calibration/*.json), each with its
-// source, fitted by bench/planner/calibrate.py from a microbenchmark run on
-// the GPU (bench/gpu/calibrate) or, until one has run, from published
-// training throughput.
+// source: fitted by bench/planner/validate.py --fit to published training
+// throughput (a microbenchmark run on the GPU is to replace them).
 //
 // A product of m x k by k x n runs at
 //   peak * gemm_efficiency * q(m) * q(n) * q(k),  q(x) = x / (x + gemm_half_dim)

@@ -72,6 +72,7 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
     r.overlapTensorParallel = false; // --tp-comm-overlap is opt-in
     r.overlapGradReduce = true;
     r.overlapParamGather = true;
+    r.foldedExperts = true;
     return r;
   }
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -343,12 +344,15 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
     c.savedBytes += T * f * act * (m.gated ? 3 : 2) + (rt.flashAttention ? 0 : Te * h);
     tpBlock(gemmF, gemmB);
   } else if (shape.ffn == Ffn::MoE) {
-    double f = m.ffn / t, E = m.experts;
-    // Slots per rank: k choices per token, padded to capacity.
-    double slots = m.capacityFactor * m.topK * T;
+    const bool folded = rt.foldedExperts;
+    double f = folded ? m.ffn : m.ffn / t, E = m.experts;
+    // Slots per rank: k choices per token, padded to capacity; folded, the
+    // tokens are the sequence-sharded ones.
+    double tokens = folded ? Te : T;
+    double slots = m.capacityFactor * m.topK * tokens;
     norm();
     double f0 = timer.forward, b0 = timer.backward;
-    timer.gemm(T, E, h); // router (replicated over tp)
+    timer.gemm(tokens, E, h); // router
     timer.memory(2 * slots * h * act * 2); // dispatch and combine
     double local = E / p.ep, perExpert = slots / local; // after the all-to-all
     timer.gemm(perExpert, 2 * f, h, local);
@@ -356,10 +360,13 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
     timer.gemm(perExpert, h, f, local);
     double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
     timer.memory(Te * h * act * 3);
-    c.savedBytes += T * E * 4 + slots * h * act * 2 + slots * f * act * 3;
-    tpBlock(gemmF, gemmB);
+    c.savedBytes += tokens * E * 4 + slots * h * act * 2 + slots * f * act * 3;
+    if (!folded)
+      tpBlock(gemmF, gemmB);
     if (p.ep > 1) {
-      double a2a = transfer(int(TransferKind::AllToAll), slots * h * act, p.ep, nodesOf(p, {2}));
+      int64_t nodes = folded ? (p.ep + hw.devicesPerNode - 1) / hw.devicesPerNode
+                             : nodesOf(p, {2});
+      double a2a = transfer(int(TransferKind::AllToAll), slots * h * act, p.ep, nodes);
       double fwd = 2 * a2a, bwd = 2 * a2a; // dispatch and combine
       c.comm[size_t(CommKind::EP)] += fwd + bwd + (rc == Recompute::Full ? fwd : 0);
       c.exposedComm[size_t(CommKind::EP)] += fwd + bwd + (rc == Recompute::Full ? fwd : 0);
@@ -387,7 +394,7 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
     c.savedBytes = Te * h * act; // the layer's input
     break;
   }
-  c.expertParameters = m.layerExpertParameters(shape) / (t * p.ep);
+  c.expertParameters = m.layerExpertParameters(shape) / ((rt.foldedExperts ? 1 : t) * p.ep);
   c.parameters = (m.layerParameters(shape) - m.layerExpertParameters(shape)) / t;
   return c;
 }
@@ -585,7 +592,8 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
   est.layout = layout;
   est.layerActivationBytes = costs[0].savedBytes;
 
-  const int64_t denseReplicas = p.dp * p.ep * p.cp, expertReplicas = p.dp * p.cp;
+  const int64_t denseReplicas = p.dp * p.ep * p.cp,
+                expertReplicas = p.dp * p.cp * (rt.foldedExperts ? p.tp : 1);
   // Memory of each stage; the report is the busiest's.
   double memBest = -1;
   int64_t busiest = 0;

@@ -82,6 +82,12 @@ struct Runtime {
   bool overlapGradReduce = true;      ///< buckets during the last backward
   bool overlapParamGather = false;    ///< ZeRO-1/2 gathers in the next forward
   bool overlapPipelineSends = true;
+  /// Megatron-Core's MoE parallel folding with expert tensor parallelism 1:
+  /// the expert layers on their own grid, the ep ranks consecutive (tp's
+  /// among them), each expert whole rather than sharded over tp, the
+  /// sequence-sharded tokens dispatched as they are. Braid shards experts
+  /// over tp and lays ep out beside dp.
+  bool foldedExperts = false;
   /// Bytes per parameter: the stored weights (f32 masters), the copy the
   /// forward reads (bf16; none when the weights are stored in bf16), the
   /// gradients, the optimizer state (Adam: 2 x f32, plus an f32 master when
