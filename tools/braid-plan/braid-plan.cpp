@@ -149,12 +149,12 @@ static void printTable(raw_ostream &os, const std::vector<RankedPlan> &plans) {
       continue;
     }
     os << format("%-4zu %-30s %3lld %4lld %6lld %4d %-9s %9.3f %5.1f%% %11.0f %7.1f %6.3f (%4.1f%%) "
-                 "%6.1f%%\n",
+                 "%6.1f%%%s\n",
                  i + 1, p.gridString().c_str(), (long long)p.vpp, (long long)p.microBatch,
                  (long long)p.microbatches, p.zero, recomputeName(p.recompute), e.stepSeconds,
                  100 * e.mfu, e.tokensPerSecond, gb(e.memoryBytes()), e.exposedSeconds(),
                  100 * e.exposedSeconds() / e.stepSeconds,
-                 100 * e.bubbleSeconds / e.stepSeconds);
+                 100 * e.bubbleSeconds / e.stepSeconds, e.fits ? "" : "  does not fit");
   }
 }
 

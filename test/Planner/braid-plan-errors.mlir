@@ -1,0 +1,30 @@
+// Bad input to braid-plan ends in a message naming what is wrong and exit 1.
+// RUN: not braid-plan --gpus 8 --global-batch 8 2>&1 | FileCheck %s --check-prefix=NOMODEL
+// NOMODEL: braid-plan: no model: give a model file or --model key=value,...
+// RUN: not braid-plan --model family=rnn,hidden=8,layers=1,seq=8,vocab=8 --gpus 8 --global-batch 8 2>&1 | FileCheck %s --check-prefix=FAMILY
+// FAMILY: braid-plan: unknown model family 'rnn' (known: gpt, llama, mamba, moe, hybrid)
+// RUN: not braid-plan --model family=llama,hidden=64,layers=2,seq=16,vocab=256,heads=4 --gpus 8 --global-batch 8 2>&1 | FileCheck %s --check-prefix=MISSING
+// MISSING: braid-plan: llama: the model gives no 'ffn'
+// RUN: not braid-plan %s --gpus 0 --global-batch 8 2>&1 | FileCheck %s --check-prefix=GPUS
+// GPUS: braid-plan: --gpus must be >= 1
+// RUN: not braid-plan %s --gpus 8 --global-batch 8 --evaluate tp=3,dp=1 2>&1 | FileCheck %s --check-prefix=GRID
+// GRID: braid-plan: the plan's grid tp=3 has 3 GPUs, not --gpus 8
+// RUN: not braid-plan %s --gpus 6 --global-batch 6 --evaluate tp=3,dp=2 2>&1 | FileCheck %s --check-prefix=HEADS
+// HEADS: braid-plan: the plan tp=3,dp=2 cannot run: tp=3 does not divide the 32 heads (or the kv heads)
+// RUN: not braid-plan %s --gpus 8 --global-batch 8 --evaluate tp=8,frobnicate=1 2>&1 | FileCheck %s --check-prefix=KEY
+// KEY: braid-plan: --evaluate: unknown key 'frobnicate'
+// RUN: not braid-plan %s --gpus 8 --global-batch 8 --hardware tpu-v9 2>&1 | FileCheck %s --check-prefix=HW
+// HW: braid-plan: no hardware description 'tpu-v9' (known: a100-sxm, h100-sxm, h200-sxm)
+// RUN: not braid-plan %s --gpus 8 --global-batch 8 --runtime deepspeed 2>&1 | FileCheck %s --check-prefix=RT
+// RT: braid-plan: unknown runtime 'deepspeed' (known: braid, megatron-2021, megatron-core)
+// A model that fits nowhere on the cluster: the message names the least
+// memory any plan needs there and the smallest cluster that holds it.
+// RUN: not braid-plan %s --gpus 8 --hardware h100-sxm --global-batch 64 --seq 8192 2>&1 | FileCheck %s --check-prefix=NOFIT
+// NOFIT: braid-plan: no plan of huge fits on 8 x h100-sxm (80 GiB each); the leanest needs {{[0-9]+}} GiB per GPU (tp=8, ZeRO-3, full recompute); the smallest cluster that holds it is {{[0-9]+}} GPUs ({{.*}}, ZeRO-3, full recompute, {{[0-9]+}} GiB per GPU)
+// RUN: not braid-plan %t.missing.mlir --gpus 8 --global-batch 8 2>&1 | FileCheck %s --check-prefix=NOFILE
+// NOFILE: cannot parse {{.*}}missing.mlir
+
+module attributes {braid.model = {name = "huge", family = "llama", vocab = 128256 : i64,
+    hidden = 16384 : i64, layers = 126 : i64, seq = 8192 : i64, heads = 32 : i64, kv_heads = 8 : i64,
+    ffn = 53248 : i64}} {
+}
