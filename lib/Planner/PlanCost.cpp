@@ -4,6 +4,11 @@
 
 #include "../CostModel/CommCost.h"
 
+#include "dialects/braid/Analysis/PipelineSchedule.h"
+
+#include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
+
 #include "llvm/ADT/Hashing.h"
 
 #include <algorithm>
@@ -570,12 +575,110 @@ const PlanCost::Pipeline &PlanCost::pipeline(const Plan &p) {
   }
 
   Pipeline &out = pipelineMemo[key];
+  // The chunks one by one, for the schedule simulator.
+  layer = 0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    LayerCost sum;
+    auto add = [&](const LayerCost &lc) {
+      sum.forward += lc.forward;
+      sum.backward += lc.backward;
+      sum.recompute += lc.recompute;
+      for (size_t k = 0; k < lc.comm.size(); ++k)
+        sum.exposedComm[k] += lc.exposedComm[k];
+      sum.savedBytes += lc.savedBytes;
+    };
+    if (c == 0)
+      add(head);
+    for (int64_t i = 0; i < layout[c]; ++i, ++layer)
+      add(costs[shapeOf[layer]]);
+    if (c == chunks - 1 && chunks > 1)
+      add(tail);
+    double exposed = 0;
+    for (double e : sum.exposedComm)
+      exposed += e;
+    double compute = sum.forward + sum.backward;
+    double share = compute > 0 ? sum.forward / compute : 0.5;
+    out.chunkForward.push_back(sum.forward + exposed * share);
+    out.chunkBackward.push_back(sum.backward + sum.recompute + exposed * (1 - share));
+    out.chunkSaved.push_back(sum.savedBytes);
+  }
   out.layout = std::move(layout);
   out.stages = std::move(stages);
   return out;
 }
 
 Estimate PlanCost::estimate(const Plan &plan) { return evaluate(plan, false); }
+
+Estimate PlanCost::simulate(const Plan &p) {
+  Estimate est = evaluate(p, false);
+  if (!est.valid || p.pp == 1)
+    return est;
+  const Pipeline &pl = pipeline(p);
+  // The simulator reports through MLIR diagnostics; the plan was checked, so
+  // an error here is the simulator's (left as the closed form).
+  mlir::MLIRContext context;
+  mlir::Location loc = mlir::UnknownLoc::get(&context);
+  mlir::braid::ScheduleKind kind = p.vpp > 1 ? mlir::braid::ScheduleKind::Interleaved
+                                             : mlir::braid::ScheduleKind::OneFOneB;
+  mlir::FailureOr<mlir::braid::PipelineSchedule> schedule =
+      mlir::braid::buildSchedule(kind, p.pp, p.vpp, p.microbatches, loc);
+  if (mlir::failed(schedule))
+    return est;
+  mlir::braid::ChunkTimes times;
+  times.forward.assign(pl.chunkForward.begin(), pl.chunkForward.end());
+  times.backward.assign(pl.chunkBackward.begin(), pl.chunkBackward.end());
+  times.weight.assign(pl.chunkForward.size(), 0.0);
+  // A send between stages delays what depends on it; a runtime that waits
+  // for its sends where they are issued also stands still for each, which
+  // the closed form's term keeps counting.
+  times.comm = est.sendSeconds;
+  mlir::FailureOr<mlir::braid::PipelineSimulation> sim =
+      mlir::braid::simulateSchedule(*schedule, times, loc);
+  if (mlir::failed(sim))
+    return est;
+  // The step: the simulated pipeline instead of the closed form's, which
+  // was the compute, recompute, in-layer exposure and bubble.
+  double closedForm = est.computeSeconds + est.recomputeSeconds + est.bubbleSeconds;
+  for (CommKind k : {CommKind::TP, CommKind::CP, CommKind::EP})
+    closedForm += est.exposed[size_t(k)];
+  double other = est.stepSeconds - closedForm;
+  if (rt.overlapPipelineSends)
+    other -= est.exposed[size_t(CommKind::PP)];
+  double busy = est.computeSeconds + est.recomputeSeconds;
+  for (CommKind k : {CommKind::TP, CommKind::CP, CommKind::EP})
+    busy += est.exposed[size_t(k)];
+  est.bubbleSeconds = std::max(0.0, sim->makespan - busy);
+  if (rt.overlapPipelineSends)
+    est.exposed[size_t(CommKind::PP)] = 0; // inside the makespan now
+  est.stepSeconds = sim->makespan + other;
+  // Activations: each rank's most chunk-micro-batches in flight at once,
+  // each keeping its chunk's bytes (the closed form assumed the warm-up
+  // count of the schedule).
+  double worst = 0;
+  for (int64_t r = 0; r < p.pp; ++r) {
+    double perChunk = 0;
+    int64_t count = 0;
+    for (size_t c = size_t(r); c < pl.chunkSaved.size(); c += size_t(p.pp), ++count)
+      perChunk += pl.chunkSaved[c];
+    perChunk /= std::max<int64_t>(1, count);
+    worst = std::max(worst, double(sim->peakLive[size_t(r)]) * perChunk);
+  }
+  double working = est.activationBytes;
+  // The closed form's activations were inflight * stage + the working set;
+  // keep the working set (one layer's) and replace the rest.
+  const Stage &s0 = pl.stages[0];
+  double inflight = p.vpp == 1 ? double(std::min<int64_t>(p.microbatches, p.pp))
+                               : double(std::min<int64_t>(p.microbatches * p.vpp,
+                                                          (p.pp - 1) * 2 + (p.vpp - 1) * p.pp + 1)) /
+                                     p.vpp;
+  working = std::max(0.0, est.activationBytes - inflight * s0.saved);
+  est.activationBytes = worst + working;
+  est.fits = est.memoryBytes() <= hw.memoryBytes;
+  est.mfu = est.modelFlops / (est.stepSeconds * p.gpus() * hw.peakBf16Flops);
+  est.tokensPerSecond = double(p.globalBatch()) * m.seq / est.stepSeconds;
+  est.simulated = true;
+  return est;
+}
 Estimate PlanCost::memory(const Plan &plan) { return evaluate(plan, true); }
 
 Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
@@ -687,6 +790,7 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     double bytes = T * m.hidden * 2 / (p.sequenceParallel && p.tp > 1 ? p.tp : 1);
     int64_t nodes = p.gpus() / p.pp >= hw.devicesPerNode ? 2 : 1;
     double send = transfer(int(TransferKind::PointToPoint), bytes, 2, nodes);
+    est.sendSeconds = send;
     double all = 2.0 * M * p.vpp * send;
     est.total[size_t(CommKind::PP)] = all;
     est.exposed[size_t(CommKind::PP)] =

@@ -134,6 +134,10 @@ struct Estimate {
            reservedBytes;
   }
   bool fits = false;
+  /// Seconds of one send between pipeline stages.
+  double sendSeconds = 0;
+  /// Whether the pipeline terms come from the schedule simulator.
+  bool simulated = false;
   /// Bytes one layer (of the model's first kind) keeps for its backward per
   /// micro-batch: what Korthikanti et al. 2022 count per layer.
   double layerActivationBytes = 0;
@@ -158,6 +162,11 @@ public:
   Estimate estimate(const Plan &plan);
   /// Only the memory terms (the search's first, cheaper test).
   Estimate memory(const Plan &plan);
+  /// `estimate` with the pipeline's time and its activations in flight
+  /// taken from the pipeline schedule simulator (PipelineSchedule.h: the
+  /// schedule's own action lists, timed per chunk) instead of the closed
+  /// form: slower, for the plans the search ranks first.
+  Estimate simulate(const Plan &plan);
 
   /// Why `plan` cannot run on this model, or empty.
   std::string check(const Plan &plan) const;
@@ -190,6 +199,10 @@ private:
   struct Pipeline {
     std::vector<int64_t> layout;
     std::vector<Stage> stages;
+    /// Per chunk, one micro-batch: forward and backward seconds (exposed
+    /// communication shared between them as the compute is, recompute in
+    /// the backward) and the bytes it keeps from its forward to its backward.
+    std::vector<double> chunkForward, chunkBackward, chunkSaved;
   };
   /// The stages of `plan`'s pipeline, memoized (they depend on the layer
   /// costs and the layout, not on dp or the ZeRO stage).

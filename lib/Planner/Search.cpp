@@ -120,15 +120,18 @@ SearchResult braid::plan::searchPlans(PlanCost &cost, const SearchOptions &o) {
     grids.push_back({tp, cp, pp, ep, dp});
   });
 
+  // The closed form ranks; the schedule simulator then re-times the first
+  // few (four times as many as asked), which may reorder them.
+  const size_t kept = std::max<size_t>(4 * o.top, 16);
   auto keep = [&](const Plan &p, const Estimate &e) {
     auto pos = std::upper_bound(result.best.begin(), result.best.end(), e.stepSeconds,
                                 [](double t, const RankedPlan &r) {
                                   return t < r.estimate.stepSeconds;
                                 });
-    if (size_t(pos - result.best.begin()) >= o.top)
+    if (size_t(pos - result.best.begin()) >= kept)
       return;
     result.best.insert(pos, {p, e});
-    if (result.best.size() > o.top)
+    if (result.best.size() > kept)
       result.best.pop_back();
   };
 
@@ -190,6 +193,19 @@ SearchResult braid::plan::searchPlans(PlanCost &cost, const SearchOptions &o) {
       }
     }
   }
+  std::vector<RankedPlan> simulated;
+  for (RankedPlan &r : result.best) {
+    Estimate e = cost.simulate(r.plan);
+    if (e.valid && e.fits)
+      simulated.push_back({r.plan, e});
+  }
+  std::stable_sort(simulated.begin(), simulated.end(),
+                   [](const RankedPlan &a, const RankedPlan &b) {
+                     return a.estimate.stepSeconds < b.estimate.stepSeconds;
+                   });
+  if (simulated.size() > o.top)
+    simulated.resize(o.top);
+  result.best = std::move(simulated);
   if (o.progress)
     o.progress(1.0, result.evaluated, result.fitting);
   result.seconds =

@@ -221,6 +221,7 @@ static json::Object toJson(const RankedPlan &r) {
       {"memory_bytes", e.memoryBytes()}, {"fits", e.fits},
       {"layer_activation_bytes", e.layerActivationBytes},
       {"model_flops", e.modelFlops},
+      {"simulated", e.simulated},
       {"memory", json::Object{{"weights", e.weightBytes}, {"gradients", e.gradBytes},
                               {"optimizer", e.optimizerBytes},
                               {"activations", e.activationBytes}, {"logits", e.logitBytes},
@@ -355,7 +356,7 @@ int main(int argc, char **argv) {
       if (plan->gpus() != gpus)
         return fail("the plan's grid " + plan->gridString() + " has " + Twine(plan->gpus()) +
                     " GPUs, not --gpus " + Twine(gpus));
-      Estimate e = cost.estimate(*plan);
+      Estimate e = cost.simulate(*plan);
       // One plan that cannot run is an error; of several, it is reported.
       if (!e.valid && specs.size() == 1)
         return fail("the plan " + spec + " cannot run: " + e.invalidReason);
