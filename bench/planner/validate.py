@@ -139,7 +139,14 @@ def candidates(row, cfg):
     bdp = dp // ep if ep > 1 else dp
     mbs = [row["micro_batch"]] if known(row.get("micro_batch")) else [1, 2, 4, 8]
     vpp = row.get("vpp")
-    vpps = [vpp] if known(vpp) else ([1] if pp == 1 else [1, 2, 3, 4, 6, 8])
+    if known(vpp):
+        vpps = [vpp]
+    elif pp == 1:
+        vpps = [1]
+    elif isinstance(vpp, str) and vpp.startswith("interleaved"):
+        vpps = [2, 3, 4, 6, 8]  # the source says interleaved, not how many chunks
+    else:
+        vpps = [1, 2, 3, 4, 6, 8]
     rc = cfg.get("recompute") or row.get("recompute") or "unknown"
     rcs = [r for r in ("none", "selective", "full") if rc.startswith(r)] or \
         ["none", "selective", "full"]
@@ -295,7 +302,8 @@ def main():
     for row, cfg, p, step, how, err in results:
         plan = (f"{p['grid']} v{p['vpp']} b{p['micro_batch']} z{p['zero']} "
                 f"{p['recompute'][:4]}{' sp' if p['sequence_parallel'] else ''}")
-        flag = "" if p["all_fit"] else "  (does not fit)"
+        flag = "" if p["all_fit"] else \
+            f"  (does not fit: needs {p['memory_bytes'] / 2**30:.0f} GiB)"
         print(f"{row['id'][:38]:38s} {row['gpus']:6d} {plan[:34]:34s} {step:9.2f}s "
               f"{p['step_s']:9.2f}s {100 * err:+6.1f}%{' fit' if cfg.get('fit') else ''}"
               f"{' *' if cfg.get('tuned') else ''}{flag}")

@@ -321,6 +321,33 @@ void braid_rt_value_sharded(braid_rt *rt, const char *scope, const char *name, c
   dumpSharded(rt, file, data, dtype, layout);
 }
 
+void braid_rt_value_zero_sharded(braid_rt *rt, const char *scope, const char *name,
+                                 const void *data, braid_dtype dtype, int64_t count,
+                                 const char *zero_axes, int32_t rank, const int64_t *shape,
+                                 const int64_t *global_shape, const char *const *split_axes) {
+  if (!rt || (!rt->options.dumping && rt->options.dumpDir.empty()) || !dumpsThisStep(rt))
+    return;
+  std::string file = valueFile(rt, scope, name);
+  int64_t block = numElements(file.c_str(), rank, shape);
+  ShardLayout layout;
+  std::string error;
+  if (!shardLayout(rt->grid, rank, shape, global_shape, split_axes, &layout, &error))
+    fatal("braid_rt_value_zero_sharded %s: %s", file.c_str(), error.c_str());
+  Backend &backend = *rt->backend;
+  Communicator &comm = *braid_rt_comm(rt, zero_axes)->impl;
+  if (count * comm.size() != block)
+    fatal("braid_rt_value_zero_sharded %s: %lld elements on each of the %d ranks of '%s' are "
+          "not the block's %lld",
+          file.c_str(), (long long)count, int(comm.size()), zero_axes, (long long)block);
+  // The block from its ranges, then the block as any sharded value.
+  void *whole = backend.allocate(block * braid_dtype_size(dtype));
+  backend.synchronize();
+  comm.allGather(backend, data, whole, count, dtype)->wait(backend);
+  backend.synchronize();
+  dumpSharded(rt, file, whole, dtype, layout);
+  backend.release(whole);
+}
+
 void braid_rt_push_scope(braid_rt *rt, const char *scope) {
   if (rt)
     rt->scopes.emplace_back(scope ? scope : "");

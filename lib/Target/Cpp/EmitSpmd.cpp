@@ -162,6 +162,22 @@ std::optional<ShardedTensor> ProgramEmitter::gradSharding(StringRef name,
   return std::nullopt;
 }
 
+std::optional<ProgramEmitter::ZeroBlockGrad>
+ProgramEmitter::zeroBlockGrad(StringRef name, RankedTensorType type) {
+  if (!name.consume_front("grad."))
+    return std::nullopt;
+  auto param = module.lookupSymbol<ParamOp>(name);
+  auto sharded = shardings.find(name);
+  auto zero = zeroGroups.find(name);
+  if (!param || sharded == shardings.end() || zero == zeroGroups.end())
+    return std::nullopt;
+  RankedTensorType local = param.getTensorType();
+  if (type.getRank() != 1 || type.getNumElements() == local.getNumElements() ||
+      type.getNumElements() * zero->second.size() != local.getNumElements())
+    return std::nullopt;
+  return ZeroBlockGrad{zero->second, sharded->second, llvm::to_vector(local.getShape())};
+}
+
 std::string FunctionEmitter::strings(ArrayRef<std::string> values) {
   std::string content = llvm::join(llvm::map_range(values, quoted), ", ");
   auto [it, inserted] = arrays.try_emplace("strings:" + content, "");
@@ -189,6 +205,17 @@ std::string FunctionEmitter::coordinate(const GridGroup &group) {
 void FunctionEmitter::announce(Value result, raw_ostream &os, bool topLevel) {
   auto type = cast<RankedTensorType>(result.getType());
   std::string name = nameOf(result);
+  // A ZeRO range of a sharded weight's gradient: gathered into its block,
+  // then placed as the block (a flat layout cannot say both).
+  if (std::optional<ProgramEmitter::ZeroBlockGrad> zero = program.zeroBlockGrad(name, type)) {
+    os << "  braid_rt_value_zero_sharded(rt, " << (topLevel ? "\"\"" : "nullptr") << ", "
+       << quoted(name) << ", " << ptr(result) << ", " << dtypeName(type) << ", "
+       << type.getNumElements() << ", " << quoted(zero->group.spec()) << ", "
+       << zero->blockShape.size() << ", " << array(zero->blockShape) << ", "
+       << array(zero->block.globalShape) << ", "
+       << strings(splitSpecs(zero->block, *program.devices)) << ");\n";
+    return;
+  }
   os << "  braid_rt_value";
   std::optional<ShardedTensor> sharding = program.gradSharding(name, type);
   if (sharding)

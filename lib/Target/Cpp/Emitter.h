@@ -124,6 +124,14 @@ public:
   /// ZeRO range.
   std::optional<ShardedTensor> gradSharding(StringRef name,
                                            RankedTensorType type);
+  /// A gradient that is a ZeRO range of a sharded parameter's block: the
+  /// ZeRO group and the block's sharding (braid_rt_value_zero_sharded).
+  struct ZeroBlockGrad {
+    GridGroup group;
+    ShardedTensor block;
+    SmallVector<int64_t> blockShape;
+  };
+  std::optional<ZeroBlockGrad> zeroBlockGrad(StringRef name, RankedTensorType type);
   /// The program's grid (set by collectSpmd when it has one).
   std::optional<Grid> devices;
 

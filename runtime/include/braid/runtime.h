@@ -177,6 +177,17 @@ void braid_rt_value_sharded(braid_rt *rt, const char *scope, const char *name, c
                             braid_dtype dtype, int32_t rank, const int64_t *shape,
                             const int64_t *global_shape, const char *const *split_axes);
 
+/* braid_rt_value_sharded for a ZeRO range of a sharded value (a ZeRO-1/2
+ * gradient of a tp-sharded weight): `data` holds this rank's `count`
+ * elements of its flat local block (of local shape `shape`), the ranks of
+ * group `zero_axes` holding its consecutive ranges in group order. When
+ * dumping, the block is first gathered over that group, then assembled and
+ * written as braid_rt_value_sharded does; every rank must make the call. */
+void braid_rt_value_zero_sharded(braid_rt *rt, const char *scope, const char *name,
+                                 const void *data, braid_dtype dtype, int64_t count,
+                                 const char *zero_axes, int32_t rank, const int64_t *shape,
+                                 const int64_t *global_shape, const char *const *split_axes);
+
 /* Scope of the calls in flight, for value names: push on call, pop on return. */
 void braid_rt_push_scope(braid_rt *rt, const char *scope);
 void braid_rt_pop_scope(braid_rt *rt);
