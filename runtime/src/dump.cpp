@@ -432,6 +432,27 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
   }
 }
 
+void dumpZeroBlock(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
+                   int64_t count, const char *zeroAxes, const ShardLayout &block) {
+  if (!rt->options.dumping && rt->options.dumpDir.empty())
+    return;
+  Backend &backend = *rt->backend;
+  Communicator &comm = *braid_rt_comm(rt, zeroAxes)->impl;
+  int64_t numel = 1;
+  for (int64_t n : block.local)
+    numel *= n;
+  if (count * comm.size() != numel)
+    fatal("dump of %s: %lld elements on each of the %d ranks of '%s' are not its block's %lld",
+          file.c_str(), (long long)count, int(comm.size()), zeroAxes, (long long)numel);
+  // The block from its ranges, then the block as any sharded value.
+  void *whole = backend.allocate(numel * braid_dtype_size(dtype));
+  backend.synchronize();
+  comm.allGather(backend, data, whole, count, dtype)->wait(backend);
+  backend.synchronize();
+  dumpSharded(rt, file, whole, dtype, block);
+  backend.release(whole);
+}
+
 void checkLossCopies(braid_rt *rt, int64_t lossOffset) {
   Backend &backend = *rt->backend;
   Communicator &comm = *braid_rt_comm(rt, "world")->impl;

@@ -509,11 +509,11 @@ int main(int argc, char **argv) {
   };
   for (const Persistent &p : persistent)
     if (!p.desc->mirror) {
-      dumpSharded(rt.get(), p.desc->name, rt->arena + p.desc->offset, p.desc->dtype, p.layout);
+      dumpPersistent(rt.get(), p.desc->name, rt->arena + p.desc->offset, p);
       // Under a name no value of a step can overwrite: what step 1 starts from.
       if (args.dumpFirstStep && p.param)
-        dumpSharded(rt.get(), std::string("step0.") + p.desc->name, rt->arena + p.desc->offset,
-                    p.desc->dtype, p.layout);
+        dumpPersistent(rt.get(), std::string("step0.") + p.desc->name,
+                       rt->arena + p.desc->offset, p);
     }
   rt->backend->synchronize();
   if (!args.quiet)
@@ -548,8 +548,8 @@ int main(int argc, char **argv) {
       rt->step = 0;
       for (const Persistent &p : persistent)
         if (p.param && dumpsPersistent(p))
-          dumpSharded(rt.get(), mirrorName(p, std::string("step1.updated.") + p.desc->name),
-                      rt->arena + p.desc->offset, p.desc->dtype, p.layout);
+          dumpPersistent(rt.get(), mirrorName(p, std::string("step1.updated.") + p.desc->name),
+                         rt->arena + p.desc->offset, p);
     }
     rt->backend->synchronize();
     float loss = 0;
@@ -571,8 +571,8 @@ int main(int argc, char **argv) {
   // The trained weights and optimizer state, to compare runs.
   for (const Persistent &p : persistent)
     if (p.param && dumpsPersistent(p))
-      dumpSharded(rt.get(), mirrorName(p, std::string("updated.") + p.desc->name),
-                  rt->arena + p.desc->offset, p.desc->dtype, p.layout);
+      dumpPersistent(rt.get(), mirrorName(p, std::string("updated.") + p.desc->name),
+                     rt->arena + p.desc->offset, p);
 
   if (!args.quiet && args.steps > 0)
     std::fprintf(stderr, "%sbraid: %lld steps in %.3f s (%.3f ms/step)\n", prefix.c_str(),

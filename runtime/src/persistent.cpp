@@ -27,8 +27,24 @@ bool describe(const braid_tensor_desc &desc, const char *kind, const Grid &grid,
     *error = std::string(kind) + " " + desc.name + ": " + *error;
     return false;
   }
+  if (desc.zero_axes && *desc.zero_axes) {
+    p.zeroAxes = desc.zero_axes;
+    if (!shardLayout(grid, desc.block_rank, desc.block_shape, desc.block_global_shape,
+                     desc.block_split_axes, &p.zeroBlock, error)) {
+      *error = std::string(kind) + " " + desc.name + " (its ZeRO block): " + *error;
+      return false;
+    }
+  }
   *out = std::move(p);
   return true;
+}
+
+void dumpPersistent(braid_rt *rt, const std::string &file, const void *data,
+                    const Persistent &p) {
+  if (p.zeroAxes.empty())
+    dumpSharded(rt, file, data, p.desc->dtype, p.layout);
+  else
+    dumpZeroBlock(rt, file, data, p.desc->dtype, p.numel, p.zeroAxes.c_str(), p.zeroBlock);
 }
 
 static constexpr int64_t kInitChunk = int64_t(1) << 22; ///< elements generated per host copy

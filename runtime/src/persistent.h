@@ -23,7 +23,16 @@ struct Persistent {
   std::vector<int64_t> shape;
   bool param = false; ///< a parameter or state (dumped again as updated.<name>)
   ShardLayout layout; ///< where the local buffer lies in the global tensor
+  /// For a ZeRO range of a sharded block (braid_tensor_desc::zero_axes): the
+  /// group holding the block's ranges and where the block lies.
+  std::string zeroAxes;
+  ShardLayout zeroBlock;
 };
+
+/// Dumps `p`'s local buffer `data` as DIR/<file>.npy: through its ZeRO
+/// block when it has one, else as its layout says.
+void dumpPersistent(braid_rt *rt, const std::string &file, const void *data,
+                    const Persistent &p);
 
 /// The tensor's sizes and, for a sharded one, its layout on `grid`; false
 /// with a message in `error` when the sharding does not fit the grid.

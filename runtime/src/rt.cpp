@@ -333,19 +333,11 @@ void braid_rt_value_zero_sharded(braid_rt *rt, const char *scope, const char *na
   std::string error;
   if (!shardLayout(rt->grid, rank, shape, global_shape, split_axes, &layout, &error))
     fatal("braid_rt_value_zero_sharded %s: %s", file.c_str(), error.c_str());
-  Backend &backend = *rt->backend;
-  Communicator &comm = *braid_rt_comm(rt, zero_axes)->impl;
-  if (count * comm.size() != block)
-    fatal("braid_rt_value_zero_sharded %s: %lld elements on each of the %d ranks of '%s' are "
-          "not the block's %lld",
-          file.c_str(), (long long)count, int(comm.size()), zero_axes, (long long)block);
-  // The block from its ranges, then the block as any sharded value.
-  void *whole = backend.allocate(block * braid_dtype_size(dtype));
-  backend.synchronize();
-  comm.allGather(backend, data, whole, count, dtype)->wait(backend);
-  backend.synchronize();
-  dumpSharded(rt, file, whole, dtype, layout);
-  backend.release(whole);
+  if (count * braid_rt_comm(rt, zero_axes)->impl->size() != block)
+    fatal("braid_rt_value_zero_sharded %s: %lld elements on each rank of '%s' are not a "
+          "range of the block's %lld",
+          file.c_str(), (long long)count, zero_axes, (long long)block);
+  dumpZeroBlock(rt, file, data, dtype, count, zero_axes, layout);
 }
 
 void braid_rt_push_scope(braid_rt *rt, const char *scope) {

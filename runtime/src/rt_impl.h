@@ -189,6 +189,12 @@ std::string stageGroup(const braid_rt *rt);
 /// the whole tensor. Nothing when dumps are off.
 void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
                  const ShardLayout &layout);
+/// Dumps a ZeRO range of a sharded block: `data` holds this rank's `count`
+/// elements of the flat block, the ranks of group `zeroAxes` its consecutive
+/// ranges; the block is gathered over that group, then dumped as `block`
+/// says. Every rank makes the call.
+void dumpZeroBlock(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
+                   int64_t count, const char *zeroAxes, const ShardLayout &block);
 
 /// --check-replicas: compares every rank's loss with rank 0's after a step
 /// (collective over the world), keeping the worst per rank; writeLossCopies

@@ -43,6 +43,8 @@ MATRIX = [
     ("mamba-tiny", ["--grid", "cp=2", "--inject-fault", "drop-state-carry"]),
     ("hybrid-tiny", ["--grid", "cp=2,tp=2", "--inject-fault", "drop-state-carry"]),
     ("llama-tiny", ["--grid", "dp=2", "--zero", "1", "--inject-fault", "zero-offset"]),
+    # ZeRO-1 with tp: the moments are ranges of tp blocks (runtime.h: zero_axes).
+    ("llama-tiny", ["--grid", "dp=2,tp=2", "--zero", "1", "--inject-fault", "zero-offset"]),
     ("gpt-tiny-l5-b4", ["--grid", "pp=2", "--microbatches", "2",
                         "--inject-fault", "swap-microbatches"]),
     ("llama-tiny", ["--grid", "dp=2,tp=2", "--inject-fault", "corrupt-replica"]),

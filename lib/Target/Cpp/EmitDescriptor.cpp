@@ -131,6 +131,30 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
     inputShardings.push_back(shardingArrays(*sharding ? &**sharding : nullptr));
   }
 
+  // A ZeRO-1/2 moment of a tp-sharded weight (opt.m.W, opt.v.W) is a flat
+  // range of W's block, dumped through the block (runtime.h: zero_axes):
+  // its fields, with their arrays defined before the descriptors.
+  SmallVector<std::string> zeroBlocks;
+  for (const PersistentTensor &p : persistent) {
+    std::string zeroBlock;
+    StringRef name = p.name;
+    if (name.consume_front("opt.m.") || name.consume_front("opt.v.")) {
+      auto param = module.lookupSymbol<ParamOp>(name);
+      auto zero = zeroGroups.find(name);
+      auto block = shardings.find(name);
+      if (param && zero != zeroGroups.end() && block != shardings.end() &&
+          p.type.getRank() == 1 &&
+          p.type.getNumElements() * zero->second.size() ==
+              param.getTensorType().getNumElements() &&
+          p.type.getNumElements() != param.getTensorType().getNumElements())
+        zeroBlock = ", " + quoted(zero->second.spec()) + ", " +
+                    std::to_string(param.getTensorType().getRank()) + ", " +
+                    shapeArray(param.getTensorType()) +
+                    shardingArrays(&block->second); // ", kGlobalN, kSplitN"
+    }
+    zeroBlocks.push_back(zeroBlock);
+  }
+
   os << "\nconst braid_tensor_desc kParams[] = {\n";
   for (auto [i, p] : llvm::enumerate(persistent)) {
     InitKind kind;
@@ -169,9 +193,12 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
        << p.type.getRank() << ", " << paramShapes[i] << ", " << init << ", "
        << literal(std) << ", " << bound << ", " << p.offset
        << paramShardings[i];
+    const std::string &zeroBlock = zeroBlocks[i];
     // A lower pipeline rank holds this tensor too, and dumps it.
-    if (mirrors.contains(p.name))
-      os << (paramShardings[i].empty() ? ", nullptr, nullptr" : "") << ", 1";
+    bool mirror = mirrors.contains(p.name);
+    if (mirror || !zeroBlock.empty())
+      os << (paramShardings[i].empty() ? ", nullptr, nullptr" : "") << ", "
+         << (mirror ? 1 : 0) << zeroBlock;
     os << "},\n";
   }
   if (persistent.empty())

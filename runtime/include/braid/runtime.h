@@ -99,6 +99,19 @@ typedef struct braid_tensor_desc {
    * this program dumps it neither after init nor as updated.NAME. 0 (what
    * programs that omit the field get): the program dumps it. */
   int32_t mirror;
+  /* A ZeRO range of a sharded block (a ZeRO-1/2 optimizer moment of a
+   * tp-sharded weight): `shape` (rank 1) is this rank's range of the flat
+   * block, the ranks of group `zero_axes` holding consecutive ranges in group
+   * order, and (global_shape, split_axes) describe the flat block over them;
+   * the block itself has local shape block_shape (of rank block_rank) and
+   * lies in the global tensor as (block_global_shape, block_split_axes) say.
+   * Dumps gather the block over zero_axes, then place it. NULL (what programs
+   * that omit the fields get): none. */
+  const char *zero_axes;
+  int32_t block_rank;
+  const int64_t *block_shape;
+  const int64_t *block_global_shape;
+  const char *const *block_split_axes;
 } braid_tensor_desc;
 
 typedef struct braid_rt braid_rt; /* opaque: backend, stream, arena, trace */
