@@ -2,18 +2,15 @@
 
 #include "ComputeCost.h"
 
+#include "DataFiles.h"
+
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 
 using namespace braid::cost;
 
 namespace {
-struct Builtin {
-  const char *name;
-  const char *json;
-};
 #include "CalibrationData.inc"
 
 llvm::Error fail(const llvm::Twine &message) {
@@ -65,20 +62,8 @@ llvm::Expected<ComputeCalibration> ComputeCalibration::parse(llvm::StringRef jso
 }
 
 llvm::Expected<ComputeCalibration> ComputeCalibration::named(llvm::StringRef name) {
-  if (name.ends_with(".json")) {
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-        llvm::MemoryBuffer::getFile(name);
-    if (!file)
-      return fail("cannot read " + name + ": " + file.getError().message());
-    llvm::Expected<ComputeCalibration> c = parse((*file)->getBuffer());
-    if (!c)
-      return fail(name + ": " + llvm::toString(c.takeError()));
-    return c;
-  }
-  for (const Builtin &b : kBuiltins)
-    if (name == b.name)
-      return parse(b.json);
-  return fail("no compute calibration for hardware '" + name + "'");
+  return parseNamed(name, kBuiltins, "compute calibration",
+                    [](llvm::StringRef json) { return parse(json); });
 }
 
 double ComputeCalibration::gemmSeconds(const Hardware &hw, double m, double n,

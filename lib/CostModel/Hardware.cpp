@@ -2,6 +2,8 @@
 
 #include "Hardware.h"
 
+#include "DataFiles.h"
+
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -9,10 +11,6 @@ using namespace braid::cost;
 
 namespace {
 /// The built-in descriptions: (name, JSON), generated from hardware/*.json.
-struct Builtin {
-  const char *name;
-  const char *json;
-};
 #include "HardwareData.inc"
 
 llvm::Error fail(const llvm::Twine &message) {
@@ -70,23 +68,8 @@ llvm::Expected<Hardware> Hardware::parse(llvm::StringRef json) {
 
 llvm::Expected<Hardware> Hardware::named(llvm::StringRef name) {
   // A cluster of one's own: a description in a file.
-  if (name.ends_with(".json")) {
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-        llvm::MemoryBuffer::getFile(name);
-    if (!file)
-      return fail("cannot read " + name + ": " + file.getError().message());
-    llvm::Expected<Hardware> hw = parse((*file)->getBuffer());
-    if (!hw)
-      return fail(name + ": " + llvm::toString(hw.takeError()));
-    return hw;
-  }
-  for (const Builtin &b : kBuiltins)
-    if (name == b.name)
-      return parse(b.json);
-  std::string known;
-  for (const Builtin &b : kBuiltins)
-    known += (known.empty() ? "" : ", ") + std::string(b.name);
-  return fail("no hardware description '" + name + "' (known: " + known + ")");
+  return parseNamed(name, kBuiltins, "hardware description",
+                    [](llvm::StringRef json) { return parse(json); });
 }
 
 std::vector<std::string> Hardware::names() {

@@ -292,10 +292,26 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
                 return false;
           return true;
         };
+        // A reduction the function returns (a micro-batched gradient summed
+        // and reduced in its last backward, OverlapRewrites.cpp) reduces in
+        // the caller's buffer for it: the sum is computed there, not in a
+        // buffer of this frame that would live until the wait.
+        auto returned = leaderStorage.find(classes.getLeaderValue(result));
+        bool intoResult = returned != leaderStorage.end() &&
+                          returned->second.kind == Storage::Kind::Result &&
+                          classes.getLeaderValue(result) == result;
         if (input.getType() == result.getType() && input.getDefiningOp() &&
-            inFrame(input) && inFrame(result) && readBefore() &&
-            lastRead.lookup(classes.getLeaderValue(input)) == readsUntil(op))
-          storeInPlace(input, result);
+            inFrame(input) && (inFrame(result) || intoResult) && readBefore() &&
+            lastRead.lookup(classes.getLeaderValue(input)) == readsUntil(op)) {
+          if (intoResult) {
+            Storage storage = returned->second;
+            leaderStorage.erase(returned);
+            storeInPlace(input, result);
+            leaderStorage[classes.getLeaderValue(result)] = storage;
+          } else {
+            storeInPlace(input, result);
+          }
+        }
         continue;
       }
       if (fp.fusion->getRoot(&op) != &op || op.getNumResults() != 1)

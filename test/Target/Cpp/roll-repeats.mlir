@@ -76,15 +76,18 @@ module attributes {braid.model = {name = "mlp", family = "gpt", vocab = 10 : i64
 // Transfers repeat with their event slots: the slot steps with the
 // repetition (ev[(1 + rep)]), so a start and its wait roll together; the
 // parameters' offsets (each reduced in place: the value is set into it) and
-// sizes go to the table. A group that is not repeated (the loss's
-// all-reduce) stays as it is.
+// sizes go to the table. The loss's all-reduce (in place, in the step's
+// result buffer) starts the chain: each repetition waits for the transfer
+// before it and starts its own.
 
 // CHECK-LABEL: void fn_step(
 // CHECK:         braid_event *ev[4];
+// CHECK:         ev[0] = braid_all_reduce(rt, braid_rt_comm(rt, "dp"), results[0], results[0], 1, BRAID_F32, BRAID_RED_SUM);
 // CHECK:         for (int64_t rep = 0; rep < 3; ++rep) {
+// CHECK:           braid_event_wait(rt, ev[(0 + rep)]);
 // CHECK:           ev[(1 + rep)] = braid_all_reduce(rt, braid_rt_comm(rt, "dp"), at(arena, kRoll0[rep][0]), at(arena, kRoll0[rep][0]), kRoll0[rep][1], BRAID_F32, BRAID_RED_SUM);
-// CHECK:           braid_event_wait(rt, ev[(1 + rep)]);
 // CHECK:         }
+// CHECK:         braid_event_wait(rt, ev[3]);
 
 // PLAIN-LABEL: void fn_step(
 // PLAIN:         ev[1] = braid_all_reduce(

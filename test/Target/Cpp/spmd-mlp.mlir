@@ -56,8 +56,9 @@ module attributes {braid.model = {name = "mlp-tp", family = "gpt", vocab = 16 : 
 // CHECK:        braid_k_ce_shard_stats(rt, BRAID_F32, BRAID_I32, at(arena, frame + [[LOGITS]]), args[1], static_cast<float *>(at(arena, frame + [[CE]])), static_cast<float *>(at(arena, frame + {{[0-9]+}})), 8, 16, int64_t(0), 16);
 // CHECK-NOT:    braid_all_reduce
 // CHECK:        braid_rt_op_begin(rt, "cross_entropy_from_stats", "part");
-// CHECK-NEXT:   braid_k_ce_shard_loss(rt, {{.*}}, static_cast<float *>(at(arena, frame + {{[0-9]+}})), 8, 16);
-// CHECK:        [[EL:ev\[[0-9]+\]]] = braid_all_reduce(rt, braid_rt_comm(rt, "dp"), at(arena, frame + {{[0-9]+}}), results[0], 1, BRAID_F32, BRAID_RED_SUM);
+// The step's loss is computed in its result buffer and reduced there.
+// CHECK-NEXT:   braid_k_ce_shard_loss(rt, {{.*}}, static_cast<float *>(results[0]), 8, 16);
+// CHECK:        [[EL:ev\[[0-9]+\]]] = braid_all_reduce(rt, braid_rt_comm(rt, "dp"), results[0], results[0], 1, BRAID_F32, BRAID_RED_SUM);
 // CHECK:        braid_event_wait(rt, [[EL]]);
 
 // CHECK:      constexpr int64_t kGlobal0[] = {8, 32};

@@ -39,16 +39,18 @@ module attributes {braid.model = {name = "zero", family = "gpt", vocab = 16 : i6
 }
 
 // CHECK-LABEL: void fn_step(
-// CHECK:        static const int64_t [[WSHAPE:kA[0-9]+]][] = {24};
-// CHECK-NEXT:   static const int64_t [[WGLOBAL:kA[0-9]+]][] = {48};
-// CHECK-NEXT:   static const char *const [[WSPLIT:kS[0-9]+]][] = {"dp"};
+// CHECK:        static const int64_t [[WSHAPE:kA[0-9]+]][] = {8, 6};
+// CHECK-NEXT:   static const int64_t [[WGLOBAL:kA[0-9]+]][] = {8, 12};
+// CHECK-NEXT:   static const char *const [[WSPLIT:kS[0-9]+]][] = {"", "tp"};
 
 // A whole gradient of an unsharded parameter: a plain dump.
 // CHECK:        braid_rt_value(rt, nullptr, "grad.wte", {{.*}}, BRAID_F32, 2, {{.*}});
 // CHECK:        [[E:ev\[[0-9]+\]]] = braid_reduce_scatter(rt, braid_rt_comm(rt, "dp"), at(arena, frame + {{[0-9]+}}), at(arena, frame + [[GW:[0-9]+]]), 24, BRAID_F32, BRAID_RED_SUM);
 // CHECK-NEXT:   braid_rt_op_end(rt);
 // CHECK-NEXT:   braid_event_wait(rt, [[E]]);
-// CHECK-NEXT:   braid_rt_value_sharded(rt, nullptr, "grad.w", at(arena, frame + [[GW]]), BRAID_F32, 1, [[WSHAPE]], [[WGLOBAL]], [[WSPLIT]]);
+// w is split over tp: its gradient's range is gathered over dp into the
+// [8, 6] block, which then lies in the [8, 12] gradient as w does.
+// CHECK-NEXT:   braid_rt_value_zero_sharded(rt, nullptr, "grad.w", at(arena, frame + [[GW]]), BRAID_F32, 24, "dp", 2, [[WSHAPE]], [[WGLOBAL]], [[WSPLIT]]);
 
 // ZeRO-1: this rank's range of the whole gradient (64 elements at offset
 // coord(dp) * 64, 256 bytes), then (--convert-braid-to-dist) the range is

@@ -1,0 +1,55 @@
+//===- DataFiles.h - JSON descriptions built in or read from a file -*- C++ -*-===//
+//
+// The cost model's data (hardware descriptions, compute calibrations) are
+// JSON files built into the library (CMakeLists.txt: braid_embed_json) and
+// looked up by name, or a file of one's own when the name ends in ".json".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_LIB_COSTMODEL_DATAFILES_H
+#define BRAID_LIB_COSTMODEL_DATAFILES_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <string>
+
+namespace braid::cost {
+
+struct Builtin {
+  const char *name;
+  const char *json;
+};
+
+/// Parses the description `name` with `parse` (Expected<T>(StringRef)):
+/// the file `name` when it ends in ".json" (its errors prefixed with the
+/// file's name), else the built-in of that name; `what` names the kind in
+/// the message for an unknown name.
+template <typename Parse>
+auto parseNamed(llvm::StringRef name, llvm::ArrayRef<Builtin> builtins, llvm::StringRef what,
+                Parse parse) -> decltype(parse(llvm::StringRef())) {
+  auto fail = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  if (name.ends_with(".json")) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file = llvm::MemoryBuffer::getFile(name);
+    if (!file)
+      return fail("cannot read " + name + ": " + file.getError().message());
+    auto parsed = parse((*file)->getBuffer());
+    if (!parsed)
+      return fail(name + ": " + llvm::toString(parsed.takeError()));
+    return parsed;
+  }
+  for (const Builtin &b : builtins)
+    if (name == b.name)
+      return parse(b.json);
+  std::string known;
+  for (const Builtin &b : builtins)
+    known += (known.empty() ? "" : ", ") + std::string(b.name);
+  return fail("no " + what + " '" + name + "' (known: " + known + ")");
+}
+
+} // namespace braid::cost
+
+#endif // BRAID_LIB_COSTMODEL_DATAFILES_H
