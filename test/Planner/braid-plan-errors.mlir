@@ -15,6 +15,13 @@
 // KEY: braid-plan: --evaluate: unknown key 'frobnicate'
 // RUN: not braid-plan %s --gpus 8 --global-batch 8 --hardware tpu-v9 2>&1 | FileCheck %s --check-prefix=HW
 // HW: braid-plan: no hardware description 'tpu-v9' (known: a100-sxm, h100-sxm, h200-sxm)
+// A cluster of one's own needs its compute rates too.
+// RUN: sed -e 's/"h100-sxm"/"my-cluster"/' %braid_src/lib/CostModel/hardware/h100-sxm.json > %t.my-cluster.json
+// RUN: not braid-plan %s --gpus 8 --global-batch 8 --hardware %t.my-cluster.json 2>&1 | FileCheck %s --check-prefix=CAL
+// CAL: braid-plan: no compute calibration 'my-cluster' (known: a100-sxm, h100-sxm, h200-sxm); a hardware description of one's own needs --calibration FILE
+// RUN: sed -e 's/"h100-sxm"/"my-cluster"/' %braid_src/lib/CostModel/calibration/h100-sxm.json > %t.my-cal.json
+// RUN: braid-plan --model family=llama,hidden=4096,layers=32,seq=8192,heads=32,kv_heads=8,ffn=14336,vocab=128256 --gpus 8 --global-batch 8 --hardware %t.my-cluster.json --calibration %t.my-cal.json --top 1 | FileCheck %s --check-prefix=OWN
+// OWN: on 8 x my-cluster
 // RUN: not braid-plan %s --gpus 8 --global-batch 8 --runtime deepspeed 2>&1 | FileCheck %s --check-prefix=RT
 // RT: braid-plan: unknown runtime 'deepspeed' (known: braid, megatron-2021, megatron-core)
 // A model that fits nowhere on the cluster: the message names the least

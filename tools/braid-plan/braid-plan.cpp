@@ -332,7 +332,11 @@ int main(int argc, char **argv) {
   Expected<braid::cost::ComputeCalibration> cal = braid::cost::ComputeCalibration::named(
       calibrationName.empty() ? hw->name : std::string(calibrationName));
   if (!cal)
-    return fail(toString(cal.takeError()));
+    return fail(toString(cal.takeError()) +
+                (calibrationName.empty()
+                     ? "; a hardware description of one's own needs --calibration FILE "
+                       "(the fields of lib/CostModel/calibration/*.json)"
+                     : ""));
   Expected<Runtime> rt = Runtime::named(runtimeName);
   if (!rt)
     return fail(toString(rt.takeError()));
