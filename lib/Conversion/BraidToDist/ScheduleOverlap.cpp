@@ -58,6 +58,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <functional>
+
 namespace braid {
 #define GEN_PASS_DEF_BRAIDSCHEDULEOVERLAPPASS
 #include "braid/Conversion/Passes.h.inc"
@@ -350,7 +352,7 @@ private:
       // A prefetch (its cone reads parameters only) keeps its place: it
       // starts the call ahead of its use that hoistStarts chose, not earlier.
       if (llvm::all_of(cone, [](Operation *c) {
-            return isa<GetParamOp, ReshapeOp>(c) || isFusibleElementwise(c);
+            return isa<GetParamOp, ReshapeOp, ConvertOp>(c) || isFusibleElementwise(c);
           }) &&
           llvm::any_of(cone, [](Operation *c) { return isa<GetParamOp>(c); })) {
         flush(&op);
@@ -426,11 +428,20 @@ private:
   /// arguments only.
   static bool isPrefetch(Operation *transfer, ArrayRef<Operation *> chain,
                          const llvm::SmallPtrSetImpl<Operation *> &inChain) {
+    // What a parameter read becomes through elementwise ops and reshapes
+    // (its compute copy: a convert to bf16), shared or not: a forward's and a
+    // backward's gather of one layer read the same copy, which then is no
+    // transfer's alone, and both are prefetches all the same.
+    std::function<bool(Value)> fromParams = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def || inChain.contains(def) || isa<GetParamOp>(def))
+        return true;
+      if (!isa<ReshapeOp, ConvertOp>(def) && !isFusibleElementwise(def))
+        return false;
+      return def->getNumOperands() > 0 && llvm::all_of(def->getOperands(), fromParams);
+    };
     auto reads = [&](Operation *user) {
-      return llvm::all_of(user->getOperands(), [&](Value v) {
-        Operation *def = v.getDefiningOp();
-        return !def || inChain.contains(def) || isa<GetParamOp>(def);
-      });
+      return llvm::all_of(user->getOperands(), fromParams);
     };
     return reads(transfer) && llvm::all_of(chain, reads);
   }

@@ -1,5 +1,25 @@
 // RUN: %python -m braid.models llama-tiny --batch 4 | braid-opt --braid-training-pipeline="grid=dp=2 zero=3 schedule-overlap=false" | braid-opt --braid-schedule-overlap=memory-growth=1 | FileCheck %s
 // RUN: %python -m braid.models llama-tiny --batch 4 | braid-opt --braid-training-pipeline="grid=dp=2 zero=3" | FileCheck %s --check-prefix=BUDGET
+// RUN: %python -m braid.models llama-tiny --batch 4 | braid-opt --braid-training-pipeline="grid=dp=2 zero=3 schedule-overlap=false dtype=bf16" | braid-opt --braid-schedule-overlap=memory-growth=1 | FileCheck %s --check-prefix=BF16
+
+// In bf16 a layer's forward and backward gathers read one compute copy of
+// the parameter (a convert of its f32 shard): still prefetches, each started
+// one call ahead of its own use, so the backward's waits for layer 1's
+// forward to be under way instead of leaving with the forward's at the
+// start of the step (holding every layer's gathered copy through the
+// forward).
+// BF16-LABEL: func.func @step(
+// BF16:         braid.get_param @layers.0.attn.wq
+// BF16-NEXT:    %[[COPY:.*]] = braid.convert
+// BF16-NEXT:    dist.all_gather %[[COPY]]
+// BF16-NOT:     dist.all_gather %[[COPY]]
+// BF16:         call @llama_layer.fwd(
+// BF16-NOT:     dist.all_gather %[[COPY]]
+// BF16:         call @llama_layer.fwd(
+// BF16-NOT:     call
+// BF16:         dist.all_gather %[[COPY]]
+// BF16:         call @llama_layer.bwd(
+// BF16:         call @llama_layer.bwd(
 
 // ZeRO-3 gathers each layer's parameters inside the layer's functions. The
 // scheduler moves every gather of an argument to the callers (the functions
