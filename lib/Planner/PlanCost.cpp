@@ -64,6 +64,7 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   r.gradBytes = 4;
   r.optimizerBytes = 12;
   r.fusedGradAccumulation = true;
+  r.prefetchAcrossMicrobatches = true;
   if (name == "megatron-2021") {
     r.flashAttention = false;
     r.overlapTensorParallel = false;
@@ -821,8 +822,10 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
         rt.overlapParamGather ? std::max(0.0, gather - st0.forward) : gather;
   } else if (p.zero == 3) {
     // Every layer gathered in forward and again in backward, per
-    // micro-batch, one layer ahead of its use.
-    double exposed = 0, total = 0;
+    // micro-batch, one layer ahead of its use; what a chunk gathers first
+    // (the first layer's, and the embedding's or the head's where the chunk
+    // holds them) has nothing before it to hide behind.
+    double exposed = 0, total = 0, first = 0;
     for (size_t k = 0; k < shapes.size(); ++k) {
       if (!sl.kindCount[k])
         continue;
@@ -834,9 +837,22 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
       total += sl.kindCount[k] * 2 * g;
       exposed += sl.kindCount[k] *
                  (std::max(0.0, g - lc.forward) + std::max(0.0, g - lc.backward));
+      first = std::max(first, g);
     }
+    double layered = 0;
+    for (size_t k = 0; k < shapes.size(); ++k)
+      layered += sl.kindCount[k] * costs[k].parameters;
+    double outer = std::max(0.0, sl.params - layered); // embedding, head, final norm
+    double outerGather = transfer(int(TransferKind::AllGather), outer * paramBytes,
+                                  denseReplicas, denseNodes);
+    total += 2 * outerGather;
+    // The chunks' first gathers, forward and backward: every chunk of the
+    // stage runs once per micro-batch; or, prefetched across micro-batches,
+    // once per step.
+    double firsts = 2 * (p.vpp * first + outerGather);
     est.total[size_t(CommKind::ZeroGather)] = M * total;
-    est.exposed[size_t(CommKind::ZeroGather)] = M * exposed;
+    est.exposed[size_t(CommKind::ZeroGather)] =
+        M * exposed + (rt.prefetchAcrossMicrobatches ? firsts : M * firsts);
   }
 
   // The optimizer: Adam reads and writes every weight, gradient and moment

@@ -88,6 +88,11 @@ struct Runtime {
   /// sequence-sharded tokens dispatched as they are. Braid shards experts
   /// over tp and lays ep out beside dp.
   bool foldedExperts = false;
+  /// Whether ZeRO-3 gathers for a micro-batch's first layers start during
+  /// the previous micro-batch (DeepSpeed's and FSDP's prefetch by the
+  /// recorded order), or only once the chunk starts, as Braid's schedule
+  /// does (it prefetches within a function, one call ahead).
+  bool prefetchAcrossMicrobatches = false;
   /// Bytes per parameter: the stored weights (f32 masters), the copy the
   /// forward reads (bf16; none when the weights are stored in bf16), the
   /// gradients, the optimizer state (Adam: 2 x f32, plus an f32 master when
