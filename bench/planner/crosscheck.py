@@ -8,8 +8,9 @@ order simulated) and through braid-plan --evaluate, both on the H100
 description. The compiler times compute at the roofline, so the planner runs
 here with a roofline calibration too (every efficiency 1): what differs is
 then what each counts, not the rates. Printed per plan and kind of transfer:
-the seconds issued and exposed per step by each, and the step (of a
-pipeline: its first stage).
+the seconds issued and exposed per step by each, the step (of a
+pipeline: its first stage), and the memory: the static memory plan's arena
+against the planner's memory per GPU less its runtime reserve.
 
 usage: python3 bench/planner/crosscheck.py [--bin build/bin]
 """
@@ -25,7 +26,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 KINDS = ["tp", "cp", "ep", "pp", "dp", "zero-gather"]
 # (grid, zero, micro-batches, global batch, braid-plan spec)
 PLANS = [
+    ("dp=2,tp=4", 1, 1, 8, "dp=2,tp=4,mbs=4,zero=1"),
     ("dp=2,tp=4", 1, 2, 8, "dp=2,tp=4,mbs=2,zero=1"),
+    ("dp=2,tp=4", 3, 1, 8, "dp=2,tp=4,mbs=4,zero=3"),
     ("dp=2,tp=4", 3, 2, 8, "dp=2,tp=4,mbs=2,zero=3"),
     ("dp=4,tp=2", 0, 2, 8, "dp=4,tp=2,mbs=1,zero=0"),
     ("dp=8", 1, 1, 8, "dp=8,mbs=1,zero=1"),
@@ -65,7 +68,17 @@ def compiler(bin_dir, model, grid, zero, micro):
         m = re.search(r"step ([\d.]+) us \(compute ([\d.]+) us", line)
         if m:
             step, compute = float(m.group(1)) * 1e-6, float(m.group(2)) * 1e-6
-    return issued, exposed, step, compute
+    # The static memory plan's arena (what the runtime allocates; measured
+    # peaks equal it): of the first stage's program.
+    entry = "step" if micro == 1 and "pp=" not in grid else "step.pp0"
+    mem = subprocess.run(
+        [os.path.join(bin_dir, "braid-opt"), model,
+         f"--braid-training-pipeline=grid={grid} sequence-parallel={'tp=' in grid} "
+         f"microbatches={micro} dtype=bf16 zero={zero}",
+         f"--braid-print-memory-plan=entry={entry}", "-o", os.devnull],
+        check=True, capture_output=True, text=True).stdout
+    arena = float(re.search(r"arena_bytes: (\d+)", mem).group(1))
+    return issued, exposed, step, compute, arena
 
 
 def planner(bin_dir, model, gpus, batch, spec, calibration):
@@ -74,7 +87,8 @@ def planner(bin_dir, model, gpus, batch, spec, calibration):
          str(batch), "--evaluate", spec, "--calibration", calibration, "--format", "json"],
         check=True, capture_output=True, text=True).stdout
     p = json.loads(out)["plans"][0]
-    return p["issued_s"], p["exposed_s"], p["step_s"], p["compute_s"]
+    memory = p["memory_bytes"] - p["memory"]["reserved"]  # the arena's part
+    return p["issued_s"], p["exposed_s"], p["step_s"], p["compute_s"], memory
 
 
 def main():
@@ -96,10 +110,11 @@ def main():
         gpus = 1
         for size in re.findall(r"=(\d+)", grid):
             gpus *= int(size)
-        ci, ce, cs, cc = compiler(args.bin, model, grid, zero, micro)
-        pi, pe, ps, pc = planner(args.bin, model, gpus, batch, spec, roofline)
+        ci, ce, cs, cc, cm = compiler(args.bin, model, grid, zero, micro)
+        pi, pe, ps, pc, pm = planner(args.bin, model, gpus, batch, spec, roofline)
         print(f"{grid} zero={zero} micro-batches={micro} (batch {batch}): step compiler "
-              f"{cs:.3f} s, planner {ps:.3f} s; compute {cc:.3f} / {pc:.3f} s")
+              f"{cs:.3f} s, planner {ps:.3f} s; compute {cc:.3f} / {pc:.3f} s; memory "
+              f"(the arena) {cm / 1e9:.2f} / {pm / 1e9:.2f} GB ({100 * (pm / cm - 1):+.1f}%)")
         print(f"  {'kind':12s} {'issued: compiler':>17s} {'planner':>8s} "
               f"{'exposed: compiler':>18s} {'planner':>8s}")
         for k in KINDS:

@@ -65,6 +65,7 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   r.optimizerBytes = 12;
   r.fusedGradAccumulation = true;
   r.prefetchAcrossMicrobatches = true;
+  r.logitBytes = 4;
   if (name == "megatron-2021") {
     r.flashAttention = false;
     r.overlapTensorParallel = false;
@@ -436,7 +437,7 @@ PlanCost::LayerCost PlanCost::outerCost(const Plan &p, bool first, bool last) {
     double f0 = timer.forward;
     timer.gemm(T, V / t, h);
     // The loss over f32 logits: written, read for the softmax, its gradient.
-    timer.memory(T * V / t * 4 * 3);
+    timer.memory(T * V / t * rt.logitBytes * 3);
     (void)f0;
     c.parameters += (m.layerNorm ? 2 : 1) * h;
     if (!m.tiedEmbeddings || !first)
@@ -717,6 +718,10 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
       working = rt.weightBytes * 2 * perLayer;
     double grads = rt.gradBytes * (shard(st.params, denseReplicas, p.zero >= 2) +
                                    shard(st.expertParams, expertReplicas, p.zero >= 2));
+    // Accumulated by a separate add, a micro-batch's gradients come out of
+    // its backward whole beside the sum so far: a second set, unsharded.
+    if (!rt.fusedGradAccumulation && M > 1)
+      grads += rt.gradBytes * (st.params + st.expertParams);
     double optimizer = rt.optimizerBytes * (shard(st.params, denseReplicas, p.zero >= 1) +
                                             shard(st.expertParams, expertReplicas, p.zero >= 1));
     // Micro-batches whose activations the stage holds at once.
@@ -732,7 +737,7 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     double logits = 0;
     if (s == (chunks - 1) % p.pp) {
       double T = double(p.microBatch) * m.seq / p.cp;
-      logits = T * m.vocab / p.tp * 4 * 2; // f32 logits and their gradient
+      logits = T * m.vocab / p.tp * rt.logitBytes * 2; // the logits and their gradient
     }
     double total = weights + working + grads + optimizer + activations + logits;
     if (total > memBest) {

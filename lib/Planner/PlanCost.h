@@ -93,6 +93,10 @@ struct Runtime {
   /// recorded order), or only once the chunk starts, as Braid's schedule
   /// does (it prefetches within a function, one call ahead).
   bool prefetchAcrossMicrobatches = false;
+  /// Bytes per element of the logits and of their gradient: Braid keeps
+  /// both in the compute type (bf16; the loss's statistics in f32),
+  /// Megatron's vocabulary-parallel cross entropy works on an f32 copy.
+  double logitBytes = 2;
   /// Bytes per parameter: the stored weights (f32 masters), the copy the
   /// forward reads (bf16; none when the weights are stored in bf16), the
   /// gradients, the optimizer state (Adam: 2 x f32, plus an f32 master when
