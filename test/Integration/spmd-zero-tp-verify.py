@@ -30,6 +30,14 @@ MATRIX = [
     ("llama-tiny-b4", ["--grid", "dp=2,tp=2", "--zero", "1"]),
     ("llama-tiny-b4", ["--grid", "dp=2,tp=2", "--zero", "2", "--sequence-parallel"]),
     ("llama-tiny-b8-l4", ["--grid", "pp=2,dp=2,tp=2", "--zero", "1", "--microbatches", "4"]),
+    # ZeRO-3 with micro-batches: each chunk gathers its layers' parameters a
+    # layer ahead, inside the chunk (schedule-overlap-zero3.mlir: MICRO), in
+    # f32 and bf16 (a read and a convert of its own per gather), and on a
+    # pipeline.
+    ("llama-tiny-b8", ["--grid", "dp=2,tp=2", "--zero", "3", "--microbatches", "2"]),
+    ("llama-tiny-b8", ["--grid", "dp=2,tp=2", "--zero", "3", "--microbatches", "2",
+                       "--dtype", "bf16"]),
+    ("llama-tiny-b8-l4", ["--grid", "pp=2,dp=2", "--zero", "3", "--microbatches", "4"]),
 ]
 _, failures, _ = verify_matrix.run(work, MATRIX)
 if failures:

@@ -207,6 +207,12 @@ int64_t hoistArgumentGathers(ModuleOp module) {
         calls.push_back(call);
     if (calls.size() != static_cast<size_t>(llvm::range_size(*uses)))
       continue;
+    // A pipeline action's (a model chunk's forward or backward per
+    // micro-batch) keeps its gathers: moved to the stage's program they would
+    // all run before the chunk, every layer's parameters gathered at once,
+    // where inside it each layer's are gathered a call ahead of that layer.
+    if (llvm::any_of(calls, [](func::CallOp call) { return call->hasAttr("dist.action"); }))
+      continue;
     Block &body = func.getBody().front();
     SmallVector<std::pair<dist::AllGatherOp, dist::WaitOp>> gathers;
     for (auto gather : body.getOps<dist::AllGatherOp>()) {
@@ -231,16 +237,31 @@ int64_t hoistArgumentGathers(ModuleOp module) {
         // A read of its own for each gather (the forward's and the
         // backward's calls share one), so that it moves with the gather.
         Value operand = call.getOperand(i);
-        if (auto read = operand.getDefiningOp<GetParamOp>())
+        if (auto read = operand.getDefiningOp<GetParamOp>()) {
           operand = b.clone(*read)->getResult(0);
+        } else if (auto convert = operand.getDefiningOp<ConvertOp>()) {
+          // The compute copy of a parameter (bf16): a read and a convert of
+          // its own, for the same reason.
+          if (auto read = convert.getInput().getDefiningOp<GetParamOp>()) {
+            IRMapping copy;
+            copy.map(read.getResult(), b.clone(*read)->getResult(0));
+            operand = b.clone(*convert, copy)->getResult(0);
+          }
+        }
         IRMapping map;
         map.map(gather.getInput(), operand);
         Operation *copy = b.clone(*gather, map);
         dist::WaitOp::create(b, wait.getLoc(), ValueRange{dist::getToken(copy)});
         Operation *replaced = call.getOperand(i).getDefiningOp();
         call->setOperand(i, copy->getResult(0));
-        if (isa_and_nonnull<GetParamOp>(replaced) && replaced->use_empty())
+        if (replaced && isa<GetParamOp, ConvertOp>(replaced) && replaced->use_empty()) {
+          Operation *read = isa<ConvertOp>(replaced)
+                                ? cast<ConvertOp>(replaced).getInput().getDefiningOp()
+                                : nullptr;
           replaced->erase();
+          if (read && isa<GetParamOp>(read) && read->use_empty())
+            read->erase();
+        }
       }
     }
     for (auto [gather, wait] : gathers) {

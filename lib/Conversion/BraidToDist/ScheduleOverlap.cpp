@@ -458,7 +458,8 @@ private:
         Operation *def = operand.getDefiningOp();
         if (!def || def->getBlock() != &block || chain.contains(def) ||
             moved.contains(def) ||
-            !(isFusibleElementwise(def) || isa<ReshapeOp, GetParamOp, dist::PackOp>(def)))
+            !(isFusibleElementwise(def) ||
+              isa<ReshapeOp, ConvertOp, GetParamOp, dist::PackOp>(def)))
           continue;
         bool only = llvm::all_of(def->getUsers(), [&](Operation *u) {
           return u == transfer || chain.contains(u);

@@ -1,23 +1,42 @@
 // RUN: %python -m braid.models llama-tiny --batch 4 | braid-opt --braid-training-pipeline="grid=dp=2 zero=3 schedule-overlap=false" | braid-opt --braid-schedule-overlap=memory-growth=1 | FileCheck %s
 // RUN: %python -m braid.models llama-tiny --batch 4 | braid-opt --braid-training-pipeline="grid=dp=2 zero=3" | FileCheck %s --check-prefix=BUDGET
 // RUN: %python -m braid.models llama-tiny --batch 4 | braid-opt --braid-training-pipeline="grid=dp=2 zero=3 schedule-overlap=false dtype=bf16" | braid-opt --braid-schedule-overlap=memory-growth=1 | FileCheck %s --check-prefix=BF16
+// RUN: %python -m braid.models llama-tiny --batch 4 | braid-opt --braid-training-pipeline="grid=dp=2 zero=3 microbatches=2 schedule-overlap=false" | braid-opt --braid-schedule-overlap=memory-growth=1 | FileCheck %s --check-prefix=MICRO
 
-// In bf16 a layer's forward and backward gathers read one compute copy of
-// the parameter (a convert of its f32 shard): still prefetches, each started
-// one call ahead of its own use, so the backward's waits for layer 1's
-// forward to be under way instead of leaving with the forward's at the
-// start of the step (holding every layer's gathered copy through the
-// forward).
+// Micro-batched, the layers' gathers move into the model chunk's forward
+// and backward (their callers) and no further: moved out of the chunk's
+// backward into the stage's program, every layer's would be gathered before
+// the chunk runs (held all at once), where inside it each layer's are
+// gathered a call ahead of that layer.
+// MICRO-LABEL: func.func private @step.c0.fwd(
+// MICRO:         dist.all_gather
+// MICRO:         call @llama_layer.fwd(
+// MICRO:         dist.all_gather
+// MICRO:         call @llama_layer.fwd(
+// MICRO-LABEL: func.func private @step.c0.bwd(
+// MICRO:         dist.all_gather
+// MICRO:         call @llama_layer.bwd(
+// MICRO:         call @llama_layer.bwd(
+// MICRO-LABEL: func.func @step.pp0(
+// MICRO-NOT:     dist.all_gather {{.*}} grid_axes = [0] gather_axis
+// MICRO:         return
+
+// In bf16 each gather reads a compute copy of the parameter's shard (a
+// convert of its f32 read): moved to the caller, every gather gets a read
+// and a convert of its own, which move with it, so the backward's gather of
+// layer 0 starts one call ahead of its use (after layer 1's forward, while
+// layer 1's backward runs) instead of with the forward's at the step's start.
 // BF16-LABEL: func.func @step(
 // BF16:         braid.get_param @layers.0.attn.wq
-// BF16-NEXT:    %[[COPY:.*]] = braid.convert
-// BF16-NEXT:    dist.all_gather %[[COPY]]
-// BF16-NOT:     dist.all_gather %[[COPY]]
+// BF16-NEXT:    %[[C0:.*]] = braid.convert
+// BF16-NEXT:    dist.all_gather %[[C0]]
 // BF16:         call @llama_layer.fwd(
-// BF16-NOT:     dist.all_gather %[[COPY]]
+// BF16-NOT:     braid.get_param @layers.0.attn.wq
 // BF16:         call @llama_layer.fwd(
 // BF16-NOT:     call
-// BF16:         dist.all_gather %[[COPY]]
+// BF16:         braid.get_param @layers.0.attn.wq
+// BF16-NEXT:    %[[C1:.*]] = braid.convert
+// BF16-NEXT:    dist.all_gather %[[C1]]
 // BF16:         call @llama_layer.bwd(
 // BF16:         call @llama_layer.bwd(
 
