@@ -64,7 +64,6 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   r.gradBytes = 4;
   r.optimizerBytes = 12;
   r.fusedGradAccumulation = true;
-  r.prefetchAcrossMicrobatches = true;
   r.logitBytes = 4;
   if (name == "megatron-2021") {
     r.flashAttention = false;

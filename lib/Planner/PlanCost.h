@@ -90,9 +90,10 @@ struct Runtime {
   bool foldedExperts = false;
   /// Whether ZeRO-3 gathers for a micro-batch's first layers start during
   /// the previous micro-batch (DeepSpeed's and FSDP's prefetch by the
-  /// recorded order), or only once the chunk starts, as Braid's schedule
-  /// does (it prefetches within a function, one call ahead).
-  bool prefetchAcrossMicrobatches = false;
+  /// recorded order; Braid's schedule starts a chunk's first gathers after
+  /// the previous chunk's last call, bench/planner/crosscheck.py), or only
+  /// once the chunk starts.
+  bool prefetchAcrossMicrobatches = true;
   /// Bytes per element of the logits and of their gradient: Braid keeps
   /// both in the compute type (bf16; the loss's statistics in f32),
   /// Megatron's vocabulary-parallel cross entropy works on an f32 copy.
