@@ -125,12 +125,11 @@ int64_t PlanCost::nodesOf(const Plan &plan, llvm::ArrayRef<int> axes) {
 }
 
 std::string PlanCost::check(const Plan &p) const {
-  auto bad = [](const std::string &s) { return s; };
   if (p.dp < 1 || p.ep < 1 || p.cp < 1 || p.tp < 1 || p.pp < 1 || p.vpp < 1 ||
       p.microBatch < 1 || p.microbatches < 1)
-    return bad("every axis, the micro-batch and the micro-batch count must be >= 1");
+    return "every axis, the micro-batch and the micro-batch count must be >= 1";
   if (p.zero < 0 || p.zero > 3)
-    return bad("ZeRO stage must be 0, 1, 2 or 3");
+    return "ZeRO stage must be 0, 1, 2 or 3";
   bool attention = false, mamba = false, moe = false;
   for (LayerShape s : shapes) {
     attention |= s.mixer == Mixer::Attention;
@@ -138,271 +137,44 @@ std::string PlanCost::check(const Plan &p) const {
     moe |= s.ffn == Ffn::MoE;
   }
   if (attention && (m.heads % p.tp || (m.kvHeads % p.tp && p.tp % m.kvHeads)))
-    return bad("tp=" + std::to_string(p.tp) + " does not divide the " +
-               std::to_string(m.heads) + " heads (or the kv heads)");
+    return "tp=" + std::to_string(p.tp) + " does not divide the " +
+               std::to_string(m.heads) + " heads (or the kv heads)";
   if (m.ffn && m.ffn % p.tp)
-    return bad("tp=" + std::to_string(p.tp) + " does not divide ffn " + std::to_string(m.ffn));
+    return "tp=" + std::to_string(p.tp) + " does not divide ffn " + std::to_string(m.ffn);
   if (mamba && m.dInner() % p.tp)
-    return bad("tp=" + std::to_string(p.tp) + " does not divide d_inner");
+    return "tp=" + std::to_string(p.tp) + " does not divide d_inner";
   if (p.tp > hw.devicesPerNode)
-    return bad("tp=" + std::to_string(p.tp) + " spans more than a node");
+    return "tp=" + std::to_string(p.tp) + " spans more than a node";
   if (m.seq % (p.cp > 1 ? 2 * p.cp : 1))
-    return bad("cp=" + std::to_string(p.cp) + ": the sequence splits into 2 * cp blocks");
+    return "cp=" + std::to_string(p.cp) + ": the sequence splits into 2 * cp blocks";
   if (p.cp > 1 && mamba)
-    return bad("cp over a Mamba layer's scan is not modelled");
+    return "cp over a Mamba layer's scan is not modelled";
   if (p.ep > 1 && (!moe || m.experts % p.ep))
-    return bad("ep=" + std::to_string(p.ep) + " does not divide the experts");
+    return "ep=" + std::to_string(p.ep) + " does not divide the experts";
   int64_t chunks = p.pp * p.vpp;
   if (chunks > m.layers)
-    return bad("pp * virtual stages exceeds the layers");
+    return "pp * virtual stages exceeds the layers";
   if (p.vpp > 1 && (p.pp < 2 || p.microbatches % p.pp))
-    return bad("virtual stages need pp > 1 and micro-batches divisible by pp");
+    return "virtual stages need pp > 1 and micro-batches divisible by pp";
   if (p.pp > 1 && p.microbatches < p.pp)
-    return bad("fewer micro-batches than pipeline stages");
+    return "fewer micro-batches than pipeline stages";
   if (p.sequenceParallel && p.tp > 1 && (p.microBatch * m.seq / p.cp) % p.tp)
-    return bad("sequence parallelism needs the tokens of a micro-batch divisible by tp");
+    return "sequence parallelism needs the tokens of a micro-batch divisible by tp";
   if (!p.layout.empty()) {
     if (int64_t(p.layout.size()) != chunks)
-      return bad("the layout has " + std::to_string(p.layout.size()) + " chunks, not pp * "
-                 "virtual stages = " + std::to_string(chunks));
+      return "the layout has " + std::to_string(p.layout.size()) + " chunks, not pp * "
+                 "virtual stages = " + std::to_string(chunks);
     int64_t sum = 0;
     for (int64_t l : p.layout) {
       if (l < 1)
-        return bad("every chunk of the layout holds a layer");
+        return "every chunk of the layout holds a layer";
       sum += l;
     }
     if (sum != m.layers)
-      return bad("the layout holds " + std::to_string(sum) + " layers, the model " +
-                 std::to_string(m.layers));
+      return "the layout holds " + std::to_string(sum) + " layers, the model " +
+                 std::to_string(m.layers);
   }
   return "";
-}
-
-namespace {
-/// Forward and backward seconds of one op, accumulated.
-struct Timer {
-  const cost::Hardware &hw;
-  const cost::ComputeCalibration &cal;
-  double forward = 0, backward = 0;
-
-  /// A product of rows x k by k x n (and its two backward products).
-  void gemm(double rows, double n, double k, double batch = 1) {
-    forward += cal.gemmSeconds(hw, rows, n, k, batch);
-    backward += cal.gemmSeconds(hw, rows, k, n, batch) + cal.gemmSeconds(hw, k, n, rows, batch);
-  }
-  /// A memory-bound op moving `bytes` forward (backward: twice as many).
-  void memory(double bytes) {
-    forward += cal.memorySeconds(hw, bytes);
-    backward += 2 * cal.memorySeconds(hw, bytes);
-  }
-};
-} // namespace
-
-PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompute rc) {
-  LayerCost c;
-  const double h = m.hidden, t = p.tp, s = m.seq;
-  const bool sp = p.sequenceParallel && p.tp > 1;
-  const double T = double(p.microBatch) * s / p.cp; // tokens on a rank
-  const double Te = sp ? T / t : T;                 // ... of elementwise ops
-  const int64_t tpNodes = nodesOf(p, {4});
-  const double act = 2; // bf16 activations
-  Timer timer{hw, cal};
-  double attentionForward = 0, attentionBackward = 0; // what selective recomputes
-  double tpFwd = 0, tpBwd = 0, tpExposedFwd = 0, tpExposedBwd = 0;
-
-  // The tp collectives around a block whose first product takes the
-  // gathered input and whose last one produces partial sums; `gemmFwd` and
-  // `gemmBwd`: the block's products, which collective matmuls overlap.
-  auto tpBlock = [&](double gemmFwd, double gemmBwd) {
-    if (p.tp == 1)
-      return;
-    double bytes = T * h * act;
-    double fwd, bwd;
-    std::vector<double> fwdColl, bwdColl;
-    if (sp) {
-      double ag = transfer(int(TransferKind::AllGather), bytes, p.tp, tpNodes);
-      double rs = transfer(int(TransferKind::ReduceScatter), bytes, p.tp, tpNodes);
-      fwdColl = {ag, rs};
-      bwdColl = {ag, rs, ag}; // the output's gradient, the input's, the re-gathered input
-    } else {
-      double ar = transfer(int(TransferKind::AllReduce), bytes, p.tp, tpNodes);
-      fwdColl = {ar};
-      bwdColl = {ar};
-    }
-    fwd = bwd = 0;
-    for (double x : fwdColl)
-      fwd += x;
-    for (double x : bwdColl)
-      bwd += x;
-    tpFwd += fwd;
-    tpBwd += bwd;
-    auto exposed = [&](const std::vector<double> &coll, double gemms) {
-      if (!rt.overlapTensorParallel)
-        return std::accumulate(coll.begin(), coll.end(), 0.0);
-      // A ring of tp steps hides each step's transfer behind the previous
-      // chunk's product, all but the first; a chunk's product is 1/tp of the
-      // block's products shared among its collectives.
-      double e = 0, share = gemms / coll.size();
-      for (double x : coll)
-        e += std::min(x, x / t + std::max(0.0, (x - share) * (t - 1) / t) +
-                             (t - 1) * hw.collectiveLatency);
-      return e;
-    };
-    tpExposedFwd += exposed(fwdColl, gemmFwd);
-    tpExposedBwd += exposed(bwdColl, gemmBwd);
-  };
-  auto norm = [&] {
-    timer.memory(Te * h * act * 2);
-    c.savedBytes += 2 * Te * h * act; // its input and output
-  };
-
-  if (shape.mixer == Mixer::Attention) {
-    double ql = m.heads / t, kvl = m.kvHeads >= p.tp ? m.kvHeads / t : 1, d = m.headDim;
-    norm();
-    double f0 = timer.forward, b0 = timer.backward;
-    timer.gemm(T, (ql + 2 * kvl) * d, h);
-    timer.memory(T * (ql + kvl) * d * act * 2); // rope on q and k
-    double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
-    c.savedBytes += T * (ql + 2 * kvl) * d * act;
-    // The causal products: each query meets on average half the sequence.
-    double coreFlops = 4.0 * T * (s / 2) * ql * d;
-    if (rt.flashAttention) {
-      attentionForward = cal.flashSeconds(hw, coreFlops, false);
-      attentionBackward = cal.flashSeconds(hw, 2.5 * coreFlops, true);
-      c.savedBytes += T * ql * d * act + T * ql * 4; // output, log-sum-exp
-    } else {
-      // Scores materialized (the whole square: the mask is applied to it),
-      // softmax and dropout on them, then the values.
-      double rows = s / p.cp, batch = p.microBatch * ql;
-      Timer core{hw, cal};
-      core.gemm(rows, s, d, batch);
-      core.gemm(rows, d, s, batch);
-      core.memory(batch * rows * s * act * 3);
-      attentionForward = core.forward;
-      attentionBackward = core.backward;
-      c.savedBytes += batch * rows * s * 5 + T * ql * d * act; // probs, mask, dropped
-    }
-    timer.forward += attentionForward;
-    timer.backward += attentionBackward;
-    double f1 = timer.forward, b1 = timer.backward;
-    timer.gemm(T, h, ql * d);
-    gemmF += timer.forward - f1;
-    gemmB += timer.backward - b1;
-    timer.memory(Te * h * act * 3); // residual add (and bias, dropout)
-    if (!rt.flashAttention)
-      c.savedBytes += Te * h; // dropout mask
-    tpBlock(gemmF, gemmB);
-    if (p.cp > 1) {
-      // The ring: cp - 1 shifts of this rank's keys and values, each behind
-      // the attention of the block in hand; backward shifts them again with
-      // their gradients.
-      int64_t cpNodes = nodesOf(p, {3}) > 1 ? 2 : 1;
-      double step = transfer(int(TransferKind::PointToPoint), T * 2 * kvl * d * act, 2, cpNodes);
-      double fwd = (p.cp - 1) * step, bwd = 2 * fwd;
-      c.comm[size_t(CommKind::CP)] += fwd + bwd;
-      double fe = fwd, be = bwd;
-      if (rt.overlapContextRing) {
-        fe = (p.cp - 1) * std::max(0.0, step - attentionForward / p.cp);
-        be = (p.cp - 1) * std::max(0.0, 2 * step - attentionBackward / p.cp);
-      }
-      c.exposedComm[size_t(CommKind::CP)] += fe + be;
-      if (rc == Recompute::Full) {
-        c.comm[size_t(CommKind::CP)] += fwd;
-        c.exposedComm[size_t(CommKind::CP)] += fe;
-      }
-    }
-  } else {
-    double e = m.dInner() / t, r = m.dtRank, n = m.dState;
-    norm();
-    double f0 = timer.forward, b0 = timer.backward;
-    timer.gemm(T, 2 * e, h);                  // in_x, in_z
-    timer.memory(T * e * act * (2 + m.dConv)); // conv, silu
-    timer.gemm(T, r + 2 * n, e);              // x_dt, x_B, x_C: partial sums over tp
-    timer.gemm(T, e, r);                      // dt_proj
-    double scanFlops = T * e * (8 * n + 5), scanBytes = T * (5 * e + 2 * n) * act;
-    double scan = cal.scanSeconds(hw, scanFlops, scanBytes);
-    timer.forward += scan;
-    timer.backward += 2 * scan;
-    timer.memory(T * e * act * 3);            // gate
-    timer.gemm(T, h, e);                      // out_proj
-    timer.memory(Te * h * act * 3);
-    double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
-    c.savedBytes += T * (7 * e + r + 2 * n) * act;
-    tpBlock(gemmF, gemmB);
-    if (p.tp > 1) {
-      double ar = transfer(int(TransferKind::AllReduce), T * (r + 2 * n) * act, p.tp, tpNodes);
-      tpFwd += ar;
-      tpBwd += ar;
-      tpExposedFwd += ar;
-      tpExposedBwd += ar;
-    }
-  }
-
-  if (shape.ffn == Ffn::Dense) {
-    double f = m.ffn / t;
-    norm();
-    double f0 = timer.forward, b0 = timer.backward;
-    timer.gemm(T, (m.gated ? 2 : 1) * f, h);
-    timer.memory(T * f * act * (m.gated ? 3 : 2));
-    timer.gemm(T, h, f);
-    double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
-    timer.memory(Te * h * act * 3);
-    c.savedBytes += T * f * act * (m.gated ? 3 : 2) + (rt.flashAttention ? 0 : Te * h);
-    tpBlock(gemmF, gemmB);
-  } else if (shape.ffn == Ffn::MoE) {
-    const bool folded = rt.foldedExperts;
-    double f = folded ? m.ffn : m.ffn / t, E = m.experts;
-    // Slots per rank: k choices per token, padded to capacity; folded, the
-    // tokens are the sequence-sharded ones.
-    double tokens = folded ? Te : T;
-    double slots = m.capacityFactor * m.topK * tokens;
-    norm();
-    double f0 = timer.forward, b0 = timer.backward;
-    timer.gemm(tokens, E, h); // router
-    timer.memory(2 * slots * h * act * 2); // dispatch and combine
-    double local = E / p.ep, perExpert = slots / local; // after the all-to-all
-    timer.gemm(perExpert, 2 * f, h, local);
-    timer.memory(slots * f * act * 3);
-    timer.gemm(perExpert, h, f, local);
-    double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
-    timer.memory(Te * h * act * 3);
-    c.savedBytes += tokens * E * 4 + slots * h * act * 2 + slots * f * act * 3;
-    if (!folded)
-      tpBlock(gemmF, gemmB);
-    if (p.ep > 1) {
-      int64_t nodes = folded ? (p.ep + hw.devicesPerNode - 1) / hw.devicesPerNode
-                             : nodesOf(p, {2});
-      double a2a = transfer(int(TransferKind::AllToAll), slots * h * act, p.ep, nodes);
-      double fwd = 2 * a2a, bwd = 2 * a2a; // dispatch and combine
-      c.comm[size_t(CommKind::EP)] += fwd + bwd + (rc == Recompute::Full ? fwd : 0);
-      c.exposedComm[size_t(CommKind::EP)] += fwd + bwd + (rc == Recompute::Full ? fwd : 0);
-    }
-  }
-
-  c.forward = timer.forward;
-  c.backward = timer.backward;
-  c.comm[size_t(CommKind::TP)] = tpFwd + tpBwd;
-  c.exposedComm[size_t(CommKind::TP)] = tpExposedFwd + tpExposedBwd;
-  double full = c.savedBytes;
-  c.workingBytes = full;
-  switch (rc) {
-  case Recompute::None:
-    break;
-  case Recompute::Selective:
-    c.recompute = attentionForward;
-    if (!rt.flashAttention && shape.mixer == Mixer::Attention)
-      c.savedBytes -= p.microBatch * (m.heads / t) * (s / p.cp) * s * 5;
-    break;
-  case Recompute::Full:
-    c.recompute = c.forward;
-    c.comm[size_t(CommKind::TP)] += tpFwd;
-    c.exposedComm[size_t(CommKind::TP)] += tpExposedFwd;
-    c.savedBytes = Te * h * act; // the layer's input
-    break;
-  }
-  c.expertParameters = m.layerExpertParameters(shape) / ((rt.foldedExperts ? 1 : t) * p.ep);
-  c.parameters = (m.layerParameters(shape) - m.layerExpertParameters(shape)) / t;
-  return c;
 }
 
 const std::vector<PlanCost::LayerCost> &PlanCost::layerCosts(const Plan &p) {
@@ -413,46 +185,6 @@ const std::vector<PlanCost::LayerCost> &PlanCost::layerCosts(const Plan &p) {
     for (LayerShape s : shapes)
       it->second.push_back(layerCost(s, p, p.recompute));
   return it->second;
-}
-
-PlanCost::LayerCost PlanCost::outerCost(const Plan &p, bool first, bool last) {
-  LayerCost c;
-  const double h = m.hidden, t = p.tp, V = m.vocab;
-  const bool sp = p.sequenceParallel && p.tp > 1;
-  const double T = double(p.microBatch) * m.seq / p.cp, Te = sp ? T / t : T, act = 2;
-  const int64_t tpNodes = nodesOf(p, {4});
-  Timer timer{hw, cal};
-  double tp = 0;
-  if (first) {
-    // The vocabulary-parallel lookup and its reduction over tp.
-    timer.memory(T * h * act * 2);
-    c.parameters += V * h / t + (m.learnedPositions ? m.seq * h : 0);
-    if (p.tp > 1)
-      tp += 2 * transfer(int(sp ? TransferKind::ReduceScatter : TransferKind::AllReduce),
-                         T * h * act, p.tp, tpNodes);
-  }
-  if (last) {
-    timer.memory(Te * h * act * 2); // final norm
-    double f0 = timer.forward;
-    timer.gemm(T, V / t, h);
-    // The loss over f32 logits: written, read for the softmax, its gradient.
-    timer.memory(T * V / t * rt.logitBytes * 3);
-    (void)f0;
-    c.parameters += (m.layerNorm ? 2 : 1) * h;
-    if (!m.tiedEmbeddings || !first)
-      c.parameters += V * h / t;
-    c.savedBytes += Te * h * act * 2;
-    if (p.tp > 1)
-      tp += 2 * transfer(int(sp ? TransferKind::AllGather : TransferKind::AllReduce),
-                         T * h * act, p.tp, tpNodes) +
-            transfer(int(TransferKind::AllReduce), T * 4 * 2, p.tp, tpNodes);
-  }
-  c.forward = timer.forward;
-  c.backward = timer.backward;
-  c.comm[size_t(CommKind::TP)] = c.exposedComm[size_t(CommKind::TP)] = tp;
-  if (p.recompute == Recompute::Full)
-    c.recompute = 0; // the embedding and the head are not recomputed
-  return c;
 }
 
 namespace {
@@ -664,16 +396,9 @@ Estimate PlanCost::simulate(const Plan &p) {
     perChunk /= std::max<int64_t>(1, count);
     worst = std::max(worst, double(sim->peakLive[size_t(r)]) * perChunk);
   }
-  double working = est.activationBytes;
-  // The closed form's activations were inflight * stage + the working set;
-  // keep the working set (one layer's) and replace the rest.
-  const Stage &s0 = pl.stages[0];
-  double inflight = p.vpp == 1 ? double(std::min<int64_t>(p.microbatches, p.pp))
-                               : double(std::min<int64_t>(p.microbatches * p.vpp,
-                                                          (p.pp - 1) * 2 + (p.vpp - 1) * p.pp + 1)) /
-                                     p.vpp;
-  working = std::max(0.0, est.activationBytes - inflight * s0.saved);
-  est.activationBytes = worst + working;
+  // The closed form's in-flight part replaced; its working set (one
+  // layer's) kept.
+  est.activationBytes = worst + est.activationWorkingBytes;
   est.fits = est.memoryBytes() <= hw.memoryBytes;
   est.mfu = est.modelFlops / (est.stepSeconds * p.gpus() * hw.peakBf16Flops);
   est.tokensPerSecond = double(p.globalBatch()) * m.seq / est.stepSeconds;
@@ -700,7 +425,6 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
                 expertReplicas = p.dp * p.cp * (rt.foldedExperts ? p.tp : 1);
   // Memory of each stage; the report is the busiest's.
   double memBest = -1;
-  int64_t busiest = 0;
   for (int64_t s = 0; s < p.pp; ++s) {
     const Stage &st = stages[s];
     auto shard = [&](double params, int64_t replicas, bool sharded) {
@@ -741,7 +465,7 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     double total = weights + working + grads + optimizer + activations + logits;
     if (total > memBest) {
       memBest = total;
-      busiest = s;
+      est.activationWorkingBytes = st.working;
       est.weightBytes = weights + working;
       est.gradBytes = grads;
       est.optimizerBytes = optimizer;
@@ -751,7 +475,6 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
   }
   est.reservedBytes = cal.reservedBytes;
   est.fits = est.memoryBytes() <= hw.memoryBytes;
-  (void)busiest;
   if (memoryOnly)
     return est;
 
@@ -818,7 +541,7 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
   est.total[size_t(CommKind::DP)] = reduce;
   est.exposed[size_t(CommKind::DP)] =
       rt.overlapGradReduce ? std::max(lastBucket, reduce - window) : reduce;
-  double paramBytes = rt.workingCopyBytes > 0 ? rt.weightBytes : rt.weightBytes;
+  double paramBytes = rt.weightBytes; // ZeRO gathers the stored weights
   if (p.zero == 1 || p.zero == 2) {
     double gather = overReplicas(TransferKind::AllGather, paramBytes);
     est.total[size_t(CommKind::ZeroGather)] = gather;

@@ -145,6 +145,9 @@ struct Estimate {
            reservedBytes;
   }
   bool fits = false;
+  /// Of activationBytes, the working set of the layer running (the rest is
+  /// what the micro-batches in flight keep).
+  double activationWorkingBytes = 0;
   /// Seconds of one send between pipeline stages.
   double sendSeconds = 0;
   /// Whether the pipeline terms come from the schedule simulator.

@@ -328,15 +328,11 @@ void braid_rt_value_zero_sharded(braid_rt *rt, const char *scope, const char *na
   if (!rt || (!rt->options.dumping && rt->options.dumpDir.empty()) || !dumpsThisStep(rt))
     return;
   std::string file = valueFile(rt, scope, name);
-  int64_t block = numElements(file.c_str(), rank, shape);
+  numElements(file.c_str(), rank, shape);
   ShardLayout layout;
   std::string error;
   if (!shardLayout(rt->grid, rank, shape, global_shape, split_axes, &layout, &error))
     fatal("braid_rt_value_zero_sharded %s: %s", file.c_str(), error.c_str());
-  if (count * braid_rt_comm(rt, zero_axes)->impl->size() != block)
-    fatal("braid_rt_value_zero_sharded %s: %lld elements on each rank of '%s' are not a "
-          "range of the block's %lld",
-          file.c_str(), (long long)count, zero_axes, (long long)block);
   dumpZeroBlock(rt, file, data, dtype, count, zero_axes, layout);
 }
 
