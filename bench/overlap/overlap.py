@@ -117,15 +117,17 @@ def step_metrics(traces, step):
 EXTRA_RUN, EXTRA_OPTIONS = [], ""
 
 
-def run(bin_dir, model, plan, overlap, steps, work):
+def run(bin_dir, model, plan, overlap, steps, work, schedule_hardware="h100-sxm"):
     """The run's figures: per figure, the median over steps 2..steps (step 1
-    warms up)."""
+    warms up). braid-run schedules the program for BRAID_LINK's links, its
+    compute timed on `schedule_hardware`."""
     trace = os.path.join(work, f"{plan}-{'on' if overlap else 'off'}", "trace.json")
     os.makedirs(os.path.dirname(trace), exist_ok=True)
     env = dict(os.environ, BRAID_LINK=links(plan))
     subprocess.run([os.path.join(bin_dir, "braid-run"), model, *PLANS[plan], "--steps", str(steps),
                     "--seed", "1", "--quiet", "--trace", trace,
-                    f"--schedule-overlap={'true' if overlap else 'false'}", *EXTRA_RUN],
+                    f"--schedule-overlap={'true' if overlap else 'false'}",
+                    "--schedule-hardware", schedule_hardware, *EXTRA_RUN],
                    check=True, capture_output=True, text=True, env=env)
     traces = trace_exposure.load(trace)
     per_step = [step_metrics(traces, k) for k in range(2, steps + 1)]
@@ -142,11 +144,15 @@ def cpu_description(path, flops_per_s, bytes_per_s):
                    "sources": ["bench/overlap/overlap.py"]}, f)
 
 
-def predict(bin_dir, model, plan, overlap, hardware):
+def predict(bin_dir, model, plan, overlap, hardware, schedule_hardware="h100-sxm"):
+    """--braid-print-plan's figures for the program braid-run compiled (the
+    same options, the scheduler's links and hardware too), timed on
+    `hardware`."""
     out = subprocess.run(
         [os.path.join(bin_dir, "braid-opt"), model, "-o", "/dev/null",
          f"--braid-training-pipeline={pipeline_options(PLANS[plan])} "
-         f"schedule-overlap={'true' if overlap else 'false'}{EXTRA_OPTIONS}",
+         f"schedule-overlap={'true' if overlap else 'false'}{EXTRA_OPTIONS} "
+         f"schedule-link={links(plan)} schedule-hardware={schedule_hardware}",
          f"--braid-print-plan=hardware={hardware} link={links(plan)}"],
         check=True, capture_output=True, text=True).stdout
     found = re.findall(r"exposed_time_per_step: ([0-9.]+) us of ([0-9.]+) us of transfers, "
@@ -165,7 +171,7 @@ def predict(bin_dir, model, plan, overlap, hardware):
             "compute_ms": mean[3]}
 
 
-def calibrate(bin_dir, model, plan, overlap, measured, work):
+def calibrate(bin_dir, model, plan, overlap, measured, work, schedule_hardware="h100-sxm"):
     """The CPU description whose predicted compute matches the measured one
     (bisection on the bandwidth, the FLOP rate measured)."""
     hardware = os.path.join(work, f"cpu-{plan}-{'on' if overlap else 'off'}.json")
@@ -173,7 +179,7 @@ def calibrate(bin_dir, model, plan, overlap, measured, work):
     for _ in range(14):
         mid = (lo * hi) ** 0.5
         cpu_description(hardware, measured["flops_per_s"], mid)
-        got = predict(bin_dir, model, plan, overlap, hardware)["compute_ms"]
+        got = predict(bin_dir, model, plan, overlap, hardware, schedule_hardware)["compute_ms"]
         if got > measured["compute_ms"]:
             lo = mid
         else:
@@ -211,11 +217,18 @@ def main():
         # by more than the schedule changes the compute) and predicts; the
         # figures are the medians over the repeats.
         repeats = []
+        # The scheduled run's compute is timed, for its list scheduler, on the
+        # description fitted to the unscheduled run just before it.
         for _ in range(args.repeat):
-            measured = {o: run(args.bin, model, plan, o, args.steps, work) for o in (False, True)}
-            fitted = {o: calibrate(args.bin, model, plan, o, measured[o], work)
-                      for o in (False, True)}
-            predicted = {o: predict(args.bin, model, plan, o, fitted[o][0]) for o in (False, True)}
+            measured, fitted, predicted = {}, {}, {}
+            measured[False] = run(args.bin, model, plan, False, args.steps, work)
+            fitted[False] = calibrate(args.bin, model, plan, False, measured[False], work)
+            predicted[False] = predict(args.bin, model, plan, False, fitted[False][0])
+            schedule_hw = os.path.join(work, f"schedule-{plan}.json")
+            cpu_description(schedule_hw, measured[False]["flops_per_s"], fitted[False][1])
+            measured[True] = run(args.bin, model, plan, True, args.steps, work, schedule_hw)
+            fitted[True] = calibrate(args.bin, model, plan, True, measured[True], work, schedule_hw)
+            predicted[True] = predict(args.bin, model, plan, True, fitted[True][0], schedule_hw)
             repeats.append((measured, predicted, fitted))
 
         def med(figure):

@@ -119,6 +119,19 @@ struct TrainingPipelineOptions
       *this, "first-bucket-mb",
       llvm::cl::desc("MiB the first bucket of a function closes at"),
       llvm::cl::init(1.0)};
+  // The overlap scheduler's timing model: the hardware whose compute and
+  // links it times, and for CPU ranks under the link emulator the links
+  // (braid-run passes BRAID_LINK).
+  Option<std::string> scheduleHardware{
+      *this, "schedule-hardware",
+      llvm::cl::desc("Hardware the overlap scheduler times ops on: a name "
+                     "(lib/CostModel/hardware) or a .json file"),
+      llvm::cl::init("h100-sxm")};
+  Option<std::string> scheduleLink{
+      *this, "schedule-link",
+      llvm::cl::desc("Links per grid axis the overlap scheduler times transfers "
+                     "on instead, as BRAID_LINK gives them (tp:2us,20GB/s;dp:...)"),
+      llvm::cl::init("")};
 };
 
 /// The module attribute the pipeline pass leaves on a pipelined module: the

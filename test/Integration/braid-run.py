@@ -141,6 +141,19 @@ for args, message in (
     if r.returncode != 1 or f"braid-run: {message}" not in r.stderr or r.stdout:
         failures.append(f"{args}: rc {r.returncode}, stdout {r.stdout!r}, stderr:\n{r.stderr}")
 
+# The overlap scheduler's timing model: a hardware it does not know, and
+# links that do not parse, are errors of its pass; BRAID_LINK reaches it (the
+# program is scheduled for the links it runs on).
+for args, env, message in (
+        (["--schedule-hardware", "tpu-v9"], {},
+         "--braid-schedule-overlap: no hardware description 'tpu-v9'"),
+        ([], {"BRAID_LINK": "dp:fast"},
+         "--braid-schedule-overlap: link=: 'dp:fast' is not axis:latency,bandwidth")):
+    r = subprocess.run(["braid-run", model, "--grid", "dp=2", "--compile-only", *args],
+                       capture_output=True, text=True, env=dict(os.environ, **env))
+    if r.returncode != 1 or message not in r.stderr:
+        failures.append(f"{args} {env}: rc {r.returncode}, stderr:\n{r.stderr}")
+
 # --help lists braid-run's own options, not the LLVM options linking MLIR
 # registers (hundreds of lines); the testing hook stays hidden.
 r = run("--help")

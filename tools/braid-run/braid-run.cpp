@@ -142,6 +142,12 @@ static cl::opt<double> firstBucketMb(
     "first-bucket-mb", cl::cat(runCategory),
     cl::desc("With --schedule-overlap, MiB the first bucket of a function closes at"),
     cl::init(1.0));
+static cl::opt<std::string> scheduleHardware(
+    "schedule-hardware", cl::cat(runCategory),
+    cl::desc("With --schedule-overlap, the hardware its list scheduler times compute "
+             "and links on: a name (lib/CostModel/hardware) or a .json file; under "
+             "BRAID_LINK, its links time the transfers"),
+    cl::init("h100-sxm"));
 static cl::opt<std::string> collectiveMatmul(
     "collective-matmul", cl::cat(runCategory),
     cl::desc("With --grid, an all-gather before matrix products as a ring of shifts and "
@@ -398,6 +404,10 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
   pipeline.scheduleOverlap = scheduleOverlap;
   pipeline.bucketMb = bucketMb;
   pipeline.firstBucketMb = firstBucketMb;
+  pipeline.scheduleHardware = scheduleHardware;
+  // The program is scheduled for the links it runs on.
+  const char *links = std::getenv("BRAID_LINK");
+  pipeline.scheduleLink = links && !reference ? links : "";
   pipeline.collectiveMatmul = collectiveMatmul.getValue();
   std::string grid = reference ? "" : gridSpec.getValue();
   pipeline.grid = grid;
@@ -431,6 +441,8 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
       overlap.entry = entry;
       overlap.bucketMb = bucketMb;
       overlap.firstBucketMb = firstBucketMb;
+      overlap.hardware = pipeline.scheduleHardware;
+      overlap.link = pipeline.scheduleLink;
       broken.addPass(::braid::createBraidScheduleOverlapPass(overlap));
     }
     if (failed(broken.run(module)))

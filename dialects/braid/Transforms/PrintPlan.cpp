@@ -18,6 +18,7 @@
 #include "dialects/braid/Transforms/Sharding.h"
 
 #include "dialects/braid/Analysis/OpCost.h"
+#include "dialects/braid/Analysis/StepTiming.h"
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "lib/CostModel/CommCost.h"
@@ -142,55 +143,12 @@ struct PlanPrinter {
                          : hardware.name + " with links " + linkText;
   }
 
-  /// The transfer of `kind` whose block (the unit of `blockBytes` the ring
-  /// model counts) is `blockBytes`, over the group of `axes`.
+  /// The timing model the overlap scheduler charges too.
+  StepTiming timing{grid, hardware, links};
+
   ::braid::cost::TransferTime predict(StringRef kind, ArrayRef<int16_t> axes,
-                                    double blockBytes, double blocks) {
-    using ::braid::cost::TransferKind;
-    if (!links.empty()) {
-      // The emulator's model: the group's slowest link; a message kind
-      // (send, one shift of a ring) sends its blocks one message each.
-      std::vector<std::string> names;
-      for (int16_t a : axes)
-        names.push_back(grid.names[a]);
-      ::braid::cost::TransferTime out;
-      out.algorithm = "link";
-      out.bytesSent = blockBytes * blocks;
-      ::braid::link::Link l;
-      if (!links.group(names, &l))
-        return out;
-      double n = grid.size(axes);
-      out.seconds = kind == "send" || kind == "shift"
-                        ? blocks * ::braid::link::seconds(l, kind.str(), n, blockBytes)
-                        : ::braid::link::seconds(l, kind.str(), n, blockBytes * blocks);
-      return out;
-    }
-    ::braid::cost::Transfer t;
-    t.ranks = grid.size(axes);
-    SmallVector<int64_t> indices(axes.begin(), axes.end());
-    t.nodes = ::braid::cost::nodesSpanned(grid.sizes, indices,
-                                        hardware.devicesPerNode);
-    t.kind = llvm::StringSwitch<TransferKind>(kind)
-                 .Case("all_reduce", TransferKind::AllReduce)
-                 .Case("all_gather", TransferKind::AllGather)
-                 .Case("reduce_scatter", TransferKind::ReduceScatter)
-                 .Case("all_to_all", TransferKind::AllToAll)
-                 .Case("broadcast", TransferKind::Broadcast)
-                 .Default(TransferKind::PointToPoint);
-    // The buffer each kind is about (CommCost.h), from the ring model's
-    // block.
-    t.bytes = t.kind == TransferKind::AllReduce ||
-                      t.kind == TransferKind::Broadcast
-                  ? blockBytes
-                  : blockBytes * t.ranks;
-    if (t.kind != TransferKind::PointToPoint)
-      return ::braid::cost::estimate(t, hardware);
-    // A ring's steps: `blocks` messages of one block to the next rank.
-    t.bytes = blockBytes;
-    ::braid::cost::TransferTime step = ::braid::cost::estimate(t, hardware);
-    step.seconds *= blocks;
-    step.bytesSent *= blocks;
-    return step;
+                                      double blockBytes, double blocks) {
+    return timing.predict(kind, axes, blockBytes, blocks);
   }
 
   void add(StringRef kind, ArrayRef<int16_t> axes, double blockBytes,
@@ -214,10 +172,8 @@ struct PlanPrinter {
       for (int64_t i = 0; i < steps; ++i)
         add("shift", axes, tensorBytes(x), 1, times);
   }
-  /// The ring model's blocks a rank sends for `kind` over `axes`
-  /// (braid::link::ringBlocks, which the runtime counts with too).
   double ringBlocks(StringRef kind, ArrayRef<int16_t> axes) {
-    return ::braid::link::ringBlocks(kind.str(), double(grid.size(axes)));
+    return timing.ringBlocks(kind, axes);
   }
   AxisList axesOf(ArrayRef<int16_t> indices) {
     return AxisList(indices.begin(), indices.end());
@@ -230,91 +186,10 @@ struct PlanPrinter {
     return axes;
   }
 
-  /// A transfer as the ring model counts it: `blocks` blocks of
-  /// `blockBytes` sent per rank over `axes` (what --braid-print-plan counts
-  /// and the runtime too).
-  struct Block {
-    StringRef kind;
-    AxisList axes;
-    double blockBytes, blocks;
-  };
-  /// The block of a collective (shard before --convert-braid-to-dist, dist
-  /// after it) or of a dist send or shift; nullopt for other ops (a receive
-  /// is its neighbour's send).
-  std::optional<Block> blockOf(Operation *op) {
-    return TypeSwitch<Operation *, std::optional<Block>>(op)
-        .Case<shard::AllReduceOp, dist::AllReduceOp>([&](auto r) {
-          AxisList axes = axesOf(r.getGridAxes());
-          return Block{"all_reduce", axes, double(tensorBytes(r.getResult())),
-                       ringBlocks("all_reduce", axes)};
-        })
-        .Case<shard::AllGatherOp, dist::AllGatherOp>([&](auto g) {
-          AxisList axes = axesOf(g.getGridAxes());
-          return Block{"all_gather", axes, double(tensorBytes(g.getInput())),
-                       ringBlocks("all_gather", axes)};
-        })
-        .Case<shard::ReduceScatterOp, dist::ReduceScatterOp>([&](auto r) {
-          AxisList axes = axesOf(r.getGridAxes());
-          return Block{"reduce_scatter", axes, double(tensorBytes(r.getResult())),
-                       ringBlocks("reduce_scatter", axes)};
-        })
-        .Case<shard::AllToAllOp, dist::AllToAllOp>([&](auto a) {
-          AxisList axes = axesOf(a.getGridAxes());
-          return Block{"all_to_all", axes,
-                       double(tensorBytes(a.getInput())) / double(grid.size(axes)),
-                       ringBlocks("all_to_all", axes)};
-        })
-        // A chain: every rank but the last forwards the whole buffer (the
-        // runtime counts it so).
-        .Case([&](dist::BroadcastOp b) {
-          AxisList axes = axesOf(b.getGridAxes());
-          return Block{"broadcast", axes, double(tensorBytes(b.getInput())),
-                       ringBlocks("broadcast", axes)};
-        })
-        // A pipeline stage's activations and cotangents to its neighbours
-        // (what a rank receives is its neighbour's send).
-        .Case([&](dist::SendOp send) {
-          return Block{"send", axesOf(send.getGridAxes()),
-                       double(tensorBytes(send.getValue())), 1.0};
-        })
-        // A ring's blocks, one shift of one tensor each: dist.shift after
-        // --convert-braid-to-dist, the ring attention's own before it
-        // (ContextAttention.cpp expands it so). With open ends (a halo) the
-        // ranks at the end send nothing: the mean rank sends (n - |offset|)
-        // / n of a block.
-        .Case([&](dist::ShiftOp sh) {
-          AxisList axes = axesOf(sh.getGridAxes());
-          double n = grid.size(axes);
-          double sending =
-              sh.getCyclic()
-                  ? 1.0
-                  : (n - std::abs(static_cast<double>(sh.getOffset()))) / n;
-          return Block{"shift", axes, double(tensorBytes(sh.getInput())), sending};
-        })
-        .Default([](Operation *) { return std::nullopt; });
-  }
-
-  /// A dist transfer as the simulation runs it: its (kind, group) and the
-  /// seconds the busiest rank of its group takes; nullopt for other ops.
-  std::optional<std::pair<std::pair<std::string, std::string>, double>>
-  transfer(Operation *op) {
-    std::optional<Block> b;
-    if (auto recv = dyn_cast<dist::RecvOp>(op))
-      b = Block{"send", axesOf(recv.getGridAxes()),
-                double(tensorBytes(recv.getResult())), 1.0};
-    else if (dist::getToken(op))
-      b = blockOf(op);
-    if (!b)
-      return std::nullopt;
-    // Each rank of a shift sends at most one block.
-    if (isa<dist::ShiftOp>(op))
-      b->blocks = 1;
-    std::pair<std::string, std::string> key = {b->kind.str(),
-                                               grid.describe(b->axes)};
-    if (grid.size(b->axes) <= 1)
-      return std::make_pair(key, 0.0);
-    return std::make_pair(key,
-                          predict(b->kind, b->axes, b->blockBytes, b->blocks).seconds);
+  using Block = StepTiming::Block;
+  std::optional<Block> blockOf(Operation *op) { return timing.blockOf(op); }
+  std::optional<std::pair<StepTiming::Key, double>> transfer(Operation *op) {
+    return timing.transfer(op);
   }
 
   using Key = std::pair<std::string, std::string>; ///< (kind, group)
@@ -422,24 +297,7 @@ struct PlanPrinter {
         p.ends[token] = {free, t->first};
         continue;
       }
-      // A collective matmul's assembly copies its pieces into place; a
-      // bucket's pack and unpack copy its tensors in and out.
-      if (isa<dist::AssembleOp, dist::PackOp, dist::UnpackOp>(op)) {
-        double seconds = hardware.rooflineSeconds(0, 2.0 * double(tensorBytes(op.getResult(0))));
-        p.now += seconds;
-        p.compute += seconds;
-        continue;
-      }
-      if (isa<GetParamOp, ReshapeOp, func::ReturnOp>(op) ||
-          isa_and_nonnull<dist::DistDialect>(op.getDialect()))
-        continue;
-      OpCost cost = getForwardCost(&op);
-      double bytes = 0;
-      for (Value v : llvm::concat<Value>(op.getOperands(), op.getResults()))
-        if (isa<RankedTensorType>(v.getType()))
-          bytes += tensorBytes(v);
-      double seconds =
-          hardware.rooflineSeconds(double(cost.matmulFlops + cost.otherFlops), bytes);
+      double seconds = timing.computeSeconds(&op);
       p.now += seconds;
       p.compute += seconds;
     }

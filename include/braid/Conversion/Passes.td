@@ -155,16 +155,24 @@ def BraidScheduleOverlapPass
     the previous stage, so that each starts when its layer's gradient is
     final; the moved ops carry `dist.announce` for dumps.
 
-    Compute moves around the transfers too, within the ops between two
-    that fix the order (transfers, writes of persistent storage, calls: a
-    layer's or a pipeline action's stay where they are): what a transfer
-    does not read (transitively) moves after its start, unless it already
-    precedes a wait the transfer needs (it hides that wait's transfer), and
-    what follows a wait without reading its results moves before it. A
-    layer's weight gradients then run while its input gradient is reduced
-    (as Megatron overlaps them), an expert layer's while the all-to-all of
-    its input gradient moves (`move-compute=false` keeps compute where it
-    is).
+    The order is then chosen by a list scheduler over the timing model that
+    --braid-print-plan simulates (compute at the roofline of `hardware`,
+    each group's transfers in turn on its own link, timed by `hardware`'s
+    links or the emulator's `link`s), in the manner of XLA's
+    latency-hiding scheduler: among the ops whose operands are there,
+    every transfer starts at once (a pipeline's first: another stage waits
+    for them); else the op that does not stall on a transfer in flight goes
+    first, then an op a transfer reads, then the one with the longest path
+    to the function's end (transfers at their seconds), then program order;
+    the waits an op needs are taken just before it. Functions are scheduled
+    after their callees, whose predicted seconds their calls take. Compute
+    keeps its side of calls and ops with regions (a layer moved would keep
+    its activations live longer; a pipeline action keeps its place), and
+    nothing crosses an op writing persistent storage. A layer's weight
+    gradients then run while its input gradient is reduced (as Megatron
+    overlaps them), an expert layer's router gradient while one all-to-all
+    moves and its experts' weight gradients while the next does
+    (`move-compute=false` keeps compute in program order).
 
     Once the starts are in place, consecutive reductions of one group, kind
     and element type combine into buckets (PyTorch DDP's gradient buckets):
@@ -214,6 +222,12 @@ def BraidScheduleOverlapPass
     Option<"firstBucketMb", "first-bucket-mb", "double", /*default=*/"1.0",
            "MiB the first bucket of a function closes at, so that the "
            "first reduction starts early (DDP's first bucket)">,
+    Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-sxm\"",
+           "Hardware whose compute and links the list scheduler times "
+           "(lib/CostModel/hardware)">,
+    Option<"link", "link", "std::string", /*default=*/"\"\"",
+           "Links per grid axis that time the transfers instead, as the CPU "
+           "ranks' emulator (BRAID_LINK) charges them: tp:2us,20GB/s;dp:..">,
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }

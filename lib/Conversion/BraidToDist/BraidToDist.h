@@ -9,11 +9,14 @@
 #define BRAID_LIB_CONVERSION_BRAIDTODIST_BRAIDTODIST_H
 
 #include "dialects/braid/Analysis/MemoryPlan.h"
+#include "dialects/braid/Analysis/StepTiming.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <optional>
 
@@ -110,6 +113,37 @@ struct BucketSizes {
 int64_t bucketReductions(mlir::Block &block, BucketSizes sizes,
                          llvm::function_ref<bool(mlir::Operation *)> ordered,
                          llvm::function_ref<bool(mlir::Operation *)> isBarrier);
+
+/// What listSchedule keeps beyond the order of definitions and uses, from
+/// --braid-schedule-overlap (ScheduleOverlap.cpp).
+struct ListScheduleRules {
+  /// Writes persistent storage, itself or through a call: no op crosses it.
+  llvm::function_ref<bool(mlir::Operation *)> isBarrier;
+  /// A transfer whose group keeps its program order (a pipeline's over pp).
+  llvm::function_ref<bool(mlir::Operation *)> ordered;
+  /// The groups a call issues transfers on (null: none).
+  llvm::function_ref<const llvm::StringSet<> *(mlir::Operation *)> callGroups;
+  /// The ops only a transfer reads, which move with it across calls (a
+  /// gradient's reshape to the flat form it sends, a parameter's read).
+  llvm::function_ref<llvm::SmallVector<mlir::Operation *>(mlir::Operation *)> feeders;
+  /// What a transfer (and what moves with it) starts after besides what it
+  /// reads: a prefetch, the call ahead of its first use; null: nothing.
+  llvm::function_ref<mlir::Operation *(mlir::Operation *)> startAfter;
+  /// The seconds of a call: its callee's scheduled program.
+  llvm::function_ref<double(mlir::Operation *)> callSeconds;
+  /// false: compute keeps its program order; only starts and waits move.
+  bool byCost = true;
+};
+
+/// Orders `block` by list scheduling over a timing model (ListSchedule.cpp):
+/// each transfer starts as soon as what it reads is there, each wait is
+/// taken just before the first op that needs it, and among the ops ready to
+/// run the one that does not stall on a transfer in flight goes first, the
+/// longest path to the block's end (transfers counted at their seconds)
+/// breaking ties. `timing` null: every op costs nothing (program order).
+/// Returns the predicted seconds of the block as ordered.
+double listSchedule(mlir::Block &block, const mlir::braid::StepTiming *timing,
+                    const ListScheduleRules &rules);
 
 } // namespace braid::conversion
 

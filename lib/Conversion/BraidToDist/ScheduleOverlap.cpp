@@ -1,4 +1,4 @@
-//===- ScheduleOverlap.cpp - transfers started early, waited for late ------===//
+//===- ScheduleOverlap.cpp - transfers started early, waited for late ----===//
 //
 // --braid-schedule-overlap (Passes.td): in each function of a per-rank dist
 // program, every transfer starts as soon as what it sends is ready and is
@@ -6,8 +6,9 @@
 // run while it is in flight: a layer's gradient all-reduce starts when the
 // layer's backward returns, not after the whole backward.
 //
-// The schedule is built in two passes over a function's block, each
-// producing a new order without moving ops one by one:
+// Each function is scheduled after its callees (a call then takes its
+// callee's predicted seconds), in three steps, each producing a new order
+// without moving ops one by one:
 // - Starts: a transfer goes right after the latest of what it depends on:
 //   its operands' definitions (a transfer's result: that transfer's wait),
 //   for a group whose ranks run different programs (a pipeline's groups
@@ -20,14 +21,17 @@
 //   out of its layer's function into the caller first)
 //   starts one call ahead of its first use instead: a prefetch, not a gather
 //   of every layer at the start.
-// - Compute: what a transfer does not feed moves after its start, what a
-//   wait's results do not feed moves before it (independentAfterStarts,
-//   independentBeforeWaits), between ops that fix the order.
 // - Buckets: with the starts in place, consecutive reductions of one group
 //   combine into buckets, one transfer each (GradientBuckets.cpp).
-// - Waits: a wait goes right before the first op reading a result of its
-//   transfers, before the next op writing persistent storage, or before the
-//   terminator.
+// - The list scheduler (ListSchedule.cpp) orders the block over the timing
+//   model that --braid-print-plan simulates (StepTiming: `hardware`, or the
+//   emulator's `link`s): starts as soon as they can, each wait just before
+//   the first op that needs it (or the next op writing persistent storage,
+//   or the terminator), and among the ops ready to run the one that does
+//   not stall on a transfer in flight, then the one that lets a transfer
+//   start, then the longest path to the end. Compute keeps its side of
+//   calls; what only a transfer reads moves with it. `move-compute=false`
+//   keeps compute in program order (only starts and waits move).
 // A pipeline stage's gradient reductions wait for its chunks' last backward
 // calls, each a whole chunk: they first move into a copy of the chunk's
 // backward made for its last call (OverlapRewrites.cpp:
@@ -48,6 +52,7 @@
 
 #include "dialects/braid/Analysis/ElementwiseFusion.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
+#include "dialects/braid/Analysis/StepTiming.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
 
@@ -103,9 +108,10 @@ public:
   /// `prefetchAhead`: how many calls ahead of its first use a prefetch may
   /// start (1: while the previous call runs; 0: after it).
   Scheduler(ModuleOp module, unsigned prefetchAhead,
-            ::braid::conversion::BucketSizes buckets, bool moveCompute)
+            ::braid::conversion::BucketSizes buckets, bool moveCompute,
+            const StepTiming *timing)
       : module(module), symbols(module), prefetchAhead(prefetchAhead), buckets(buckets),
-        moveCompute(moveCompute) {
+        moveCompute(moveCompute), timing(timing) {
     if (module->hasAttr("braid.pipeline_entries"))
       if (std::optional<Grid> grid = Grid::of(module))
         pp = grid->find("pp");
@@ -163,22 +169,33 @@ public:
     return !axes || llvm::is_contained(axes.asArrayRef(), *pp);
   }
 
+  /// Schedules every function, each after its callees (whose predicted
+  /// seconds its calls then take).
+  void scheduleAll() {
+    for (auto func : module.getOps<func::FuncOp>())
+      scheduleFunction(func);
+  }
+
   /// Schedules `block`: starts early, buckets of reductions formed where
-  /// the starts then are, waits late.
-  void schedule(Block &block) {
+  /// the starts then are, then the list scheduler's order over the timing
+  /// model (ListSchedule.cpp). Returns the block's predicted seconds.
+  double schedule(Block &block) {
     reorder(block, hoistStarts(block));
-    if (moveCompute)
-      reorder(block, independentAfterStarts(block));
     largestBucket = std::max(
         largestBucket, ::braid::conversion::bucketReductions(
                            block, buckets, [&](Operation *op) { return ordered(op); },
                            [&](Operation *op) { return isBarrier(op); }));
-    SmallVector<Operation *> ops;
-    for (Operation &op : block)
-      ops.push_back(&op);
-    reorder(block, sinkWaits(ops));
-    if (moveCompute)
-      reorder(block, independentBeforeWaits(block));
+    // What moves with a transfer is found afresh in the new order.
+    moved.clear();
+    auto barrier = [&](Operation *op) { return isBarrier(op); };
+    auto keepsOrder = [&](Operation *op) { return ordered(op); };
+    auto groups = [&](Operation *op) { return callGroups(op); };
+    auto moving = [&](Operation *op) { return feeders(op, block); };
+    auto anchor = [&](Operation *op) { return prefetchAnchor(op); };
+    auto callTime = [&](Operation *op) { return callSeconds(op); };
+    ::braid::conversion::ListScheduleRules rules{barrier, keepsOrder, groups, moving,
+                                                 anchor,  callTime,   moveCompute};
+    return ::braid::conversion::listSchedule(block, timing, rules);
   }
 
   /// The bytes of the largest bucket formed so far.
@@ -193,7 +210,13 @@ private:
   unsigned prefetchAhead;
   ::braid::conversion::BucketSizes buckets;
   bool moveCompute;
+  /// What ops and transfers cost (null: nothing, program order).
+  const StepTiming *timing;
   llvm::DenseMap<Operation *, Effects> effects;
+  /// Each scheduled function's predicted seconds (a call's cost); in the
+  /// map while it is being scheduled (a recursive call, which the plan
+  /// rejects, costs nothing).
+  llvm::DenseMap<Operation *, double> seconds;
   /// Ops moved with the transfer they feed.
   llvm::SmallPtrSet<Operation *, 32> moved;
 
@@ -296,132 +319,48 @@ private:
     return order;
   }
 
-  /// Whether `op` bounds the reordering of compute around transfers: a
-  /// transfer (their order stays), an op writing persistent storage, the
-  /// terminator, or a call (a layer's or a pipeline action's: moved, it would keep whole
-  /// layers' activations live longer, or reorder a pipeline's schedule).
-  bool fixesOrder(Operation *op) {
-    return isTransfer(op) || isBarrier(op) || isa<func::CallOp>(op) ||
-           op->hasTrait<OpTrait::IsTerminator>();
+  void scheduleFunction(func::FuncOp func) {
+    if (func.isExternal() || !func.getBody().hasOneBlock() ||
+        !seconds.try_emplace(func, 0.0).second)
+      return;
+    func.walk([&](func::CallOp call) {
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        scheduleFunction(callee);
+    });
+    seconds[func] = schedule(func.getBody().front());
   }
 
-  /// `block`'s ops with the compute a transfer does not depend on moved
-  /// after its start: between a transfer and the previous op that fixes the
-  /// order (or the last wait it needs, which what precedes it hides), the
-  /// ops the transfer reads (transitively) stay first, in their order, then
-  /// the transfer, then the rest, in their order, which then runs while it
-  /// is in flight (a layer's weight gradients while its input
-  /// gradient is reduced, as Megatron overlaps them; an expert layer's
-  /// weight gradients while the input gradient's all-to-all moves).
-  SmallVector<Operation *> independentAfterStarts(Block &block) {
-    SmallVector<Operation *> order;
-    SmallVector<Operation *> window; // since the last op fixing the order
-    // What is in the window goes out as it is; `op` after it.
-    auto flush = [&](Operation *op) {
-      llvm::append_range(order, window);
-      window.clear();
-      order.push_back(op);
-    };
-    for (Operation &op : block) {
-      if (!isTransfer(&op)) {
-        if (fixesOrder(&op))
-          flush(&op);
-        else
-          window.push_back(&op);
-        continue;
-      }
-      // The transfer's cone in the window: what it reads, transitively (a
-      // transfer's result through its wait).
-      llvm::SmallPtrSet<Operation *, 32> inWindow(window.begin(), window.end());
-      llvm::SmallPtrSet<Operation *, 32> cone;
-      SmallVector<Operation *> work = {&op};
-      while (!work.empty()) {
-        Operation *user = work.pop_back_val();
-        for (Value operand : user->getOperands()) {
-          Operation *def = operand.getDefiningOp();
-          if (!def)
-            continue;
-          if (Value token = dist::getToken(def))
-            if (dist::WaitOp wait = dist::getWait(token); wait && inWindow.contains(wait) &&
-                                                         cone.insert(wait).second)
-              work.push_back(wait);
-          if (inWindow.contains(def) && cone.insert(def).second)
-            work.push_back(def);
-        }
-      }
-      // A prefetch (its cone reads parameters only) keeps its place: it
-      // starts the call ahead of its use that hoistStarts chose, not earlier.
-      if (llvm::all_of(cone, [](Operation *c) {
-            return isa<GetParamOp, ReshapeOp, ConvertOp>(c) || isFusibleElementwise(c);
-          }) &&
-          llvm::any_of(cone, [](Operation *c) { return isa<GetParamOp>(c); })) {
-        flush(&op);
-        continue;
-      }
-      // What precedes a wait the transfer needs runs while that wait's
-      // transfer is in flight: it stays there.
-      size_t keep = 0;
-      for (auto [i, w] : llvm::enumerate(window))
-        if (isa<dist::WaitOp>(w) && cone.contains(w))
-          keep = i + 1;
-      for (auto [i, w] : llvm::enumerate(window))
-        if (i < keep || cone.contains(w))
-          order.push_back(w);
-      order.push_back(&op);
-      SmallVector<Operation *> rest;
-      for (auto [i, w] : llvm::enumerate(window))
-        if (i >= keep && !cone.contains(w))
-          rest.push_back(w);
-      // The rest stays in the window: the next transfer may read it.
-      window = std::move(rest);
-    }
-    llvm::append_range(order, window);
-    return order;
+  /// A call's predicted seconds: its callee's; another op with regions (a
+  /// rolled loop) is not timed (0).
+  double callSeconds(Operation *op) {
+    if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        return seconds.lookup(callee);
+    return 0;
   }
 
-  /// `block`'s ops with the compute after a wait that does not read its
-  /// transfers' results (transitively) moved before it, up to the next op
-  /// that fixes the order: it then runs while they are in flight (an
-  /// expert layer's router gradient while the input gradient's all-to-all
-  /// moves). No transfer starts in between, so none loses what hid it.
-  SmallVector<Operation *> independentBeforeWaits(Block &block) {
-    SmallVector<Operation *> ops;
-    for (Operation &op : block)
-      ops.push_back(&op);
-    SmallVector<Operation *> order;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      auto wait = dyn_cast<dist::WaitOp>(ops[i]);
-      if (!wait) {
-        order.push_back(ops[i]);
-        continue;
-      }
-      // The waits from here to the window's end, and what depends on them.
-      llvm::SmallPtrSet<Operation *, 32> after;
-      size_t end = i;
-      for (; end < ops.size() && !fixesOrder(ops[end]); ++end) {
-        Operation *op = ops[end];
-        bool depends = isa<dist::WaitOp>(op);
-        for (Value operand : op->getOperands()) {
-          Operation *def = operand.getDefiningOp();
-          if (!def)
-            continue;
-          if (Value token = dist::getToken(def))
-            if (dist::WaitOp w = dist::getWait(token); w && after.contains(w))
-              depends = true;
-          depends |= after.contains(def);
-        }
-        if (depends)
-          after.insert(op);
-      }
-      for (size_t j = i; j < end; ++j)
-        if (!after.contains(ops[j]))
-          order.push_back(ops[j]);
-      for (size_t j = i; j < end; ++j)
-        if (after.contains(ops[j]))
-          order.push_back(ops[j]);
-      i = end - 1;
-    }
-    return order;
+  /// The call a prefetch starts after: `prefetchAhead` calls ahead of the
+  /// one that first uses it (null: not a prefetch, or too few calls).
+  Operation *prefetchAnchor(Operation *transfer) {
+    Block &block = *transfer->getBlock();
+    SmallVector<Operation *> chain = feeders(transfer, block);
+    llvm::SmallPtrSet<Operation *, 8> inChain(chain.begin(), chain.end());
+    if (!isPrefetch(transfer, chain, inChain))
+      return nullptr;
+    Operation *use = nullptr;
+    for (Value result : transfer->getResults())
+      if (!isa<dist::TokenType>(result.getType()))
+        for (Operation *user : result.getUsers())
+          if (Operation *u = block.findAncestorOpInBlock(*user))
+            if (!use || u->isBeforeInBlock(use))
+              use = u;
+    if (!use)
+      return nullptr;
+    unsigned calls = 0;
+    for (Operation *op = use->getPrevNode(); op; op = op->getPrevNode())
+      if (isa<func::CallOp>(op) && ++calls == prefetchAhead + 1)
+        return op;
+    return nullptr;
   }
 
   /// Whether `transfer` (with the ops moving with it) reads parameters and
@@ -476,41 +415,6 @@ private:
     return ordered;
   }
 
-  /// Every wait right before the first op that needs it done.
-  SmallVector<Operation *> sinkWaits(ArrayRef<Operation *> ops) {
-    llvm::DenseMap<Operation *, unsigned> index;
-    for (auto [i, op] : llvm::enumerate(ops))
-      index[op] = i;
-    // The first position reading each value, and the next barrier.
-    llvm::DenseMap<Value, unsigned> firstUse;
-    for (auto [i, op] : llvm::enumerate(ops))
-      for (Value operand : op->getOperands())
-        firstUse.try_emplace(operand, i);
-    SmallVector<unsigned> nextBarrier(ops.size() + 1, ops.size() - 1);
-    for (size_t i = ops.size(); i-- > 0;)
-      nextBarrier[i] = isBarrier(ops[i]) ? i : nextBarrier[i + 1];
-    std::map<unsigned, SmallVector<Operation *>> before;
-    for (auto [i, op] : llvm::enumerate(ops)) {
-      auto wait = dyn_cast<dist::WaitOp>(op);
-      if (!wait)
-        continue;
-      unsigned limit = std::min<unsigned>(nextBarrier[i + 1], ops.size() - 1);
-      for (Value token : wait.getTokens())
-        for (Value result : token.getDefiningOp()->getResults())
-          if (!isa<dist::TokenType>(result.getType()))
-            if (auto it = firstUse.find(result); it != firstUse.end())
-              limit = std::min(limit, it->second);
-      before[limit].push_back(op);
-    }
-    SmallVector<Operation *> order;
-    for (auto [i, op] : llvm::enumerate(ops)) {
-      if (auto it = before.find(i); it != before.end())
-        llvm::append_range(order, it->second);
-      if (!isa<dist::WaitOp>(op))
-        order.push_back(op);
-    }
-    return order;
-  }
 };
 
 /// The most bytes live at once in any program of `module` (its pipeline
@@ -547,6 +451,8 @@ struct BraidScheduleOverlapPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(makeTiming(module)))
+      return signalPassFailure();
     std::optional<int64_t> before = arenaBytes(module, entry);
     constexpr double kMiB = 1024.0 * 1024.0;
     ::braid::conversion::BucketSizes buckets{static_cast<int64_t>(bucketMb * kMiB),
@@ -569,6 +475,27 @@ struct BraidScheduleOverlapPass
             return;
     // Nothing fits: every function keeps its order.
   }
+
+  /// The timing model of `hardware` (or `link`) over the module's grid;
+  /// none for a module without one.
+  LogicalResult makeTiming(ModuleOp module) {
+    llvm::Expected<::braid::cost::Hardware> hw = ::braid::cost::Hardware::named(hardware);
+    if (!hw)
+      return module.emitError("--braid-schedule-overlap: ") << llvm::toString(hw.takeError());
+    hardwareModel = *hw;
+    std::string error;
+    if (!link.empty() && !::braid::link::parse(link, &links, &error))
+      return module.emitError("--braid-schedule-overlap: link=: ") << error;
+    grid = Grid::of(module);
+    if (grid)
+      timing = std::make_shared<StepTiming>(*grid, hardwareModel, links);
+    return success();
+  }
+
+  std::optional<Grid> grid;
+  ::braid::cost::Hardware hardwareModel;
+  ::braid::link::Links links;
+  std::shared_ptr<StepTiming> timing; // shared by the pass's clones
 
   /// A scheduled copy of a module and what the budget needs of it.
   struct Try {
@@ -622,10 +549,8 @@ struct BraidScheduleOverlapPass
     if ((*t.module)->hasAttr("braid.pipeline_entries"))
       if (std::optional<Grid> grid = Grid::of(*t.module))
         ::braid::conversion::specializeLastBackward(*t.module, grid->find("pp"));
-    Scheduler scheduler(*t.module, ahead, buckets, moveCompute);
-    for (auto func : t.module->getOps<func::FuncOp>())
-      if (!func.isExternal() && func.getBody().hasOneBlock())
-        scheduler.schedule(func.getBody().front());
+    Scheduler scheduler(*t.module, ahead, buckets, moveCompute, timing.get());
+    scheduler.scheduleAll();
     t.largestBucket = scheduler.largestBucket;
     t.peak = arenaBytes(*t.module, entry);
     return t;

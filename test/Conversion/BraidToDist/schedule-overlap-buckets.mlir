@@ -98,8 +98,8 @@ module {
 // CHECK-NEXT:    %[[S:.*]], %[[T:.*]] = dist.reduce_scatter %[[B]] on @grid grid_axes = [0] reduction = sum scatter_axis = 0 : tensor<6144xf32> -> tensor<3072xf32>
 // CHECK-NEXT:    dist.wait %[[T]]
 // CHECK-NEXT:    %[[U0:.*]] = dist.unpack %[[S]] offset 0 parts 1 : tensor<3072xf32> -> tensor<2048xf32>
-// CHECK-NEXT:    %[[U1:.*]] = dist.unpack %[[S]] offset 2048 parts 1 : tensor<3072xf32> -> tensor<1024xf32>
 // CHECK-NEXT:    braid.mul %[[U0]], %[[U0]]
+// CHECK-NEXT:    %[[U1:.*]] = dist.unpack %[[S]] offset 2048 parts 1 : tensor<3072xf32> -> tensor<1024xf32>
 // CHECK-NEXT:    braid.mul %[[U1]], %[[U1]]
 
 module {

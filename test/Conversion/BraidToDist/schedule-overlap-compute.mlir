@@ -34,17 +34,19 @@
 // CHECK-NEXT:    dist.wait %[[TA]]
 // CHECK-NEXT:    %{{.*}}, %[[TB:.*]] = dist.all_gather %[[A]]
 
-// An expert layer's backward (moe-tiny on ep=2): the experts' weight
-// gradients and the router's gradient run while the all-to-all of the
-// input gradient moves, which only the dispatch's gradient waits for.
+// An expert layer's backward (moe-tiny on ep=2): the router's gradient
+// runs while the all-to-all of the combine's gradient moves, the experts'
+// weight gradients while the all-to-all of the input gradient does, which
+// only the dispatch's gradient waits for.
 // MOE-LABEL: func.func private @moe_layer.bwd
-// MOE:         dist.all_to_all
+// MOE:         %{{.*}}, %[[T0:.*]] = dist.all_to_all
+// MOE:         braid.router_grad
+// MOE:         dist.wait %[[T0]]
 // MOE:         %{{.*}}, %[[T:.*]] = dist.all_to_all
 // MOE-NEXT:    braid.batch_matmul {{.*}} transpose_a
 // MOE-NEXT:    braid.batch_matmul {{.*}} transpose_a
 // MOE-NEXT:    braid.batch_matmul {{.*}} transpose_a
-// MOE-NEXT:    braid.router_grad
-// MOE:         dist.wait %[[T]]
+// MOE-NEXT:    dist.wait %[[T]]
 // MOE-NEXT:    braid.reshape
 // MOE-NEXT:    braid.dispatch_grad
 

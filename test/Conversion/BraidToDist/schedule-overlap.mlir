@@ -59,15 +59,17 @@ module {
 // starts after that wait. An op writing a parameter bounds both moves: the
 // read of @p's value before the update is all-reduced before it (the read,
 // which only that transfer uses, moving with it to the start), and the
-// wait of a transfer started before it stays before it.
+// wait of a transfer started before it stays before it. The fill, which
+// needs no transfer, runs while the first all-reduce is in flight, before
+// the wait the all-gather needs.
 // CHECK-LABEL: func.func @chain
 // CHECK:         %[[A:.*]], %[[TA:.*]] = dist.all_reduce %arg0
 // CHECK-NEXT:    %[[P:.*]] = braid.get_param @p
 // CHECK-NEXT:    %[[C:.*]], %[[TC:.*]] = dist.all_reduce %[[P]]
 // CHECK-NEXT:    %[[Q:.*]] = braid.linear %arg0
+// CHECK-NEXT:    braid.fill
 // CHECK-NEXT:    dist.wait %[[TA]]
 // CHECK-NEXT:    %[[B:.*]], %[[TB:.*]] = dist.all_gather %[[A]]
-// CHECK-NEXT:    braid.fill
 // CHECK-NEXT:    dist.wait %[[TC]]
 // CHECK-NEXT:    braid.sgd_update @p
 // CHECK:         dist.wait %[[TB]]

@@ -1,0 +1,411 @@
+//===- ListSchedule.cpp - a block ordered by a timing model ---------------===//
+//
+// The list scheduler of --braid-schedule-overlap, in the manner of XLA's
+// latency-hiding scheduler: a dependence graph of the block's ops, a clock
+// for compute and one link per group (the transfers of a group run one after
+// another on it, other groups' at the same time, as the runtime's progress
+// thread and the link emulator run them), and a ready list from which each
+// step takes
+// - every transfer whose operands are there: it starts at once, so that its
+//   link is busy as early as possible (a prefetch of parameters is held
+//   back by an edge from the call ahead of its use, which bounds the memory
+//   gathered parameters take);
+// - else the ready op that stalls least on a transfer in flight (a wait it
+//   needs that has not ended by the clock), then the one with the longest
+//   path to the block's end, transfers counted at their seconds (what
+//   feeds a long transfer goes first, so it starts early), then program
+//   order. The waits an op needs are taken just before it: as late as the
+//   uses allow, which is where the memory plan frees a transfer's
+//   operands, so the schedule holds no buffer longer than its uses do.
+// The graph holds, beyond definitions and uses (a transfer's result through
+// its wait):
+// - ops writing persistent storage (updates, set_param, a call holding
+//   one) and the terminator: nothing crosses them;
+// - calls and ops with regions (a layer's call, a pipeline action, a rolled
+//   loop): compute keeps its side of them, so that no layer's activations
+//   live longer; what only a transfer reads (its feeders) moves with it;
+// - a group whose ranks run different programs (`ordered`: a pipeline's
+//   groups over pp): its transfers, and the calls issuing transfers on it,
+//   keep their order, so every rank of it issues them alike. Every rank of
+//   any other group runs this program, so the order chosen here is theirs
+//   too, and no schedule can deadlock (--braid-check-collective-order
+//   checks it).
+// Every edge goes forward in the block's order, which therefore is one
+// schedule of the graph: the scheduler always completes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BraidToDist.h"
+
+#include "dialects/dist/IR/DistDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+#include <optional>
+
+using namespace mlir;
+
+namespace braid::conversion {
+
+namespace {
+
+enum class Kind {
+  Start,   ///< a transfer
+  Wait,    ///< dist.wait
+  Fence,   ///< writes persistent storage, or the terminator
+  Call,    ///< a call or an op with regions: compute keeps its side
+  Feeder,  ///< only a transfer reads it: moves with the transfer
+  Compute, ///< anything else
+};
+
+struct Graph {
+  SmallVector<Operation *> ops;
+  llvm::DenseMap<Operation *, unsigned> index;
+  SmallVector<Kind> kind;
+  SmallVector<SmallVector<unsigned, 4>> preds, succs;
+  /// The seconds each op takes: compute for compute and calls, the link for
+  /// a transfer, nothing for a wait.
+  SmallVector<double> cost;
+  /// The longest path from an op to the block's end, its own cost included.
+  SmallVector<double> height;
+  /// A transfer's feeders, in program order: placed with it, just before.
+  llvm::DenseMap<unsigned, SmallVector<unsigned>> feedersOf;
+  /// Whether a transfer's group spans ranks that run other programs (a
+  /// pipeline's stages): they wait for it.
+  SmallVector<bool> crossProgram;
+  /// Whether an op outside a transfer's unit (it and its feeders) is read by
+  /// one: running it lets the transfer start.
+  SmallVector<bool> unlocks;
+};
+
+/// The op of `block` holding `op` (itself, or an ancestor), or null.
+Operation *inBlock(Block &block, Operation *op) { return block.findAncestorOpInBlock(*op); }
+
+Graph build(Block &block, const mlir::braid::StepTiming *timing,
+            const ListScheduleRules &rules) {
+  Graph g;
+  for (Operation &op : block) {
+    g.index[&op] = g.ops.size();
+    g.ops.push_back(&op);
+  }
+  size_t n = g.ops.size();
+  g.kind.resize(n);
+  g.preds.resize(n);
+  g.succs.resize(n);
+  g.cost.assign(n, 0.0);
+  g.height.assign(n, 0.0);
+
+  auto &feedersOf = g.feedersOf;
+  llvm::DenseSet<unsigned> isFeeder;
+  for (auto [i, op] : llvm::enumerate(g.ops))
+    if (dist::getToken(op))
+      for (Operation *f : rules.feeders(op))
+        if (auto it = g.index.find(f); it != g.index.end()) {
+          feedersOf[i].push_back(it->second);
+          isFeeder.insert(it->second);
+        }
+  for (auto [i, op] : llvm::enumerate(g.ops)) {
+    Kind k = Kind::Compute;
+    if (dist::getToken(op))
+      k = Kind::Start;
+    else if (isa<dist::WaitOp>(op))
+      k = Kind::Wait;
+    else if (op->hasTrait<OpTrait::IsTerminator>() || rules.isBarrier(op))
+      k = Kind::Fence;
+    else if (isa<func::CallOp>(op) || op->getNumRegions() > 0)
+      k = Kind::Call;
+    else if (isFeeder.contains(i))
+      k = Kind::Feeder;
+    g.kind[i] = k;
+    if (k == Kind::Start && timing)
+      if (auto t = timing->transfer(op))
+        g.cost[i] = t->second;
+    if (k == Kind::Call)
+      g.cost[i] = rules.callSeconds(op);
+    else if ((k == Kind::Compute || k == Kind::Feeder) && timing)
+      g.cost[i] = timing->computeSeconds(op);
+  }
+
+  auto dep = [&](unsigned i, unsigned j) {
+    if (j < i)
+      g.preds[i].push_back(j);
+  };
+  int64_t lastFence = -1, lastCall = -1;
+  SmallVector<unsigned> sinceFence, computeSinceCall;
+  llvm::StringMap<unsigned> lastOnGroup; // an ordered transfer, or a call
+  for (unsigned i = 0; i < n; ++i) {
+    Operation *op = g.ops[i];
+    Kind k = g.kind[i];
+    // Definitions and uses, nested regions' too; a transfer's result is
+    // there once its wait has completed it.
+    op->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (!def)
+          continue;
+        Operation *holder = inBlock(block, def);
+        if (!holder || holder == op)
+          continue;
+        if (Value token = dist::getToken(holder); token && operand != token)
+          if (dist::WaitOp wait = dist::getWait(token); wait && wait->getBlock() == &block) {
+            dep(i, g.index[wait]);
+            continue;
+          }
+        dep(i, g.index[holder]);
+      }
+    });
+    if (lastFence >= 0)
+      dep(i, lastFence);
+    if (k == Kind::Fence) {
+      for (unsigned j : sinceFence)
+        dep(i, j);
+      sinceFence.clear();
+      computeSinceCall.clear();
+      lastFence = i;
+      lastCall = i;
+    } else {
+      sinceFence.push_back(i);
+    }
+    if (k == Kind::Compute) {
+      if (lastCall >= 0)
+        dep(i, lastCall);
+      computeSinceCall.push_back(i);
+    }
+    if (k == Kind::Call) {
+      if (lastCall >= 0)
+        dep(i, lastCall);
+      for (unsigned j : computeSinceCall)
+        dep(i, j);
+      computeSinceCall.clear();
+      lastCall = i;
+    }
+    if (k == Kind::Start) {
+      if (rules.ordered(op)) {
+        std::string group = transferGroupKey(op);
+        if (auto it = lastOnGroup.find(group); it != lastOnGroup.end())
+          dep(i, it->second);
+        lastOnGroup[group] = i;
+      }
+      if (Operation *anchor = rules.startAfter(op))
+        if (auto it = g.index.find(anchor); it != g.index.end()) {
+          dep(i, it->second);
+          for (unsigned f : feedersOf.lookup(i))
+            dep(f, it->second);
+        }
+    }
+    if (const llvm::StringSet<> *groups = rules.callGroups(op))
+      for (const auto &group : *groups) {
+        if (auto it = lastOnGroup.find(group.getKey()); it != lastOnGroup.end())
+          dep(i, it->second);
+        lastOnGroup[group.getKey()] = i;
+      }
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    llvm::sort(g.preds[i]);
+    g.preds[i].erase(std::unique(g.preds[i].begin(), g.preds[i].end()), g.preds[i].end());
+    for (unsigned j : g.preds[i])
+      g.succs[j].push_back(i);
+  }
+  g.crossProgram.assign(n, false);
+  for (unsigned i = 0; i < n; ++i)
+    g.crossProgram[i] = g.kind[i] == Kind::Start && rules.ordered(g.ops[i]);
+  g.unlocks.assign(n, false);
+  for (unsigned i = 0; i < n; ++i)
+    if (g.kind[i] == Kind::Start) {
+      SmallVector<unsigned> unit = feedersOf.lookup(i);
+      unit.push_back(i);
+      for (unsigned m : unit)
+        for (unsigned p : g.preds[m])
+          if (!llvm::is_contained(unit, p))
+            g.unlocks[p] = true;
+    }
+  for (unsigned i = n; i-- > 0;) {
+    double longest = 0;
+    for (unsigned s : g.succs[i])
+      longest = std::max(longest, g.height[s]);
+    g.height[i] = g.cost[i] + longest;
+  }
+  return g;
+}
+
+} // namespace
+
+double listSchedule(Block &block, const mlir::braid::StepTiming *timing,
+                    const ListScheduleRules &rules) {
+  Graph g = build(block, timing, rules);
+  size_t n = g.ops.size();
+  // pending: preds not yet available. A pred is available once placed,
+  // or, for a wait, once its transfer has started (the wait itself is taken
+  // just before the first op that needs it).
+  SmallVector<unsigned> pending(n);
+  for (unsigned i = 0; i < n; ++i)
+    pending[i] = g.preds[i].size();
+  SmallVector<bool> emitted(n, false);
+  // A transfer is placed with its feeders, as one unit, once every pred of
+  // the unit from outside it is available: unitPending counts those edges.
+  SmallVector<int64_t> owner(n, -1); // the transfer whose unit holds an op
+  SmallVector<unsigned> unitPending(n, 0);
+  auto unitOf = [&](unsigned t) {
+    SmallVector<unsigned> unit = g.feedersOf.lookup(t);
+    unit.push_back(t);
+    return unit;
+  };
+  for (unsigned t = 0; t < n; ++t)
+    if (g.kind[t] == Kind::Start)
+      for (unsigned m : unitOf(t))
+        owner[m] = t;
+  for (unsigned m = 0; m < n; ++m)
+    if (owner[m] >= 0)
+      for (unsigned p : g.preds[m])
+        if (owner[p] != owner[m])
+          ++unitPending[owner[m]];
+  // Candidates: ops other than waits and unit members with every pred
+  // available, and transfers whose unit is.
+  SmallVector<unsigned> ready;
+  std::function<void(unsigned)> available = [&](unsigned j) {
+    for (unsigned s : g.succs[j]) {
+      if (owner[s] >= 0) {
+        if (owner[s] != owner[j] && --unitPending[owner[s]] == 0)
+          ready.push_back(owner[s]);
+        continue;
+      }
+      if (--pending[s] == 0) {
+        if (g.kind[s] == Kind::Wait)
+          available(s);
+        else
+          ready.push_back(s);
+      }
+    }
+  };
+  for (unsigned i = 0; i < n; ++i) {
+    if (owner[i] >= 0) {
+      if (owner[i] == int64_t(i) && unitPending[i] == 0)
+        ready.push_back(i);
+      continue;
+    }
+    if (pending[i] == 0) {
+      if (g.kind[i] == Kind::Wait)
+        available(i); // a wait of nothing in this block: a no-op
+      else
+        ready.push_back(i);
+    }
+  }
+
+  double now = 0;
+  std::map<std::string, double> linkFree;
+  SmallVector<double> ends(n, 0.0); // a transfer's: when its wait returns
+  SmallVector<Operation *> order;
+  auto waitEnd = [&](unsigned w) {
+    double end = 0;
+    for (Value token : cast<dist::WaitOp>(g.ops[w]).getTokens())
+      if (Operation *start = inBlock(block, token.getDefiningOp()))
+        end = std::max(end, ends[g.index[start]]);
+    return end;
+  };
+  // The waits the ops of `unit` need that are not taken yet, in order.
+  auto waitsOf = [&](ArrayRef<unsigned> unit) {
+    SmallVector<unsigned> waits;
+    for (unsigned m : unit)
+      for (unsigned p : g.preds[m])
+        if (g.kind[p] == Kind::Wait && !emitted[p] && !llvm::is_contained(waits, p))
+          waits.push_back(p);
+    llvm::sort(waits);
+    return waits;
+  };
+  auto emit = [&](unsigned i) {
+    emitted[i] = true;
+    order.push_back(g.ops[i]);
+  };
+  // Places `i`: the waits it needs first (the clock then stands at their
+  // transfers' ends), then `i`: a transfer on its group's link, compute on
+  // the clock.
+  auto place = [&](unsigned i) {
+    llvm::erase(ready, i);
+    for (unsigned w : waitsOf({i})) {
+      now = std::max(now, waitEnd(w));
+      emit(w);
+    }
+    emit(i);
+    if (g.kind[i] == Kind::Start) {
+      Operation *op = g.ops[i];
+      double end = now;
+      if (timing)
+        if (auto t = timing->transfer(op)) {
+          double &free = linkFree[t->first.second];
+          double begins = std::max(now, free);
+          free = begins + t->second;
+          // A send's wait returns at once (the runtime's): the link is busy.
+          end = isa<dist::SendOp>(op) ? now : free;
+        }
+      ends[i] = end;
+    } else {
+      now += g.cost[i];
+    }
+    available(i);
+  };
+  // A candidate: an op, or a transfer's unit (its index: the transfer's).
+  auto membersOf = [&](unsigned i) {
+    return g.kind[i] == Kind::Start ? unitOf(i) : SmallVector<unsigned>{i};
+  };
+  auto stallOf = [&](unsigned i) {
+    double stall = 0;
+    if (rules.byCost)
+      for (unsigned w : waitsOf(membersOf(i)))
+        stall = std::max(stall, waitEnd(w) - now);
+    return stall > 1e-12 ? stall : 0.0;
+  };
+  // Whether `a` goes before `b`, both stalling alike (see the file's
+  // comment): what lets a transfer start, then the longer path, then
+  // program order.
+  auto better = [&](unsigned a, unsigned b) {
+    if (!rules.byCost)
+      return a < b;
+    if (g.unlocks[a] != g.unlocks[b])
+      return bool(g.unlocks[a]);
+    if (std::abs(g.height[a] - g.height[b]) > 1e-12)
+      return g.height[a] > g.height[b];
+    return a < b;
+  };
+  while (!ready.empty()) {
+    ArrayRef<unsigned> candidates = ready;
+    // A transfer that needs no wait starts now: its link is busy early. A
+    // pipeline's transfers first: another stage waits for them, which this
+    // block's timing does not see.
+    std::optional<unsigned> start;
+    for (unsigned c : candidates)
+      if (g.kind[c] == Kind::Start && waitsOf(membersOf(c)).empty() &&
+          (!start || (g.crossProgram[c] != g.crossProgram[*start] ? bool(g.crossProgram[c])
+                                                                  : better(c, *start))))
+        start = c;
+    // Else the op that stalls least, then the better.
+    unsigned best = start ? *start : candidates.front();
+    if (!start) {
+      double bestStall = stallOf(best);
+      for (unsigned c : llvm::drop_begin(candidates)) {
+        double stall = stallOf(c);
+        bool pick = (stall > 0) != (bestStall > 0) ? stall == 0
+                    : stall != bestStall           ? stall < bestStall
+                                                   : better(c, best);
+        if (pick) {
+          best = c;
+          bestStall = stall;
+        }
+      }
+    }
+    for (unsigned m : membersOf(best))
+      place(m);
+  }
+  // Every edge goes forward in the block's order, so every op is placed;
+  // were one not, the block keeps its order.
+  if (order.size() != n)
+    return now;
+  for (Operation *op : order)
+    op->moveBefore(&block, block.end());
+  return now;
+}
+
+} // namespace braid::conversion
