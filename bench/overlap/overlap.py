@@ -5,7 +5,9 @@ Runs one Llama-style model (llama-tiny scaled up until a step's compute and
 its communication are comparable) on 4 CPU ranks under the link emulator
 (BRAID_LINK, runtime/src/comm_mpi.h), on dp2 x tp2, pp2 x dp2 (1F1B, 4
 micro-batches) and cp2 x dp2, each with the overlap scheduler off and on, and
-prints per plan and setting:
+prints per plan and setting (the scheduled run is scheduled for the emulated
+links, BRAID_LINK, with its compute timed on the CPU description fitted to
+the unscheduled run just before it: braid-run --schedule-hardware):
   - step: a step's time (the span of its events over every rank's trace),
     and its ratio off / on; every figure is the median over steps 2..N;
   - waits (measured): the time a rank's program stood in waits for

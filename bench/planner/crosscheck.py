@@ -5,14 +5,15 @@ same plan goes through the training pipeline (braid-opt
 --braid-training-pipeline ... --braid-print-plan: the partitioned per-rank
 program, its dist transfers timed by their cost and the overlap scheduler's
 order simulated) and through braid-plan --evaluate, both on the H100
-description. The compiler times compute at the roofline, so the planner runs
-here with a roofline calibration too (every efficiency 1): what differs is
-then what each counts, not the rates. Printed per plan and kind of transfer:
+description and one compute calibration (--calibration: h100-sxm's, or
+roofline, every efficiency 1): the compiler's simulation and the planner
+share its rates (dialects/braid/Analysis/StepTiming, lib/CostModel/
+ComputeCost), so what differs is what each counts. Printed per plan and kind of transfer:
 the seconds issued and exposed per step by each, the step (of a
 pipeline: its first stage), and the memory: the static memory plan's arena
 against the planner's memory per GPU less its runtime reserve.
 
-usage: python3 bench/planner/crosscheck.py [--bin build/bin]
+usage: python3 bench/planner/crosscheck.py [--bin build/bin] [--calibration h100-sxm|roofline]
 """
 import argparse
 import json
@@ -46,12 +47,13 @@ def kind_of(collective, axes, zero):
     return "dp"
 
 
-def compiler(bin_dir, model, grid, zero, micro):
+def compiler(bin_dir, model, grid, zero, micro, calibration):
     out = subprocess.run(
         [os.path.join(bin_dir, "braid-opt"), model,
          f"--braid-training-pipeline=grid={grid} sequence-parallel={'tp=' in grid} "
          f"microbatches={micro} "
-         f"dtype=bf16 zero={zero}", "--braid-print-plan", "-o", os.devnull],
+         f"dtype=bf16 zero={zero}", f"--braid-print-plan=calibration={calibration}",
+         "-o", os.devnull],
         check=True, capture_output=True, text=True).stdout
     issued = dict.fromkeys(KINDS, 0.0)
     exposed = dict.fromkeys(KINDS, 0.0)
@@ -94,13 +96,18 @@ def planner(bin_dir, model, gpus, batch, spec, calibration):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    ap.add_argument("--calibration", default="h100-sxm", choices=["h100-sxm", "roofline"])
     args = ap.parse_args()
     work = tempfile.mkdtemp()
-    cal = json.load(open(os.path.join(ROOT, "lib", "CostModel", "calibration", "h100-sxm.json")))
-    cal.update(gemm_efficiency=1.0, gemm_half_dim=0, flash_forward_efficiency=1.0,
-               flash_backward_efficiency=1.0, memory_efficiency=1.0, scan_efficiency=1.0)
-    roofline = os.path.join(work, "roofline.json")
-    json.dump(cal, open(roofline, "w"))
+    planner_calibration = compiler_calibration = args.calibration
+    if args.calibration == "roofline":
+        cal = json.load(open(os.path.join(ROOT, "lib", "CostModel", "calibration",
+                                          "h100-sxm.json")))
+        cal.update(gemm_efficiency=1.0, gemm_half_dim=0, flash_forward_efficiency=1.0,
+                   flash_backward_efficiency=1.0, memory_efficiency=1.0, scan_efficiency=1.0)
+        planner_calibration = os.path.join(work, "roofline.json")
+        json.dump(cal, open(planner_calibration, "w"))
+    print(f"compute: {args.calibration}")
     for grid, zero, micro, batch, spec in PLANS:
         model = os.path.join(work, f"llama3-8b-b{batch}.mlir")
         if not os.path.exists(model):
@@ -110,8 +117,8 @@ def main():
         gpus = 1
         for size in re.findall(r"=(\d+)", grid):
             gpus *= int(size)
-        ci, ce, cs, cc, cm = compiler(args.bin, model, grid, zero, micro)
-        pi, pe, ps, pc, pm = planner(args.bin, model, gpus, batch, spec, roofline)
+        ci, ce, cs, cc, cm = compiler(args.bin, model, grid, zero, micro, compiler_calibration)
+        pi, pe, ps, pc, pm = planner(args.bin, model, gpus, batch, spec, planner_calibration)
         print(f"{grid} zero={zero} micro-batches={micro} (batch {batch}): step compiler "
               f"{cs:.3f} s, planner {ps:.3f} s; compute {cc:.3f} / {pc:.3f} s; memory "
               f"(the arena) {cm / 1e9:.2f} / {pm / 1e9:.2f} GB ({100 * (pm / cm - 1):+.1f}%)")

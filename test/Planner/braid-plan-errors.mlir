@@ -30,6 +30,11 @@
 // NOFIT: braid-plan: no plan of huge fits on 8 x h100-sxm (80 GiB each); the leanest needs {{[0-9]+}} GiB per GPU (tp=8, ZeRO-3, full recompute); the smallest cluster that holds it is {{[0-9]+}} GPUs ({{.*}}, ZeRO-3, full recompute, {{[0-9]+}} GiB per GPU)
 // RUN: not braid-plan %t.missing.mlir --gpus 8 --global-batch 8 2>&1 | FileCheck %s --check-prefix=NOFILE
 // NOFILE: cannot parse {{.*}}missing.mlir
+// --compile compiles the model file, whose batch must be the global batch.
+// RUN: not braid-plan --model family=llama,hidden=64,layers=2,seq=16,vocab=256,heads=4,ffn=128 --gpus 8 --global-batch 8 --compile 1 2>&1 | FileCheck %s --check-prefix=COMPILEMODEL
+// COMPILEMODEL: braid-plan: --compile compiles the plans: give the model file, not --model
+// RUN: not braid-plan %s --gpus 1024 --global-batch 1024 --compile 1 2>&1 | FileCheck %s --check-prefix=COMPILEBATCH
+// COMPILEBATCH: braid-plan: --compile: the model file's batch (none) is not the global batch 1024: build it with --batch 1024
 
 module attributes {braid.model = {name = "huge", family = "llama", vocab = 128256 : i64,
     hidden = 16384 : i64, layers = 126 : i64, seq = 8192 : i64, heads = 32 : i64, kv_heads = 8 : i64,

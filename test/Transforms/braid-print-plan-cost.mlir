@@ -1,5 +1,7 @@
-// RUN: braid-opt %s --braid-print-plan -split-input-file -o /dev/null | FileCheck %s
-// RUN: braid-opt %s --braid-schedule-overlap --braid-print-plan -split-input-file -o /dev/null | FileCheck %s --check-prefix=SCHEDULED
+// RUN: braid-opt %s --braid-print-plan=calibration=roofline -split-input-file -o /dev/null | FileCheck %s
+// RUN: braid-opt %s --braid-schedule-overlap --braid-print-plan=calibration=roofline -split-input-file -o /dev/null | FileCheck %s --check-prefix=SCHEDULED
+// RUN: braid-opt %s --braid-print-plan -split-input-file -o /dev/null | FileCheck %s --check-prefix=CALIBRATED
+// RUN: not braid-opt %s --braid-print-plan=calibration=tpu-v9 -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADCAL
 // RUN: braid-opt %s --braid-print-plan=hardware=a100-sxm -split-input-file -o /dev/null | FileCheck %s --check-prefix=A100
 // RUN: braid-opt %s --braid-print-plan=hardware=%S/Inputs/cluster-slow-net.json -split-input-file -o /dev/null | FileCheck %s --check-prefix=FILE
 // RUN: not braid-opt %s --braid-print-plan=hardware=%S/Inputs/cluster-no-sources.json -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNSOURCED
@@ -109,3 +111,11 @@ module {
 // CHECK: exposed_time all_reduce over dp: 27.6 us per step on h100-sxm
 // CHECK: exposed_time_per_step: 27.6 us of 27.6 us of transfers, step 166.5 us (compute 138.9 us at the roofline) on h100-sxm
 // SCHEDULED: exposed_time_per_step: 0.0 us of 27.6 us of transfers, step 138.9 us (compute 138.9 us at the roofline) on h100-sxm
+
+// By default compute runs at the rates of the hardware's calibration
+// (lib/CostModel/calibration/h100-sxm.json), the planner's: the product at
+// 0.65 of the peak times q(4096)^3 = (4096 / (4096 + 64))^3 = 0.9545, 613.9
+// TFLOP/s, 223.9 us (its memory floor 100.7 MB at 0.6 x 3.35 TB/s, 50.1 us),
+// and a launch of 3 us.
+// CALIBRATED: exposed_time_per_step: 27.6 us of 27.6 us of transfers, step 254.5 us (compute 226.9 us at h100-sxm's calibration) on h100-sxm
+// BADCAL: error: --braid-print-plan: no compute calibration 'tpu-v9' (known: a100-sxm, h100-sxm, h200-sxm)

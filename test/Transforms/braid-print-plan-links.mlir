@@ -1,5 +1,5 @@
-// RUN: braid-opt %s --braid-print-plan="link=tp:10us,1GB/s;dp:100us,100MB/s" -split-input-file -o /dev/null | FileCheck %s
-// RUN: braid-opt %s --braid-print-plan="link=pp:10us,10GB/s" -split-input-file -o /dev/null | FileCheck %s --check-prefix=PIPE
+// RUN: braid-opt %s --braid-print-plan="link=tp:10us,1GB/s;dp:100us,100MB/s calibration=roofline" -split-input-file -o /dev/null | FileCheck %s
+// RUN: braid-opt %s --braid-print-plan="link=pp:10us,10GB/s calibration=roofline" -split-input-file -o /dev/null | FileCheck %s --check-prefix=PIPE
 // RUN: not braid-opt %s --braid-print-plan="link=dp:1ms" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHAPE
 // RUN: not braid-opt %s --braid-print-plan="link=dp:1ms,fast" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNIT
 // RUN: not braid-opt %s --braid-print-plan="link=ep:1ms,1GB/s" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=AXIS

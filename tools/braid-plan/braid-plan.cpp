@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../../lib/Planner/CompiledPlan.h"
 #include "../../lib/Planner/Search.h"
 #include "../../lib/Planner/PlanFile.h"
 
@@ -88,6 +89,13 @@ static cl::opt<bool>
                cl::desc("Print the model's parameters and FLOPs as the cost model counts "
                         "them (the keys of braid-opt --braid-model-stats) and stop"),
                cl::init(false), cl::cat(planCategory));
+static cl::opt<unsigned> compileTop(
+    "compile",
+    cl::desc("Compile the first N plans with the training pipeline and take their memory "
+             "from the static memory plan and their exposed communication from the overlap "
+             "scheduler's simulation (needs the model file, built with --batch the global "
+             "batch)"),
+    cl::init(0), cl::cat(planCategory));
 static cl::opt<bool> progress("progress",
                               cl::desc("Show the search's progress (default: on a terminal)"),
                               cl::init(false), cl::cat(planCategory));
@@ -97,15 +105,12 @@ static int fail(const Twine &message) {
   return 1;
 }
 
-/// The `braid.model` dictionary of the module in `path`.
-static Expected<ModelShape> readModel(StringRef path) {
-  mlir::DialectRegistry registry;
-  braid::registerAllDialects(registry);
-  mlir::MLIRContext context(registry);
-  context.allowUnregisteredDialects(false);
+/// The `braid.model` dictionary of the module in `path`, which `module`
+/// keeps (for --compile).
+static Expected<ModelShape> readModel(StringRef path, mlir::MLIRContext &context,
+                                      mlir::OwningOpRef<mlir::ModuleOp> &module) {
   llvm::SourceMgr sources;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(path, sources, &context);
+  module = mlir::parseSourceFile<mlir::ModuleOp>(path, sources, &context);
   if (!module)
     return createStringError(inconvertibleErrorCode(), "cannot parse " + path);
   auto dict = (*module)->getAttrOfType<mlir::DictionaryAttr>(
@@ -301,6 +306,10 @@ int main(int argc, char **argv) {
                               "braid-plan: choose a parallel plan for a model and a cluster\n");
 
   // The model.
+  mlir::DialectRegistry registry;
+  braid::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  mlir::OwningOpRef<mlir::ModuleOp> modelModule;
   Expected<ModelShape> model = [&]() -> Expected<ModelShape> {
     if (!modelSpec.empty() && !inputFile.empty())
       return createStringError(inconvertibleErrorCode(), "give a model file or --model, not both");
@@ -309,7 +318,7 @@ int main(int argc, char **argv) {
     if (inputFile.empty())
       return createStringError(inconvertibleErrorCode(),
                                "no model: give a model file or --model key=value,...");
-    return readModel(inputFile);
+    return readModel(inputFile, context, modelModule);
   }();
   if (!model)
     return fail(toString(model.takeError()));
@@ -429,11 +438,71 @@ int main(int argc, char **argv) {
     }
   }
 
+  // The first plans, compiled.
+  std::vector<std::optional<CompiledEstimate>> compiled(ranked.size());
+  if (compileTop > 0) {
+    if (!modelModule)
+      return fail("--compile compiles the plans: give the model file, not --model");
+    auto dict = (*modelModule)->getAttrOfType<mlir::DictionaryAttr>(
+        mlir::braid::BraidDialect::getModelAttrName());
+    auto batch = dict ? dict.getAs<mlir::IntegerAttr>("batch") : mlir::IntegerAttr();
+    if (!batch || batch.getInt() != globalBatch)
+      return fail("--compile: the model file's batch (" +
+                  (batch ? Twine(batch.getInt()) : Twine("none")) +
+                  ") is not the global batch " + Twine(globalBatch) +
+                  ": build it with --batch " + Twine(globalBatch));
+    size_t n = std::min<size_t>(compileTop, ranked.size());
+    for (size_t i = 0; i < n; ++i) {
+      if (!ranked[i].estimate.valid)
+        continue;
+      if (progress || sys::Process::StandardErrIsDisplayed())
+        errs() << "braid-plan: compiling plan " << i + 1 << " of " << n << " ("
+               << ranked[i].plan.gridString() << ")\n";
+      Expected<CompiledEstimate> c = compilePlan(*modelModule, ranked[i].plan,
+                                                 ranked[i].estimate, hardwareName, *hw, *cal);
+      if (!c)
+        return fail("--compile: " + toString(c.takeError()));
+      compiled[i] = *c;
+    }
+    // The compiled plans ranked again: those that fit by the memory plan
+    // first, then by the step with the simulation's exposed communication.
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i)
+      order[i] = i;
+    auto key = [&](size_t i) {
+      const std::optional<CompiledEstimate> &c = compiled[i];
+      return std::make_tuple(c ? !c->fits : true, c ? c->stepSeconds : 1e300, i);
+    };
+    llvm::sort(order, [&](size_t a, size_t b) { return key(a) < key(b); });
+    std::vector<RankedPlan> head;
+    std::vector<std::optional<CompiledEstimate>> headCompiled;
+    for (size_t i : order) {
+      head.push_back(ranked[i]);
+      headCompiled.push_back(compiled[i]);
+    }
+    std::copy(head.begin(), head.end(), ranked.begin());
+    std::copy(headCompiled.begin(), headCompiled.end(), compiled.begin());
+  }
+
   double params = model->parameters();
   if (json) {
     json::Array plans;
-    for (const RankedPlan &r : ranked)
-      plans.push_back(toJson(r));
+    for (auto [r, c] : llvm::zip(ranked, compiled)) {
+      json::Object o = toJson(r);
+      if (c) {
+        json::Object exposed;
+        for (size_t k = 0; k < size_t(CommKind::Count); ++k)
+          exposed[commKindName(CommKind(k))] = c->exposed[k];
+        o["compiled"] = json::Object{{"arena_bytes", c->arenaBytes},
+                                     {"memory_bytes", c->memoryBytes},
+                                     {"fits", c->fits},
+                                     {"exposed_s", std::move(exposed)},
+                                     {"step_s", c->stepSeconds},
+                                     {"simulated_step_s", c->simulatedStepSeconds},
+                                     {"compile_s", c->compileSeconds}};
+      }
+      plans.push_back(std::move(o));
+    }
     json::Object out{{"model", model->name},
                      {"parameters", params},
                      {"hardware", hw->name},
@@ -465,6 +534,22 @@ int main(int argc, char **argv) {
                                                                 ranked.size(),
                                                                 evaluatePlan.empty() ? top
                                                                                      : ranked.size())));
+    if (llvm::any_of(compiled, [](const auto &c) { return c.has_value(); })) {
+      os << "compiled (memory: the static memory plan; exposed communication: the overlap "
+            "scheduler's simulation; closed form in parentheses):\n";
+      os << format("%-4s %-30s %9s %17s %21s %11s\n", "rank", "grid", "step (s)",
+                   "mem GiB", "exposed comm (s)", "compile (s)");
+      for (size_t i = 0; i < ranked.size(); ++i) {
+        const std::optional<CompiledEstimate> &c = compiled[i];
+        if (!c)
+          continue;
+        const Estimate &e = ranked[i].estimate;
+        os << format("%-4zu %-30s %9.3f %7.1f (%7.1f) %9.3f (%9.3f) %11.2f%s\n", i + 1,
+                     ranked[i].plan.gridString().c_str(), c->stepSeconds, gb(c->memoryBytes),
+                     gb(e.memoryBytes()), c->exposedSeconds, e.exposedSeconds(),
+                     c->compileSeconds, c->fits ? "" : "  does not fit");
+      }
+    }
     if (!evaluatePlan.empty() || explain) {
       size_t which = evaluatePlan.empty() ? explain - 1 : 0;
       if (which >= ranked.size())

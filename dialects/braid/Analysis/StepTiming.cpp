@@ -144,15 +144,90 @@ std::optional<std::pair<StepTiming::Key, double>> StepTiming::transfer(Operation
 double StepTiming::computeSeconds(Operation *op) const {
   // A collective matmul's assembly copies its pieces into place; a
   // bucket's pack and unpack copy its tensors in and out.
-  if (isa<dist::AssembleOp, dist::PackOp, dist::UnpackOp>(op))
-    return hardware.rooflineSeconds(0, 2.0 * tensorBytes(op->getResult(0)));
+  if (isa<dist::AssembleOp, dist::PackOp, dist::UnpackOp>(op)) {
+    double bytes = 2.0 * tensorBytes(op->getResult(0));
+    return calibration ? calibration->memorySeconds(hardware, bytes) + hardware.kernelLaunch
+                       : hardware.rooflineSeconds(0, bytes);
+  }
   if (isa<GetParamOp, ReshapeOp, func::ReturnOp, func::CallOp>(op) ||
       isa_and_nonnull<dist::DistDialect>(op->getDialect()))
     return 0;
-  OpCost cost = getForwardCost(op);
   double bytes = 0;
   for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
     if (isa<RankedTensorType>(v.getType()))
       bytes += tensorBytes(v);
+  if (calibration)
+    return calibratedSeconds(op, bytes);
+  OpCost cost = getForwardCost(op);
   return hardware.rooflineSeconds(double(cost.matmulFlops + cost.otherFlops), bytes);
+}
+
+double StepTiming::calibratedSeconds(Operation *op, double bytes) const {
+  const ::braid::cost::ComputeCalibration &cal = *calibration;
+  OpCost cost = getForwardCost(op);
+  // What is not a product: its arithmetic at the peak or its bytes at the
+  // memory-bound kernels' bandwidth, whichever is slower.
+  auto rest = [&](double flops, double moved) {
+    return std::max(flops / hardware.peakBf16Flops, cal.memorySeconds(hardware, moved));
+  };
+  // Products as the planner times them: m x k by k x n, by shape.
+  if (auto linear = dyn_cast<LinearOp>(op)) {
+    double n = double(linear.getOutFeatures()), k = double(linear.getInFeatures());
+    double m = double(cast<RankedTensorType>(linear.getResult().getType()).getNumElements()) / n;
+    double bias = linear.getBias() ? cal.memorySeconds(hardware, 3 * tensorBytes(linear.getResult()))
+                                   : 0;
+    return cal.gemmSeconds(hardware, m, n, k) + bias;
+  }
+  if (auto mm = dyn_cast<BatchMatmulOp>(op)) {
+    auto result = cast<RankedTensorType>(mm.getResult().getType());
+    ArrayRef<int64_t> shape = result.getShape();
+    double m = double(shape[shape.size() - 2]), n = double(shape.back());
+    double batch = double(result.getNumElements()) / (m * n);
+    double k = double(cost.matmulFlops) / (2.0 * double(result.getNumElements()));
+    return cal.gemmSeconds(hardware, m, n, k, batch);
+  }
+  // Flash attention: under a causal mask each query meets half the keys on
+  // average, which the kernel computes alone; the backward recomputes the
+  // scores (2.5 times the forward's products, 1.25 times the four products
+  // OpCost counts).
+  if (isa<AttentionOp, AttentionBlockOp, AttentionGradOp, AttentionBlockGradOp>(op)) {
+    double causal = op->hasAttr("causal") ? 0.5 : 1.0;
+    bool backward = isa<AttentionGradOp, AttentionBlockGradOp>(op);
+    double flops = double(cost.matmulFlops) * causal * (backward ? 1.25 : 1.0);
+    return cal.flashSeconds(hardware, flops, backward) +
+           rest(double(cost.otherFlops) * causal, 0);
+  }
+  if (isa<SelectiveScanOp, SelectiveScanGradOp>(op))
+    return cal.scanSeconds(hardware, double(cost.matmulFlops + cost.otherFlops), bytes);
+  // Other products (an expert FFN over its buffers): at the large
+  // product's efficiency.
+  double products = cost.matmulFlops
+                        ? double(cost.matmulFlops) / (hardware.peakBf16Flops * cal.gemmEfficiency)
+                        : 0;
+  return std::max(products, rest(double(cost.otherFlops), bytes)) + hardware.kernelLaunch;
+}
+
+std::string StepTiming::computeBasis() const {
+  return calibration ? calibration->hardware + "'s calibration" : std::string("the roofline");
+}
+
+llvm::Expected<std::optional<::braid::cost::ComputeCalibration>>
+StepTiming::calibrationFor(StringRef option, StringRef hardware) {
+  using ::braid::cost::ComputeCalibration;
+  if (option == "roofline")
+    return std::optional<ComputeCalibration>();
+  if (option == "auto") {
+    if (hardware.ends_with(".json"))
+      return std::optional<ComputeCalibration>();
+    llvm::Expected<ComputeCalibration> builtin = ComputeCalibration::named(hardware);
+    if (!builtin) {
+      llvm::consumeError(builtin.takeError());
+      return std::optional<ComputeCalibration>();
+    }
+    return std::optional<ComputeCalibration>(std::move(*builtin));
+  }
+  llvm::Expected<ComputeCalibration> named = ComputeCalibration::named(option);
+  if (!named)
+    return named.takeError();
+  return std::optional<ComputeCalibration>(std::move(*named));
 }

@@ -6,7 +6,10 @@
 // op reads and writes at its HBM bandwidth, whichever is slower), each
 // transfer by the ring model the runtime counts too, timed by the hardware's
 // alpha-beta links (lib/CostModel/CommCost) or, given `link=`, by the CPU
-// ranks' link emulator (braid/link_model.h), as BRAID_LINK charges it.
+// ranks' link emulator (braid/link_model.h), as BRAID_LINK charges it. With
+// a calibration (lib/CostModel/ComputeCost), compute runs at the rates the
+// planner charges instead: one cost model for the planner, the scheduler and
+// the plan's report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +19,7 @@
 #include "dialects/braid/Analysis/Grid.h"
 
 #include "lib/CostModel/CommCost.h"
+#include "lib/CostModel/ComputeCost.h"
 #include "lib/CostModel/Hardware.h"
 
 #include "braid/link_model.h"
@@ -31,9 +35,14 @@ namespace mlir::braid {
 class StepTiming {
 public:
   /// `links` empty: transfers are timed on `hardware`'s links.
+  /// `calibration` null: compute at the roofline; else at the rates it
+  /// gives by shape (GEMM and flash attention efficiencies, memory-bound
+  /// kernels at a fraction of the bandwidth, a launch per kernel), the
+  /// planner's (lib/Planner/LayerCost.cpp).
   StepTiming(const Grid &grid, const ::braid::cost::Hardware &hardware,
-             const ::braid::link::Links &links)
-      : grid(grid), hardware(hardware), links(links) {}
+             const ::braid::link::Links &links,
+             const ::braid::cost::ComputeCalibration *calibration = nullptr)
+      : grid(grid), hardware(hardware), links(links), calibration(calibration) {}
 
   /// A transfer as the ring model counts it: `blocks` blocks of `blockBytes`
   /// sent per rank over `axes` (what --braid-print-plan counts and the
@@ -69,9 +78,23 @@ public:
   /// is its callee's business: 0 here.
   double computeSeconds(Operation *op) const;
 
+  /// What compute is timed at: "the roofline", or "h100-sxm's calibration".
+  std::string computeBasis() const;
+
+  /// The calibration an option names for `hardware`: "auto", the built-in
+  /// calibration of a named hardware (none for a description file: its
+  /// compute at the roofline); "roofline": none; else a name or a .json
+  /// file (lib/CostModel/calibration).
+  static llvm::Expected<std::optional<::braid::cost::ComputeCalibration>>
+  calibrationFor(llvm::StringRef option, llvm::StringRef hardware);
+
   const Grid &grid;
   const ::braid::cost::Hardware &hardware;
   const ::braid::link::Links &links;
+  const ::braid::cost::ComputeCalibration *calibration;
+
+private:
+  double calibratedSeconds(Operation *op, double bytes) const;
 };
 
 } // namespace mlir::braid

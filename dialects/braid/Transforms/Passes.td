@@ -274,8 +274,9 @@ def BraidPrintPlanPass : Pass<"braid-print-plan", "::mlir::ModuleOp"> {
     (`transfer_time ...` lines: per kind and group, the algorithm NCCL's
     model would choose for the largest; their sum). After
     --convert-braid-to-dist, a simulation of the step (compute at the
-    hardware's roofline, each group's transfers on its own link in issue
-    order) prints the communication its waits leave exposed
+    rates of the hardware's calibration, the planner's, or at its roofline
+    with `calibration=roofline`; each group's transfers on its own link in
+    issue order) prints the communication its waits leave exposed
     (`exposed_time ...` lines, per kind and group, and per step). With
     `link`, transfers take the times of those links per grid axis
     (braid/link_model.h), the ones the CPU ranks' link emulator
@@ -290,6 +291,10 @@ def BraidPrintPlanPass : Pass<"braid-print-plan", "::mlir::ModuleOp"> {
     Option<"link", "link", "std::string", /*default=*/"\"\"",
            "Links per grid axis for transfer times, as BRAID_LINK: "
            "\"tp:2us,20GB/s;dp:10us,2GB/s\" (empty: the hardware's)">,
+    Option<"calibration", "calibration", "std::string", /*default=*/"\"auto\"",
+           "Compute rates: auto (the hardware's calibration, "
+           "lib/CostModel/calibration; a description file's compute at the "
+           "roofline), roofline, or a calibration's name or .json file">,
   ];
 }
 

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/StepSimulation.h"
 #include "dialects/braid/Transforms/Sharding.h"
 
 #include "dialects/braid/Analysis/OpCost.h"
@@ -143,8 +144,10 @@ struct PlanPrinter {
                          : hardware.name + " with links " + linkText;
   }
 
+  /// Compute rates (null: the roofline).
+  const ::braid::cost::ComputeCalibration *calibration = nullptr;
   /// The timing model the overlap scheduler charges too.
-  StepTiming timing{grid, hardware, links};
+  StepTiming timing{grid, hardware, links, calibration};
 
   ::braid::cost::TransferTime predict(StringRef kind, ArrayRef<int16_t> axes,
                                       double blockBytes, double blocks) {
@@ -194,9 +197,9 @@ struct PlanPrinter {
 
   using Key = std::pair<std::string, std::string>; ///< (kind, group)
 
-  /// The simulated step: compute at the roofline of the hardware's peak
-  /// (FLOPs at its bf16 peak or the bytes an op reads and writes at its HBM
-  /// bandwidth, whichever is slower; no efficiency factor yet), each group's
+  /// The simulated step: compute as StepTiming times it (the hardware's
+  /// calibration, or its roofline: FLOPs at its bf16 peak or the bytes an
+  /// op reads and writes at its HBM bandwidth, whichever is slower), each group's
   /// transfers on the group's own link in issue order (a group's transfer
   /// waits for the group's previous one, not for other groups': tp's
   /// NVLink and dp's network carry theirs at once, as the link emulator's
@@ -389,6 +392,49 @@ struct PlanPrinter {
 };
 } // namespace
 
+FailureOr<SmallVector<SimulatedProgram>>
+mlir::braid::simulateStep(ModuleOp module, StringRef entry,
+                          const ::braid::cost::Hardware &hardware,
+                          const ::braid::link::Links &links,
+                          const ::braid::cost::ComputeCalibration *calibration) {
+  std::optional<Grid> grid = Grid::of(module);
+  if (!grid)
+    return module.emitError("simulating the step: the module is not partitioned (no grid)");
+  SmallVector<func::FuncOp> funcs;
+  if (auto stages = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries")) {
+    for (Attribute stage : stages) {
+      auto ref = dyn_cast<FlatSymbolRefAttr>(stage);
+      auto func = ref ? module.lookupSymbol<func::FuncOp>(ref) : func::FuncOp();
+      if (!func)
+        return module.emitError("simulating the step: a stage names no function: ") << stage;
+      funcs.push_back(func);
+    }
+  } else if (auto step = module.lookupSymbol<func::FuncOp>(entry)) {
+    funcs.push_back(step);
+  } else {
+    return module.emitError("simulating the step: no step function '@") << entry << "'";
+  }
+  std::string noLinks;
+  std::string discard;
+  llvm::raw_string_ostream os(discard);
+  PlanPrinter printer{module, *grid, os, {}, {}, hardware, links, noLinks, calibration};
+  std::vector<PlanPrinter::Process> procs;
+  if (!printer.simulate(funcs, procs))
+    return module.emitError("simulating the step: the stages wait for each other forever");
+  SmallVector<SimulatedProgram> out;
+  for (const PlanPrinter::Process &p : procs) {
+    SimulatedProgram s;
+    s.stage = p.stage;
+    s.stepSeconds = p.now;
+    s.computeSeconds = p.compute;
+    s.transferSeconds = p.communication;
+    s.bubbleSeconds = p.bubble;
+    s.exposed = p.exposed;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 namespace {
 struct BraidPrintPlanPass
     : mlir::braid::impl::BraidPrintPlanPassBase<BraidPrintPlanPass> {
@@ -474,10 +520,16 @@ struct BraidPrintPlanPass
           << llvm::toString(hw.takeError());
       return signalPassFailure();
     }
+    auto calibrated = StepTiming::calibrationFor(calibration, hardware);
+    if (!calibrated) {
+      module.emitError("--braid-print-plan: ") << llvm::toString(calibrated.takeError());
+      return signalPassFailure();
+    }
+    const ::braid::cost::ComputeCalibration *cal = *calibrated ? &**calibrated : nullptr;
     ::braid::link::Links links;
     if (failed(parseLinks(module, *grid, links)))
       return signalPassFailure();
-    PlanPrinter printer{module, *grid, os, {}, {}, *hw, links, link};
+    PlanPrinter printer{module, *grid, os, {}, {}, *hw, links, link, cal};
     std::optional<int16_t> cp = grid->find("cp");
     printer.attentionFlops.assign(cp ? grid->sizes[*cp] : 1, 0.0);
     printer.count(step, 1);
@@ -541,7 +593,7 @@ struct BraidPrintPlanPass
          << " us of " << llvm::format("%.1f", p.communication * 1e6)
          << " us of transfers, step " << llvm::format("%.1f", p.now * 1e6)
          << " us (compute " << llvm::format("%.1f", p.compute * 1e6)
-         << " us at the roofline) on " << printer.target() << "\n";
+         << " us at " << printer.timing.computeBasis() << ") on " << printer.target() << "\n";
       if (stages)
         os << prefix << "bubble_time_per_step: " << llvm::format("%.1f", p.bubble * 1e6)
            << " us waiting for other stages' compute\n";
@@ -583,6 +635,11 @@ struct BraidPrintPlanPass
     if (!hw)
       return module.emitError("--braid-print-plan: ")
              << llvm::toString(hw.takeError());
+    auto calibrated = StepTiming::calibrationFor(calibration, hardware);
+    if (!calibrated)
+      return module.emitError("--braid-print-plan: ")
+             << llvm::toString(calibrated.takeError());
+    const ::braid::cost::ComputeCalibration *cal = *calibrated ? &**calibrated : nullptr;
     ::braid::link::Links links;
     if (failed(parseLinks(module, grid, links)))
       return failure();
@@ -598,14 +655,14 @@ struct BraidPrintPlanPass
       if (!func)
         return module.emitError("--braid-print-plan: stage ")
                << k << " names no function: " << stage;
-      PlanPrinter printer{module, grid, os, {}, {}, *hw, links, link};
+      PlanPrinter printer{module, grid, os, {}, {}, *hw, links, link, cal};
       printer.attentionFlops.assign(1, 0.0);
       printer.count(func, 1);
       os << "stage " << k << ": program @" << func.getSymName() << "\n";
       printTransfers(printer, ("stage " + Twine(k) + ": ").str(), os);
       funcs.push_back(func);
     }
-    PlanPrinter printer{module, grid, os, {}, {}, *hw, links, link};
+    PlanPrinter printer{module, grid, os, {}, {}, *hw, links, link, cal};
     printExposed(printer, funcs, /*stages=*/true, os);
     return success();
   }

@@ -156,7 +156,8 @@ def BraidScheduleOverlapPass
     final; the moved ops carry `dist.announce` for dumps.
 
     The order is then chosen by a list scheduler over the timing model that
-    --braid-print-plan simulates (compute at the roofline of `hardware`,
+    --braid-print-plan simulates (compute at the rates of `hardware`'s
+    calibration, the planner's, or its roofline,
     each group's transfers in turn on its own link, timed by `hardware`'s
     links or the emulator's `link`s), in the manner of XLA's
     latency-hiding scheduler: among the ops whose operands are there,
@@ -228,6 +229,10 @@ def BraidScheduleOverlapPass
     Option<"link", "link", "std::string", /*default=*/"\"\"",
            "Links per grid axis that time the transfers instead, as the CPU "
            "ranks' emulator (BRAID_LINK) charges them: tp:2us,20GB/s;dp:..">,
+    Option<"calibration", "calibration", "std::string", /*default=*/"\"auto\"",
+           "Compute rates: auto (the hardware's calibration; a description "
+           "file's compute at the roofline), roofline, or a calibration's "
+           "name or .json file">,
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }

@@ -486,15 +486,22 @@ struct BraidScheduleOverlapPass
     std::string error;
     if (!link.empty() && !::braid::link::parse(link, &links, &error))
       return module.emitError("--braid-schedule-overlap: link=: ") << error;
+    auto calibrated = StepTiming::calibrationFor(calibration, hardware);
+    if (!calibrated)
+      return module.emitError("--braid-schedule-overlap: ")
+             << llvm::toString(calibrated.takeError());
+    rates = std::move(*calibrated);
     grid = Grid::of(module);
     if (grid)
-      timing = std::make_shared<StepTiming>(*grid, hardwareModel, links);
+      timing = std::make_shared<StepTiming>(*grid, hardwareModel, links,
+                                            rates ? &*rates : nullptr);
     return success();
   }
 
   std::optional<Grid> grid;
   ::braid::cost::Hardware hardwareModel;
   ::braid::link::Links links;
+  std::optional<::braid::cost::ComputeCalibration> rates;
   std::shared_ptr<StepTiming> timing; // shared by the pass's clones
 
   /// A scheduled copy of a module and what the budget needs of it.

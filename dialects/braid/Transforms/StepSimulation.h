@@ -1,0 +1,48 @@
+//===- StepSimulation.h - a per-rank program's step, simulated --*- C++ -*-===//
+//
+// The simulation --braid-print-plan prints (PrintPlan.cpp), for tools that
+// take its figures rather than its text: braid-plan --compile takes the
+// exposed communication of a plan's compiled program from it. Each program
+// (a pipelined module's stages, together; else the step function) runs its
+// ops in order on StepTiming's model: compute on the clock, each group's
+// transfers in turn on its own link, a wait exposing what has not ended, a
+// stage's wait for its neighbour's message before it left counted as bubble.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_DIALECT_BRAID_TRANSFORMS_STEPSIMULATION_H
+#define BRAID_DIALECT_BRAID_TRANSFORMS_STEPSIMULATION_H
+
+#include "lib/CostModel/ComputeCost.h"
+#include "lib/CostModel/Hardware.h"
+
+#include "braid/link_model.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <map>
+#include <string>
+#include <utility>
+
+namespace mlir::braid {
+
+struct SimulatedProgram {
+  /// The pipeline stage (0 without a pipeline).
+  int64_t stage = 0;
+  double stepSeconds = 0, computeSeconds = 0, transferSeconds = 0, bubbleSeconds = 0;
+  /// Exposed seconds per (kind, group): ("all_reduce", "dp,tp").
+  std::map<std::pair<std::string, std::string>, double> exposed;
+};
+
+/// The simulated step of each program of `module` (its pipeline stages',
+/// or `entry`'s). `calibration` null: compute at the roofline. Fails with a
+/// diagnostic on the module when it has no grid or no such program, or when
+/// its stages wait for each other forever.
+FailureOr<SmallVector<SimulatedProgram>>
+simulateStep(ModuleOp module, StringRef entry, const ::braid::cost::Hardware &hardware,
+             const ::braid::link::Links &links,
+             const ::braid::cost::ComputeCalibration *calibration);
+
+} // namespace mlir::braid
+
+#endif // BRAID_DIALECT_BRAID_TRANSFORMS_STEPSIMULATION_H
