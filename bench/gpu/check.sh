@@ -8,7 +8,9 @@
 #     transpose/bias/batch case vs an f64 reference, then TFLOP/s). These need
 #     only nvcc, so they run even when braid-run does not build yet.
 #  2. Builds the runtime standalone (runtime/ needs no LLVM/MLIR, which the
-#     device machine lacks): CPU and CUDA libraries (+ braid_comm_nccl), then
+#     device machine lacks): CPU and CUDA libraries (+ braid_comm_nccl), runs
+#     kernel-rates-cuda and fits the compute calibration to it
+#     (bench/planner/calibrate.py: h200-sxm-measured.json in $OUT), then
 #     bench/gpu/nccl_smoke.cu: a 1-rank NCCL world through the file store,
 #     every collective checked on device buffers (60 s limit).
 #  3. Per tiny preset (gpt/llama/mamba/moe/hybrid): the program emitted by
@@ -86,6 +88,22 @@ if ! timeout 200 cmake -S runtime -B "$RT" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   fail "runtime build"
 fi
 echo "runtime built at t=$((SECONDS - START))s"
+
+section "compute calibration: kernel-rates-cuda, fitted by bench/planner/calibrate.py"
+# The planner's, the scheduler's and --braid-print-plan's GEMM, flash and
+# memory-bound rates, measured on this GPU (issue: a calibration mode that
+# fits them from a microbenchmark run on a GPU machine).
+if [[ -x "$RT/bin/kernel-rates-cuda" ]] &&
+   timeout 120 "$RT/bin/kernel-rates-cuda" --steps 3 --trace "$CHECK_DIR/kernel-rates.json" \
+     --quiet > "$CHECK_DIR/kernel-rates.log" 2>&1 &&
+   "$PY" bench/planner/calibrate.py "$CHECK_DIR/kernel-rates.json" --hardware h200-sxm \
+     -o "$CHECK_DIR/h200-sxm-measured.json"; then
+  [[ -n "${OUT:-}" && -d "${OUT:-}" ]] &&
+    cp "$CHECK_DIR/h200-sxm-measured.json" "$CHECK_DIR/kernel-rates.json" "$OUT/" 2>/dev/null
+else
+  tail -20 "$CHECK_DIR/kernel-rates.log" 2>/dev/null
+  fail "kernel-rates calibration"
+fi
 
 section "NCCL smoke test (1 rank, file-store bootstrap, every collective)"
 NCCL_LIB_DIR=${NCCL_LIB_DIR:-/usr/local/cuda/lib}
