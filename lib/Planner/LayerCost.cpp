@@ -64,7 +64,13 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
       double ag = transfer(int(TransferKind::AllGather), bytes, p.tp, tpNodes);
       double rs = transfer(int(TransferKind::ReduceScatter), bytes, p.tp, tpNodes);
       fwdColl = {ag, rs};
-      bwdColl = {ag, rs, ag}; // the output's gradient, the input's, the re-gathered input
+      // The output's gradient, the input's, and the input gathered again
+      // unless the forward's gathered copy was kept.
+      bwdColl = {ag, rs};
+      if (rt.keepsGatheredInputs)
+        c.savedBytes += bytes;
+      else
+        bwdColl.push_back(ag);
     } else {
       double ar = transfer(int(TransferKind::AllReduce), bytes, p.tp, tpNodes);
       fwdColl = {ar};

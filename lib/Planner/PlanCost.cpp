@@ -65,6 +65,7 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   r.optimizerBytes = 12;
   r.fusedGradAccumulation = true;
   r.logitBytes = 4;
+  r.keepsGatheredInputs = false;
   if (name == "megatron-2021") {
     r.flashAttention = false;
     r.overlapTensorParallel = false;
@@ -442,9 +443,13 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     double grads = rt.gradBytes * (shard(st.params, denseReplicas, p.zero >= 2) +
                                    shard(st.expertParams, expertReplicas, p.zero >= 2));
     // Accumulated by a separate add, a micro-batch's gradients come out of
-    // its backward whole beside the sum so far: a second set, unsharded.
+    // its backward whole beside the sum so far: a second set, unsharded;
+    // with ZeRO-3 each layer's is reduce-scattered into the sharded sum as
+    // the backward produces it, so that two layers' are whole at a time
+    // (Braid's memory plan of Llama 3 70B on pp4 x dp16 x tp8, 32
+    // micro-batches, holds no stage-wide set).
     if (!rt.fusedGradAccumulation && M > 1)
-      grads += rt.gradBytes * (st.params + st.expertParams);
+      grads += rt.gradBytes * (p.zero >= 3 ? 2 * perLayer : st.params + st.expertParams);
     double optimizer = rt.optimizerBytes * (shard(st.params, denseReplicas, p.zero >= 1) +
                                             shard(st.expertParams, expertReplicas, p.zero >= 1));
     // Micro-batches whose activations the stage holds at once.

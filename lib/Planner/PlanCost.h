@@ -104,6 +104,13 @@ struct Runtime {
   /// gradients, the optimizer state (Adam: 2 x f32, plus an f32 master when
   /// the weights are stored in bf16).
   double weightBytes = 4, workingCopyBytes = 2, gradBytes = 4, optimizerBytes = 8;
+  /// With sequence parallelism, whether a tp block's backward reads the
+  /// input gathered in the forward, kept whole (Braid: its collective matmul
+  /// assembles the gathered value for the weight's gradient; the memory plan
+  /// of Llama 3 70B on tp=8 holds two [s, h] copies per layer and
+  /// micro-batch), rather than the sequence-sharded input, gathered again
+  /// in the backward (Megatron).
+  bool keepsGatheredInputs = true;
   /// Whether the weight gradient is accumulated into the gradient buffer by
   /// the product itself (cuBLAS beta = 1) rather than by a separate add per
   /// micro-batch.

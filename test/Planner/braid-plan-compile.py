@@ -3,8 +3,9 @@
 #
 # braid-plan --compile N takes the first plans' memory from the static memory
 # plan and their exposed communication from the overlap scheduler's
-# simulation of the compiled program: for Llama 3 8B on 16 H100s, each of
-# the three compiled plans' figures equal what braid-opt prints for the same
+# simulation of the compiled program: for Llama 3 8B on 16 H100s, plans are
+# compiled in rank order until three fit by their memory plans, and each
+# compiled plan's figures equal what braid-opt prints for the same
 # plan (--braid-print-memory-plan's arena of the busiest stage, plus the
 # calibration's reserve; the sum of --braid-print-plan's exposed times of the
 # stage with the most), the compiled plans are ranked again by them, and the
@@ -26,8 +27,9 @@ plans = json.loads(out)["plans"]
 reserve = 3 * 2**30  # reserved_bytes of calibration/h100-sxm.json
 failures = []
 compiled = [p for p in plans if "compiled" in p]
-if len(compiled) != 3 or plans[3].get("compiled"):
-    failures.append(f"expected the first 3 of 4 plans compiled: {[p['grid'] for p in compiled]}")
+if plans[:len(compiled)] != compiled or sum(p["compiled"]["fits"] for p in compiled) != 3:
+    failures.append("expected plans compiled until 3 fit, first in the list: "
+                    f"{[(p['grid'], p.get('compiled', {}).get('fits')) for p in plans]}")
 steps = [(not p["compiled"]["fits"], p["compiled"]["step_s"]) for p in compiled]
 if steps != sorted(steps):
     failures.append(f"compiled plans not ranked by their compiled step: {steps}")

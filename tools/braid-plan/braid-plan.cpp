@@ -91,10 +91,10 @@ static cl::opt<bool>
                cl::init(false), cl::cat(planCategory));
 static cl::opt<unsigned> compileTop(
     "compile",
-    cl::desc("Compile the first N plans with the training pipeline and take their memory "
-             "from the static memory plan and their exposed communication from the overlap "
-             "scheduler's simulation (needs the model file, built with --batch the global "
-             "batch)"),
+    cl::desc("Compile plans in rank order with the training pipeline until N fit by their "
+             "static memory plan, taking their memory from it and their exposed "
+             "communication from the overlap scheduler's simulation, and rank them again "
+             "(needs the model file, built with --batch the global batch)"),
     cl::init(0), cl::cat(planCategory));
 static cl::opt<bool> progress("progress",
                               cl::desc("Show the search's progress (default: on a terminal)"),
@@ -379,7 +379,9 @@ int main(int argc, char **argv) {
     SearchOptions options;
     options.gpus = gpus;
     options.globalBatch = globalBatch;
-    options.top = std::max<unsigned>(top, explain);
+    // --compile looks past plans the memory plan rejects: four candidates
+    // for each plan it is to find.
+    options.top = std::max<unsigned>({top, explain.getValue(), 4 * compileTop.getValue()});
     options.zeroStages.clear();
     SmallVector<StringRef> items;
     StringRef(zeroStages).split(items, ',', -1, false);
@@ -451,18 +453,21 @@ int main(int argc, char **argv) {
                   (batch ? Twine(batch.getInt()) : Twine("none")) +
                   ") is not the global batch " + Twine(globalBatch) +
                   ": build it with --batch " + Twine(globalBatch));
-    size_t n = std::min<size_t>(compileTop, ranked.size());
-    for (size_t i = 0; i < n; ++i) {
+    // In rank order until `compileTop` plans fit by their memory plans.
+    size_t n = 0, fitting = 0;
+    for (; n < ranked.size() && fitting < compileTop; ++n) {
+      size_t i = n;
       if (!ranked[i].estimate.valid)
         continue;
       if (progress || sys::Process::StandardErrIsDisplayed())
-        errs() << "braid-plan: compiling plan " << i + 1 << " of " << n << " ("
+        errs() << "braid-plan: compiling plan " << i + 1 << " ("
                << ranked[i].plan.gridString() << ")\n";
       Expected<CompiledEstimate> c = compilePlan(*modelModule, ranked[i].plan,
                                                  ranked[i].estimate, hardwareName, *hw, *cal);
       if (!c)
         return fail("--compile: " + toString(c.takeError()));
       compiled[i] = *c;
+      fitting += c->fits;
     }
     // The compiled plans ranked again: those that fit by the memory plan
     // first, then by the step with the simulation's exposed communication.
