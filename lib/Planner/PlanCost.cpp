@@ -66,6 +66,7 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   r.fusedGradAccumulation = true;
   r.logitBytes = 4;
   r.keepsGatheredInputs = false;
+  r.wholeGradientSum = false;
   if (name == "megatron-2021") {
     r.flashAttention = false;
     r.overlapTensorParallel = false;
@@ -440,8 +441,9 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
                                                        : st.params + st.expertParams);
     if (p.zero >= 3 && rt.workingCopyBytes == 0)
       working = rt.weightBytes * 2 * perLayer;
-    double grads = rt.gradBytes * (shard(st.params, denseReplicas, p.zero >= 2) +
-                                   shard(st.expertParams, expertReplicas, p.zero >= 2));
+    bool shardedSum = p.zero >= 3 || (p.zero == 2 && (M == 1 || !rt.wholeGradientSum));
+    double grads = rt.gradBytes * (shard(st.params, denseReplicas, shardedSum) +
+                                   shard(st.expertParams, expertReplicas, shardedSum));
     // Accumulated by a separate add, a micro-batch's gradients come out of
     // its backward whole beside the sum so far: a second set, unsharded;
     // with ZeRO-3 each layer's is reduce-scattered into the sharded sum as
