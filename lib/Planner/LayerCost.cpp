@@ -25,11 +25,17 @@ struct Timer {
   const cost::Hardware &hw;
   const cost::ComputeCalibration &cal;
   double forward = 0, backward = 0;
+  /// The part of `backward` that is weight gradients (what a zero-bubble
+  /// schedule defers).
+  double weight = 0;
 
-  /// A product of rows x k by k x n (and its two backward products).
+  /// A product of rows x k by k x n (and its two backward products: the
+  /// input's gradient and the weight's).
   void gemm(double rows, double n, double k, double batch = 1) {
     forward += cal.gemmSeconds(hw, rows, n, k, batch);
-    backward += cal.gemmSeconds(hw, rows, k, n, batch) + cal.gemmSeconds(hw, k, n, rows, batch);
+    double dw = cal.gemmSeconds(hw, k, n, rows, batch);
+    backward += cal.gemmSeconds(hw, rows, k, n, batch) + dw;
+    weight += dw;
   }
   /// A memory-bound op moving `bytes` forward (backward: twice as many).
   void memory(double bytes) {
@@ -228,6 +234,7 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
 
   c.forward = timer.forward;
   c.backward = timer.backward;
+  c.weight = timer.weight;
   c.comm[size_t(CommKind::TP)] = tpFwd + tpBwd;
   c.exposedComm[size_t(CommKind::TP)] = tpExposedFwd + tpExposedBwd;
   double full = c.savedBytes;
@@ -284,6 +291,7 @@ PlanCost::LayerCost PlanCost::outerCost(const Plan &p, bool first, bool last) {
   }
   c.forward = timer.forward;
   c.backward = timer.backward;
+  c.weight = timer.weight;
   c.comm[size_t(CommKind::TP)] = c.exposedComm[size_t(CommKind::TP)] = tp;
   if (p.recompute == Recompute::Full)
     c.recompute = 0; // the embedding and the head are not recomputed

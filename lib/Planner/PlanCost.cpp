@@ -67,6 +67,7 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   r.logitBytes = 4;
   r.keepsGatheredInputs = false;
   r.wholeGradientSum = false;
+  r.zeroBubbleSchedule = false;
   if (name == "megatron-2021") {
     r.flashAttention = false;
     r.overlapTensorParallel = false;
@@ -132,6 +133,10 @@ std::string PlanCost::check(const Plan &p) const {
     return "every axis, the micro-batch and the micro-batch count must be >= 1";
   if (p.zero < 0 || p.zero > 3)
     return "ZeRO stage must be 0, 1, 2 or 3";
+  if (p.zeroBubble && (p.pp == 1 || p.vpp > 1))
+    return "ZB-H1 needs a pipeline (pp > 1) without virtual stages";
+  if (p.zeroBubble && !rt.zeroBubbleSchedule)
+    return "the runtime " + rt.name + " has no ZB-H1 schedule";
   bool attention = false, mamba = false, moe = false;
   for (LayerShape s : shapes) {
     attention |= s.mixer == Mixer::Attention;
@@ -288,6 +293,7 @@ const PlanCost::Pipeline &PlanCost::pipeline(const Plan &p) {
     auto add = [&](const LayerCost &lc) {
       st.forward += lc.forward;
       st.backward += lc.backward;
+      st.weight += lc.weight;
       st.recompute += lc.recompute;
       for (size_t k = 0; k < lc.comm.size(); ++k) {
         st.exposed[k] += lc.exposedComm[k];
@@ -317,6 +323,7 @@ const PlanCost::Pipeline &PlanCost::pipeline(const Plan &p) {
     auto add = [&](const LayerCost &lc) {
       sum.forward += lc.forward;
       sum.backward += lc.backward;
+      sum.weight += lc.weight;
       sum.recompute += lc.recompute;
       for (size_t k = 0; k < lc.comm.size(); ++k)
         sum.exposedComm[k] += lc.exposedComm[k];
@@ -336,6 +343,7 @@ const PlanCost::Pipeline &PlanCost::pipeline(const Plan &p) {
     out.chunkForward.push_back(sum.forward + exposed * share);
     out.chunkBackward.push_back(sum.backward + sum.recompute + exposed * (1 - share));
     out.chunkSaved.push_back(sum.savedBytes);
+    out.chunkWeight.push_back(sum.weight);
   }
   out.layout = std::move(layout);
   out.stages = std::move(stages);
@@ -353,8 +361,9 @@ Estimate PlanCost::simulate(const Plan &p) {
   // an error here is the simulator's (left as the closed form).
   mlir::MLIRContext context;
   mlir::Location loc = mlir::UnknownLoc::get(&context);
-  mlir::braid::ScheduleKind kind = p.vpp > 1 ? mlir::braid::ScheduleKind::Interleaved
-                                             : mlir::braid::ScheduleKind::OneFOneB;
+  mlir::braid::ScheduleKind kind = p.vpp > 1      ? mlir::braid::ScheduleKind::Interleaved
+                                   : p.zeroBubble ? mlir::braid::ScheduleKind::ZeroBubbleH1
+                                                  : mlir::braid::ScheduleKind::OneFOneB;
   mlir::FailureOr<mlir::braid::PipelineSchedule> schedule =
       mlir::braid::buildSchedule(kind, p.pp, p.vpp, p.microbatches, loc);
   if (mlir::failed(schedule))
@@ -363,6 +372,12 @@ Estimate PlanCost::simulate(const Plan &p) {
   times.forward.assign(pl.chunkForward.begin(), pl.chunkForward.end());
   times.backward.assign(pl.chunkBackward.begin(), pl.chunkBackward.end());
   times.weight.assign(pl.chunkForward.size(), 0.0);
+  // ZB-H1 runs a chunk's weight gradients as their own action (W).
+  if (p.zeroBubble)
+    for (size_t c = 0; c < times.weight.size(); ++c) {
+      times.weight[c] = pl.chunkWeight[c];
+      times.backward[c] -= pl.chunkWeight[c];
+    }
   // A send between stages delays what depends on it; a runtime that waits
   // for its sends where they are issued also stands still for each, which
   // the closed form's term keeps counting.
@@ -379,13 +394,15 @@ Estimate PlanCost::simulate(const Plan &p) {
   double other = est.stepSeconds - closedForm;
   if (rt.overlapPipelineSends)
     other -= est.exposed[size_t(CommKind::PP)];
-  double busy = est.computeSeconds + est.recomputeSeconds;
+  // What the chunk times hold: the gradient accumulation's adds are not in
+  // them, and run beside the pipeline's actions.
+  double busy = est.computeSeconds - est.accumulationSeconds + est.recomputeSeconds;
   for (CommKind k : {CommKind::TP, CommKind::CP, CommKind::EP})
     busy += est.exposed[size_t(k)];
   est.bubbleSeconds = std::max(0.0, sim->makespan - busy);
   if (rt.overlapPipelineSends)
     est.exposed[size_t(CommKind::PP)] = 0; // inside the makespan now
-  est.stepSeconds = sim->makespan + other;
+  est.stepSeconds = sim->makespan + est.accumulationSeconds + other;
   // Activations: each rank's most chunk-micro-batches in flight at once,
   // each keeping its chunk's bytes (the closed form assumed the warm-up
   // count of the schedule).
@@ -494,17 +511,22 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     return w;
   };
   int64_t slowest = 0;
-  double wMax = 0, wSum = 0;
+  double wMax = 0, wSum = 0, weightSum = 0;
   for (int64_t s = 0; s < p.pp; ++s) {
     double w = stageWork(stages[s]);
     wSum += w;
+    weightSum += stages[s].weight;
     if (w > wMax) {
       wMax = w;
       slowest = s;
     }
   }
   const Stage &sl = stages[slowest];
-  double pipeline = M * wMax + (p.pp - 1) * (wSum / p.pp) / p.vpp;
+  // The fill and drain: (p - 1) stages' work for 1F1B, over v interleaved;
+  // ZB-H1 fills them with weight gradients: (p - 1)(F + B - W) of a
+  // micro-batch, B the input's gradient only (Qi et al. 2023).
+  double fill = wSum / p.pp - (p.zeroBubble ? 2 * weightSum / p.pp : 0);
+  double pipeline = M * wMax + (p.pp - 1) * std::max(0.0, fill) / p.vpp;
   est.computeSeconds = M * (sl.forward + sl.backward);
   est.recomputeSeconds = M * sl.recompute;
   for (size_t k = 0; k < sl.exposed.size(); ++k) {
@@ -515,8 +537,10 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
 
   // Gradient accumulation by a separate add per micro-batch.
   double stageParams = sl.params + sl.expertParams;
-  if (!rt.fusedGradAccumulation && M > 1)
-    est.computeSeconds += (M - 1) * cal.memorySeconds(hw, stageParams * rt.gradBytes * 3);
+  if (!rt.fusedGradAccumulation && M > 1) {
+    est.accumulationSeconds = (M - 1) * cal.memorySeconds(hw, stageParams * rt.gradBytes * 3);
+    est.computeSeconds += est.accumulationSeconds;
+  }
 
   // Pipeline sends: an activation (sharded over tp with sequence
   // parallelism) forward and its gradient back, per micro-batch and chunk.

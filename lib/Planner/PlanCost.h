@@ -57,6 +57,9 @@ struct Plan {
   /// Sequences per micro-batch on one data-parallel rank, and micro-batches
   /// per step: the global batch is dp * ep * microBatch * microbatches.
   int64_t microBatch = 1, microbatches = 1;
+  /// ZB-H1 (Qi et al. 2023): the backward split into the input's gradient
+  /// and the weight's, which fills the 1F1B bubble (pp > 1, vpp == 1).
+  bool zeroBubble = false;
   int zero = 0;
   Recompute recompute = Recompute::None;
   /// Norms and residuals sharded over tp along the sequence (with tp > 1).
@@ -117,6 +120,8 @@ struct Runtime {
   /// ZeRO-1 does; its memory plans of Llama 3 70B on pp4 x dp16 x tp8 are
   /// equal for the two).
   bool wholeGradientSum = true;
+  /// Whether the runtime runs ZB-H1 pipelines (Braid: --schedule zb-h1).
+  bool zeroBubbleSchedule = true;
   /// Whether the weight gradient is accumulated into the gradient buffer by
   /// the product itself (cuBLAS beta = 1) rather than by a separate add per
   /// micro-batch.
@@ -142,6 +147,8 @@ struct Estimate {
   /// Busy compute on the slowest stage: the model's work, then recompute.
   double computeSeconds = 0, recomputeSeconds = 0;
   double bubbleSeconds = 0, optimizerSeconds = 0;
+  /// Of computeSeconds, the adds that accumulate micro-batches' gradients.
+  double accumulationSeconds = 0;
   std::array<double, size_t(CommKind::Count)> exposed{}, total{};
   double exposedSeconds() const {
     double s = 0;
@@ -205,6 +212,7 @@ public:
   /// Costs of one layer for one micro-batch on one rank.
   struct LayerCost {
     double forward = 0, backward = 0, recompute = 0; ///< compute seconds
+    double weight = 0; ///< of `backward`, the weight gradients
     /// Communication inside the layer, by kind: its whole time and what the
     /// overlap leaves exposed, forward and backward (recompute's included).
     std::array<double, size_t(CommKind::Count)> comm{}, exposedComm{};
@@ -217,7 +225,7 @@ private:
   /// Per pipeline stage: its chunks' work for one micro-batch, its
   /// parameters, the activations one micro-batch leaves on it.
   struct Stage {
-    double forward, backward, recompute;
+    double forward, backward, recompute, weight;
     std::array<double, size_t(CommKind::Count)> exposed, comm;
     double params, expertParams, saved, working, chunkSaved;
     int64_t layers;
@@ -230,6 +238,8 @@ private:
     /// communication shared between them as the compute is, recompute in
     /// the backward) and the bytes it keeps from its forward to its backward.
     std::vector<double> chunkForward, chunkBackward, chunkSaved;
+    /// Of chunkBackward, the weight gradients (a zero-bubble schedule's W).
+    std::vector<double> chunkWeight;
   };
   /// The stages of `plan`'s pipeline, memoized (they depend on the layer
   /// costs and the layout, not on dp or the ZeRO stage).

@@ -56,7 +56,7 @@ RunFlags braid::plan::runFlags(const Plan &p, bool bf16) {
   f.recompute = recomputeName(p.recompute);
   f.microbatches = p.microbatches;
   f.virtualStages = p.vpp;
-  f.schedule = p.vpp > 1 ? "interleaved" : "1f1b";
+  f.schedule = p.vpp > 1 ? "interleaved" : p.zeroBubble ? "zb-h1" : "1f1b";
   for (size_t i = 0; i < p.layout.size(); ++i)
     f.ppLayout += (i ? "," : "") + std::to_string(p.layout[i]);
   f.sequenceParallel = p.sequenceParallel && p.tp > 1;
@@ -85,6 +85,7 @@ ReducedPlan braid::plan::reducePlan(const ModelShape &model, const Plan &full,
     if (p.gpus() > maxRanks)
       *axis = 1;
   p.vpp = p.pp > 1 ? std::min<int64_t>(full.vpp, 2) : 1;
+  p.zeroBubble = full.zeroBubble && p.pp > 1 && p.vpp == 1;
   p.microBatch = 1;
   p.microbatches = p.pp > 1 ? 2 * p.pp : std::min<int64_t>(full.microbatches, 2);
   p.zero = p.dp * p.ep * p.cp > 1 ? full.zero : 0;

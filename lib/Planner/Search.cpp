@@ -174,21 +174,26 @@ SearchResult braid::plan::searchPlans(PlanCost &cost, const SearchOptions &o) {
         for (int zero : o.zeroStages) {
           if (zero > 0 && g.dp * g.ep * g.cp == 1)
             continue; // nothing to shard over
-          for (Recompute rc : o.recomputes) {
-            Plan p = base;
-            p.microBatch = mb;
-            p.microbatches = perReplica / mb;
-            p.zero = zero;
-            p.recompute = rc;
-            Estimate e = cost.estimate(p);
-            if (!e.valid)
-              continue;
-            ++result.evaluated;
-            if (!e.fits)
-              continue;
-            ++result.fitting;
-            keep(p, e);
-          }
+          for (Recompute rc : o.recomputes)
+            // A pipeline without virtual stages: 1F1B, and ZB-H1.
+            for (bool zb : {false, true}) {
+              if (zb && (g.pp == 1 || vpp > 1 || !cost.runtime().zeroBubbleSchedule))
+                continue;
+              Plan p = base;
+              p.microBatch = mb;
+              p.microbatches = perReplica / mb;
+              p.zero = zero;
+              p.recompute = rc;
+              p.zeroBubble = zb;
+              Estimate e = cost.estimate(p);
+              if (!e.valid)
+                continue;
+              ++result.evaluated;
+              if (!e.fits)
+                continue;
+              ++result.fitting;
+              keep(p, e);
+            }
         }
       }
     }

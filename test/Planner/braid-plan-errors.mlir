@@ -30,6 +30,13 @@
 // NOFIT: braid-plan: no plan of huge fits on 8 x h100-sxm (80 GiB each); the leanest needs {{[0-9]+}} GiB per GPU (tp=8, ZeRO-3, full recompute); the smallest cluster that holds it is {{[0-9]+}} GPUs ({{.*}}, ZeRO-3, full recompute, {{[0-9]+}} GiB per GPU)
 // RUN: not braid-plan %t.missing.mlir --gpus 8 --global-batch 8 2>&1 | FileCheck %s --check-prefix=NOFILE
 // NOFILE: cannot parse {{.*}}missing.mlir
+// ZB-H1 needs a pipeline without virtual stages, and a runtime that has it.
+// RUN: not braid-plan %s --gpus 1024 --global-batch 1024 --evaluate pp=4,dp=32,tp=8,vpp=2,mbs=1,zero=1,schedule=zb-h1 2>&1 | FileCheck %s --check-prefix=ZBVPP
+// ZBVPP: braid-plan: the plan pp=4,dp=32,tp=8,vpp=2,mbs=1,zero=1,schedule=zb-h1 cannot run: ZB-H1 needs a pipeline (pp > 1) without virtual stages
+// RUN: not braid-plan %s --gpus 1024 --global-batch 1024 --runtime megatron-core --evaluate pp=4,dp=32,tp=8,mbs=1,zero=1,schedule=zb-h1 2>&1 | FileCheck %s --check-prefix=ZBRT
+// ZBRT: braid-plan: the plan pp=4,dp=32,tp=8,mbs=1,zero=1,schedule=zb-h1 cannot run: the runtime megatron-core has no ZB-H1 schedule
+// RUN: not braid-plan %s --gpus 8 --global-batch 8 --evaluate pp=8,mbs=1,schedule=zigzag 2>&1 | FileCheck %s --check-prefix=ZBNAME
+// ZBNAME: braid-plan: --evaluate: schedule is 1f1b, interleaved (with vpp > 1) or zb-h1
 // --compile compiles the model file, whose batch must be the global batch.
 // RUN: not braid-plan --model family=llama,hidden=64,layers=2,seq=16,vocab=256,heads=4,ffn=128 --gpus 8 --global-batch 8 --compile 1 2>&1 | FileCheck %s --check-prefix=COMPILEMODEL
 // COMPILEMODEL: braid-plan: --compile compiles the plans: give the model file, not --model

@@ -7,7 +7,7 @@
 # braid-run --plan-file runs the reduced plan on CPU ranks with --verify
 # against the unpartitioned 1-rank run. Cases: the planner's own first choice
 # for Llama 3 8B on 64 H100s; ZeRO-1 with tp; an interleaved pipeline with ZeRO-1 and
-# selective recompute; Mixtral's shape with expert parallelism and ZeRO-3;
+# selective recompute; a ZB-H1 pipeline with ZeRO-1; Mixtral's shape with expert parallelism and ZeRO-3;
 # Jamba's hybrid shape on a pipeline.
 import json
 import os
@@ -22,6 +22,8 @@ CASES = [
      "vocab=128256", 64, 256, "pp=4,dp=16,vpp=2,mbs=1,zero=1,recompute=selective"),
     ("zero1-tp", "family=llama,hidden=4096,layers=32,seq=8192,heads=32,kv_heads=8,ffn=14336,"
      "vocab=128256", 64, 256, "dp=16,tp=4,mbs=2,zero=1"),
+    ("zb-h1", "family=llama,hidden=4096,layers=32,seq=8192,heads=32,kv_heads=8,ffn=14336,"
+     "vocab=128256", 64, 256, "pp=4,dp=16,mbs=1,zero=1,schedule=zb-h1"),
     ("mixtral", "family=moe,hidden=4096,layers=32,seq=4096,heads=32,kv_heads=8,ffn=14336,"
      "vocab=32000,experts=8,top_k=2", 64, 256, "dp=2,ep=4,tp=8,mbs=1,zero=3"),
     ("jamba", "family=hybrid,hidden=4096,layers=32,seq=4096,heads=32,kv_heads=8,ffn=14336,"

@@ -72,7 +72,8 @@ static cl::opt<unsigned> explain("explain",
 static cl::opt<std::string>
     evaluatePlan("evaluate",
                  cl::desc("Evaluate one plan instead of searching: dp=..,ep=..,cp=..,tp=..,"
-                          "pp=..,vpp=..,mbs=..,zero=..,recompute=..,sp=..,layout=a:b:.."),
+                          "pp=..,vpp=..,mbs=..,zero=..,recompute=..,sp=..,schedule=zb-h1,"
+                          "layout=a:b:.."),
                  cl::init(""), cl::cat(planCategory));
 static cl::opt<std::string> zeroStages("zero", cl::desc("ZeRO stages to consider"),
                                        cl::init("0,1,2,3"), cl::cat(planCategory));
@@ -153,9 +154,11 @@ static void printTable(raw_ostream &os, const std::vector<RankedPlan> &plans) {
                    e.invalidReason.c_str());
       continue;
     }
-    os << format("%-4zu %-30s %3lld %4lld %6lld %4d %-9s %9.3f %5.1f%% %11.0f %7.1f %6.3f (%4.1f%%) "
+    // The vpp column: the virtual stages, or "zb" for ZB-H1.
+    std::string vpp = p.zeroBubble ? "zb" : std::to_string(p.vpp);
+    os << format("%-4zu %-30s %3s %4lld %6lld %4d %-9s %9.3f %5.1f%% %11.0f %7.1f %6.3f (%4.1f%%) "
                  "%6.1f%%%s\n",
-                 i + 1, p.gridString().c_str(), (long long)p.vpp, (long long)p.microBatch,
+                 i + 1, p.gridString().c_str(), vpp.c_str(), (long long)p.microBatch,
                  (long long)p.microbatches, p.zero, recomputeName(p.recompute), e.stepSeconds,
                  100 * e.mfu, e.tokensPerSecond, gb(e.memoryBytes()), e.exposedSeconds(),
                  100 * e.exposedSeconds() / e.stepSeconds,
@@ -169,7 +172,8 @@ static void printExplain(raw_ostream &os, const RankedPlan &r) {
   auto line = [&](const char *what, double seconds) {
     os << format("  %-28s %9.4f s  %5.1f%%\n", what, seconds, 100 * seconds / e.stepSeconds);
   };
-  os << "plan " << p.gridString() << " vpp=" << p.vpp << " mbs=" << p.microBatch
+  os << "plan " << p.gridString() << " vpp=" << p.vpp
+     << (p.zeroBubble ? " schedule=zb-h1" : "") << " mbs=" << p.microBatch
      << " microbatches=" << p.microbatches << " zero=" << p.zero
      << " recompute=" << recomputeName(p.recompute)
      << " sequence-parallel=" << (p.sequenceParallel && p.tp > 1 ? "true" : "false") << "\n";
@@ -216,6 +220,7 @@ static json::Object toJson(const RankedPlan &r) {
       {"grid", p.gridString()},
       {"dp", p.dp}, {"ep", p.ep}, {"cp", p.cp}, {"tp", p.tp}, {"pp", p.pp},
       {"vpp", p.vpp}, {"micro_batch", p.microBatch}, {"microbatches", p.microbatches},
+      {"schedule", p.pp == 1 ? "none" : p.vpp > 1 ? "interleaved" : p.zeroBubble ? "zb-h1" : "1f1b"},
       {"zero", p.zero}, {"recompute", recomputeName(p.recompute)},
       {"sequence_parallel", p.sequenceParallel && p.tp > 1},
       {"layout", std::move(layout)},
@@ -265,6 +270,10 @@ static Expected<Plan> parsePlan(StringRef text, int64_t batch) {
       else
         p.zero = int(n);
       haveMicrobatches |= key == "microbatches";
+    } else if (key == "schedule") {
+      if (value != "1f1b" && value != "interleaved" && value != "zb-h1")
+        return bad("schedule is 1f1b, interleaved (with vpp > 1) or zb-h1");
+      p.zeroBubble = value == "zb-h1";
     } else if (key == "sp") {
       p.sequenceParallel = value == "true" || value == "1";
     } else if (key == "recompute") {
