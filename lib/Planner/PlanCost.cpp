@@ -68,6 +68,7 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   r.keepsGatheredInputs = false;
   r.wholeGradientSum = false;
   r.zeroBubbleSchedule = false;
+  r.gradientsReplaceActivations = false; // Megatron's main grads: one buffer from the start
   if (name == "megatron-2021") {
     r.flashAttention = false;
     r.overlapTensorParallel = false;
@@ -486,6 +487,13 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
       double T = double(p.microBatch) * m.seq / p.cp;
       logits = T * m.vocab / p.tp * rt.logitBytes * 2; // the logits and their gradient
     }
+    // One micro-batch: the backward frees a layer's activations as it
+    // produces its gradients, so only what the gradients exceed the
+    // activations by adds to the peak (Braid's memory plans of Llama 3 8B on
+    // dp=8 and dp2 x tp4: the peak is the forward's activations); with
+    // several, the gradients' sum lives beside every micro-batch's.
+    if (M == 1 && rt.gradientsReplaceActivations)
+      grads = std::max(0.0, grads - (activations + logits));
     double total = weights + working + grads + optimizer + activations + logits;
     if (total > memBest) {
       memBest = total;

@@ -122,6 +122,10 @@ struct Runtime {
   bool wholeGradientSum = true;
   /// Whether the runtime runs ZB-H1 pipelines (Braid: --schedule zb-h1).
   bool zeroBubbleSchedule = true;
+  /// Whether, with one micro-batch, gradients take the memory the backward
+  /// frees (Braid's memory plan allocates each where it is produced)
+  /// rather than a buffer held from the start.
+  bool gradientsReplaceActivations = true;
   /// Whether the weight gradient is accumulated into the gradient buffer by
   /// the product itself (cuBLAS beta = 1) rather than by a separate add per
   /// micro-batch.
