@@ -80,19 +80,10 @@ Expected<CompiledEstimate> braid::plan::compilePlan(mlir::ModuleOp model, const 
 
   CompiledEstimate c;
   // Memory: the busiest stage's arena.
-  SmallVector<std::string> entries;
-  if (auto stages = (*module)->getAttrOfType<mlir::ArrayAttr>(::braid::kPipelineEntriesAttr))
-    for (mlir::Attribute e : stages)
-      entries.push_back(cast<mlir::FlatSymbolRefAttr>(e).getValue().str());
-  else
-    entries.push_back("step");
-  for (const std::string &entry : entries) {
-    mlir::FailureOr<mlir::braid::ProgramPlan> memory =
-        mlir::braid::planProgram(*module, entry, mlir::braid::PlanDetail::PeakLiveBytes);
-    if (failed(memory))
-      return fail("no memory plan of @" + entry + " for");
-    c.arenaBytes = std::max(c.arenaBytes, double(memory->arenaBytes));
-  }
+  mlir::FailureOr<int64_t> arena = mlir::braid::peakArenaBytes(*module, "step");
+  if (failed(arena))
+    return fail("no memory plan for");
+  c.arenaBytes = double(*arena);
   c.memoryBytes = c.arenaBytes + cal.reservedBytes;
   c.fits = c.memoryBytes <= hw.memoryBytes;
 

@@ -534,3 +534,21 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
   plan.arenaBytes = plan.persistentBytes + plan.get(plan.entry).frameBytes;
   return plan;
 }
+
+FailureOr<int64_t> mlir::braid::peakArenaBytes(ModuleOp module, StringRef entry) {
+  SmallVector<std::string> entries;
+  if (auto list = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries")) {
+    for (Attribute e : list)
+      entries.push_back(cast<FlatSymbolRefAttr>(e).getValue().str());
+  } else {
+    entries.push_back(entry.str());
+  }
+  int64_t most = 0;
+  for (const std::string &name : entries) {
+    FailureOr<ProgramPlan> plan = planProgram(module, name, PlanDetail::PeakLiveBytes);
+    if (failed(plan))
+      return failure();
+    most = std::max(most, plan->arenaBytes);
+  }
+  return most;
+}

@@ -120,6 +120,13 @@ struct ProgramPlan {
 FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry,
                                    PlanDetail detail = PlanDetail::Full);
 
+/// The most bytes live at once in any program of `module` (its pipeline
+/// stages', `braid.pipeline_entries`, or else `entry`'s): the largest
+/// arena of their plans at PlanDetail::PeakLiveBytes (linear in the program;
+/// the placement the emitter runs can only add fragmentation to it). Fails,
+/// with the plan's diagnostic, when a program cannot be planned.
+FailureOr<int64_t> peakArenaBytes(ModuleOp module, StringRef entry);
+
 /// Bytes of a tensor of `type`.
 int64_t getTensorBytes(Type type);
 

@@ -149,11 +149,6 @@ struct PlanPrinter {
   /// The timing model the overlap scheduler charges too.
   StepTiming timing{grid, hardware, links, calibration};
 
-  ::braid::cost::TransferTime predict(StringRef kind, ArrayRef<int16_t> axes,
-                                      double blockBytes, double blocks) {
-    return timing.predict(kind, axes, blockBytes, blocks);
-  }
-
   void add(StringRef kind, ArrayRef<int16_t> axes, double blockBytes,
            double blocks, int64_t times) {
     if (grid.size(axes) <= 1)
@@ -161,7 +156,7 @@ struct PlanPrinter {
     Traffic &t = traffic[{kind.str(), grid.describe(axes)}];
     t.count += times;
     t.bytes += blockBytes * blocks * static_cast<double>(times);
-    ::braid::cost::TransferTime time = predict(kind, axes, blockBytes, blocks);
+    ::braid::cost::TransferTime time = timing.predict(kind, axes, blockBytes, blocks);
     t.seconds += time.seconds * static_cast<double>(times);
     if (time.seconds >= t.largestSeconds) {
       t.largestSeconds = time.seconds;
@@ -175,9 +170,6 @@ struct PlanPrinter {
       for (int64_t i = 0; i < steps; ++i)
         add("shift", axes, tensorBytes(x), 1, times);
   }
-  double ringBlocks(StringRef kind, ArrayRef<int16_t> axes) {
-    return timing.ringBlocks(kind, axes);
-  }
   AxisList axesOf(ArrayRef<int16_t> indices) {
     return AxisList(indices.begin(), indices.end());
   }
@@ -189,13 +181,7 @@ struct PlanPrinter {
     return axes;
   }
 
-  using Block = StepTiming::Block;
-  std::optional<Block> blockOf(Operation *op) { return timing.blockOf(op); }
-  std::optional<std::pair<StepTiming::Key, double>> transfer(Operation *op) {
-    return timing.transfer(op);
-  }
-
-  using Key = std::pair<std::string, std::string>; ///< (kind, group)
+  using Key = StepTiming::Key; ///< (kind, group)
 
   /// The simulated step: compute as StepTiming times it (the hardware's
   /// calibration, or its roofline: FLOPs at its bf16 peak or the bytes an
@@ -278,7 +264,7 @@ struct PlanPrinter {
         }
         continue;
       }
-      if (auto t = transfer(&op)) {
+      if (auto t = timing.transfer(&op)) {
         Value token = dist::getToken(&op);
         p.exposed.try_emplace(t->first, 0.0);
         if (auto recv = dyn_cast<dist::RecvOp>(op)) {
@@ -333,7 +319,7 @@ struct PlanPrinter {
   /// Collectives of `func`, run `times` per step, and of its callees.
   void count(func::FuncOp func, int64_t times) {
     func.walk([&](Operation *op) {
-      if (std::optional<Block> b = blockOf(op)) {
+      if (std::optional<StepTiming::Block> b = timing.blockOf(op)) {
         add(b->kind, b->axes, b->blockBytes, b->blocks, times);
         return;
       }
@@ -374,8 +360,9 @@ struct PlanPrinter {
             auto logits = cast<RankedTensorType>(ce->getOperand(0).getType());
             double rows = logits.getNumElements() / logits.getShape().back();
             // Row maxima, then (sum of exponentials, label logit) per row.
-            add("all_reduce", axes, 4 * rows, ringBlocks("all_reduce", axes), times);
-            add("all_reduce", axes, 8 * rows, ringBlocks("all_reduce", axes), times);
+            double blocks = timing.ringBlocks("all_reduce", axes);
+            add("all_reduce", axes, 4 * rows, blocks, times);
+            add("all_reduce", axes, 8 * rows, blocks, times);
           })
           .Case<AdamWUpdateOp, SGDUpdateOp>([&](Operation *update) {
             auto zero = update->getAttrOfType<ArrayAttr>("zero_axes");

@@ -239,10 +239,6 @@ private:
     llvm::StringMap<Operation *> lastOnGroup;
     Operation *lastBarrier = nullptr;
     std::map<int64_t, SmallVector<Operation *>> attached;
-    SmallVector<int64_t> calls; // indices of the block's calls, ascending
-    for (Operation *op : ops)
-      if (isa<func::CallOp>(op))
-        calls.push_back(index[op]);
     for (Operation *op : ops) {
       int64_t i = index[op];
       if (!isTransfer(op)) {
@@ -273,17 +269,7 @@ private:
         // the start: ZeRO-3's gathers) starts one call ahead of its first
         // use, not at the start: while one layer computes, the next one's
         // parameters arrive, and at most two layers' are gathered at once.
-        if (isPrefetch(op, chain, inChain)) {
-          int64_t use = static_cast<int64_t>(ops.size());
-          for (Value result : op->getResults())
-            if (!isa<dist::TokenType>(result.getType()))
-              for (Operation *user : result.getUsers())
-                if (user->getBlock() == &block)
-                  use = std::min<int64_t>(use, index[user]);
-          size_t before = llvm::lower_bound(calls, use) - calls.begin();
-          if (before >= prefetchAhead + 1)
-            after(ops[calls[before - prefetchAhead - 1]]);
-        }
+        after(prefetchAnchor(op, chain, inChain));
         std::string group = ::braid::conversion::transferGroupKey(op);
         if (ordered(op))
           after(lastOnGroup.lookup(group));
@@ -342,9 +328,14 @@ private:
   /// The call a prefetch starts after: `prefetchAhead` calls ahead of the
   /// one that first uses it (null: not a prefetch, or too few calls).
   Operation *prefetchAnchor(Operation *transfer) {
-    Block &block = *transfer->getBlock();
-    SmallVector<Operation *> chain = feeders(transfer, block);
+    SmallVector<Operation *> chain = feeders(transfer, *transfer->getBlock());
     llvm::SmallPtrSet<Operation *, 8> inChain(chain.begin(), chain.end());
+    return prefetchAnchor(transfer, chain, inChain);
+  }
+  /// The same, given what moves with the transfer (`chain`).
+  Operation *prefetchAnchor(Operation *transfer, ArrayRef<Operation *> chain,
+                            const llvm::SmallPtrSetImpl<Operation *> &inChain) {
+    Block &block = *transfer->getBlock();
     if (!isPrefetch(transfer, chain, inChain))
       return nullptr;
     Operation *use = nullptr;
@@ -417,32 +408,13 @@ private:
 
 };
 
-/// The most bytes live at once in any program of `module` (its pipeline
-/// stages' or `entry`'s), or nullopt when it cannot be planned: the memory
-/// plan's peak of live bytes, linear in the program (the placement, which
-/// the emitter runs, can only add fragmentation to it).
+/// The most bytes live at once in any program of `module`
+/// (peakArenaBytes), or nullopt when it cannot be planned: the emitter
+/// reports what the memory plan cannot plan.
 std::optional<int64_t> arenaBytes(ModuleOp module, StringRef entry) {
-  SmallVector<std::string> entries;
-  if (auto list = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries")) {
-    for (Attribute e : list)
-      entries.push_back(cast<FlatSymbolRefAttr>(e).getValue().str());
-  } else {
-    entries.push_back(entry.str());
-  }
-  int64_t most = 0;
-  for (const std::string &name : entries) {
-    if (!module.lookupSymbol<func::FuncOp>(name))
-      return std::nullopt;
-    // Planning diagnoses what it cannot plan; the emitter reports it.
-    ScopedDiagnosticHandler quiet(module.getContext(),
-                                  [](Diagnostic &) { return success(); });
-    FailureOr<ProgramPlan> plan =
-        planProgram(module, name, PlanDetail::PeakLiveBytes);
-    if (failed(plan))
-      return std::nullopt;
-    most = std::max(most, plan->arenaBytes);
-  }
-  return most;
+  ScopedDiagnosticHandler quiet(module.getContext(), [](Diagnostic &) { return success(); });
+  FailureOr<int64_t> peak = peakArenaBytes(module, entry);
+  return succeeded(peak) ? std::optional<int64_t>(*peak) : std::nullopt;
 }
 
 struct BraidScheduleOverlapPass
