@@ -181,141 +181,6 @@ struct PlanPrinter {
     return axes;
   }
 
-  using Key = StepTiming::Key; ///< (kind, group)
-
-  /// The simulated step: compute as StepTiming times it (the hardware's
-  /// calibration, or its roofline: FLOPs at its bf16 peak or the bytes an
-  /// op reads and writes at its HBM bandwidth, whichever is slower), each group's
-  /// transfers on the group's own link in issue order (a group's transfer
-  /// waits for the group's previous one, not for other groups': tp's
-  /// NVLink and dp's network carry theirs at once, as the link emulator's
-  /// groups do), a wait exposing what of its transfer has not ended by then.
-  /// A pipeline runs one process per stage: a send takes the sender's link
-  /// (its own wait returns at once, as the runtime's), and the receive
-  /// matching it (from that stage, with that tag, in order) ends when the
-  /// message has arrived. A stage's wait for its neighbour is exposed
-  /// communication from when the message left on; before, the stage waits
-  /// for the neighbour's compute (the pipeline's bubble), counted apart.
-  struct Process {
-    SmallVector<Operation *> ops; ///< the program, calls expanded
-    size_t pc = 0;
-    int64_t stage = 0;
-    double now = 0, compute = 0, communication = 0, bubble = 0;
-    /// By group: when its link is next free.
-    std::map<std::string, double> commFree;
-    llvm::DenseMap<Value, std::pair<double, Key>> ends;
-    /// A matched receive's token: when its message left the sender.
-    llvm::DenseMap<Value, double> sent;
-    /// Receives whose message has not been matched: token -> (peer, tag,
-    /// ordinal among the receives from that peer with that tag).
-    llvm::DenseMap<Value, std::tuple<int64_t, int64_t, int64_t>> receives;
-    std::map<std::pair<int64_t, int64_t>, int64_t> received;
-    std::map<Key, double> exposed;
-  };
-  /// The messages from stage to stage with a tag, in order: when each took
-  /// the sender's link and when it arrived.
-  using Mailbox = std::map<std::tuple<int64_t, int64_t, int64_t>,
-                           SmallVector<std::pair<double, double>>>;
-
-  void expand(func::FuncOp func, SmallVector<Operation *> &ops, unsigned depth = 0) {
-    if (depth > 64)
-      return;
-    for (Operation &op : func.getBody().getOps()) {
-      if (auto call = dyn_cast<func::CallOp>(op)) {
-        if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
-          expand(callee, ops, depth + 1);
-        continue;
-      }
-      ops.push_back(&op);
-    }
-  }
-
-  /// Runs `p` until it ends (true) or waits for a message not sent yet.
-  bool run(Process &p, Mailbox &mail) {
-    for (; p.pc < p.ops.size(); ++p.pc) {
-      Operation &op = *p.ops[p.pc];
-      if (auto wait = dyn_cast<dist::WaitOp>(op)) {
-        // Resolve the messages first: a wait whose message is not sent
-        // yet stops the process here, to resume once it is.
-        for (Value token : wait.getTokens()) {
-          auto r = p.receives.find(token);
-          if (r == p.receives.end())
-            continue;
-          auto [peer, tag, ordinal] = r->second;
-          auto box = mail.find({peer, p.stage, tag});
-          if (box == mail.end() || int64_t(box->second.size()) <= ordinal)
-            return false;
-          p.sent[token] = box->second[ordinal].first;
-          p.ends[token].first = box->second[ordinal].second;
-          p.receives.erase(r);
-        }
-        for (Value token : wait.getTokens()) {
-          auto it = p.ends.find(token);
-          if (it == p.ends.end())
-            continue;
-          if (it->second.first > p.now) {
-            double waited = it->second.first - p.now, bubble = 0;
-            if (auto s = p.sent.find(token); s != p.sent.end())
-              bubble = std::clamp(s->second - p.now, 0.0, waited);
-            p.bubble += bubble;
-            p.exposed[it->second.second] += waited - bubble;
-            p.now = it->second.first;
-          }
-        }
-        continue;
-      }
-      if (auto t = timing.transfer(&op)) {
-        Value token = dist::getToken(&op);
-        p.exposed.try_emplace(t->first, 0.0);
-        if (auto recv = dyn_cast<dist::RecvOp>(op)) {
-          int64_t peer = recv.getPeer(), tag = recv.getTag().value_or(-1);
-          p.receives[token] = {peer, tag, p.received[{peer, tag}]++};
-          p.ends[token] = {p.now, t->first};
-          continue;
-        }
-        double &free = p.commFree[t->first.second];
-        double start = std::max(p.now, free);
-        free = start + t->second;
-        p.communication += t->second;
-        if (auto send = dyn_cast<dist::SendOp>(op)) {
-          mail[{p.stage, send.getPeer(), send.getTag().value_or(-1)}].push_back(
-              {start, free});
-          p.ends[token] = {p.now, t->first};
-          continue;
-        }
-        p.ends[token] = {free, t->first};
-        continue;
-      }
-      double seconds = timing.computeSeconds(&op);
-      p.now += seconds;
-      p.compute += seconds;
-    }
-    return true;
-  }
-
-  /// Simulates the programs of `funcs` (one per pipeline stage, or the
-  /// step alone) together; false when they wait for each other forever.
-  bool simulate(ArrayRef<func::FuncOp> funcs, std::vector<Process> &procs) {
-    procs.assign(funcs.size(), Process());
-    for (auto [k, func] : llvm::enumerate(funcs)) {
-      procs[k].stage = int64_t(k);
-      expand(func, procs[k].ops);
-    }
-    Mailbox mail;
-    SmallVector<bool> done(procs.size(), false);
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (auto [k, p] : llvm::enumerate(procs)) {
-        if (done[k])
-          continue;
-        size_t before = p.pc;
-        done[k] = run(p, mail);
-        progress |= done[k] || p.pc != before;
-      }
-    }
-    return llvm::all_of(done, [](bool d) { return d; });
-  }
-
   /// Collectives of `func`, run `times` per step, and of its callees.
   void count(func::FuncOp func, int64_t times) {
     func.walk([&](Operation *op) {
@@ -378,49 +243,6 @@ struct PlanPrinter {
   }
 };
 } // namespace
-
-FailureOr<SmallVector<SimulatedProgram>>
-mlir::braid::simulateStep(ModuleOp module, StringRef entry,
-                          const ::braid::cost::Hardware &hardware,
-                          const ::braid::link::Links &links,
-                          const ::braid::cost::ComputeCalibration *calibration) {
-  std::optional<Grid> grid = Grid::of(module);
-  if (!grid)
-    return module.emitError("simulating the step: the module is not partitioned (no grid)");
-  SmallVector<func::FuncOp> funcs;
-  if (auto stages = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries")) {
-    for (Attribute stage : stages) {
-      auto ref = dyn_cast<FlatSymbolRefAttr>(stage);
-      auto func = ref ? module.lookupSymbol<func::FuncOp>(ref) : func::FuncOp();
-      if (!func)
-        return module.emitError("simulating the step: a stage names no function: ") << stage;
-      funcs.push_back(func);
-    }
-  } else if (auto step = module.lookupSymbol<func::FuncOp>(entry)) {
-    funcs.push_back(step);
-  } else {
-    return module.emitError("simulating the step: no step function '@") << entry << "'";
-  }
-  std::string noLinks;
-  std::string discard;
-  llvm::raw_string_ostream os(discard);
-  PlanPrinter printer{module, *grid, os, {}, {}, hardware, links, noLinks, calibration};
-  std::vector<PlanPrinter::Process> procs;
-  if (!printer.simulate(funcs, procs))
-    return module.emitError("simulating the step: the stages wait for each other forever");
-  SmallVector<SimulatedProgram> out;
-  for (const PlanPrinter::Process &p : procs) {
-    SimulatedProgram s;
-    s.stage = p.stage;
-    s.stepSeconds = p.now;
-    s.computeSeconds = p.compute;
-    s.transferSeconds = p.communication;
-    s.bubbleSeconds = p.bubble;
-    s.exposed = p.exposed;
-    out.push_back(std::move(s));
-  }
-  return out;
-}
 
 namespace {
 struct BraidPrintPlanPass
@@ -560,12 +382,13 @@ struct BraidPrintPlanPass
   /// a pipeline (lines prefixed "stage K: ").
   static void printExposed(PlanPrinter &printer, ArrayRef<func::FuncOp> funcs,
                            bool stages, raw_ostream &os) {
-    std::vector<PlanPrinter::Process> procs;
-    if (!printer.simulate(funcs, procs)) {
+    std::optional<SmallVector<SimulatedProgram>> procs =
+        simulatePrograms(printer.module, funcs, printer.timing);
+    if (!procs) {
       os << "exposed_time: not simulated (the stages wait for each other)\n";
       return;
     }
-    for (const PlanPrinter::Process &p : procs) {
+    for (const SimulatedProgram &p : *procs) {
       if (p.exposed.empty())
         continue;
       std::string prefix = stages ? ("stage " + Twine(p.stage) + ": ").str() : "";
@@ -577,12 +400,12 @@ struct BraidPrintPlanPass
         exposed += seconds;
       }
       os << prefix << "exposed_time_per_step: " << llvm::format("%.1f", exposed * 1e6)
-         << " us of " << llvm::format("%.1f", p.communication * 1e6)
-         << " us of transfers, step " << llvm::format("%.1f", p.now * 1e6)
-         << " us (compute " << llvm::format("%.1f", p.compute * 1e6)
+         << " us of " << llvm::format("%.1f", p.transferSeconds * 1e6)
+         << " us of transfers, step " << llvm::format("%.1f", p.stepSeconds * 1e6)
+         << " us (compute " << llvm::format("%.1f", p.computeSeconds * 1e6)
          << " us at " << printer.timing.computeBasis() << ") on " << printer.target() << "\n";
       if (stages)
-        os << prefix << "bubble_time_per_step: " << llvm::format("%.1f", p.bubble * 1e6)
+        os << prefix << "bubble_time_per_step: " << llvm::format("%.1f", p.bubbleSeconds * 1e6)
            << " us waiting for other stages' compute\n";
     }
   }

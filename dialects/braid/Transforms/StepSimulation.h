@@ -1,6 +1,6 @@
 //===- StepSimulation.h - a per-rank program's step, simulated --*- C++ -*-===//
 //
-// The simulation --braid-print-plan prints (PrintPlan.cpp), for tools that
+// The simulation --braid-print-plan prints (StepSimulation.cpp), for tools that
 // take its figures rather than its text: braid-plan --compile takes the
 // exposed communication of a plan's compiled program from it. Each program
 // (a pipelined module's stages, together; else the step function) runs its
@@ -13,11 +13,14 @@
 #ifndef BRAID_DIALECT_BRAID_TRANSFORMS_STEPSIMULATION_H
 #define BRAID_DIALECT_BRAID_TRANSFORMS_STEPSIMULATION_H
 
+#include "dialects/braid/Analysis/StepTiming.h"
+
 #include "lib/CostModel/ComputeCost.h"
 #include "lib/CostModel/Hardware.h"
 
 #include "braid/link_model.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <map>
@@ -33,6 +36,11 @@ struct SimulatedProgram {
   /// Exposed seconds per (kind, group): ("all_reduce", "dp,tp").
   std::map<std::pair<std::string, std::string>, double> exposed;
 };
+
+/// Simulates `funcs` together (a pipeline's stage programs, or the step
+/// alone), one result each; nullopt when they wait for each other forever.
+std::optional<SmallVector<SimulatedProgram>>
+simulatePrograms(ModuleOp module, ArrayRef<func::FuncOp> funcs, const StepTiming &timing);
 
 /// The simulated step of each program of `module` (its pipeline stages',
 /// or `entry`'s). `calibration` null: compute at the roofline. Fails with a
