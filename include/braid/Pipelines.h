@@ -119,6 +119,13 @@ struct TrainingPipelineOptions
       *this, "first-bucket-mb",
       llvm::cl::desc("MiB the first bucket of a function closes at"),
       llvm::cl::init(1.0)};
+  // ZeRO-1/2's gathers of updated parameters in the next step (Megatron's
+  // overlap-param-gather).
+  Option<bool> deferParamGather{
+      *this, "defer-param-gather",
+      llvm::cl::desc("Gather ZeRO-1/2's updated parameters in the next step, "
+                     "before each one's first read"),
+      llvm::cl::init(true)};
   // The overlap scheduler's timing model: the hardware whose compute and
   // links it times, and for CPU ranks under the link emulator the links
   // (braid-run passes BRAID_LINK).

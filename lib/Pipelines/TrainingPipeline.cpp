@@ -75,6 +75,7 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
       overlap.entry = options.entry;
       overlap.bucketMb = options.bucketMb;
       overlap.firstBucketMb = options.firstBucketMb;
+      overlap.deferParamGather = options.deferParamGather;
       overlap.hardware = options.scheduleHardware;
       overlap.link = options.scheduleLink;
       pm.addPass(createBraidScheduleOverlapPass(overlap));

@@ -584,8 +584,13 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
   if (p.zero == 1 || p.zero == 2) {
     double gather = overReplicas(TransferKind::AllGather, paramBytes);
     est.total[size_t(CommKind::ZeroGather)] = gather;
+    // Overlapped, the gathers start with the next step and each layer waits
+    // for its own: the first layer's is exposed, and what the first forward
+    // does not cover.
     est.exposed[size_t(CommKind::ZeroGather)] =
-        rt.overlapParamGather ? std::max(0.0, gather - st0.forward) : gather;
+        rt.overlapParamGather
+            ? std::max(gather / double(std::max<int64_t>(1, st0.layers)), gather - st0.forward)
+            : gather;
   } else if (p.zero == 3) {
     // Every layer gathered in forward and again in backward, per
     // micro-batch, one layer ahead of its use; what a chunk gathers first

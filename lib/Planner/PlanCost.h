@@ -83,7 +83,7 @@ struct Runtime {
   bool overlapTensorParallel = true;  ///< collective matmuls
   bool overlapContextRing = true;
   bool overlapGradReduce = true;      ///< buckets during the last backward
-  bool overlapParamGather = false;    ///< ZeRO-1/2 gathers in the next forward
+  bool overlapParamGather = true;     ///< ZeRO-1/2 gathers in the next forward
   bool overlapPipelineSends = true;
   /// Megatron-Core's MoE parallel folding with expert tensor parallelism 1:
   /// the expert layers on their own grid, the ep ranks consecutive (tp's

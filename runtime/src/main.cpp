@@ -520,16 +520,14 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "%sbraid: initialized %zu tensors in %.3f s\n", prefix.c_str(),
                  persistent.size(), secondsSince(t0));
 
-  auto t1 = std::chrono::steady_clock::now();
-  for (int64_t k = 1; k <= args.steps; ++k) {
-    rt->step = k;
-    setCurrentStep(k);
-    rt->collectives.clear();
-    program->step(rt.get(), rt->arena);
+  // What a step (or the program's finish) leaves behind must be what it
+  // found: the persistent tensors, nothing open.
+  const auto checkReturned = [&](const char *what, int64_t k) {
     if (!rt->scopes.empty())
-      fatal("step %lld returned inside scope '%s'", (long long)k, currentScope(rt.get()).c_str());
+      fatal("%s %lld returned inside scope '%s'", what, (long long)k,
+            currentScope(rt.get()).c_str());
     if (rt->trace.openCount())
-      fatal("step %lld returned with %lld unclosed braid_rt_op_begin", (long long)k,
+      fatal("%s %lld returned with %lld unclosed braid_rt_op_begin", what, (long long)k,
             (long long)rt->trace.openCount());
     if (rt->live.size() != persistentLive) {
       for (const auto &[offset, buffer] : rt->live) {
@@ -537,14 +535,35 @@ int main(int argc, char **argv) {
         for (const Persistent &p : persistent)
           isPersistent |= p.desc->offset == offset && p.desc->offset + p.bytes == buffer.end;
         if (!isPersistent)
-          fatal("step %lld returned with buffer %s [%lld, %lld) still live", (long long)k,
+          fatal("%s %lld returned with buffer %s [%lld, %lld) still live", what, (long long)k,
                 buffer.name.c_str(), (long long)offset, (long long)buffer.end);
       }
-      fatal("step %lld freed a persistent tensor", (long long)k);
+      fatal("%s %lld freed a persistent tensor", what, (long long)k);
     }
+  };
+  // Completes the parameters a step leaves to the next (ZeRO's deferred
+  // gathers) before anything reads them. It is no step's (rt->step 0): its
+  // events are outside every step's, and the collectives reported are the
+  // last step's alone.
+  const auto finish = [&](int64_t k) {
+    if (!program->finish)
+      return;
+    rt->step = 0;
+    program->finish(rt.get(), rt->arena);
+    checkReturned("finish after step", k);
+  };
+
+  auto t1 = std::chrono::steady_clock::now();
+  for (int64_t k = 1; k <= args.steps; ++k) {
+    rt->step = k;
+    setCurrentStep(k);
+    rt->collectives.clear();
+    program->step(rt.get(), rt->arena);
+    checkReturned("step", k);
     // The state after step 1, which starts from the same state on any grid:
     // --verify compares what one step does before runs drift apart.
     if (k == 1 && args.dumpFirstStep) {
+      finish(k);
       rt->step = 0;
       for (const Persistent &p : persistent)
         if (p.param && dumpsPersistent(p))
@@ -563,6 +582,9 @@ int main(int argc, char **argv) {
   }
   rt->backend->synchronize();
   double stepSeconds = secondsSince(t1);
+  if (args.steps > 0)
+    finish(args.steps);
+  rt->backend->synchronize();
   rt->step = 0;
   if (ranks.rank == 0 || args.dumpAllRanks) // rank 0's, not every stage leader's
     dumpTensor(rt.get(), "loss", rt->arena + program->loss_offset, BRAID_F32, {});

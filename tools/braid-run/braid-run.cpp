@@ -142,6 +142,11 @@ static cl::opt<double> firstBucketMb(
     "first-bucket-mb", cl::cat(runCategory),
     cl::desc("With --schedule-overlap, MiB the first bucket of a function closes at"),
     cl::init(1.0));
+static cl::opt<bool> deferParamGather(
+    "defer-param-gather", cl::cat(runCategory),
+    cl::desc("With --schedule-overlap, gather ZeRO-1/2's updated parameters in the next "
+             "step, before each one's first read (Megatron's overlap-param-gather)"),
+    cl::init(true));
 static cl::opt<std::string> scheduleHardware(
     "schedule-hardware", cl::cat(runCategory),
     cl::desc("With --schedule-overlap, the hardware its list scheduler times compute "
@@ -404,6 +409,7 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
   pipeline.scheduleOverlap = scheduleOverlap;
   pipeline.bucketMb = bucketMb;
   pipeline.firstBucketMb = firstBucketMb;
+  pipeline.deferParamGather = deferParamGather;
   pipeline.scheduleHardware = scheduleHardware;
   // The program is scheduled for the links it runs on.
   const char *links = std::getenv("BRAID_LINK");
@@ -441,6 +447,7 @@ compile(ModuleOp module, bool reference, int64_t ranks, bool emit,
       overlap.entry = entry;
       overlap.bucketMb = bucketMb;
       overlap.firstBucketMb = firstBucketMb;
+      overlap.deferParamGather = deferParamGather;
       overlap.hardware = pipeline.scheduleHardware;
       overlap.link = pipeline.scheduleLink;
       broken.addPass(::braid::createBraidScheduleOverlapPass(overlap));

@@ -120,9 +120,31 @@ private:
   SymbolTable symbols;
   ProgramPlan &plan;
   llvm::DenseSet<Operation *> onStack;
+  /// The parameters and states a function names (reads or writes), and
+  /// those it writes, its callees' included; memoized.
+  struct Touched {
+    llvm::StringSet<> named, written;
+  };
+  llvm::DenseMap<Operation *, Touched> touched;
 
   LogicalResult planFunction(func::FuncOp func);
+  const Touched &touchedBy(func::FuncOp func);
+  /// Whether `op` (or its callee) names the parameter `name`, or writes it.
+  bool names(Operation *op, StringRef name);
+  bool writes(Operation *op, StringRef name);
 };
+
+/// The persistent tensor `op` writes itself (an update's or a set's
+/// parameter), or none.
+StringRef writtenBy(Operation *op) {
+  if (auto set = dyn_cast<SetParamOp>(op))
+    return set.getParam();
+  if (auto u = dyn_cast<AdamWUpdateOp>(op))
+    return u.getParam();
+  if (auto u = dyn_cast<SGDUpdateOp>(op))
+    return u.getParam();
+  return {};
+}
 } // namespace
 
 LogicalResult Planner::planRecursively(func::FuncOp func) {
@@ -145,6 +167,49 @@ LogicalResult Planner::planRecursively(func::FuncOp func) {
   if (walk.wasInterrupted())
     return failure();
   return planFunction(func);
+}
+
+const Planner::Touched &Planner::touchedBy(func::FuncOp func) {
+  if (auto it = touched.find(func); it != touched.end())
+    return it->second;
+  Touched t;
+  touched[func] = Touched(); // a recursive call ends here (planning rejects it)
+  func.walk([&](Operation *op) {
+    for (NamedAttribute attr : op->getAttrs())
+      if (auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
+        t.named.insert(ref.getValue());
+    if (StringRef name = writtenBy(op); !name.empty())
+      t.written.insert(name);
+    if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee())) {
+        const Touched &c = touchedBy(callee);
+        for (const auto &n : c.named)
+          t.named.insert(n.getKey());
+        for (const auto &n : c.written)
+          t.written.insert(n.getKey());
+      }
+  });
+  return touched[func] = std::move(t);
+}
+
+bool Planner::names(Operation *op, StringRef name) {
+  for (NamedAttribute attr : op->getAttrs())
+    if (auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
+      if (ref.getValue() == name)
+        return true;
+  if (auto call = dyn_cast<func::CallOp>(op))
+    if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+      return touchedBy(callee).named.contains(name);
+  return false;
+}
+
+bool Planner::writes(Operation *op, StringRef name) {
+  if (writtenBy(op) == name)
+    return true;
+  if (auto call = dyn_cast<func::CallOp>(op))
+    if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+      return touchedBy(callee).written.contains(name);
+  return false;
 }
 
 LogicalResult Planner::planFunction(func::FuncOp func) {
@@ -203,13 +268,11 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
         isa<ReshapeOp>(def) || leaderStorage.count(classes.getLeaderValue(value)))
       continue;
     // An op touches the parameter when it names it (an update, a read of
-    // a range) or reads a value stored in it (braid.get_param's, through
-    // reshapes).
+    // a range; a call whose callee does) or reads a value stored in it
+    // (braid.get_param's, through reshapes).
     auto touches = [&](Operation *other) {
-      for (NamedAttribute attr : other->getAttrs())
-        if (auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
-          if (ref.getValue() == set.getParam())
-            return true;
+      if (names(other, set.getParam()))
+        return true;
       return llvm::any_of(other->getOperands(), [&](Value operand) {
         auto storage = leaderStorage.find(classes.getLeaderValue(operand));
         return storage != leaderStorage.end() &&
@@ -250,6 +313,48 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
         until = std::max(until, fp.position[wait]);
     return until;
   };
+
+  // A range of a parameter read while nothing writes the parameter is a
+  // view of it, not a copy: ZeRO's all-gather of this rank's updated range
+  // then sends from the parameter itself, into which it gathers (its own
+  // block stays as it is: in place, as NCCL and MPI_IN_PLACE take it). The
+  // gather alone may write there, through the set its result is stored by.
+  for (Operation &op : block) {
+    auto range = dyn_cast<GetParamRangeOp>(op);
+    if (!range)
+      continue;
+    Value leader = classes.getLeaderValue(range.getResult());
+    if (leaderStorage.count(leader))
+      continue;
+    StringRef name = range.getParam();
+    unsigned last = fp.position[&op];
+    SmallVector<Operation *> readers;
+    for (auto m = classes.findLeader(range.getResult()); m != classes.member_end(); ++m)
+      for (Operation *user : (*m).getUsers()) {
+        last = std::max(last, readsUntil(*user));
+        readers.push_back(user);
+      }
+    bool untouched = true;
+    for (Operation *at = op.getNextNode(); at && untouched && fp.position[at] <= last;
+         at = at->getNextNode()) {
+      untouched &= !writes(at, name);
+      // Another value stored in the parameter is written while the view is
+      // read: a gather that is not the view's reader.
+      if (!llvm::is_contained(readers, at))
+        for (Value result : at->getResults()) {
+          auto stored = leaderStorage.find(classes.getLeaderValue(result));
+          untouched &= !(stored != leaderStorage.end() &&
+                         stored->second.kind == Storage::Kind::Param &&
+                         stored->second.name == name && !isa<GetParamOp>(at));
+        }
+    }
+    if (!untouched)
+      continue;
+    Storage view{Storage::Kind::ParamRange, *plan.offsetOf(name), 0, name};
+    view.at = range.getOffset();
+    view.elementBytes = range.getType().getElementTypeBitWidth() / 8;
+    leaderStorage[leader] = view;
+  }
 
   // A fused elementwise group writes its result in place of an operand of
   // the result's type that is read for the last time there: element i is
@@ -472,6 +577,13 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
                                 "tensor<f32> (the loss), found ")
            << type;
 
+  if (auto name = plan.entry->getAttrOfType<FlatSymbolRefAttr>(kFinishAttrName)) {
+    plan.finish = module.lookupSymbol<func::FuncOp>(name);
+    if (!plan.finish || plan.finish.isExternal())
+      return plan.entry.emitError("no finish function ")
+             << name << " with a body in this module";
+  }
+
   // The parameters and state the entry uses: a pipeline rank's program
   // holds only its own stages' (the module holds every rank's).
   llvm::StringSet<> used;
@@ -531,7 +643,13 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
   Planner planner(module, plan);
   if (failed(planner.planRecursively(plan.entry)))
     return failure();
-  plan.arenaBytes = plan.persistentBytes + plan.get(plan.entry).frameBytes;
+  int64_t frame = plan.get(plan.entry).frameBytes;
+  if (plan.finish) {
+    if (failed(planner.planRecursively(plan.finish)))
+      return failure();
+    frame = std::max(frame, plan.get(plan.finish).frameBytes);
+  }
+  plan.arenaBytes = plan.persistentBytes + frame;
   return plan;
 }
 

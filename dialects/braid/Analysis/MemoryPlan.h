@@ -44,11 +44,17 @@ struct Storage {
     Argument, ///< the function's argument `index` (a pointer from the caller)
     Result,   ///< the caller's buffer for result `index`
     Param,    ///< the parameter `name`, at `offset` bytes into the arena
+    /// A view of the parameter `name` (at `offset` bytes into the arena):
+    /// its flat elements from `at` (an index value) on, `elementBytes` each
+    /// (braid.get_param_range, whose reader writes nothing there).
+    ParamRange,
   };
   Kind kind = Kind::Frame;
   int64_t offset = 0;
   unsigned index = 0;
   StringRef name;
+  Value at;
+  int64_t elementBytes = 0;
 };
 
 /// One buffer of a frame: the values sharing it (a value and its reshapes).
@@ -94,6 +100,11 @@ enum class PlanDetail {
 
 struct ProgramPlan {
   func::FuncOp entry;
+  /// The entry's `braid.finish` function (none: null): what completes the
+  /// parameters after the last step (the all-gathers of ZeRO's updated
+  /// ranges that a step defers to the next), planned in the frame the
+  /// entry's takes when it does not run.
+  func::FuncOp finish;
   /// Parameters and program state in declaration order, then the entry's
   /// inputs.
   SmallVector<PersistentTensor> params, states, inputs;
@@ -113,10 +124,11 @@ struct ProgramPlan {
   }
 };
 
-/// Plans `module` whose step function is `entry`; emits a located error for
-/// what the plan does not support (control flow, recursion, external calls,
-/// returning an argument, a step without exactly one scalar result).
-///
+/// Plans `module` whose step function is `entry` (and its `braid.finish`
+/// function, if any); emits a located error for what the plan does not
+/// support (control flow, recursion, external calls, returning an argument,
+/// a step without exactly one scalar result, a finish function without a
+/// body).
 FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry,
                                    PlanDetail detail = PlanDetail::Full);
 
@@ -126,6 +138,9 @@ FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry,
 /// the placement the emitter runs can only add fragmentation to it). Fails,
 /// with the plan's diagnostic, when a program cannot be planned.
 FailureOr<int64_t> peakArenaBytes(ModuleOp module, StringRef entry);
+
+/// The name of the entry attribute naming its finish function.
+constexpr StringLiteral kFinishAttrName = "braid.finish";
 
 /// Bytes of a tensor of `type`.
 int64_t getTensorBytes(Type type);

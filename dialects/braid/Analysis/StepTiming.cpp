@@ -152,6 +152,13 @@ double StepTiming::computeSeconds(Operation *op) const {
   if (isa<GetParamOp, ReshapeOp, func::ReturnOp, func::CallOp>(op) ||
       isa_and_nonnull<dist::DistDialect>(op->getDialect()))
     return 0;
+  // ZeRO's gather of a parameter's ranges sends from a view of the
+  // parameter and gathers into it (the memory plan's): nothing is copied.
+  if (isa<GetParamRangeOp>(op))
+    return 0;
+  if (auto set = dyn_cast<SetParamOp>(op))
+    if (Operation *def = set.getValue().getDefiningOp(); def && dist::getToken(def))
+      return 0;
   double bytes = 0;
   for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
     if (isa<RankedTensorType>(v.getType()))

@@ -168,6 +168,25 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'braid.zero' must be a ZeRO stage 0-3 on a module");
     return success();
   }
+  // What completes a step's persistent tensors after it (set by
+  // --braid-schedule-overlap, which defers ZeRO's parameter gathers to the
+  // next step): a function of no arguments and no results.
+  if (attr.getName() == "braid.finish") {
+    auto name = dyn_cast<FlatSymbolRefAttr>(attr.getValue());
+    if (!isa<func::FuncOp>(op) || !name)
+      return op->emitError("'braid.finish' must be a symbol reference on a func.func");
+    Operation *tableOp = SymbolTable::getNearestSymbolTable(op->getParentOp());
+    auto finish = tableOp ? dyn_cast_or_null<func::FuncOp>(
+                                SymbolTable::lookupSymbolIn(tableOp, name))
+                          : func::FuncOp();
+    if (!finish)
+      return op->emitError("'braid.finish' names ") << name << ", which is not a func.func";
+    if (finish.getNumArguments() != 0 || finish.getNumResults() != 0)
+      return op->emitError("'braid.finish' names ")
+             << name << ", which must take no arguments and return nothing, not "
+             << finish.getFunctionType();
+    return success();
+  }
   // Context parallelism with zigzag load balancing: the grid axis whose
   // splits hold sequences in zigzag order (set by --braid-partition).
   if (attr.getName() == "braid.zigzag_axis") {

@@ -187,6 +187,17 @@ def BraidScheduleOverlapPass
     persistent storage); a reduce-scatter's bucket holds each rank's blocks
     together. Groups over pp are never bucketed.
 
+    ZeRO-1 and 2 end a step with the all-gather of each parameter's updated
+    ranges, which nothing after them can hide. With `defer-param-gather`
+    (the default) each moves to the next step, before the parameter's first
+    read (into a copy of a pipeline chunk's forward made for its first call,
+    `<chunk>.first`, when the chunk reads it), where the schedule starts
+    them all at the step's start and waits for each before the layer that
+    reads it (Megatron's overlap-param-gather). The same gathers make
+    `<step>.finish`, named by the step's `braid.finish`, which the runtime
+    runs before it reads the parameters: step 1 gathers the values every
+    rank holds already, and the finish between two steps changes nothing.
+
     ZeRO-3 gathers a layer's parameters inside the layer's functions, where
     nothing precedes them to hide behind: each gather of a function's
     argument moves to the function's callers (the function then takes the
@@ -223,6 +234,9 @@ def BraidScheduleOverlapPass
     Option<"firstBucketMb", "first-bucket-mb", "double", /*default=*/"1.0",
            "MiB the first bucket of a function closes at, so that the "
            "first reduction starts early (DDP's first bucket)">,
+    Option<"deferParamGather", "defer-param-gather", "bool", /*default=*/"true",
+           "Gather ZeRO-1/2's updated parameter ranges in the next step, "
+           "before each parameter's first read, instead of at the step's end">,
     Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-sxm\"",
            "Hardware whose compute and links the list scheduler times "
            "(lib/CostModel/hardware)">,

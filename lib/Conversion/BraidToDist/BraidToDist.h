@@ -98,6 +98,14 @@ void specializeLastBackward(mlir::ModuleOp module, std::optional<int16_t> pp);
 /// gathers produce (0: none moved).
 int64_t hoistArgumentGathers(mlir::ModuleOp module);
 
+/// ZeRO-1/2's gathers of updated parameter ranges, which end a step, move
+/// to the next one, before each parameter's first read (into a copy of a
+/// chunk's forward made for its first call, when the chunk reads it); the
+/// step's `braid.finish` names a function of the same gathers
+/// (DeferParamGathers.cpp). `entry`: the step (a pipelined module: its
+/// stages' entries). Returns how many gathers moved.
+unsigned deferParamGathers(mlir::ModuleOp module, llvm::StringRef entry);
+
 /// Bucket caps of bucketReductions, in bytes (0: no buckets).
 struct BucketSizes {
   int64_t bytes = 0;      ///< a bucket closes once it holds this many
@@ -131,6 +139,11 @@ struct ListScheduleRules {
   llvm::function_ref<mlir::Operation *(mlir::Operation *)> startAfter;
   /// The seconds of a call: its callee's scheduled program.
   llvm::function_ref<double(mlir::Operation *)> callSeconds;
+  /// The persistent tensors an op names, itself or through a call; and the
+  /// parameters it sets: the ops touching a parameter some op of the block
+  /// sets keep their order.
+  llvm::function_ref<llvm::StringSet<>(mlir::Operation *)> touchedParams;
+  llvm::function_ref<llvm::StringSet<>(mlir::Operation *)> setParams;
   /// false: compute keeps its program order; only starts and waits move.
   bool byCost = true;
 };

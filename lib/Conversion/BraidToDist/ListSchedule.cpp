@@ -134,6 +134,21 @@ Graph build(Block &block, const mlir::braid::StepTiming *timing,
     if (j < i)
       g.preds[i].push_back(j);
   };
+  // The parameters some op sets (ZeRO's deferred gathers end in a set):
+  // every op touching one keeps its order with the others that do.
+  llvm::StringSet<> setHere;
+  for (unsigned i = 0; i < n; ++i)
+    for (const auto &p : rules.setParams(g.ops[i]))
+      setHere.insert(p.getKey());
+  llvm::StringMap<unsigned> lastTouch;
+  if (!setHere.empty())
+    for (unsigned i = 0; i < n; ++i)
+      for (const auto &p : rules.touchedParams(g.ops[i]))
+        if (setHere.contains(p.getKey())) {
+          if (auto it = lastTouch.find(p.getKey()); it != lastTouch.end())
+            dep(i, it->second);
+          lastTouch[p.getKey()] = i;
+        }
   int64_t lastFence = -1, lastCall = -1;
   SmallVector<unsigned> sinceFence, computeSinceCall;
   llvm::StringMap<unsigned> lastOnGroup; // an ordered transfer, or a call

@@ -76,9 +76,27 @@ using namespace mlir::braid;
 namespace {
 
 /// Ops whose effect is on persistent storage rather than on their results:
-/// nothing reading or writing that storage may cross them.
+/// nothing reading or writing that storage may cross them. A set of a
+/// parameter (the end of ZeRO's gather of it) is ordered with the ops that
+/// touch that parameter only (`Effects::params`), so that a step's deferred
+/// gathers overlap the layers before the parameter's first read.
 bool writesPersistent(Operation *op) {
-  return isa<AdamWUpdateOp, SGDUpdateOp, SetParamOp, IncrementOp>(op);
+  return isa<AdamWUpdateOp, SGDUpdateOp, IncrementOp>(op);
+}
+
+/// The parameter `op` sets, or none.
+StringRef setParamOf(Operation *op) {
+  if (auto set = dyn_cast<SetParamOp>(op))
+    return set.getParam();
+  return {};
+}
+
+/// The persistent tensors `op` names (a read, a range, a set, an update).
+void namedSymbols(Operation *op, llvm::StringSet<> &out) {
+  for (NamedAttribute attr : op->getAttrs())
+    if (auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
+      if (!isa<func::CallOp>(op) && attr.getName() != "grid")
+        out.insert(ref.getValue());
 }
 
 /// Replaces the ops of `module` by those of `from` (emptied).
@@ -101,6 +119,8 @@ void reorder(Block &block, ArrayRef<Operation *> order) {
 struct Effects {
   bool writes = false;
   llvm::StringSet<> groups;
+  /// The persistent tensors it names, and the parameters it sets.
+  llvm::StringSet<> params, sets;
 };
 
 class Scheduler {
@@ -128,12 +148,19 @@ public:
         e.writes = true;
       if (isTransfer(op))
         e.groups.insert(::braid::conversion::transferGroupKey(op));
+      namedSymbols(op, e.params);
+      if (StringRef set = setParamOf(op); !set.empty())
+        e.sets.insert(set);
       if (auto call = dyn_cast<func::CallOp>(op))
         if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee())) {
           const Effects &c = effectsOf(callee);
           e.writes |= c.writes;
           for (const auto &g : c.groups)
             e.groups.insert(g.getKey());
+          for (const auto &p : c.params)
+            e.params.insert(p.getKey());
+          for (const auto &p : c.sets)
+            e.sets.insert(p.getKey());
         }
     });
     return effects[func] = std::move(e);
@@ -147,6 +174,29 @@ public:
       if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
         return effectsOf(callee).writes;
     return false;
+  }
+
+  /// The persistent tensors `op` names, itself or through a call.
+  llvm::StringSet<> touchedParams(Operation *op) {
+    llvm::StringSet<> out;
+    namedSymbols(op, out);
+    if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        for (const auto &p : effectsOf(callee).params)
+          out.insert(p.getKey());
+    return out;
+  }
+
+  /// The parameters `op` sets, itself or through a call.
+  llvm::StringSet<> setParams(Operation *op) {
+    llvm::StringSet<> out;
+    if (StringRef set = setParamOf(op); !set.empty())
+      out.insert(set);
+    if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        for (const auto &p : effectsOf(callee).sets)
+          out.insert(p.getKey());
+    return out;
   }
 
   /// The groups `op` issues transfers on through a call.
@@ -193,8 +243,10 @@ public:
     auto moving = [&](Operation *op) { return feeders(op, block); };
     auto anchor = [&](Operation *op) { return prefetchAnchor(op); };
     auto callTime = [&](Operation *op) { return callSeconds(op); };
-    ::braid::conversion::ListScheduleRules rules{barrier, keepsOrder, groups, moving,
-                                                 anchor,  callTime,   moveCompute};
+    auto touched = [&](Operation *op) { return touchedParams(op); };
+    auto sets = [&](Operation *op) { return setParams(op); };
+    ::braid::conversion::ListScheduleRules rules{barrier, keepsOrder, groups, moving, anchor,
+                                                 callTime, touched,   sets,   moveCompute};
     return ::braid::conversion::listSchedule(block, timing, rules);
   }
 
@@ -236,7 +288,7 @@ private:
     // (its index, -1).
     using Key = std::pair<int64_t, int64_t>;
     llvm::DenseMap<Operation *, Key> key;
-    llvm::StringMap<Operation *> lastOnGroup;
+    llvm::StringMap<Operation *> lastOnGroup, lastSet;
     Operation *lastBarrier = nullptr;
     std::map<int64_t, SmallVector<Operation *>> attached;
     for (Operation *op : ops) {
@@ -274,6 +326,10 @@ private:
         if (ordered(op))
           after(lastOnGroup.lookup(group));
         after(lastBarrier);
+        // A parameter a member reads is read after its last set.
+        for (Operation *member : llvm::concat<Operation *const>(chain, ArrayRef(op)))
+          for (const auto &p : touchedParams(member))
+            after(lastSet.lookup(p.getKey()));
         for (Operation *member : chain) {
           moved.insert(member);
           key[member] = {latest.first, index[member]};
@@ -285,6 +341,8 @@ private:
       }
       if (isBarrier(op))
         lastBarrier = op;
+      for (const auto &p : setParams(op))
+        lastSet[p.getKey()] = op;
       if (const llvm::StringSet<> *groups = callGroups(op))
         for (const auto &g : *groups)
           lastOnGroup[g.getKey()] = op;
@@ -358,6 +416,10 @@ private:
   /// arguments only.
   static bool isPrefetch(Operation *transfer, ArrayRef<Operation *> chain,
                          const llvm::SmallPtrSetImpl<Operation *> &inChain) {
+    // A gather of a parameter's ranges into the parameter (ZeRO's deferred
+    // to the next step) holds no memory of its own: it starts at once.
+    if (llvm::any_of(chain, llvm::IsaPred<GetParamRangeOp>))
+      return false;
     // What a parameter read becomes through elementwise ops and reshapes
     // (its compute copy: a convert to bf16), shared or not: a forward's and a
     // backward's gather of one layer read the same copy, which then is no
@@ -376,9 +438,16 @@ private:
     return reads(transfer) && llvm::all_of(chain, reads);
   }
 
+  /// An index computation (a constant, a rank's coordinate, arithmetic on
+  /// them: a ZeRO range's offset).
+  static bool isIndex(Operation *op) {
+    return op->getNumRegions() == 0 && op->getNumResults() == 1 &&
+           op->getResult(0).getType().isIndex() && isMemoryEffectFree(op);
+  }
+
   /// The ops only `transfer` reads, transitively: pure elementwise ops,
-  /// fills, reshapes and parameter reads whose every use is the transfer or
-  /// another of them, in program order.
+  /// fills, reshapes, parameter reads and index computations whose every use
+  /// is the transfer or another of them, in program order.
   SmallVector<Operation *> feeders(Operation *transfer, Block &block) {
     llvm::SmallPtrSet<Operation *, 8> chain;
     SmallVector<Operation *> work = {transfer};
@@ -388,8 +457,8 @@ private:
         Operation *def = operand.getDefiningOp();
         if (!def || def->getBlock() != &block || chain.contains(def) ||
             moved.contains(def) ||
-            !(isFusibleElementwise(def) ||
-              isa<ReshapeOp, ConvertOp, GetParamOp, dist::PackOp>(def)))
+            !(isFusibleElementwise(def) || isIndex(def) ||
+              isa<ReshapeOp, ConvertOp, GetParamOp, GetParamRangeOp, dist::PackOp>(def)))
           continue;
         bool only = llvm::all_of(def->getUsers(), [&](Operation *u) {
           return u == transfer || chain.contains(u);
@@ -425,6 +494,10 @@ struct BraidScheduleOverlapPass
     ModuleOp module = getOperation();
     if (failed(makeTiming(module)))
       return signalPassFailure();
+    // Memory-neutral (each gather writes its parameter in place from a view
+    // of it): the budget's baseline is the deferred program's.
+    if (deferParamGather)
+      ::braid::conversion::deferParamGathers(module, entry);
     std::optional<int64_t> before = arenaBytes(module, entry);
     constexpr double kMiB = 1024.0 * 1024.0;
     ::braid::conversion::BucketSizes buckets{static_cast<int64_t>(bucketMb * kMiB),

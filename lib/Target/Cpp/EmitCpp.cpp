@@ -99,6 +99,14 @@ std::string FunctionEmitter::ptr(Value value) {
     return "results[" + std::to_string(storage.index) + "]";
   case Storage::Kind::Param:
     return "at(arena, " + std::to_string(storage.offset) + ")";
+  case Storage::Kind::ParamRange: {
+    // The range's index is an expression of coordinates: get_param_range's
+    // own emission reports one the emitter cannot print.
+    FailureOr<std::string> at = indexExpr(storage.at);
+    return "advance(at(arena, " + std::to_string(storage.offset) + "), (" +
+           (succeeded(at) ? *at : std::string("0")) + ") * " +
+           std::to_string(storage.elementBytes) + ")";
+  }
   }
   llvm_unreachable("unknown storage");
 }

@@ -228,6 +228,12 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
   os << "};\n  void *const results[] = {arena + " << plan.lossOffset << "};\n";
   os << "  fn_" << identifier(plan.entry.getSymName()) << "(rt, arena, "
      << plan.persistentBytes << ", args, results);\n}\n\n";
+  // What completes the parameters after a step (the runtime runs it before
+  // it reads them: dumps, the end of the run), in the entry's frame.
+  if (plan.finish)
+    os << "void finish(braid_rt *rt, char *arena) {\n  fn_"
+       << identifier(plan.finish.getSymName()) << "(rt, arena, " << plan.persistentBytes
+       << ", nullptr, nullptr);\n}\n\n";
 
   std::string name = "braid";
   if (auto config = module->getAttrOfType<DictionaryAttr>(
@@ -247,8 +253,8 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
      << ", " << (commGroups.empty() ? "nullptr" : "kCommGroups") << ", "
      << (onPipelineAxis ? "\"pp\"" : "nullptr") << ", "
      << (onPipelineAxis ? *pipelineRank : 0) << ", "
-     << (zigzagAxis.empty() ? std::string("nullptr") : quoted(zigzagAxis))
-     << "};\n";
+     << (zigzagAxis.empty() ? std::string("nullptr") : quoted(zigzagAxis)) << ", "
+     << (plan.finish ? "finish" : "nullptr") << "};\n";
   return success();
 }
 

@@ -314,10 +314,14 @@ LogicalResult FunctionEmitter::emitPieceCall(Operation *op, raw_ostream &os) {
             FailureOr<std::string> at = indexExpr(g.getOffset());
             if (failed(at))
               return failure();
-            call = "braid_rt_copy(rt, " + p(g.getResult()) + ", advance(" +
-                   symbol(g.getParam()) + ", " + *at + " * " +
-                   n(getElementBytes(g.getType().getElementType())) + "), " +
-                   n(getTensorBytes(g.getType())) + ")";
+            // A view of the parameter (the memory plan's, when nothing
+            // writes it while the range is read): nothing to copy.
+            std::string range = "advance(" + symbol(g.getParam()) + ", " + *at +
+                                " * " + n(getElementBytes(g.getType().getElementType())) +
+                                ")";
+            if (fp.storage.lookup(g.getResult()).kind != Storage::Kind::ParamRange)
+              call = "braid_rt_copy(rt, " + p(g.getResult()) + ", " + range + ", " +
+                     n(getTensorBytes(g.getType())) + ")";
             return success();
           })
           .Case([&](SetParamOp s) {

@@ -156,6 +156,12 @@ typedef struct braid_program {
    * be a multiple of 2n (no padding). Initialization, inputs and dumps use
    * natural (global position) order. NULL: no dimension is permuted. */
   const char *zigzag_axis;
+  /* What completes the persistent tensors after a step, or NULL: a step may
+   * leave work on them to the next one (ZeRO's all-gathers of the updated
+   * parameter ranges, which overlap the next step's forward). The runtime
+   * runs it before it reads the parameters (dumps) and at the end of the
+   * run; it is idempotent, and a step that follows it is unchanged. */
+  void (*finish)(braid_rt *rt, char *arena);
 } braid_program;
 
 const braid_program *braid_program_get(void);

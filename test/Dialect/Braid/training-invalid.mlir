@@ -372,6 +372,28 @@ module attributes {braid.gradients = [@w]} {}
 
 // -----
 
+// expected-error @+1 {{'braid.finish' must be a symbol reference on a func.func}}
+module attributes {braid.finish = @f} {}
+
+// -----
+
+// expected-error @+1 {{'braid.finish' names @missing, which is not a func.func}}
+func.func @step() attributes {braid.finish = @missing} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'braid.finish' names @fin, which must take no arguments and return nothing, not '(tensor<f32>) -> ()'}}
+func.func @step() attributes {braid.finish = @fin} {
+  return
+}
+func.func private @fin(%x: tensor<f32>) {
+  return
+}
+
+// -----
+
 func.func @f(%q: tensor<2x8x4x4xf32>, %k: tensor<2x6x2x4xf32>, %g: tensor<2x8x4x4xf32>) {
   // expected-error @+2 {{'braid.attention_grad' op causal attention needs equal query and key lengths, found 8 and 6}}
   // expected-error @+1 {{'braid.attention_grad' op failed to infer returned types}}

@@ -88,5 +88,5 @@ module attributes {braid.model = {name = "mlp", family = "gpt", vocab = 10 : i64
 // CHECK-NEXT:   void *const results[] = {arena + 2496};
 // CHECK-NEXT:   fn_step(rt, arena, 2560, args, results);
 // CHECK-NEXT: }
-// CHECK:      const braid_program kProgram = {"mlp", 3840, 5, kParams, 2, kInputs, 2496, step, nullptr, 0, nullptr, nullptr, 0, nullptr};
+// CHECK:      const braid_program kProgram = {"mlp", 3840, 5, kParams, 2, kInputs, 2496, step, nullptr, 0, nullptr, nullptr, 0, nullptr, nullptr};
 // CHECK:      extern "C" const braid_program *braid_program_get(void) { return &kProgram; }

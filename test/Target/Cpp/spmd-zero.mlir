@@ -3,9 +3,9 @@
 // ZeRO over dp: each rank updates its range [c L, (c + 1) L) of the flat
 // parameter (c = coord(dp), L = numel / 2) with moments of shape [L], reading
 // its range of a whole gradient (ZeRO-1) or a gradient already reduced to
-// its range (ZeRO-2), then all-gathers the parameter in place (send = a
-// copy of this rank's range, recv = the parameter). A ZeRO-2 gradient is
-// dumped as a slice of the flat gradient.
+// its range (ZeRO-2), then all-gathers the parameter in place (send = this
+// rank's range of the parameter, a view of it; recv = the parameter). A
+// ZeRO-2 gradient is dumped as a slice of the flat gradient.
 
 module attributes {braid.model = {name = "zero", family = "gpt", vocab = 16 : i64}} {
   shard.grid @grid(shape = 2x2) {braid.axes = ["dp", "tp"]}
@@ -54,21 +54,22 @@ module attributes {braid.model = {name = "zero", family = "gpt", vocab = 16 : i6
 
 // ZeRO-1: this rank's range of the whole gradient (64 elements at offset
 // coord(dp) * 64, 256 bytes), then (--convert-braid-to-dist) the range is
-// read out of the parameter and all-gathered into it: the plan stores the
-// gathered parameter in the parameter, so braid.set_param copies nothing.
+// all-gathered into the parameter from a view of it: nothing is copied, the
+// plan stores the gathered parameter in the parameter, so braid.set_param
+// copies nothing either, and this rank's block is in place (the runtime
+// sends it with MPI_IN_PLACE, as NCCL takes it).
 // CHECK:        braid_rt_op_begin(rt, "adamw_update", "");
 // CHECK-NEXT:   braid_k_adamw_update(rt, BRAID_F32, advance(at(arena, 0), (coord(rt, "dp") * int64_t(64)) * 4), advance(at(arena, frame + [[GWTE:[0-9]+]]), (coord(rt, "dp") * int64_t(64)) * 4), static_cast<float *>(at(arena, [[MWTE:[0-9]+]])), static_cast<float *>(at(arena, [[VWTE:[0-9]+]])), static_cast<const float *>(at(arena, frame + [[COEF:[0-9]+]])), static_cast<const float *>(at(arena, [[STEP:[0-9]+]])), 64, 0.001, 0.90000000000000002, 0.94999999999999996, 1e-08, 0.10000000000000001);
-// CHECK:        braid_rt_op_begin(rt, "get_param_range",
-// CHECK-NEXT:   braid_rt_copy(rt, at(arena, frame + [[PART:[0-9]+]]), advance(at(arena, 0), (coord(rt, "dp") * int64_t(64)) * 4), 256);
-// CHECK:        [[E1:ev\[[0-9]+\]]] = braid_all_gather(rt, braid_rt_comm(rt, "dp"), at(arena, frame + [[PART]]), at(arena, 0), 64, BRAID_F32);
+// CHECK-NOT:    braid_rt_copy
+// CHECK:        [[E1:ev\[[0-9]+\]]] = braid_all_gather(rt, braid_rt_comm(rt, "dp"), advance(at(arena, 0), ((coord(rt, "dp") * int64_t(64))) * 4), at(arena, 0), 64, BRAID_F32);
 // CHECK:        braid_event_wait(rt, [[E1]]);
 // CHECK-NOT:    braid_rt_op_begin(rt, "set_param"
 
 // ZeRO-2: the gradient is the range already.
 // CHECK:        braid_k_adamw_update(rt, BRAID_F32, advance(at(arena, 512), (coord(rt, "dp") * int64_t(24)) * 4), at(arena, frame + [[GW]]), {{.*}}, 24, 0.001, 0.90000000000000002, 0.94999999999999996, 1e-08, 0);
-// CHECK:        braid_all_gather(rt, braid_rt_comm(rt, "dp"), at(arena, frame + {{[0-9]+}}), at(arena, 512), 24, BRAID_F32);
+// CHECK:        braid_all_gather(rt, braid_rt_comm(rt, "dp"), advance(at(arena, 512), ((coord(rt, "dp") * int64_t(24))) * 4), at(arena, 512), 24, BRAID_F32);
 
 // CHECK:        braid_k_sgd_update(rt, BRAID_F32, advance(at(arena, 704), (coord(rt, "dp") * int64_t(3)) * 4), advance(at(arena, frame + {{[0-9]+}}), (coord(rt, "dp") * int64_t(3)) * 4), static_cast<const float *>(at(arena, frame + [[COEF]])), 3, 0.5, 0);
-// CHECK:        braid_all_gather(rt, braid_rt_comm(rt, "dp"), at(arena, frame + {{[0-9]+}}), at(arena, 704), 3, BRAID_F32);
+// CHECK:        braid_all_gather(rt, braid_rt_comm(rt, "dp"), advance(at(arena, 704), ((coord(rt, "dp") * int64_t(3))) * 4), at(arena, 704), 3, BRAID_F32);
 
 // CHECK:      {"opt.m.wte", BRAID_F32, 1, {{.*}}, BRAID_INIT_ZEROS, 0, 0, [[MWTE]], kGlobal{{[0-9]+}}, kSplit{{[0-9]+}}},
