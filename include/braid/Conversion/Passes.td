@@ -207,9 +207,15 @@ def BraidScheduleOverlapPass
     wait, so the schedule can grow the memory a program needs. The
     scheduled programs' peak of live bytes (the memory plan's, callee frames
     included) may exceed the unscheduled one's by the fraction
-    `memory-growth`, and with moved gathers by one call's gathered
-    parameters more (what a layer-ahead prefetch holds, as DeepSpeed's and
-    FSDP's do by default). Over it, the same schedule is tried with compute
+    `memory-growth` of the unscheduled arena, and with moved gathers by one
+    call's gathered parameters more (what a layer-ahead prefetch holds, as
+    DeepSpeed's and FSDP's do by default). The list scheduler keeps each
+    function within that much over its own unscheduled peak as it picks
+    (counting live bytes as the memory plan does): a unit that would go over
+    waits, and when nothing fits, the wait of a transfer in flight that frees
+    the most is taken early (XLA's scheduler tracks memory pressure alike).
+    Each try's program is then checked by the memory plan itself. Over the
+    budget, the same schedule is tried with compute
     left in place; then prefetches start after the previous call instead;
     over it still, the gathers stay in their functions and that program is
     scheduled under the fraction alone; over it still, every function keeps

@@ -146,6 +146,20 @@ struct ListScheduleRules {
   llvm::function_ref<llvm::StringSet<>(mlir::Operation *)> setParams;
   /// false: compute keeps its program order; only starts and waits move.
   bool byCost = true;
+  /// The frame a call holds while it runs (its callee's peak of live
+  /// bytes), as its callee is scheduled or (false) in program order; an op
+  /// with regions holds none.
+  llvm::function_ref<int64_t(mlir::Operation *, bool scheduled)> callBytes;
+  /// The most bytes the block may hold live at once (LiveBytes.h);
+  /// negative: no budget.
+  int64_t memoryBudget = -1;
+};
+
+/// What listSchedule found: the block's predicted seconds as ordered and its
+/// peak of live bytes.
+struct ListScheduleResult {
+  double seconds = 0;
+  int64_t peak = 0;
 };
 
 /// Orders `block` by list scheduling over a timing model (ListSchedule.cpp):
@@ -154,9 +168,11 @@ struct ListScheduleRules {
 /// run the one that does not stall on a transfer in flight goes first, the
 /// longest path to the block's end (transfers counted at their seconds)
 /// breaking ties. `timing` null: every op costs nothing (program order).
-/// Returns the predicted seconds of the block as ordered.
-double listSchedule(mlir::Block &block, const mlir::braid::StepTiming *timing,
-                    const ListScheduleRules &rules);
+/// Within a memory budget (`memoryBudget`): a unit that would raise the peak
+/// of live bytes over the budget waits, and when nothing fits, the wait of a
+/// transfer in flight that frees the most is taken first.
+ListScheduleResult listSchedule(mlir::Block &block, const mlir::braid::StepTiming *timing,
+                                const ListScheduleRules &rules);
 
 } // namespace braid::conversion
 

@@ -36,6 +36,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BraidToDist.h"
+#include "LiveBytes.h"
 
 #include "dialects/dist/IR/DistDialect.h"
 
@@ -249,10 +250,16 @@ Graph build(Block &block, const mlir::braid::StepTiming *timing,
 
 } // namespace
 
-double listSchedule(Block &block, const mlir::braid::StepTiming *timing,
-                    const ListScheduleRules &rules) {
+ListScheduleResult listSchedule(Block &block, const mlir::braid::StepTiming *timing,
+                                const ListScheduleRules &rules) {
   Graph g = build(block, timing, rules);
   size_t n = g.ops.size();
+  // The live bytes as ops are placed, calls holding their callees' frames
+  // as scheduled, against the budget.
+  LiveBytes memory(block, [&](Operation *op) { return rules.callBytes(op, true); });
+  ListScheduleResult result;
+  const bool budgeted = rules.memoryBudget >= 0;
+  const int64_t budget = rules.memoryBudget;
   // pending: preds not yet available. A pred is available once placed,
   // or, for a wait, once its transfer has started (the wait itself is taken
   // just before the first op that needs it).
@@ -334,6 +341,7 @@ double listSchedule(Block &block, const mlir::braid::StepTiming *timing,
   auto emit = [&](unsigned i) {
     emitted[i] = true;
     order.push_back(g.ops[i]);
+    memory.place(g.ops[i]);
   };
   // Places `i`: the waits it needs first (the clock then stands at their
   // transfers' ends), then `i`: a transfer on its group's link, compute on
@@ -366,6 +374,36 @@ double listSchedule(Block &block, const mlir::braid::StepTiming *timing,
   auto membersOf = [&](unsigned i) {
     return g.kind[i] == Kind::Start ? unitOf(i) : SmallVector<unsigned>{i};
   };
+  // Whether `i` (a unit: its members together) fits the budget placed now,
+  // the waits it needs taken first.
+  auto fits = [&](unsigned i) {
+    if (!budgeted)
+      return true;
+    int64_t live = memory.live(), peak = live;
+    for (unsigned w : waitsOf(membersOf(i)))
+      live -= memory.freedBy(g.ops[w]);
+    for (unsigned m : membersOf(i)) {
+      int64_t during = memory.during(g.ops[m]) - memory.live() + live;
+      peak = std::max(peak, during);
+      live = during - rules.callBytes(g.ops[m], true) - memory.freedBy(g.ops[m]);
+    }
+    return peak <= budget;
+  };
+  // Over the budget, the wait of a transfer in flight that frees the most
+  // bytes (a reduction's operand, its gradient), taken early: its
+  // transfer's end may stall the clock, but the schedule stays within the
+  // memory the program had.
+  auto freeingWait = [&]() -> std::optional<unsigned> {
+    std::optional<unsigned> best;
+    int64_t most = 0;
+    for (unsigned w = 0; w < n; ++w)
+      if (g.kind[w] == Kind::Wait && !emitted[w] && pending[w] == 0)
+        if (int64_t freed = memory.freedBy(g.ops[w]); freed > most) {
+          most = freed;
+          best = w;
+        }
+    return best;
+  };
   auto stallOf = [&](unsigned i) {
     double stall = 0;
     if (rules.byCost)
@@ -392,15 +430,30 @@ double listSchedule(Block &block, const mlir::braid::StepTiming *timing,
     // block's timing does not see.
     std::optional<unsigned> start;
     for (unsigned c : candidates)
-      if (g.kind[c] == Kind::Start && waitsOf(membersOf(c)).empty() &&
+      if (g.kind[c] == Kind::Start && waitsOf(membersOf(c)).empty() && fits(c) &&
           (!start || (g.crossProgram[c] != g.crossProgram[*start] ? bool(g.crossProgram[c])
                                                                   : better(c, *start))))
         start = c;
+    // Nothing fits the budget: free memory first, while a wait can.
+    SmallVector<unsigned> fitting;
+    if (!start) {
+      for (unsigned c : candidates)
+        if (fits(c))
+          fitting.push_back(c);
+      if (fitting.empty()) {
+        if (std::optional<unsigned> w = freeingWait()) {
+          now = std::max(now, waitEnd(*w));
+          emit(*w);
+          continue;
+        }
+        fitting.assign(candidates.begin(), candidates.end());
+      }
+    }
     // Else the op that stalls least, then the better.
-    unsigned best = start ? *start : candidates.front();
+    unsigned best = start ? *start : fitting.front();
     if (!start) {
       double bestStall = stallOf(best);
-      for (unsigned c : llvm::drop_begin(candidates)) {
+      for (unsigned c : llvm::drop_begin(fitting)) {
         double stall = stallOf(c);
         bool pick = (stall > 0) != (bestStall > 0) ? stall == 0
                     : stall != bestStall           ? stall < bestStall
@@ -416,11 +469,16 @@ double listSchedule(Block &block, const mlir::braid::StepTiming *timing,
   }
   // Every edge goes forward in the block's order, so every op is placed;
   // were one not, the block keeps its order.
-  if (order.size() != n)
-    return now;
+  result.seconds = now;
+  if (order.size() != n) {
+    result.peak = LiveBytes::programOrderPeak(
+        block, [&](Operation *op) { return rules.callBytes(op, true); });
+    return result;
+  }
   for (Operation *op : order)
     op->moveBefore(&block, block.end());
-  return now;
+  result.peak = memory.peak();
+  return result;
 }
 
 } // namespace braid::conversion

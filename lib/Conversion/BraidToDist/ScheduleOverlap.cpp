@@ -49,6 +49,7 @@
 #include "braid/Conversion/Passes.h"
 
 #include "BraidToDist.h"
+#include "LiveBytes.h"
 
 #include "dialects/braid/Analysis/ElementwiseFusion.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
@@ -127,11 +128,13 @@ class Scheduler {
 public:
   /// `prefetchAhead`: how many calls ahead of its first use a prefetch may
   /// start (1: while the previous call runs; 0: after it).
+  /// `slack`: the bytes a function's peak of live bytes may exceed its
+  /// program order's by (negative: no budget).
   Scheduler(ModuleOp module, unsigned prefetchAhead,
             ::braid::conversion::BucketSizes buckets, bool moveCompute,
-            const StepTiming *timing)
+            const StepTiming *timing, int64_t slack)
       : module(module), symbols(module), prefetchAhead(prefetchAhead), buckets(buckets),
-        moveCompute(moveCompute), timing(timing) {
+        moveCompute(moveCompute), timing(timing), slack(slack) {
     if (module->hasAttr("braid.pipeline_entries"))
       if (std::optional<Grid> grid = Grid::of(module))
         pp = grid->find("pp");
@@ -230,6 +233,9 @@ public:
   /// the starts then are, then the list scheduler's order over the timing
   /// model (ListSchedule.cpp). Returns the block's predicted seconds.
   double schedule(Block &block) {
+    // The budget's base: the block's peak as the lowering ordered it.
+    int64_t base = ::braid::conversion::LiveBytes::programOrderPeak(
+        block, [&](Operation *op) { return callBytes(op, false); });
     reorder(block, hoistStarts(block));
     largestBucket = std::max(
         largestBucket, ::braid::conversion::bucketReductions(
@@ -245,9 +251,17 @@ public:
     auto callTime = [&](Operation *op) { return callSeconds(op); };
     auto touched = [&](Operation *op) { return touchedParams(op); };
     auto sets = [&](Operation *op) { return setParams(op); };
-    ::braid::conversion::ListScheduleRules rules{barrier, keepsOrder, groups, moving, anchor,
-                                                 callTime, touched,   sets,   moveCompute};
-    return ::braid::conversion::listSchedule(block, timing, rules);
+    auto frame = [&](Operation *op, bool scheduled) { return callBytes(op, scheduled); };
+    ::braid::conversion::ListScheduleRules rules{
+        barrier, keepsOrder, groups, moving,     anchor,
+        callTime, touched, sets, moveCompute, frame,
+        slack < 0 ? -1 : base + slack};
+    ::braid::conversion::ListScheduleResult result =
+        ::braid::conversion::listSchedule(block, timing, rules);
+    if (auto func = dyn_cast<func::FuncOp>(block.getParentOp())) {
+      peaks[func] = {result.peak, base};
+    }
+    return result.seconds;
   }
 
   /// The bytes of the largest bucket formed so far.
@@ -271,6 +285,20 @@ private:
   llvm::DenseMap<Operation *, double> seconds;
   /// Ops moved with the transfer they feed.
   llvm::SmallPtrSet<Operation *, 32> moved;
+  int64_t slack;
+  /// Each scheduled function's peak of live bytes, scheduled and in
+  /// program order (LiveBytes.h): what a call to it holds while it runs.
+  llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> peaks;
+
+  int64_t callBytes(Operation *op, bool scheduled) {
+    if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee())) {
+        auto it = peaks.find(callee);
+        if (it != peaks.end())
+          return scheduled ? it->second.first : it->second.second;
+      }
+    return 0;
+  }
 
   static bool isTransfer(Operation *op) { return dist::getToken(op) != nullptr; }
 
@@ -499,6 +527,7 @@ struct BraidScheduleOverlapPass
     if (deferParamGather)
       ::braid::conversion::deferParamGathers(module, entry);
     std::optional<int64_t> before = arenaBytes(module, entry);
+    baseline = before;
     constexpr double kMiB = 1024.0 * 1024.0;
     ::braid::conversion::BucketSizes buckets{static_cast<int64_t>(bucketMb * kMiB),
                                              static_cast<int64_t>(firstBucketMb * kMiB)};
@@ -544,6 +573,8 @@ struct BraidScheduleOverlapPass
   }
 
   std::optional<Grid> grid;
+  /// The unscheduled program's peak of live bytes (the budget's base).
+  std::optional<int64_t> baseline;
   ::braid::cost::Hardware hardwareModel;
   ::braid::link::Links links;
   std::optional<::braid::cost::ComputeCalibration> rates;
@@ -601,7 +632,11 @@ struct BraidScheduleOverlapPass
     if ((*t.module)->hasAttr("braid.pipeline_entries"))
       if (std::optional<Grid> grid = Grid::of(*t.module))
         ::braid::conversion::specializeLastBackward(*t.module, grid->find("pp"));
-    Scheduler scheduler(*t.module, ahead, buckets, moveCompute, timing.get());
+    int64_t slack = -1;
+    if (baseline)
+      slack = static_cast<int64_t>(static_cast<double>(*baseline) * memoryGrowth) +
+              (ahead ? t.prefetch : 0);
+    Scheduler scheduler(*t.module, ahead, buckets, moveCompute, timing.get(), slack);
     scheduler.scheduleAll();
     t.largestBucket = scheduler.largestBucket;
     t.peak = arenaBytes(*t.module, entry);
