@@ -67,6 +67,13 @@ PLANS = {
     "dp2xtp2": ["--grid", "dp=2,tp=2"],
     "pp2xdp2": ["--grid", "pp=2,dp=2", "--microbatches", "4", "--schedule", "1f1b"],
     "cp2xdp2": ["--grid", "dp=2,cp=2"],
+    # Two ranks, one core each (--plans dp2,tp2,pp2,cp2): no rank lends its
+    # core to another, so what the ranks wait for is the links and the
+    # schedule alone.
+    "dp2": ["--grid", "dp=2"],
+    "tp2": ["--grid", "tp=2"],
+    "pp2": ["--grid", "pp=2", "--microbatches", "4", "--schedule", "1f1b"],
+    "cp2": ["--grid", "cp=2"],
 }
 
 
@@ -108,10 +115,21 @@ def step_metrics(traces, step):
     flops = sum(e["args"].get("flops", 0) for r in ranks for e in r if e["cat"] == "kernel")
     matmul_us = sum(e["dur"] for r in ranks for e in r
                     if e["cat"] == "kernel" and "flops" in e["args"])
+    # Each kind of product's own rate: on these CPUs a layer's products
+    # (linear), its weight gradients (batch_matmul) and attention's run at
+    # rates that differ by up to 3x, which one rate would spread over the
+    # step wrongly (the backward's share, behind which gradients reduce).
+    by_kind = {}
+    for r in ranks:
+        for e in r:
+            if e["cat"] == "kernel" and e["args"].get("flops"):
+                f, us = by_kind.get(e["name"], (0.0, 0.0))
+                by_kind[e["name"]] = (f + e["args"]["flops"], us + e["dur"])
     mean = lambda xs: sum(xs) / len(xs) / 1e3  # noqa: E731
     return {"step_ms": (end - begin) / 1e3, "exposed_ms": mean(exposed),
             "links_ms": mean(on_links), "compute_ms": mean(compute),
-            "flops_per_s": flops / (matmul_us / 1e6) if matmul_us else 0.0}
+            "flops_per_s": flops / (matmul_us / 1e6) if matmul_us else 0.0,
+            "op_flops_per_s": {k: f / (us / 1e6) for k, (f, us) in by_kind.items() if us > 0}}
 
 
 # Extra braid-run flags for every run and the options they are in the
@@ -133,13 +151,19 @@ def run(bin_dir, model, plan, overlap, steps, work, schedule_hardware="h100-sxm"
                    check=True, capture_output=True, text=True, env=env)
     traces = trace_exposure.load(trace)
     per_step = [step_metrics(traces, k) for k in range(2, steps + 1)]
-    return {key: statistics.median(m[key] for m in per_step) for key in per_step[0]}
+    out = {key: statistics.median(m[key] for m in per_step)
+           for key in per_step[0] if key != "op_flops_per_s"}
+    kinds = set().union(*(m["op_flops_per_s"] for m in per_step))
+    out["op_flops_per_s"] = {k: statistics.median(m["op_flops_per_s"][k] for m in per_step
+                                                  if k in m["op_flops_per_s"]) for k in kinds}
+    return out
 
 
-def cpu_description(path, flops_per_s, bytes_per_s):
+def cpu_description(path, flops_per_s, bytes_per_s, op_flops_per_s=None):
     with open(path, "w") as f:
         json.dump({"name": "cpu-ranks", "description": "these CPU ranks, as measured",
                    "devices_per_node": 1, "memory_bytes": 1e12, "peak_bf16_flops": flops_per_s,
+                   "op_flops_per_s": op_flops_per_s or {},
                    "hbm_bytes_per_s": bytes_per_s, "collective_latency_s": 0,
                    "intra_node": {"kind": "emulated", "bytes_per_s": 1e9, "step_latency_s": 0},
                    "inter_node": {"kind": "emulated", "bytes_per_s": 1e9, "step_latency_s": 0},
@@ -180,13 +204,14 @@ def calibrate(bin_dir, model, plan, overlap, measured, work, schedule_hardware="
     lo, hi = 1e8, 1e12
     for _ in range(14):
         mid = (lo * hi) ** 0.5
-        cpu_description(hardware, measured["flops_per_s"], mid)
+        cpu_description(hardware, measured["flops_per_s"], mid, measured["op_flops_per_s"])
         got = predict(bin_dir, model, plan, overlap, hardware, schedule_hardware)["compute_ms"]
         if got > measured["compute_ms"]:
             lo = mid
         else:
             hi = mid
-    cpu_description(hardware, measured["flops_per_s"], (lo * hi) ** 0.5)
+    cpu_description(hardware, measured["flops_per_s"], (lo * hi) ** 0.5,
+                    measured["op_flops_per_s"])
     return hardware, (lo * hi) ** 0.5
 
 
@@ -194,7 +219,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     p.add_argument("--steps", type=int, default=7)
-    p.add_argument("--plans", default=",".join(PLANS))
+    p.add_argument("--plans", default="dp2xtp2,pp2xdp2,cp2xdp2")
     p.add_argument("--bucket-mb", type=float, default=0.025)
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
@@ -227,7 +252,8 @@ def main():
             fitted[False] = calibrate(args.bin, model, plan, False, measured[False], work)
             predicted[False] = predict(args.bin, model, plan, False, fitted[False][0])
             schedule_hw = os.path.join(work, f"schedule-{plan}.json")
-            cpu_description(schedule_hw, measured[False]["flops_per_s"], fitted[False][1])
+            cpu_description(schedule_hw, measured[False]["flops_per_s"], fitted[False][1],
+                            measured[False]["op_flops_per_s"])
             measured[True] = run(args.bin, model, plan, True, args.steps, work, schedule_hw)
             fitted[True] = calibrate(args.bin, model, plan, True, measured[True], work, schedule_hw)
             predicted[True] = predict(args.bin, model, plan, True, fitted[True][0], schedule_hw)

@@ -57,6 +57,13 @@ llvm::Expected<Hardware> Hardware::parse(llvm::StringRef json) {
       !readLink(o->getObject("inter_node"), &hw.interNode))
     return fail(hw.name + ": intra_node and inter_node need kind, bytes_per_s "
                           "> 0 and step_latency_s >= 0");
+  if (const llvm::json::Object *rates = o->getObject("op_flops_per_s"))
+    for (const auto &[op, rate] : *rates) {
+      std::optional<double> r = rate.getAsNumber();
+      if (!r || *r <= 0)
+        return fail(hw.name + ": op_flops_per_s." + op.str() + " must be a rate > 0");
+      hw.opFlopsPerSecond[op.str()] = *r;
+    }
   if (const llvm::json::Array *sources = o->getArray("sources"))
     for (const llvm::json::Value &s : *sources)
       if (std::optional<llvm::StringRef> text = s.getAsString())

@@ -16,6 +16,7 @@
 #include "llvm/Support/Error.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,12 @@ struct Hardware {
   double kernelLaunch = 0;
   LinkClass intraNode, interNode;
   std::vector<std::string> sources;
+  /// Measured FLOP rates of products by op ("linear", "batch_matmul",
+  /// "attention", ...: the op's name without its dialect), which time those
+  /// ops at the roofline instead of the peak (a description of CPU ranks
+  /// measured from a run's trace: each kernel's rate differs there by more
+  /// than a shape model holds). Empty for the built-in GPUs.
+  std::map<std::string, double> opFlopsPerSecond;
 
   /// Parses a description (the JSON of lib/CostModel/hardware).
   static llvm::Expected<Hardware> parse(llvm::StringRef json);

@@ -50,6 +50,15 @@ public:
   virtual void *computeStream() { return nullptr; }
   /// The stream collectives are issued on, or null on the CPU.
   virtual void *commStream() { return nullptr; }
+  /// The stream of the collectives of one group (its canonical axes, "dp"):
+  /// each group's transfers run in turn on a stream of their own and the
+  /// groups' at once, as the overlap scheduler's timing model runs each
+  /// group's on a link of its own; null on the CPU. synchronize() waits for
+  /// these too.
+  virtual void *commStream(const std::string &group) {
+    (void)group;
+    return commStream();
+  }
 };
 
 /// The backend of a runtime context; kernels use it to find their stream.

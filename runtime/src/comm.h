@@ -11,8 +11,9 @@
 //          runtime owns a copy of the data); BRAID_LINK emulates the links of
 //          a cluster.
 //   nccl  (cuda/comm_nccl.cu, library braid_comm_nccl): GPU ranks,
-//          collectives on the backend's commStream(), events are cudaEvents
-//          the compute stream waits on.
+//          collectives on their group's stream (the backend's
+//          commStream(group)), events are cudaEvents the compute stream
+//          waits on.
 //
 // Counts are in elements of `dtype`; all_gather / reduce_scatter / all_to_all
 // take the count of one rank's block. `send` may equal `recv` (in place).

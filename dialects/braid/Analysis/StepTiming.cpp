@@ -159,6 +159,13 @@ double StepTiming::computeSeconds(Operation *op) const {
   if (auto set = dyn_cast<SetParamOp>(op))
     if (Operation *def = set.getValue().getDefiningOp(); def && dist::getToken(def))
       return 0;
+  // A product whose kernel's rate was measured (a description of CPU ranks).
+  if (!hardware.opFlopsPerSecond.empty()) {
+    auto rate = hardware.opFlopsPerSecond.find(op->getName().stripDialect().str());
+    if (rate != hardware.opFlopsPerSecond.end())
+      if (int64_t flops = getForwardCost(op).matmulFlops)
+        return double(flops) / rate->second;
+  }
   double bytes = 0;
   for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults()))
     if (isa<RankedTensorType>(v.getType()))

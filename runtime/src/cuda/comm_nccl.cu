@@ -380,7 +380,7 @@ private:
   Issue begin(Backend &backend, const char *what, const void *send, const void *recv,
               int64_t count, braid_dtype dtype) {
     auto compute = static_cast<cudaStream_t>(backend.computeStream());
-    auto stream = static_cast<cudaStream_t>(backend.commStream());
+    auto stream = static_cast<cudaStream_t>(backend.commStream(handle_->axes));
     if (!compute || !stream)
       fatal("%s on '%s': the NCCL communicator works on device memory (cuda backend), not %s",
             what, axes_.c_str(), backend.name());

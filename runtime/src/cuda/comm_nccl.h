@@ -26,7 +26,9 @@
 // over the world (SPMD: every rank asks for the same new axis lists in the
 // same order).
 //
-// Collectives run on the backend's commStream(): the comm stream first waits
+// Collectives run on their group's stream (the backend's commStream(group):
+// one per communicator, at the highest priority, so that groups' transfers
+// run at once as the overlap scheduler models them): the stream first waits
 // for an event recorded on the compute stream (the producers are done), the
 // NCCL call is issued, a completion event is recorded on the comm stream;
 // braid_event_wait polls ncclCommGetAsyncError, makes the compute stream wait

@@ -22,6 +22,7 @@
 #include "cuda/common.cuh"
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -129,6 +130,10 @@ public:
     // Best effort: no aborts while tearing down.
     cudaStreamSynchronize(compute_);
     cudaStreamSynchronize(comm_);
+    for (auto &[group, stream] : groupStreams_) {
+      cudaStreamSynchronize(stream);
+      cudaStreamDestroy(stream);
+    }
     for (cudaEvent_t e : begin_)
       cudaEventDestroy(e);
     for (cudaEvent_t e : end_)
@@ -190,6 +195,8 @@ public:
 
   void synchronize() override {
     BRAID_CUDA_CHECK(cudaStreamSynchronize(comm_));
+    for (auto &[group, stream] : groupStreams_)
+      BRAID_CUDA_CHECK(cudaStreamSynchronize(stream));
     BRAID_CUDA_CHECK(cudaStreamSynchronize(compute_));
     checkDeviceError();
   }
@@ -221,6 +228,18 @@ public:
 
   void *computeStream() override { return compute_; }
   void *commStream() override { return comm_; }
+  // A group's stream at the device's highest priority, so that its
+  // transfers' kernels are scheduled ahead of the compute kernels they hide
+  // behind (as Megatron's and NCCL's own guidance has it), made on first use.
+  void *commStream(const std::string &group) override {
+    cudaStream_t &stream = groupStreams_[group];
+    if (!stream) {
+      int least = 0, greatest = 0;
+      BRAID_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      BRAID_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
+    }
+    return stream;
+  }
 
 private:
   void ensureEvents(int64_t id) {
@@ -238,6 +257,7 @@ private:
   int device_ = 0;
   cudaStream_t compute_ = nullptr;
   cudaStream_t comm_ = nullptr;
+  std::map<std::string, cudaStream_t> groupStreams_;
   cudaEvent_t base_ = nullptr;
   double baseUs_ = 0; ///< base_ on the host's steady clock
   std::vector<cudaEvent_t> begin_, end_;
