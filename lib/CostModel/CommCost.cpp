@@ -52,8 +52,19 @@ TransferTime braid::cost::estimate(const Transfer &t, const Hardware &hw) {
   const double n = double(t.ranks), m = double(std::max<int64_t>(t.nodes, 1));
   if (t.ranks <= 1 || t.bytes <= 0)
     return out;
-  const LinkClass &intra = hw.intraNode, &inter = hw.interNode;
+  const LinkClass &intra = hw.intraNode;
+  LinkClass inter = hw.interNode;
   const bool across = t.nodes > 1;
+  // A node whose GPUs share fewer network ports than they are: every group
+  // like this one transfers at once (a step's dp reduction, a stage's
+  // sends), each through one flow per node, and the flows of a node share
+  // its ports. A group with two of its ranks on a node leaves it once per
+  // ring, so half the node's GPUs send across at a time.
+  if (across && inter.nodeBytesPerSecond > 0) {
+    double perNode = std::max(1.0, n / m);
+    double flows = std::max(1.0, double(hw.devicesPerNode) / perNode);
+    inter.bytesPerSecond = std::min(inter.bytesPerSecond, inter.nodeBytesPerSecond / flows);
+  }
   // A ring across nodes goes through each node's NICs.
   const double bw = across ? inter.bytesPerSecond : intra.bytesPerSecond;
   auto ring = [&](double steps, double interSteps, double sent) {

@@ -25,7 +25,12 @@ bool readLink(const llvm::json::Object *link, LinkClass *out) {
   std::optional<double> lat = link->getNumber("step_latency_s");
   if (!kind || !bw || !lat || !(*bw > 0) || !(*lat >= 0))
     return false;
-  *out = {kind->str(), *bw, *lat};
+  *out = {kind->str(), *bw, *lat, 0};
+  if (std::optional<double> node = link->getNumber("node_bytes_per_s")) {
+    if (!(*node > 0))
+      return false;
+    out->nodeBytesPerSecond = *node;
+  }
   return true;
 }
 } // namespace
@@ -56,7 +61,7 @@ llvm::Expected<Hardware> Hardware::parse(llvm::StringRef json) {
   if (!readLink(o->getObject("intra_node"), &hw.intraNode) ||
       !readLink(o->getObject("inter_node"), &hw.interNode))
     return fail(hw.name + ": intra_node and inter_node need kind, bytes_per_s "
-                          "> 0 and step_latency_s >= 0");
+                          "> 0 and step_latency_s >= 0 (and node_bytes_per_s > 0 if given)");
   if (const llvm::json::Object *rates = o->getObject("op_flops_per_s"))
     for (const auto &[op, rate] : *rates) {
       std::optional<double> r = rate.getAsNumber();

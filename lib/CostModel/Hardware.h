@@ -27,6 +27,10 @@ struct LinkClass {
   std::string kind;           ///< "nvlink4", "infiniband-ndr", ...
   double bytesPerSecond = 0;  ///< per GPU, one direction
   double stepLatency = 0;     ///< seconds per step of a ring over it
+  /// What a whole node's GPUs send over it at once, when they share fewer
+  /// ports than they are (0: bytesPerSecond each, a port per GPU as on a
+  /// DGX).
+  double nodeBytesPerSecond = 0;
 };
 
 struct Hardware {

@@ -214,9 +214,22 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
     timer.gemm(tokens, E, h); // router
     timer.memory(2 * slots * h * act * 2); // dispatch and combine
     double local = E / p.ep, perExpert = slots / local; // after the all-to-all
+    double e0 = timer.forward, eb0 = timer.backward;
     timer.gemm(perExpert, 2 * f, h, local);
     timer.memory(slots * f * act * 3);
     timer.gemm(perExpert, h, f, local);
+    // A dispatch that makes the host wait for the device (the tokens each
+    // expert receives decide the kernels' shapes) leaves the device idle
+    // while the host launches the experts' kernels one by one: forward an
+    // fc1 and an fc2 product per local expert, backward each one's input
+    // and weight gradients. Small experts' products finish before the next
+    // is launched (Megatron's MoE guide: "CPU Overhead Bottleneck ...
+    // Decrease TP size or increase micro-batch size").
+    if (rt.moeHostSync) {
+      double hostF = 2 * local * rt.hostKernelSeconds, hostB = 2 * hostF;
+      timer.forward += std::max(0.0, hostF - (timer.forward - e0));
+      timer.backward += std::max(0.0, hostB - (timer.backward - eb0));
+    }
     double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
     timer.memory(Te * h * act * 3);
     c.savedBytes += tokens * E * 4 + slots * h * act * 2 + slots * f * act * 3;

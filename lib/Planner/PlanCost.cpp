@@ -50,6 +50,14 @@ std::string Plan::gridString() const {
   return s.empty() ? "dp=1" : s;
 }
 
+/// Megatron-Core's host time per expert kernel after a dispatch that waits
+/// for the device (PyTorch eager dispatch, Transformer Engine's grouped
+/// linear issuing one cuBLAS product per local expert): fitted to the one
+/// published layout that shows it, Qwen3-235B on 256 H100s with tp4 pp8 ep8
+/// (bench/planner/published.json moezoo-qwen3-235b-h100-5: 512-row expert
+/// products, 29.0 s against 17.6 s for the same FLOPs in 4096-row ones).
+constexpr double kMegatronCoreHostKernelSeconds = 64e-6;
+
 llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   Runtime r;
   r.name = name.str();
@@ -69,6 +77,7 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   r.wholeGradientSum = false;
   r.zeroBubbleSchedule = false;
   r.gradientsReplaceActivations = false; // Megatron's main grads: one buffer from the start
+  r.scatterPipelineSends = true;
   if (name == "megatron-2021") {
     r.flashAttention = false;
     r.overlapTensorParallel = false;
@@ -78,16 +87,34 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
     r.overlapPipelineSends = false;
     return r;
   }
+  if (name == "megatron-deepspeed") {
+    // BLOOM's (bigscience tr11-176B-ml README: "The new BF16_Optimizer
+    // accumulates grads in fp32 ... It doesn't shard the static fp32
+    // buffer"; DeepSpeed's pipe engine adds each micro-batch's gradients
+    // into the f32 buffer, update_hp_grads, and its bf16 optimizer
+    // all-reduces them, _bf16_reduce_grads, after the pipeline finishes).
+    r.flashAttention = false;
+    r.overlapTensorParallel = false;
+    r.overlapContextRing = false;
+    r.overlapGradReduce = false;
+    r.overlapParamGather = false;
+    r.overlapPipelineSends = false;
+    r.fusedGradAccumulation = false;
+    r.allReduceWithZero = true;
+    return r;
+  }
   if (name == "megatron-core") {
     r.overlapTensorParallel = false; // --tp-comm-overlap is opt-in
     r.overlapGradReduce = true;
     r.overlapParamGather = true;
     r.foldedExperts = true;
+    r.moeHostSync = true;
+    r.hostKernelSeconds = kMegatronCoreHostKernelSeconds;
     return r;
   }
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "unknown runtime '" + name +
-                                     "' (known: braid, megatron-2021, megatron-core)");
+                                     "' (known: braid, megatron-2021, megatron-deepspeed, megatron-core)");
 }
 
 PlanCost::PlanCost(ModelShape model, cost::Hardware hw,
@@ -554,9 +581,15 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
   // parallelism) forward and its gradient back, per micro-batch and chunk.
   if (p.pp > 1) {
     double T = double(p.microBatch) * m.seq / p.cp;
-    double bytes = T * m.hidden * 2 / (p.sequenceParallel && p.tp > 1 ? p.tp : 1);
+    double whole = T * m.hidden * 2;
+    bool sharded = p.sequenceParallel && p.tp > 1;
+    bool scatter = rt.scatterPipelineSends && p.tp > 1 && !sharded;
+    double bytes = sharded || scatter ? whole / p.tp : whole;
     int64_t nodes = p.gpus() / p.pp >= hw.devicesPerNode ? 2 : 1;
     double send = transfer(int(TransferKind::PointToPoint), bytes, 2, nodes);
+    // Scattered, the receiving stage gathers the shares over tp.
+    if (scatter)
+      send += transfer(int(TransferKind::AllGather), whole, p.tp, nodesOf(p, {4}));
     est.sendSeconds = send;
     double all = 2.0 * M * p.vpp * send;
     est.total[size_t(CommKind::PP)] = all;
@@ -573,8 +606,9 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     return transfer(int(kind), st0.params * bytesPerParam, denseReplicas, denseNodes) +
            transfer(int(kind), st0.expertParams * bytesPerParam, expertReplicas, expertNodes);
   };
-  double reduce = p.zero == 0 ? overReplicas(TransferKind::AllReduce, rt.gradBytes)
-                              : overReplicas(TransferKind::ReduceScatter, rt.gradBytes);
+  double reduce = p.zero == 0 || (rt.allReduceWithZero && p.zero < 3)
+                     ? overReplicas(TransferKind::AllReduce, rt.gradBytes)
+                     : overReplicas(TransferKind::ReduceScatter, rt.gradBytes);
   double window = st0.backward + st0.recompute; // the last micro-batch's backward
   double lastBucket = reduce / std::max<int64_t>(1, st0.layers);
   est.total[size_t(CommKind::DP)] = reduce;

@@ -130,10 +130,31 @@ struct Runtime {
   /// the product itself (cuBLAS beta = 1) rather than by a separate add per
   /// micro-batch.
   bool fusedGradAccumulation = false;
+  /// Whether, without sequence parallelism, a pipeline stage's tp ranks
+  /// each send their share of the activation (whole on every tp rank) and
+  /// the next stage's gather it over tp (Megatron's scatter/gather of
+  /// Narayanan et al. 2021, sec. 4.1; DeepSpeed's partitioned pipeline
+  /// activations) rather than each sending it whole.
+  bool scatterPipelineSends = false;
+  /// Whether an MoE layer's token dispatch makes the host wait for the
+  /// device (Megatron-Core's alltoall and DeepEP dispatchers read how many
+  /// tokens each expert receives: "the CPU will wait for GPU's signal to
+  /// arrive", megatron/core/transformer/moe/fused_a2a.py), so that the
+  /// experts' kernels run no faster than the host launches them, at
+  /// `hostKernelSeconds` each (its framework's per-kernel host time).
+  bool moeHostSync = false;
+  double hostKernelSeconds = 0;
+  /// Whether a sharded optimizer (ZeRO-1/2) still all-reduces whole
+  /// gradients (DeepSpeed's BF16_Optimizer, which then updates its shard)
+  /// rather than reduce-scattering them.
+  bool allReduceWithZero = false;
 
   /// "braid" (this compiler's programs), "megatron-2021" (Megatron-LM as in
   /// Narayanan et al. 2021: unfused softmax attention, bf16 weights with f32
   /// master and main grads, no overlap of dp or tp communication),
+  /// "megatron-deepspeed" (BigScience's Megatron-DeepSpeed of 2022, as BLOOM
+  /// ran it: megatron-2021 with DeepSpeed's BF16_Optimizer, which adds each
+  /// micro-batch's bf16 gradients into f32 ones and all-reduces them whole),
   /// "megatron-core" (flash attention, overlapped grad reduce and param
   /// gather, tp communication overlapped).
   static llvm::Expected<Runtime> named(llvm::StringRef name);
