@@ -91,12 +91,20 @@ ROWS = {
     "mcore08-h100-weak-462b": dict(runtime="megatron-core"),
     # Qwen3-235B-A22B (MoE, bf16): the layouts whose ep fits inside dp.
     "moezoo-qwen3-235b-h100-3": dict(runtime="megatron-core", zero=3),
+    # NeMo AutoModel (PyTorch FSDP2, ep over DeepEP) on one DGX H100, modelled
+    # by Megatron-Core's runtime: a hybrid Mamba-2 / MoE / attention model
+    # and, on the same framework and layout, a pure MoE model (the control).
+    "automodel-nemotron3-nano-30b-h100-8gpu": dict(runtime="megatron-core", zero=3),
+    "automodel-qwen3-moe-30b-h100-8gpu": dict(runtime="megatron-core", zero=3),
     # Layout 5 fits Megatron-Core's host time per expert kernel after a
     # dispatch that waits for the device (PlanCost.cpp
     # kMegatronCoreHostKernelSeconds): a fit row, not held out.
     "moezoo-qwen3-235b-h100-5": dict(runtime="megatron-core", zero=1, recompute="none",
                                      fitted="host time per expert kernel"),
 }
+
+# Rows of one table measured on one framework, machine and layout.
+PAIRS = [("automodel-nemotron3-nano-30b-h100-8gpu", "automodel-qwen3-moe-30b-h100-8gpu")]
 
 HARDWARE = {"a100": "a100-sxm", "h100": "h100-sxm", "dgx-h100": "h100-sxm", "h200": "h200-sxm"}
 PEAK = {"a100-sxm": 312e12, "h100-sxm": 989.4e12}
@@ -125,6 +133,14 @@ def model_spec(row):
         keys["ffn"] = 4 * m["hidden"]
     if family == "moe":
         keys.update(experts=m["experts"], top_k=m["top_k"], head_dim=128)
+    if family == "hybrid":
+        # A block pattern (M Mamba, * attention, - MLP, E experts) and the
+        # Mamba-2, expert and activation keys braid-plan reads.
+        for k in ("head_dim", "experts", "top_k", "shared_ffn", "activation", "mamba_heads",
+                  "mamba_head_dim", "d_state", "n_groups", "d_conv", "chunk", "pattern"):
+            if k in m:
+                keys[k] = m[k]
+        keys["tied_embeddings"] = "true" if m.get("tied_embeddings") else "false"
     if family == "gpt":
         keys["tied_embeddings"] = "false" if row["id"].startswith("mcore08") else "true"
     return ",".join(f"{k}={v}" for k, v in keys.items())
@@ -332,6 +348,16 @@ def main():
     a = [abs(e) for *_, e in results]
     print(f"all: {len(a)} rows, median |error| {100 * statistics.median(a):.1f}%, "
           f"max {100 * max(a):.1f}%, within 15%: {sum(x <= 0.15 for x in a)}/{len(a)}")
+    # Rows measured together (one framework, machine and layout): the ratio
+    # of their step times checks what differs between them (a hybrid's
+    # Mamba-2 and attention blocks against MoE ones) apart from what the
+    # model misses of the framework, which both rows share.
+    by_id = {row["id"]: (step, p["step_s"]) for row, cfg, p, step, how, err in results}
+    for a_id, b_id in PAIRS:
+        if a_id in by_id and b_id in by_id:
+            (ma, pa), (mb, pb) = by_id[a_id], by_id[b_id]
+            print(f"ratio {a_id} / {b_id}: published {ma / mb:.3f}, predicted {pa / pb:.3f} "
+                  f"({100 * ((pa / pb) / (ma / mb) - 1):+.1f}%)")
 
 
 if __name__ == "__main__":

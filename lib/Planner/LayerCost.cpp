@@ -164,7 +164,30 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
         c.exposedComm[size_t(CommKind::CP)] += fe;
       }
     }
-  } else {
+  } else if (shape.mixer == Mixer::Mamba2) {
+    // Megatron's Mamba-2 under tp: in_proj column-parallel (heads and
+    // groups split), out_proj row-parallel, the scan local to a rank's heads.
+    double e = m.dInner() / t, g = double(m.nGroups) / t, n = m.dState;
+    double heads = double(m.mambaHeads) / t, hp = m.mambaHeadDim, q = m.chunk;
+    double xbc = e + 2 * g * n;
+    norm();
+    double f0 = timer.forward, b0 = timer.backward;
+    timer.gemm(T, 2 * e + 2 * g * n + heads, h); // in_proj: z, x, B, C, dt
+    timer.memory(T * xbc * act * (2 + m.dConv)); // conv1d, silu
+    // The chunked scan's products, batched over chunks and heads (groups).
+    double chunks = T / q;
+    timer.gemm(q, q, n, chunks * g);            // C B^T
+    timer.gemm(q, hp, q, chunks * heads);       // (L o C B^T) x
+    timer.gemm(n, hp, q, chunks * heads);       // states B^T x
+    timer.gemm(q, hp, n, chunks * heads);       // C times the states
+    timer.memory(T * heads * q * act * 2);      // the decay mask, per chunk
+    timer.memory(T * e * act * 3);              // gated norm
+    timer.gemm(T, h, e);                        // out_proj
+    timer.memory(Te * h * act * 3);
+    double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
+    c.savedBytes += T * (2 * e + 2 * g * n + heads + xbc + 2 * e) * act;
+    tpBlock(gemmF, gemmB);
+  } else if (shape.mixer == Mixer::Mamba) {
     double e = m.dInner() / t, r = m.dtRank, n = m.dState;
     norm();
     double f0 = timer.forward, b0 = timer.backward;
@@ -215,8 +238,8 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
     timer.memory(2 * slots * h * act * 2); // dispatch and combine
     double local = E / p.ep, perExpert = slots / local; // after the all-to-all
     double e0 = timer.forward, eb0 = timer.backward;
-    timer.gemm(perExpert, 2 * f, h, local);
-    timer.memory(slots * f * act * 3);
+    timer.gemm(perExpert, (m.gated ? 2 : 1) * f, h, local);
+    timer.memory(slots * f * act * (m.gated ? 3 : 2));
     timer.gemm(perExpert, h, f, local);
     // A dispatch that makes the host wait for the device (the tokens each
     // expert receives decide the kernels' shapes) leaves the device idle
@@ -230,9 +253,18 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
       timer.forward += std::max(0.0, hostF - (timer.forward - e0));
       timer.backward += std::max(0.0, hostB - (timer.backward - eb0));
     }
+    // An expert every token passes through (sharded over tp as a dense
+    // MLP; folded, over the expert grid's tp of 1: whole).
+    if (m.sharedFfn) {
+      double sf = folded ? m.sharedFfn : m.sharedFfn / t;
+      timer.gemm(tokens, (m.gated ? 2 : 1) * sf, h);
+      timer.memory(tokens * sf * act * (m.gated ? 3 : 2));
+      timer.gemm(tokens, h, sf);
+      c.savedBytes += tokens * sf * act * (m.gated ? 3 : 2);
+    }
     double gemmF = timer.forward - f0, gemmB = timer.backward - b0;
     timer.memory(Te * h * act * 3);
-    c.savedBytes += tokens * E * 4 + slots * h * act * 2 + slots * f * act * 3;
+    c.savedBytes += tokens * E * 4 + slots * h * act * 2 + slots * f * act * (m.gated ? 3 : 2);
     if (!folded)
       tpBlock(gemmF, gemmB);
     if (p.ep > 1) {

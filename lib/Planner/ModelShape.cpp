@@ -86,7 +86,7 @@ ModelShape::fromAttributes(const llvm::StringMap<std::string> &attrs) {
     m.kvHeads = r.integer("kv_heads", m.heads);
     m.headDim = r.integer("head_dim", m.heads ? m.hidden / std::max<int64_t>(1, m.heads) : 0);
   }
-  m.gated = m.family != "gpt";
+  m.gated = m.family != "gpt" && r.text("activation", "") != "squared-relu";
   m.biases = m.family == "gpt";
   m.layerNorm = m.family == "gpt" || r.text("norm", "") == "layer_norm";
   m.learnedPositions = m.family == "gpt";
@@ -97,13 +97,19 @@ ModelShape::fromAttributes(const llvm::StringMap<std::string> &attrs) {
     m.experts = r.integer("experts", 0, true);
     m.topK = r.integer("top_k", 0, true);
     m.capacityFactor = r.real("capacity_factor", 1.0);
+    m.sharedFfn = r.integer("shared_ffn", 0);
   }
   if (mamba) {
     m.dState = r.integer("d_state", 16);
     m.dConv = r.integer("d_conv", 4);
     m.expand = r.integer("expand", 2);
     m.dtRank = r.integer("dt_rank", (m.hidden + 15) / 16);
+    m.mambaHeads = r.integer("mamba_heads", 0);
+    m.mambaHeadDim = r.integer("mamba_head_dim", 64);
+    m.nGroups = r.integer("n_groups", 1);
+    m.chunk = r.integer("chunk", 128);
   }
+  std::string pattern = r.text("pattern", "");
   int64_t attnPeriod = r.integer("attn_period", 0), attnOffset = r.integer("attn_offset", 0);
   int64_t expertPeriod = r.integer("expert_period", 0),
           expertOffset = r.integer("expert_offset", 0);
@@ -115,8 +121,41 @@ ModelShape::fromAttributes(const llvm::StringMap<std::string> &attrs) {
     return fail(m.name + ": heads and kv_heads must be positive, kv_heads dividing heads");
   if (moe && (m.experts < 1 || m.topK < 1 || m.topK > m.experts))
     return fail(m.name + ": experts and top_k must be positive, top_k <= experts");
+  if (!pattern.empty()) {
+    if (m.family != "hybrid")
+      return fail(m.name + ": a pattern of blocks is a hybrid model's");
+    if (int64_t(pattern.size()) != m.layers)
+      return fail(m.name + ": the pattern has " + std::to_string(pattern.size()) +
+                  " blocks, not layers = " + std::to_string(m.layers));
+    if (m.mambaHeads && (m.mambaHeads < 1 || m.mambaHeadDim < 1 || m.nGroups < 1 ||
+                         m.mambaHeads % m.nGroups || m.chunk < 1))
+      return fail(m.name + ": Mamba-2 needs mamba_heads, mamba_head_dim, chunk >= 1 and "
+                           "n_groups dividing mamba_heads");
+    for (char c : pattern) {
+      switch (c) {
+      case 'M':
+        m.layerShapes.push_back({m.mambaHeads ? Mixer::Mamba2 : Mixer::Mamba, Ffn::None});
+        break;
+      case '*':
+        m.layerShapes.push_back({Mixer::Attention, Ffn::None});
+        break;
+      case '-':
+        m.layerShapes.push_back({Mixer::None, Ffn::Dense});
+        break;
+      case 'E':
+        if (!moe)
+          return fail(m.name + ": the pattern's E blocks need experts and top_k");
+        m.layerShapes.push_back({Mixer::None, Ffn::MoE});
+        break;
+      default:
+        return fail(m.name + ": unknown block '" + std::string(1, c) +
+                    "' in the pattern (M Mamba, * attention, - MLP, E experts)");
+      }
+    }
+    return m;
+  }
   if (m.family == "hybrid" && attnPeriod < 1)
-    return fail(m.name + ": a hybrid model needs attn_period >= 1");
+    return fail(m.name + ": a hybrid model needs attn_period >= 1 (or a pattern)");
   for (int64_t i = 0; i < m.layers; ++i) {
     LayerShape shape;
     if (m.family == "mamba") {
@@ -149,7 +188,7 @@ llvm::Expected<ModelShape> ModelShape::fromString(llvm::StringRef text) {
 double ModelShape::layerExpertParameters(LayerShape shape) const {
   if (shape.ffn != Ffn::MoE)
     return 0;
-  return 3.0 * experts * hidden * ffn;
+  return (gated ? 3.0 : 2.0) * experts * hidden * ffn;
 }
 
 double ModelShape::layerParameters(LayerShape shape) const {
@@ -160,9 +199,14 @@ double ModelShape::layerParameters(LayerShape shape) const {
     p += norm + h * q + 2 * h * kv + q * h;
     if (biases)
       p += q + 2 * kv + h;
-  } else {
+  } else if (shape.mixer == Mixer::Mamba) {
     double e = dInner(), n = dState, r = dtRank;
     p += norm + 2 * h * e + e * dConv + e + e * r + 2 * e * n + r * e + e + e * n + e + e * h;
+  } else if (shape.mixer == Mixer::Mamba2) {
+    // in_proj; the convolution (and its bias) over x, B and C; dt's bias,
+    // A and D per head; the gated norm; out_proj.
+    double e = dInner(), xbc = e + 2.0 * nGroups * dState;
+    p += norm + h * mamba2Projection() + xbc * (dConv + 1) + 3.0 * mambaHeads + e + e * h;
   }
   switch (shape.ffn) {
   case Ffn::None:
@@ -173,7 +217,8 @@ double ModelShape::layerParameters(LayerShape shape) const {
       p += ffn + h;
     break;
   case Ffn::MoE:
-    p += norm + h * experts + layerExpertParameters(shape);
+    p += norm + h * experts + layerExpertParameters(shape) +
+         (gated ? 3 : 2) * h * double(sharedFfn);
     break;
   }
   return p;
@@ -210,9 +255,11 @@ double ModelShape::forwardMatmulFlopsPerToken() const {
     if (s.mixer == Mixer::Attention) {
       double q = heads * headDim, kv = kvHeads * headDim;
       f += 2 * h * (q + 2 * kv) + 2 * q * h + 4.0 * seq * q;
-    } else {
+    } else if (s.mixer == Mixer::Mamba) {
       double e = dInner();
       f += 2 * h * 2 * e + 2 * e * (dtRank + 2 * dState) + 2 * dtRank * e + 2 * e * h;
+    } else if (s.mixer == Mixer::Mamba2) {
+      f += 2 * h * mamba2Projection() + 2 * dInner() * h + mamba2ScanFlopsPerToken();
     }
     if (s.ffn == Ffn::Dense)
       f += 2 * (gated ? 3 : 2) * h * ffn;
@@ -220,7 +267,8 @@ double ModelShape::forwardMatmulFlopsPerToken() const {
       // Capacity slots per token: E * ceil(cf * k * seq / E) / seq (one
       // capacity group per sequence, as the builder's default).
       double slots = experts * std::ceil(capacityFactor * topK * seq / experts) / seq;
-      f += 2 * h * experts + slots * 6 * h * ffn;
+      double mats = gated ? 3 : 2;
+      f += 2 * h * experts + slots * 2 * mats * h * ffn + 2 * mats * h * sharedFfn;
     }
   }
   return f + 2 * h * vocab;

@@ -22,7 +22,11 @@
 
 namespace braid::plan {
 
-enum class Mixer { Attention, Mamba };
+/// A layer's sequence mixer: attention, Mamba (the selective scan of Gu and
+/// Dao 2023, the builder's), Mamba-2 (the state space duality of Dao and
+/// Gu 2024: chunked, its products on tensor cores), or none (a block of a
+/// hybrid pattern that is only an MLP or only experts).
+enum class Mixer { None, Attention, Mamba, Mamba2 };
 enum class Ffn { None, Dense, MoE };
 
 struct LayerShape {
@@ -46,19 +50,38 @@ struct ModelShape {
   // mixture of experts
   int64_t experts = 0, topK = 0;
   double capacityFactor = 1.0;
+  /// An expert every token passes through besides its top k (its MLP's
+  /// width; 0: none).
+  int64_t sharedFfn = 0;
   // Mamba
   int64_t dState = 16, dConv = 4, expand = 2, dtRank = 0;
+  // Mamba-2: heads of head_dim channels (d_inner their product), groups of
+  // B and C shared by heads, the chunk length of the state space duality.
+  int64_t mambaHeads = 0, mambaHeadDim = 64, nGroups = 1, chunk = 128;
   /// The kind of each layer, in order.
   std::vector<LayerShape> layerShapes;
 
   /// From the keys of `braid.model` (strings as the IR prints them: "4096",
-  /// "true", "llama"). Fails naming what is missing or inconsistent.
+  /// "true", "llama"). Fails naming what is missing or inconsistent. A
+  /// hybrid model may give its blocks as a `pattern` instead of periods, one
+  /// character a block as Megatron-LM's hybrid models do: M a Mamba mixer
+  /// (Mamba-2 with `mamba_heads`), * attention, - an MLP, E experts.
   static llvm::Expected<ModelShape>
   fromAttributes(const llvm::StringMap<std::string> &attrs);
   /// From "key=value,key=value" (the same keys).
   static llvm::Expected<ModelShape> fromString(llvm::StringRef text);
 
-  int64_t dInner() const { return expand * hidden; }
+  int64_t dInner() const { return mambaHeads ? mambaHeads * mambaHeadDim : expand * hidden; }
+  /// Mamba-2's input projection: z and x (d_inner each), B and C (a state
+  /// per group each), dt (one per head).
+  int64_t mamba2Projection() const { return 2 * dInner() + 2 * nGroups * dState + mambaHeads; }
+  /// The products of Mamba-2's chunked scan per token, forward (Dao and Gu
+  /// 2024, the SSD algorithm): within a chunk C B^T (groups) and its mask
+  /// times x (heads), between chunks the states B^T x and C times them.
+  double mamba2ScanFlopsPerToken() const {
+    double q = chunk, n = dState, hp = mambaHeadDim;
+    return 2 * q * n * nGroups + mambaHeads * (2 * q * hp + 4 * n * hp);
+  }
   /// Parameters of one layer of `shape`, and of those the experts' (which
   /// an ep axis shards).
   double layerParameters(LayerShape shape) const;

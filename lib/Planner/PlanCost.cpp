@@ -168,7 +168,7 @@ std::string PlanCost::check(const Plan &p) const {
   bool attention = false, mamba = false, moe = false;
   for (LayerShape s : shapes) {
     attention |= s.mixer == Mixer::Attention;
-    mamba |= s.mixer == Mixer::Mamba;
+    mamba |= s.mixer == Mixer::Mamba || s.mixer == Mixer::Mamba2;
     moe |= s.ffn == Ffn::MoE;
   }
   if (attention && (m.heads % p.tp || (m.kvHeads % p.tp && p.tp % m.kvHeads)))
@@ -178,6 +178,8 @@ std::string PlanCost::check(const Plan &p) const {
     return "tp=" + std::to_string(p.tp) + " does not divide ffn " + std::to_string(m.ffn);
   if (mamba && m.dInner() % p.tp)
     return "tp=" + std::to_string(p.tp) + " does not divide d_inner";
+  if (mamba && m.mambaHeads && (m.mambaHeads % p.tp || m.nGroups % p.tp))
+    return "tp=" + std::to_string(p.tp) + " does not divide Mamba-2's heads and groups";
   if (p.tp > hw.devicesPerNode)
     return "tp=" + std::to_string(p.tp) + " spans more than a node";
   if (m.seq % (p.cp > 1 ? 2 * p.cp : 1))
