@@ -114,8 +114,8 @@ module {
 
 // By default compute runs at the rates of the hardware's calibration
 // (lib/CostModel/calibration/h100-sxm.json), the planner's: the product at
-// 0.65 of the peak times q(4096)^3 = (4096 / (4096 + 64))^3 = 0.9545, 613.9
-// TFLOP/s, 223.9 us (its memory floor 100.7 MB at 0.6 x 3.35 TB/s, 50.1 us),
+// 0.66 of the peak times q(4096)^3 = (4096 / (4096 + 64))^3 = 0.9545, 623.3
+// TFLOP/s, 220.5 us (its memory floor 100.7 MB at 0.6 x 3.35 TB/s, 50.1 us),
 // and a launch of 3 us.
-// CALIBRATED: exposed_time_per_step: 27.6 us of 27.6 us of transfers, step 254.5 us (compute 226.9 us at h100-sxm's calibration) on h100-sxm
+// CALIBRATED: exposed_time_per_step: 27.6 us of 27.6 us of transfers, step 251.1 us (compute 223.5 us at h100-sxm's calibration) on h100-sxm
 // BADCAL: error: --braid-print-plan: no compute calibration 'tpu-v9' (known: a100-sxm, h100-sxm, h200-sxm)
