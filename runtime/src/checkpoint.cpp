@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <system_error>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -59,6 +60,17 @@ bool isStepDirectory(const fs::directory_entry &entry) {
          name.find(".tmp") == std::string::npos;
 }
 
+/// Removes what interrupted writes left in `dir` (*.tmp), which nothing reads.
+void removeLeftovers(const std::string &dir) {
+  std::error_code ec;
+  std::vector<fs::path> leftovers;
+  for (const fs::directory_entry &entry : fs::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".tmp")
+      leftovers.push_back(entry.path());
+  for (const fs::path &path : leftovers)
+    fs::remove_all(path, ec);
+}
+
 /// Rank 0's check of a checkpoint directory before the run writes into it.
 std::string usableDirectory(const std::string &dir, const Resumed *resumed) {
   std::error_code ec;
@@ -67,18 +79,19 @@ std::string usableDirectory(const std::string &dir, const Resumed *resumed) {
     return "cannot create checkpoint directory " + dir + ": " + ec.message();
   // A run continues the checkpoints it resumed from; any other refuses to
   // mix its own with them.
-  if (resumed && fs::equivalent(fs::path(resumed->path).parent_path(), fs::path(dir), ec))
-    return "";
   std::string found;
-  if (fs::exists(fs::path(dir) / "latest"))
-    found = dir + "/latest";
-  for (const fs::directory_entry &entry : fs::directory_iterator(dir, ec))
-    if (found.empty() && isStepDirectory(entry))
-      found = entry.path().string();
-  if (found.empty())
-    return "";
-  return "checkpoint directory " + dir + " already holds checkpoints (" + found +
-         "): resume from them with --resume " + dir + ", or write into another directory";
+  if (!resumed || !fs::equivalent(fs::path(resumed->path).parent_path(), fs::path(dir), ec)) {
+    if (fs::exists(fs::path(dir) / "latest"))
+      found = dir + "/latest";
+    for (const fs::directory_entry &entry : fs::directory_iterator(dir, ec))
+      if (found.empty() && isStepDirectory(entry))
+        found = entry.path().string();
+  }
+  if (!found.empty())
+    return "checkpoint directory " + dir + " already holds checkpoints (" + found +
+           "): resume from them with --resume " + dir + ", or write into another directory";
+  removeLeftovers(dir);
+  return "";
 }
 
 /// A tensor this rank keeps a copy of, as the entries of its file.

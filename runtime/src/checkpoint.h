@@ -43,8 +43,9 @@
 // there, then rank 0 merges the indexes into manifest.json, fsyncs it,
 // renames the directory to D/step-K and replaces D/latest (write, fsync,
 // rename). A crash at any point leaves D/latest naming the previous complete
-// checkpoint; a .tmp directory is never read. The parameters are completed
-// first (braid_program.finish: ZeRO's deferred gathers).
+// checkpoint; a .tmp directory is never read (and a run that writes into D
+// again removes it). The parameters are completed first
+// (braid_program.finish: ZeRO's deferred gathers).
 //
 // Resuming reads the manifest on every rank and checks it against the run's
 // programs (the model's name, each tensor's dtype and shape, the number of
@@ -104,7 +105,8 @@ bool openCheckpoint(braid_rt *rt, const CheckpointRun &run, const std::string &d
 bool loadCheckpoint(braid_rt *rt, const CheckpointRun &run, const Resumed &resumed);
 
 /// Whether the run may write checkpoints into `dir` (collective): it must
-/// hold none, unless the run resumed from it.
+/// hold none, unless the run resumed from it. Then rank 0 removes what
+/// interrupted writes left there (*.tmp).
 bool checkCheckpointDir(braid_rt *rt, const std::string &dir, const Resumed *resumed);
 
 /// Writes the state after `step` as dir/step-<step> and points dir/latest

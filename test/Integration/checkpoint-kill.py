@@ -12,8 +12,9 @@
 # - D/latest still names step-1, D/step-2 does not exist, and the interrupted
 #   D/step-2.tmp is left as it was;
 # - resuming from D (and writing into it again) continues from step 1 and
-#   gives the uninterrupted run's losses and final state bit for bit; its
-#   step-2 replaces the interrupted one and D/latest names step-3.
+#   gives the uninterrupted run's losses and final state bit for bit; it
+#   removes the interrupted step-2.tmp, writes step-2 and step-3, and D/latest
+#   names step-3.
 # Every wait has a time limit: a run that hangs fails the test.
 import os
 import signal
