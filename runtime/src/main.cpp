@@ -298,6 +298,21 @@ struct Ranks {
   }
 };
 
+/// Opens the checkpoint --resume names and takes its seed (collective); false,
+/// the message printed, when the run cannot resume from it.
+bool openResumed(braid_rt *rt, const CheckpointRun &run, Args *args, Resumed *resumed) {
+  if (!openCheckpoint(rt, run, args->resume, resumed))
+    return false;
+  std::string error;
+  if (args->seedGiven && args->seed != resumed->seed)
+    error = "--seed " + std::to_string(args->seed) + " differs from the seed " +
+            std::to_string(resumed->seed) + " of checkpoint " + resumed->path;
+  if (!agreeOnError(rt, error))
+    return false;
+  args->seed = resumed->seed;
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -527,17 +542,8 @@ int main(int argc, char **argv) {
     ranks.finalize();
     return status;
   };
-  if (resuming) {
-    if (!openCheckpoint(rt.get(), run, args.resume, &resumed))
-      return stop(2);
-    std::string error;
-    if (args.seedGiven && args.seed != resumed.seed)
-      error = "--seed " + std::to_string(args.seed) + " differs from the seed " +
-              std::to_string(resumed.seed) + " of checkpoint " + resumed.path;
-    if (!agreeOnError(rt.get(), error))
-      return stop(2);
-    args.seed = resumed.seed;
-  }
+  if (resuming && !openResumed(rt.get(), run, &args, &resumed))
+    return stop(2);
   const int64_t firstStep = resumed.step + 1;
   rt->options.firstStep = firstStep;
 
