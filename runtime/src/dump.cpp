@@ -22,8 +22,8 @@ namespace braid::rt {
 namespace {
 
 /// Writes host data as DIR/<prefix><file><suffix>.npy ('/' in `file` becomes
-/// '.'), and in step 1 with --dump-first-step also as
-/// DIR/<prefix>step1.<file><suffix>.npy.
+/// '.'), and in the run's first step K with --dump-first-step also as
+/// DIR/<prefix>step<K>.<file><suffix>.npy.
 void writeDump(braid_rt *rt, const std::string &file, const void *host, braid_dtype dtype,
                const std::vector<int64_t> &shape, const std::string &prefix = "") {
   std::string name = file;
@@ -35,9 +35,9 @@ void writeDump(braid_rt *rt, const std::string &file, const void *host, braid_dt
       rt->options.dumpDir + "/" + prefix + name + rt->options.dumpSuffix + ".npy";
   if (!npy::writeTensor(path, dtype, shape, host, &error))
     fatal("dump: %s", error.c_str());
-  if (rt->options.dumpFirstStep && rt->step == 1) {
-    path = rt->options.dumpDir + "/" + prefix + "step1." + name + rt->options.dumpSuffix +
-           ".npy";
+  if (rt->options.dumpFirstStep && rt->step == rt->options.firstStep) {
+    path = rt->options.dumpDir + "/" + prefix + "step" + std::to_string(rt->options.firstStep) +
+           "." + name + rt->options.dumpSuffix + ".npy";
     if (!npy::writeTensor(path, dtype, shape, host, &error))
       fatal("dump: %s", error.c_str());
   }

@@ -3,6 +3,7 @@
 //   PROGRAM [--steps N] [--seed S] [--dump DIR] [--trace FILE]
 //           [--backend cpu|cuda] [--quiet]
 //           [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks]
+//           [--checkpoint-dir D] [--checkpoint-every K] [--resume D]
 //
 // Creates the backend and the runtime context, allocates the planned arena,
 // marks the persistent tensors (parameters, inputs, loss) live, fills
@@ -49,6 +50,19 @@
 // 2n-1-i of the sequence; runtime.h). Initialization and the gathered dumps
 // are in natural order all the same; a --dump-all-ranks shard is as stored.
 // A zigzag axis the grid lacks exits with status 2.
+//
+// Checkpoints (checkpoint.h: the format). --checkpoint-dir D writes the
+// parameters and optimizer state after every K-th step (--checkpoint-every
+// K; 0, the default: none between) and after the last, as D/step-<K>, which
+// D/latest names; D must hold no checkpoints unless the run resumed from it.
+// --resume D (D/latest's checkpoint, or D/step-<K> itself) loads one written
+// on any grid instead of initializing the parameters, generates the inputs
+// from its seed (--seed, when given, must be that seed) and runs steps K+1
+// to N (--steps N is the last step, not a count), printing their numbers;
+// with --dump-first-step the run's first step is step K+1 (its dumps are
+// step<K+1>.*, the state it starts from step<K>.*). A checkpoint that cannot
+// be resumed (another model, a corrupt or missing file) ends the run with
+// status 2 and a message naming the file before anything is written.
 //
 // Built with BRAID_RUNTIME_CUDA, the default backend is cuda; otherwise cpu.
 //
@@ -103,8 +117,9 @@
 #ifdef BRAID_RUNTIME_NCCL
 #include "cuda/comm_nccl.h"
 #endif
-#include "rng.h"
+#include "checkpoint.h"
 #include "persistent.h"
+#include "rng.h"
 #include "rt_impl.h"
 
 #include <algorithm>
@@ -126,6 +141,7 @@ namespace {
 struct Args {
   int64_t steps = 1;
   uint64_t seed = 0;
+  bool seedGiven = false; ///< --seed given (a resumed run must match it)
   std::string dumpDir, traceFile;
 #ifdef BRAID_RUNTIME_CUDA
   std::string backend = "cuda";
@@ -135,8 +151,10 @@ struct Args {
   bool quiet = false;
   std::string grid; ///< empty: "world=<ranks>"
   bool allRanks = false, dumpAllRanks = false;
-  bool dumpFirstStep = false; ///< also keep step 1's dumps as step1.*
+  bool dumpFirstStep = false; ///< also keep the first step's dumps as step<K>.*
   bool checkReplicas = false; ///< dump how far every copy is from rank 0's
+  std::string checkpointDir, resume;
+  int64_t checkpointEvery = 0; ///< 0: only after the last step
 };
 
 void usage(const char *argv0, FILE *out) {
@@ -144,7 +162,8 @@ void usage(const char *argv0, FILE *out) {
                "usage: %s [--steps N] [--seed S] [--dump DIR] [--trace FILE] "
                "[--backend cpu|cuda] [--quiet]\n"
                "       [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks] "
-               "[--dump-first-step] [--check-replicas]\n",
+               "[--dump-first-step] [--check-replicas]\n"
+               "       [--checkpoint-dir D] [--checkpoint-every K] [--resume D]\n",
                argv0);
 }
 
@@ -194,6 +213,7 @@ Args parseArgs(int argc, char **argv) {
     } else if (arg == "--seed") {
       if (!parseUnsigned(next(), &args.seed))
         badArgs(argv[0], "--seed needs a non-negative integer below 2^64");
+      args.seedGiven = true;
     } else if (arg == "--dump") {
       args.dumpDir = next();
     } else if (arg == "--trace") {
@@ -214,6 +234,19 @@ Args parseArgs(int argc, char **argv) {
       args.dumpFirstStep = true;
     } else if (arg == "--check-replicas") {
       args.checkReplicas = true;
+    } else if (arg == "--checkpoint-dir") {
+      args.checkpointDir = next();
+      if (args.checkpointDir.empty())
+        badArgs(argv[0], "--checkpoint-dir needs a directory");
+    } else if (arg == "--checkpoint-every") {
+      uint64_t v;
+      if (!parseUnsigned(next(), &v) || v > (1ull << 62))
+        badArgs(argv[0], "--checkpoint-every needs a non-negative integer");
+      args.checkpointEvery = int64_t(v);
+    } else if (arg == "--resume") {
+      args.resume = next();
+      if (args.resume.empty())
+        badArgs(argv[0], "--resume needs a checkpoint directory");
     } else {
       badArgs(argv[0], "unknown argument '" + arg + "'");
     }
@@ -264,6 +297,21 @@ struct Ranks {
 #endif
   }
 };
+
+/// Opens the checkpoint --resume names and takes its seed (collective); false,
+/// the message printed, when the run cannot resume from it.
+bool openResumed(braid_rt *rt, const CheckpointRun &run, Args *args, Resumed *resumed) {
+  if (!openCheckpoint(rt, run, args->resume, resumed))
+    return false;
+  std::string error;
+  if (args->seedGiven && args->seed != resumed->seed)
+    error = "--seed " + std::to_string(args->seed) + " differs from the seed " +
+            std::to_string(resumed->seed) + " of checkpoint " + resumed->path;
+  if (!agreeOnError(rt, error))
+    return false;
+  args->seed = resumed->seed;
+  return true;
+}
 
 } // namespace
 
@@ -422,13 +470,6 @@ int main(int argc, char **argv) {
   if (!args.quiet && !talks)
     args.quiet = true;
 
-  if (!args.dumpDir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(args.dumpDir, ec);
-    if (ec && !std::filesystem::is_directory(args.dumpDir)) // ranks may race to create it
-      fatal("cannot create dump directory %s: %s", args.dumpDir.c_str(), ec.message().c_str());
-  }
-
   Options options;
   options.dumpDir = args.dumpDir;
   options.dumping = dumping;
@@ -491,6 +532,21 @@ int main(int argc, char **argv) {
                  (long long)args.steps, where.c_str());
   }
 
+  // A checkpoint to resume from is read and checked before anything is
+  // written; it sets the seed the inputs are drawn from.
+  const CheckpointRun run{program, &persistent, leader};
+  const bool resuming = !args.resume.empty();
+  Resumed resumed;
+  const auto stop = [&](int status) {
+    destroyRuntime(std::move(rt));
+    ranks.finalize();
+    return status;
+  };
+  if (resuming && !openResumed(rt.get(), run, &args, &resumed))
+    return stop(2);
+  const int64_t firstStep = resumed.step + 1;
+  rt->options.firstStep = firstStep;
+
   // Persistent tensors: live for the whole run.
   auto t0 = std::chrono::steady_clock::now();
   for (const Persistent &p : persistent)
@@ -498,7 +554,23 @@ int main(int argc, char **argv) {
   braid_rt_alloc(rt.get(), program->loss_offset, 4, "loss");
   size_t persistentLive = rt->live.size();
   for (const Persistent &p : persistent)
-    initialize(rt.get(), p, args.seed);
+    if (!resuming || !p.param)
+      initialize(rt.get(), p, args.seed);
+  if (resuming && !loadCheckpoint(rt.get(), run, resumed))
+    return stop(2);
+  if (!args.checkpointDir.empty() &&
+      !checkCheckpointDir(rt.get(), args.checkpointDir, resuming ? &resumed : nullptr))
+    return stop(2);
+  if (resuming && !args.quiet)
+    std::fprintf(stderr, "%sbraid: resumed from %s (step %lld, seed %llu, written on %s)\n",
+                 prefix.c_str(), resumed.path.c_str(), (long long)resumed.step,
+                 (unsigned long long)resumed.seed, resumed.manifest->grid.c_str());
+  if (!args.dumpDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args.dumpDir, ec);
+    if (ec && !std::filesystem::is_directory(args.dumpDir)) // ranks may race to create it
+      fatal("cannot create dump directory %s: %s", args.dumpDir.c_str(), ec.message().c_str());
+  }
   // A mirror is dumped by the stage that owns it (and, checking replicas,
   // by its own stage as mirror.NAME).
   const auto mirrorName = [](const Persistent &p, const std::string &name) {
@@ -510,9 +582,10 @@ int main(int argc, char **argv) {
   for (const Persistent &p : persistent)
     if (!p.desc->mirror) {
       dumpPersistent(rt.get(), p.desc->name, rt->arena + p.desc->offset, p);
-      // Under a name no value of a step can overwrite: what step 1 starts from.
+      // Under a name no value of a step can overwrite: what the first step
+      // starts from.
       if (args.dumpFirstStep && p.param)
-        dumpPersistent(rt.get(), std::string("step0.") + p.desc->name,
+        dumpPersistent(rt.get(), "step" + std::to_string(firstStep - 1) + "." + p.desc->name,
                        rt->arena + p.desc->offset, p);
     }
   rt->backend->synchronize();
@@ -553,21 +626,40 @@ int main(int argc, char **argv) {
     checkReturned("finish after step", k);
   };
 
+  // The state after step k, when it is one to keep.
+  double checkpointSeconds = 0;
+  const auto checkpoint = [&](int64_t k) {
+    if (args.checkpointDir.empty() ||
+        (k != args.steps && (args.checkpointEvery == 0 || k % args.checkpointEvery != 0)))
+      return true;
+    auto start = std::chrono::steady_clock::now();
+    finish(k);
+    rt->backend->synchronize();
+    if (!saveCheckpoint(rt.get(), run, args.checkpointDir, k, args.seed))
+      return false;
+    checkpointSeconds += secondsSince(start);
+    if (!args.quiet)
+      std::fprintf(stderr, "%sbraid: checkpoint %s/step-%lld in %.3f s\n", prefix.c_str(),
+                   args.checkpointDir.c_str(), (long long)k, secondsSince(start));
+    return true;
+  };
+
   auto t1 = std::chrono::steady_clock::now();
-  for (int64_t k = 1; k <= args.steps; ++k) {
+  for (int64_t k = firstStep; k <= args.steps; ++k) {
     rt->step = k;
     setCurrentStep(k);
     rt->collectives.clear();
     program->step(rt.get(), rt->arena);
     checkReturned("step", k);
-    // The state after step 1, which starts from the same state on any grid:
-    // --verify compares what one step does before runs drift apart.
-    if (k == 1 && args.dumpFirstStep) {
+    // The state after the first step, which starts from the same state on
+    // any grid: --verify compares what one step does before runs drift apart.
+    if (k == firstStep && args.dumpFirstStep) {
       finish(k);
       rt->step = 0;
       for (const Persistent &p : persistent)
         if (p.param && dumpsPersistent(p))
-          dumpPersistent(rt.get(), mirrorName(p, std::string("step1.updated.") + p.desc->name),
+          dumpPersistent(rt.get(),
+                         mirrorName(p, "step" + std::to_string(k) + ".updated." + p.desc->name),
                          rt->arena + p.desc->offset, p);
     }
     rt->backend->synchronize();
@@ -579,10 +671,13 @@ int main(int argc, char **argv) {
       std::printf("%sstep %lld loss %.9g\n", prefix.c_str(), (long long)k, double(loss));
       std::fflush(stdout);
     }
+    if (!checkpoint(k))
+      return stop(1);
   }
   rt->backend->synchronize();
-  double stepSeconds = secondsSince(t1);
-  if (args.steps > 0)
+  const int64_t stepsRun = std::max<int64_t>(0, args.steps - firstStep + 1);
+  double stepSeconds = secondsSince(t1) - checkpointSeconds;
+  if (stepsRun > 0)
     finish(args.steps);
   rt->backend->synchronize();
   rt->step = 0;
@@ -596,9 +691,9 @@ int main(int argc, char **argv) {
       dumpPersistent(rt.get(), mirrorName(p, std::string("updated.") + p.desc->name),
                      rt->arena + p.desc->offset, p);
 
-  if (!args.quiet && args.steps > 0)
+  if (!args.quiet && stepsRun > 0)
     std::fprintf(stderr, "%sbraid: %lld steps in %.3f s (%.3f ms/step)\n", prefix.c_str(),
-                 (long long)args.steps, stepSeconds, 1e3 * stepSeconds / double(args.steps));
+                 (long long)stepsRun, stepSeconds, 1e3 * stepSeconds / double(stepsRun));
 
   if (!args.traceFile.empty()) {
     std::string error;

@@ -39,6 +39,50 @@ bool describe(const braid_tensor_desc &desc, const char *kind, const Grid &grid,
   return true;
 }
 
+namespace {
+
+/// The grid axes (indices) of a ZeRO group; none when `p` has no ZeRO range.
+std::vector<int> zeroAxesOf(const braid_rt *rt, const Persistent &p) {
+  std::vector<int> axes;
+  std::string error;
+  if (!p.zeroAxes.empty() && !groupAxes(rt->grid, p.zeroAxes, &axes, &error))
+    fatal("%s: ZeRO group: %s", p.desc->name, error.c_str());
+  return axes;
+}
+
+} // namespace
+
+LocalSlice localSlice(const braid_rt *rt, const Persistent &p) {
+  LocalSlice slice;
+  slice.block = p.zeroAxes.empty() ? &p.layout : &p.zeroBlock;
+  // A ZeRO range: the ranks of the group (row-major over its axes in grid
+  // order, the communicator's order) hold consecutive ranges of the block.
+  int64_t range = 0;
+  for (int a : zeroAxesOf(rt, p))
+    range = range * rt->grid.sizes[size_t(a)] + rt->coords[size_t(a)];
+  slice.base = range * p.numel;
+  for (const Box &box : flatRangeBoxes(slice.block->local, slice.base, slice.base + p.numel))
+    for (Placed &placed : placeBox(*slice.block, rt->coords, box))
+      slice.boxes.push_back(std::move(placed));
+  return slice;
+}
+
+bool keepsSlice(const braid_rt *rt, const Persistent &p) {
+  std::vector<bool> holds(rt->grid.names.size(), false);
+  const ShardLayout &block = p.zeroAxes.empty() ? p.layout : p.zeroBlock;
+  for (const std::vector<int> &axes : block.axes)
+    for (int a : axes)
+      holds[size_t(a)] = true;
+  for (int a : zeroAxesOf(rt, p))
+    holds[size_t(a)] = true;
+  if (rt->stageAxis >= 0)
+    holds[size_t(rt->stageAxis)] = true;
+  for (size_t a = 0; a < holds.size(); ++a)
+    if (!holds[a] && rt->coords[a] != 0)
+      return false;
+  return true;
+}
+
 void dumpPersistent(braid_rt *rt, const std::string &file, const void *data,
                     const Persistent &p) {
   if (p.zeroAxes.empty())

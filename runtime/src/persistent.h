@@ -10,6 +10,7 @@
 #ifndef BRAID_RUNTIME_PERSISTENT_H
 #define BRAID_RUNTIME_PERSISTENT_H
 
+#include "boxes.h"
 #include "rt_impl.h"
 
 #include <string>
@@ -42,6 +43,24 @@ bool describe(const braid_tensor_desc &desc, const char *kind, const Grid &grid,
 /// Fills the tensor's local buffer in the arena from the rng under `seed`:
 /// the whole tensor, or this rank's shard of it (padding zero).
 void initialize(braid_rt *rt, const Persistent &p, uint64_t seed);
+
+/// Where a rank's local buffer of a tensor lies in the global tensor: a
+/// flat range from `base` of its block (the tensor's layout, or its ZeRO
+/// block), cut into boxes of the global tensor (checkpoints).
+struct LocalSlice {
+  const ShardLayout *block = nullptr;
+  int64_t base = 0; ///< the linear index in the block of the buffer's first element
+  std::vector<Placed> boxes;
+};
+
+/// The slice of `p` that the rank at rt->coords holds.
+LocalSlice localSlice(const braid_rt *rt, const Persistent &p);
+
+/// Whether the rank at rt->coords holds the copy of its slice of `p` that
+/// is kept: coordinate 0 on every grid axis that neither splits the tensor
+/// nor holds its ZeRO ranges nor is the pipeline's stage axis (the others
+/// along those axes hold the same data).
+bool keepsSlice(const braid_rt *rt, const Persistent &p);
 
 } // namespace braid::rt
 

@@ -282,11 +282,11 @@ void braid_rt_op_flops(braid_rt *rt, double flops) {
 
 namespace {
 /// Values are dumped in the steps whose dumps survive: the last (each step
-/// overwrites the previous one's files) and, with --dump-first-step, step 1.
+/// overwrites the previous one's files) and, with --dump-first-step, the first.
 /// Every rank decides alike, so gathers stay collective.
 bool dumpsThisStep(const braid_rt *rt) {
   return rt->step == 0 || rt->step >= rt->options.lastStep ||
-         (rt->options.dumpFirstStep && rt->step == 1);
+         (rt->options.dumpFirstStep && rt->step == rt->options.firstStep);
 }
 } // namespace
 

@@ -53,9 +53,12 @@ struct Options {
   /// --dump-all-ranks: a sharded tensor is written as this rank's shard
   /// (local shape, padding included) instead of gathered.
   bool dumpLocal = false;
-  /// --dump-first-step: dumps made during step 1 are also written as
-  /// step1.<name> (the gradients of one step from the initial state).
+  /// --dump-first-step: dumps made during the run's first step (firstStep)
+  /// are also written as step<firstStep>.<name> (the gradients of one step
+  /// from the initial or resumed state).
   bool dumpFirstStep = false;
+  int64_t firstStep = 1; ///< the step after the checkpoint a run resumed from
+
   /// --check-replicas: every dumped tensor is gathered, and the writer also
   /// writes replicas.<name>.npy, rows (rank, max |copy - kept copy|): how far
   /// each other rank's copy of a block is from the copy the dump keeps; the

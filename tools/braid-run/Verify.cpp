@@ -210,15 +210,28 @@ bool compareDumps(const RunRecord &a, const RunRecord &b,
   return true;
 }
 
-/// The step-1 values of a parameter and its optimizer state that `rule`
-/// gives from the initial state in `init` (the 1-rank run's step0.* dumps)
-/// and the gradient `g`, clipped by `coef`: name -> values.
-bool replayStep1(const UpdateRule &rule, const std::string &init,
-                 const std::vector<double> &g, double coef,
-                 std::map<std::string, std::vector<double>> *out,
-                 std::string *error) {
+/// The first step's file prefix: "step1.", or the step after a resumed
+/// run's checkpoint.
+std::string stepPrefix(int64_t step) {
+  return "step" + std::to_string(step) + ".";
+}
+
+/// The step of a run's first loss line (1 unless it resumed).
+int64_t firstStep(const std::map<int64_t, double> &losses) {
+  return losses.empty() ? 1 : losses.begin()->first;
+}
+
+/// The values of a parameter and its optimizer state after step `t` that
+/// `rule` gives from the state before it in `init` (the 1-rank run's
+/// step<t-1>.* dumps) and the gradient `g`, clipped by `coef`: name ->
+/// values.
+bool replayStep(const UpdateRule &rule, const std::string &init, int64_t t,
+                const std::vector<double> &g, double coef,
+                std::map<std::string, std::vector<double>> *out,
+                std::string *error) {
+  const std::string before = stepPrefix(t - 1);
   NpyArray p0;
-  if (!readDump(init, "step0." + rule.param, &p0, error))
+  if (!readDump(init, before + rule.param, &p0, error))
     return false;
   size_t n = p0.values.size();
   if (g.size() != n) {
@@ -235,17 +248,18 @@ bool replayStep1(const UpdateRule &rule, const std::string &init,
     return true;
   }
   NpyArray m0, v0;
-  if (!readDump(init, "step0." + rule.m, &m0, error) ||
-      !readDump(init, "step0." + rule.v, &v0, error))
+  if (!readDump(init, before + rule.m, &m0, error) ||
+      !readDump(init, before + rule.v, &v0, error))
     return false;
   if (m0.values.size() != n || v0.values.size() != n) {
     *error = rule.m + " / " + rule.v + " do not have the " +
              std::to_string(n) + " elements of " + rule.param;
     return false;
   }
-  // The runtime's update (runtime/src/cpu/optimizer.cpp) at step t = 1: in
+  // The runtime's update (runtime/src/cpu/optimizer.cpp) at step t: in
   // double, each result rounded once to the f32 it is stored in.
-  const double bc1 = 1.0 - rule.beta1, bc2 = 1.0 - rule.beta2;
+  const double bc1 = 1.0 - std::pow(rule.beta1, double(t)),
+               bc2 = 1.0 - std::pow(rule.beta2, double(t));
   std::vector<double> m(n), v(n);
   for (size_t i = 0; i < n; ++i) {
     double gv = coef * g[i];
@@ -310,7 +324,11 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
   Verdict verdict;
   std::map<int64_t, double> a = losses(partitioned.stdoutText),
                             b = losses(reference.stdoutText);
-  for (int64_t k = 1; k <= steps; ++k) {
+  // Both runs start from one state: the initial one, or the checkpoint they
+  // resumed from (its step's successor is the first judged).
+  const int64_t first = firstStep(a);
+  const std::string prefix = stepPrefix(first);
+  for (int64_t k = first; k <= steps; ++k) {
     if (!a.count(k) || !b.count(k)) {
       *error = std::string("the ") + (a.count(k) ? "1-rank" : "partitioned") +
                " run printed no loss for step " + std::to_string(k);
@@ -318,28 +336,28 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
     }
     double d = std::fabs(a[k] - b[k]);
     d = b[k] != 0 ? d / std::fabs(b[k]) : d;
-    if (k == 1 || worse(d, verdict.loss))
+    if (k == first || worse(d, verdict.loss))
       verdict.loss = d;
   }
-  if (steps < 1) {
+  if (steps < first) {
     *out = verdict;
     return true;
   }
   // What the step updates: parameters and optimizer state (step1.updated.*);
   // the gradients of the parameters among them.
   std::set<std::string> updated, names;
-  if (!matchingDumps(partitioned, reference, "step1.updated.", nullptr,
+  if (!matchingDumps(partitioned, reference, prefix + "updated.", nullptr,
                      &updated, error))
     return false;
   if (updated.empty()) {
-    *error = "no step1.updated.*.npy in " + reference.dumpDir +
+    *error = "no " + prefix + "updated.*.npy in " + reference.dumpDir +
              " (the programs must run with --dump-first-step)";
     return false;
   }
   for (const std::string &stem : updated)
-    names.insert(stem.substr(std::string("step1.updated.").size()));
+    names.insert(stem.substr((prefix + "updated.").size()));
   std::set<std::string> gradients;
-  if (!matchingDumps(partitioned, reference, "step1.grad.", &names, &gradients,
+  if (!matchingDumps(partitioned, reference, prefix + "grad.", &names, &gradients,
                      error))
     return false;
   if (!compareDumps(partitioned, reference, gradients, &verdict.gradients,
@@ -351,7 +369,7 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
   std::map<std::string, std::vector<double>> partitionedGrads;
   double sumSquares = 0;
   for (const UpdateRule &rule : rules) {
-    std::string stem = "step1.grad." + rule.param;
+    std::string stem = prefix + "grad." + rule.param;
     if (!gradients.count(stem))
       continue;
     NpyArray g;
@@ -368,8 +386,8 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
   for (const UpdateRule &rule : rules) {
     auto g = partitionedGrads.find(rule.param);
     if (g != partitionedGrads.end() &&
-        !replayStep1(rule, reference.dumpDir, g->second, coef, &expected,
-                     error))
+        !replayStep(rule, reference.dumpDir, first, g->second, coef, &expected,
+                    error))
       return false;
   }
   double scale;
@@ -379,7 +397,7 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
     NpyArray x, y;
     if (!readPair(partitioned, reference, stem, &x, &y, error))
       return false;
-    auto replayed = expected.find(stem.substr(std::string("step1.updated.").size()));
+    auto replayed = expected.find(stem.substr((prefix + "updated.").size()));
     // Without a rule (the step counter): the 1-rank run's value.
     const std::vector<double> &want =
         replayed != expected.end() ? replayed->second : y.values;
@@ -414,7 +432,7 @@ bool compareRuns(const RunRecord &partitioned, const RunRecord &reference,
     return false;
 
   // The drift of the last step's state (reported, not judged).
-  if (steps > 1) {
+  if (steps > first) {
     std::set<std::string> final;
     if (!matchingDumps(partitioned, reference, "updated.", nullptr, &final,
                        error))
@@ -485,11 +503,13 @@ bool roundingBounds(const RunRecord &rounded, const RunRecord &exact,
   if (!compareRuns(rounded, exact, steps, rules, maxNorm, &distance, error))
     return false;
   double loss = distance.loss;
-  if (!logits.empty() && steps >= 1) {
+  std::map<int64_t, double> exactLosses = losses(exact.stdoutText);
+  const int64_t first = firstStep(exactLosses);
+  if (!logits.empty() && steps >= first) {
     NpyArray x, y;
-    if (!readPair(rounded, exact, "step1." + logits, &x, &y, error))
+    if (!readPair(rounded, exact, stepPrefix(first) + logits, &x, &y, error))
       return false;
-    double step1 = losses(exact.stdoutText)[1];
+    double step1 = exactLosses[first];
     double moved = 0;
     for (size_t i = 0; i < x.values.size(); ++i)
       moved = std::max(moved, std::fabs(x.values[i] - y.values[i]));

@@ -21,6 +21,9 @@
 //               pipeline mirror (mirror.step1.updated.*, a tensor two stages
 //               hold) against its owner's: measured like the tensor itself,
 //               and named by rank
+// Runs resumed from a checkpoint (--resume, written on any grid) start from
+// its state instead: their first step, K+1 (the step<K+1>.* dumps, the state
+// before it step<K>.*), takes step 1's place, AdamW replayed at t = K+1.
 // After more than one step the runs drift apart by exactly that
 // amplification; the drift of the last step's parameters is reported, and
 // judged only through the losses of every step.

@@ -6,6 +6,7 @@
 //             [--sequence-parallel] [--microbatches N]
 //             [--schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages V]
 //             [--pp-layout L,...] [--verify] [--verify-tolerance T]
+//             [--checkpoint-dir D] [--checkpoint-every K] [--resume D]
 //
 // Parses the model (keeping its SSA names as value names for dumps and
 // traces), lowers it (expert FFNs expanded, optional bf16 storage), emits
@@ -38,6 +39,13 @@
 //
 // Building is Build.cpp (cached by hash), running Launch.cpp (mpirun when
 // several ranks), comparing Verify.cpp.
+//
+// --checkpoint-dir, --checkpoint-every and --resume go to the programs
+// (runtime/src/checkpoint.h: the format): the state is written every K steps
+// and after the last into D/step-<K>, and a run resumes from D's latest
+// checkpoint written on any grid; --steps N is then the last step. With
+// --verify the 1-rank run resumes from the same checkpoint (and writes
+// none), and the steps judged are those after it.
 //
 // --verify (needs --grid) also builds the unpartitioned, unpipelined program
 // (no grid, one micro-batch, the same other options), runs both with the same
@@ -107,7 +115,10 @@ static cl::OptionCategory runCategory("braid-run options");
 
 static cl::opt<std::string> inputFile(cl::Positional, cl::cat(runCategory), cl::desc("<model.mlir>"),
                                       cl::init("-"));
-static cl::opt<int> steps("steps", cl::cat(runCategory), cl::desc("Steps to run"), cl::init(1));
+static cl::opt<int> steps("steps", cl::cat(runCategory),
+                          cl::desc("The last step to run (1 to N; after --resume, from the "
+                                   "checkpoint's step on)"),
+                          cl::init(1));
 static cl::opt<uint64_t> seed("seed", cl::cat(runCategory), cl::desc("Initialization seed"),
                               cl::init(0));
 static cl::opt<std::string> dtype("dtype", cl::cat(runCategory),
@@ -254,6 +265,19 @@ static cl::opt<double>
     verifyTolerance("verify-tolerance", cl::cat(runCategory),
                     cl::desc("Largest relative difference --verify accepts"),
                     cl::init(1e-5));
+
+static cl::opt<std::string> checkpointDir(
+    "checkpoint-dir", cl::cat(runCategory),
+    cl::desc("Write checkpoints (parameters, optimizer state, step, seed) into this "
+             "directory: after every --checkpoint-every steps and after the last"));
+static cl::opt<int64_t> checkpointEvery(
+    "checkpoint-every", cl::cat(runCategory),
+    cl::desc("With --checkpoint-dir, steps between checkpoints (0: only after the last)"),
+    cl::init(0));
+static cl::opt<std::string> resumeFrom(
+    "resume", cl::cat(runCategory),
+    cl::desc("Continue from the latest checkpoint in this directory (or from this "
+             "checkpoint), written on any grid; --steps is then the last step"));
 
 static cl::opt<std::string> planFile(
     "plan-file", cl::cat(runCategory),
@@ -586,6 +610,11 @@ int main(int argc, char **argv) {
   if (verifyRuns && gridSpec.empty() && microbatches == 1)
     return fail("--verify compares a partitioned or micro-batched run with "
                 "the 1-rank run: it needs --grid or --microbatches");
+  if (checkpointEvery < 0)
+    return fail("--checkpoint-every must be at least 0, found " +
+                Twine(checkpointEvery.getValue()));
+  if (checkpointEvery.getNumOccurrences() && checkpointDir.empty())
+    return fail("--checkpoint-every needs --checkpoint-dir");
   if (!(verifyTolerance >= 0) || !std::isfinite(verifyTolerance))
     return fail("--verify-tolerance must be a non-negative number");
   if (zeroStage < 0 || zeroStage > 3)
@@ -681,11 +710,19 @@ int main(int argc, char **argv) {
   if (compileOnly)
     return 0;
 
-  SmallVector<std::string> runArgs = {"--steps", std::to_string(steps),
-                                      "--seed", std::to_string(seed)};
+  SmallVector<std::string> runArgs = {"--steps", std::to_string(steps)};
+  // A resumed run takes the checkpoint's seed unless one is given.
+  if (seed.getNumOccurrences())
+    runArgs.append({"--seed", std::to_string(seed)});
   if (quiet)
     runArgs.push_back("--quiet");
+  if (!resumeFrom.empty())
+    runArgs.append({"--resume", resumeFrom});
   SmallVector<std::string> referenceArgs = runArgs;
+  // Only the run being verified writes checkpoints.
+  if (!checkpointDir.empty())
+    runArgs.append({"--checkpoint-dir", checkpointDir, "--checkpoint-every",
+                    std::to_string(checkpointEvery)});
   if (!gridSpec.empty())
     runArgs.append({"--grid", gridSpec});
   if (!traceFile.empty())
