@@ -78,29 +78,22 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   r.zeroBubbleSchedule = false;
   r.gradientsReplaceActivations = false; // Megatron's main grads: one buffer from the start
   r.scatterPipelineSends = true;
-  if (name == "megatron-2021") {
+  if (name == "megatron-2021" || name == "megatron-deepspeed") {
     r.flashAttention = false;
     r.overlapTensorParallel = false;
     r.overlapContextRing = false;
     r.overlapGradReduce = false;
     r.overlapParamGather = false;
     r.overlapPipelineSends = false;
-    return r;
-  }
-  if (name == "megatron-deepspeed") {
-    // BLOOM's (bigscience tr11-176B-ml README: "The new BF16_Optimizer
-    // accumulates grads in fp32 ... It doesn't shard the static fp32
-    // buffer"; DeepSpeed's pipe engine adds each micro-batch's gradients
-    // into the f32 buffer, update_hp_grads, and its bf16 optimizer
-    // all-reduces them, _bf16_reduce_grads, after the pipeline finishes).
-    r.flashAttention = false;
-    r.overlapTensorParallel = false;
-    r.overlapContextRing = false;
-    r.overlapGradReduce = false;
-    r.overlapParamGather = false;
-    r.overlapPipelineSends = false;
-    r.fusedGradAccumulation = false;
-    r.allReduceWithZero = true;
+    if (name == "megatron-deepspeed") {
+      // BLOOM's (bigscience tr11-176B-ml README: "The new BF16_Optimizer
+      // accumulates grads in fp32 ... It doesn't shard the static fp32
+      // buffer"; DeepSpeed's pipe engine adds each micro-batch's gradients
+      // into the f32 buffer, update_hp_grads, and its bf16 optimizer
+      // all-reduces them, _bf16_reduce_grads, after the pipeline finishes).
+      r.fusedGradAccumulation = false;
+      r.allReduceWithZero = true;
+    }
     return r;
   }
   if (name == "megatron-core") {
