@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include "dialects/braid/Analysis/OpCost.h"
+#include "dialects/braid/Analysis/PersistentEffects.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
 
@@ -120,31 +121,11 @@ private:
   SymbolTable symbols;
   ProgramPlan &plan;
   llvm::DenseSet<Operation *> onStack;
-  /// The parameters and states a function names (reads or writes), and
-  /// those it writes, its callees' included; memoized.
-  struct Touched {
-    llvm::StringSet<> named, written;
-  };
-  llvm::DenseMap<Operation *, Touched> touched;
+  PersistentEffects effects{symbols};
 
   LogicalResult planFunction(func::FuncOp func);
-  const Touched &touchedBy(func::FuncOp func);
-  /// Whether `op` (or its callee) names the parameter `name`, or writes it.
-  bool names(Operation *op, StringRef name);
-  bool writes(Operation *op, StringRef name);
 };
 
-/// The persistent tensor `op` writes itself (an update's or a set's
-/// parameter), or none.
-StringRef writtenBy(Operation *op) {
-  if (auto set = dyn_cast<SetParamOp>(op))
-    return set.getParam();
-  if (auto u = dyn_cast<AdamWUpdateOp>(op))
-    return u.getParam();
-  if (auto u = dyn_cast<SGDUpdateOp>(op))
-    return u.getParam();
-  return {};
-}
 } // namespace
 
 LogicalResult Planner::planRecursively(func::FuncOp func) {
@@ -167,49 +148,6 @@ LogicalResult Planner::planRecursively(func::FuncOp func) {
   if (walk.wasInterrupted())
     return failure();
   return planFunction(func);
-}
-
-const Planner::Touched &Planner::touchedBy(func::FuncOp func) {
-  if (auto it = touched.find(func); it != touched.end())
-    return it->second;
-  Touched t;
-  touched[func] = Touched(); // a recursive call ends here (planning rejects it)
-  func.walk([&](Operation *op) {
-    for (NamedAttribute attr : op->getAttrs())
-      if (auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
-        t.named.insert(ref.getValue());
-    if (StringRef name = writtenBy(op); !name.empty())
-      t.written.insert(name);
-    if (auto call = dyn_cast<func::CallOp>(op))
-      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee())) {
-        const Touched &c = touchedBy(callee);
-        for (const auto &n : c.named)
-          t.named.insert(n.getKey());
-        for (const auto &n : c.written)
-          t.written.insert(n.getKey());
-      }
-  });
-  return touched[func] = std::move(t);
-}
-
-bool Planner::names(Operation *op, StringRef name) {
-  for (NamedAttribute attr : op->getAttrs())
-    if (auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
-      if (ref.getValue() == name)
-        return true;
-  if (auto call = dyn_cast<func::CallOp>(op))
-    if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
-      return touchedBy(callee).named.contains(name);
-  return false;
-}
-
-bool Planner::writes(Operation *op, StringRef name) {
-  if (writtenBy(op) == name)
-    return true;
-  if (auto call = dyn_cast<func::CallOp>(op))
-    if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
-      return touchedBy(callee).written.contains(name);
-  return false;
 }
 
 LogicalResult Planner::planFunction(func::FuncOp func) {
@@ -271,7 +209,7 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
     // a range; a call whose callee does) or reads a value stored in it
     // (braid.get_param's, through reshapes).
     auto touches = [&](Operation *other) {
-      if (names(other, set.getParam()))
+      if (effects.names(other, set.getParam()))
         return true;
       return llvm::any_of(other->getOperands(), [&](Value operand) {
         auto storage = leaderStorage.find(classes.getLeaderValue(operand));
@@ -337,7 +275,7 @@ LogicalResult Planner::planFunction(func::FuncOp func) {
     bool untouched = true;
     for (Operation *at = op.getNextNode(); at && untouched && fp.position[at] <= last;
          at = at->getNextNode()) {
-      untouched &= !writes(at, name);
+      untouched &= !effects.writes(at, name);
       // Another value stored in the parameter is written while the view is
       // read: a gather that is not the view's reader.
       if (!llvm::is_contained(readers, at))

@@ -27,6 +27,7 @@
 
 #include "BraidToDist.h"
 
+#include "dialects/braid/Analysis/PersistentEffects.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
 
@@ -115,43 +116,16 @@ private:
   /// Each callee's copy for a first call, by the callee's name.
   llvm::StringMap<func::FuncOp> firstCopies;
   llvm::StringSet<> copies;
-  /// The symbols each function names, its callees' included.
-  llvm::DenseMap<Operation *, llvm::StringSet<>> named;
-
-  const llvm::StringSet<> &namedBy(func::FuncOp func) {
-    if (auto it = named.find(func); it != named.end())
-      return it->second;
-    llvm::StringSet<> names;
-    named[func]; // a recursive call ends here
-    func.walk([&](Operation *op) {
-      for (NamedAttribute attr : op->getAttrs())
-        if (auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
-          names.insert(ref.getValue());
-      if (auto call = dyn_cast<func::CallOp>(op))
-        if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
-          for (const auto &n : namedBy(callee))
-            names.insert(n.getKey());
-    });
-    return named[func] = std::move(names);
-  }
-
-  /// Whether `op` names parameter `name`, or calls a function that does.
-  bool reads(Operation *op, StringRef name) {
-    for (NamedAttribute attr : op->getAttrs())
-      if (auto ref = dyn_cast<FlatSymbolRefAttr>(attr.getValue()))
-        if (ref.getValue() == name)
-          return true;
-    if (auto call = dyn_cast<func::CallOp>(op))
-      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
-        return namedBy(callee).contains(name);
-    return false;
-  }
+  /// What functions name, for where a parameter is first read. A callee's
+  /// `.first` copy is summarized when a query first reaches it: it names what
+  /// its original does, and the gathers moved into it name nothing else.
+  PersistentEffects effects{symbols};
 
   /// The first op of `block` touching `g`'s parameter, `g`'s own aside.
   Operation *firstReader(Block &block, ParamGather g) {
     SmallVector<Operation *, 4> own = g.ops();
     for (Operation &op : block)
-      if (!llvm::is_contained(own, &op) && reads(&op, g.set.getParam()))
+      if (!llvm::is_contained(own, &op) && effects.names(&op, g.set.getParam()))
         return &op;
     return nullptr;
   }
@@ -178,7 +152,6 @@ private:
       copy.setPrivate();
       copy.setName((name + ".first").str());
       symbols.insert(copy, Block::iterator(callee->getNextNode()));
-      named[copy] = llvm::StringSet<>(namedBy(callee));
       copies.insert(copy.getSymName());
     }
     call.setCallee(copy.getSymName());
