@@ -174,6 +174,16 @@ struct ListScheduleResult {
 ListScheduleResult listSchedule(mlir::Block &block, const mlir::braid::StepTiming *timing,
                                 const ListScheduleRules &rules);
 
+/// Schedules every function of `module`, each after its callees
+/// (OverlapScheduler.cpp): starts early, reductions in buckets of `buckets`,
+/// then listSchedule within `slack` bytes over each function's program-order
+/// peak (negative: no budget). `prefetchAhead`: how many calls ahead of its
+/// first use a prefetch may start. Returns the bytes of the largest bucket
+/// formed (0: none).
+int64_t scheduleFunctions(mlir::ModuleOp module, unsigned prefetchAhead, BucketSizes buckets,
+                          bool moveCompute, const mlir::braid::StepTiming *timing,
+                          int64_t slack);
+
 } // namespace braid::conversion
 
 #endif // BRAID_LIB_CONVERSION_BRAIDTODIST_BRAIDTODIST_H
