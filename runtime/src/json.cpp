@@ -290,6 +290,9 @@ std::string quote(const std::string &s) {
     case '\n':
       out += "\\n";
       break;
+    case '\r':
+      out += "\\r";
+      break;
     case '\t':
       out += "\\t";
       break;

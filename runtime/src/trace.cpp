@@ -2,6 +2,8 @@
 
 #include "trace.h"
 
+#include "json.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -33,39 +35,6 @@ bool Trace::end(Backend &backend) {
   open_.pop_back();
   backend.markEnd(id);
   return true;
-}
-
-std::string jsonString(const std::string &text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      } else {
-        out += char(c); // UTF-8 passes through
-      }
-    }
-  }
-  out += '"';
-  return out;
 }
 
 namespace {
@@ -113,9 +82,9 @@ bool Trace::write(Backend &backend, const std::string &path, int32_t pid,
     std::fprintf(file,
                  ",\n{\"name\":%s,\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%s,\"dur\":%s,"
                  "\"pid\":%d,\"tid\":0,\"args\":{\"label\":%s,\"scope\":%s,\"step\":%lld",
-                 jsonString(op.op).c_str(), op.category, micros(begin).c_str(),
+                 json::quote(op.op).c_str(), op.category, micros(begin).c_str(),
                  micros(end > begin ? end - begin : 0).c_str(), int(pid),
-                 jsonString(op.label).c_str(), jsonString(op.scope).c_str(),
+                 json::quote(op.label).c_str(), json::quote(op.scope).c_str(),
                  (long long)op.step);
     if (op.flops >= 0)
       std::fprintf(file, ",\"flops\":%.17g", op.flops);
@@ -129,14 +98,14 @@ bool Trace::write(Backend &backend, const std::string &path, int32_t pid,
       std::fprintf(file,
                    ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                    "\"args\":{\"name\":%s}}",
-                   int(pid), it->second, jsonString("comm " + t.group).c_str());
+                   int(pid), it->second, json::quote("comm " + t.group).c_str());
     int64_t begin = std::llround(t.beginUs * 1e3), end = std::llround(t.endUs * 1e3);
     std::fprintf(file,
                  ",\n{\"name\":%s,\"cat\":\"comm\",\"ph\":\"X\",\"ts\":%s,\"dur\":%s,"
                  "\"pid\":%d,\"tid\":%d,\"args\":{\"group\":%s,\"step\":%lld",
-                 jsonString(t.kind).c_str(), micros(begin).c_str(),
+                 json::quote(t.kind).c_str(), micros(begin).c_str(),
                  micros(end > begin ? end - begin : 0).c_str(), int(pid), it->second,
-                 jsonString(t.group).c_str(), (long long)t.step);
+                 json::quote(t.group).c_str(), (long long)t.step);
     if (t.linkEndUs > 0)
       std::fprintf(file, ",\"link_end\":%s", micros(std::llround(t.linkEndUs * 1e3)).c_str());
     std::fputs("}}", file);

@@ -97,9 +97,6 @@ private:
   std::vector<Transfer> transfers_;
 };
 
-/// `text` as a JSON string literal (quotes included).
-std::string jsonString(const std::string &text);
-
 } // namespace braid::rt
 
 #endif // BRAID_RUNTIME_TRACE_H
