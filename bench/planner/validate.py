@@ -96,6 +96,9 @@ ROWS = {
     # and, on the same framework and layout, a pure MoE model (the control).
     "automodel-nemotron3-nano-30b-h100-8gpu": dict(runtime="megatron-core", zero=3),
     "automodel-qwen3-moe-30b-h100-8gpu": dict(runtime="megatron-core", zero=3),
+    # The same framework and machine on a dense model (FSDP2 over 32, cp=2):
+    # whether the two rows' error is the framework's or the experts'.
+    "automodel-llama3-70b-h100-64gpu": dict(runtime="megatron-core", zero=3),
     # Layout 5 fits Megatron-Core's host time per expert kernel after a
     # dispatch that waits for the device (PlanCost.cpp
     # kMegatronCoreHostKernelSeconds): a fit row, not held out.

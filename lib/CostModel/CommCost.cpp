@@ -65,8 +65,21 @@ TransferTime braid::cost::estimate(const Transfer &t, const Hardware &hw) {
     double flows = std::max(1.0, double(hw.devicesPerNode) / perNode);
     inter.bytesPerSecond = std::min(inter.bytesPerSecond, inter.nodeBytesPerSecond / flows);
   }
-  // A ring across nodes goes through each node's NICs.
-  const double bw = across ? inter.bytesPerSecond : intra.bytesPerSecond;
+  // A ring across nodes goes through each node's NICs. NCCL runs a channel
+  // (a ring of its own, over a share of the bytes) per network port of the
+  // group's GPUs on a node, each channel leaving the node through its own
+  // port: a group with r ranks on each node crosses nodes r ports wide, up to
+  // NVLink's bandwidth and the node's share of its ports (nccl-tests' bus
+  // bandwidth across DGX nodes is close to the sum of a node's ports, not to
+  // one); a narrow ring, one port wide. An all-to-all's off-node blocks leave
+  // through each GPU's own port.
+  const double ranksPerNode = std::max(1.0, n / m);
+  const double ports = t.narrowRing ? 1.0 : ranksPerNode;
+  double ringAcross = std::min(intra.bytesPerSecond, hw.interNode.bytesPerSecond * ports);
+  if (inter.nodeBytesPerSecond > 0)
+    ringAcross = std::min(ringAcross, inter.nodeBytesPerSecond /
+                                          std::max(1.0, hw.devicesPerNode / ranksPerNode));
+  const double bw = across ? ringAcross : intra.bytesPerSecond;
   auto ring = [&](double steps, double interSteps, double sent) {
     TransferTime r;
     r.bytesSent = sent;

@@ -39,6 +39,11 @@ struct Transfer {
   /// buffer, the whole gathered (all-gather) or reduced (reduce-scatter)
   /// tensor, an all-to-all's input on one rank, a message.
   double bytes = 0;
+  /// A ring across nodes leaves each node one network port wide, whatever
+  /// the group's ranks there: how the frameworks of 2021-22 behave in the
+  /// published step times (planner Runtime::narrowRings); otherwise as wide
+  /// as the group's GPUs on a node (NCCL's channel per port).
+  bool narrowRing = false;
 };
 
 struct TransferTime {

@@ -85,6 +85,7 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
     r.overlapGradReduce = false;
     r.overlapParamGather = false;
     r.overlapPipelineSends = false;
+    r.narrowRings = true;
     if (name == "megatron-deepspeed") {
       // BLOOM's (bigscience tr11-176B-ml README: "The new BF16_Optimizer
       // accumulates grads in fp32 ... It doesn't shard the static fp32
@@ -131,6 +132,7 @@ double PlanCost::transfer(int kind, double bytes, int64_t ranks, int64_t nodes) 
   t.ranks = ranks;
   t.nodes = nodes;
   t.bytes = bytes;
+  t.narrowRing = rt.narrowRings;
   return cost::estimate(t, hw).seconds;
 }
 

@@ -148,6 +148,15 @@ struct Runtime {
   /// gradients (DeepSpeed's BF16_Optimizer, which then updates its shard)
   /// rather than reduce-scattering them.
   bool allReduceWithZero = false;
+  /// Whether its rings across nodes leave a node one port wide
+  /// (cost::Transfer::narrowRing). The step times published for 2021-22's
+  /// frameworks fit narrow rings: validate.py's six ZeRO-3 rows of
+  /// Narayanan et al. (DeepSpeed, 384 to 2240 A100s, each rank's group with
+  /// all 8 GPUs of its node) within 9%, and 24-73% too fast with rings as
+  /// wide as the group's ports on a node; the FSDP of 2025-26 (NeMo
+  /// AutoModel's FSDP2, Llama 3 70B on 64 H100s) fits the wide ones (-4%;
+  /// +51% narrow).
+  bool narrowRings = false;
 
   /// "braid" (this compiler's programs), "megatron-2021" (Megatron-LM as in
   /// Narayanan et al. 2021: unfused softmax attention, bf16 weights with f32

@@ -11,13 +11,15 @@
 // The cost model's time of each dist transfer (lib/CostModel/CommCost.h) on
 // two nodes of eight GPUs: dp=2 over the nodes, tp=8 inside one. On
 // h100-sxm a collective costs 8.4 us, a step over NVLink 3.4 us at 450 GB/s,
-// one over InfiniBand 9.6 us at 50 GB/s.
+// one over InfiniBand 9.6 us at 50 GB/s per port; a ring of a group with r
+// ranks on each node crosses nodes r ports wide (NCCL's channel per port).
 module {
   shard.grid @grid(shape = 2x8) {braid.axes = ["dp", "tp"]}
   func.func @step(%big: tensor<16777216xf32>, %one: tensor<1xf32>, %rows: tensor<1x1048576xf32>, %a: tensor<16x65536xf32>) -> (tensor<16777216xf32>, tensor<1xf32>, tensor<8x1048576xf32>, tensor<16x65536xf32>, tensor<1xf32>) {
-    // 64 MiB over all 16 ranks: a ring of 30 steps, 2 across the nodes:
-    // 8.4 + 28 x 3.4 + 2 x 9.6 = 122.8 us and 2 x 15/16 x 64 MiB at 50 GB/s
-    // (2516.6 us); the tree would take 75.2 + 2 x 64 MiB / 50 GB/s = 2759.6.
+    // 64 MiB over all 16 ranks, 8 on each node (8 ports, 400 GB/s): a ring
+    // of 30 steps, 2 across the nodes, 8.4 + 28 x 3.4 + 2 x 9.6 = 122.8 us
+    // and 2 x 15/16 x 64 MiB at 400 GB/s (314.6 us), 437.4 us; the tree
+    // takes 75.2 + 2 x 64 MiB / 400 GB/s = 410.7 us, which NCCL would choose.
     %r, %t0 = dist.all_reduce %big on @grid grid_axes = [0, 1] reduction = sum : tensor<16777216xf32> -> tensor<16777216xf32>
     dist.wait %t0
     // 4 bytes between the two nodes: 8.4 + 2 x 9.6 = 27.6 us (a tree of
@@ -29,7 +31,8 @@ module {
     %g, %t2 = dist.all_gather %rows on @grid grid_axes = [1] gather_axis = 0 : tensor<1x1048576xf32> -> tensor<8x1048576xf32>
     dist.wait %t2
     // 4 MiB exchanged over all 16: blocks of 256 KiB, 8 to the other node
-    // at 50 GB/s (41.9 us) while 7 stay on NVLink; 8.4 + 15 x 9.6 = 152.4.
+    // through the rank's own port at 50 GB/s (41.9 us) while 7 stay on
+    // NVLink; 8.4 + 15 x 9.6 = 152.4.
     %e, %t3 = dist.all_to_all %a on @grid grid_axes = [0, 1] split_axis = 0 concat_axis = 0 : tensor<16x65536xf32> -> tensor<16x65536xf32>
     dist.wait %t3
     // Twice over tp, 4 bytes: 2 x (8.4 + 14 x 3.4) = 112.0 us.
@@ -44,10 +47,10 @@ module {
 // CHECK: collective all_reduce over dp,tp: 1 per step, 125829120 bytes sent per rank
 // CHECK: transfer_time all_gather over tp: 97.4 us per step on h100-sxm (ring)
 // CHECK: transfer_time all_reduce over dp: 27.6 us per step on h100-sxm (ring)
-// CHECK: transfer_time all_reduce over dp,tp: 2639.4 us per step on h100-sxm (ring)
+// CHECK: transfer_time all_reduce over dp,tp: 410.7 us per step on h100-sxm (tree)
 // CHECK: transfer_time all_reduce over tp: 112.0 us per step on h100-sxm (ring)
 // CHECK: transfer_time all_to_all over dp,tp: 194.3 us per step on h100-sxm (pairwise)
-// CHECK: transfer_time_per_step: 3070.8 us on h100-sxm
+// CHECK: transfer_time_per_step: 842.1 us on h100-sxm
 
 // -----
 
@@ -81,11 +84,13 @@ module {
 // CHECK: collective broadcast over tp: 1 per step, 58720256 bytes sent per rank
 // CHECK: transfer_time broadcast over tp: 181.3 us per step on h100-sxm (ring)
 
-// On a100-sxm, HDR InfiniBand at 25 GB/s doubles the time of the big ring.
-// A100: transfer_time all_reduce over dp,tp: 5156.0 us per step on a100-sxm (ring)
+// On a100-sxm, HDR InfiniBand at 25 GB/s a port: the big reduction's tree,
+// 75.2 + 2 x 64 MiB / 200 GB/s.
+// A100: transfer_time all_reduce over dp,tp: 746.3 us per step on a100-sxm (tree)
 
-// A description of one's own, in a file: a tenth of the network bandwidth.
-// FILE: transfer_time all_reduce over dp,tp: 25288.6 us per step on slow-net (ring)
+// A description of one's own, in a file: a tenth of the network bandwidth,
+// where the ring is faster than the tree: 122.8 + 2 x 15/16 x 64 MiB / 40 GB/s.
+// FILE: transfer_time all_reduce over dp,tp: 3268.5 us per step on slow-net (ring)
 // UNSOURCED: error: --braid-print-plan: {{.*}}cluster-no-sources.json: unsourced: a description cites its sources
 // MISSING: error: --braid-print-plan: cannot read {{.*}}missing.json: No such file or directory
 
