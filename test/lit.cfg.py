@@ -32,5 +32,8 @@ import shutil  # noqa: E402
 _nvcc = os.environ.get("BRAID_NVCC") or "/usr/local/cuda/bin/nvcc"
 if os.path.exists(_nvcc) or shutil.which("nvcc"):
     config.available_features.add("nvcc")
+# `libfuzzer`: the fuzz targets were built (fuzz/CMakeLists.txt).
+if os.path.exists(os.path.join(config.braid_tools_dir, "braid-fuzz-parse")):
+    config.available_features.add("libfuzzer")
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidiactl"):
     config.available_features.add("cuda-gpu")

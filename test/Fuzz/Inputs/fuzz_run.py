@@ -1,0 +1,22 @@
+"""Runs a libFuzzer target over a seed corpus for a bounded time (the test
+suite's short run of each target; the closing note's long runs use the same
+command with a larger -runs)."""
+import os
+import subprocess
+import sys
+
+
+def run(target, corpus, runs, seconds, extra=()):
+    """Runs `target` over `corpus` (a directory of seeds, which the run grows)
+    for `runs` inputs or `seconds`, whichever ends first; exits non-zero with
+    libFuzzer's report when an input crashes (the crashing input is left in
+    the working directory as crash-*)."""
+    cmd = [target, corpus, f"-runs={runs}", f"-max_total_time={seconds}",
+           "-rss_limit_mb=4096", "-timeout=60", "-print_final_stats=1", *extra]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=os.path.dirname(corpus))
+    stats = [l for l in r.stderr.splitlines() if l.startswith("stat::number_of_executed_units")]
+    if r.returncode != 0:
+        sys.stderr.write(r.stderr[-20000:])
+        sys.exit(f"{os.path.basename(target)}: an input failed (status {r.returncode})")
+    print(f"{os.path.basename(target)}: {stats[0].split(':')[-1].strip() if stats else '?'} "
+          "inputs, no crash")
