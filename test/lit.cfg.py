@@ -29,8 +29,18 @@ llvm_config.add_tool_substitutions(["braid-opt"], [config.braid_tools_dir])
 # `REQUIRES: nvcc` and are reported UNSUPPORTED where it is missing.
 import shutil  # noqa: E402
 
+# A sanitized build (BRAID_SANITIZE) is CPU-only: no `nvcc` there. Its
+# binaries and the programs braid-run builds stop at the first ASan or UBSan
+# report (status 1 and the report on stderr, which fails the test). Leaks:
+# MPI, Python and the MLIR context keep memory to the end by design, so
+# LeakSanitizer is off; the runtime's own buffers are checked by ASan.
+_sanitize = getattr(config, "braid_sanitize", False)
+if _sanitize:
+    config.available_features.add("sanitize")
+    config.environment["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=0:exitcode=1"
+    config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 _nvcc = os.environ.get("BRAID_NVCC") or "/usr/local/cuda/bin/nvcc"
-if os.path.exists(_nvcc) or shutil.which("nvcc"):
+if not _sanitize and (os.path.exists(_nvcc) or shutil.which("nvcc")):
     config.available_features.add("nvcc")
 # `libfuzzer`: the fuzz targets were built (fuzz/CMakeLists.txt).
 if os.path.exists(os.path.join(config.braid_tools_dir, "braid-fuzz-parse")):

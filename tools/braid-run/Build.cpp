@@ -81,6 +81,11 @@ buildCommand(StringRef source, StringRef binary, StringRef backend,
     compiler = BRAID_HOST_CXX;
     args = {"-std=c++17", "-O2", "-I",        BRAID_RUNTIME_INCLUDE_DIR,
             source.str(), "-o",  binary.str()};
+#ifdef BRAID_PROGRAM_SANITIZE
+    // A sanitized build's runtime is instrumented: so is the program.
+    args.append({"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+                 "-fno-omit-frame-pointer"});
+#endif
     if (mpi) {
       FailureOr<SmallVector<std::string>> mpiArgs = mpiLinkArgs(false);
       if (failed(mpiArgs))
