@@ -10,6 +10,7 @@
 
 #include "common.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <thread>
