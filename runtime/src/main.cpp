@@ -4,6 +4,7 @@
 //           [--backend cpu|cuda] [--quiet]
 //           [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks]
 //           [--checkpoint-dir D] [--checkpoint-every K] [--resume D]
+//           [--threads N]
 //
 // Creates the backend and the runtime context, allocates the planned arena,
 // marks the persistent tensors (parameters, inputs, loss) live, fills
@@ -163,7 +164,8 @@ void usage(const char *argv0, FILE *out) {
                "[--backend cpu|cuda] [--quiet]\n"
                "       [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks] "
                "[--dump-first-step] [--check-replicas]\n"
-               "       [--checkpoint-dir D] [--checkpoint-every K] [--resume D]\n",
+               "       [--checkpoint-dir D] [--checkpoint-every K] [--resume D] "
+               "[--threads N]\n",
                argv0);
 }
 
@@ -243,6 +245,14 @@ Args parseArgs(int argc, char **argv) {
       if (!parseUnsigned(next(), &v) || v > (1ull << 62))
         badArgs(argv[0], "--checkpoint-every needs a non-negative integer");
       args.checkpointEvery = int64_t(v);
+    } else if (arg == "--threads") {
+      // Threads of this rank's CPU kernels: the kernel library reads
+      // BRAID_CPU_THREADS (its default: the cores shared by the local ranks).
+      uint64_t v;
+      std::string text = next();
+      if (!parseUnsigned(text, &v) || v < 1 || v > 4096)
+        badArgs(argv[0], "--threads needs a positive integer");
+      setenv("BRAID_CPU_THREADS", text.c_str(), /*overwrite=*/1);
     } else if (arg == "--resume") {
       args.resume = next();
       if (args.resume.empty())

@@ -185,8 +185,11 @@ def build(name, text, compiler, libs):
                              text=True).stdout
     subprocess.run(["braid-translate", "--braid-to-cpp", "-", "-o", str(source)],
                    input=lowered, text=True, check=True)
+    # libbraid_kernels_cpu.a's own libraries (OpenBLAS) follow it.
+    kernel_link = (libdir / "braid_kernels_cpu.link").read_text().split()
     subprocess.run([compiler, "-std=c++17", "-O1", include, str(source)] +
-                   [str(p) for p in libs] + ["-lpthread", "-o", str(exe)], check=True, env=env)
+                   [str(p) for p in libs] + kernel_link + ["-lpthread", "-o", str(exe)],
+                   check=True, env=env)
     return exe
 
 

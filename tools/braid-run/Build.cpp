@@ -100,6 +100,11 @@ buildCommand(StringRef source, StringRef binary, StringRef backend,
                    lib + "/libbraid_kernels_cpu.a",
                    lib + "/libbraid_runtime.a"});
     }
+    // The CPU kernels' own libraries (OpenBLAS), '|'-separated.
+    SmallVector<StringRef> kernelLink;
+    StringRef(BRAID_CPU_KERNEL_LINK).split(kernelLink, '|', -1, false);
+    for (StringRef word : kernelLink)
+      args.push_back(word.str());
     args.push_back("-lpthread");
     return args;
   }

@@ -7,6 +7,7 @@
 //             [--schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages V]
 //             [--pp-layout L,...] [--verify] [--verify-tolerance T]
 //             [--checkpoint-dir D] [--checkpoint-every K] [--resume D]
+//             [--cpu-threads N]
 //
 // Parses the model (keeping its SSA names as value names for dumps and
 // traces), lowers it (expert FFNs expanded, optional bf16 storage), emits
@@ -197,6 +198,13 @@ static cl::opt<std::string>
     recompute("recompute", cl::cat(runCategory),
               cl::desc("Activation recompute: none, selective or full"),
               cl::init("none"));
+// Not --threads: LLVM's libraries register that name.
+static cl::opt<int> threads(
+    "cpu-threads", cl::cat(runCategory),
+    cl::desc("CPU threads of each rank's kernels (passed to the programs as "
+             "--threads; default 0: the machine's cores shared by the ranks "
+             "started on it, at least 1)"),
+    cl::init(0));
 static cl::opt<bool> quiet("quiet", cl::cat(runCategory), cl::desc("Only print the losses and "
                                              "peaks"));
 static cl::opt<std::string>
@@ -617,6 +625,9 @@ int main(int argc, char **argv) {
     return fail("--checkpoint-every needs --checkpoint-dir");
   if (!(verifyTolerance >= 0) || !std::isfinite(verifyTolerance))
     return fail("--verify-tolerance must be a non-negative number");
+  if (threads < 0)
+    return fail("--cpu-threads must be at least 1 (or 0: cores / ranks), found " +
+                Twine(threads.getValue()));
   if (zeroStage < 0 || zeroStage > 3)
     return fail("--zero must be 0, 1, 2 or 3, found " +
                 Twine(zeroStage.getValue()));
@@ -716,6 +727,8 @@ int main(int argc, char **argv) {
     runArgs.append({"--seed", std::to_string(seed)});
   if (quiet)
     runArgs.push_back("--quiet");
+  if (threads > 0)
+    runArgs.append({"--threads", std::to_string(threads)});
   if (!resumeFrom.empty())
     runArgs.append({"--resume", resumeFrom});
   SmallVector<std::string> referenceArgs = runArgs;

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "parallel.h"
 #include "rope.h"
 
 #include <cmath>
@@ -37,13 +38,15 @@ void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t 
 
   int64_t QB = kBufFloats / (D > Dv ? (D > 0 ? D : 1) : (Dv > 0 ? Dv : 1));
   QB = QB > kMaxQB ? kMaxQB : QB; // >= 8 since D, Dv <= kMaxHeadDim
-  float qbuf[kBufFloats], acc[kBufFloats];
-  float kbuf[kMaxHeadDim], vbuf[kMaxHeadDim];
-  float mx[kMaxQB];
-  double l[kMaxQB];
 
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < Hq; ++h) {
+  // (batch, head) pairs write disjoint outputs: split over the rank's threads.
+  parallelFor(B * Hq, [&](int64_t begin, int64_t end) {
+    float qbuf[kBufFloats], acc[kBufFloats];
+    float kbuf[kMaxHeadDim], vbuf[kMaxHeadDim];
+    float mx[kMaxQB];
+    double l[kMaxQB];
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item / Hq, h = item % Hq;
       const int64_t hk = h / group;
       for (int64_t s0 = 0; s0 < S; s0 += QB) {
         const int64_t qb = S - s0 < QB ? S - s0 : QB;
@@ -65,10 +68,7 @@ void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t 
           for (int64_t r = 0; r < qb; ++r) {
             if (causal && t > qOff + s0 + r)
               continue;
-            float dot = 0.0f;
-            for (int64_t i = 0; i < D; ++i)
-              dot += qbuf[r * D + i] * kbuf[i];
-            const float score = scale * dot;
+            const float score = scale * dot(qbuf + r * D, kbuf, D);
             float *a = acc + r * Dv;
             if (score > mx[r]) {
               const float corr = std::exp(mx[r] - score); // 0 for the first key
@@ -91,6 +91,7 @@ void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t 
         }
       }
     }
+  });
 }
 
 } // namespace

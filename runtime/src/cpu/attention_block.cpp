@@ -54,13 +54,6 @@ namespace {
 constexpr int64_t kMaxQB = 64;
 constexpr int64_t kBufFloats = 8192;
 
-inline float dot(const float *a, const float *b, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i)
-    s += a[i] * b[i];
-  return s;
-}
-
 /// Query rows per block: as many as fit (up to 64) in the fixed buffers.
 inline int64_t queryBlock(int64_t D, int64_t Dv) {
   const int64_t m = D > Dv ? (D > 0 ? D : 1) : (Dv > 0 ? Dv : 1);

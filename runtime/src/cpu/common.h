@@ -60,6 +60,23 @@ inline void checkAct(int act, const char *kernel) {
 template <typename T> inline const T *in(const void *p) { return static_cast<const T *>(p); }
 template <typename T> inline T *out(void *p) { return static_cast<T *>(p); }
 
+/// sum_i a[i] b[i] in f32 over 16 interleaved partial sums (lane j takes
+/// i = j mod 16), then those in order: a fixed order that vectorizes, where a
+/// single running sum is a dependency chain the compiler may not reorder.
+inline float dot(const float *a, const float *b, int64_t n) {
+  float part[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int64_t j = 0; j < 16; ++j)
+      part[j] += a[i + j] * b[i + j];
+  for (int64_t j = 0; i < n; ++i, ++j)
+    part[j] += a[i] * b[i];
+  float s = 0.0f;
+  for (int64_t j = 0; j < 16; ++j)
+    s += part[j];
+  return s;
+}
+
 /// Bounds of the fixed scratch arrays (aborting, with the bound, beyond).
 constexpr int64_t kMaxHeadDim = 1024;   // attention D and Dv
 constexpr int64_t kMaxState = 1024;     // selective_scan N

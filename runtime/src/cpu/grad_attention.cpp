@@ -20,11 +20,13 @@
 // accumulators of the block, which are stored once. Pass 2 takes the row
 // statistics from pass 1 when the group has <= kStatRows query rows
 // (heads / kv_heads x seq); beyond that it recomputes them per key block
-// (correct, slower). Scratch: 4 x kBufFloats + 3 x kStatRows floats of stack.
+// (correct, slower). Scratch: 4 x kBufFloats + 3 x kStatRows floats of stack
+// per thread.
 //
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "parallel.h"
 #include "rope.h"
 
 #include <cmath>
@@ -36,13 +38,6 @@ namespace {
 constexpr int64_t kMaxQB = 64;
 constexpr int64_t kBufFloats = 8192;
 constexpr int64_t kStatRows = 8192;
-
-inline float dot(const float *a, const float *b, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i)
-    s += a[i] * b[i];
-  return s;
-}
 
 struct RowStats {
   float m, invl, delta;
@@ -78,18 +73,20 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
   const int64_t KB = kBufFloats / M;                                    // >= 8
   const bool cached = group * S <= kStatRows;
 
-  float bufA[kBufFloats], bufB[kBufFloats], bufC[kBufFloats], bufD[kBufFloats];
-  float kr[kMaxHeadDim], vr[kMaxHeadDim], qr[kMaxHeadDim], dor[kMaxHeadDim];
-  float stM[kStatRows], stL[kStatRows], stD[kStatRows];
-  float mx[kMaxQB];
-  double l[kMaxQB], dl[kMaxQB];
-  RowStats rs[kMaxQB];
-
   auto qRow = [&](int64_t b, int64_t s, int64_t h) { return ((b * S + s) * Hq + h); };
   auto kvRow = [&](int64_t b, int64_t t, int64_t g) { return ((b * Skv + t) * Hkv + g); };
 
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t g = 0; g < Hkv; ++g) {
+  // (batch, kv head) pairs write disjoint dq, dk, dv (a kv head collects its
+  // group's query heads): split over the rank's threads.
+  parallelFor(B * Hkv, [&](int64_t begin, int64_t end) {
+    float bufA[kBufFloats], bufB[kBufFloats], bufC[kBufFloats], bufD[kBufFloats];
+    float kr[kMaxHeadDim], vr[kMaxHeadDim], qr[kMaxHeadDim], dor[kMaxHeadDim];
+    float stM[kStatRows], stL[kStatRows], stD[kStatRows];
+    float mx[kMaxQB];
+    double l[kMaxQB], dl[kMaxQB];
+    RowStats rs[kMaxQB];
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item / Hkv, g = item % Hkv;
       // ---- Pass 1: row statistics and dq.
       for (int64_t hi = 0; hi < group; ++hi) {
         const int64_t h = g * group + hi;
@@ -208,6 +205,7 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
         }
       }
     }
+  });
 }
 
 } // namespace

@@ -1,5 +1,8 @@
 //===- matmul.cpp - CPU kernels: linear, batch_matmul ---------------------===//
 //
+// f32 GEMMs go to BLAS (blas.h) unless BRAID_CPU_ACCUMULATE=f64; bf16 and f16
+// storage, and f32 under BRAID_CPU_ACCUMULATE=f64, run the reference kernel:
+//
 // One cache-blocked GEMM: C[m, n] = sum_k A(m, k) B(k, n) (+ bias[n]) with A
 // and B given by element strides (which covers the transposed layouts) and f64
 // accumulation: products of f32 values are exact in f64 and their sum nearly
@@ -11,7 +14,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "blas.h"
 #include "common.h"
+
+#include <algorithm>
 
 using namespace braid::cpu;
 
@@ -66,12 +72,25 @@ void gemm(const T *a, int64_t aRow, int64_t aCol, const T *b, int64_t bRow, int6
   }
 }
 
+/// y = x W (+ b) by BLAS: the bias is broadcast into y first and added by
+/// beta = 1, so that each output is one sgemm accumulation plus the bias.
+void blasLinear(const float *x, const float *w, const float *bias, float *y, int64_t rows,
+                int64_t k, int64_t n, bool transposeW) {
+  if (bias)
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(bias, bias + n, y + r * n);
+  sgemm(false, transposeW, rows, n, k, x, k, w, transposeW ? k : n, bias ? 1.0f : 0.0f, y, n);
+}
+
 } // namespace
 
 extern "C" {
 
 void braid_k_linear(braid_rt *, braid_dtype dt, const void *x, const void *w, const void *b,
                     void *y, int64_t rows, int64_t k, int64_t n, int32_t transpose_w) {
+  if (dt == BRAID_F32 && useBlas())
+    return blasLinear(in<float>(x), in<float>(w), b ? in<float>(b) : nullptr, out<float>(y),
+                      rows, k, n, transpose_w);
   withFloatType(dt, "linear", [&](auto tag) {
     using T = decltype(tag);
     // W(kk, j) = w[kk, j] or w[j, kk].
@@ -84,6 +103,12 @@ void braid_k_linear(braid_rt *, braid_dtype dt, const void *x, const void *w, co
 void braid_k_batch_matmul(braid_rt *, braid_dtype dt, const void *a, const void *b, void *c,
                           int64_t batch, int64_t m, int64_t k, int64_t n, int32_t transpose_a,
                           int32_t transpose_b) {
+  if (dt == BRAID_F32 && useBlas()) {
+    for (int64_t i = 0; i < batch; ++i)
+      sgemm(transpose_a, transpose_b, m, n, k, in<float>(a) + i * m * k, transpose_a ? m : k,
+            in<float>(b) + i * k * n, transpose_b ? k : n, 0.0f, out<float>(c) + i * m * n, n);
+    return;
+  }
   withFloatType(dt, "batch_matmul", [&](auto tag) {
     using T = decltype(tag);
     const int64_t aRow = transpose_a ? 1 : k, aCol = transpose_a ? m : 1;

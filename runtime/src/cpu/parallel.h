@@ -1,0 +1,46 @@
+//===- parallel.h - splitting a CPU kernel over the rank's threads -*- C++ -*-===//
+//
+// Internal to runtime/src/cpu. A kernel whose outputs fall into independent
+// items (the (batch, head) pairs of attention) runs contiguous ranges of items
+// on threadsPerRank() threads, the caller's among them. Each output is still
+// computed by one thread in one order, so results do not depend on the thread
+// count: an N-rank run and its 1-rank reference stay comparable at any
+// --threads. Threads are started per call: the kernels split this way run for
+// milliseconds, against tens of microseconds to start a thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_CPU_PARALLEL_H
+#define BRAID_RUNTIME_CPU_PARALLEL_H
+
+#include "blas.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace braid::cpu {
+
+/// Calls work(begin, end) on disjoint ranges covering [0, items), at most
+/// one range per thread of the rank; returns when all have returned.
+template <typename Work> void parallelFor(int64_t items, Work &&work) {
+  const int64_t threads = std::min<int64_t>(threadsPerRank(), items);
+  if (threads <= 1) {
+    if (items > 0)
+      work(int64_t(0), items);
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(size_t(threads - 1));
+  auto range = [&](int64_t i) { return items * i / threads; };
+  for (int64_t i = 1; i < threads; ++i)
+    pool.emplace_back([&, i] { work(range(i), range(i + 1)); });
+  work(int64_t(0), range(1));
+  for (std::thread &t : pool)
+    t.join();
+}
+
+} // namespace braid::cpu
+
+#endif // BRAID_RUNTIME_CPU_PARALLEL_H
