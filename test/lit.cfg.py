@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 
 config.name = "Braid"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".py"]
+config.suffixes = [".mlir", ".py", ".c", ".test"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "lib"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.braid_obj_root, "test")
@@ -32,5 +32,8 @@ import shutil  # noqa: E402
 _nvcc = os.environ.get("BRAID_NVCC") or "/usr/local/cuda/bin/nvcc"
 if os.path.exists(_nvcc) or shutil.which("nvcc"):
     config.available_features.add("nvcc")
+# `mpirun`: several CPU ranks can run.
+if shutil.which("mpirun") or shutil.which("mpiexec"):
+    config.available_features.add("mpirun")
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidiactl"):
     config.available_features.add("cuda-gpu")

@@ -182,11 +182,16 @@ compileModel(ModuleOp module, const TrainingPipelineOptions &given,
     pipeline.sequenceParallel = false;
   }
   const bool inject = !reference && options.breakProgram;
-  if (options.progress)
-    options.progress->phase(reference ? "compiling the 1-rank reference"
-                                      : "compiling the pipeline");
-  if (failed(lower(module, pipeline, options, inject)))
-    return failure();
+  {
+    // GPT-2 small spends about 25 s here.
+    std::optional<Progress::Ticker> ticker;
+    if (options.progress)
+      ticker.emplace(*options.progress,
+                     reference ? "compiling the 1-rank reference"
+                               : "compiling the pipeline");
+    if (failed(lower(module, pipeline, options, inject)))
+      return failure();
+  }
 
   FailureOr<SmallVector<std::string>> entries =
       programEntries(module, pipeline.entry);

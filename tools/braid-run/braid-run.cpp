@@ -72,6 +72,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../../lib/Planner/PlanFile.h"
+#include "braid/Driver/Progress.h"
 #include "braid/Driver/Run.h"
 #include "braid/InitAllDialects.h"
 #include "braid/Pipelines.h"
@@ -100,10 +101,6 @@ static cl::opt<int> steps("steps", cl::cat(runCategory),
                           cl::init(1));
 static cl::opt<uint64_t> seed("seed", cl::cat(runCategory), cl::desc("Initialization seed"),
                               cl::init(0));
-static cl::opt<std::string> dtype("dtype", cl::cat(runCategory),
-                                  cl::desc("Float storage: f32 (as written) "
-                                           "or bf16"),
-                                  cl::init("f32"));
 static cl::opt<std::string> dumpDir("dump", cl::cat(runCategory),
                                     cl::desc("Write every named tensor as "
                                              ".npy into this directory"));
@@ -113,42 +110,9 @@ static cl::opt<std::string>
                        "per rank: trace.rank1.json for trace.json)"));
 static cl::opt<std::string> backend("backend", cl::cat(runCategory), cl::desc("cpu or cuda"),
                                     cl::init("cpu"));
-static cl::opt<std::string> entry("entry", cl::cat(runCategory), cl::desc("Step function"),
-                                  cl::init("step"));
 static cl::opt<std::string> emitCpp("emit-cpp", cl::cat(runCategory),
                                     cl::desc("Also write the generated C++ "
                                              "source to this file"));
-static cl::opt<bool> scheduleOverlap(
-    "schedule-overlap", cl::cat(runCategory),
-    cl::desc("Start transfers early and wait for them late "
-             "(--braid-schedule-overlap); off keeps the lowering's order"),
-    cl::init(true));
-static cl::opt<double> bucketMb(
-    "bucket-mb", cl::cat(runCategory),
-    cl::desc("With --schedule-overlap, MiB a bucket of gradient reductions closes at "
-             "(PyTorch DDP's bucket_cap_mb; 0: no buckets)"),
-    cl::init(25.0));
-static cl::opt<double> firstBucketMb(
-    "first-bucket-mb", cl::cat(runCategory),
-    cl::desc("With --schedule-overlap, MiB the first bucket of a function closes at"),
-    cl::init(1.0));
-static cl::opt<bool> deferParamGather(
-    "defer-param-gather", cl::cat(runCategory),
-    cl::desc("With --schedule-overlap, gather ZeRO-1/2's updated parameters in the next "
-             "step, before each one's first read (Megatron's overlap-param-gather)"),
-    cl::init(true));
-static cl::opt<std::string> scheduleHardware(
-    "schedule-hardware", cl::cat(runCategory),
-    cl::desc("With --schedule-overlap, the hardware its list scheduler times compute "
-             "and links on: a name (lib/CostModel/hardware) or a .json file; under "
-             "BRAID_LINK, its links time the transfers"),
-    cl::init("h100-sxm"));
-static cl::opt<std::string> collectiveMatmul(
-    "collective-matmul", cl::cat(runCategory),
-    cl::desc("With --grid, an all-gather before matrix products as a ring of shifts and "
-             "product chunks (--braid-collective-matmul): auto (the cost model "
-             "chooses), always or never"),
-    cl::init("auto"));
 static cl::opt<bool> rollRepeats(
     "roll-repeats", cl::cat(runCategory),
     cl::desc("Print repeated statement groups of the generated program "
@@ -157,82 +121,8 @@ static cl::opt<bool> rollRepeats(
     cl::init(true));
 static cl::opt<bool> compileOnly("compile-only", cl::cat(runCategory),
                                  cl::desc("Build the program, do not run it"));
-static cl::opt<std::string>
-    optimizer("optimizer", cl::cat(runCategory),
-              cl::desc("Training: adamw or sgd; none runs the forward pass "
-                       "only"),
-              cl::init("adamw"));
-static cl::opt<double> lr("lr", cl::cat(runCategory), cl::desc("Learning rate"), cl::init(1e-3));
-static cl::opt<double> weightDecay("weight-decay", cl::cat(runCategory),
-                                   cl::desc("Decoupled weight decay"),
-                                   cl::init(0.1));
-static cl::opt<double> adamEps("eps", cl::cat(runCategory), cl::desc("AdamW epsilon"),
-                               cl::init(1e-8));
-static cl::opt<double> maxNorm("max-norm", cl::cat(runCategory),
-                               cl::desc("Clip gradients to this global norm "
-                                        "(<= 0: no clipping)"),
-                               cl::init(1.0));
-static cl::opt<std::string>
-    recompute("recompute", cl::cat(runCategory),
-              cl::desc("Activation recompute: none, selective or full"),
-              cl::init("none"));
 static cl::opt<bool> quiet("quiet", cl::cat(runCategory), cl::desc("Only print the losses and "
                                              "peaks"));
-static cl::opt<std::string>
-    gridSpec("grid", cl::cat(runCategory),
-             cl::desc("Partition the program for this device grid, "
-                      "AXIS=SIZE,... over pp, dp, ep, cp and tp in any order "
-                      "(pp placed outermost; the last axis on neighbouring "
-                      "ranks) "
-                      "(e.g. pp=2,dp=2,tp=2), and "
-                      "run it on that many ranks (mpirun when more than one)"));
-static cl::opt<std::string>
-    plan("plan", cl::cat(runCategory),
-         cl::desc("With --grid, how unannotated weights are sharded: megatron "
-                  "(tensor, vocabulary and expert parallel) or data "
-                  "(replicated)"),
-         cl::init("megatron"));
-static cl::opt<int> zeroStage("zero", cl::cat(runCategory),
-                              cl::desc("With --grid, the ZeRO stage over dp: "
-                                       "0, 1 (optimizer state), 2 (+ "
-                                       "gradients) or 3 (+ parameters)"),
-                              cl::init(0));
-static cl::opt<std::string> cpAttention(
-    "cp-attention", cl::cat(runCategory),
-    cl::desc("Attention under a cp grid axis: allgather, ulysses or ring"),
-    cl::init("allgather"));
-static cl::opt<std::string> cpLayout(
-    "cp-layout", cl::cat(runCategory),
-    cl::desc("The sequence's cut over a cp grid axis: contiguous, zigzag "
-             "(rank i holds chunks i and 2cp-1-i: balanced causal attention) "
-             "or auto (zigzag where the model allows it)"),
-    cl::init("auto"));
-static cl::opt<bool> sequenceParallel(
-    "sequence-parallel", cl::cat(runCategory),
-    cl::desc("With --grid, shard norms and residuals over tp along the "
-             "sequence"));
-static cl::opt<int> microbatches(
-    "microbatches", cl::cat(runCategory),
-    cl::desc("Micro-batches per step: the batch is split into this many, "
-             "whose gradients are accumulated before the optimizer step"),
-    cl::init(1));
-static cl::opt<std::string>
-    schedule("schedule", cl::cat(runCategory),
-             cl::desc("With a pp grid axis, the pipeline schedule: gpipe, "
-                      "1f1b, interleaved or zb-h1"),
-             cl::init("1f1b"));
-static cl::opt<int>
-    virtualStages("virtual-stages", cl::cat(runCategory),
-                  cl::desc("With a pp grid axis, model chunks per pipeline "
-                           "rank (--schedule interleaved)"),
-                  cl::init(1));
-static cl::opt<std::string>
-    ppLayout("pp-layout", cl::cat(runCategory),
-             cl::desc("With a pp grid axis, layers per model chunk, e.g. "
-                      "7,8,8,7 (default: balanced by cost, or the layers' "
-                      "braid.stage attributes)"));
-/// --pp-layout, parsed (and checked) before any work.
-static SmallVector<int64_t> layerCounts;
 static cl::opt<bool> verifyRuns(
     "verify", cl::cat(runCategory),
     cl::desc("With --grid: also run the unpartitioned program on one rank "
@@ -271,36 +161,40 @@ static cl::opt<std::string> injectFault(
              "way before it is emitted (--braid-test-inject-fault kinds)"),
     cl::Hidden);
 
-/// The training pipeline's options from braid-run's flags.
-static void pipelineOptions(::braid::TrainingPipelineOptions &pipeline) {
-  pipeline.entry = entry;
-  pipeline.dtype = dtype;
-  pipeline.optimizer = optimizer;
-  pipeline.recompute = recompute;
-  pipeline.lr = lr;
-  pipeline.weightDecay = weightDecay;
-  pipeline.maxNorm = maxNorm;
-  pipeline.eps = adamEps;
-  pipeline.scheduleOverlap = scheduleOverlap;
-  pipeline.bucketMb = bucketMb;
-  pipeline.firstBucketMb = firstBucketMb;
-  pipeline.deferParamGather = deferParamGather;
-  pipeline.scheduleHardware = scheduleHardware;
-  pipeline.collectiveMatmul = collectiveMatmul.getValue();
-  pipeline.grid = gridSpec.getValue();
-  pipeline.plan = plan;
-  pipeline.zero = zeroStage.getValue();
-  pipeline.sequenceParallel = sequenceParallel;
-  pipeline.cpAttention = cpAttention;
-  pipeline.cpLayout = cpLayout;
-  pipeline.microbatches = microbatches;
-  pipeline.schedule = schedule;
-  pipeline.virtualStages = virtualStages;
-  pipeline.ppLayout = ArrayRef<int64_t>(layerCounts);
+static cl::opt<bool> showProgress(
+    "progress", cl::cat(runCategory),
+    cl::desc("Show the phases of long work (lowering, building, running) on "
+             "stderr (default: when stderr is a terminal and not --quiet)"));
+
+/// The lowering's options (--grid, --zero, --dtype, ...): the training
+/// pipeline's own, defined once in braid/Pipelines.h and made flags of
+/// braid-run by main. Its transfers are always lowered (braid-run emits dist
+/// ops), and the links it schedules for come from BRAID_LINK.
+static ::braid::TrainingPipelineOptions pipeline;
+
+/// Sets --pp-layout from a plan file's "7,8,8,7"; fails after a message.
+static LogicalResult setLayout(StringRef layout) {
+  SmallVector<int64_t> counts;
+  SmallVector<StringRef> items;
+  if (!layout.empty())
+    layout.split(items, ',');
+  for (StringRef item : items) {
+    int64_t n;
+    if (item.trim().getAsInteger(10, n) || n < 1)
+      return ::braid::driver::fail(
+                 "--pp-layout must list positive layer counts (e.g. 2,3), "
+                 "found '" +
+                 layout + "'"),
+             failure();
+    counts.push_back(n);
+  }
+  pipeline.ppLayout = ArrayRef<int64_t>(counts);
+  return success();
 }
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  pipeline.addToCommandLine(runCategory, {"lower-to-dist", "schedule-link"});
   cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(argc, argv, "Braid: compile and run a model\n");
   using ::braid::driver::fail;
@@ -309,50 +203,44 @@ int main(int argc, char **argv) {
   // leave which one runs unclear.
   if (!planFile.empty()) {
     for (cl::Option *opt : std::initializer_list<cl::Option *>{
-             &gridSpec, &zeroStage, &recompute, &microbatches, &schedule, &virtualStages,
-             &ppLayout, &sequenceParallel})
+             &pipeline.grid, &pipeline.zero, &pipeline.recompute, &pipeline.microbatches,
+             &pipeline.schedule, &pipeline.virtualStages,
+             static_cast<cl::Option *>(std::addressof(pipeline.ppLayout)),
+             &pipeline.sequenceParallel})
       if (opt->getNumOccurrences())
         return fail("--plan-file sets --" + opt->ArgStr + "; give one or the other");
     llvm::Expected<::braid::plan::RunFlags> flags =
         ::braid::plan::readPlanFile(planFile, backend == "cuda" ? "plan" : "reduced");
     if (!flags)
       return fail(llvm::toString(flags.takeError()));
-    gridSpec.setValue(flags->grid);
-    zeroStage.setValue(flags->zero);
-    recompute.setValue(flags->recompute);
-    microbatches.setValue(int(flags->microbatches));
-    schedule.setValue(flags->schedule);
-    virtualStages.setValue(int(flags->virtualStages));
-    ppLayout.setValue(flags->ppLayout);
-    sequenceParallel.setValue(flags->sequenceParallel);
-    if (!flags->dtype.empty() && !dtype.getNumOccurrences())
-      dtype.setValue(flags->dtype);
+    pipeline.grid = flags->grid;
+    pipeline.zero = int(flags->zero);
+    pipeline.recompute = flags->recompute;
+    pipeline.microbatches = int(flags->microbatches);
+    pipeline.schedule = flags->schedule;
+    pipeline.virtualStages = int(flags->virtualStages);
+    if (failed(setLayout(flags->ppLayout)))
+      return 1;
+    pipeline.sequenceParallel = flags->sequenceParallel;
+    if (!flags->dtype.empty() && !pipeline.dtype.getNumOccurrences())
+      pipeline.dtype = flags->dtype;
   }
 
   // What only the command line can get wrong; the driver checks the values.
-  if (gridSpec.getNumOccurrences() && gridSpec.empty())
+  if (pipeline.grid.getNumOccurrences() && pipeline.grid.empty())
     return fail("--grid needs AXIS=SIZE[,AXIS=SIZE...]");
   if (checkpointEvery.getNumOccurrences() && checkpointDir.empty())
     return fail("--checkpoint-every needs --checkpoint-dir");
-  if (!ppLayout.empty()) {
-    SmallVector<StringRef> counts;
-    StringRef(ppLayout).split(counts, ',');
-    for (StringRef count : counts) {
-      int64_t n;
-      if (count.trim().getAsInteger(10, n) || n < 1)
-        return fail("--pp-layout must list positive layer counts (e.g. 2,3), "
-                    "found '" +
-                    ppLayout + "'");
-      layerCounts.push_back(n);
-    }
-  }
-  ::braid::TrainingPipelineOptions pipeline;
-  pipelineOptions(pipeline);
+  ::braid::driver::Progress progress(
+      showProgress.getNumOccurrences()
+          ? showProgress.getValue()
+          : !quiet && ::braid::driver::Progress::stderrIsTerminal());
   ::braid::driver::RunOptions options;
   options.compile.backend = backend;
   options.compile.rollRepeats = rollRepeats;
   options.compile.emitCpp = emitCpp;
   options.compile.quiet = quiet;
+  options.compile.progress = &progress;
   if (!injectFault.empty())
     options.compile.breakProgram = [](OpPassManager &pm) {
       pm.addPass(::braid::test::createInjectFaultPass(injectFault));
@@ -379,6 +267,7 @@ int main(int argc, char **argv) {
   // error is for compiler developers (braid-opt prints it).
   context.printOpOnDiagnostic(false);
 
+  progress.phase("parsing " + inputFile);
   std::string error;
   auto file = openInputFile(inputFile, &error);
   if (!file)
