@@ -26,18 +26,18 @@ extern "C" {
 
 /// How a model is built and run (braid-run's flags of the same names).
 typedef struct BraidRunOptions {
-  MlirStringRef backend;  ///< "cpu" or "cuda"
-  int steps;              ///< the last step to run
-  bool hasSeed;           ///< else the program's default seed
+  MlirStringRef backend; ///< "cpu" or "cuda"
+  int steps;             ///< the last step to run
+  bool hasSeed;          ///< else the program's default seed
   uint64_t seed;
-  MlirStringRef dumpDir;  ///< every named tensor as .npy; empty: none
+  MlirStringRef dumpDir;   ///< every named tensor as .npy; empty: none
   MlirStringRef traceFile; ///< a Perfetto trace; empty: none
-  MlirStringRef emitCpp;  ///< also write the C++ here; empty: none
-  bool rollRepeats;       ///< repeated statement groups as loops
-  bool quiet;             ///< only the losses and peaks
-  bool progress;          ///< phases of long work on stderr
-  bool compileOnly;       ///< build, do not run
-  bool verify;            ///< compare with the program on one rank
+  MlirStringRef emitCpp;   ///< also write the C++ here; empty: none
+  bool rollRepeats;        ///< repeated statement groups as loops
+  bool quiet;              ///< only the losses and peaks
+  bool progress;           ///< phases of long work on stderr
+  bool compileOnly;        ///< build, do not run
+  bool verify;             ///< compare with the program on one rank
   double verifyTolerance;
 } BraidRunOptions;
 

@@ -59,13 +59,13 @@ braidTrainingPipelineAddPasses(MlirOpPassManager passManager,
   return mlirLogicalResultSuccess();
 }
 
-MlirLogicalResult braidRunTrainingPipeline(MlirModule module,
-                                           BraidTrainingPipelineOptions options) {
+MlirLogicalResult
+braidRunTrainingPipeline(MlirModule module,
+                         BraidTrainingPipelineOptions options) {
   mlir::ModuleOp op = unwrap(module);
   mlir::PassManager pm(op.getContext());
-  if (mlirLogicalResultIsFailure(
-          braidTrainingPipelineAddPasses(wrap(static_cast<mlir::OpPassManager *>(&pm)),
-                                         options)))
+  if (mlirLogicalResultIsFailure(braidTrainingPipelineAddPasses(
+          wrap(static_cast<mlir::OpPassManager *>(&pm)), options)))
     return mlirLogicalResultFailure();
   return wrap(pm.run(op));
 }

@@ -107,8 +107,8 @@ static FailureOr<SmallVector<std::string>> programEntries(ModuleOp module,
       pp = grid->sizes[*axis];
   if (int64_t(names.size()) != pp) {
     fail("the pipelined program has " + Twine(names.size()) +
-         " stages, not one per coordinate of its grid's pp axis (" +
-         Twine(pp) + ")");
+         " stages, not one per coordinate of its grid's pp axis (" + Twine(pp) +
+         ")");
     return failure();
   }
   return names;
@@ -186,9 +186,9 @@ compileModel(ModuleOp module, const TrainingPipelineOptions &given,
     // GPT-2 small spends about 25 s here.
     std::optional<Progress::Ticker> ticker;
     if (options.progress)
-      ticker.emplace(*options.progress,
-                     reference ? "compiling the 1-rank reference"
-                               : "compiling the pipeline");
+      ticker.emplace(*options.progress, reference
+                                            ? "compiling the 1-rank reference"
+                                            : "compiling the pipeline");
     if (failed(lower(module, pipeline, options, inject)))
       return failure();
   }
@@ -215,8 +215,7 @@ compileModel(ModuleOp module, const TrainingPipelineOptions &given,
       return failure();
     if (emit && !options.emitCpp.empty()) {
       auto out = openOutputFile(
-          staged ? stageFile(options.emitCpp, stage) : options.emitCpp,
-          &error);
+          staged ? stageFile(options.emitCpp, stage) : options.emitCpp, &error);
       if (!out) {
         fail(error);
         return failure();
@@ -231,17 +230,16 @@ compileModel(ModuleOp module, const TrainingPipelineOptions &given,
   {
     std::optional<Progress::Ticker> ticker;
     if (options.progress)
-      ticker.emplace(*options.progress, sources.size() > 1
-                                            ? "building " +
-                                                  std::to_string(
-                                                      sources.size()) +
-                                                  " programs"
-                                            : std::string("building program"));
+      ticker.emplace(*options.progress,
+                     sources.size() > 1
+                         ? "building " + std::to_string(sources.size()) +
+                               " programs"
+                         : std::string("building program"));
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
     for (auto [source, binary] : llvm::zip_equal(sources, built))
       pool.async([&, &source = source, &binary = binary] {
-        binary = buildProgram(source, options.backend, ranks > 1,
-                              options.quiet);
+        binary =
+            buildProgram(source, options.backend, ranks > 1, options.quiet);
       });
     pool.wait();
   }

@@ -26,8 +26,8 @@ static void nameOpsFromSource(ModuleOp module, const AsmParserState &state) {
     name = name.ltrim("%");
     name = name.take_until([](char c) { return c == '#' || c == ':'; });
     if (!name.empty() && !llvm::all_of(name, llvm::isDigit))
-      op->setLoc(NameLoc::get(StringAttr::get(op->getContext(), name),
-                              op->getLoc()));
+      op->setLoc(
+          NameLoc::get(StringAttr::get(op->getContext(), name), op->getLoc()));
   });
 }
 
@@ -40,8 +40,8 @@ OwningOpRef<ModuleOp> parseModel(llvm::SourceMgr &sourceMgr,
     return nullptr;
   if (block.getOperations().size() != 1 ||
       !isa<ModuleOp>(block.getOperations().front())) {
-    StringRef name =
-        sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBufferIdentifier();
+    StringRef name = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())
+                         ->getBufferIdentifier();
     fail("expected one builtin.module in " + name);
     return nullptr;
   }

@@ -33,8 +33,7 @@ Progress::Ticker::Ticker(Progress &progress, std::string what)
       auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::steady_clock::now() - start)
                          .count();
-      this->progress.phase(this->what + " (" + std::to_string(seconds) +
-                           " s)");
+      this->progress.phase(this->what + " (" + std::to_string(seconds) + " s)");
     }
   });
 }

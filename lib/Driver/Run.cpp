@@ -19,47 +19,44 @@ namespace braid::driver {
 
 LogicalResult checkOptions(const TrainingPipelineOptions &pipeline,
                            const RunOptions &options) {
+  auto bad = [](const Twine &message) {
+    fail(message);
+    return failure();
+  };
   if (!pipeline.grid.empty() && failed(gridRanks(pipeline.grid)))
     return failure();
   if (options.verify && pipeline.grid.empty() && pipeline.microbatches == 1)
-    return fail("--verify compares a partitioned or micro-batched run with "
-                "the 1-rank run: it needs --grid or --microbatches"),
-           failure();
+    return bad("--verify compares a partitioned or micro-batched run with "
+               "the 1-rank run: it needs --grid or --microbatches");
   if (options.checkpointEvery < 0)
-    return fail("--checkpoint-every must be at least 0, found " +
-                Twine(options.checkpointEvery)),
-           failure();
-  if (!(options.verifyTolerance >= 0) || !std::isfinite(options.verifyTolerance))
-    return fail("--verify-tolerance must be a non-negative number"), failure();
+    return bad("--checkpoint-every must be at least 0, found " +
+               Twine(options.checkpointEvery));
+  if (!(options.verifyTolerance >= 0) ||
+      !std::isfinite(options.verifyTolerance))
+    return bad("--verify-tolerance must be a non-negative number");
   if (pipeline.zero < 0 || pipeline.zero > 3)
-    return fail("--zero must be 0, 1, 2 or 3, found " +
-                Twine(pipeline.zero.getValue())),
-           failure();
+    return bad("--zero must be 0, 1, 2 or 3, found " +
+               Twine(pipeline.zero.getValue()));
   if (pipeline.plan != "megatron" && pipeline.plan != "data")
-    return fail("--plan must be megatron or data, found '" + pipeline.plan +
-                "'"),
-           failure();
+    return bad("--plan must be megatron or data, found '" + pipeline.plan +
+               "'");
   if (pipeline.microbatches < 1)
-    return fail("--microbatches must be at least 1, found " +
-                Twine(pipeline.microbatches.getValue())),
-           failure();
+    return bad("--microbatches must be at least 1, found " +
+               Twine(pipeline.microbatches.getValue()));
   if (pipeline.virtualStages < 1)
-    return fail("--virtual-stages must be at least 1, found " +
-                Twine(pipeline.virtualStages.getValue())),
-           failure();
+    return bad("--virtual-stages must be at least 1, found " +
+               Twine(pipeline.virtualStages.getValue()));
   if (!llvm::is_contained({"gpipe", "1f1b", "interleaved", "zb-h1"},
                           StringRef(pipeline.schedule)))
-    return fail("--schedule must be gpipe, 1f1b, interleaved or zb-h1, found '" +
-                pipeline.schedule + "'"),
-           failure();
+    return bad("--schedule must be gpipe, 1f1b, interleaved or zb-h1, found '" +
+               pipeline.schedule + "'");
   if (llvm::any_of(pipeline.ppLayout, [](int64_t n) { return n < 1; })) {
     std::string layout;
     for (int64_t n : pipeline.ppLayout)
       layout += (layout.empty() ? "" : ",") + std::to_string(n);
-    return fail("--pp-layout must list positive layer counts (e.g. 2,3), "
-                "found '" +
-                layout + "'"),
-           failure();
+    return bad("--pp-layout must list positive layer counts (e.g. 2,3), "
+               "found '" +
+               layout + "'");
   }
   return success();
 }
@@ -115,9 +112,8 @@ struct Programs {
 /// Runs the built programs of `options.verify`: the partitioned ones, the
 /// 1-rank reference (and at a reduced precision the 1-rank program at f32),
 /// each dumping step 1, and prints the verdict; returns the exit code.
-static int verifyRuns(const RunOptions &options, int64_t ranks,
-                      StringRef grid, StringRef dtype, double maxNorm,
-                      bool routed,
+static int verifyRuns(const RunOptions &options, int64_t ranks, StringRef grid,
+                      StringRef dtype, double maxNorm, bool routed,
                       const std::string &logits, ModuleOp reference,
                       Programs partitionedRun, Programs referenceRun,
                       Programs exactRun) {
@@ -184,12 +180,12 @@ static int verifyRuns(const RunOptions &options, int64_t ranks,
       return fail("verify: " + error);
   }
   Verdict verdict;
-  if (!compareRuns(partitioned, single, steps, rules, maxNorm,
-                   &verdict, &error))
+  if (!compareRuns(partitioned, single, steps, rules, maxNorm, &verdict,
+                   &error))
     return fail("verify: " + error);
   const bool pass =
-      reportVerdict(llvm::outs(), verdict, bounds, steps,
-                    rounded ? dtype : "", routed, options.verifyTolerance);
+      reportVerdict(llvm::outs(), verdict, bounds, steps, rounded ? dtype : "",
+                    routed, options.verifyTolerance);
   llvm::outs().flush();
   if (pass) {
     for (const std::string &dir : temporary)
@@ -283,10 +279,10 @@ int runModel(ModuleOp module, const TrainingPipelineOptions &given,
       runArgs.append({"--dump", options.dumpDir});
     return runPrograms(*binaries, ranks, grid, runArgs);
   }
-  return verifyRuns(options, ranks, grid, dtype, pipeline.maxNorm, routed, logits, *reference,
-                    {*binaries, runArgs}, {*referenceBinaries, referenceArgs},
-                    {exactBinaries.value_or(SmallVector<std::string>()),
-                     referenceArgs});
+  return verifyRuns(
+      options, ranks, grid, dtype, pipeline.maxNorm, routed, logits, *reference,
+      {*binaries, runArgs}, {*referenceBinaries, referenceArgs},
+      {exactBinaries.value_or(SmallVector<std::string>()), referenceArgs});
 }
 
 } // namespace braid::driver
