@@ -14,6 +14,8 @@ config.test_exec_root = os.path.join(config.braid_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%braid_src", config.braid_src_root))
+# Where the build puts libraries and plugins (test/lib/Plugin).
+config.substitutions.append(("%braid_lib", os.path.join(config.braid_obj_root, "lib")))
 
 # The model builder is pure Python and is used from the source tree.
 config.environment["PYTHONPATH"] = os.path.join(config.braid_src_root, "python")
