@@ -16,6 +16,10 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%braid_src", config.braid_src_root))
 # Where the build puts libraries and plugins (test/lib/Plugin).
 config.substitutions.append(("%braid_lib", os.path.join(config.braid_obj_root, "lib")))
+# The build tree (cmake --install reads it) and its compilers.
+config.substitutions.append(("%braid_obj", config.braid_obj_root))
+config.substitutions.append(("%cc", config.host_cc))
+config.substitutions.append(("%cxx", config.host_cxx))
 
 # The model builder is pure Python and is used from the source tree.
 config.environment["PYTHONPATH"] = os.path.join(config.braid_src_root, "python")
@@ -34,6 +38,9 @@ import shutil  # noqa: E402
 _nvcc = os.environ.get("BRAID_NVCC") or "/usr/local/cuda/bin/nvcc"
 if os.path.exists(_nvcc) or shutil.which("nvcc"):
     config.available_features.add("nvcc")
+# `cmake`: the installed package can be built against.
+if shutil.which("cmake"):
+    config.available_features.add("cmake")
 # `mpirun`: several CPU ranks can run.
 if shutil.which("mpirun") or shutil.which("mpiexec"):
     config.available_features.add("mpirun")
