@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 
 config.name = "Braid"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".py"]
+config.suffixes = [".mlir", ".py", ".c", ".test"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "lib"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.braid_obj_root, "test")
@@ -14,6 +14,12 @@ config.test_exec_root = os.path.join(config.braid_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%braid_src", config.braid_src_root))
+# Where the build puts libraries and plugins (test/lib/Plugin).
+config.substitutions.append(("%braid_lib", os.path.join(config.braid_obj_root, "lib")))
+# The build tree (cmake --install reads it) and its compilers.
+config.substitutions.append(("%braid_obj", config.braid_obj_root))
+config.substitutions.append(("%cc", config.host_cc))
+config.substitutions.append(("%cxx", config.host_cxx))
 
 # The model builder is pure Python and is used from the source tree.
 config.environment["PYTHONPATH"] = os.path.join(config.braid_src_root, "python")
@@ -45,5 +51,11 @@ if not _sanitize and (os.path.exists(_nvcc) or shutil.which("nvcc")):
 # `libfuzzer`: the fuzz targets were built (fuzz/CMakeLists.txt).
 if os.path.exists(os.path.join(config.braid_tools_dir, "braid-fuzz-parse")):
     config.available_features.add("libfuzzer")
+# `cmake`: the installed package can be built against.
+if shutil.which("cmake"):
+    config.available_features.add("cmake")
+# `mpirun`: several CPU ranks can run.
+if shutil.which("mpirun") or shutil.which("mpiexec"):
+    config.available_features.add("mpirun")
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidiactl"):
     config.available_features.add("cuda-gpu")

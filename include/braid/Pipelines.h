@@ -2,7 +2,9 @@
 //
 // A pipeline is an options struct, a function that adds its passes to a pass
 // manager, and its registration for braid-opt (`--braid-training-pipeline`).
-// braid-run builds its pass manager with the same function.
+// braid-run builds its pass manager with the same function, and takes the
+// struct's options as its own flags (addToCommandLine), as the C API takes
+// them in their textual form: each option is defined here once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,8 +47,9 @@ struct TrainingPipelineOptions
   // SPMD partitioning (empty grid: one rank, nothing partitioned).
   Option<std::string> grid{
       *this, "grid",
-      llvm::cl::desc("Device grid as AXIS=SIZE,... over the axes dp, ep, cp, tp "
-                     "(e.g. dp=2,tp=2); empty: one rank")};
+      llvm::cl::desc("Device grid as AXIS=SIZE,... over pp, dp, ep, cp and tp in "
+                     "any order (pp placed outermost; the last axis on "
+                     "neighbouring ranks), e.g. pp=2,dp=2,tp=2; empty: one rank")};
   Option<std::string> plan{
       *this, "plan",
       llvm::cl::desc("How unannotated weights are sharded: megatron (tensor "
@@ -139,6 +142,14 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Links per grid axis the overlap scheduler times transfers "
                      "on instead, as BRAID_LINK gives them (tp:2us,20GB/s;dp:...)"),
       llvm::cl::init("")};
+
+  /// Makes these options flags of the tool's top-level command line, in
+  /// `category` (braid-run's --grid, --zero, ...: the options are defined
+  /// once, here), except those named in `keep`. Call before
+  /// llvm::cl::ParseCommandLineOptions on an object that outlives it; its
+  /// parseFromString then knows only the kept options.
+  void addToCommandLine(llvm::cl::OptionCategory &category,
+                        llvm::ArrayRef<llvm::StringRef> keep = {});
 };
 
 /// The module attribute the pipeline pass leaves on a pipelined module: the

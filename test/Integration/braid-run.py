@@ -133,8 +133,11 @@ for args, message in (
         (["--schedule", "zigzag"],
          "--schedule must be gpipe, 1f1b, interleaved or zb-h1, found 'zigzag'"),
         (["--virtual-stages", "0"], "--virtual-stages must be at least 1, found 0"),
-        (["--pp-layout", "2,x"],
-         "--pp-layout must list positive layer counts (e.g. 2,3), found '2,x'"),
+        # --pp-layout is the pipeline's list option: its parser reads the
+        # numbers, the driver checks them.
+        (["--pp-layout", "2,x"], "for the --pp-layout option: 'x' value invalid"),
+        (["--pp-layout", "2,0"],
+         "--pp-layout must list positive layer counts (e.g. 2,3), found '2,0'"),
         (["--grid", "dp=1", "--verify", "--verify-tolerance", "-1"],
          "--verify-tolerance must be a non-negative number")):
     r = run(model, *args)

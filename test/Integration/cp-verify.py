@@ -51,7 +51,7 @@ MATRIX += [
     ("mamba-tiny", ["--grid", "cp=2,tp=2"]),
     ("hybrid-tiny", ["--grid", "cp=2,tp=2"]),
     ("hybrid-tiny", ["--grid", "cp=2,tp=2", "--cp-attention", "ring"]),
-    # bf16 (bounds from bf16 rounding: tools/braid-run/Verify.h): the Mamba
+    # bf16 (bounds from bf16 rounding: include/braid/Driver/Verify.h): the Mamba
     # scan's carry and the ring's blocks cross ranks in bf16.
     ("mamba-tiny", ["--grid", "cp=2", "--dtype", "bf16"]),
     ("llama-tiny", ["--grid", "cp=2", "--cp-attention", "ring", "--dtype", "bf16"]),

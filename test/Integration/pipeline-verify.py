@@ -62,7 +62,7 @@ MATRIX += [
     # last backward: several per stage, over dp, ZeRO-1's reduce-scatters.
     ("gpt-tiny-l5-b4", ["--grid", "pp=2,dp=2", "--microbatches", "2", "--zero", "1",
                         "--bucket-mb", "0.02", "--first-bucket-mb", "0.005"]),
-    # bf16 across stages (bounds from bf16 rounding: tools/braid-run/Verify.h).
+    # bf16 across stages (bounds from bf16 rounding: include/braid/Driver/Verify.h).
     ("gpt-tiny-l5-b4", ["--grid", "pp=2,dp=2", "--microbatches", "2", "--dtype", "bf16"]),
 ]
 

@@ -7,7 +7,7 @@
 # gradients (both runs start from one state) and step 1's updates (AdamW
 # replayed on the partitioned run's own gradients) and every step's loss,
 # within a relative 1e-5, and reports how far the last step's parameters
-# drifted (tools/braid-run/Verify.h says why that is not judged).
+# drifted (include/braid/Driver/Verify.h says why that is not judged).
 #
 # MoE models run at the builder's capacity factor (1.25) and at 1.0: capacity
 # is per group of one sequence, so data, expert and pipeline shards hold whole
@@ -88,7 +88,7 @@ MATRIX += [
     ("llama-tiny-b16-s64", ["--grid", "dp=2,tp=2", "--zero", "3", "--bucket-mb", "0.02",
                             "--first-bucket-mb", "0.005"]),
     # Mixed precision (bf16 compute, f32 master weights): judged against
-    # bounds from bf16 rounding itself (tools/braid-run/Verify.h);
+    # bounds from bf16 rounding itself (include/braid/Driver/Verify.h);
     # collectives move bf16 activations and f32 gradients, ZeRO-3 gathers
     # bf16 weights.
     ("llama-tiny", ["--grid", "dp=2,tp=2", "--sequence-parallel", "--dtype", "bf16"]),

@@ -25,7 +25,7 @@
 #                      rank
 #   skip-ring-step     ring attention leaves out the previous rank's block
 # At bf16 --verify judges against bounds from the rounding itself (the 1-rank
-# program at bf16 and at f32: tools/braid-run/Verify.h); a dropped or
+# program at bf16 and at f32: include/braid/Driver/Verify.h); a dropped or
 # misdirected all-reduce is far outside them.
 import os
 import re

@@ -6,7 +6,7 @@ factor 1.25, capacity per group of one sequence); suffixes "-b<N>", "-l<N>",
 "-s<N>", "-h<N>" and "-c<F>" build batch N, N layers, sequence length N, N
 attention heads and capacity factor F. Every run is STEPS AdamW steps at braid-run's defaults (eps 1e-8):
 braid-run --verify judges step 1's gradients and updates and every step's
-loss (tools/braid-run/Verify.h). For models with experts, the runner also
+loss (include/braid/Driver/Verify.h). For models with experts, the runner also
 counts the assignments the 1-rank run dropped (its router logits, routed and
 slotted again in numpy by braid_ref) and returns them per case, so a test can
 show that dropping happened while the plan still equalled one rank.

@@ -8,15 +8,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BRAID_RUN_BUILD_H
-#define BRAID_RUN_BUILD_H
+#ifndef BRAID_DRIVER_BUILD_H
+#define BRAID_DRIVER_BUILD_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/LogicalResult.h"
 
 #include <string>
 
-namespace braid::run {
+namespace braid::driver {
 
 /// Builds `source` for `backend` ("cpu" or "cuda"; `mpi`: for several ranks
 /// started by mpirun) unless the cache has it; returns the binary's path, or
@@ -25,6 +25,6 @@ llvm::FailureOr<std::string> buildProgram(llvm::StringRef source,
                                           llvm::StringRef backend, bool mpi,
                                           bool quiet);
 
-} // namespace braid::run
+} // namespace braid::driver
 
-#endif // BRAID_RUN_BUILD_H
+#endif // BRAID_DRIVER_BUILD_H

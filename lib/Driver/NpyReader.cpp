@@ -1,6 +1,6 @@
 //===- NpyReader.cpp - read the .npy files Braid programs dump ------------===//
 
-#include "NpyReader.h"
+#include "braid/Driver/NpyReader.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace braid::run {
+namespace braid::driver {
 
 namespace {
 
@@ -139,4 +139,4 @@ bool readNpy(const std::string &path, NpyArray *out, std::string *error) {
   return true;
 }
 
-} // namespace braid::run
+} // namespace braid::driver

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BRAID_RUN_LAUNCH_H
-#define BRAID_RUN_LAUNCH_H
+#ifndef BRAID_DRIVER_LAUNCH_H
+#define BRAID_DRIVER_LAUNCH_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-namespace braid::run {
+namespace braid::driver {
 
 /// Runs `program` with `args`, output passed through (stdout into
 /// `stdoutFile` when given); returns its exit code.
@@ -42,6 +42,6 @@ int runCaptured(llvm::ArrayRef<std::string> binaries, int64_t ranks,
                 llvm::StringRef gridSpec, llvm::ArrayRef<std::string> args,
                 std::string &text, bool echo);
 
-} // namespace braid::run
+} // namespace braid::driver
 
-#endif // BRAID_RUN_LAUNCH_H
+#endif // BRAID_DRIVER_LAUNCH_H

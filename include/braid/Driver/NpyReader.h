@@ -7,14 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BRAID_RUN_NPYREADER_H
-#define BRAID_RUN_NPYREADER_H
+#ifndef BRAID_DRIVER_NPYREADER_H
+#define BRAID_DRIVER_NPYREADER_H
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace braid::run {
+namespace braid::driver {
 
 struct NpyArray {
   std::string descr; ///< "<f4", "<i8", ...
@@ -28,6 +28,6 @@ bool readNpy(const std::string &path, NpyArray *out, std::string *error);
 /// "[2, 3]"
 std::string shapeString(const std::vector<int64_t> &shape);
 
-} // namespace braid::run
+} // namespace braid::driver
 
-#endif // BRAID_RUN_NPYREADER_H
+#endif // BRAID_DRIVER_NPYREADER_H

@@ -1,8 +1,8 @@
 //===- Verify.cpp - compare a partitioned run with the 1-rank run ---------===//
 
-#include "Verify.h"
+#include "braid/Driver/Verify.h"
 
-#include "NpyReader.h"
+#include "braid/Driver/NpyReader.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -16,7 +16,7 @@
 #include <map>
 #include <set>
 
-namespace braid::run {
+namespace braid::driver {
 
 namespace {
 
@@ -523,4 +523,4 @@ bool roundingBounds(const RunRecord &rounded, const RunRecord &exact,
   return true;
 }
 
-} // namespace braid::run
+} // namespace braid::driver

@@ -1,6 +1,6 @@
 //===- Launch.cpp - run the programs braid-run builds ---------------------===//
 
-#include "Launch.h"
+#include "braid/Driver/Launch.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
@@ -13,7 +13,7 @@
 
 using namespace llvm;
 
-namespace braid::run {
+namespace braid::driver {
 
 int execute(StringRef program, ArrayRef<std::string> args,
             std::optional<StringRef> stdoutFile) {
@@ -105,4 +105,4 @@ int runCaptured(ArrayRef<std::string> binaries, int64_t ranks,
   return rc;
 }
 
-} // namespace braid::run
+} // namespace braid::driver

@@ -60,8 +60,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BRAID_RUN_VERIFY_H
-#define BRAID_RUN_VERIFY_H
+#ifndef BRAID_DRIVER_VERIFY_H
+#define BRAID_DRIVER_VERIFY_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
@@ -70,7 +70,7 @@
 #include <string>
 #include <vector>
 
-namespace braid::run {
+namespace braid::driver {
 
 /// One run's output: its stdout and its dump directory.
 struct RunRecord {
@@ -149,6 +149,6 @@ bool reportVerdict(llvm::raw_ostream &os, const Verdict &verdict,
                    const Bounds &bounds, int64_t steps, llvm::StringRef rounded,
                    bool routed, double tolerance);
 
-} // namespace braid::run
+} // namespace braid::driver
 
-#endif // BRAID_RUN_VERIFY_H
+#endif // BRAID_DRIVER_VERIFY_H

@@ -1,8 +1,8 @@
 //===- Build.cpp - build emitted programs against the runtime -------------===//
 
-#include "Build.h"
+#include "braid/Driver/Build.h"
 
-#include "Launch.h"
+#include "braid/Driver/Launch.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/SmallString.h"
@@ -23,7 +23,7 @@
 
 using namespace llvm;
 
-namespace braid::run {
+namespace braid::driver {
 
 namespace {
 
@@ -264,4 +264,4 @@ FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
   return binary;
 }
 
-} // namespace braid::run
+} // namespace braid::driver

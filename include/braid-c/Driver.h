@@ -1,0 +1,65 @@
+//===-- braid-c/Driver.h - C API of the driver --------------------*- C -*-===//
+//
+// braid-run from C (lib/Driver): a model is lowered with the training
+// pipeline, its programs are built against the runtime (cached) and run on
+// the grid's CPU ranks (mpirun when more than one) or GPUs, and with
+// `verify` compared with the unpartitioned program on one rank. The
+// programs print on stdout ("step K loss X", "verify: PASS"); the driver's
+// messages go to stderr.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_C_DRIVER_H
+#define BRAID_C_DRIVER_H
+
+#include "braid-c/Pipelines.h"
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// How a model is built and run (braid-run's flags of the same names).
+typedef struct BraidRunOptions {
+  MlirStringRef backend; ///< "cpu" or "cuda"
+  int steps;             ///< the last step to run
+  bool hasSeed;          ///< else the program's default seed
+  uint64_t seed;
+  MlirStringRef dumpDir;   ///< every named tensor as .npy; empty: none
+  MlirStringRef traceFile; ///< a Perfetto trace; empty: none
+  MlirStringRef emitCpp;   ///< also write the C++ here; empty: none
+  bool rollRepeats;        ///< repeated statement groups as loops
+  bool quiet;              ///< only the losses and peaks
+  bool progress;           ///< phases of long work on stderr
+  bool compileOnly;        ///< build, do not run
+  bool verify;             ///< compare with the program on one rank
+  double verifyTolerance;
+} BraidRunOptions;
+
+/// braid-run's defaults: cpu, one step, rolled, tolerance 1e-5.
+MLIR_CAPI_EXPORTED BraidRunOptions braidRunOptionsGetDefault(void);
+
+/// Parses a model from `source` (named `name` in diagnostics) like braid-run
+/// does: one builtin.module, verified, its ops named after the SSA names of
+/// the source (the names of dumps and traces). Null after diagnostics.
+MLIR_CAPI_EXPORTED MlirModule braidParseModel(MlirContext context,
+                                              MlirStringRef source,
+                                              MlirStringRef name);
+
+/// Lowers `module` in place with `pipeline` (its grid as written, e.g.
+/// "dp=2,tp=2"), builds and runs it as `options` say; returns the exit code
+/// (0 on success; with verify, 1 when the runs differ).
+MLIR_CAPI_EXPORTED int braidRunModel(MlirModule module,
+                                     BraidTrainingPipelineOptions pipeline,
+                                     const BraidRunOptions *options);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // BRAID_C_DRIVER_H

@@ -1,0 +1,293 @@
+//===- Run.cpp - compile a model, run it, verify it -----------------------===//
+
+#include "braid/Driver/Run.h"
+#include "braid/Driver/Launch.h"
+#include "braid/Driver/Progress.h"
+#include "braid/Driver/Verify.h"
+
+#include "dialects/braid/IR/BraidOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace braid::driver {
+
+LogicalResult checkOptions(const TrainingPipelineOptions &pipeline,
+                           const RunOptions &options) {
+  auto bad = [](const Twine &message) {
+    fail(message);
+    return failure();
+  };
+  if (!pipeline.grid.empty() && failed(gridRanks(pipeline.grid)))
+    return failure();
+  if (options.verify && pipeline.grid.empty() && pipeline.microbatches == 1)
+    return bad("--verify compares a partitioned or micro-batched run with "
+               "the 1-rank run: it needs --grid or --microbatches");
+  if (options.cpuThreads < 0)
+    return bad("--cpu-threads must be at least 1 (or 0: cores / ranks), found " +
+               Twine(options.cpuThreads));
+  if (options.checkpointEvery < 0)
+    return bad("--checkpoint-every must be at least 0, found " +
+               Twine(options.checkpointEvery));
+  if (!(options.verifyTolerance >= 0) ||
+      !std::isfinite(options.verifyTolerance))
+    return bad("--verify-tolerance must be a non-negative number");
+  if (pipeline.zero < 0 || pipeline.zero > 3)
+    return bad("--zero must be 0, 1, 2 or 3, found " +
+               Twine(pipeline.zero.getValue()));
+  if (pipeline.plan != "megatron" && pipeline.plan != "data")
+    return bad("--plan must be megatron or data, found '" + pipeline.plan +
+               "'");
+  if (pipeline.microbatches < 1)
+    return bad("--microbatches must be at least 1, found " +
+               Twine(pipeline.microbatches.getValue()));
+  if (pipeline.virtualStages < 1)
+    return bad("--virtual-stages must be at least 1, found " +
+               Twine(pipeline.virtualStages.getValue()));
+  if (!llvm::is_contained({"gpipe", "1f1b", "interleaved", "zb-h1"},
+                          StringRef(pipeline.schedule)))
+    return bad("--schedule must be gpipe, 1f1b, interleaved or zb-h1, found '" +
+               pipeline.schedule + "'");
+  if (llvm::any_of(pipeline.ppLayout, [](int64_t n) { return n < 1; })) {
+    std::string layout;
+    for (int64_t n : pipeline.ppLayout)
+      layout += (layout.empty() ? "" : ",") + std::to_string(n);
+    return bad("--pp-layout must list positive layer counts (e.g. 2,3), "
+               "found '" +
+               layout + "'");
+  }
+  return success();
+}
+
+/// How the lowered 1-rank program updates each parameter (what --verify
+/// replays of step 1).
+static std::vector<UpdateRule> updateRules(ModuleOp module) {
+  std::vector<UpdateRule> rules;
+  module.walk([&](Operation *op) {
+    UpdateRule rule;
+    if (auto a = dyn_cast<mlir::braid::AdamWUpdateOp>(op)) {
+      rule.param = a.getParam().str();
+      rule.m = a.getM().str();
+      rule.v = a.getV().str();
+      rule.lr = a.getLr().convertToDouble();
+      rule.beta1 = a.getBeta1().convertToDouble();
+      rule.beta2 = a.getBeta2().convertToDouble();
+      rule.eps = a.getEps().convertToDouble();
+      rule.weightDecay = a.getWeightDecay().convertToDouble();
+    } else if (auto sgd = dyn_cast<mlir::braid::SGDUpdateOp>(op)) {
+      rule.adamw = false;
+      rule.param = sgd.getParam().str();
+      rule.lr = sgd.getLr().convertToDouble();
+      rule.weightDecay = sgd.getWeightDecay().convertToDouble();
+    } else {
+      return;
+    }
+    rules.push_back(std::move(rule));
+  });
+  return rules;
+}
+
+/// The dump name of the logits the loss is computed from (the value
+/// braid.cross_entropy reads, named in the source), or "".
+static std::string lossLogits(ModuleOp module) {
+  std::string name;
+  module.walk([&](mlir::braid::CrossEntropyOp op) {
+    if (Operation *def = op->getOperand(0).getDefiningOp())
+      if (auto loc = dyn_cast<NameLoc>(def->getLoc()))
+        name = loc.getName().str();
+  });
+  return name;
+}
+
+namespace {
+/// The programs of one run and the arguments they all take.
+struct Programs {
+  SmallVector<std::string> binaries;
+  SmallVector<std::string> args;
+};
+} // namespace
+
+/// Runs the built programs of `options.verify`: the partitioned ones, the
+/// 1-rank reference (and at a reduced precision the 1-rank program at f32),
+/// each dumping step 1, and prints the verdict; returns the exit code.
+static int verifyRuns(const RunOptions &options, int64_t ranks, StringRef grid,
+                      StringRef dtype, double maxNorm, bool routed,
+                      const std::string &logits, ModuleOp reference,
+                      Programs partitionedRun, Programs referenceRun,
+                      Programs exactRun) {
+  const bool rounded = dtype != "f32";
+  const bool quiet = options.compile.quiet;
+  // Both runs dump; the partitioned one into --dump DIR when given (the
+  // 1-rank one then into DIR/reference), else into temporary directories.
+  std::string partitionedDump = options.dumpDir, referenceDump, exactDump;
+  SmallVector<std::string> temporary;
+  auto scratch = [&](std::string &dir, StringRef prefix) -> bool {
+    llvm::SmallString<128> path;
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueDirectory(prefix, path)) {
+      fail("cannot create a temporary directory: " + ec.message());
+      return false;
+    }
+    dir = path.str().str();
+    temporary.push_back(dir);
+    return true;
+  };
+  if (partitionedDump.empty()) {
+    if (!scratch(partitionedDump, "braid-verify-grid") ||
+        !scratch(referenceDump, "braid-verify-1rank") ||
+        (rounded && !scratch(exactDump, "braid-verify-1rank-f32")))
+      return 1;
+  } else {
+    referenceDump = partitionedDump + "/reference";
+    exactDump = partitionedDump + "/reference-f32";
+  }
+  partitionedRun.args.append(
+      {"--dump", partitionedDump, "--dump-first-step", "--check-replicas"});
+  referenceRun.args.append({"--dump", referenceDump, "--dump-first-step"});
+  exactRun.args.append({"--dump", exactDump, "--dump-first-step"});
+
+  RunRecord partitioned{"", partitionedDump};
+  RunRecord single{"", referenceDump};
+  if (int rc = runCaptured(partitionedRun.binaries, ranks, grid,
+                           partitionedRun.args, partitioned.stdoutText,
+                           /*echo=*/true))
+    return rc;
+  if (!quiet)
+    llvm::errs() << "braid-run: verify: the unpartitioned program on 1 rank\n";
+  if (int rc = runCaptured(referenceRun.binaries, 1, grid, referenceRun.args,
+                           single.stdoutText, /*echo=*/false)) {
+    fail("verify: the 1-rank run failed");
+    return rc;
+  }
+  const int steps = options.steps;
+  Bounds bounds = Bounds::uniform(options.verifyTolerance);
+  std::vector<UpdateRule> rules = updateRules(reference);
+  std::string error;
+  if (rounded) {
+    if (!quiet)
+      llvm::errs() << "braid-run: verify: the unpartitioned program on 1 "
+                      "rank at f32\n";
+    RunRecord f32{"", exactDump};
+    if (int rc = runCaptured(exactRun.binaries, 1, grid, exactRun.args,
+                             f32.stdoutText, /*echo=*/false)) {
+      fail("verify: the 1-rank f32 run failed");
+      return rc;
+    }
+    if (!roundingBounds(single, f32, steps, rules, maxNorm, logits,
+                        options.verifyTolerance, &bounds, &error))
+      return fail("verify: " + error);
+  }
+  Verdict verdict;
+  if (!compareRuns(partitioned, single, steps, rules, maxNorm, &verdict,
+                   &error))
+    return fail("verify: " + error);
+  const bool pass =
+      reportVerdict(llvm::outs(), verdict, bounds, steps, rounded ? dtype : "",
+                    routed, options.verifyTolerance);
+  llvm::outs().flush();
+  if (pass) {
+    for (const std::string &dir : temporary)
+      llvm::sys::fs::remove_directories(dir);
+    return 0;
+  }
+  if (!temporary.empty())
+    llvm::errs() << "braid-run: verify: dumps kept in " << partitionedDump
+                 << " (partitioned) and " << referenceDump << " (1 rank)"
+                 << (rounded ? " and " + exactDump + " (1 rank, f32)"
+                             : std::string())
+                 << "\n";
+  return 1;
+}
+
+int runModel(ModuleOp module, const TrainingPipelineOptions &given,
+             const RunOptions &options) {
+  if (failed(checkOptions(given, options)))
+    return 1;
+  int64_t ranks = 1;
+  TrainingPipelineOptions pipeline;
+  pipeline.copyOptionValuesFrom(given);
+  if (!pipeline.grid.empty()) {
+    ranks = *gridRanks(pipeline.grid);
+    pipeline.grid = partitionerGrid(pipeline.grid);
+  }
+  const std::string grid = pipeline.grid;
+  const std::string dtype = pipeline.dtype;
+
+  // The 1-rank program --verify compares with: the same model, no grid.
+  // At a reduced precision, also at f32: what rounding does to the model
+  // gives the bounds (Verify.h).
+  OwningOpRef<ModuleOp> reference, exact;
+  const bool rounded = options.verify && dtype != "f32";
+  std::string logits;
+  bool routed = false;
+  if (options.verify)
+    reference = module.clone();
+  if (rounded) {
+    exact = module.clone();
+    logits = lossLogits(module);
+    module.walk([&](mlir::braid::RouterOp) { routed = true; });
+  }
+
+  FailureOr<SmallVector<std::string>> binaries = compileModel(
+      module, pipeline, options.compile, /*reference=*/false, ranks,
+      /*emit=*/true, dtype);
+  if (failed(binaries))
+    return 1;
+  FailureOr<SmallVector<std::string>> referenceBinaries, exactBinaries;
+  if (options.verify) {
+    referenceBinaries =
+        compileModel(*reference, pipeline, options.compile,
+                     /*reference=*/true, 1, /*emit=*/false, dtype);
+    if (failed(referenceBinaries))
+      return 1;
+  }
+  if (rounded) {
+    exactBinaries = compileModel(*exact, pipeline, options.compile,
+                                 /*reference=*/true, 1, /*emit=*/false, "f32");
+    if (failed(exactBinaries))
+      return 1;
+  }
+  if (options.compileOnly)
+    return 0;
+
+  SmallVector<std::string> runArgs = {"--steps", std::to_string(options.steps)};
+  // A resumed run takes the checkpoint's seed unless one is given.
+  if (options.seed)
+    runArgs.append({"--seed", std::to_string(*options.seed)});
+  if (options.compile.quiet)
+    runArgs.push_back("--quiet");
+  if (options.cpuThreads > 0)
+    runArgs.append({"--threads", std::to_string(options.cpuThreads)});
+  if (!options.resumeFrom.empty())
+    runArgs.append({"--resume", options.resumeFrom});
+  SmallVector<std::string> referenceArgs = runArgs;
+  // Only the run being verified writes checkpoints.
+  if (!options.checkpointDir.empty())
+    runArgs.append({"--checkpoint-dir", options.checkpointDir,
+                    "--checkpoint-every",
+                    std::to_string(options.checkpointEvery)});
+  if (!grid.empty())
+    runArgs.append({"--grid", grid});
+  if (!options.traceFile.empty())
+    runArgs.append({"--trace", options.traceFile});
+  if (options.compile.progress)
+    options.compile.progress->phase(
+        ranks > 1 ? "running on " + std::to_string(ranks) + " ranks"
+                  : std::string("running"));
+  if (!options.verify) {
+    if (!options.dumpDir.empty())
+      runArgs.append({"--dump", options.dumpDir});
+    return runPrograms(*binaries, ranks, grid, runArgs);
+  }
+  return verifyRuns(
+      options, ranks, grid, dtype, pipeline.maxNorm, routed, logits, *reference,
+      {*binaries, runArgs}, {*referenceBinaries, referenceArgs},
+      {exactBinaries.value_or(SmallVector<std::string>()), referenceArgs});
+}
+
+} // namespace braid::driver
