@@ -488,3 +488,28 @@ func.func @unpack_parts(%p: tensor<9xf32>) -> tensor<2xf32> {
   %u = dist.unpack %p offset 0 parts 2 : tensor<9xf32> -> tensor<2xf32>
   return %u : tensor<2xf32>
 }
+
+// -----
+
+// Found by braid-fuzz-parse (a division by the group's size of 0): a grid
+// axis of size 0 has no group.
+module {
+  shard.grid @grid(shape = 0) {braid.axes = ["tp"]}
+  func.func @empty_axis(%a: tensor<1x8x8xf32>) -> tensor<1x4x8xf32> {
+    // expected-error @+1 {{'dist.block' op grid axis 0 of @grid has size 0: a group needs a static size of at least 1}}
+    %y = dist.block %a along 1 offset 0 on @grid grid_axes = [0] : tensor<1x8x8xf32> -> tensor<1x4x8xf32>
+    return %y : tensor<1x4x8xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @grid(shape = 2x?) {braid.axes = ["dp", "tp"]}
+  func.func @dynamic_axis(%a: tensor<8xf32>) -> tensor<8xf32> {
+    // expected-error @+1 {{'dist.all_reduce' op grid axis 1 of @grid has size ?: a group needs a static size of at least 1}}
+    %r, %t = dist.all_reduce %a on @grid grid_axes = [1] reduction = sum : tensor<8xf32> -> tensor<8xf32>
+    dist.wait %t
+    return %r : tensor<8xf32>
+  }
+}

@@ -108,6 +108,17 @@ static LogicalResult verifyGroup(Operation *op, FlatSymbolRefAttr gridName,
       return op->emitOpError("grid axis ")
              << axis << " is not an axis of " << gridName << " (rank " << rank
              << ")";
+    // A group's size divides and indexes shapes: an axis of size 0 or a
+    // dynamic one (which shard.grid accepts) has no group.
+    int64_t size = grid.getShape()[axis];
+    if (size <= 0) {
+      auto diag = op->emitOpError("grid axis ") << axis << " of " << gridName << " has size ";
+      if (ShapedType::isDynamic(size))
+        diag << "?";
+      else
+        diag << size;
+      return diag << ": a group needs a static size of at least 1";
+    }
     // The runtime's communicators number ranks row-major over the grid's
     // order of the axes, which is the group order dist ops state.
     if (i > 0 && axis <= axes[i - 1])
