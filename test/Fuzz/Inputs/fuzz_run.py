@@ -11,7 +11,9 @@ def run(target, corpus, runs, seconds, extra=()):
     for `runs` inputs or `seconds`, whichever ends first; exits non-zero with
     libFuzzer's report when an input crashes (the crashing input is left in
     the working directory as crash-*)."""
-    cmd = [target, corpus, f"-runs={runs}", f"-max_total_time={seconds}",
+    # A fixed seed: the suite's run is the same inputs every time (a finding
+    # reproduces); longer runs with other seeds are the campaign's.
+    cmd = [target, corpus, "-seed=1", f"-runs={runs}", f"-max_total_time={seconds}",
            "-rss_limit_mb=4096", "-timeout=60", "-print_final_stats=1", *extra]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=os.path.dirname(corpus))
     stats = [l for l in r.stderr.splitlines() if l.startswith("stat::number_of_executed_units")]
