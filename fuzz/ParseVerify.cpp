@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "braid/InitAllDialects.h"
+#include "FuzzContext.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -20,28 +20,9 @@
 #include <cstdlib>
 #include <string>
 
-namespace {
-/// One context for the run: making one per input would dominate its time.
-/// Threading is off so that a crash's stack is the input's own.
-mlir::MLIRContext &context() {
-  static mlir::MLIRContext *ctx = [] {
-    mlir::DialectRegistry registry;
-    braid::registerAllDialects(registry);
-    auto *c = new mlir::MLIRContext(registry, mlir::MLIRContext::Threading::DISABLED);
-    c->loadAllAvailableDialects();
-    c->allowUnregisteredDialects(false);
-    return c;
-  }();
-  return *ctx;
-}
-} // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  mlir::MLIRContext &ctx = context();
-  // BRAID_FUZZ_VERBOSE=1 prints the diagnostics (to see what an input does).
-  static const bool verbose = std::getenv("BRAID_FUZZ_VERBOSE") != nullptr;
-  mlir::ScopedDiagnosticHandler quiet(
-      &ctx, [](mlir::Diagnostic &) { return verbose ? mlir::failure() : mlir::success(); });
+  mlir::MLIRContext &ctx = braid::fuzz::context();
+  braid::fuzz::QuietDiagnostics quiet(ctx);
   // A copy: MLIR's lexer reads up to the NUL that ends a buffer (mlir-opt's
   // files have one; libFuzzer's bytes do not).
   std::string text(reinterpret_cast<const char *>(data), size);

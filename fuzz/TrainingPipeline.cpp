@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "braid/InitAllDialects.h"
+#include "FuzzContext.h"
 #include "braid/InitAllPasses.h"
 #include "braid/Pipelines.h"
 
@@ -27,17 +27,6 @@
 #include <string>
 
 namespace {
-mlir::MLIRContext &context() {
-  static mlir::MLIRContext *ctx = [] {
-    braid::registerAllPasses();
-    mlir::DialectRegistry registry;
-    braid::registerAllDialects(registry);
-    auto *c = new mlir::MLIRContext(registry, mlir::MLIRContext::Threading::DISABLED);
-    c->loadAllAvailableDialects();
-    return c;
-  }();
-  return *ctx;
-}
 
 /// The options the bytes pick, as --braid-training-pipeline="..." takes them.
 /// Grids are small (at most 8 ranks) as the test models are; every axis the
@@ -68,11 +57,10 @@ std::string pickOptions(FuzzedDataProvider &in) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  mlir::MLIRContext &ctx = context();
-  // BRAID_FUZZ_VERBOSE=1 prints the diagnostics (to see what an input does).
-  static const bool verbose = std::getenv("BRAID_FUZZ_VERBOSE") != nullptr;
-  mlir::ScopedDiagnosticHandler quiet(
-      &ctx, [](mlir::Diagnostic &) { return verbose ? mlir::failure() : mlir::success(); });
+  static const bool passes = (braid::registerAllPasses(), true);
+  (void)passes;
+  mlir::MLIRContext &ctx = braid::fuzz::context();
+  braid::fuzz::QuietDiagnostics quiet(ctx);
   FuzzedDataProvider in(data, size);
   std::string options = pickOptions(in); // from the input's end
   std::string text = in.ConsumeRemainingBytesAsString();
@@ -81,14 +69,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   auto parsed = braid::TrainingPipelineOptions::createFromString(options);
   if (!parsed) {
-    if (verbose)
+    if (braid::fuzz::verbose())
       llvm::errs() << "braid-fuzz-pipeline: bad options " << options << "\n";
     return 0;
   }
   mlir::PassManager pm(&ctx);
   if (mlir::failed(braid::buildTrainingPipeline(pm, *parsed)))
     return 0;
-  if (mlir::succeeded(pm.run(*module)) && verbose)
+  if (mlir::succeeded(pm.run(*module)) && braid::fuzz::verbose())
     llvm::errs() << "braid-fuzz-pipeline: " << options << ": a program\n";
   return 0;
 }
