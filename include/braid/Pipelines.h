@@ -167,6 +167,11 @@ mlir::LogicalResult buildTrainingPipeline(mlir::OpPassManager &pm,
                                           const TrainingPipelineOptions &options,
                                           std::string *error = nullptr);
 
+/// The pipeline's last part, what `lower-to-dist` adds: every transfer a dist
+/// op, collective matmuls, the overlap schedule. The driver runs it after the
+/// passes that break a program on purpose (braid-run's --inject-fault).
+void buildDistLowering(mlir::OpPassManager &pm, const TrainingPipelineOptions &options);
+
 void registerTrainingPipeline();
 
 } // namespace braid

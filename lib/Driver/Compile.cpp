@@ -149,17 +149,7 @@ static LogicalResult lower(ModuleOp module,
     return success();
   PassManager broken(module.getContext());
   options.breakProgram(broken);
-  broken.addPass(::braid::createConvertBraidToDistPass());
-  if (pipeline.scheduleOverlap) {
-    ::braid::BraidScheduleOverlapPassOptions overlap;
-    overlap.entry = pipeline.entry;
-    overlap.bucketMb = pipeline.bucketMb;
-    overlap.firstBucketMb = pipeline.firstBucketMb;
-    overlap.deferParamGather = pipeline.deferParamGather;
-    overlap.hardware = pipeline.scheduleHardware;
-    overlap.link = pipeline.scheduleLink;
-    broken.addPass(::braid::createBraidScheduleOverlapPass(overlap));
-  }
+  ::braid::buildDistLowering(broken, pipeline);
   return broken.run(module);
 }
 

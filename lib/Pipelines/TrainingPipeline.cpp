@@ -23,6 +23,25 @@
 namespace braid {
 using namespace mlir;
 
+void buildDistLowering(OpPassManager &pm, const TrainingPipelineOptions &options) {
+  pm.addPass(createConvertBraidToDistPass());
+  if (options.collectiveMatmul != "never") {
+    BraidCollectiveMatmulPassOptions ring;
+    ring.mode = options.collectiveMatmul;
+    pm.addPass(createBraidCollectiveMatmulPass(ring));
+  }
+  if (options.scheduleOverlap) {
+    BraidScheduleOverlapPassOptions overlap;
+    overlap.entry = options.entry;
+    overlap.bucketMb = options.bucketMb;
+    overlap.firstBucketMb = options.firstBucketMb;
+    overlap.deferParamGather = options.deferParamGather;
+    overlap.hardware = options.scheduleHardware;
+    overlap.link = options.scheduleLink;
+    pm.addPass(createBraidScheduleOverlapPass(overlap));
+  }
+}
+
 LogicalResult buildTrainingPipeline(OpPassManager &pm,
                                     const TrainingPipelineOptions &options,
                                     std::string *error) {
@@ -63,24 +82,7 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
     convert.masterWeights = training;
     pm.addPass(mlir::braid::createBraidConvertElementTypePass(convert));
   }
-  auto lower = [&] {
-    pm.addPass(createConvertBraidToDistPass());
-    if (options.collectiveMatmul != "never") {
-      BraidCollectiveMatmulPassOptions ring;
-      ring.mode = options.collectiveMatmul;
-      pm.addPass(createBraidCollectiveMatmulPass(ring));
-    }
-    if (options.scheduleOverlap) {
-      BraidScheduleOverlapPassOptions overlap;
-      overlap.entry = options.entry;
-      overlap.bucketMb = options.bucketMb;
-      overlap.firstBucketMb = options.firstBucketMb;
-      overlap.deferParamGather = options.deferParamGather;
-      overlap.hardware = options.scheduleHardware;
-      overlap.link = options.scheduleLink;
-      pm.addPass(createBraidScheduleOverlapPass(overlap));
-    }
-  };
+  auto lower = [&] { buildDistLowering(pm, options); };
   if (!training) {
     if (options.lowerToDist)
       lower();
