@@ -41,6 +41,16 @@ static inline char *readFile(const char *path, size_t *size) {
   return text;
 }
 
+/// The model file a test takes as its one argument, read by readFile; NULL
+/// after a message (a usage line or readFile's).
+static inline char *readModelArgument(int argc, char **argv, size_t *size) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s model.mlir\n", argv[0]);
+    return NULL;
+  }
+  return readFile(argv[1], size);
+}
+
 /// A context with every dialect Braid uses loaded.
 static inline MlirContext createBraidContext(void) {
   MlirContext context = mlirContextCreate();

@@ -36,12 +36,8 @@ static int run(MlirContext context, const char *text, size_t size,
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s model.mlir\n", argv[0]);
-    return 2;
-  }
   size_t size;
-  char *text = readFile(argv[1], &size);
+  char *text = readModelArgument(argc, argv, &size);
   if (!text)
     return 2;
   MlirContext context = createBraidContext();
