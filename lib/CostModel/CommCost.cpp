@@ -60,11 +60,13 @@ TransferTime braid::cost::estimate(const Transfer &t, const Hardware &hw) {
   // sends), each through one flow per node, and the flows of a node share
   // its ports. A group with two of its ranks on a node leaves it once per
   // ring, so half the node's GPUs send across at a time.
-  if (across && inter.nodeBytesPerSecond > 0) {
-    double perNode = std::max(1.0, n / m);
-    double flows = std::max(1.0, double(hw.devicesPerNode) / perNode);
-    inter.bytesPerSecond = std::min(inter.bytesPerSecond, inter.nodeBytesPerSecond / flows);
-  }
+  const double ranksPerNode = std::max(1.0, n / m);
+  const double nodeShare =
+      inter.nodeBytesPerSecond > 0
+          ? inter.nodeBytesPerSecond / std::max(1.0, double(hw.devicesPerNode) / ranksPerNode)
+          : 0;
+  if (across && nodeShare > 0)
+    inter.bytesPerSecond = std::min(inter.bytesPerSecond, nodeShare);
   // A ring across nodes goes through each node's NICs. NCCL runs a channel
   // (a ring of its own, over a share of the bytes) per network port of the
   // group's GPUs on a node, each channel leaving the node through its own
@@ -73,12 +75,10 @@ TransferTime braid::cost::estimate(const Transfer &t, const Hardware &hw) {
   // bandwidth across DGX nodes is close to the sum of a node's ports, not to
   // one); a narrow ring, one port wide. An all-to-all's off-node blocks leave
   // through each GPU's own port.
-  const double ranksPerNode = std::max(1.0, n / m);
   const double ports = t.narrowRing ? 1.0 : ranksPerNode;
   double ringAcross = std::min(intra.bytesPerSecond, hw.interNode.bytesPerSecond * ports);
-  if (inter.nodeBytesPerSecond > 0)
-    ringAcross = std::min(ringAcross, inter.nodeBytesPerSecond /
-                                          std::max(1.0, hw.devicesPerNode / ranksPerNode));
+  if (nodeShare > 0)
+    ringAcross = std::min(ringAcross, nodeShare);
   const double bw = across ? ringAcross : intra.bytesPerSecond;
   auto ring = [&](double steps, double interSteps, double sent) {
     TransferTime r;
