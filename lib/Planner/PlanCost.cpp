@@ -50,67 +50,6 @@ std::string Plan::gridString() const {
   return s.empty() ? "dp=1" : s;
 }
 
-/// Megatron-Core's host time per expert kernel after a dispatch that waits
-/// for the device (PyTorch eager dispatch, Transformer Engine's grouped
-/// linear issuing one cuBLAS product per local expert): fitted to the one
-/// published layout that shows it, Qwen3-235B on 256 H100s with tp4 pp8 ep8
-/// (bench/planner/published.json moezoo-qwen3-235b-h100-5: 512-row expert
-/// products, 29.0 s against 17.6 s for the same FLOPs in 4096-row ones).
-constexpr double kMegatronCoreHostKernelSeconds = 64e-6;
-
-llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
-  Runtime r;
-  r.name = name.str();
-  if (name == "braid")
-    return r;
-  // Megatron keeps bf16 weights, f32 main gradients and an optimizer state of
-  // f32 master weights plus Adam's two moments (Narayanan et al. 2021,
-  // Rajbhandari et al. 2020: 2 + 4 + 12 bytes per parameter), and fuses the
-  // weight-gradient accumulation into the product.
-  r.weightBytes = 2;
-  r.workingCopyBytes = 0;
-  r.gradBytes = 4;
-  r.optimizerBytes = 12;
-  r.fusedGradAccumulation = true;
-  r.logitBytes = 4;
-  r.keepsGatheredInputs = false;
-  r.wholeGradientSum = false;
-  r.zeroBubbleSchedule = false;
-  r.gradientsReplaceActivations = false; // Megatron's main grads: one buffer from the start
-  r.scatterPipelineSends = true;
-  if (name == "megatron-2021" || name == "megatron-deepspeed") {
-    r.flashAttention = false;
-    r.overlapTensorParallel = false;
-    r.overlapContextRing = false;
-    r.overlapGradReduce = false;
-    r.overlapParamGather = false;
-    r.overlapPipelineSends = false;
-    r.narrowRings = true;
-    if (name == "megatron-deepspeed") {
-      // BLOOM's (bigscience tr11-176B-ml README: "The new BF16_Optimizer
-      // accumulates grads in fp32 ... It doesn't shard the static fp32
-      // buffer"; DeepSpeed's pipe engine adds each micro-batch's gradients
-      // into the f32 buffer, update_hp_grads, and its bf16 optimizer
-      // all-reduces them, _bf16_reduce_grads, after the pipeline finishes).
-      r.fusedGradAccumulation = false;
-      r.allReduceWithZero = true;
-    }
-    return r;
-  }
-  if (name == "megatron-core") {
-    r.overlapTensorParallel = false; // --tp-comm-overlap is opt-in
-    r.overlapGradReduce = true;
-    r.overlapParamGather = true;
-    r.foldedExperts = true;
-    r.moeHostSync = true;
-    r.hostKernelSeconds = kMegatronCoreHostKernelSeconds;
-    return r;
-  }
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown runtime '" + name +
-                                     "' (known: braid, megatron-2021, megatron-deepspeed, megatron-core)");
-}
-
 PlanCost::PlanCost(ModelShape model, cost::Hardware hw,
                    cost::ComputeCalibration calibration, Runtime runtime)
     : m(std::move(model)), hw(std::move(hw)), cal(std::move(calibration)),
