@@ -58,6 +58,9 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
         pp = grid->sizes[*axis];
   }
   bool pipelined = training && (pp > 1 || options.microbatches != 1);
+  // Front ends' linalg and tensor ops become braid ops before anything
+  // plans them (a module of braid ops passes through unchanged).
+  pm.addPass(createRaiseLinalgToBraidPass());
   if (pipelined) {
     mlir::braid::BraidMicrobatchPassOptions microbatch;
     microbatch.entry = options.entry;

@@ -1,10 +1,18 @@
 // RUN: braid-opt --braid-partition="grid=dp=2,tp=2 plan=data" %s | FileCheck %s
+// RUN: braid-opt --braid-partition="grid=dp=1" %s | FileCheck %s --check-prefix=ONE
+// RUN: braid-opt --braid-partition %s | FileCheck %s --check-prefix=ONE
 
 // Shard-annotated input (upstream `shard` dialect): one annotation of one
 // weight, and propagation completes the rest. The column split of @l0.up
 // ties the MLP's inner dimension across both layer calls: @l1.up is
 // column-split and both down projections row-split, with one all-reduce per
 // layer; the annotation is consumed and the user's grid reused.
+
+// On one rank (--verify's reference run of an annotated model) the program
+// is the unpartitioned one: the annotations and the user's grid go.
+// ONE-NOT: shard.
+// ONE: func.func @step(
+// ONE-NOT: shard.
 
 // CHECK: shard.grid @grid(shape = 2x2) {braid.axes = ["dp", "tp"]}
 // CHECK-NOT: shard.grid

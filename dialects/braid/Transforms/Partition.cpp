@@ -624,12 +624,30 @@ struct BraidPartitionPass
     : braid::impl::BraidPartitionPassBase<BraidPartitionPass> {
   using Base::Base;
 
+  /// On one rank, the unpartitioned program: a user's annotations (which
+  /// say how a grid of several ranks would split it, as in --verify's
+  /// reference run of an annotated model) go, with the user's grid.
+  static void dropAnnotations(ModuleOp module) {
+    module.walk([](shard::ShardOp op) {
+      op.getResult().replaceAllUsesWith(op.getSrc());
+      op.erase();
+    });
+    module.walk([](shard::ShardingOp op) {
+      if (op->use_empty())
+        op.erase();
+    });
+    for (auto grid : llvm::make_early_inc_range(module.getOps<shard::GridOp>()))
+      if (SymbolTable::symbolKnownUseEmpty(grid, module))
+        grid.erase();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (gridOption.empty()) {
       if (zero != 0 || sequenceParallel)
         module.emitWarning("--braid-partition: no grid; zero and "
                            "sequence-parallel have no effect");
+      dropAnnotations(module);
       return;
     }
     if (Grid::of(module)) {
@@ -644,7 +662,7 @@ struct BraidPartitionPass
     }
     // A grid of one rank partitions nothing.
     if (grid->numRanks() == 1)
-      return;
+      return dropAnnotations(module);
     // The user's own grid (for annotations) must be this one.
     auto grids = llvm::to_vector(module.getOps<shard::GridOp>());
     if (grids.size() > 1) {

@@ -257,4 +257,47 @@ def BraidScheduleOverlapPass
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }
 
+def RaiseLinalgToBraidPass : Pass<"raise-linalg-to-braid", "::mlir::ModuleOp"> {
+  let summary = "Raise front ends' linalg and tensor IR to braid ops";
+  let description = [{
+    Accepts what front ends that lower to upstream MLIR produce (linalg on
+    tensors, tensor reshapes, `shard.shard` annotations) and raises it to
+    the braid ops that Braid partitions, differentiates and emits:
+    - contractions (`linalg.matmul`, `linalg.batch_matmul`, a
+      `linalg.generic` of one contracted and one free dimension per
+      operand) accumulating into zero: `braid.linear` for `[rows..., k]`
+      times `[k, n]` or `[n, k]` (`transpose_weight`), `braid.batch_matmul`
+      with its transposes otherwise;
+    - parallel ops (`linalg.generic`, `linalg.add`, `linalg.mul`,
+      `linalg.exp`, `linalg.elementwise`...) whose body is arithmetic on the
+      inputs' elements: `braid.add` (and `arith.subf` as an add of a
+      negation), `braid.mul`, `braid.neg`, `braid.exp`, ReLU from a max
+      with zero, `braid.sigmoid` from `1 / (1 + exp(-x))`, `braid.silu` from
+      `x * sigmoid(x)` or `x / (1 + exp(-x))`, SwiGLU's `silu(g) * u` as
+      `braid.glu silu`, and an input broadcast over the leading dimensions
+      added as `braid.bias_add`;
+    - `linalg.transpose` as `braid.transpose`; `tensor.expand_shape`,
+      `tensor.collapse_shape` and `tensor.reshape` as `braid.reshape`.
+    Annotations stay on the raised values; the products' zero inits go.
+    Any other linalg or tensor op, elementwise arithmetic on whole tensors,
+    dynamic shapes and non-float element types are errors at the op that say
+    why (`linalg.softmax`, for one: braid's softmax lives in
+    `braid.attention` and `braid.cross_entropy`). A module of braid ops
+    alone is left as it is; the training pipeline runs this pass first.
+
+    ```mlir
+    %zero = arith.constant 0.0 : f32
+    %empty = tensor.empty() : tensor<16x64xf32>
+    %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<16x64xf32>) -> tensor<16x64xf32>
+    %y = linalg.matmul ins(%x, %w : tensor<16x32xf32>, tensor<32x64xf32>)
+                       outs(%init : tensor<16x64xf32>) -> tensor<16x64xf32>
+    ```
+    becomes
+    ```mlir
+    %y = braid.linear %x, %w : tensor<16x32xf32>, tensor<32x64xf32> -> tensor<16x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::braid::BraidDialect"];
+}
+
 #endif // BRAID_CONVERSION_PASSES_TD
