@@ -13,6 +13,8 @@
 
 #include "dialects/braid/IR/BraidOps.h"
 
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -107,6 +109,45 @@ ShardingRule reshapeRule(ReshapeOp op) {
       r.add(FactorKind::Parallel, {{op.getInput(), i0}, {op.getResult(), j0}});
   }
   return r.rule;
+}
+
+/// The rule of an op Braid does not know that implements upstream MLIR's
+/// `shard::ShardingInterface` (its loops' kinds and indexing maps), the way
+/// a user's own op or an upstream one gets a sharding rule: a parallel loop
+/// is a parallel factor, a sum is a reduction, any other reduction must stay
+/// whole. A tensor dimension indexed by anything but one loop belongs to no
+/// factor (it is not split).
+std::optional<ShardingRule> ruleFromShardingInterface(Operation *op) {
+  auto sharding = dyn_cast<shard::ShardingInterface>(op);
+  if (!sharding)
+    return std::nullopt;
+  SmallVector<utils::IteratorType> loops = sharding.getLoopIteratorTypes();
+  SmallVector<shard::ReductionKind> reductions =
+      sharding.getReductionLoopIteratorKinds();
+  SmallVector<AffineMap> maps = sharding.getIndexingMaps();
+  unsigned numTensors = op->getNumOperands() + op->getNumResults();
+  if (loops.empty() || maps.size() != numTensors)
+    return std::nullopt;
+  ShardingRule rule;
+  rule.numOperands = op->getNumOperands();
+  unsigned reduction = 0;
+  for (auto [loop, type] : llvm::enumerate(loops)) {
+    Factor factor{FactorKind::Parallel, {}};
+    if (type == utils::IteratorType::reduction) {
+      bool sum = reduction < reductions.size() &&
+                 reductions[reduction] == shard::ReductionKind::Sum;
+      factor.kind = sum ? FactorKind::Reduction : FactorKind::Whole;
+      ++reduction;
+    }
+    for (auto [t, map] : llvm::enumerate(maps))
+      for (auto [d, expr] : llvm::enumerate(map.getResults()))
+        if (auto dim = dyn_cast<AffineDimExpr>(expr);
+            dim && dim.getPosition() == loop)
+          factor.dims.push_back(
+              {static_cast<unsigned>(t), static_cast<unsigned>(d)});
+    rule.factors.push_back(std::move(factor));
+  }
+  return rule;
 }
 } // namespace
 
@@ -263,7 +304,12 @@ FailureOr<ShardingRule> mlir::braid::getShardingRule(Operation *op,
             r.add(whole, {P{c.getWeights(), 1}, P{c.getIndices(), 1}});
             return true;
           })
-          .Default([](Operation *) { return false; });
+          .Default([&](Operation *) {
+            std::optional<ShardingRule> rule = ruleFromShardingInterface(op);
+            if (rule)
+              r.rule = std::move(*rule);
+            return rule.has_value();
+          });
   if (!known) {
     if (report)
       op->emitError("no sharding rule for '") << op->getName() << "'";
