@@ -397,6 +397,11 @@ def visualize_sharding(model, grid: str = "", *, tensors: Optional[Iterable[str]
     rank's shard, as jax.debug.visualize_array_sharding does for one array.
     `tensors` picks names (default: every tensor of `kinds`). Returns the text."""
     result = compile(model, grid, emit_cpp=False, **options)
+    if not result.shardings:
+        # --braid-print-plan reports a pipelined plan per stage, without the
+        # tensors' shardings.
+        raise BraidError(f"the plan of grid '{grid}' lists no tensor shardings "
+                         "(a pipelined plan's report has none)")
     if tensors is None:
         chosen = [t for t in result.shardings.values() if t.kind in kinds]
     else:

@@ -69,6 +69,14 @@ def test_compile_zero3_shards_parameters_over_dp():
     assert wq.dims == (("dp",), ("tp",))
 
 
+def test_compile_pipeline_has_a_program_per_stage():
+    r = braid.compile("llama-tiny", grid="pp=2", microbatches=2)
+    assert r.plan.startswith("plan: grid pp=2 (2 ranks), pipeline of 2 stages")
+    assert "stage 0: collective send over pp" in r.plan
+    assert list(r.programs) == ["step.pp0", "step.pp1"]
+    assert all("braid_program_get" in cpp for cpp in r.programs.values())
+
+
 # --- errors ---------------------------------------------------------------
 
 @pytest.mark.parametrize("grid", ["dp=2,tp=x", "dp=0", "foo"])
@@ -113,6 +121,13 @@ def test_losses_are_finite_and_agree_across_grids(one_rank, dp2):
         assert abs(a - b) <= 1e-5 * abs(a)
 
 
+def test_verify_failure_is_a_verify_error():
+    # Gradients of dp=2 differ from 1 rank's by rounding (~1e-7): not 0.
+    with pytest.raises(braid.VerifyError, match=r"verify: FAIL \(tolerance 0\)") as e:
+        braid.run("llama-tiny", grid="dp=2", steps=1, verify=True, verify_tolerance=0)
+    assert e.value.result.verified is False and len(e.value.result.losses) == 1
+
+
 def test_dumps_are_numpy_arrays_of_the_right_shapes(one_rank):
     d = one_rank.dumps
     assert d["tokens"].shape == (2, 16) and d["labels"].shape == (2, 16)
@@ -153,6 +168,8 @@ def test_visualize_sharding_table(capsys):
 def test_visualize_sharding_unknown_tensor():
     with pytest.raises(KeyError, match="no tensor 'nope'"):
         braid.visualize_sharding("llama-tiny", grid="dp=2", tensors=["nope"], file=False)
+    with pytest.raises(braid.BraidError, match="lists no tensor shardings"):
+        braid.visualize_sharding("llama-tiny", grid="pp=2", file=False)
 
 
 # --- SVG ------------------------------------------------------------------
