@@ -26,6 +26,7 @@
 
 #include <cstdio>
 #include <fcntl.h>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
@@ -47,9 +48,11 @@ MlirStringRef ref(const std::string &s) {
 /// Redirects file descriptors 1 and 2 into temporary files while alive:
 /// the C++ side prints to llvm::outs()/errs() and the driver's programs
 /// inherit the descriptors, so this is the one place all of it arrives.
+/// The descriptors are the process's: one capture at a time (a run releases
+/// the GIL), and what other threads print meanwhile is captured too.
 class Capture {
 public:
-  Capture() {
+  Capture() : lock(mutex()) {
     std::fflush(stdout);
     std::fflush(stderr);
     for (int fd : {1, 2}) {
@@ -102,6 +105,12 @@ private:
 
   static std::string read(Stream &s) { return s.text; }
 
+  static std::mutex &mutex() {
+    static std::mutex m;
+    return m;
+  }
+
+  std::lock_guard<std::mutex> lock;
   Stream streams[2];
   bool restored = false;
 };
