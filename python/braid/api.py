@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import json
-import math
 import os
 import re
 import shutil
@@ -87,8 +85,16 @@ def _option_value(value) -> str:
     return str(value)
 
 
-def pipeline_text(grid: str = "", **options) -> str:
+def grid_text(grid) -> str:
+    """A grid as the pipeline takes it: "dp=2,tp=2", or {"dp": 2, "tp": 2}."""
+    if isinstance(grid, Mapping):
+        return ",".join(f"{axis}={size}" for axis, size in grid.items())
+    return grid or ""
+
+
+def pipeline_text(grid="", **options) -> str:
     """The training pipeline's option text: `grid=dp=2,tp=2 sequence-parallel=true`."""
+    grid = grid_text(grid)
     parts = [f"grid={grid}"] if grid else []
     for key, value in options.items():
         if value is None:
@@ -228,6 +234,7 @@ def compile(model, grid: str = "", *, sequence_parallel: Optional[bool] = None,
     schedule="1f1b", dtype="bf16", plan="data", ...); `plan_options` are
     --braid-print-plan's ("hardware=h200-sxm"). Raises BraidError."""
     text, name = model_text(model)
+    grid = grid_text(grid)
     opts = _options(grid, dict(sequence_parallel=sequence_parallel, zero=zero, **options))
     module = _parse(text, name)
     ok, _, err = module.lower(opts)
@@ -301,6 +308,7 @@ def run(model, grid: str = "", *, steps: int = 1, verify: bool = False,
     `verify`: also runs the 1-rank program and compares (VerifyError when they
     differ beyond `verify_tolerance`). Raises BraidError when a step fails."""
     text, name = model_text(model)
+    grid = grid_text(grid)
     opts = _options(grid, dict(sequence_parallel=sequence_parallel, zero=zero, **options))
     module = _parse(text, name)
     dump_dir = ""
@@ -396,6 +404,7 @@ def visualize_sharding(model, grid: str = "", *, tensors: Optional[Iterable[str]
     per tensor of the plan: which mesh axes shard which dimension and each
     rank's shard, as jax.debug.visualize_array_sharding does for one array.
     `tensors` picks names (default: every tensor of `kinds`). Returns the text."""
+    grid = grid_text(grid)
     result = compile(model, grid, emit_cpp=False, **options)
     if not result.shardings:
         # --braid-print-plan reports a pipelined plan per stage, without the

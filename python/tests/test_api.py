@@ -57,7 +57,7 @@ def test_compile_accepts_builder_models():
     from braid.families import build_model
     cfg = braid.preset("gpt-tiny", layers=1)
     for model in (cfg, build_model(cfg), build_model(cfg).render()):
-        r = braid.compile(model, grid="dp=2", emit_cpp=False)
+        r = braid.compile(model, grid={"dp": 2}, emit_cpp=False)
         assert "collective all_reduce over dp" in r.plan
         assert r.programs == {}
 
