@@ -25,7 +25,6 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdio>
-#include <fcntl.h>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -69,7 +68,7 @@ public:
   /// Restores the descriptors; returns what fds 1 and 2 received.
   std::pair<std::string, std::string> finish() {
     restore();
-    return {read(streams[0]), read(streams[1])};
+    return {streams[0].text, streams[1].text};
   }
 
 private:
@@ -102,8 +101,6 @@ private:
       }
     }
   }
-
-  static std::string read(Stream &s) { return s.text; }
 
   static std::mutex &mutex() {
     static std::mutex m;
