@@ -4,7 +4,30 @@
 `ModelConfig`, `braid.families` the model families and `braid.presets` the
 published presets; `braid.models` is the command line
 (`python3 -m braid.models NAME [...] > model.mlir`) and re-exports all of them.
+
+`braid.compile`, `braid.run`, `braid.visualize_sharding` (braid.api) and the SVG
+pictures `braid.pipeline_schedule_svg`, `braid.trace_svg` (braid.svg) use the
+compiler through its C API: the extension `braid._braid`, built by Braid's CMake
+build into <build>/python/braid (found through $BRAID_BUILD_DIR, else ../build
+next to this folder) or installed by `pip install ./python`.
 """
+
+import os as _os
+
+
+def _extension_dirs():
+    # Braid's build puts _braid into <build>/python/braid: this package spans
+    # that folder too, so that PYTHONPATH=python finds the bindings.
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    builds = [_os.environ.get("BRAID_BUILD_DIR", ""),
+              _os.path.join(here, "..", "..", "build")]
+    for build in filter(None, builds):
+        d = _os.path.join(build, "python", "braid")
+        if _os.path.isdir(d):
+            yield _os.path.normpath(d)
+
+
+__path__ = list(__path__) + [d for d in _extension_dirs() if d not in __path__][:1]
 
 from .ir import (FLOAT_DTYPES, INDEX_DTYPE, IRError, Function, Init, Module, ONES, Param,
                  TensorType, Value, ZEROS, format_attr, format_float, normal, tensor)
@@ -13,13 +36,19 @@ from .ir import (FLOAT_DTYPES, INDEX_DTYPE, IRError, Function, Init, Module, ONE
 _MODEL_NAMES = {"ModelConfig": "config", "config_from_attrs": "config",
                 "FAMILIES": "families", "build_model": "families",
                 "PRESETS": "presets", "build": "presets", "preset": "presets"}
+# name -> submodule of the API over the C API (these need braid._braid)
+_API_NAMES = {"compile": "api", "run": "api", "visualize_sharding": "api",
+              "BraidError": "api", "VerifyError": "api", "CompileResult": "api",
+              "RunResult": "api", "TensorSharding": "api",
+              "pipeline_schedule_svg": "svg", "trace_svg": "svg"}
 
 
 def __getattr__(name):
     # The model modules are imported lazily, so that `import braid` stays cheap
     # and `python3 -m braid.models` never finds braid.models already imported
     # (runpy warns about that).
-    if name in _MODEL_NAMES:
+    module = _MODEL_NAMES.get(name) or _API_NAMES.get(name)
+    if module:
         import importlib
-        return getattr(importlib.import_module(f".{_MODEL_NAMES[name]}", __name__), name)
+        return getattr(importlib.import_module(f".{module}", __name__), name)
     raise AttributeError(f"module 'braid' has no attribute {name!r}")

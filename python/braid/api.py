@@ -1,0 +1,427 @@
+"""Braid as a Python backend: compile, run and inspect a model through the C API.
+
+    import braid
+    r = braid.compile("llama-tiny", grid="dp=2,tp=2", sequence_parallel=True)
+    print(r.plan)                    # what braid-opt --braid-print-plan prints
+    out = braid.run("llama-tiny", grid="dp=2", steps=2, verify=True, dump=True)
+    out.losses, out.dumps["logits"].shape
+    braid.visualize_sharding("llama-tiny", grid="dp=2,tp=2", tensors=["output"])
+
+A model is MLIR text, a preset name (`braid.PRESETS`), a builder `braid.Module`,
+a `braid.ModelConfig` or a path to a .mlir file. Options of the training
+pipeline (braid-opt's `--braid-training-pipeline="..."`, braid-run's flags) are
+keyword arguments in snake_case: `zero=1`, `microbatches=4`, `dtype="bf16"`.
+The native part is `braid._braid` (nanobind over include/braid-c); only the
+functions here need it, the builder does not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import re
+import shutil
+import tempfile
+from typing import Iterable, Mapping, Optional, Sequence
+
+
+class BraidError(RuntimeError):
+    """A failure reported by Braid: the message is what the C API printed."""
+
+
+class VerifyError(BraidError):
+    """`run(..., verify=True)` found the runs different; `.result` holds them."""
+
+    def __init__(self, message: str, result: "RunResult"):
+        super().__init__(message)
+        self.result = result
+
+
+def _native():
+    try:
+        from . import _braid
+    except ImportError as e:
+        raise ImportError(
+            "braid._braid (the bindings over Braid's C API) is not built: build Braid "
+            "with nanobind importable (tools/braid-dev setup), or `pip install ./python` "
+            f"(see README.md, 'Using it'); {e}") from e
+    return _braid
+
+
+# ---------------------------------------------------------------------------
+# Inputs
+# ---------------------------------------------------------------------------
+
+def model_text(model) -> tuple[str, str]:
+    """(MLIR text, name for diagnostics) of anything `compile` accepts."""
+    from . import ir
+    if isinstance(model, ir.Module):
+        return model.render(), "model.mlir"
+    from .config import ModelConfig
+    if isinstance(model, ModelConfig):
+        from .families import build_model
+        return build_model(model).render(), f"{model.name or 'model'}.mlir"
+    if isinstance(model, os.PathLike):
+        with open(model) as f:
+            return f.read(), os.fspath(model)
+    if isinstance(model, str):
+        from .presets import PRESETS, build
+        if model in PRESETS:
+            return build(model), f"{model}.mlir"
+        if "\n" not in model and model.endswith(".mlir") and os.path.exists(model):
+            with open(model) as f:
+                return f.read(), model
+        return model, "model.mlir"
+    raise TypeError(f"expected MLIR text, a preset name, a braid.Module, a ModelConfig "
+                    f"or a path, found {type(model).__name__}")
+
+
+def _option_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def grid_text(grid) -> str:
+    """A grid as the pipeline takes it: "dp=2,tp=2", or {"dp": 2, "tp": 2}."""
+    if isinstance(grid, Mapping):
+        return ",".join(f"{axis}={size}" for axis, size in grid.items())
+    return grid or ""
+
+
+def pipeline_text(grid="", **options) -> str:
+    """The training pipeline's option text: `grid=dp=2,tp=2 sequence-parallel=true`."""
+    grid = grid_text(grid)
+    parts = [f"grid={grid}"] if grid else []
+    for key, value in options.items():
+        if value is None:
+            continue
+        parts.append(f"{key.replace('_', '-')}={_option_value(value)}")
+    return " ".join(parts)
+
+
+def _options(grid: str, options: Mapping):
+    native = _native()
+    text = pipeline_text(grid, **options)
+    opts = native.PipelineOptions()
+    ok, err = opts.parse(text)
+    if not ok:
+        raise BraidError(_message(err, f"bad pipeline options '{text}'"))
+    return opts
+
+
+def _message(stderr: str, fallback: str) -> str:
+    # The first lines carry the message; MLIR's notes after it can print whole
+    # functions ("see current operation").
+    lines = [l for l in stderr.strip().splitlines() if l.strip()]
+    cut = next((i for i, l in enumerate(lines) if "note: see current operation" in l),
+               len(lines))
+    text = "\n".join(lines[:cut]).strip()
+    return text or fallback
+
+
+def _parse(text: str, name: str):
+    native = _native()
+    module = native.Module()
+    ok, err = module.parse(text, name)
+    if not ok:
+        raise BraidError(_message(err, f"cannot parse {name}"))
+    return module
+
+
+# ---------------------------------------------------------------------------
+# The plan's shardings
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class TensorSharding:
+    """One line of the plan: a tensor's global shape, the grid axes splitting
+    each dimension (outermost first) and its shape on every rank."""
+    kind: str                       # "param", "state" or "boundary"
+    name: str
+    global_shape: tuple
+    dims: tuple                     # per dimension: a tuple of axis names
+    local_shape: tuple
+
+    def shard(self, coords: Mapping[str, int], grid: Mapping[str, int]) -> tuple:
+        """The slice (start, stop) per dimension that the rank at `coords` holds."""
+        out = []
+        for size, local, axes in zip(self.global_shape, self.local_shape, self.dims):
+            index = 0
+            for a in axes:
+                index = index * grid[a] + coords[a]
+            start = min(index * local, size)
+            out.append((start, min(start + local, size)))
+        return tuple(out)
+
+
+_PLAN_GRID = re.compile(r"^plan: grid (\S+) \((\d+) ranks?\)")
+_PLAN_TENSOR = re.compile(
+    r"^(param|state|boundary) (.+?): (\S*) (?:\[(.*?)\]|replicated) -> (\S*)")
+
+
+def _shape(text: str) -> tuple:
+    return tuple(int(d) for d in text.split("x")) if text else ()
+
+
+def parse_grid(text: str) -> dict:
+    """`dp=2,tp=2` -> {"dp": 2, "tp": 2} (the order is the ranks' order)."""
+    grid = {}
+    for part in filter(None, text.split(",")):
+        axis, _, size = part.partition("=")
+        grid[axis.strip()] = int(size)
+    return grid
+
+
+def parse_plan(plan: str) -> tuple[dict, dict]:
+    """(grid, {name: TensorSharding}) from --braid-print-plan's report."""
+    grid: dict = {}
+    tensors: dict = {}
+    for line in plan.splitlines():
+        m = _PLAN_GRID.match(line)
+        if m:
+            grid = parse_grid(m.group(1))
+            continue
+        m = _PLAN_TENSOR.match(line)
+        if not m:
+            continue
+        kind, name, shape, dims, local = m.groups()
+        shape = _shape(shape)
+        if dims is None:
+            axes = tuple(() for _ in shape)
+        else:
+            axes = tuple(() if d.strip() in ("-", "") else
+                         tuple(a.strip() for a in d.split(","))
+                         for d in re.split(r",\s+", dims))
+        tensors[name] = TensorSharding(kind, name, shape, axes, _shape(local))
+    return grid, tensors
+
+
+# ---------------------------------------------------------------------------
+# compile
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class CompileResult:
+    """What `compile` made of a model."""
+    options: str                    # the pipeline's option text
+    ir: str                         # the partitioned, lowered module
+    plan: str                       # --braid-print-plan's report
+    programs: dict                  # step function -> its C++ (one per pp stage)
+    grid: dict                      # axis -> size, as the plan names them
+    shardings: dict                 # tensor name -> TensorSharding
+    log: str = ""                   # what the C API printed on stderr
+
+    @property
+    def cpp(self) -> str:
+        """The C++ of the (first) program."""
+        return next(iter(self.programs.values()), "")
+
+    def __str__(self) -> str:
+        return self.plan
+
+
+def compile(model, grid: str = "", *, sequence_parallel: Optional[bool] = None,
+            zero: Optional[int] = None, emit_cpp: bool = True,
+            roll_repeats: bool = True, plan_options: str = "",
+            **options) -> CompileResult:
+    """Lowers `model` with the training pipeline on `grid` ("dp=2,tp=2", "" for
+    one rank); returns the partitioned IR, the plan and the emitted C++.
+    Other keyword arguments are the pipeline's options (microbatches=4,
+    schedule="1f1b", dtype="bf16", plan="data", ...); `plan_options` are
+    --braid-print-plan's ("hardware=h200-sxm"). Raises BraidError."""
+    text, name = model_text(model)
+    grid = grid_text(grid)
+    opts = _options(grid, dict(sequence_parallel=sequence_parallel, zero=zero, **options))
+    module = _parse(text, name)
+    ok, _, err = module.lower(opts)
+    log = err
+    if not ok:
+        raise BraidError(_message(err, "the training pipeline failed"))
+    ir_text = module.str()
+    ok, plan, err = module.print_plan(plan_options)
+    log += err
+    if not ok:
+        raise BraidError(_message(err, "--braid-print-plan failed"))
+    programs = {}
+    if emit_cpp:
+        entries = module.pipeline_entries() or [opts_entry(options)]
+        for entry in entries:
+            ok, source, err = module.emit_cpp(entry, roll_repeats)
+            log += err
+            if not ok:
+                raise BraidError(_message(err, f"cannot emit the program of @{entry}"))
+            programs[entry] = source
+    plan_grid, shardings = parse_plan(plan)
+    return CompileResult(str(opts), ir_text, plan, programs,
+                         plan_grid or parse_grid(grid), shardings, log)
+
+
+def opts_entry(options: Mapping) -> str:
+    return str(options.get("entry") or "step")
+
+
+# ---------------------------------------------------------------------------
+# run
+# ---------------------------------------------------------------------------
+
+_STEP_LOSS = re.compile(r"\bstep (\d+) loss (\S+)")
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What `run` brought back."""
+    losses: list                    # loss of step 1..steps
+    dumps: dict                     # tensor name -> numpy array (dump=...)
+    traces: list                    # trace files written (one per rank)
+    verified: Optional[bool]        # verify's verdict (None: not asked)
+    stdout: str
+    stderr: str
+
+
+def parse_losses(stdout: str) -> list:
+    losses: dict = {}
+    for m in _STEP_LOSS.finditer(stdout):
+        losses.setdefault(int(m.group(1)), float(m.group(2)))
+    return [losses[k] for k in sorted(losses)]
+
+
+def load_dumps(directory: str) -> dict:
+    """Every .npy the runtime dumped into `directory` (not its subfolders)."""
+    import numpy as np
+    return {os.path.basename(p)[:-4]: np.load(p)
+            for p in sorted(glob.glob(os.path.join(glob.escape(directory), "*.npy")))}
+
+
+def run(model, grid: str = "", *, steps: int = 1, verify: bool = False,
+        verify_tolerance: float = 1e-5, dump=False, trace=None,
+        seed: Optional[int] = None, backend: str = "cpu", quiet: bool = True,
+        sequence_parallel: Optional[bool] = None, zero: Optional[int] = None,
+        **options) -> RunResult:
+    """Compiles `model` for `grid`, builds it and trains `steps` steps on its
+    CPU ranks (as braid-run does). `dump`: True (a temporary folder) or a
+    folder: every named tensor comes back as a numpy array in `.dumps`.
+    `trace`: a file for the Perfetto trace (one per rank with several).
+    `verify`: also runs the 1-rank program and compares (VerifyError when they
+    differ beyond `verify_tolerance`). Raises BraidError when a step fails."""
+    text, name = model_text(model)
+    grid = grid_text(grid)
+    opts = _options(grid, dict(sequence_parallel=sequence_parallel, zero=zero, **options))
+    module = _parse(text, name)
+    dump_dir = ""
+    scratch = None
+    if dump is True:
+        scratch = dump_dir = tempfile.mkdtemp(prefix="braid-dump-")
+    elif dump:
+        dump_dir = os.fspath(dump)
+        os.makedirs(dump_dir, exist_ok=True)
+    trace_file = os.fspath(trace) if trace else ""
+    if trace_file:
+        os.makedirs(os.path.dirname(os.path.abspath(trace_file)), exist_ok=True)
+        # Stale traces of an earlier run with more ranks would mislead.
+        for old in _trace_files(trace_file):
+            os.remove(old)
+    try:
+        rc, out, err = module.run(opts, steps, verify, verify_tolerance, dump_dir,
+                                  trace_file, backend, -1 if seed is None else seed, quiet)
+        dumps = load_dumps(dump_dir) if dump_dir and rc == 0 else {}
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    verified = None
+    if verify:
+        verified = "verify: PASS" in out
+    result = RunResult(parse_losses(out), dumps,
+                       _trace_files(trace_file) if trace_file else [], verified, out, err)
+    if rc != 0:
+        if verify and "verify: FAIL" in out:
+            report = "\n".join(l for l in out.splitlines() if l.startswith("verify:"))
+            raise VerifyError(report, result)
+        raise BraidError(_message(err, f"the run failed (exit code {rc})"))
+    return result
+
+
+def _trace_files(trace_file: str) -> list:
+    if os.path.exists(trace_file):
+        return [trace_file]
+    stem, ext = os.path.splitext(trace_file)
+    found = glob.glob(f"{glob.escape(stem)}.rank*{ext}")
+    return sorted(found, key=lambda p: int(re.search(r"\.rank(\d+)", p).group(1)))
+
+
+# ---------------------------------------------------------------------------
+# visualize_sharding
+# ---------------------------------------------------------------------------
+
+def _ranks(grid: Mapping[str, int]) -> list:
+    """Every rank's coordinates, row-major over the grid as the plan names it
+    (its last axis varies fastest)."""
+    coords = [{}]
+    for axis, size in grid.items():
+        coords = [dict(c, **{axis: i}) for c in coords for i in range(size)]
+    return coords
+
+
+def _fmt_shape(shape: Sequence[int]) -> str:
+    return "x".join(map(str, shape)) if shape else "scalar"
+
+
+def sharding_table(t: TensorSharding, grid: Mapping[str, int]) -> str:
+    """The text table of one tensor: which axes split which dimension, and
+    the slice and shape every rank holds."""
+    spec = ", ".join("+".join(a) if a else "-" for a in t.dims)
+    lines = [f"{t.kind} {t.name}: {_fmt_shape(t.global_shape)} [{spec}] on "
+             f"{','.join(f'{a}={n}' for a, n in grid.items()) or '1 rank'}"]
+    for d, (size, axes, local) in enumerate(zip(t.global_shape, t.dims, t.local_shape)):
+        how = (f"split over {'x'.join(f'{a}({grid[a]})' for a in axes)}" if axes
+               else "replicated")
+        lines.append(f"  dim {d}: {size:>6} {how:<28} -> {local}")
+    used = {a for axes in t.dims for a in axes}
+    replicated = [a for a in grid if a not in used]
+    if replicated:
+        lines.append(f"  replicated over {','.join(replicated)}")
+    header = ["rank", "coords", "shard", "slice"]
+    rows = []
+    for rank, coords in enumerate(_ranks(grid)):
+        box = t.shard(coords, grid)
+        rows.append([str(rank), ",".join(f"{a}={i}" for a, i in coords.items()),
+                     _fmt_shape([b - a for a, b in box]),
+                     "[" + ", ".join(f"{a}:{b}" for a, b in box) + "]"])
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    fmt = "  " + "  ".join(f"{{:<{w}}}" for w in widths)
+    lines.append(fmt.format(*header).rstrip())
+    lines += [fmt.format(*r).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def visualize_sharding(model, grid: str = "", *, tensors: Optional[Iterable[str]] = None,
+                       kinds: Sequence[str] = ("param", "boundary"), file=None,
+                       **options) -> str:
+    """Prints (to `file`, default stdout; None-like False: not at all) a table
+    per tensor of the plan: which mesh axes shard which dimension and each
+    rank's shard, as jax.debug.visualize_array_sharding does for one array.
+    `tensors` picks names (default: every tensor of `kinds`). Returns the text."""
+    grid = grid_text(grid)
+    result = compile(model, grid, emit_cpp=False, **options)
+    if not result.shardings:
+        # --braid-print-plan reports a pipelined plan per stage, without the
+        # tensors' shardings.
+        raise BraidError(f"the plan of grid '{grid}' lists no tensor shardings "
+                         "(a pipelined plan's report has none)")
+    if tensors is None:
+        chosen = [t for t in result.shardings.values() if t.kind in kinds]
+    else:
+        chosen = []
+        for name in tensors:
+            if name not in result.shardings:
+                raise KeyError(f"no tensor {name!r} in the plan; it has "
+                               f"{', '.join(list(result.shardings)[:8])}, ...")
+            chosen.append(result.shardings[name])
+    text = "\n\n".join(sharding_table(t, result.grid) for t in chosen) + "\n"
+    if file is not False:
+        import sys
+        print(text, end="", file=file or sys.stdout)
+    return text

@@ -1,0 +1,316 @@
+//===- BraidModule.cpp - braid._braid: nanobind bindings of the C API -----===//
+//
+// A thin layer over include/braid-c and MLIR's C API: a Module owns its
+// context and module, every call that may print (diagnostics, the plan,
+// the programs the driver runs) runs with the process's stdout and stderr
+// captured, and returns what they received beside its result. Python
+// (braid/api.py) turns those into results and exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid-c/Dialects.h"
+#include "braid-c/Driver.h"
+#include "braid-c/Passes.h"
+#include "braid-c/Pipelines.h"
+#include "braid-c/Target.h"
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/IR.h"
+#include "mlir-c/Pass.h"
+#include "mlir-c/Support.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdio>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace {
+
+/// Appends a C API callback's text to a std::string.
+void appendTo(MlirStringRef text, void *userData) {
+  static_cast<std::string *>(userData)->append(text.data, text.length);
+}
+
+MlirStringRef ref(const std::string &s) {
+  return mlirStringRefCreate(s.data(), s.size());
+}
+
+/// Redirects file descriptors 1 and 2 into temporary files while alive:
+/// the C++ side prints to llvm::outs()/errs() and the driver's programs
+/// inherit the descriptors, so this is the one place all of it arrives.
+/// The descriptors are the process's: one capture at a time (a run releases
+/// the GIL), and what other threads print meanwhile is captured too.
+class Capture {
+public:
+  Capture() : lock(mutex()) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    for (int fd : {1, 2}) {
+      Stream &s = streams[fd - 1];
+      s.file = std::tmpfile();
+      if (!s.file)
+        throw std::runtime_error("braid: cannot create a temporary file");
+      s.saved = ::dup(fd);
+      ::dup2(::fileno(s.file), fd);
+    }
+  }
+  ~Capture() { restore(); }
+
+  /// Restores the descriptors; returns what fds 1 and 2 received.
+  std::pair<std::string, std::string> finish() {
+    restore();
+    return {streams[0].text, streams[1].text};
+  }
+
+private:
+  struct Stream {
+    std::FILE *file = nullptr;
+    int saved = -1;
+    std::string text;
+  };
+
+  void restore() {
+    if (restored)
+      return;
+    restored = true;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    for (int fd : {1, 2}) {
+      Stream &s = streams[fd - 1];
+      if (s.saved >= 0) {
+        ::dup2(s.saved, fd);
+        ::close(s.saved);
+      }
+      if (s.file) {
+        std::rewind(s.file);
+        char buffer[65536];
+        size_t n;
+        while ((n = std::fread(buffer, 1, sizeof buffer, s.file)) > 0)
+          s.text.append(buffer, n);
+        std::fclose(s.file);
+        s.file = nullptr;
+      }
+    }
+  }
+
+  static std::mutex &mutex() {
+    static std::mutex m;
+    return m;
+  }
+
+  std::lock_guard<std::mutex> lock;
+  Stream streams[2];
+  bool restored = false;
+};
+
+/// The training pipeline's options (braid-opt's option text).
+class PipelineOptions {
+public:
+  PipelineOptions() : options(braidTrainingPipelineOptionsCreate()) {}
+  ~PipelineOptions() { braidTrainingPipelineOptionsDestroy(options); }
+  PipelineOptions(const PipelineOptions &) = delete;
+  PipelineOptions &operator=(const PipelineOptions &) = delete;
+
+  /// (ok, stderr): a bad value leaves the options unchanged.
+  std::tuple<bool, std::string> parse(const std::string &text) {
+    Capture capture;
+    bool ok = mlirLogicalResultIsSuccess(
+        braidTrainingPipelineOptionsParse(options, ref(text)));
+    return {ok, capture.finish().second};
+  }
+
+  std::string str() const {
+    std::string text;
+    braidTrainingPipelineOptionsPrint(options, appendTo, &text);
+    return text;
+  }
+
+  BraidTrainingPipelineOptions options;
+};
+
+/// A context with Braid's dialects and one module parsed from text.
+class Module {
+public:
+  Module() {
+    braidRegisterAllPasses();
+    context = mlirContextCreate();
+    MlirDialectRegistry registry = mlirDialectRegistryCreate();
+    braidRegisterAllDialects(registry);
+    mlirContextAppendDialectRegistry(context, registry);
+    mlirDialectRegistryDestroy(registry);
+    mlirContextLoadAllAvailableDialects(context);
+    module = mlirModuleCreateEmpty(mlirLocationUnknownGet(context));
+  }
+  ~Module() {
+    mlirModuleDestroy(module);
+    mlirContextDestroy(context);
+  }
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
+
+  /// (ok, stderr): parses `source` as braidParseModel does (ops named after
+  /// the source's SSA names), replacing this module.
+  std::tuple<bool, std::string> parse(const std::string &source,
+                                      const std::string &name) {
+    Capture capture;
+    MlirModule parsed = braidParseModel(context, ref(source), ref(name));
+    std::string err = capture.finish().second;
+    if (mlirModuleIsNull(parsed))
+      return {false, err};
+    mlirModuleDestroy(module);
+    module = parsed;
+    return {true, err};
+  }
+
+  std::string str(bool debugInfo) const {
+    std::string text;
+    MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
+    mlirOpPrintingFlagsEnableDebugInfo(flags, debugInfo, /*prettyForm=*/false);
+    mlirOperationPrintWithFlags(mlirModuleGetOperation(module), flags,
+                                appendTo, &text);
+    mlirOpPrintingFlagsDestroy(flags);
+    return text;
+  }
+
+  /// (ok, stdout, stderr): lowers the module in place with the training
+  /// pipeline.
+  std::tuple<bool, std::string, std::string>
+  lower(const PipelineOptions &options) {
+    Capture capture;
+    bool ok = mlirLogicalResultIsSuccess(
+        braidRunTrainingPipeline(module, options.options));
+    auto [out, err] = capture.finish();
+    return {ok, out, err};
+  }
+
+  /// (ok, stdout, stderr): runs a textual pass pipeline on the module
+  /// (`builtin.module(...)`), e.g. a printer pass whose report is stdout.
+  std::tuple<bool, std::string, std::string>
+  runPasses(const std::string &pipeline) {
+    Capture capture;
+    MlirPassManager pm = mlirPassManagerCreate(context);
+    std::string parseError;
+    bool ok = mlirLogicalResultIsSuccess(mlirParsePassPipeline(
+        mlirPassManagerGetAsOpPassManager(pm), ref(pipeline), appendTo,
+        &parseError));
+    if (ok)
+      ok = mlirLogicalResultIsSuccess(
+          mlirPassManagerRunOnOp(pm, mlirModuleGetOperation(module)));
+    mlirPassManagerDestroy(pm);
+    auto [out, err] = capture.finish();
+    return {ok, out, parseError + err};
+  }
+
+  /// (ok, plan, stderr): braidPrintPlan's report of a lowered module.
+  std::tuple<bool, std::string, std::string>
+  printPlan(const std::string &passOptions) {
+    Capture capture;
+    bool ok =
+        mlirLogicalResultIsSuccess(braidPrintPlan(module, ref(passOptions)));
+    auto [out, err] = capture.finish();
+    return {ok, out, err};
+  }
+
+  /// (ok, C++, stderr): the program of step function `entry`.
+  std::tuple<bool, std::string, std::string> emitCpp(const std::string &entry,
+                                                     bool rollRepeats) {
+    Capture capture;
+    std::string source;
+    bool ok = mlirLogicalResultIsSuccess(
+        braidEmitCpp(module, ref(entry), rollRepeats, appendTo, &source));
+    return {ok, source, capture.finish().second};
+  }
+
+  /// The step function of each pipeline rank of a pipelined module
+  /// (braid.pipeline_entries), else empty.
+  std::vector<std::string> pipelineEntries() const {
+    std::vector<std::string> names;
+    MlirAttribute attr = mlirOperationGetAttributeByName(
+        mlirModuleGetOperation(module),
+        mlirStringRefCreateFromCString("braid.pipeline_entries"));
+    if (mlirAttributeIsNull(attr) || !mlirAttributeIsAArray(attr))
+      return names;
+    for (intptr_t i = 0, e = mlirArrayAttrGetNumElements(attr); i < e; ++i) {
+      MlirAttribute element = mlirArrayAttrGetElement(attr, i);
+      if (mlirAttributeIsAFlatSymbolRef(element)) {
+        MlirStringRef name = mlirFlatSymbolRefAttrGetValue(element);
+        names.emplace_back(name.data, name.length);
+      }
+    }
+    return names;
+  }
+
+  /// (exit code, stdout, stderr): braidRunModel, lowering the module in
+  /// place; stdout holds the programs' "step K loss X" lines and the
+  /// verdict of verify.
+  std::tuple<int, std::string, std::string>
+  run(const PipelineOptions &options, int steps, bool verify,
+      double verifyTolerance, const std::string &dumpDir,
+      const std::string &traceFile, const std::string &backend,
+      int64_t seed, bool quiet) {
+    BraidRunOptions run = braidRunOptionsGetDefault();
+    run.backend = ref(backend);
+    run.steps = steps;
+    run.verify = verify;
+    run.verifyTolerance = verifyTolerance;
+    run.dumpDir = ref(dumpDir);
+    run.traceFile = ref(traceFile);
+    run.quiet = quiet;
+    if (seed >= 0) {
+      run.hasSeed = true;
+      run.seed = static_cast<uint64_t>(seed);
+    }
+    int rc;
+    std::string out, err;
+    {
+      // The programs run long: other Python threads may go on meanwhile.
+      nb::gil_scoped_release release;
+      Capture capture;
+      rc = braidRunModel(module, options.options, &run);
+      std::tie(out, err) = capture.finish();
+    }
+    return {rc, out, err};
+  }
+
+  MlirContext context;
+  MlirModule module;
+};
+
+} // namespace
+
+NB_MODULE(_braid, m) {
+  m.doc() = "Braid's C API (include/braid-c) for Python; braid.api is the "
+            "interface to use.";
+
+  nb::class_<PipelineOptions>(m, "PipelineOptions",
+                              "The training pipeline's options.")
+      .def(nb::init<>())
+      .def("parse", &PipelineOptions::parse, nb::arg("text"),
+           "Sets options from braid-opt's text (`grid=dp=2,tp=2 zero=1`); "
+           "returns (ok, stderr).")
+      .def("__str__", &PipelineOptions::str);
+
+  nb::class_<Module>(m, "Module", "An MLIR context holding one module.")
+      .def(nb::init<>())
+      .def("parse", &Module::parse, nb::arg("source"), nb::arg("name"))
+      .def("str", &Module::str, nb::arg("debug_info") = false)
+      .def("lower", &Module::lower, nb::arg("options"))
+      .def("run_passes", &Module::runPasses, nb::arg("pipeline"))
+      .def("print_plan", &Module::printPlan, nb::arg("pass_options") = "")
+      .def("emit_cpp", &Module::emitCpp, nb::arg("entry"),
+           nb::arg("roll_repeats") = true)
+      .def("pipeline_entries", &Module::pipelineEntries)
+      .def("run", &Module::run, nb::arg("options"), nb::arg("steps"),
+           nb::arg("verify"), nb::arg("verify_tolerance"), nb::arg("dump_dir"),
+           nb::arg("trace_file"), nb::arg("backend"), nb::arg("seed"),
+           nb::arg("quiet"));
+}
