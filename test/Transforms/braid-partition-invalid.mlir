@@ -5,6 +5,8 @@
 // RUN: not braid-opt --braid-partition="grid=dp=2 sequence-parallel=true" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=SP
 // RUN: not braid-opt --braid-partition="grid=dp=2 zero=4" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=ZERO
 // RUN: not braid-opt --braid-partition="grid=dp=2 plan=alpa" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=PLAN
+// RUN: not braid-opt --braid-partition="zero=7" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=ZERO1
+// RUN: not braid-opt --braid-partition="grid=dp=1 plan=alpa" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=PLAN
 // RUN: braid-opt --braid-partition="grid=dp=2" %S/braid-partition.mlir | not braid-opt --braid-partition="grid=dp=2" 2>&1 | FileCheck %s --check-prefix=AGAIN
 // RUN: braid-opt --braid-partition="grid=tp=3" %S/braid-partition.mlir 2>&1 | FileCheck %s --check-prefix=SHAPE
 
@@ -14,6 +16,7 @@
 // SP: error: --braid-partition: sequence parallelism needs a tp axis
 // ZERO: error: --braid-partition: zero must be 0, 1, 2 or 3, found 4
 // PLAN: error: --braid-partition: plan must be megatron or data, found 'alpa'
+// ZERO1: error: --braid-partition: zero must be 0, 1, 2 or 3, found 7
 // AGAIN: error: --braid-partition: the module is already partitioned
 // SHAPE: warning: the megatron plan keeps this linear's weight whole: tp=3 does not divide every dimension its output is tied to (e.g. fewer key/value heads), so each tp rank computes all of it
 

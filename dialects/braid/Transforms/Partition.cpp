@@ -643,6 +643,19 @@ struct BraidPartitionPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // The options' ranges hold on one rank too (a bad value is a user's
+    // mistake whichever grid it comes with).
+    if (plan != "megatron" && plan != "data") {
+      module.emitError("--braid-partition: plan must be megatron or data, "
+                       "found '")
+          << plan << "'";
+      return signalPassFailure();
+    }
+    if (zero < 0 || zero > 3) {
+      module.emitError("--braid-partition: zero must be 0, 1, 2 or 3, found ")
+          << zero;
+      return signalPassFailure();
+    }
     if (gridOption.empty()) {
       if (zero != 0 || sequenceParallel)
         module.emitWarning("--braid-partition: no grid; zero and "
