@@ -648,12 +648,12 @@ struct BraidPartitionPass
     if (plan != "megatron" && plan != "data") {
       module.emitError("--braid-partition: plan must be megatron or data, "
                        "found '")
-          << plan << "'";
+          << static_cast<std::string>(plan) << "'";
       return signalPassFailure();
     }
     if (zero < 0 || zero > 3) {
       module.emitError("--braid-partition: zero must be 0, 1, 2 or 3, found ")
-          << zero;
+          << static_cast<int64_t>(zero);
       return signalPassFailure();
     }
     if (gridOption.empty()) {
