@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
 using namespace llvm;
@@ -29,6 +30,42 @@ namespace {
 
 void fail(const Twine &message) {
   llvm::errs() << "braid-run: " << message << "\n";
+}
+
+/// Where programs find the runtime's headers and libraries: an installed
+/// tree (`cmake --install`: P/include/braid-runtime and P/lib) beside the
+/// running executable (P/bin/braid-run) or named by $BRAID_PREFIX (for
+/// hosts whose executable lies elsewhere, such as Python), else the build
+/// tree this driver was built in.
+struct RuntimeLocation {
+  std::string include, lib;
+};
+
+const RuntimeLocation &runtimeLocation() {
+  static const RuntimeLocation location = [] {
+    auto installedAt = [](StringRef prefix) -> std::optional<RuntimeLocation> {
+      SmallString<256> include(prefix), lib(prefix);
+      sys::path::append(include, "include", "braid-runtime");
+      sys::path::append(lib, "lib");
+      SmallString<256> runtime(lib);
+      sys::path::append(runtime, "libbraid_runtime.a");
+      if (!sys::fs::is_directory(include) || !sys::fs::exists(runtime))
+        return std::nullopt;
+      return RuntimeLocation{include.str().str(), lib.str().str()};
+    };
+    if (const char *prefix = std::getenv("BRAID_PREFIX"); prefix && *prefix)
+      if (auto at = installedAt(prefix))
+        return *at;
+    static int anchor;
+    std::string exe = sys::fs::getMainExecutable("braid-run", &anchor);
+    if (!exe.empty()) {
+      StringRef bin = sys::path::parent_path(exe);
+      if (auto at = installedAt(sys::path::parent_path(bin)))
+        return *at;
+    }
+    return RuntimeLocation{BRAID_RUNTIME_INCLUDE_DIR, BRAID_LIBRARY_DIR};
+  }();
+  return location;
 }
 
 /// The linker arguments of MPI (configure-time FindMPI: the libraries with an
@@ -75,12 +112,13 @@ FailureOr<SmallVector<std::string>> mpiLinkArgs(bool nvcc) {
 FailureOr<SmallVector<std::string>>
 buildCommand(StringRef source, StringRef binary, StringRef backend,
              std::string &compiler, bool mpi) {
-  std::string lib = BRAID_LIBRARY_DIR;
+  std::string lib = runtimeLocation().lib;
+  const std::string &include = runtimeLocation().include;
   SmallVector<std::string> args;
   if (backend == "cpu") {
     compiler = BRAID_HOST_CXX;
-    args = {"-std=c++17", "-O2", "-I",        BRAID_RUNTIME_INCLUDE_DIR,
-            source.str(), "-o",  binary.str()};
+    args = {"-std=c++17", "-O2",         "-I", include,
+            source.str(), "-o", binary.str()};
 #ifdef BRAID_PROGRAM_SANITIZE
     // A sanitized build's runtime is instrumented: so is the program.
     args.append({"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
@@ -120,7 +158,7 @@ buildCommand(StringRef source, StringRef binary, StringRef backend,
             "arch=compute_90,code=sm_90",
             "-DBRAID_RUNTIME_CUDA",
             "-I",
-            BRAID_RUNTIME_INCLUDE_DIR,
+            include,
             source.str(),
             "-o",
             binary.str()};
@@ -209,7 +247,7 @@ FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
   std::vector<std::string> headers;
   std::error_code ec;
   for (llvm::sys::fs::recursive_directory_iterator
-           it(BRAID_RUNTIME_INCLUDE_DIR, ec),
+           it(runtimeLocation().include, ec),
        end;
        it != end && !ec; it.increment(ec)) {
     llvm::sys::fs::file_status status;
