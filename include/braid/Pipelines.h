@@ -137,6 +137,15 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Hardware the overlap scheduler times ops on: a name "
                      "(lib/CostModel/hardware) or a .json file"),
       llvm::cl::init("h100-sxm")};
+  // Where each split or partial value lies in its global tensor, recorded
+  // on its op (braid.result_layouts) so that dumps of activations assemble
+  // the global tensor; the driver (braid-run, the C API) turns it on, the
+  // IR stays plain without it.
+  Option<bool> recordLayouts{
+      *this, "record-layouts",
+      llvm::cl::desc("Record each partitioned value's place in its global "
+                     "tensor, for global dumps of activations"),
+      llvm::cl::init(false)};
   Option<std::string> scheduleLink{
       *this, "schedule-link",
       llvm::cl::desc("Links per grid axis the overlap scheduler times transfers "

@@ -137,6 +137,8 @@ static LogicalResult lower(ModuleOp module,
   // A fault is injected into the partitioned braid and shard ops, before
   // their transfers become dist ops.
   first.lowerToDist = !inject;
+  // Dumps of a partitioned run's activations are global tensors.
+  first.recordLayouts = true;
   PassManager pm(module.getContext());
   std::string error;
   if (failed(::braid::buildTrainingPipeline(pm, first, &error))) {

@@ -75,6 +75,7 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   partition.sequenceParallel = options.sequenceParallel;
   partition.cpAttention = options.cpAttention;
   partition.cpLayout = options.cpLayout;
+  partition.recordLayouts = options.recordLayouts;
   pm.addPass(mlir::braid::createBraidPartitionPass(partition));
   pm.addNestedPass<func::FuncOp>(mlir::braid::createBraidExpandExpertFFNPass());
   // Other element types (bf16, f16) are checked by the conversion pass,

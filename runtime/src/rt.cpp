@@ -321,6 +321,32 @@ void braid_rt_value_sharded(braid_rt *rt, const char *scope, const char *name, c
   dumpSharded(rt, file, data, dtype, layout);
 }
 
+void braid_rt_value_partial(braid_rt *rt, const char *scope, const char *name, const void *data,
+                            braid_dtype dtype, int32_t rank, const int64_t *shape,
+                            const int64_t *global_shape, const char *const *split_axes,
+                            const char *partial_axes) {
+  if (!rt || (!rt->options.dumping && rt->options.dumpDir.empty()) || !dumpsThisStep(rt))
+    return;
+  std::string file = valueFile(rt, scope, name);
+  int64_t count = numElements(file.c_str(), rank, shape);
+  int64_t bytes = count * braid_dtype_size(dtype);
+  Backend &backend = *rt->backend;
+  void *sum = bytes > 0 ? backend.allocate(bytes) : nullptr;
+  if (bytes > 0) {
+    backend.synchronize();
+    braid_rt_comm(rt, partial_axes)
+        ->impl->allReduce(backend, data, sum, count, dtype, BRAID_RED_SUM)
+        ->wait(backend);
+    backend.synchronize();
+  }
+  if (global_shape)
+    braid_rt_value_sharded(rt, scope, name, sum, dtype, rank, shape, global_shape, split_axes);
+  else
+    braid_rt_value(rt, scope, name, sum, dtype, rank, shape);
+  if (sum)
+    backend.release(sum);
+}
+
 void braid_rt_value_zero_sharded(braid_rt *rt, const char *scope, const char *name,
                                  const void *data, braid_dtype dtype, int64_t count,
                                  const char *zero_axes, int32_t rank, const int64_t *shape,

@@ -1,5 +1,6 @@
 // RUN: braid-opt --braid-partition="grid=dp=2,tp=2 plan=data" %s | FileCheck %s
 // RUN: braid-opt --braid-partition="grid=dp=1" %s | FileCheck %s --check-prefix=ONE
+// RUN: braid-opt --braid-partition="grid=dp=2,tp=2 plan=data record-layouts=true" %s | FileCheck %s --check-prefix=LAYOUT
 // RUN: braid-opt --braid-partition %s | FileCheck %s --check-prefix=ONE
 
 // Shard-annotated input (upstream `shard` dialect): one annotation of one
@@ -7,6 +8,15 @@
 // ties the MLP's inner dimension across both layer calls: @l1.up is
 // column-split and both down projections row-split, with one all-reduce per
 // layer; the annotation is consumed and the user's grid reused.
+
+// record-layouts (what braid-run asks for, so that dumps of activations are
+// global): each op records its results' place in the global tensors, a
+// row-parallel product's output as partial over tp, its all-reduce's as
+// whole over tp; the layer's values split over dp by the batch.
+// LAYOUT-LABEL: func.func private @layer(
+// LAYOUT: braid.linear %{{.*}}, %arg2 {braid.result_layouts = [{braid.global_shape = array<i64: 4, 6, 16>, braid.split = {{\[}}["dp"], [], ["tp"]]}]}
+// LAYOUT: %[[P:.*]] = braid.linear %{{.*}}, %arg3 {braid.result_layouts = [{braid.global_shape = array<i64: 4, 6, 8>, braid.partial = ["tp"], braid.split = {{\[}}["dp"], [], []]}]}
+// LAYOUT-NEXT: shard.all_reduce %[[P]] on @grid grid_axes = [1] {braid.result_layouts = [{braid.global_shape = array<i64: 4, 6, 8>, braid.split = {{\[}}["dp"], [], []]}]}
 
 // On one rank (--verify's reference run of an annotated model) the program
 // is the unpartitioned one: the annotations and the user's grid go.

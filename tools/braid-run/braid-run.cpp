@@ -202,7 +202,8 @@ static LogicalResult setLayout(StringRef layout) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  pipeline.addToCommandLine(runCategory, {"lower-to-dist", "schedule-link"});
+  pipeline.addToCommandLine(runCategory,
+                            {"lower-to-dist", "schedule-link", "record-layouts"});
   cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(argc, argv, "Braid: compile and run a model\n");
   using ::braid::driver::fail;

@@ -54,6 +54,36 @@ ValueSharding Partitioner::paramStorage(StringRef name) {
   return paramShardings.lookup(name);
 }
 
+/// Records where each result of `local` lies in its global tensor, so that
+/// the emitted program dumps a split or partial activation as the global
+/// tensor (the runtime sums a partial value's terms and assembles the
+/// blocks, as it does parameters): `braid.result_layouts` holds per result
+/// {braid.global_shape, braid.split} when it is split, with braid.partial
+/// (the axes its terms are summed over) when it is partial, {} when it is
+/// whole on every rank.
+static void recordLayouts(Operation *local, ArrayRef<ValueSharding> shardings,
+                          ArrayRef<RankedTensorType> globals, const Grid &grid) {
+  MLIRContext *context = local->getContext();
+  SmallVector<Attribute> layouts;
+  bool any = false;
+  for (auto [sharding, global] : llvm::zip_equal(shardings, globals)) {
+    SmallVector<NamedAttribute> entries;
+    if (global && !sharding.isReplicated()) {
+      entries.emplace_back(StringAttr::get(context, "braid.global_shape"),
+                           DenseI64ArrayAttr::get(context, global.getShape()));
+      entries.emplace_back(StringAttr::get(context, "braid.split"),
+                           splitAttr(context, sharding, grid));
+    }
+    if (global && !sharding.partial.empty())
+      entries.emplace_back(StringAttr::get(context, "braid.partial"),
+                           grid.nameAttr(context, sharding.partial));
+    any |= !entries.empty();
+    layouts.push_back(DictionaryAttr::get(context, entries));
+  }
+  if (any)
+    local->setAttr("braid.result_layouts", ArrayAttr::get(context, layouts));
+}
+
 FailureOr<Value> Partitioner::use(OpBuilder &b, Location loc, Value global,
                                   const ValueSharding &to) {
   auto it = locals.find(global);
@@ -70,8 +100,13 @@ FailureOr<Value> Partitioner::use(OpBuilder &b, Location loc, Value global,
   FailureOr<Value> moved = reshard(b, plain(loc), it->second.value,
                                    globalType(global), it->second.sharding,
                                    to, grid);
-  if (succeeded(moved))
+  if (succeeded(moved)) {
     resharded[global].push_back({to, *moved});
+    if (auto result = dyn_cast<OpResult>(*moved))
+      if (result.getOwner()->getNumResults() == 1)
+        if (recordingLayouts)
+          recordLayouts(result.getOwner(), {to}, {globalType(global)}, grid);
+  }
   return moved;
 }
 
@@ -326,6 +361,8 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
       return failure();
     auto added = BiasAddOp::create(b, linear.getLoc(), *reduced, *bias);
     locals[linear.getResult()] = {added.getResult(), *want};
+    if (recordingLayouts)
+      recordLayouts(added, {*want}, {globalType(linear.getResult())}, grid);
     return success();
   }
   if (auto e = dyn_cast<EmbeddingOp>(op); e && !partial.empty()) {
@@ -335,8 +372,11 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
         b, e.getLoc(), resultType(0), localOf(e.getTokens()),
         localOf(e.getTable()), Value(), grid.nameAttr(b.getContext(), partial));
     locals[e.getResult()] = {local.getResult(), natural[0]};
-    if (!e.getPositionTable())
+    if (!e.getPositionTable()) {
+      if (recordingLayouts)
+        recordLayouts(local, natural, {globalType(e.getResult())}, grid);
       return success();
+    }
     FailureOr<ValueSharding> want = canonical(e.getResult());
     if (failed(want))
       return failure();
@@ -356,6 +396,8 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
       return failure();
     auto added = BiasAddOp::create(b, e.getLoc(), *reduced, *positions);
     locals[e.getResult()] = {added.getResult(), *want};
+    if (recordingLayouts)
+      recordLayouts(added, {*want}, {globalType(e.getResult())}, grid);
     return success();
   }
 
@@ -394,6 +436,13 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
   for (auto [result, localResult, s] :
        llvm::zip(op->getResults(), local->getResults(), natural))
     locals[result] = {localResult, s};
+  SmallVector<RankedTensorType> globals;
+  for (OpResult result : op->getResults())
+    globals.push_back(dyn_cast<RankedTensorType>(result.getType())
+                          ? globalType(result)
+                          : RankedTensorType());
+  if (recordingLayouts)
+    recordLayouts(local, natural, globals, grid);
   return success();
 }
 
@@ -696,6 +745,7 @@ struct BraidPartitionPass
     }
     Partitioner partitioner(module, *grid, entry, plan, zero, sequenceParallel,
                             cpAttention, cpLayout);
+    partitioner.recordingLayouts = recordLayouts;
     if (failed(partitioner.run()))
       signalPassFailure();
   }

@@ -101,6 +101,13 @@ private:
   int zero;
   bool sequenceParallel;
   std::string cpAttention, cpLayout;
+
+public:
+  /// Whether ops record their results' place in the global tensors
+  /// (braid.result_layouts, for dumps).
+  bool recordingLayouts = false;
+
+private:
   /// Zigzag load balancing: the cp size when sequences split over cp are
   /// held in zigzag order (rank i: chunks i and 2cp-1-i), else 0.
   int64_t zigzag = 0;

@@ -253,6 +253,9 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
            "How the sequence is cut over cp: contiguous, zigzag (rank i "
            "holds chunks i and 2cp-1-i, balancing causal attention) or auto "
            "(zigzag where the model allows it)">,
+    Option<"recordLayouts", "record-layouts", "bool", /*default=*/"false",
+           "Record each split or partial value's place in its global tensor "
+           "(braid.result_layouts), so that dumps of activations are global">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }

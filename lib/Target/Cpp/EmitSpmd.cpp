@@ -162,6 +162,92 @@ std::optional<ShardedTensor> ProgramEmitter::gradSharding(StringRef name,
   return std::nullopt;
 }
 
+std::optional<ShardedTensor>
+ProgramEmitter::activationSharding(Value value, RankedTensorType type,
+                                   std::string *partial) {
+  // What the partitioner recorded of the op's results (Partition.cpp,
+  // recordLayouts) or of a function's arguments; a call's result is what
+  // its callee returns (autodiff's forward functions return the saved
+  // activations). Passes after the partitioner may have changed an op, so
+  // the record is used only where it still describes this local type.
+  // Under a zigzag sequence layout a value's sequence may be in zigzag
+  // order without being split over the zigzag axis (keys gathered over
+  // cp): no layout says so, so such programs dump activations locally.
+  if (!devices || !zigzagAxis.empty())
+    return std::nullopt;
+  DictionaryAttr attrs;
+  for (int depth = 0; depth < 16 && !attrs; ++depth) {
+    if (auto arg = dyn_cast<BlockArgument>(value)) {
+      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      if (!func || arg.getOwner() != &func.getBody().front())
+        return std::nullopt;
+      attrs = func.getArgAttrDict(arg.getArgNumber());
+      if (!attrs)
+        return std::nullopt;
+      break;
+    }
+    auto result = cast<OpResult>(value);
+    if (auto call = dyn_cast<func::CallOp>(result.getOwner())) {
+      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      if (!callee || callee.isExternal())
+        return std::nullopt;
+      auto ret = dyn_cast<func::ReturnOp>(
+          callee.getBody().back().getTerminator());
+      if (!ret || ret.getNumOperands() != call.getNumResults())
+        return std::nullopt;
+      value = ret.getOperand(result.getResultNumber());
+      continue;
+    }
+    auto layouts =
+        result.getOwner()->getAttrOfType<ArrayAttr>("braid.result_layouts");
+    if (!layouts || layouts.size() <= result.getResultNumber())
+      return std::nullopt;
+    attrs = dyn_cast<DictionaryAttr>(layouts[result.getResultNumber()]);
+  }
+  auto global = attrs ? attrs.getAs<DenseI64ArrayAttr>("braid.global_shape")
+                      : DenseI64ArrayAttr();
+  auto split = attrs ? attrs.getAs<ArrayAttr>("braid.split") : ArrayAttr();
+  int64_t rank = type.getRank();
+  if (!global || !split || static_cast<int64_t>(global.size()) != rank ||
+      static_cast<int64_t>(split.size()) != rank)
+    return std::nullopt;
+  ShardedTensor tensor;
+  tensor.globalShape = llvm::to_vector(global.asArrayRef());
+  tensor.sharding = ValueSharding::replicated(rank);
+  // A partial sum: the group its terms are summed over, in grid order.
+  if (auto axes = attrs.getAs<ArrayAttr>("braid.partial")) {
+    AxisList positions;
+    for (Attribute axis : axes) {
+      auto name = dyn_cast<StringAttr>(axis);
+      std::optional<int16_t> position =
+          name ? devices->find(name.getValue()) : std::nullopt;
+      if (!position)
+        return std::nullopt;
+      positions.push_back(*position);
+    }
+    llvm::sort(positions);
+    *partial = devices->describe(positions);
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    auto axes = dyn_cast<ArrayAttr>(split[d]);
+    if (!axes)
+      return std::nullopt;
+    for (Attribute axis : axes) {
+      auto name = dyn_cast<StringAttr>(axis);
+      std::optional<int16_t> position =
+          name ? devices->find(name.getValue()) : std::nullopt;
+      if (!position)
+        return std::nullopt;
+      tensor.sharding.split[d].push_back(*position);
+    }
+    int64_t parts = devices->size(tensor.sharding.split[d]);
+    int64_t whole = tensor.globalShape[d];
+    if (type.getDimSize(d) != (whole + parts - 1) / parts)
+      return std::nullopt;
+  }
+  return tensor;
+}
+
 std::optional<ProgramEmitter::ZeroBlockGrad>
 ProgramEmitter::zeroBlockGrad(StringRef name, RankedTensorType type) {
   if (!name.consume_front("grad."))
@@ -217,8 +303,13 @@ void FunctionEmitter::announce(Value result, raw_ostream &os, bool topLevel) {
     return;
   }
   os << "  braid_rt_value";
+  std::string partial;
   std::optional<ShardedTensor> sharding = program.gradSharding(name, type);
-  if (sharding)
+  if (!sharding)
+    sharding = program.activationSharding(result, type, &partial);
+  if (!partial.empty())
+    os << "_partial";
+  else if (sharding)
     os << "_sharded";
   os << "(rt, " << (topLevel ? "\"\"" : "nullptr") << ", " << quoted(name) << ", "
      << ptr(result) << ", "
@@ -227,6 +318,8 @@ void FunctionEmitter::announce(Value result, raw_ostream &os, bool topLevel) {
   if (sharding)
     os << ", " << array(sharding->globalShape) << ", "
        << strings(splitSpecs(*sharding, *program.devices));
+  if (!partial.empty())
+    os << ", " << quoted(partial);
   os << ");\n";
 }
 

@@ -124,6 +124,13 @@ public:
   /// ZeRO range.
   std::optional<ShardedTensor> gradSharding(StringRef name,
                                            RankedTensorType type);
+  /// The sharding an activation's dump announces: where the partitioner
+  /// recorded the op result's place in its global tensor
+  /// (`braid.result_layouts`) and it still matches `type`; `partial` gets
+  /// the group a partial sum's terms are summed over ("" if none).
+  std::optional<ShardedTensor> activationSharding(Value value,
+                                                 RankedTensorType type,
+                                                 std::string *partial);
   /// A gradient that is a ZeRO range of a sharded parameter's block: the
   /// ZeRO group and the block's sharding (braid_rt_value_zero_sharded).
   struct ZeroBlockGrad {

@@ -196,6 +196,16 @@ void braid_rt_value_sharded(braid_rt *rt, const char *scope, const char *name, c
                             braid_dtype dtype, int32_t rank, const int64_t *shape,
                             const int64_t *global_shape, const char *const *split_axes);
 
+/* braid_rt_value_sharded for a value each rank of group `partial_axes` holds
+ * a term of (a row-parallel product's output before its reduction): when
+ * dumping, the terms are summed over that group (an all-reduce of a copy),
+ * then the sum is dumped as braid_rt_value_sharded does (`global_shape` and
+ * `split_axes` null when it is not split). Every rank must make the call. */
+void braid_rt_value_partial(braid_rt *rt, const char *scope, const char *name, const void *data,
+                            braid_dtype dtype, int32_t rank, const int64_t *shape,
+                            const int64_t *global_shape, const char *const *split_axes,
+                            const char *partial_axes);
+
 /* braid_rt_value_sharded for a ZeRO range of a sharded value (a ZeRO-1/2
  * gradient of a tp-sharded weight): `data` holds this rank's `count`
  * elements of its flat local block (of local shape `shape`), the ranks of

@@ -591,3 +591,19 @@ func.func @range_positive(%g: tensor<8xf32>, %c: tensor<f32>, %o: index) {
 func.func @zero_axes_place() attributes {braid.zero_axes = ["dp"]} {
   return
 }
+
+// -----
+
+func.func @result_layouts_count(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'braid.result_layouts' must hold one dictionary per result, empty or with braid.global_shape, braid.split and optionally braid.partial}}
+  %y = braid.gelu %x {braid.result_layouts = [{}, {}]} : tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @result_layouts_entries(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'braid.result_layouts' must hold one dictionary per result}}
+  %y = braid.gelu %x {braid.result_layouts = [{braid.split = [["dp"], []]}]} : tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
