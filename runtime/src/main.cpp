@@ -150,6 +150,7 @@ struct Args {
   std::string backend = "cpu";
 #endif
   bool quiet = false;
+  bool progress = false; ///< report initialization's progress (braid-run --progress)
   std::string grid; ///< empty: "world=<ranks>"
   bool allRanks = false, dumpAllRanks = false;
   bool dumpFirstStep = false; ///< also keep the first step's dumps as step<K>.*
@@ -224,6 +225,8 @@ Args parseArgs(int argc, char **argv) {
       args.backend = next();
     } else if (arg == "--quiet") {
       args.quiet = true;
+    } else if (arg == "--progress") {
+      args.progress = true;
     } else if (arg == "--grid") {
       args.grid = next();
       if (args.grid.empty())
@@ -563,9 +566,27 @@ int main(int argc, char **argv) {
     braid_rt_alloc(rt.get(), p.desc->offset, p.bytes, p.desc->name);
   braid_rt_alloc(rt.get(), program->loss_offset, 4, "loss");
   size_t persistentLive = rt->live.size();
+  // With --progress, initialization says what it does and, every 5 s, how
+  // far it is (a real-size model's parameters take seconds to generate).
+  const bool progress = args.progress && talks;
+  double totalMb = 0, doneMb = 0;
   for (const Persistent &p : persistent)
+    totalMb += double(p.bytes) / 1e6;
+  if (progress)
+    std::fprintf(stderr, "%sbraid: initializing %zu tensors (%.1f MB)...\n", prefix.c_str(),
+                 persistent.size(), totalMb);
+  double reported = 0;
+  for (size_t i = 0; i < persistent.size(); ++i) {
+    const Persistent &p = persistent[i];
     if (!resuming || !p.param)
       initialize(rt.get(), p, args.seed);
+    doneMb += double(p.bytes) / 1e6;
+    if (progress && secondsSince(t0) - reported >= 5) {
+      reported = secondsSince(t0);
+      std::fprintf(stderr, "%sbraid: initializing: %zu of %zu tensors, %.0f of %.0f MB (%.0f s)\n",
+                   prefix.c_str(), i + 1, persistent.size(), doneMb, totalMb, reported);
+    }
+  }
   if (resuming && !loadCheckpoint(rt.get(), run, resumed))
     return stop(2);
   if (!args.checkpointDir.empty() &&
@@ -734,7 +755,9 @@ int main(int argc, char **argv) {
   }
   destroyRuntime(std::move(rt)); // frees the communicators before MPI_Finalize
   ranks.finalize();
-  if (planned != measured) {
+  // The plan is of a step: with none run (--steps 0: initialization only)
+  // the peak is the persistent tensors'.
+  if (planned != measured && args.steps > 0) {
     std::fprintf(stderr,
                  "braid runtime: %smeasured peak %lld bytes differs from the planned %lld bytes\n",
                  multi ? ("rank " + std::to_string(ranks.rank) + ": ").c_str() : "",
