@@ -273,7 +273,8 @@ def RaiseLinalgToBraidPass : Pass<"raise-linalg-to-braid", "::mlir::ModuleOp"> {
       inputs' elements: `braid.add` (and `arith.subf` as an add of a
       negation), `braid.mul`, `braid.neg`, `braid.exp`, ReLU from a max
       with zero, `braid.sigmoid` from `1 / (1 + exp(-x))`, `braid.silu` from
-      `x * sigmoid(x)` or `x / (1 + exp(-x))`, SwiGLU's `silu(g) * u` as
+      `x * sigmoid(x)` or `x / (1 + exp(-x))`, `braid.gelu` from
+      `0.5 x (1 + erf(x / sqrt 2))`, SwiGLU's `silu(g) * u` as
       `braid.glu silu`, and an input broadcast over the leading dimensions
       added as `braid.bias_add`;
     - `linalg.transpose` as `braid.transpose`; `tensor.expand_shape`,

@@ -335,6 +335,59 @@ private:
     auto neg = exp ? exp.getOperand().getDefiningOp<arith::NegFOp>() : nullptr;
     return neg ? neg.getOperand() : Value();
   }
+  /// The factors of a product tree of `v` (arith.mulf, any nesting), and
+  /// the product of its float constants.
+  static void factors(Value v, SmallVectorImpl<Value> &out, double &scale) {
+    FloatAttr constant;
+    if (matchPattern(v, m_Constant(&constant))) {
+      scale *= constant.getValueAsDouble();
+      return;
+    }
+    if (auto mul = v.getDefiningOp<arith::MulFOp>()) {
+      factors(mul.getLhs(), out, scale);
+      factors(mul.getRhs(), out, scale);
+      return;
+    }
+    out.push_back(v);
+  }
+  /// `x` if `v` is x / sqrt(2) (as a product or a quotient).
+  static Value overSqrt2(Value v) {
+    constexpr double kInvSqrt2 = 0.70710678118654752440;
+    if (auto div = v.getDefiningOp<arith::DivFOp>()) {
+      FloatAttr c;
+      if (matchPattern(div.getRhs(), m_Constant(&c)) &&
+          std::abs(c.getValueAsDouble() * kInvSqrt2 - 1) < 1e-6)
+        return div.getLhs();
+      return {};
+    }
+    SmallVector<Value> fs;
+    double scale = 1;
+    factors(v, fs, scale);
+    if (fs.size() == 1 && std::abs(scale / kInvSqrt2 - 1) < 1e-6)
+      return fs[0];
+    return {};
+  }
+  /// `x` if `v` is GELU's exact form, 0.5 x (1 + erf(x / sqrt 2)), its
+  /// factors in any order (what PyTorch's GELU lowers to).
+  static Value geluOf(Value v) {
+    SmallVector<Value> fs;
+    double scale = 1;
+    factors(v, fs, scale);
+    if (fs.size() != 2 || std::abs(scale - 0.5) > 1e-12)
+      return {};
+    for (auto [x, rest] : {std::pair(fs[0], fs[1]), std::pair(fs[1], fs[0])}) {
+      auto add = rest.getDefiningOp<arith::AddFOp>();
+      if (!add)
+        continue;
+      for (auto [one, e] : {std::pair(add.getLhs(), add.getRhs()),
+                            std::pair(add.getRhs(), add.getLhs())}) {
+        auto erf = e.getDefiningOp<math::ErfOp>();
+        if (isFloatConstant(one, 1.0) && erf && overSqrt2(erf.getOperand()) == x)
+          return x;
+      }
+    }
+    return {};
+  }
   /// `x` if `v` is x * sigmoid(x) or x / (1 + exp(-x)).
   static Value siluOf(Value v) {
     if (auto div = v.getDefiningOp<arith::DivFOp>())
@@ -389,6 +442,8 @@ private:
       return unary(x, bd::SigmoidOp());
     if (Value x = siluOf(v))
       return unary(x, bd::SiluOp());
+    if (Value x = geluOf(v))
+      return unary(x, bd::GeluOp());
     if (auto add = dyn_cast<arith::AddFOp>(def)) {
       for (auto [bias, other] : {std::pair(add.getLhs(), add.getRhs()),
                                  std::pair(add.getRhs(), add.getLhs())})

@@ -119,6 +119,45 @@ func.func @activations(%g: tensor<4x8xf32>, %u: tensor<4x8xf32>) -> (tensor<4x8x
 
 // -----
 
+// GELU's exact form as PyTorch lowers it, 0.5 x (1 + erf(x / sqrt 2)), in
+// two orders of its factors.
+#id3 = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func.func @gelu
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x8xf32>
+func.func @gelu(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %half = arith.constant 0.5 : f32
+  %one = arith.constant 1.0 : f32
+  %inv_sqrt2 = arith.constant 0.707106769 : f32
+  %sqrt2 = arith.constant 1.41421354 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  // CHECK: %[[G1:.*]] = braid.gelu %[[X]] : tensor<4x8xf32>
+  %g1 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %c: f32):
+    %s = arith.mulf %a, %inv_sqrt2 : f32
+    %r = math.erf %s : f32
+    %p = arith.addf %r, %one : f32
+    %h = arith.mulf %a, %half : f32
+    %y = arith.mulf %h, %p : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  // CHECK: %[[G2:.*]] = braid.gelu %[[X]] : tensor<4x8xf32>
+  %g2 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %c: f32):
+    %s = arith.divf %a, %sqrt2 : f32
+    %r = math.erf %s : f32
+    %p = arith.addf %one, %r : f32
+    %y0 = arith.mulf %p, %a : f32
+    %y = arith.mulf %half, %y0 : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  // CHECK: return %[[G1]], %[[G2]]
+  return %g1, %g2 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
 // Batched products (attention's scores and values) and transposes; bf16.
 // CHECK-LABEL: func.func @products
 // CHECK-SAME: %[[Q:[^:]*]]: tensor<4x16x8xbf16>, %[[K:[^:]*]]: tensor<4x16x8xbf16>, %[[H:[^:]*]]: tensor<16x8xbf16>, %[[E:[^:]*]]: tensor<32x8xbf16>
