@@ -25,6 +25,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -290,6 +291,12 @@ public:
 NB_MODULE(_braid, m) {
   m.doc() = "Braid's C API (include/braid-c) for Python; braid.api is the "
             "interface to use.";
+#ifdef BRAID_INSTALL_PREFIX
+  // Built against an installed Braid (pip install ./python): its programs
+  // build against that prefix's runtime (lib/Driver reads $BRAID_PREFIX)
+  // unless the environment names another.
+  setenv("BRAID_PREFIX", BRAID_INSTALL_PREFIX, /*overwrite=*/0);
+#endif
 
   nb::class_<PipelineOptions>(m, "PipelineOptions",
                               "The training pipeline's options.")
