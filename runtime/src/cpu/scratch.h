@@ -1,15 +1,15 @@
 //===- scratch.h - the CPU kernels' scratch arena ---------------*- C++ -*-===//
 //
 // Internal to runtime/src/cpu. Kernels keep their scratch in bounded stack
-// arrays where they can; a kernel whose scratch grows with a dimension of
-// the problem (the blocked attention kernels of attention_gemm.cpp: keys,
-// values and score blocks of one (batch, kv head) grow with the sequence)
-// takes it from this arena instead. The arena is one block owned by the
-// runtime library, grown to the largest request seen (the first training
-// step's, in practice) and then reused: after warm-up a kernel call
-// allocates nothing. It is outside the compiler's static memory plan, which
-// covers tensors only; its size is the high-water mark of the requests,
-// bounded per kernel in the kernel's header comment.
+// arrays where they can; scratch that grows with the problem (the blocked
+// attention of attention_gemm.cpp: keys, values and score blocks of one
+// (batch, kv head), which grow with the sequence; cross_entropy's per-row
+// terms, which grow with the rows) comes from this arena instead. The arena
+// is one block owned by the runtime library, grown to the largest request
+// seen (the first training step's, in practice) and then reused: after
+// warm-up a kernel call allocates nothing. It is outside the compiler's
+// static memory plan, which covers tensors only; its size is the high-water
+// mark of the requests, bounded per kernel in the kernel's header comment.
 //
 //===----------------------------------------------------------------------===//
 
