@@ -279,7 +279,10 @@ void braid_event_wait(braid_rt *rt, braid_event *event);
 
 /*===--- Kernels ----------------------------------------------------------===*
  * Shapes are given flattened as the op semantics need them (see BraidOps.td);
- * optional operands are NULL when absent. No kernel allocates memory.
+ * optional operands are NULL when absent. No kernel allocates tensor memory;
+ * the CPU attention kernels take scratch that grows with the sequence from a
+ * per-process arena (runtime/src/cpu/scratch.h), grown on first use and then
+ * reused.
  */
 
 /* out[t, :] = table[tokens[t], :] (+ pos[t % seq, :] when pos != NULL). */

@@ -12,8 +12,13 @@
 // parallelism; 0 for braid_k_attention): its RoPE angle and causal horizon
 // (keys t <= qOff + s) use that position, keys keep positions 0..Skv-1.
 //
+// f32 storage with BLAS (the default: BRAID_CPU_ACCUMULATE=f32) runs the
+// blocked GEMM form of attention_gemm.cpp instead; what follows is the
+// reference kernel of bf16 / f16 storage and of BRAID_CPU_ACCUMULATE=f64.
+//
 //===----------------------------------------------------------------------===//
 
+#include "attention_gemm.h"
 #include "common.h"
 #include "parallel.h"
 #include "rope.h"
@@ -116,6 +121,12 @@ extern "C" void braid_k_attention_offset(braid_rt *, braid_dtype dt, const void 
          (long long)q_offset, (long long)seq, (long long)seq_kv);
   if (rope_theta > 0.0 && head_dim % 2 != 0)
     fail("attention", "rotary embedding needs an even head dim, got %lld", (long long)head_dim);
+  if (attentionByGemm(dt, head_dim, v_head_dim)) {
+    const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
+                             head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
+    return attentionGemm(dims, in<float>(q), in<float>(k), in<float>(v), nullptr, nullptr,
+                         q_offset, out<float>(o), nullptr);
+  }
   withFloatType(dt, "attention", [&](auto tag) {
     using T = decltype(tag);
     attentionImpl<T>(in<T>(q), in<T>(k), in<T>(v), out<T>(o), batch, seq, seq_kv, heads,

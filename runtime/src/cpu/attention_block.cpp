@@ -40,8 +40,14 @@
 // angles p f_i in double, their cos / sin computed once per row and call,
 // theta <= 0: no rotation. GQA: query head h reads kv head h / (Hq / Hkv).
 //
+// braid_k_attention_block and braid_k_attention_block_grad in f32 storage
+// with BLAS (the default: BRAID_CPU_ACCUMULATE=f32) run the blocked GEMM form
+// of attention_gemm.cpp instead, threaded by (batch, kv head); the loops here
+// are the reference of bf16 / f16 storage and of BRAID_CPU_ACCUMULATE=f64.
+//
 //===----------------------------------------------------------------------===//
 
+#include "attention_gemm.h"
 #include "common.h"
 #include "rope.h"
 
@@ -269,6 +275,12 @@ extern "C" void braid_k_attention_block(braid_rt *, braid_dtype dt, const void *
                                         double rope_theta) {
   checkShapes("attention_block", heads, kv_heads, head_dim, v_head_dim, rope_theta, batch, seq,
               seq_kv);
+  if (attentionByGemm(dt, head_dim, v_head_dim)) {
+    const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
+                             head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
+    return attentionGemm(dims, in<float>(q), in<float>(k), in<float>(v), q_pos, k_pos, 0, out,
+                         lse);
+  }
   withFloatType(dt, "attention_block", [&](auto tag) {
     using T = decltype(tag);
     attentionBlockImpl<T>(in<T>(q), in<T>(k), in<T>(v), q_pos, k_pos, out, lse, batch, seq,
@@ -337,6 +349,12 @@ extern "C" void braid_k_attention_block_grad(braid_rt *, braid_dtype dt, const v
                                              int32_t causal, double scale, double rope_theta) {
   checkShapes("attention_block_grad", heads, kv_heads, head_dim, v_head_dim, rope_theta, batch,
               seq, seq_kv);
+  if (attentionByGemm(dt, head_dim, v_head_dim)) {
+    const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
+                             head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
+    return attentionGradGemm(dims, in<float>(q), in<float>(k), in<float>(v), in<float>(dout),
+                             q_pos, k_pos, 0, lse, delta, dq, dk, dv);
+  }
   withFloatType(dt, "attention_block_grad", [&](auto tag) {
     using T = decltype(tag);
     attentionBlockGradImpl<T>(in<T>(q), in<T>(k), in<T>(v), in<T>(dout), q_pos, k_pos, lse,

@@ -86,11 +86,36 @@ bool useBlas() {
 #endif
 }
 
+#ifdef BRAID_HAVE_BLAS
+namespace {
+/// The library's threads, set once before its first use.
+void initBlasThreads() {
+  static std::once_flag threadsSet;
+  std::call_once(threadsSet, [] { openblas_set_num_threads(threadsPerRank()); });
+}
+} // namespace
+#endif
+
+SerialBlas::SerialBlas(bool on) : on(on) {
+#ifdef BRAID_HAVE_BLAS
+  if (on) {
+    initBlasThreads();
+    openblas_set_num_threads(1);
+  }
+#endif
+}
+
+SerialBlas::~SerialBlas() {
+#ifdef BRAID_HAVE_BLAS
+  if (on)
+    openblas_set_num_threads(threadsPerRank());
+#endif
+}
+
 void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a,
            int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
 #ifdef BRAID_HAVE_BLAS
-  static std::once_flag threadsSet;
-  std::call_once(threadsSet, [] { openblas_set_num_threads(threadsPerRank()); });
+  initBlasThreads();
   cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
               transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k), 1.0f, a, int(lda), b,
               int(ldb), beta, c, int(ldc));

@@ -33,6 +33,22 @@ bool useBlas();
 void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, const float *a,
            int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/// While alive (and `on`), sgemm runs on its calling thread only: for a
+/// kernel that calls sgemm from several threads of its own at once (a
+/// threaded call would wait on the library's lock or oversubscribe the
+/// cores). The setting is the library's, process-wide: safe because a rank
+/// runs its kernels one at a time and its communication thread calls no BLAS.
+class SerialBlas {
+public:
+  explicit SerialBlas(bool on);
+  ~SerialBlas();
+  SerialBlas(const SerialBlas &) = delete;
+  SerialBlas &operator=(const SerialBlas &) = delete;
+
+private:
+  bool on;
+};
+
 } // namespace braid::cpu
 
 #endif // BRAID_RUNTIME_CPU_BLAS_H

@@ -2,7 +2,13 @@
 //
 // Internal to runtime/src/cpu. Kernels are templates over the storage type
 // (float, braid::bf16, braid::f16) and compute in f32 (double for reductions
-// where it is cheap). No kernel allocates: scratch is bounded stack arrays.
+// where it is cheap). Scratch is bounded stack arrays, except where it grows
+// with the problem (the blocked f32 attention of attention_gemm.cpp: key,
+// value and score blocks sized by the sequence): that comes from the
+// runtime's scratch arena (scratch.h), allocated at the first call that needs
+// more and reused, so that kernels do not allocate once a program has run a
+// step. Tensors stay in the compiler's static memory plan; the arena is
+// the one piece of kernel memory outside it (its bound: scratch.h).
 //
 //===----------------------------------------------------------------------===//
 

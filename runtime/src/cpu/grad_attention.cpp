@@ -23,8 +23,13 @@
 // (correct, slower). Scratch: 4 x kBufFloats + 3 x kStatRows floats of stack
 // per thread.
 //
+// f32 storage with BLAS (the default: BRAID_CPU_ACCUMULATE=f32) runs the
+// blocked GEMM form of attention_gemm.cpp instead; what follows is the
+// reference kernel of bf16 / f16 storage and of BRAID_CPU_ACCUMULATE=f64.
+//
 //===----------------------------------------------------------------------===//
 
+#include "attention_gemm.h"
 #include "common.h"
 #include "parallel.h"
 #include "rope.h"
@@ -232,6 +237,13 @@ extern "C" void braid_k_attention_grad_offset(braid_rt *, braid_dtype dt, const 
   if (rope_theta > 0.0 && head_dim % 2 != 0)
     fail("attention_grad", "rotary embedding needs an even head dim, got %lld",
          (long long)head_dim);
+  if (attentionByGemm(dt, head_dim, v_head_dim)) {
+    const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
+                             head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
+    return attentionGradGemm(dims, in<float>(q), in<float>(k), in<float>(v), in<float>(dout),
+                             nullptr, nullptr, q_offset, nullptr, nullptr, out<float>(dq),
+                             out<float>(dk), out<float>(dv));
+  }
   withFloatType(dt, "attention_grad", [&](auto tag) {
     using T = decltype(tag);
     attentionGradImpl<T>(in<T>(q), in<T>(k), in<T>(v), in<T>(dout), out<T>(dq), out<T>(dk),

@@ -5,11 +5,13 @@
 // so bf16/f16 tables see one rounding per element, not one per occurrence.
 // Grouping scans the tokens (O(num_tokens x distinct tokens) index
 // comparisons, no scratch). position_grad: strided column sums in double.
-// cross_entropy_grad: softmax per row in double (max in f32 as the forward).
+// cross_entropy_grad: softmax per row in double (max in f32 as the forward),
+// rows over the rank's threads.
 //
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "parallel.h"
 
 #include <cmath>
 #include <cstring>
@@ -73,26 +75,29 @@ template <typename T>
 void crossEntropyGradImpl(braid_dtype index_dt, const T *x, const void *labels, float dloss,
                           T *dx, int64_t rows, int64_t V) {
   const double scale = double(dloss) / double(rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t label = loadIndex(labels, index_dt, r, "cross_entropy_grad");
-    if (label < 0 || label >= V)
-      fail("cross_entropy_grad", "label %lld of row %lld is outside [0, %lld)",
-           (long long)label, (long long)r, (long long)V);
-    const T *row = x + r * V;
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < V; ++i) {
-      const float v = braid::load(row, i);
-      mx = v > mx ? v : mx;
+  // Rows are independent: split over the rank's threads (same results).
+  parallelFor(rows, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t label = loadIndex(labels, index_dt, r, "cross_entropy_grad");
+      if (label < 0 || label >= V)
+        fail("cross_entropy_grad", "label %lld of row %lld is outside [0, %lld)", (long long)label,
+             (long long)r, (long long)V);
+      const T *row = x + r * V;
+      float mx = -INFINITY;
+      for (int64_t i = 0; i < V; ++i) {
+        const float v = braid::load(row, i);
+        mx = v > mx ? v : mx;
+      }
+      double sum = 0.0;
+      for (int64_t i = 0; i < V; ++i)
+        sum += std::exp(double(braid::load(row, i)) - double(mx));
+      const double inv = 1.0 / sum;
+      for (int64_t i = 0; i < V; ++i) {
+        const double p = std::exp(double(braid::load(row, i)) - double(mx)) * inv;
+        braid::store(dx + r * V, i, float(scale * (i == label ? p - 1.0 : p)));
+      }
     }
-    double sum = 0.0;
-    for (int64_t i = 0; i < V; ++i)
-      sum += std::exp(double(braid::load(row, i)) - double(mx));
-    const double inv = 1.0 / sum;
-    for (int64_t i = 0; i < V; ++i) {
-      const double p = std::exp(double(braid::load(row, i)) - double(mx)) * inv;
-      braid::store(dx + r * V, i, float(scale * (i == label ? p - 1.0 : p)));
-    }
-  }
+  });
 }
 
 } // namespace

@@ -3,18 +3,22 @@
 // Per-element update math in double (one rounding on each store); the sum of
 // squares accumulates in double and is added to the f32 total. AdamW's bias
 // corrections 1 - b^t are computed in double from t = *step. A NULL `coef`
-// means 1.
+// means 1. AdamW, elementwise, runs in chunks over the rank's threads.
 //
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "parallel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 using namespace braid::cpu;
 
 namespace {
+
+constexpr int64_t kChunk = int64_t(1) << 16; // elements per thread's work item
 
 int64_t bytesOf(braid_dtype dt, const char *kernel) {
   switch (dt) {
@@ -37,15 +41,19 @@ template <typename T>
 void adamwImpl(T *p, const T *g, float *m, float *v, double coef, double t, int64_t n, double lr,
                double b1, double b2, double eps, double wd) {
   const double bc1 = 1.0 - std::pow(b1, t), bc2 = 1.0 - std::pow(b2, t);
-  for (int64_t i = 0; i < n; ++i) {
-    const double gv = coef * double(braid::load(g, i));
-    const double mv = b1 * double(m[i]) + (1.0 - b1) * gv;
-    const double vv = b2 * double(v[i]) + (1.0 - b2) * gv * gv;
-    m[i] = float(mv);
-    v[i] = float(vv);
-    const double pv = braid::load(p, i);
-    braid::store(p, i, float(pv - lr * (mv / bc1 / (std::sqrt(vv / bc2) + eps) + wd * pv)));
-  }
+  // Elementwise: chunks of kChunk elements over the rank's threads (same
+  // results; small tensors stay on the calling thread).
+  parallelFor((n + kChunk - 1) / kChunk, [&](int64_t c0, int64_t c1) {
+    for (int64_t i = c0 * kChunk, end = std::min(n, c1 * kChunk); i < end; ++i) {
+      const double gv = coef * double(braid::load(g, i));
+      const double mv = b1 * double(m[i]) + (1.0 - b1) * gv;
+      const double vv = b2 * double(v[i]) + (1.0 - b2) * gv * gv;
+      m[i] = float(mv);
+      v[i] = float(vv);
+      const double pv = braid::load(p, i);
+      braid::store(p, i, float(pv - lr * (mv / bc1 / (std::sqrt(vv / bc2) + eps) + wd * pv)));
+    }
+  });
 }
 
 template <typename S, typename D> void convertImpl(const S *x, D *y, int64_t n) {

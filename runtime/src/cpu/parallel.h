@@ -22,23 +22,35 @@
 
 namespace braid::cpu {
 
-/// Calls work(begin, end) on disjoint ranges covering [0, items), at most
-/// one range per thread of the rank; returns when all have returned.
-template <typename Work> void parallelFor(int64_t items, Work &&work) {
-  const int64_t threads = std::min<int64_t>(threadsPerRank(), items);
+/// Threads parallelFor uses for `items` items: min(threadsPerRank(), items).
+inline int64_t parallelThreads(int64_t items) {
+  return std::max<int64_t>(1, std::min<int64_t>(threadsPerRank(), items));
+}
+
+/// Calls work(slot, begin, end) on disjoint ranges covering [0, items), one
+/// range per thread, slot = the range's index < parallelThreads(items) (for
+/// per-thread scratch); returns when all have returned.
+template <typename Work> void parallelForSlots(int64_t items, Work &&work) {
+  const int64_t threads = parallelThreads(items);
   if (threads <= 1) {
     if (items > 0)
-      work(int64_t(0), items);
+      work(int64_t(0), int64_t(0), items);
     return;
   }
   std::vector<std::thread> pool;
   pool.reserve(size_t(threads - 1));
   auto range = [&](int64_t i) { return items * i / threads; };
   for (int64_t i = 1; i < threads; ++i)
-    pool.emplace_back([&, i] { work(range(i), range(i + 1)); });
-  work(int64_t(0), range(1));
+    pool.emplace_back([&, i] { work(i, range(i), range(i + 1)); });
+  work(int64_t(0), int64_t(0), range(1));
   for (std::thread &t : pool)
     t.join();
+}
+
+/// Calls work(begin, end) on disjoint ranges covering [0, items), at most
+/// one range per thread of the rank; returns when all have returned.
+template <typename Work> void parallelFor(int64_t items, Work &&work) {
+  parallelForSlots(items, [&](int64_t, int64_t begin, int64_t end) { work(begin, end); });
 }
 
 } // namespace braid::cpu

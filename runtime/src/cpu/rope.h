@@ -5,8 +5,9 @@
 // can be large: p f_0 = p radians), its cos / sin rounded to float, and
 // x'[i] = x[i] c - x[i + D/2] s, x'[i + D/2] = x[i + D/2] c + x[i] s. The
 // transposed rotation takes a gradient back. theta <= 0: no rotation (a
-// copy). Shared by attention.cpp, grad_attention.cpp and attention_block.cpp,
-// which must rotate identically for their results to agree.
+// copy). Shared by attention.cpp, grad_attention.cpp, attention_block.cpp
+// and attention_gemm.cpp, which must rotate identically for their results to
+// agree.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,6 +93,23 @@ inline void storeUnrotated(const float *g, T *dst, float scale, int64_t p, const
   }
   float c[kMaxHeadDim / 2], s[kMaxHeadDim / 2];
   r.angles(p, c, s);
+  const int64_t half = r.d / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float lo = g[i], hi = g[i + half];
+    braid::store(dst, i, scale * (lo * c[i] + hi * s[i]));
+    braid::store(dst, i + half, scale * (hi * c[i] - lo * s[i]));
+  }
+}
+
+/// dst[0..D) = scale * g rotated back by the angles (c, s) (stored as T).
+template <typename T>
+inline void storeUnrotated(const float *g, T *dst, float scale, const float *c, const float *s,
+                           const Rope &r) {
+  if (!r.on) {
+    for (int64_t i = 0; i < r.d; ++i)
+      braid::store(dst, i, scale * g[i]);
+    return;
+  }
   const int64_t half = r.d / 2;
   for (int64_t i = 0; i < half; ++i) {
     const float lo = g[i], hi = g[i + half];

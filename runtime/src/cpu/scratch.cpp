@@ -1,0 +1,48 @@
+//===- scratch.cpp - the CPU kernels' scratch arena -----------------------===//
+
+#include "scratch.h"
+
+#include "common.h"
+
+#include <cstdlib>
+
+namespace braid::cpu {
+
+namespace {
+constexpr int64_t kAlign = 64;
+
+int64_t roundUp(int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+struct Arena {
+  std::mutex mutex;
+  char *data = nullptr;
+  int64_t bytes = 0;
+  ~Arena() { std::free(data); }
+};
+
+Arena &arena() {
+  static Arena a;
+  return a;
+}
+} // namespace
+
+Scratch::Scratch(int64_t sharedBytes, int64_t slots, int64_t slotBytes)
+    : hold(arena().mutex), sharedStride(roundUp(sharedBytes)), slotStride(roundUp(slotBytes)) {
+  Arena &a = arena();
+  const int64_t need = sharedStride + (slots > 0 ? slots : 0) * slotStride;
+  if (need > a.bytes) {
+    std::free(a.data);
+    a.data = static_cast<char *>(std::aligned_alloc(size_t(kAlign), size_t(roundUp(need))));
+    if (!a.data)
+      fail("scratch", "cannot allocate %lld bytes of kernel scratch", (long long)need);
+    a.bytes = roundUp(need);
+  }
+  base = a.data;
+}
+
+int64_t Scratch::capacity() {
+  std::lock_guard<std::mutex> lock(arena().mutex);
+  return arena().bytes;
+}
+
+} // namespace braid::cpu
