@@ -42,12 +42,39 @@ import shutil  # noqa: E402
 # LeakSanitizer is off; the runtime's own buffers are checked by ASan. Manual
 # poisoning is off too: LLVM's allocators poison their slabs in instrumented
 # code (ours) and not in Debian's uninstrumented libMLIR.so, which share them,
-# so a value libMLIR allocates would read as poisoned in ours.
+# so a value libMLIR allocates would read as poisoned in ours. ASan's
+# per-thread alternate signal stack is off: libLLVM installs its own (malloc'd)
+# one on the first thread that registers its signal handlers (a temporary
+# file, a tool output file), and ASan, at that thread's exit, unmaps it as its
+# own and dies ("failed to deallocate", CAPI/run.c).
 _sanitize = getattr(config, "braid_sanitize", False)
+#
+# Programs and libraries a test compiles link the instrumented runtime: %cc,
+# %cxx and mpicxx (OMPI_CC, OMPI_CXX) are then the build's compilers with its
+# sanitizer flags (test/CMakeLists.txt writes them). Python is not
+# instrumented: a test that loads an instrumented library through ctypes
+# runs %ctypes_python, Python with the shared ASan runtime preloaded (for
+# those tests only: braid-opt and the programs braid-run builds link the
+# static one, which refuses to start beside it), and builds the library
+# with %ctypes_cxx.
+_ctypes_cxx, _ctypes_python = "c++", config.python_executable
 if _sanitize:
     config.available_features.add("sanitize")
-    config.environment["ASAN_OPTIONS"] = "detect_leaks=0:allow_user_poisoning=0:abort_on_error=0:exitcode=1"
+    config.environment["ASAN_OPTIONS"] = "detect_leaks=0:allow_user_poisoning=0:use_sigaltstack=0:abort_on_error=0:exitcode=1"
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    _wrappers = os.path.join(config.braid_obj_root, "test")
+    config.braid_sanitize_cc = os.path.join(_wrappers, "sanitize-c")
+    config.braid_sanitize_cxx = os.path.join(_wrappers, "sanitize-c++")
+    config.environment["OMPI_CC"] = config.braid_sanitize_cc
+    config.environment["OMPI_CXX"] = config.braid_sanitize_cxx
+    config.substitutions = [
+        (k, {"%cc": config.braid_sanitize_cc, "%cxx": config.braid_sanitize_cxx}.get(k, v))
+        for k, v in config.substitutions]
+    _ctypes_cxx = config.braid_sanitize_cxx
+    _ctypes_python = "env LD_PRELOAD=%s %s" % (config.braid_asan_runtime,
+                                                config.python_executable)
+config.substitutions.append(("%ctypes_cxx", _ctypes_cxx))
+config.substitutions.append(("%ctypes_python", _ctypes_python))
 _nvcc = os.environ.get("BRAID_NVCC") or "/usr/local/cuda/bin/nvcc"
 if not _sanitize and (os.path.exists(_nvcc) or shutil.which("nvcc")):
     config.available_features.add("nvcc")

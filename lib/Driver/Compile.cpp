@@ -102,9 +102,13 @@ static FailureOr<SmallVector<std::string>> programEntries(ModuleOp module,
     return failure();
   }
   int64_t pp = 1;
-  if (std::optional<mlir::braid::Grid> grid = mlir::braid::Grid::of(module))
-    if (std::optional<int16_t> axis = grid->find("pp"))
-      pp = grid->sizes[*axis];
+  FailureOr<std::optional<mlir::braid::Grid>> grid =
+      mlir::braid::Grid::of(module);
+  if (failed(grid))
+    return failure();
+  if (*grid)
+    if (std::optional<int16_t> axis = (*grid)->find("pp"))
+      pp = (*grid)->sizes[*axis];
   if (int64_t(names.size()) != pp) {
     fail("the pipelined program has " + Twine(names.size()) +
          " stages, not one per coordinate of its grid's pp axis (" + Twine(pp) +

@@ -6,8 +6,8 @@
 # Compiled here with the host compiler, so the test does not depend on the
 # CMake wiring; the harness is Inputs/kernel_harness.py.
 #
-# RUN: c++ -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/*.cpp -o %t.so
-# RUN: %python %s %t.so
+# RUN: %ctypes_cxx -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/*.cpp -o %t.so
+# RUN: %ctypes_python %s %t.so
 #
 # Checks:
 # - sequence_positions: natural order and zigzag over n = 1, 2, 4 ranks, whole

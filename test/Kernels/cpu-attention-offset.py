@@ -6,8 +6,8 @@
 # the test does not depend on the CMake wiring; the harness is
 # Inputs/kernel_harness.py.
 #
-# RUN: c++ -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/*.cpp -o %t.so
-# RUN: %python %s %t.so
+# RUN: %ctypes_cxx -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/*.cpp -o %t.so
+# RUN: %ctypes_python %s %t.so
 #
 # Checks, for random q [B, S, Hq, D], k, v over the whole sequence, causal or
 # not, with and without RoPE, GQA (4 query heads over 2 kv heads) and MQA:

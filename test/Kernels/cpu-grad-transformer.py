@@ -6,8 +6,8 @@
 # build a few seconds), so the test does not depend on the CMake wiring; the
 # harness (library loading, storage types, errors) is Inputs/kernel_harness.py.
 #
-# RUN: c++ -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/*.cpp -o %t.so
-# RUN: %python %s %t.so
+# RUN: %ctypes_cxx -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/*.cpp -o %t.so
+# RUN: %ctypes_python %s %t.so
 #
 # Three checks per op:
 # 1. the numpy forward written here equals the runtime's FORWARD kernel on the

@@ -5,8 +5,8 @@
 # and of test/lib/braid_ref). Compiled here with the host compiler, so the test
 # does not depend on the CMake wiring; the harness is Inputs/kernel_harness.py.
 #
-# RUN: c++ -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/*.cpp -o %t.so
-# RUN: %python %s %t.so
+# RUN: %ctypes_cxx -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/*.cpp -o %t.so
+# RUN: %ctypes_python %s %t.so
 #
 # Checks (B=2, S=12, C=Di=6, K=4, N=4, split into 1..4 chunks, even and
 # uneven; with and without softplus and conv bias):

@@ -5,8 +5,8 @@
 # the host compiler, so the test does not depend on the CMake wiring; the
 # harness (library loading, storage types, errors) is Inputs/kernel_harness.py.
 #
-# RUN: c++ -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/spmd.cpp -o %t.so
-# RUN: %python %s %t.so
+# RUN: %ctypes_cxx -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/spmd.cpp -o %t.so
+# RUN: %ctypes_python %s %t.so
 #
 # Shards follow braid_tensor_desc: a dimension of global size V split over n
 # ranks is ceil(V / n) per rank, rank c holding global indices

@@ -21,8 +21,8 @@
 #     reference kernels compiled without BLAS (argv[2]);
 #   - the check can fail: a wrong scale is far outside the bound.
 #
-# RUN: c++ -std=c++17 -O2 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/*.cpp -o %t.ref.so
-# RUN: %python %s %braid_rt_lib/libbraid_kernels_cpu.so %t.ref.so %t.dir
+# RUN: %ctypes_cxx -std=c++17 -O2 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/*.cpp -o %t.ref.so
+# RUN: %ctypes_python %s %braid_rt_lib/libbraid_kernels_cpu.so %t.ref.so %t.dir
 
 import ctypes
 import os

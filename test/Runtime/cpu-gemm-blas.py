@@ -11,7 +11,7 @@
 # variable fail with a message. A runtime built without BLAS
 # (lib/braid_kernels_cpu.link empty) must refuse BRAID_CPU_ACCUMULATE=f32.
 #
-# RUN: %python %s %braid_rt_lib/libbraid_kernels_cpu.so
+# RUN: %ctypes_python %s %braid_rt_lib/libbraid_kernels_cpu.so
 
 import ctypes
 import os

@@ -49,20 +49,36 @@ FailureOr<Grid> Grid::parse(StringRef text, std::string &error) {
   return grid;
 }
 
-std::optional<Grid> Grid::of(ModuleOp module) {
+FailureOr<std::optional<Grid>> Grid::of(ModuleOp module) {
   for (auto op : module.getOps<shard::GridOp>()) {
     auto names = op->getAttrOfType<ArrayAttr>("braid.axes");
     if (!names || names.size() != op.getShape().size())
       continue;
     Grid grid;
     grid.symbol = op.getSymName().str();
-    for (auto [name, size] : llvm::zip(names, op.getShape())) {
-      grid.names.push_back(cast<StringAttr>(name).getValue().str());
+    for (auto [i, name, size] :
+         llvm::enumerate(names.getValue(), op.getShape())) {
+      // (The braid.axes verifier checked the names.)
+      auto text = cast<StringAttr>(name);
+      // The upstream verifier admits 0 and ?: a group over such an axis has
+      // no ranks or no known number of them (sizes divide shapes).
+      if (ShapedType::isDynamic(size) || size < 1) {
+        InFlightDiagnostic diag = op.emitError("grid axis ")
+                                  << i << " (" << text.getValue()
+                                  << ") has size ";
+        if (ShapedType::isDynamic(size))
+          diag << "?";
+        else
+          diag << size;
+        return diag << ": a partitioned module's grid needs static sizes of "
+                       "at least 1";
+      }
+      grid.names.push_back(text.str());
       grid.sizes.push_back(size);
     }
-    return grid;
+    return std::optional<Grid>(std::move(grid));
   }
-  return std::nullopt;
+  return std::optional<Grid>();
 }
 
 int64_t Grid::size(ArrayRef<int16_t> axes) const {

@@ -58,8 +58,10 @@ struct Grid {
 
   /// Parses "dp=2,tp=4". Axis names are dp, ep, cp and tp.
   static FailureOr<Grid> parse(StringRef text, std::string &error);
-  /// The grid of a partitioned module (its shard.grid with braid.axes).
-  static std::optional<Grid> of(ModuleOp module);
+  /// The grid of a partitioned module (its shard.grid with braid.axes), or
+  /// none; failure, with an error at the grid, when an axis has a dynamic
+  /// size or one below 1.
+  static FailureOr<std::optional<Grid>> of(ModuleOp module);
   /// The grid `op` declares; failure (reported through `emitError` when
   /// given) without braid.axes naming each of its static axes.
   static FailureOr<Grid> get(shard::GridOp op,

@@ -116,7 +116,10 @@ struct BraidOptimizerPass
         declare("opt.step", RankedTensorType::get({}, f32));
 
     b.setInsertionPoint(ret);
-    std::optional<Grid> grid = Grid::of(module);
+    FailureOr<std::optional<Grid>> gridOf = Grid::of(module);
+    if (failed(gridOf))
+      return failure();
+    std::optional<Grid> grid = *gridOf;
     SmallVector<ArrayAttr> zeroAxes(grads.size());
     Value sumsq;
     if (grid) {

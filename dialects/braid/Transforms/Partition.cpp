@@ -712,7 +712,10 @@ struct BraidPartitionPass
       dropAnnotations(module);
       return;
     }
-    if (Grid::of(module)) {
+    FailureOr<std::optional<Grid>> existing = Grid::of(module);
+    if (failed(existing))
+      return signalPassFailure();
+    if (*existing) {
       module.emitError("--braid-partition: the module is already partitioned");
       return signalPassFailure();
     }

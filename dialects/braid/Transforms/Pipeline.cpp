@@ -589,7 +589,10 @@ struct BraidPipelinePass
           << schedule << "'; expected gpipe, 1f1b, interleaved or zb-h1";
       return signalPassFailure();
     }
-    std::optional<Grid> grid = Grid::of(module);
+    FailureOr<std::optional<Grid>> gridOf = Grid::of(module);
+    if (failed(gridOf))
+      return signalPassFailure();
+    std::optional<Grid> grid = *gridOf;
     if (pp > 1) {
       std::optional<int16_t> axis = grid ? grid->find("pp") : std::nullopt;
       if (!axis || grid->sizes[*axis] != pp) {

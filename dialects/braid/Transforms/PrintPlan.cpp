@@ -252,7 +252,10 @@ struct BraidPrintPlanPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     raw_ostream &os = llvm::outs();
-    std::optional<Grid> grid = Grid::of(module);
+    FailureOr<std::optional<Grid>> gridOf = Grid::of(module);
+    if (failed(gridOf))
+      return signalPassFailure();
+    std::optional<Grid> grid = *gridOf;
     auto step = module.lookupSymbol<func::FuncOp>(entry);
     // A pipelined module: one program per stage, each with its transfers.
     auto stages = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries");

@@ -187,8 +187,10 @@ mlir::braid::simulateStep(ModuleOp module, StringRef entry,
                           const ::braid::cost::Hardware &hardware,
                           const ::braid::link::Links &links,
                           const ::braid::cost::ComputeCalibration *calibration) {
-  std::optional<Grid> grid = Grid::of(module);
-  if (!grid)
+  FailureOr<std::optional<Grid>> grid = Grid::of(module);
+  if (failed(grid))
+    return failure();
+  if (!*grid)
     return module.emitError("simulating the step: the module is not partitioned (no grid)");
   SmallVector<func::FuncOp> funcs;
   if (auto stages = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries")) {
@@ -204,7 +206,7 @@ mlir::braid::simulateStep(ModuleOp module, StringRef entry,
   } else {
     return module.emitError("simulating the step: no step function '@") << entry << "'";
   }
-  StepTiming timing(*grid, hardware, links, calibration);
+  StepTiming timing(**grid, hardware, links, calibration);
   std::optional<SmallVector<SimulatedProgram>> out = simulatePrograms(module, funcs, timing);
   if (!out)
     return module.emitError("simulating the step: the stages wait for each other forever");

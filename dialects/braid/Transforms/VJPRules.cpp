@@ -68,8 +68,12 @@ static SmallVector<Value> matmulVJP(OpBuilder &b, Location loc, Value a,
 
 /// The program's grid (Sharding.h), or a located error.
 static FailureOr<Grid> gridOf(Operation *op) {
-  if (std::optional<Grid> grid = Grid::of(op->getParentOfType<ModuleOp>()))
-    return *grid;
+  FailureOr<std::optional<Grid>> grid =
+      Grid::of(op->getParentOfType<ModuleOp>());
+  if (failed(grid))
+    return failure();
+  if (*grid)
+    return **grid;
   return op->emitError("a collective or sharded op, but the module has no "
                        "shard.grid with braid.axes");
 }

@@ -65,7 +65,11 @@ struct DistCheckCollectiveOrderPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto entries = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries");
-    std::optional<mlir::braid::Grid> grid = mlir::braid::Grid::of(module);
+    FailureOr<std::optional<mlir::braid::Grid>> gridOf =
+        mlir::braid::Grid::of(module);
+    if (failed(gridOf))
+      return signalPassFailure();
+    std::optional<mlir::braid::Grid> grid = *gridOf;
     if (!entries || !grid)
       return; // one program for every rank: one order
     std::optional<int16_t> pp = grid->find("pp");

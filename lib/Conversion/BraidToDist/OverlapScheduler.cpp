@@ -68,9 +68,11 @@ public:
             const StepTiming *timing, int64_t slack)
       : module(module), symbols(module), prefetchAhead(prefetchAhead), buckets(buckets),
         moveCompute(moveCompute), timing(timing), slack(slack) {
+    // The pass read the grid first (an invalid one stopped it there).
     if (module->hasAttr("braid.pipeline_entries"))
-      if (std::optional<Grid> grid = Grid::of(module))
-        pp = grid->find("pp");
+      if (FailureOr<std::optional<Grid>> grid = Grid::of(module);
+          succeeded(grid) && *grid)
+        pp = (*grid)->find("pp");
   }
 
   /// The groups `func` issues transfers on, its callees' included;

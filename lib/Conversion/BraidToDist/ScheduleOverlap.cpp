@@ -118,7 +118,10 @@ struct BraidScheduleOverlapPass
       return module.emitError("--braid-schedule-overlap: ")
              << llvm::toString(calibrated.takeError());
     rates = std::move(*calibrated);
-    grid = Grid::of(module);
+    FailureOr<std::optional<Grid>> gridOf = Grid::of(module);
+    if (failed(gridOf))
+      return failure();
+    grid = *gridOf;
     if (grid)
       timing = std::make_shared<StepTiming>(*grid, hardwareModel, links,
                                             rates ? &*rates : nullptr);
@@ -182,9 +185,9 @@ struct BraidScheduleOverlapPass
     t.module = module.clone();
     if (hoisted && !(t.prefetch = ::braid::conversion::hoistArgumentGathers(*t.module)))
       return Try();
-    if ((*t.module)->hasAttr("braid.pipeline_entries"))
-      if (std::optional<Grid> grid = Grid::of(*t.module))
-        ::braid::conversion::specializeLastBackward(*t.module, grid->find("pp"));
+    // The clone's grid is the module's (read by makeTiming).
+    if ((*t.module)->hasAttr("braid.pipeline_entries") && grid)
+      ::braid::conversion::specializeLastBackward(*t.module, grid->find("pp"));
     int64_t slack = -1;
     if (baseline)
       slack = static_cast<int64_t>(static_cast<double>(*baseline) * memoryGrowth) +

@@ -82,7 +82,10 @@ LogicalResult dropAllReduce(ModuleOp module) {
 }
 
 LogicalResult wrongAxis(ModuleOp module) {
-  std::optional<Grid> grid = Grid::of(module);
+  FailureOr<std::optional<Grid>> gridOf = Grid::of(module);
+  if (failed(gridOf))
+    return failure();
+  std::optional<Grid> grid = *gridOf;
   if (!grid || grid->names.size() < 2)
     return module.emitError("wrong-axis: needs a grid of two axes or more");
   auto op = findFirst<shard::AllReduceOp>(module, [](shard::AllReduceOp op) {
@@ -147,7 +150,10 @@ LogicalResult shiftZeroRange(UpdateOp op, const Grid &grid) {
 }
 
 LogicalResult zeroOffset(ModuleOp module) {
-  std::optional<Grid> grid = Grid::of(module);
+  FailureOr<std::optional<Grid>> gridOf = Grid::of(module);
+  if (failed(gridOf))
+    return failure();
+  std::optional<Grid> grid = *gridOf;
   if (!grid)
     return module.emitError("zero-offset: the module is not partitioned");
   if (auto op = firstRangeZeroUpdate<AdamWUpdateOp>(module))
@@ -185,7 +191,10 @@ LogicalResult swapMicrobatches(ModuleOp module) {
 /// elsewhere), first(v) its block 0 in place; on coordinate c = 0 the two
 /// cancel.
 LogicalResult corruptReplica(ModuleOp module) {
-  std::optional<Grid> grid = Grid::of(module);
+  FailureOr<std::optional<Grid>> gridOf = Grid::of(module);
+  if (failed(gridOf))
+    return failure();
+  std::optional<Grid> grid = *gridOf;
   if (!grid)
     return module.emitError("corrupt-replica: the module is not partitioned");
   auto op = findFirst<shard::AllReduceOp>(module, [&](shard::AllReduceOp op) {
