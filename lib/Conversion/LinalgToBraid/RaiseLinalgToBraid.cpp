@@ -530,17 +530,23 @@ struct RaiseLinalgToBraidPass
         failed |= mlir::failed(raiser.raise(op));
       // What only the raised ops read (their zero inits and the
       // annotations of those, the body's constants) goes.
-      SmallVector<Operation *> all;
-      func.walk([&](Operation *op) { all.push_back(op); });
-      for (Operation *op : llvm::reverse(all)) {
+      // Only the candidates are collected: erasing an op frees what it
+      // nests (a fill's body), which a list of every op would still hold.
+      SmallVector<Operation *> candidates;
+      func.walk([&](Operation *op) {
+        if (isa<linalg::FillOp, tensor::EmptyOp, arith::ConstantOp,
+                shard::ShardOp>(op))
+          candidates.push_back(op);
+      });
+      for (Operation *op : llvm::reverse(candidates)) {
         bool initAnnotation = false;
         if (auto annotation = dyn_cast<shard::ShardOp>(op))
-          initAnnotation = annotation->use_empty() &&
-                           isa_and_nonnull<tensor::EmptyOp, linalg::FillOp>(
-                               annotation.getSrc().getDefiningOp());
+          initAnnotation =
+              annotation->use_empty() &&
+              isa_and_nonnull<tensor::EmptyOp, linalg::FillOp>(
+                  annotation.getSrc().getDefiningOp());
         if (initAnnotation ||
-            (isa<linalg::FillOp, tensor::EmptyOp, arith::ConstantOp>(op) &&
-             isOpTriviallyDead(op)))
+            (!isa<shard::ShardOp>(op) && isOpTriviallyDead(op)))
           rewriter.eraseOp(op);
       }
     }
