@@ -58,30 +58,6 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                      NamedAttribute attr) {
   if (attr.getName() == "braid.split" || attr.getName() == "braid.global_shape")
     return verifyShardAttr(op, attr);
-  // Where each result of a partitioned op lies in its global tensor (set by
-  // --braid-partition; dumps of split or partial activations assemble the
-  // global tensor by it): one dictionary per result, empty or holding
-  // braid.global_shape and braid.split, and braid.partial (grid axis names)
-  // for a partial sum.
-  if (attr.getName() == "braid.result_layouts") {
-    auto layouts = dyn_cast<ArrayAttr>(attr.getValue());
-    auto valid = [](Attribute a) {
-      auto d = dyn_cast<DictionaryAttr>(a);
-      if (!d || d.empty())
-        return bool(d);
-      auto partial = d.get("braid.partial");
-      return d.size() == (partial ? 3u : 2u) &&
-             isa_and_nonnull<DenseI64ArrayAttr>(d.get("braid.global_shape")) &&
-             isa_and_nonnull<ArrayAttr>(d.get("braid.split")) &&
-             (!partial || isa<ArrayAttr>(partial));
-    };
-    if (!layouts || layouts.size() != op->getNumResults() ||
-        !llvm::all_of(layouts, valid))
-      return op->emitError("'braid.result_layouts' must hold one dictionary "
-                           "per result, empty or with braid.global_shape, "
-                           "braid.split and optionally braid.partial");
-    return success();
-  }
   return op->emitError() << "unknown braid argument attribute '"
                          << attr.getName().getValue() << "'";
 }
@@ -94,6 +70,30 @@ static bool isPipelineAttr(StringRef name) {
        "braid.pipeline_entries", "braid.pipeline_rank", "braid.pipeline_chunk",
        "braid.gradient_copies", "braid.peak_live_microbatches"},
       name);
+}
+
+/// `braid.result_layouts` (set by --braid-partition's record-layouts; dumps
+/// of split or partial activations assemble the global tensor by it): one
+/// dictionary per result, empty or holding braid.global_shape and
+/// braid.split, and braid.partial (grid axis names) for a partial sum.
+static LogicalResult verifyResultLayouts(Operation *op, NamedAttribute attr) {
+  auto layouts = dyn_cast<ArrayAttr>(attr.getValue());
+  auto valid = [](Attribute a) {
+    auto d = dyn_cast<DictionaryAttr>(a);
+    if (!d || d.empty())
+      return bool(d);
+    auto partial = d.get("braid.partial");
+    return d.size() == (partial ? 3u : 2u) &&
+           isa_and_nonnull<DenseI64ArrayAttr>(d.get("braid.global_shape")) &&
+           isa_and_nonnull<ArrayAttr>(d.get("braid.split")) &&
+           (!partial || isa<ArrayAttr>(partial));
+  };
+  if (!layouts || layouts.size() != op->getNumResults() ||
+      !llvm::all_of(layouts, valid))
+    return op->emitError("'braid.result_layouts' must hold one dictionary "
+                         "per result, empty or with braid.global_shape, "
+                         "braid.split and optionally braid.partial");
+  return success();
 }
 
 static LogicalResult verifyPipelineAttr(Operation *op, NamedAttribute attr) {
@@ -175,30 +175,8 @@ LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
   }
   if (attr.getName() == "braid.split" || attr.getName() == "braid.global_shape")
     return verifyShardAttr(op, attr);
-  // Where each result of a partitioned op lies in its global tensor (set by
-  // --braid-partition; dumps of split or partial activations assemble the
-  // global tensor by it): one dictionary per result, empty or holding
-  // braid.global_shape and braid.split, and braid.partial (grid axis names)
-  // for a partial sum.
-  if (attr.getName() == "braid.result_layouts") {
-    auto layouts = dyn_cast<ArrayAttr>(attr.getValue());
-    auto valid = [](Attribute a) {
-      auto d = dyn_cast<DictionaryAttr>(a);
-      if (!d || d.empty())
-        return bool(d);
-      auto partial = d.get("braid.partial");
-      return d.size() == (partial ? 3u : 2u) &&
-             isa_and_nonnull<DenseI64ArrayAttr>(d.get("braid.global_shape")) &&
-             isa_and_nonnull<ArrayAttr>(d.get("braid.split")) &&
-             (!partial || isa<ArrayAttr>(partial));
-    };
-    if (!layouts || layouts.size() != op->getNumResults() ||
-        !llvm::all_of(layouts, valid))
-      return op->emitError("'braid.result_layouts' must hold one dictionary "
-                           "per result, empty or with braid.global_shape, "
-                           "braid.split and optionally braid.partial");
-    return success();
-  }
+  if (attr.getName() == "braid.result_layouts")
+    return verifyResultLayouts(op, attr);
   // The grid axes a parameter's optimizer update is ZeRO-sharded over (set
   // by --convert-braid-to-dist, which expands the update; dumps of its
   // ZeRO-2 gradient describe their sharding by it).
