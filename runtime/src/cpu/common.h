@@ -18,6 +18,7 @@
 #include "braid/numeric.h"
 #include "braid/runtime.h"
 
+#include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -81,6 +82,24 @@ inline float dot(const float *a, const float *b, int64_t n) {
   for (int64_t j = 0; j < 16; ++j)
     s += part[j];
   return s;
+}
+
+/// A softmax row's statistics, as cross_entropy and its gradient compute
+/// them: its maximum and the f64 sum of exp(x - max), in index order.
+struct RowStats {
+  float max;
+  double sum;
+};
+template <typename T> RowStats rowStats(const T *row, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = braid::load(row, i);
+    mx = v > mx ? v : mx;
+  }
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += std::exp(double(braid::load(row, i)) - double(mx));
+  return {mx, sum};
 }
 
 /// Bounds of the fixed scratch arrays (aborting, with the bound, beyond).

@@ -83,15 +83,9 @@ void crossEntropyGradImpl(braid_dtype index_dt, const T *x, const void *labels, 
         fail("cross_entropy_grad", "label %lld of row %lld is outside [0, %lld)", (long long)label,
              (long long)r, (long long)V);
       const T *row = x + r * V;
-      float mx = -INFINITY;
-      for (int64_t i = 0; i < V; ++i) {
-        const float v = braid::load(row, i);
-        mx = v > mx ? v : mx;
-      }
-      double sum = 0.0;
-      for (int64_t i = 0; i < V; ++i)
-        sum += std::exp(double(braid::load(row, i)) - double(mx));
-      const double inv = 1.0 / sum;
+      const RowStats stats = rowStats(row, V);
+      const float mx = stats.max;
+      const double inv = 1.0 / stats.sum;
       for (int64_t i = 0; i < V; ++i) {
         const double p = std::exp(double(braid::load(row, i)) - double(mx)) * inv;
         braid::store(dx + r * V, i, float(scale * (i == label ? p - 1.0 : p)));

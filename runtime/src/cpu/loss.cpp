@@ -31,15 +31,8 @@ extern "C" void braid_k_cross_entropy(braid_rt *, braid_dtype dt, braid_dtype in
           fail("cross_entropy", "label %lld of row %lld is outside [0, %lld)", (long long)label,
                (long long)r, (long long)vocab);
         const T *row = x + r * vocab;
-        float mx = -INFINITY;
-        for (int64_t i = 0; i < vocab; ++i) {
-          const float v = braid::load(row, i);
-          mx = v > mx ? v : mx;
-        }
-        double sum = 0.0;
-        for (int64_t i = 0; i < vocab; ++i)
-          sum += std::exp(double(braid::load(row, i)) - double(mx));
-        const double lse = double(mx) + std::log(sum);
+        const RowStats stats = rowStats(row, vocab);
+        const double lse = double(stats.max) + std::log(stats.sum);
         term[r] = lse - double(braid::load(row, label));
       }
     });
