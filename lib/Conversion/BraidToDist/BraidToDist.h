@@ -87,6 +87,12 @@ std::string transferGroupKey(mlir::Operation *op);
 /// produces the replaced op's result (which keeps the name dumps use).
 mlir::Location unnamed(mlir::Location loc);
 
+/// Replaces the single-result `op` by `result`, the value its expansion
+/// produced, and erases it: the producer takes the op's location (its name,
+/// which dumps use) and the op's recorded place in the global tensor
+/// (`braid.result_layouts`, for dumps), on the result that replaces it.
+void replaceLowered(mlir::Operation *op, mlir::Value result);
+
 /// In each stage of a pipelined module, the gradient reductions (and the
 /// cotangent's send) that follow a chunk's last backward call move into a
 /// copy of the chunk's backward made for that call, where each can start

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BraidToDist.h"
+
 #include "braid/Conversion/Passes.h"
 
 #include "dialects/braid/Analysis/MemoryPlan.h"
@@ -24,15 +26,9 @@ namespace braid {
 
 using namespace mlir;
 using namespace mlir::braid;
+using ::braid::conversion::unnamed;
 
 namespace {
-
-/// The location without its name: a piece is not the named value.
-Location unnamed(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getChildLoc();
-  return loc;
-}
 
 struct Candidate {
   dist::AllGatherOp gather;

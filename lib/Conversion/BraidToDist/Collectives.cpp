@@ -51,21 +51,7 @@ struct Lowering {
 
   /// Replaces the collective by `result`, naming its producer as the
   /// collective was.
-  void finish(Value result) {
-    Operation *producer = result.getDefiningOp();
-    producer->setLoc(op->getLoc());
-    // So does its place in the global tensor (what the partitioner recorded
-    // for dumps), on the result that replaces it.
-    if (auto layouts = op->getAttrOfType<ArrayAttr>("braid.result_layouts")) {
-      SmallVector<Attribute> moved(producer->getNumResults(),
-                                   DictionaryAttr::get(op->getContext()));
-      moved[cast<OpResult>(result).getResultNumber()] = layouts[0];
-      producer->setAttr("braid.result_layouts",
-                        ArrayAttr::get(op->getContext(), moved));
-    }
-    op->getResult(0).replaceAllUsesWith(result);
-    op->erase();
-  }
+  void finish(Value result) { replaceLowered(op, result); }
 
   RankedTensorType like(Value v, ArrayRef<int64_t> shape) {
     return cast<RankedTensorType>(v.getType()).clone(shape);

@@ -33,6 +33,21 @@ Location unnamed(Location loc) {
   return loc;
 }
 
+void replaceLowered(Operation *op, Value result) {
+  Operation *producer = result.getDefiningOp();
+  producer->setLoc(op->getLoc());
+  if (auto layouts = op->getAttrOfType<ArrayAttr>("braid.result_layouts");
+      layouts && result.getType() == op->getResult(0).getType()) {
+    SmallVector<Attribute> moved(producer->getNumResults(),
+                                 DictionaryAttr::get(op->getContext()));
+    moved[cast<OpResult>(result).getResultNumber()] = layouts[0];
+    producer->setAttr("braid.result_layouts",
+                      ArrayAttr::get(op->getContext(), moved));
+  }
+  op->getResult(0).replaceAllUsesWith(result);
+  op->erase();
+}
+
 DistGroup getDistGroup(OpBuilder &b, Operation *anchor,
                        const GridGroup &group) {
   SmallVector<int16_t> axes(group.positions.begin(), group.positions.end());

@@ -86,16 +86,7 @@ struct VocabLowering {
     dist::WaitOp::create(b, loc, ValueRange{r.getToken()});
     return r.getResult();
   }
-  void replace(Value result) {
-    result.getDefiningOp()->setLoc(op->getLoc());
-    // The value's place in its global tensor (dumps) stays the op's.
-    if (Attribute layouts = op->getAttr("braid.result_layouts");
-        layouts && result.getType() == op->getResult(0).getType() &&
-        result.getDefiningOp()->getNumResults() == 1)
-      result.getDefiningOp()->setAttr("braid.result_layouts", layouts);
-    op->getResult(0).replaceAllUsesWith(result);
-    op->erase();
-  }
+  void replace(Value result) { replaceLowered(op, result); }
 
   LogicalResult lower(EmbeddingOp e) {
     if (e.getPositionTable())
