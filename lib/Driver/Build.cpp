@@ -4,7 +4,6 @@
 
 #include "braid/Driver/Launch.h"
 
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -14,7 +13,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SHA256.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -266,22 +264,41 @@ FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
                   /*LowerCase=*/true);
   llvm::SmallString<128> base(cache);
   llvm::sys::path::append(base, key.substr(0, 24));
-  std::string sourcePath = (base + (backend == "cuda" ? ".cu" : ".cpp")).str();
+  const char *extension = backend == "cuda" ? ".cu" : ".cpp";
+  std::string sourcePath = (base + extension).str();
   std::string binary = (base + ".bin").str();
   if (llvm::sys::fs::exists(binary))
     return binary;
+  // Several braid-runs may build the same program at once (tests in
+  // parallel on a cold cache). Each writes and compiles files of its own and
+  // renames the finished binary into place, atomically: a process never
+  // reads a source another is writing, never executes a binary another is
+  // still linking, and a rename never loses its file to another's.
+  llvm::SmallString<128> ownSource, ownBinary;
   {
-    auto out = mlir::openOutputFile(sourcePath, &error);
-    if (!out) {
-      fail(error);
+    int fd;
+    if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+            base + "-%%%%%%%%" + extension, fd, ownSource)) {
+      fail("cannot create a source file in " + cache + ": " + ec.message());
       return failure();
     }
-    out->os() << source;
-    out->keep();
+    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out << source;
+    out.close();
+    if (out.has_error()) {
+      fail("cannot write " + ownSource + ": " + out.error().message());
+      out.clear_error();
+      return failure();
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+          base + "-%%%%%%%%.bin.tmp", ownBinary)) {
+    fail("cannot create a file in " + cache + ": " + ec.message());
+    return failure();
   }
   std::string compiler;
   FailureOr<SmallVector<std::string>> args =
-      buildCommand(sourcePath, binary + ".tmp", backend, compiler, mpi);
+      buildCommand(ownSource, ownBinary, backend, compiler, mpi);
   if (failed(args))
     return failure();
   auto program = llvm::sys::findProgramByName(compiler);
@@ -292,13 +309,19 @@ FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
   if (!quiet)
     llvm::errs() << "braid-run: building " << binary << "\n";
   if (execute(*program, *args) != 0) {
-    fail("building the program failed (source: " + sourcePath + ")");
+    llvm::sys::fs::remove(ownBinary);
+    fail("building the program failed (source: " + ownSource + ")");
     return failure();
   }
-  if (std::error_code ec = llvm::sys::fs::rename(binary + ".tmp", binary)) {
+  if (std::error_code ec = llvm::sys::fs::rename(ownBinary, binary)) {
+    llvm::sys::fs::remove(ownBinary);
     fail("cannot move the program into the cache: " + ec.message());
     return failure();
   }
+  // The source beside its binary, for a reader (a failed build keeps its
+  // own name, given in the message above).
+  if (llvm::sys::fs::rename(ownSource, sourcePath))
+    llvm::sys::fs::remove(ownSource);
   return binary;
 }
 
