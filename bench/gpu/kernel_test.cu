@@ -103,6 +103,35 @@ void testNorms() {
   report("layer_norm", got, ref, 1e-5);
 }
 
+void testSoftmax() {
+  int rows = 37, n = 1000;
+  V x = randv((size_t)rows * n, 5.0f), g = randv((size_t)rows * n);
+  for (int r = 0; r < rows; ++r)
+    x[(size_t)r * n + 3] = -INFINITY; // a masked entry: 0 out
+  float *dx = dev(x), *dg = dev(g), *dy = devz<float>((size_t)rows * n),
+        *dd = devz<float>((size_t)rows * n);
+  braid_k_softmax(nullptr, BRAID_F32, dx, dy, rows, n);
+  V got = host(dy, (size_t)rows * n);
+  std::vector<double> ref((size_t)rows * n), refGrad((size_t)rows * n);
+  for (int r = 0; r < rows; ++r) {
+    double mx = -INFINITY, sum = 0, dot = 0;
+    for (int i = 0; i < n; ++i)
+      mx = std::max(mx, (double)x[(size_t)r * n + i]);
+    for (int i = 0; i < n; ++i)
+      sum += std::exp(x[(size_t)r * n + i] - mx);
+    for (int i = 0; i < n; ++i)
+      ref[(size_t)r * n + i] = std::exp(x[(size_t)r * n + i] - mx) / sum;
+    // The gradient from the kernel's own y (what it reads).
+    for (int i = 0; i < n; ++i)
+      dot += (double)g[(size_t)r * n + i] * got[(size_t)r * n + i];
+    for (int i = 0; i < n; ++i)
+      refGrad[(size_t)r * n + i] = got[(size_t)r * n + i] * (g[(size_t)r * n + i] - dot);
+  }
+  report("softmax", got, ref, 1e-5);
+  braid_k_softmax_grad(nullptr, BRAID_F32, dy, dg, dd, rows, n);
+  report("softmax_grad", host(dd, (size_t)rows * n), refGrad, 1e-5);
+}
+
 void testCrossEntropy() {
   int rows = 45, vocab = 1000;
   V x = randv((size_t)rows * vocab, 5.0f);
@@ -307,6 +336,7 @@ int main() {
   testAttention(2, 19, 45, 4, 1, 64, 32, 0, 0.0);
   testAttention(1, 40, 40, 2, 2, 256, 256, 1, 10000.0);
   testNorms();
+  testSoftmax();
   testCrossEntropy();
   testMoe();
   testMamba();

@@ -398,6 +398,12 @@ class Function:
                         f"{format_attr_dict({'epsilon': float(epsilon)})}"
                         f" : {_types([x, gamma, beta])} -> {x.type}")
 
+    def softmax(self, x: Value, name: str = "softmax") -> Value:
+        """Softmax over the last dimension."""
+        self._same_float(x)
+        _check(x.type.rank >= 1, f"softmax: {x.type} has no dimension to normalize")
+        return self._op(name, x.type, f"braid.softmax {x} : {x.type}")
+
     # ---- elementwise ------------------------------------------------------
     def _unary(self, op: str, x: Value, name: str, keyword: str = "") -> Value:
         self._same_float(x)

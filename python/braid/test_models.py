@@ -283,6 +283,11 @@ class TestIR(unittest.TestCase):
             f.add(x, xb)  # element types differ
         self.assertEqual(f.gelu(x, tanh=True).type, x.type)
         self.assertTrue(f._lines[-1].endswith("= braid.gelu %a0 tanh : tensor<2x16x64xf32>"))
+        self.assertEqual(f.softmax(xb).type, xb.type)
+        self.assertTrue(f._lines[-1].endswith("= braid.softmax %a1 : tensor<2x16x64xbf16>"))
+        _, g = self._func(ir.tensor(()))
+        with self.assertRaises(ir.IRError):
+            g.softmax(g.args[0])  # no dimension to normalize
 
     def test_call_checks_signature(self):
         m = ir.Module({})

@@ -246,9 +246,12 @@ func.func @batch_through_every_op(%x: tensor<2x16x64xf32>, %bias: tensor<64xf32>
   // CHECK: braid.layer_norm
   // CHECK-NEXT: shard.shard %{{.*}} to %[[BATCH]] :
   %10 = braid.layer_norm %9, %bias, %D : tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32> -> tensor<2x16x64xf32>
+  // CHECK: braid.softmax
+  // CHECK-NEXT: shard.shard %{{.*}} to %[[BATCH]] :
+  %sm = braid.softmax %10 : tensor<2x16x64xf32>
   // CHECK: braid.conv1d
   // CHECK-NEXT: shard.shard %{{.*}} to %[[BATCH]] :
-  %11 = braid.conv1d %10, %w : tensor<2x16x64xf32>, tensor<64x4xf32> -> tensor<2x16x64xf32>
+  %11 = braid.conv1d %sm, %w : tensor<2x16x64xf32>, tensor<64x4xf32> -> tensor<2x16x64xf32>
   // CHECK: braid.selective_scan
   // CHECK-NEXT: shard.shard %{{.*}} to %[[BATCH]] :
   %12 = braid.selective_scan %11, %dt, %A, %B, %C, %D delta_softplus : tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x8xf32>, tensor<2x16x8xf32>, tensor<2x16x8xf32>, tensor<64xf32> -> tensor<2x16x64xf32>

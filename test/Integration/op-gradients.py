@@ -13,7 +13,7 @@
 # (step 1e-5) err by O(h^2) ~ 1e-10 relative, exact by comparison.
 # Covers the ops and variants the tiny presets do not: transposes, every
 # activation, glu variants, batch_matmul transposes, non-causal attention
-# with a scale, RoPE, GQA and a wider value head, norms, a biased and a
+# with a scale, RoPE, GQA and a wider value head, norms, softmax, a biased and a
 # transposed linear, conv1d without bias, the scan without softplus, routing
 # without renormalization, and learned positions.
 import os
@@ -96,6 +96,12 @@ case("layer_norm", {"x": (t(3, 8), 1.0), "g": (t(8), 1.0), "b": (t(8), 1.0)},
 case("rms_norm", {"x": (t(3, 8), 1.0), "g": (t(8), 1.0)},
      f"    %y = braid.rms_norm %x, %g {{epsilon = 1.0e-3 : f64}} : {t(3, 8)}, {t(8)} -> {t(3, 8)}",
      t(3, 8), lambda p: ops.rms_norm(p["x"], p["g"], 1e-3), 8, 3)
+# softmax's VJP reads its result; scaled by w so that the loss is not flat
+# in x (a softmax of probabilities feeding a softmax).
+case("softmax", {"x": (t(3, 4, 6), 2.0), "w": (t(3, 4, 6), 4.0)},
+     f"    %s = braid.softmax %x : {t(3, 4, 6)}\n"
+     f"    %y = braid.mul %s, %w : {t(3, 4, 6)}",
+     t(3, 4, 6), lambda p: ops.softmax(p["x"]) * p["w"], 6, 12)
 case("linear_bias", {"x": (t(2, 3, 4), 1.0), "w": (t(4, 6), 0.5), "b": (t(6), 1.0)},
      f"    %y = braid.linear %x, %w bias %b : {t(2, 3, 4)}, {t(4, 6)}, {t(6)} -> {t(2, 3, 6)}",
      t(2, 3, 6), lambda p: ops.linear(p["x"], p["w"], p["b"]), 6, 6)

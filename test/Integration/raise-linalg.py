@@ -11,8 +11,11 @@
 #   the gate and up projections split by column over tp, the down
 #   projection by row, on the module's own shard.grid), it trains on
 #   dp=2 x tp=2 and passes --verify against one rank;
-# - a softmax written in linalg is refused with the pass's located error
-#   and a non-zero exit.
+# - softmax written as linalg.softmax (over the hidden and the sequence
+#   dimensions) trains as braid.softmax does, and passes --verify on
+#   dp=2 x tp=2 with sequence parallelism;
+# - a reduction braid has no op for is refused with the pass's located
+#   error and a non-zero exit.
 import os
 import re
 import subprocess
@@ -150,19 +153,69 @@ for w, split in (("w_gate", "[-, tp]"), ("w_up", "[-, tp]"), ("w_down", "[tp, -]
 if not any(f.startswith("plan:") for f in failures):
     print("plan=data: the MLP weights split as annotated")
 
-# What braid has no op for is refused at its location.
-softmax = native.replace(
-    "    %mlp_out = braid.add %attn_out, %down",
-    f"    %sm_e = tensor.empty() : tensor<{B}x{S}x{H}xf32>\n"
-    f"    %sm = linalg.softmax dimension(2) ins(%down : tensor<{B}x{S}x{H}xf32>) "
-    f"outs(%sm_e : tensor<{B}x{S}x{H}xf32>) -> tensor<{B}x{S}x{H}xf32>\n"
-    "    %mlp_out = braid.add %attn_out, %sm", 1)
-r = run(write("softmax.mlir", softmax), "--steps", "1")
-if r.returncode == 0 or not re.search(r"softmax\.mlir:\d+:\d+: error: 'linalg.softmax' op "
-                                      r"cannot be raised to a braid op", r.stderr):
-    failures.append(f"softmax not refused as expected ({r.returncode}):\n{r.stdout}{r.stderr}")
+# Softmax as front ends write it (linalg.softmax, over the hidden and over
+# the sequence dimension) raises to braid.softmax (with transposes around
+# the second): on one rank the same losses and updated parameters, bit for
+# bit, as the model written with braid.softmax; on dp=2 x tp=2 with
+# sequence parallelism (the sequence split where the softmax needs it
+# whole) it passes --verify.
+T, TT = f"tensor<{B}x{S}x{H}xf32>", f"tensor<{B}x{H}x{S}xf32>"
+written = {
+    "softmax-linalg": (
+        f"    %sm_e = tensor.empty() : {T}\n"
+        f"    %sm = linalg.softmax dimension(2) ins(%down : {T}) outs(%sm_e : {T}) -> {T}\n"
+        f"    %sm2_e = tensor.empty() : {T}\n"
+        f"    %sm2 = linalg.softmax dimension(1) ins(%sm : {T}) outs(%sm2_e : {T}) -> {T}\n"),
+    "softmax-braid": (
+        f"    %sm = braid.softmax %down : {T}\n"
+        f"    %sm_t = braid.transpose %sm [0, 2, 1] : {T} -> {TT}\n"
+        f"    %sm_s = braid.softmax %sm_t : {TT}\n"
+        f"    %sm2 = braid.transpose %sm_s [0, 2, 1] : {TT} -> {T}\n"),
+}
+results = {}
+for name, text in written.items():
+    assert native.count("    %mlp_out = braid.add %attn_out, %down") == 1  # the layer function
+    model = write(name + ".mlir", native.replace(
+        "    %mlp_out = braid.add %attn_out, %down",
+        text + "    %mlp_out = braid.add %attn_out, %sm2"))
+    folder = os.path.join(work, "dump-" + name)
+    results[name] = (losses(run(model, "--steps", "3", "--dump", folder), name), folder, model)
+(la, da, linalg_model), (lb, db, _) = results["softmax-linalg"], results["softmax-braid"]
+if len(la) != 3 or la != lb:
+    failures.append(f"softmax: losses differ: linalg {la}, braid {lb}")
+updated = sorted(f for f in os.listdir(db) if f.startswith("updated.")) \
+    if os.path.isdir(db) else []
+if not updated:
+    failures.append("softmax: no updated parameters dumped")
+for f in updated:
+    path = os.path.join(da, f)
+    if not os.path.exists(path) or not np.array_equal(np.load(path), np.load(os.path.join(db, f))):
+        failures.append(f"softmax: {f} differs between linalg.softmax and braid.softmax")
+print(f"linalg.softmax: losses {la} and {len(updated)} updated parameters equal to braid.softmax")
+r = run(linalg_model, "--grid", "dp=2,tp=2", "--sequence-parallel", "--steps", "2", "--verify")
+if r.returncode or "verify: PASS" not in r.stdout:
+    failures.append(f"linalg.softmax dp=2,tp=2 sp --verify: {r.returncode}\n{r.stdout}{r.stderr}")
 else:
-    print("linalg.softmax: refused at its location")
+    print("linalg.softmax on dp=2,tp=2 with sequence parallelism: verify PASS")
+
+# What braid has no op for is refused at its location.
+reduce = native.replace(
+    "    %mlp_out = braid.add %attn_out, %down",
+    f"    %red_e = tensor.empty() : tensor<{B}x{S}xf32>\n"
+    f"    %red = linalg.reduce ins(%down : {T}) outs(%red_e : tensor<{B}x{S}xf32>) "
+    "dimensions = [2]\n"
+    "      (%in: f32, %acc: f32) {\n"
+    "        %m = arith.maximumf %in, %acc : f32\n"
+    "        linalg.yield %m : f32\n"
+    "      }\n"
+    "    %mlp_out = braid.add %attn_out, %down", 1)
+r = run(write("reduce.mlir", reduce), "--steps", "1")
+if r.returncode == 0 or not re.search(r"reduce\.mlir:\d+:\d+: error: 'linalg.reduce' op "
+                                      r"cannot be raised to a braid op", r.stderr):
+    failures.append(f"linalg.reduce not refused as expected ({r.returncode}):\n"
+                    f"{r.stdout}{r.stderr}")
+else:
+    print("linalg.reduce: refused at its location")
 
 if failures:
     print("\n".join(failures))

@@ -2,7 +2,7 @@
 # compiled here with the host compiler so the test does not depend on the CMake
 # wiring of the runtime library.
 #
-# RUN: %ctypes_cxx -std=c++17 -O2 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/kernels.cpp %braid_src/runtime/src/cpu/matmul.cpp %braid_src/runtime/src/cpu/blas.cpp %braid_src/runtime/src/cpu/attention.cpp %braid_src/runtime/src/cpu/attention_gemm.cpp %braid_src/runtime/src/cpu/scratch.cpp %braid_src/runtime/src/cpu/norms.cpp %braid_src/runtime/src/cpu/loss.cpp %braid_src/runtime/src/cpu/mamba.cpp %braid_src/runtime/src/cpu/moe.cpp %braid_src/runtime/src/cpu/grad_moe.cpp %S/Inputs/fused.cpp -o %t.so
+# RUN: %ctypes_cxx -std=c++17 -O2 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/kernels.cpp %braid_src/runtime/src/cpu/matmul.cpp %braid_src/runtime/src/cpu/blas.cpp %braid_src/runtime/src/cpu/attention.cpp %braid_src/runtime/src/cpu/attention_gemm.cpp %braid_src/runtime/src/cpu/scratch.cpp %braid_src/runtime/src/cpu/norms.cpp %braid_src/runtime/src/cpu/softmax.cpp %braid_src/runtime/src/cpu/loss.cpp %braid_src/runtime/src/cpu/mamba.cpp %braid_src/runtime/src/cpu/moe.cpp %braid_src/runtime/src/cpu/grad_moe.cpp %S/Inputs/fused.cpp -o %t.so
 # RUN: %ctypes_python %s %t.so
 #
 # Error measure: rel(a, b) = max|a - b| / max(max|b|, tiny) per tensor, b the
@@ -44,7 +44,8 @@ RNG = np.random.default_rng(20240611)
 ACTS = {"silu": 0, "gelu": 1, "gelu_tanh": 2, "sigmoid": 3, "relu": 4, "exp": 5, "neg": 6}
 
 declare(["braid_k_embedding", "braid_k_linear", "braid_k_batch_matmul", "braid_k_attention",
-         "braid_k_rms_norm", "braid_k_layer_norm", "braid_k_unary", "braid_k_binary",
+         "braid_k_rms_norm", "braid_k_layer_norm", "braid_k_softmax", "braid_k_softmax_grad",
+         "braid_k_unary", "braid_k_binary",
          "braid_k_glu", "braid_k_transpose", "braid_k_cross_entropy", "braid_k_conv1d",
          "braid_k_selective_scan", "braid_k_router", "braid_k_dispatch", "braid_k_combine",
          "braid_k_dispatch_grad", "braid_k_combine_grad"],
@@ -278,6 +279,48 @@ class Norms(Case):
                 y = empty((rows, hidden), dt)
                 call("braid_k_layer_norm", dt, xs, gs, bs, y, rows, hidden, eps)
                 self.close("layer_norm", dt, y, ops.layer_norm(x, g, bb, eps))
+
+
+class Softmax(Case):
+    def test_softmax(self):
+        for dt in DTYPES:
+            # One column; odd widths; rows far from 0 (the max is subtracted
+            # before exp: 1000 would overflow exp otherwise); masked entries.
+            for rows, n, offset, masked in ((1, 1, 0.0, False), (5, 17, 0.0, False),
+                                            (3, 65, 0.0, True), (2, 300, 0.0, False),
+                                            (4, 33, 1000.0, False), (4, 33, -1000.0, True)):
+                if dt == F16 and abs(offset) > 100:
+                    continue  # f16 spacing at 1000 is 0.5: inputs too coarse to mean much
+                x = self.randn(rows, n, scale=3.0) + offset
+                if masked:
+                    x[:, 1::3] = -np.inf  # column 0 stays finite: no row is all -inf
+                xs, xr = store(x, dt)
+                y = empty((rows, n), dt)
+                call("braid_k_softmax", dt, xs, y, rows, n)
+                self.close("softmax", dt, y, ops.softmax(xr))
+                got = values(y, dt)
+                if masked:
+                    self.assertTrue((got[:, 1::3] == 0).all(), "masked entries must be 0")
+                np.testing.assert_allclose(got.astype(np.float64).sum(axis=-1), 1.0,
+                                           rtol=0, atol={F32: 1e-5, BF16: 2**-8,
+                                                         F16: 2**-10}[dt])
+
+    def test_softmax_grad(self):
+        for dt in DTYPES:
+            for rows, n in ((1, 1), (5, 17), (3, 65), (2, 300)):
+                xs, xr = store(self.randn(rows, n, scale=2.0), dt)
+                y = empty((rows, n), dt)
+                call("braid_k_softmax", dt, xs, y, rows, n)
+                ds, dy = store(self.randn(rows, n), dt)
+                dx = empty((rows, n), dt)
+                call("braid_k_softmax_grad", dt, y, ds, dx, rows, n)
+                # The reference on the stored y (what the kernel reads), in float64.
+                yf, dyf = values(y, dt).astype(np.float64), dy.astype(np.float64)
+                ref = yf * (dyf - np.sum(dyf * yf, axis=-1, keepdims=True))
+                self.close("softmax_grad", dt, dx, ref.astype(np.float32))
+                # And the float64 VJP from x itself agrees (f32 storage: y's rounding only).
+                if dt == F32:
+                    self.assertLess(rel(values(dx, dt), vjp.softmax_vjp(dyf, xr)), 1e-5)
 
 
 class Loss(Case):

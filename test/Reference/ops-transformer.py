@@ -182,6 +182,26 @@ class Transformer(unittest.TestCase):
         with self.assertRaises(ValueError):
             ops.rms_norm(x, np.ones(15))
 
+    def test_softmax(self):
+        x = randn(3, 4, 7) * 4
+        y = ops.softmax(x)
+        # An explicit loop over one row, known values and invariances.
+        row = x[2, 1]
+        e = [math.exp(v) for v in row]
+        np.testing.assert_allclose(y[2, 1], [v / sum(e) for v in e], rtol=1e-13)
+        np.testing.assert_allclose(ops.softmax(np.zeros((2, 5))), 0.2, rtol=1e-15)
+        np.testing.assert_allclose(ops.softmax(np.array([0.0, math.log(3.0)])), [0.25, 0.75],
+                                   rtol=1e-14)
+        np.testing.assert_allclose(y.sum(axis=-1), 1.0, rtol=1e-13)
+        np.testing.assert_allclose(ops.softmax(x + 700.0), y, rtol=1e-12)  # shift-invariant
+        np.testing.assert_allclose(ops.softmax(x[..., ::-1]), y[..., ::-1], rtol=1e-13)
+        masked = x.copy()
+        masked[..., 0] = -np.inf
+        self.assertTrue(np.all(ops.softmax(masked)[..., 0] == 0))
+        self.assertEqual(ops.softmax(np.float32(x)).dtype, np.float32)
+        with self.assertRaises(ValueError):
+            ops.softmax(np.array(1.0))
+
     def test_elementwise(self):
         self.assertAlmostEqual(float(ops.gelu(np.array(1.0))), 0.8413447460685429, places=14)
         self.assertAlmostEqual(float(ops.gelu(np.array(-2.0))), -2 * 0.022750131948179195, places=14)

@@ -3,7 +3,7 @@
 # (float64, eps 1e-6) of <dy, op(x)> with a random cotangent dy: linear
 # (transposed weight, bias), batch_matmul (transposes), attention (GQA
 # Hq=4/Hkv=2, odd lengths, causal, RoPE, scale, Skv != S, Dv != D),
-# rms_norm, layer_norm, embedding (+ positions), cross_entropy, reshape,
+# softmax, rms_norm, layer_norm, embedding (+ positions), cross_entropy, reshape,
 # transpose. Error: max |vjp - fd| / max |fd| over the entries, and the
 # same along a random direction; bound 1e-6 (observed ~1e-9: truncation
 # O(eps^2), rounding ~1e-16 / eps).
@@ -106,6 +106,12 @@ class Attention(Base):
 
 
 class Norms(Base):
+    def test_softmax(self):
+        for shape in ((5, 8), (2, 3, 6), (4, 1)):
+            x = 3 * randn(*shape)
+            self.check(lambda x: ops.softmax(x), [x], lambda dy: vjp.softmax_vjp(dy, x),
+                       str(shape))
+
     def test_rms_norm(self):
         for shape in ((5, 8), (2, 3, 6)):
             x, g = randn(*shape), randn(shape[-1])

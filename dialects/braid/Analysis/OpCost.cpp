@@ -92,6 +92,10 @@ OpCost mlir::braid::getForwardCost(Operation *op) {
       .Case<LayerNormOp>([&](LayerNormOp n) {
         cost.otherFlops = 7 * numElements(n.getResult());
       })
+      .Case<SoftmaxOp>([&](SoftmaxOp s) {
+        // max, subtract, exp, sum, divide.
+        cost.otherFlops = 5 * numElements(s.getResult());
+      })
       .Case<GeluOp>([&](GeluOp g) {
         cost.otherFlops = activationFlops(g.getApproximate() ? Activation::GELUTanh
                                                             : Activation::GELU) *
@@ -167,6 +171,10 @@ OpCost mlir::braid::getForwardCost(Operation *op) {
         int64_t scores = q[0] * q[2] * q[1] * k[1];
         cost.matmulFlops = 2 * (2 * scores * q[3] + 2 * scores * v[3]);
         cost.otherFlops = 8 * scores;
+      })
+      .Case<SoftmaxGradOp>([&](SoftmaxGradOp s) {
+        // dy * y, the row's sum, subtract, multiply.
+        cost.otherFlops = 4 * numElements(s.getResult());
       })
       .Case<RMSNormGradOp, LayerNormGradOp>([&](Operation *n) {
         cost.otherFlops = 10 * numElements(n->getOperand(0));

@@ -115,6 +115,18 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
 }
 
 //===----------------------------------------------------------------------===//
+// SoftmaxOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  if (getInput().getType().getRank() < 1)
+    return emitOpError("input must have at least one dimension (softmax is "
+                       "over the last), found ")
+           << getInput().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // TransposeOp / NegOp
 //===----------------------------------------------------------------------===//
 

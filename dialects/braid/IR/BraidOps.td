@@ -263,6 +263,25 @@ def Braid_LayerNormOp : Braid_NormOp<"layer_norm"> {
   }];
 }
 
+def Braid_SoftmaxOp : Braid_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax over the last dimension";
+  let description = [{
+    `input` [..., N]: `result[..., i] = exp(x_i - m) / sum_j exp(x_j - m)`
+    with m the row's maximum, computed in f32 (a row of -inf gives NaN, as
+    in numpy and PyTorch). The op front ends' softmax over another dimension
+    raises to (transposes around it: `--raise-linalg-to-braid`); attention
+    computes its own softmax inside `braid.attention`.
+
+    ```mlir
+    %p = braid.softmax %x : tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//

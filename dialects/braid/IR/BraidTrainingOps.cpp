@@ -86,6 +86,14 @@ LogicalResult LayerNormGradOp::inferReturnTypes(
       adaptor.getEpsilon().convertToDouble(), 2, inferred);
 }
 
+LogicalResult SoftmaxGradOp::verify() {
+  if (getOutput().getType().getRank() < 1)
+    return emitOpError("softmax's result must have at least one dimension, "
+                       "found ")
+           << getOutput().getType();
+  return success();
+}
+
 LogicalResult EmbeddingGradOp::verify() {
   auto tokens = getTokens().getType();
   auto grad = getGrad().getType();

@@ -53,6 +53,24 @@ def Braid_ActivationGradOp : Braid_Op<"activation_grad",
   let assemblyFormat = "`` $activation $input `,` $grad attr-dict `:` type($result)";
 }
 
+def Braid_SoftmaxGradOp : Braid_Op<"softmax_grad",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "cotangent of softmax's input, from its result";
+  let description = [{
+    With y = softmax(x) over the last dimension and dy the cotangent of y:
+    `result = y * (dy - sum_j dy_j y_j)`, per row of the last dimension,
+    the row's sum in f32.
+
+    ```mlir
+    %dx = braid.softmax_grad %y, %dy : tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$output, Braid_FloatTensor:$grad);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = "$output `,` $grad attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Braid_ConvertOp : Braid_Op<"convert", [Pure, Elementwise]> {
   let summary = "converts a float tensor to another float element type";
   let description = [{

@@ -303,7 +303,8 @@ void mlir::braid::registerShardingInterfaceExternalModels(
     attachFactorRuleModels<AddOp, MulOp, GluOp, SiluOp, GeluOp, SigmoidOp,
                            ReluOp, ExpOp, NegOp, ConvertOp, ReshapeOp,
                            TransposeOp, BiasAddOp, LinearOp, BatchMatmulOp,
-                           AttentionOp, RMSNormOp, LayerNormOp, EmbeddingOp,
+                           AttentionOp, RMSNormOp, LayerNormOp, SoftmaxOp,
+                           EmbeddingOp,
                            CrossEntropyOp, Conv1dOp, SelectiveScanOp, RouterOp,
                            DispatchOp, ExpertFFNOp, CombineOp>(context);
     GetParamOp::attachInterface<GetParamShardingModel>(*context);

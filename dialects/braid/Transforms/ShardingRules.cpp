@@ -218,7 +218,8 @@ FailureOr<ShardingRule> mlir::braid::getShardingRule(Operation *op,
             r.add(whole, {P{v, 3}, P{o, 3}});
             return true;
           })
-          .Case<RMSNormOp, LayerNormOp>([&](Operation *norm) {
+          // Rows split freely; the normalized (last) dimension stays whole.
+          .Case<RMSNormOp, LayerNormOp, SoftmaxOp>([&](Operation *norm) {
             Value x = norm->getOperand(0), y = norm->getResult(0);
             int64_t rank = RuleBuilder::rankOf(x);
             r.leading(x, y, rank - 1);

@@ -164,6 +164,10 @@ mlir::braid::emitVJP(OpBuilder &b, Location loc, Operation *op,
                                           dy, n.getEpsilonAttr());
         return {grad.getDinput(), grad.getDgamma()};
       })
+      .Case([&](SoftmaxOp s) -> SmallVector<Value> {
+        // From the result, which the forward keeps: no recomputed exp.
+        return {SoftmaxGradOp::create(b, loc, s.getResult(), dy)};
+      })
       .Case([&](LayerNormOp n) -> SmallVector<Value> {
         auto grad = LayerNormGradOp::create(b, loc, n.getInput(), n.getGamma(),
                                             dy, n.getEpsilonAttr());

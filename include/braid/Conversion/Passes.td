@@ -277,13 +277,15 @@ def RaiseLinalgToBraidPass : Pass<"raise-linalg-to-braid", "::mlir::ModuleOp"> {
       `0.5 x (1 + erf(x / sqrt 2))`, SwiGLU's `silu(g) * u` as
       `braid.glu silu`, and an input broadcast over the leading dimensions
       added as `braid.bias_add`;
+    - `linalg.softmax` as `braid.softmax` (over the last dimension, with
+      transposes around it for another);
     - `linalg.transpose` as `braid.transpose`; `tensor.expand_shape`,
       `tensor.collapse_shape` and `tensor.reshape` as `braid.reshape`.
     Annotations stay on the raised values; the products' zero inits go.
     Any other linalg or tensor op, elementwise arithmetic on whole tensors,
     dynamic shapes and non-float element types are errors at the op that say
-    why (`linalg.softmax`, for one: braid's softmax lives in
-    `braid.attention` and `braid.cross_entropy`). A module of braid ops
+    why (a general reduction, for one: braid has no reduction op outside
+    its products, norms, softmax and loss). A module of braid ops
     alone is left as it is; the training pipeline runs this pass first.
 
     ```mlir

@@ -7,11 +7,11 @@
 // equivalent: contractions to `braid.linear` / `braid.batch_matmul`,
 // elementwise bodies to the elementwise ops (with sigmoid, SiLU, SwiGLU's
 // gate and ReLU recognised from their arithmetic), broadcast adds to
-// `braid.bias_add`, `linalg.transpose` and the tensor reshapes. Annotations
-// stay where they were: they annotate the raised values as they annotated
-// the linalg ones. An op that has no equivalent is an error at its location
-// that says why, so that a user learns what to write instead; nothing is
-// left half raised.
+// `braid.bias_add`, `linalg.softmax`, `linalg.transpose` and the tensor
+// reshapes. Annotations stay where they were: they annotate the raised
+// values as they annotated the linalg ones. An op that has no equivalent is
+// an error at its location that says why, so that a user learns what to
+// write instead; nothing is left half raised.
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,8 +118,8 @@ public:
         return raiseElementwise(linalgOp);
       return op->emitOpError("cannot be raised to a braid op: a reduction "
                              "that is not a matrix product (braid has no "
-                             "general reduction; softmax and norms are "
-                             "written with braid's own ops)");
+                             "general reduction: write a softmax as "
+                             "linalg.softmax, norms with braid's own ops)");
     }
     if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::ReshapeOp>(
             op)) {
@@ -134,10 +134,8 @@ public:
           op, bd::ReshapeOp::create(rewriter, op->getLoc(), result, input)
                   .getResult());
     }
-    if (isa<linalg::SoftmaxOp>(op))
-      return op->emitOpError("cannot be raised to a braid op: braid has no "
-                             "softmax outside attention and the loss "
-                             "(braid.attention, braid.cross_entropy)");
+    if (auto softmax = dyn_cast<linalg::SoftmaxOp>(op))
+      return raiseSoftmax(softmax);
     if (isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
       return op->emitOpError("cannot be raised to a braid op: elementwise "
                              "arithmetic on whole tensors (write it as a "
@@ -173,6 +171,39 @@ private:
     }
     rewriter.replaceOp(op, value);
     return success();
+  }
+
+  /// `linalg.softmax` over dimension d: `braid.softmax` (over the last
+  /// dimension), between transposes that swap d and the last where d is
+  /// another. Its init only names the result's type (and its annotation).
+  LogicalResult raiseSoftmax(linalg::SoftmaxOp op) {
+    if (op->getNumResults() != 1)
+      return op->emitOpError("cannot be raised to braid.softmax: it works on "
+                             "buffers, not tensors");
+    Value input = op.getInput();
+    for (Type t : {input.getType(), op->getResultTypes()[0]})
+      if (!isBraidFloatTensor(t))
+        return op->emitOpError("cannot be raised to braid.softmax: type ")
+               << t << " is not a static tensor of f32, bf16 or f16";
+    if (input.getType() != op->getResultTypes()[0])
+      return op->emitOpError("cannot be raised to braid.softmax: its input "
+                             "and result types differ");
+    auto type = cast<RankedTensorType>(input.getType());
+    int64_t rank = type.getRank(), dim = op.getDimension();
+    Location loc = op->getLoc();
+    if (dim == rank - 1)
+      return replace(op, bd::SoftmaxOp::create(rewriter, loc, input).getResult());
+    // Swap d and the last dimension (a permutation that is its own inverse).
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(perm[dim], perm[rank - 1]);
+    SmallVector<int64_t> shape(type.getShape());
+    std::swap(shape[dim], shape[rank - 1]);
+    auto swapped = RankedTensorType::get(shape, type.getElementType());
+    auto permAttr = rewriter.getDenseI64ArrayAttr(perm);
+    Value t = bd::TransposeOp::create(rewriter, loc, swapped, input, permAttr);
+    Value s = bd::SoftmaxOp::create(rewriter, loc, t);
+    return replace(op, bd::TransposeOp::create(rewriter, loc, type, s, permAttr)
+                           .getResult());
   }
 
   /// `linalg.matmul`, `linalg.batch_matmul` and generic contractions of one

@@ -118,6 +118,13 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
                    literal(r.getEpsilon().convertToDouble()) + ")";
             return success();
           })
+          .Case([&](SoftmaxOp s) {
+            int64_t cols = shapeOf(s.getInput()).back();
+            call = "braid_k_softmax(rt, " + dtypeName(s.getType()) + ", " +
+                   p(s.getInput()) + ", " + p(s.getResult()) + ", " +
+                   n(numElements(s.getInput()) / cols) + ", " + n(cols) + ")";
+            return success();
+          })
           .Case([&](TransposeOp t) {
             auto shape = shapeOf(t.getInput());
             std::string s = array(shape);
@@ -225,6 +232,14 @@ LogicalResult FunctionEmitter::emitKernelCall(Operation *op, raw_ostream &os) {
                    p(r.getDgamma()) + ", " + n(numElements(r.getInput()) / h) +
                    ", " + n(h) + ", " + literal(r.getEpsilon().convertToDouble()) +
                    ")";
+            return success();
+          })
+          .Case([&](SoftmaxGradOp s) {
+            int64_t cols = shapeOf(s.getOutput()).back();
+            call = "braid_k_softmax_grad(rt, " + dtypeName(s.getType()) + ", " +
+                   p(s.getOutput()) + ", " + p(s.getGrad()) + ", " +
+                   p(s.getResult()) + ", " +
+                   n(numElements(s.getOutput()) / cols) + ", " + n(cols) + ")";
             return success();
           })
           .Case([&](LayerNormGradOp r) {

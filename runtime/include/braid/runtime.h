@@ -315,6 +315,9 @@ void braid_k_rms_norm(braid_rt *rt, braid_dtype dt, const void *x, const void *g
                       int64_t rows, int64_t hidden, double epsilon);
 void braid_k_layer_norm(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
                         const void *beta, void *y, int64_t rows, int64_t hidden, double epsilon);
+/* y [rows, n] = softmax of each row of x [rows, n]: exp(x - max) / sum, in f32. */
+void braid_k_softmax(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t rows,
+                     int64_t n);
 void braid_k_unary(braid_rt *rt, braid_dtype dt, braid_act act, const void *x, void *y, int64_t n);
 void braid_k_binary(braid_rt *rt, braid_dtype dt, braid_binop op, const void *a, const void *b,
                     void *y, int64_t n);
@@ -451,6 +454,10 @@ void braid_k_attention_block_grad(braid_rt *rt, braid_dtype dt, const void *q, c
 void braid_k_rms_norm_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
                            const void *dy, void *dx, void *dgamma, int64_t rows, int64_t hidden,
                            double epsilon);
+/* dx = y * (dy - sum over the row of dy * y), per row of [rows, n]; y is
+ * softmax's result. */
+void braid_k_softmax_grad(braid_rt *rt, braid_dtype dt, const void *y, const void *dy, void *dx,
+                          int64_t rows, int64_t n);
 void braid_k_layer_norm_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
                              const void *dy, void *dx, void *dgamma, void *dbeta, int64_t rows,
                              int64_t hidden, double epsilon);

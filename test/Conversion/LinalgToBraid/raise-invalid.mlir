@@ -1,10 +1,18 @@
 // RUN: braid-opt --raise-linalg-to-braid --split-input-file --verify-diagnostics %s
 
-func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %e = tensor.empty() : tensor<4x8xf32>
-  // expected-error @below {{'linalg.softmax' op cannot be raised to a braid op: braid has no softmax outside attention and the loss}}
-  %y = linalg.softmax dimension(1) ins(%x : tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
-  return %y : tensor<4x8xf32>
+func.func @softmax_f64(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
+  %e = tensor.empty() : tensor<4x8xf64>
+  // expected-error @below {{'linalg.softmax' op cannot be raised to braid.softmax: type 'tensor<4x8xf64>' is not a static tensor of f32, bf16 or f16}}
+  %y = linalg.softmax dimension(1) ins(%x : tensor<4x8xf64>) outs(%e : tensor<4x8xf64>) -> tensor<4x8xf64>
+  return %y : tensor<4x8xf64>
+}
+
+// -----
+
+func.func @softmax_buffers(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
+  // expected-error @below {{'linalg.softmax' op cannot be raised to braid.softmax: it works on buffers, not tensors}}
+  linalg.softmax dimension(1) ins(%x : memref<4x8xf32>) outs(%y : memref<4x8xf32>)
+  return
 }
 
 // -----

@@ -185,6 +185,31 @@ func.func @products(%q: tensor<4x16x8xbf16>, %k: tensor<4x16x8xbf16>, %h: tensor
 
 // -----
 
+// Softmax over the last dimension is braid.softmax; over another, the
+// dimension is swapped with the last around it. The init's annotation moves
+// to the raised result.
+// CHECK-LABEL: func.func @softmax
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8x16xf32>)
+// CHECK: %[[LAST:.*]] = braid.softmax %[[X]] : tensor<2x8x16xf32>
+// CHECK: %[[T:.*]] = braid.transpose %[[X]] [0, 2, 1] : tensor<2x8x16xf32> -> tensor<2x16x8xf32>
+// CHECK: %[[S:.*]] = braid.softmax %[[T]] : tensor<2x16x8xf32>
+// CHECK: %[[MID:.*]] = braid.transpose %[[S]] [0, 2, 1] : tensor<2x16x8xf32> -> tensor<2x8x16xf32>
+// CHECK: %[[SH:.*]] = shard.shard %[[MID]] to
+// CHECK-NOT: linalg.
+// CHECK: return %[[LAST]], %[[SH]]
+shard.grid @g(shape = 2)
+func.func @softmax(%x: tensor<2x8x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>) {
+  %e = tensor.empty() : tensor<2x8x16xf32>
+  %last = linalg.softmax dimension(2) ins(%x : tensor<2x8x16xf32>) outs(%e : tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %e2 = tensor.empty() : tensor<2x8x16xf32>
+  %sharding = shard.sharding @g split_axes = [[0]] : !shard.sharding
+  %init = shard.shard %e2 to %sharding : tensor<2x8x16xf32>
+  %mid = linalg.softmax dimension(1) ins(%x : tensor<2x8x16xf32>) outs(%init : tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return %last, %mid : tensor<2x8x16xf32>, tensor<2x8x16xf32>
+}
+
+// -----
+
 // A module of braid ops passes through unchanged.
 // CHECK-LABEL: func.func @braid_only
 // CHECK-NEXT: braid.gelu

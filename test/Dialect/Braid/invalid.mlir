@@ -361,6 +361,30 @@ func.func @f(%x: tensor<f32>, %g: tensor<4xf32>) {
 
 // -----
 
+func.func @f(%x: tensor<f32>) {
+  // expected-error @+1 {{'braid.softmax' op input must have at least one dimension (softmax is over the last), found 'tensor<f32>'}}
+  %0 = braid.softmax %x : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<3xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{'braid.softmax' op requires the same type for all operands and results}}
+  %0 = "braid.softmax"(%x) : (tensor<3xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%y: tensor<f32>) {
+  // expected-error @+1 {{'braid.softmax_grad' op softmax's result must have at least one dimension, found 'tensor<f32>'}}
+  %0 = braid.softmax_grad %y, %y : tensor<f32>
+  return
+}
+
+// -----
+
 func.func @f(%x: tensor<2x4xf32>, %g: tensor<5xf32>) {
   // expected-error @+2 {{'braid.rms_norm' op scale and shift must be [4], found 'tensor<5xf32>'}}
   // expected-error @+1 {{'braid.rms_norm' op failed to infer returned types}}

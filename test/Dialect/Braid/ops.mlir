@@ -35,6 +35,8 @@ func.func @transformer(%tok: tensor<2x16xi32>, %wte: tensor<97x32xf32>, %wpe: te
   %n = braid.rms_norm %e, %g {epsilon = 1.0e-6 : f64} : tensor<2x16x32xf32>, tensor<32xf32> -> tensor<2x16x32xf32>
   // CHECK: braid.layer_norm %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<2x16x32xf32>
   %ln = braid.layer_norm %n, %g, %g : tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32> -> tensor<2x16x32xf32>
+  // CHECK: braid.softmax %{{.*}} : tensor<2x16x32xf32>
+  %sm = braid.softmax %ln : tensor<2x16x32xf32>
   // CHECK: braid.linear %{{.*}}, %{{.*}} bias %{{.*}} : tensor<2x16x32xf32>, tensor<32x48xf32>, tensor<48xf32> -> tensor<2x16x48xf32>
   %y = braid.linear %ln, %w bias %b : tensor<2x16x32xf32>, tensor<32x48xf32>, tensor<48xf32> -> tensor<2x16x48xf32>
   // CHECK: braid.linear %{{.*}}, %{{.*}} transpose_weight : tensor<2x16x32xf32>, tensor<97x32xf32> -> tensor<2x16x97xf32>

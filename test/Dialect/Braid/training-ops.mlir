@@ -53,6 +53,8 @@ func.func @transformer_grads(%q: tensor<2x16x4x8xf32>, %kv: tensor<2x16x2x8xf32>
   %dn, %dg = braid.rms_norm_grad %x, %g, %dx : tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32> -> tensor<2x16x32xf32>, tensor<32xf32>
   // CHECK: braid.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64} : tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32> -> tensor<2x16x32xf32>, tensor<32xf32>
   %dn2, %dg2 = braid.rms_norm_grad %x, %g, %dn {epsilon = 1.0e-6 : f64} : tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32> -> tensor<2x16x32xf32>, tensor<32xf32>
+  // CHECK: braid.softmax_grad %{{.*}}, %{{.*}} : tensor<2x16x32xf32>
+  %dsm = braid.softmax_grad %x, %dn : tensor<2x16x32xf32>
   // CHECK: braid.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32> -> tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>
   %dl, %dlg, %dlb = braid.layer_norm_grad %x, %g, %dn2 : tensor<2x16x32xf32>, tensor<32xf32>, tensor<2x16x32xf32> -> tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>
   // CHECK: braid.embedding_grad %{{.*}}, %{{.*}} : tensor<2x16xi32>, tensor<2x16x32xf32> -> tensor<97x32xf32>

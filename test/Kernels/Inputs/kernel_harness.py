@@ -35,6 +35,8 @@ SIGS = {
     "braid_k_attention_offset": [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D, I],
     "braid_k_rms_norm": [P, I4, P, P, P, I, I, D],
     "braid_k_layer_norm": [P, I4, P, P, P, P, I, I, D],
+    "braid_k_softmax": [P, I4, P, P, I, I],
+    "braid_k_softmax_grad": [P, I4, P, P, P, I, I],
     "braid_k_unary": [P, I4, I4, P, P, I],
     "braid_k_binary": [P, I4, I4, P, P, P, I],
     "braid_k_glu": [P, I4, I4, P, P, P, I],

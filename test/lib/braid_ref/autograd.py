@@ -107,6 +107,10 @@ class TapedOps:
         y = ops.rms_norm(x, gamma, epsilon)
         return self._rec(y, [x, gamma], lambda dy: vjp.rms_norm_vjp(dy, x, gamma, epsilon))
 
+    def softmax(self, x):
+        y = ops.softmax(x)
+        return self._rec(y, [x], lambda dy: vjp.softmax_vjp(dy, x))
+
     def layer_norm(self, x, gamma, beta, epsilon=1e-5):
         y = ops.layer_norm(x, gamma, beta, epsilon)
         return self._rec(y, [x, gamma, beta],

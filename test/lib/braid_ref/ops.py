@@ -21,6 +21,7 @@ import numpy as np
 
 __all__ = [
     "embedding", "linear", "batch_matmul", "rope", "attention", "rms_norm", "layer_norm",
+    "softmax",
     "gelu", "silu", "sigmoid", "exp", "neg", "add", "mul", "relu", "softplus",
     "activation", "glu", "reshape", "transpose", "cross_entropy", "conv1d",
     "selective_scan", "router", "assign_slots", "dispatch", "expert_ffn", "combine",
@@ -188,6 +189,13 @@ def layer_norm(x, gamma, beta, epsilon: float = 1e-5) -> np.ndarray:
     m = np.mean(xf, axis=-1, keepdims=True)
     var = np.mean((xf - m) ** 2, axis=-1, keepdims=True)   # biased: divides by H
     return ((xf - m) / np.sqrt(var + epsilon) * _f64(gamma) + _f64(beta)).astype(x.dtype)
+
+
+def softmax(x) -> np.ndarray:
+    """exp(x - max) / sum over the last dim, in float64."""
+    x = _float(x, "softmax input")
+    _check(x.ndim >= 1, f"softmax: input {x.shape} has no last dimension")
+    return _softmax(_f64(x), axis=-1).astype(x.dtype)
 
 
 # --------------------------------------------------------------------------

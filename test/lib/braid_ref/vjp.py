@@ -23,6 +23,7 @@ from . import ops
 
 __all__ = [
     "linear_vjp", "batch_matmul_vjp", "rope_vjp", "attention_vjp", "rms_norm_vjp",
+    "softmax_vjp",
     "layer_norm_vjp", "activation_grad", "activation_vjp", "gelu_vjp", "silu_vjp",
     "sigmoid_vjp", "relu_vjp", "softplus_vjp", "exp_vjp", "neg_vjp", "add_vjp", "mul_vjp",
     "glu_vjp", "reshape_vjp", "transpose_vjp", "embedding_vjp", "cross_entropy_vjp",
@@ -145,6 +146,14 @@ def rms_norm_vjp(dy, x, gamma, epsilon: float = 1e-5):
     dx = r * (dxh - xh * np.mean(dxh * xh, axis=-1, keepdims=True))
     dg = np.sum((dyf * xh).reshape(-1, xf.shape[-1]), axis=0)
     return _like(dx, x), _like(dg, gamma)
+
+
+def softmax_vjp(dy, x):
+    """y = softmax(x) over the last dim: dx = y (dy - sum(dy y)), from x (the
+    reference recomputes y in float64; the kernel reads the stored y)."""
+    y = ops._softmax(_f64(x), axis=-1)
+    dyf = _f64(dy)
+    return _like(y * (dyf - np.sum(dyf * y, axis=-1, keepdims=True)), x)
 
 
 def layer_norm_vjp(dy, x, gamma, beta, epsilon: float = 1e-5):
