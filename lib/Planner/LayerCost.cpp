@@ -106,7 +106,14 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
   };
   auto norm = [&] {
     timer.memory(Te * h * act * 2);
-    c.savedBytes += 2 * Te * h * act; // its input and output
+    // Its input (the backward recomputes the statistics from it) and its
+    // output, the next product's input, unless that product keeps the
+    // gathered copy instead (sequence parallelism where the runtime keeps
+    // gathered inputs: tpBlock counts it; Braid's memory plan of Llama 3 8B
+    // on dp2 x tp4 keeps no sequence-sharded norm output).
+    c.savedBytes += Te * h * act;
+    if (!(sp && rt.keepsGatheredInputs))
+      c.savedBytes += Te * h * act;
   };
 
   if (shape.mixer == Mixer::Attention) {
@@ -122,7 +129,9 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
     if (rt.flashAttention) {
       attentionForward = cal.flashSeconds(hw, coreFlops, false);
       attentionBackward = cal.flashSeconds(hw, 2.5 * coreFlops, true);
-      c.savedBytes += T * ql * d * act + T * ql * 4; // output, log-sum-exp
+      // The output (the projection's input) and, unless the backward
+      // recomputes it, the log-sum-exp.
+      c.savedBytes += T * ql * d * act + (rt.attentionRecomputesStats ? 0 : T * ql * 4);
     } else {
       // Scores materialized (the whole square: the mask is applied to it),
       // softmax and dropout on them, then the values.

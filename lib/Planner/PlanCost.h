@@ -114,6 +114,11 @@ struct Runtime {
   /// micro-batch), rather than the sequence-sharded input, gathered again
   /// in the backward (Megatron).
   bool keepsGatheredInputs = true;
+  /// Whether attention's backward recomputes the softmax statistics from
+  /// the queries and keys (Braid's attention_grad takes q, k, v and the
+  /// output's gradient: nothing but them is kept), rather than reading the
+  /// forward's log-sum-exp (FlashAttention in Megatron: [b, heads, s] f32).
+  bool attentionRecomputesStats = true;
   /// Whether, with several micro-batches, ZeRO-2's gradient sum stays whole
   /// until the last micro-batch's backward reduce-scatters it (Braid: the
   /// reductions run in the last backward only, so ZeRO-2 then holds what
