@@ -18,6 +18,7 @@
 #ifdef BRAID_HAVE_BLAS
 #include <cblas.h>
 extern "C" void openblas_set_num_threads(int);
+extern "C" int blas_thread_shutdown_(void);
 #endif
 
 namespace braid::cpu {
@@ -101,6 +102,11 @@ SerialBlas::SerialBlas(bool on) : on(on) {
   if (on) {
     initBlasThreads();
     openblas_set_num_threads(1);
+    // OpenBLAS (0.3.21, pthreads) keeps its idle workers spinning for ~2^28
+    // cycles after each threaded call, on the cores this kernel's threads
+    // are about to use. Stopped, they are started again by the next
+    // threaded call (tens of microseconds); results do not change.
+    blas_thread_shutdown_();
   }
 #endif
 }

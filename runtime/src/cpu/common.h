@@ -84,6 +84,23 @@ inline float dot(const float *a, const float *b, int64_t n) {
   return s;
 }
 
+/// sum_{i < n} term(i) in double over 8 interleaved partial sums (lane j
+/// takes i = j mod 8), then those in order: a fixed order that vectorizes
+/// (the row statistics of the norms).
+template <typename Term> inline double laneSum(int64_t n, Term &&term) {
+  double part[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int64_t j = 0; j < 8; ++j)
+      part[j] += term(i + j);
+  for (int64_t j = 0; i < n; ++i, ++j)
+    part[j] += term(i);
+  double s = 0.0;
+  for (int64_t j = 0; j < 8; ++j)
+    s += part[j];
+  return s;
+}
+
 /// A softmax row's statistics, as cross_entropy and its gradient compute
 /// them: its maximum and the f64 sum of exp(x - max), in index order.
 struct RowStats {

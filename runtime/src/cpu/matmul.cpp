@@ -12,10 +12,18 @@
 // whatever the blocking. Blocks of B are converted and packed row-major so
 // that the innermost loop (over n) is contiguous and vectorizes.
 //
+// The reference batch_matmul splits its items over the rank's threads
+// (parallel.h), each item one GEMM on one thread, so its results do not
+// depend on the thread count. The f32 path keeps one sgemm per item on the
+// library's threads: splitting the items over threads of our own, each
+// calling a single-threaded sgemm, was measured slower inside a training
+// step (bench/cpu/README.md: the library's idle worker spins on a core).
+//
 //===----------------------------------------------------------------------===//
 
 #include "blas.h"
 #include "common.h"
+#include "parallel.h"
 
 #include <algorithm>
 
@@ -82,6 +90,22 @@ void blasLinear(const float *x, const float *w, const float *bias, float *y, int
   sgemm(false, transposeW, rows, n, k, x, k, w, transposeW ? k : n, bias ? 1.0f : 0.0f, y, n);
 }
 
+/// Below this many multiply-adds a batch runs on the calling thread: starting
+/// a thread costs tens of microseconds, a 2 MFLOP item takes about as long.
+constexpr int64_t kMinThreadedMacs = int64_t(1) << 20;
+
+/// Runs item(i) for i in [0, batch), over the rank's threads when the batch
+/// is large enough.
+template <typename Item> void forEachItem(int64_t batch, int64_t macsPerItem, Item &&item) {
+  auto range = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      item(i);
+  };
+  if (batch * macsPerItem < kMinThreadedMacs)
+    return range(0, batch);
+  parallelFor(batch, range);
+}
+
 } // namespace
 
 extern "C" {
@@ -113,9 +137,10 @@ void braid_k_batch_matmul(braid_rt *, braid_dtype dt, const void *a, const void 
     using T = decltype(tag);
     const int64_t aRow = transpose_a ? 1 : k, aCol = transpose_a ? m : 1;
     const int64_t bRow = transpose_b ? 1 : n, bCol = transpose_b ? k : 1;
-    for (int64_t i = 0; i < batch; ++i)
+    forEachItem(batch, m * k * n, [&](int64_t i) {
       gemm<T>(in<T>(a) + i * m * k, aRow, aCol, in<T>(b) + i * k * n, bRow, bCol, nullptr,
               out<T>(c) + i * m * n, m, k, n);
+    });
   });
 }
 

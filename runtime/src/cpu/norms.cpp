@@ -1,11 +1,14 @@
 //===- norms.cpp - CPU kernels: rms_norm, layer_norm ----------------------===//
 //
-// Row statistics are summed in double (two passes for the variance); the
-// per-element scaling is f32.
+// Row statistics are summed in double (laneSum; two passes for the
+// variance); the per-element scaling is f32. Rows are split over the rank's
+// threads (parallel.h); each row is computed by one thread in one order, so
+// results do not depend on the thread count.
 //
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "parallel.h"
 
 #include <cmath>
 
@@ -13,44 +16,46 @@ using namespace braid::cpu;
 
 namespace {
 
+/// Below this many elements a norm runs on the calling thread.
+constexpr int64_t kMinThreadedElems = int64_t(1) << 16;
+
 template <typename T>
-void rmsNormImpl(const T *x, const T *gamma, T *y, int64_t rows, int64_t hidden, double eps) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T *xr = x + r * hidden;
-    T *yr = y + r * hidden;
-    double ss = 0.0;
-    for (int64_t i = 0; i < hidden; ++i) {
-      const double v = braid::load(xr, i);
-      ss += v * v;
-    }
-    const float inv = float(1.0 / std::sqrt(ss / double(hidden) + eps));
-    for (int64_t i = 0; i < hidden; ++i)
-      braid::store(yr, i, braid::load(xr, i) * inv * braid::load(gamma, i));
-  }
+void rmsNormRow(const T *xr, const T *gamma, T *yr, int64_t hidden, double eps) {
+  const double ss = laneSum(hidden, [&](int64_t i) {
+    const double v = braid::load(xr, i);
+    return v * v;
+  });
+  const float inv = float(1.0 / std::sqrt(ss / double(hidden) + eps));
+  for (int64_t i = 0; i < hidden; ++i)
+    braid::store(yr, i, braid::load(xr, i) * inv * braid::load(gamma, i));
 }
 
 template <typename T>
-void layerNormImpl(const T *x, const T *gamma, const T *beta, T *y, int64_t rows, int64_t hidden,
-                   double eps) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T *xr = x + r * hidden;
-    T *yr = y + r * hidden;
-    double sum = 0.0;
-    for (int64_t i = 0; i < hidden; ++i)
-      sum += braid::load(xr, i);
-    const double mean = sum / double(hidden);
-    double var = 0.0;
-    for (int64_t i = 0; i < hidden; ++i) {
-      const double d = double(braid::load(xr, i)) - mean;
-      var += d * d;
-    }
-    var /= double(hidden);
-    const float inv = float(1.0 / std::sqrt(var + eps));
-    const float m = float(mean);
-    for (int64_t i = 0; i < hidden; ++i)
-      braid::store(yr, i,
-                   (braid::load(xr, i) - m) * inv * braid::load(gamma, i) + braid::load(beta, i));
-  }
+void layerNormRow(const T *xr, const T *gamma, const T *beta, T *yr, int64_t hidden,
+                  double eps) {
+  const double mean =
+      laneSum(hidden, [&](int64_t i) { return double(braid::load(xr, i)); }) / double(hidden);
+  const double var = laneSum(hidden, [&](int64_t i) {
+                       const double d = double(braid::load(xr, i)) - mean;
+                       return d * d;
+                     }) /
+                     double(hidden);
+  const float inv = float(1.0 / std::sqrt(var + eps));
+  const float m = float(mean);
+  for (int64_t i = 0; i < hidden; ++i)
+    braid::store(yr, i,
+                 (braid::load(xr, i) - m) * inv * braid::load(gamma, i) + braid::load(beta, i));
+}
+
+/// Runs row(r) for every row, over the rank's threads when the norm is large.
+template <typename Row> void forEachRow(int64_t rows, int64_t hidden, Row &&row) {
+  auto range = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      row(r);
+  };
+  if (rows * hidden < kMinThreadedElems)
+    return range(0, rows);
+  parallelFor(rows, range);
 }
 
 } // namespace
@@ -61,7 +66,10 @@ void braid_k_rms_norm(braid_rt *, braid_dtype dt, const void *x, const void *gam
                       int64_t rows, int64_t hidden, double epsilon) {
   withFloatType(dt, "rms_norm", [&](auto tag) {
     using T = decltype(tag);
-    rmsNormImpl<T>(in<T>(x), in<T>(gamma), out<T>(y), rows, hidden, epsilon);
+    forEachRow(rows, hidden, [&](int64_t r) {
+      rmsNormRow<T>(in<T>(x) + r * hidden, in<T>(gamma), out<T>(y) + r * hidden, hidden,
+                    epsilon);
+    });
   });
 }
 
@@ -69,7 +77,10 @@ void braid_k_layer_norm(braid_rt *, braid_dtype dt, const void *x, const void *g
                         const void *beta, void *y, int64_t rows, int64_t hidden, double epsilon) {
   withFloatType(dt, "layer_norm", [&](auto tag) {
     using T = decltype(tag);
-    layerNormImpl<T>(in<T>(x), in<T>(gamma), in<T>(beta), out<T>(y), rows, hidden, epsilon);
+    forEachRow(rows, hidden, [&](int64_t r) {
+      layerNormRow<T>(in<T>(x) + r * hidden, in<T>(gamma), in<T>(beta),
+                      out<T>(y) + r * hidden, hidden, epsilon);
+    });
   });
 }
 

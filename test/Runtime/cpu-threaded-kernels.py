@@ -1,0 +1,179 @@
+# The CPU kernels that split their work over a rank's threads at sizes past
+# their thresholds (the existing kernel tests' shapes stay below them):
+#   batch_matmul      (the reference GEMM: f64 mode, bf16) items over the
+#                     threads, each item one GEMM on one thread; f32 with
+#                     BLAS runs each item as one sgemm on the library's
+#                     threads, checked for accuracy only;
+#   rms_norm, layer_norm and their gradients: rows over the threads, then
+#                     (gradients) dgamma / dbeta's columns over the threads.
+# Checked:
+#   - outputs identical bit for bit with BRAID_CPU_THREADS=1, 2 and 3:
+#     batch_matmul in f64 mode and bf16, the norms in f32 and bf16;
+#   - f32 batch_matmul against float64 numpy within gamma_k |A||B| + u |C|
+#     (cpu-gemm-blas.py's bound), the norms and their gradients against
+#     float64 numpy within 1e-5 of each output's largest magnitude.
+#
+# RUN: rm -rf %t.dir && mkdir -p %t.dir
+# RUN: %ctypes_python %s %braid_rt_lib/libbraid_kernels_cpu.so %t.dir
+
+import ctypes
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+F32, BF16 = 0, 1
+P, I, I4, D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_double
+SIGS = {
+    "braid_k_batch_matmul": [P, I4, P, P, P, I, I, I, I, I4, I4],
+    "braid_k_rms_norm": [P, I4, P, P, P, I, I, D],
+    "braid_k_layer_norm": [P, I4, P, P, P, P, I, I, D],
+    "braid_k_rms_norm_grad": [P, I4, P, P, P, P, P, I, I, D],
+    "braid_k_layer_norm_grad": [P, I4, P, P, P, P, P, P, I, I, D],
+}
+# (batch, m, k, n): batches that split evenly over 2 threads and not.
+GEMMS = [(4, 96, 128, 100), (6, 64, 200, 96), (5, 80, 160, 90), (3, 128, 96, 120)]
+NORMS = [(300, 768), (97, 1031), (4100, 40)]
+EPS = 1e-5
+
+
+def inputs():
+    rng = np.random.default_rng(5)
+    cases = {}
+    for batch, m, k, n in GEMMS:
+        for ta in (0, 1):
+            for tb in (0, 1):
+                a = rng.standard_normal((batch, k, m) if ta else (batch, m, k)).astype(np.float32)
+                b = rng.standard_normal((batch, n, k) if tb else (batch, k, n)).astype(np.float32)
+                cases[f"bmm {batch}x{m}x{k}x{n} ta={ta} tb={tb}"] = (a, b)
+    for rows, hidden in NORMS:
+        x = (rng.standard_normal((rows, hidden)) * 2 + 0.5).astype(np.float32)
+        g, b = (rng.standard_normal(hidden).astype(np.float32) for _ in range(2))
+        dy = rng.standard_normal((rows, hidden)).astype(np.float32)
+        cases[f"norm {rows}x{hidden}"] = (x, g, b, dy)
+    return cases
+
+
+def to_bf16(a):
+    """float32 -> bf16 bits (round to nearest even) as uint16."""
+    u = a.astype(np.float32).view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def child(lib_path, out_path):
+    lib = ctypes.CDLL(lib_path)
+    for name, sig in SIGS.items():
+        getattr(lib, name).argtypes = sig
+    ptr = lambda a: a.ctypes.data  # noqa: E731
+    results = {}
+    for label, arrays in inputs().items():
+        if label.startswith("bmm"):
+            a, b = arrays
+            batch, m, k, n = (int(x) for x in label.split()[1].split("x"))
+            ta, tb = int(label[-6]), int(label[-1])
+            for dt, conv in ((F32, lambda v: v), (BF16, to_bf16)):
+                c = np.zeros((batch, m, n), np.float32 if dt == F32 else np.uint16)
+                a_s, b_s = conv(a), conv(b)
+                lib.braid_k_batch_matmul(None, dt, ptr(a_s), ptr(b_s), ptr(c), batch, m, k, n,
+                                         ta, tb)
+                results[f"{label} dt={dt}"] = c
+            continue
+        x, g, b, dy = arrays
+        rows, hidden = x.shape
+        for dt, conv in ((F32, lambda v: v), (BF16, to_bf16)):
+            xs, gs, bs, dys = (conv(v) for v in (x, g, b, dy))
+            e = lambda *s: np.zeros(s, xs.dtype)  # noqa: E731
+            y = e(rows, hidden)
+            lib.braid_k_rms_norm(None, dt, ptr(xs), ptr(gs), ptr(y), rows, hidden, EPS)
+            results[f"{label} dt={dt} rms"] = y
+            y = e(rows, hidden)
+            lib.braid_k_layer_norm(None, dt, ptr(xs), ptr(gs), ptr(bs), ptr(y), rows, hidden,
+                                   EPS)
+            results[f"{label} dt={dt} ln"] = y
+            dx, dg = e(rows, hidden), e(hidden)
+            lib.braid_k_rms_norm_grad(None, dt, ptr(xs), ptr(gs), ptr(dys), ptr(dx), ptr(dg),
+                                      rows, hidden, EPS)
+            results[f"{label} dt={dt} rms dx"], results[f"{label} dt={dt} rms dg"] = dx, dg
+            dx, dg, db = e(rows, hidden), e(hidden), e(hidden)
+            lib.braid_k_layer_norm_grad(None, dt, ptr(xs), ptr(gs), ptr(dys), ptr(dx), ptr(dg),
+                                        ptr(db), rows, hidden, EPS)
+            results[f"{label} dt={dt} ln dx"], results[f"{label} dt={dt} ln dg"] = dx, dg
+            results[f"{label} dt={dt} ln db"] = db
+    np.savez(out_path, **results)
+
+
+def run(lib_path, work, env_updates, tag):
+    env = dict(os.environ)
+    env.pop("BRAID_CPU_ACCUMULATE", None)
+    env.update(env_updates)
+    out = os.path.join(work, tag + ".npz")
+    subprocess.run([sys.executable, __file__, "--child", lib_path, out], env=env, check=True)
+    return dict(np.load(out))
+
+
+def references(failures, got):
+    """Checks the f32 outputs of one run against float64 numpy."""
+    u = 2.0 ** -24
+    for label, arrays in inputs().items():
+        if label.startswith("bmm"):
+            a, b = (v.astype(np.float64) for v in arrays)
+            ta, tb = int(label[-6]), int(label[-1])
+            a, b = (np.swapaxes(a, 1, 2) if ta else a), (np.swapaxes(b, 1, 2) if tb else b)
+            k = a.shape[2]
+            ref, absprod = a @ b, np.abs(a) @ np.abs(b)
+            bound = k * u / (1 - k * u) * absprod + u * np.abs(ref) + 1e-38
+            ratio = float(np.max(np.abs(got[f"{label} dt={F32}"] - ref) / bound))
+            if ratio > 1:
+                failures.append(f"{label}: error {ratio:.3g} x the bound")
+            continue
+        x, g, b, dy = (v.astype(np.float64) for v in arrays)
+        h = x.shape[1]
+        r = 1 / np.sqrt((x * x).mean(1, keepdims=True) + EPS)
+        mean = x.mean(1, keepdims=True)
+        ri = 1 / np.sqrt(((x - mean) ** 2).mean(1, keepdims=True) + EPS)
+        xh = (x - mean) * ri
+        gdy = g * dy
+        refs = {
+            "rms": x * r * g,
+            "ln": xh * g + b,
+            "rms dx": r * gdy - x * r ** 3 * (gdy * x).mean(1, keepdims=True),
+            "rms dg": (dy * x * r).sum(0),
+            "ln dx": ri * (gdy - gdy.mean(1, keepdims=True)
+                           - xh * (gdy * xh).sum(1, keepdims=True) / h),
+            "ln dg": (dy * xh).sum(0),
+            "ln db": dy.sum(0),
+        }
+        for what, ref in refs.items():
+            err = float(np.max(np.abs(got[f"{label} dt={F32} {what}"] - ref)))
+            if err > 1e-5 * float(np.max(np.abs(ref))):
+                failures.append(f"{label} {what}: error {err:.3g} against the largest "
+                                f"{float(np.max(np.abs(ref))):.3g}")
+
+
+def main():
+    lib_path, work = sys.argv[1], sys.argv[2]
+    failures = []
+    runs = {t: run(lib_path, work, {"BRAID_CPU_THREADS": str(t)}, f"f32-t{t}") for t in (1, 2, 3)}
+    f64 = {t: run(lib_path, work, {"BRAID_CPU_THREADS": str(t), "BRAID_CPU_ACCUMULATE": "f64"},
+                  f"f64-t{t}") for t in (1, 2, 3)}
+    references(failures, runs[1])
+    references(failures, runs[2])
+    for label in runs[1]:
+        f32_blas = label.startswith("bmm") and label.endswith(f"dt={F32}")
+        for t1, t2 in [] if f32_blas else [(1, 2), (1, 3)]:
+            if not np.array_equal(runs[t1][label], runs[t2][label]):
+                failures.append(f"{label}: {t1} and {t2} threads differ")
+        for t in (2, 3):
+            if not np.array_equal(f64[1][label], f64[t][label]):
+                failures.append(f"{label}, f64 mode: 1 and {t} threads differ")
+    if failures:
+        sys.exit("FAIL\n" + "\n".join(failures))
+    print(f"{len(runs[1])} outputs checked")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3])
+    else:
+        main()
