@@ -291,11 +291,9 @@ FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
       return failure();
     }
   }
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
-          base + "-%%%%%%%%.bin.tmp", ownBinary)) {
-    fail("cannot create a file in " + cache + ": " + ec.message());
-    return failure();
-  }
+  // A name only: the linker creates the file (with the executable's mode).
+  llvm::sys::fs::createUniquePath(base + "-%%%%%%%%.bin.tmp", ownBinary,
+                                  /*MakeAbsolute=*/false);
   std::string compiler;
   FailureOr<SmallVector<std::string>> args =
       buildCommand(ownSource, ownBinary, backend, compiler, mpi);
