@@ -433,6 +433,10 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     // micro-batches, holds no stage-wide set).
     if (!rt.fusedGradAccumulation && M > 1)
       grads += rt.gradBytes * (p.zero >= 3 ? 2 * perLayer : st.params + st.expertParams);
+    // The sums' reduce-scattered shards, returned by the last backward.
+    if (rt.reducedGradientsBesideSums && M > 1 && p.zero >= 1)
+      grads += rt.gradBytes * (shard(st.params, denseReplicas, true) +
+                               shard(st.expertParams, expertReplicas, true));
     double optimizer = rt.optimizerBytes * (shard(st.params, denseReplicas, p.zero >= 1) +
                                             shard(st.expertParams, expertReplicas, p.zero >= 1));
     // Micro-batches whose activations the stage holds at once.

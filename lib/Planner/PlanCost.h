@@ -119,6 +119,12 @@ struct Runtime {
   /// output's gradient: nothing but them is kept), rather than reading the
   /// forward's log-sum-exp (FlashAttention in Megatron: [b, heads, s] f32).
   bool attentionRecomputesStats = true;
+  /// Whether, with several micro-batches and ZeRO, the reduce-scattered
+  /// gradients are a set of their own beside the sums they come from (Braid:
+  /// its last backward returns them while the caller still holds the sums;
+  /// the memory plans of Llama 3 8B on dp2 x tp4 with two micro-batches peak
+  /// there), rather than reduced in place (Megatron's main-grad buffer).
+  bool reducedGradientsBesideSums = true;
   /// Whether, with several micro-batches, ZeRO-2's gradient sum stays whole
   /// until the last micro-batch's backward reduce-scatters it (Braid: the
   /// reductions run in the last backward only, so ZeRO-2 then holds what

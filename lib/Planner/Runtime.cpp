@@ -35,6 +35,7 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   r.logitBytes = 4;
   r.keepsGatheredInputs = false;
   r.attentionRecomputesStats = false;
+  r.reducedGradientsBesideSums = false;
   r.wholeGradientSum = false;
   r.zeroBubbleSchedule = false;
   r.gradientsReplaceActivations = false; // Megatron's main grads: one buffer from the start
