@@ -32,8 +32,6 @@ using namespace braid::cpu;
 namespace {
 
 constexpr int64_t kChunks = 64; // row chunks: partial sums of dgamma / dbeta
-/// Below this many elements the chunks run on the calling thread.
-constexpr int64_t kMinThreadedElems = int64_t(1) << 16;
 
 /// The row chunks of a gradient and their double partial sums, `outputs`
 /// (dgamma, dbeta) of `hidden` each per chunk.
@@ -53,9 +51,7 @@ public:
         work(rows * c / count, rows * (c + 1) / count, part);
       }
     };
-    if (rows * hidden < kMinThreadedElems)
-      return chunks(0, count);
-    parallelFor(count, chunks);
+    parallelForAbove(count, rows * hidden, kMinThreadedElems, chunks);
   }
 
   /// Output o's column i: the chunks' partials summed in chunk order.

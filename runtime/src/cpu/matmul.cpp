@@ -97,13 +97,10 @@ constexpr int64_t kMinThreadedMacs = int64_t(1) << 20;
 /// Runs item(i) for i in [0, batch), over the rank's threads when the batch
 /// is large enough.
 template <typename Item> void forEachItem(int64_t batch, int64_t macsPerItem, Item &&item) {
-  auto range = [&](int64_t begin, int64_t end) {
+  parallelForAbove(batch, batch * macsPerItem, kMinThreadedMacs, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
       item(i);
-  };
-  if (batch * macsPerItem < kMinThreadedMacs)
-    return range(0, batch);
-  parallelFor(batch, range);
+  });
 }
 
 } // namespace

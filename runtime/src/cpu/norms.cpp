@@ -16,9 +16,6 @@ using namespace braid::cpu;
 
 namespace {
 
-/// Below this many elements a norm runs on the calling thread.
-constexpr int64_t kMinThreadedElems = int64_t(1) << 16;
-
 template <typename T>
 void rmsNormRow(const T *xr, const T *gamma, T *yr, int64_t hidden, double eps) {
   const double ss = laneSum(hidden, [&](int64_t i) {
@@ -49,13 +46,10 @@ void layerNormRow(const T *xr, const T *gamma, const T *beta, T *yr, int64_t hid
 
 /// Runs row(r) for every row, over the rank's threads when the norm is large.
 template <typename Row> void forEachRow(int64_t rows, int64_t hidden, Row &&row) {
-  auto range = [&](int64_t begin, int64_t end) {
+  parallelForAbove(rows, rows * hidden, kMinThreadedElems, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
       row(r);
-  };
-  if (rows * hidden < kMinThreadedElems)
-    return range(0, rows);
-  parallelFor(rows, range);
+  });
 }
 
 } // namespace

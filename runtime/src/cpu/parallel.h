@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace braid::cpu {
@@ -51,6 +52,24 @@ template <typename Work> void parallelForSlots(int64_t items, Work &&work) {
 /// one range per thread of the rank; returns when all have returned.
 template <typename Work> void parallelFor(int64_t items, Work &&work) {
   parallelForSlots(items, [&](int64_t, int64_t begin, int64_t end) { work(begin, end); });
+}
+
+/// Below this many elements a row-wise kernel (norms, softmax) runs on the
+/// calling thread.
+constexpr int64_t kMinThreadedElems = int64_t(1) << 16;
+
+/// parallelFor when the work is worth threads: `work` units in all (elements,
+/// multiply-adds) against `minWork`; below it, one range on the calling
+/// thread (starting a thread costs tens of microseconds). Results do not
+/// depend on which, as with parallelFor.
+template <typename Work>
+void parallelForAbove(int64_t items, int64_t work, int64_t minWork, Work &&fn) {
+  if (work < minWork) {
+    if (items > 0)
+      fn(int64_t(0), items);
+    return;
+  }
+  parallelFor(items, std::forward<Work>(fn));
 }
 
 } // namespace braid::cpu

@@ -3,8 +3,9 @@
 // Per row of the last dimension: the max in f32 and the sum of exp(x - max)
 // in double (rowStats, as cross_entropy), each result exp(x - max) / sum
 // rounded once to the storage type. The gradient's row sum of dy * y is in
-// double. Rows run over the rank's threads; each row is computed by one
-// thread in one order, so results do not depend on the thread count.
+// double. Large inputs' rows run over the rank's threads; each row is
+// computed by one thread in one order, so results do not depend on the
+// thread count.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +24,7 @@ void braid_k_softmax(braid_rt *, braid_dtype dt, const void *x, void *y, int64_t
     using T = decltype(tag);
     const T *input = in<T>(x);
     T *output = out<T>(y);
-    parallelFor(rows, [&](int64_t begin, int64_t end) {
+    parallelForAbove(rows, rows * n, kMinThreadedElems, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T *row = input + r * n;
         T *result = output + r * n;
@@ -44,7 +45,7 @@ void braid_k_softmax_grad(braid_rt *, braid_dtype dt, const void *y, const void 
     const T *prob = in<T>(y);
     const T *grad = in<T>(dy);
     T *result = out<T>(dx);
-    parallelFor(rows, [&](int64_t begin, int64_t end) {
+    parallelForAbove(rows, rows * n, kMinThreadedElems, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T *p = prob + r * n, *g = grad + r * n;
         double dot = 0.0;
