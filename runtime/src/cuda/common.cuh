@@ -152,6 +152,13 @@ __device__ inline float blockMax(float v, float *shared) {
 
 //===--- Launch helpers ----------------------------------------------------===//
 
+/// Stops with a message when a one-block-per-row kernel has more rows than
+/// a grid's x dimension holds (2^31 - 1 blocks).
+inline void checkRows(const char *kernel, int64_t rows) {
+  if (rows > 0x7fffffffLL)
+    BRAID_CUDA_FATAL("%s: %lld rows exceed the grid", kernel, static_cast<long long>(rows));
+}
+
 inline unsigned gridFor(int64_t n, int threads, int64_t maxBlocks = 65536 * 8) {
   int64_t blocks = (n + threads - 1) / threads;
   if (blocks < 1)

@@ -54,11 +54,6 @@ __global__ void __launch_bounds__(kThreads)
     outRow[i] = fromF<T>((toF(row[i]) - mean) / denom * toF(gamma[i]) + toF(beta[i]));
 }
 
-void checkRows(const char *op, int64_t rows) {
-  if (rows > 0x7fffffffLL)
-    BRAID_CUDA_FATAL("%s: %lld rows exceed the grid", op, static_cast<long long>(rows));
-}
-
 } // namespace
 } // namespace braid::cuda
 

@@ -45,11 +45,6 @@ __global__ void __launch_bounds__(kThreads)
     dx[base + i] = fromF<T>(toF(y[base + i]) * (toF(dy[base + i]) - dot));
 }
 
-void checkRows(const char *op, int64_t rows) {
-  if (rows > 0x7fffffffLL)
-    BRAID_CUDA_FATAL("%s: %lld rows exceed the grid", op, static_cast<long long>(rows));
-}
-
 } // namespace
 } // namespace braid::cuda
 

@@ -179,11 +179,6 @@ void checkShard(const char *kernel, int64_t vocabLocal, int64_t offset) {
                      static_cast<long long>(vocabLocal));
 }
 
-void checkRows(const char *kernel, int64_t rows) {
-  if (rows > 0x7fffffffLL)
-    BRAID_CUDA_FATAL("%s: %lld rows exceed the grid", kernel, static_cast<long long>(rows));
-}
-
 void checkDenominator(const char *kernel, int64_t denominator) {
   if (denominator <= 0)
     BRAID_CUDA_FATAL("%s: denominator %lld must be positive", kernel,
