@@ -22,16 +22,19 @@
 //   dA  += dh_t dt_t a_t h_{t-1};   dB_t += dh_t dt_t x_t
 //   dx_t = D dy_t + dt_t sum_n dh_t B_t;   g = a_t dh_t
 //   dD  += dy_t x_t;   ddelta = ddt (times sigmoid(delta) with softplus).
-// dB, dC [B,S,N] sum over channels d and dA [Di,N], dD [Di] over the batch:
-// a first sweep (b outer) sums dB/dC in f32 S x N accumulators and writes
-// dx, ddelta; a second sweep (d outer) replays each channel again for dA, dD
-// in double. Limit: S * N <= kScanFloats (32768 floats each for the states,
-// dB and dC accumulators: 384 KiB of stack).
+// dB, dC [B,S,N] sum over channels d (in f32, channel order) and dA [Di,N],
+// dD [Di] over the batch (in double, batch order); each channel is replayed
+// once (scanChunkGradImpl: channels in blocks over the rank's threads, sums
+// in one order at any thread count). Limit: S * N <= kScanFloats (the
+// states, decays and dB / dC terms of a channel are S x N floats each).
 //
 //===----------------------------------------------------------------------===//
 
 #include "mamba_halo.h"
+#include "parallel.h"
+#include "scratch.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace braid::cpu;
@@ -104,15 +107,23 @@ struct ChunkGradIn {
   bool softplus;
 };
 
-/// One (b, d) channel of the chunk backward (the recurrence above). Writes
-/// dx / ddelta when `writeXD` (adding with `accumulate`); adds into dBacc / dCacc [S, N], dAacc [N], *dDacc when
-/// non-null; stores the final state cotangent in dh0 [N] when non-null.
+/// A channel's scratch, S x N floats each: the replayed states h_t and
+/// decays exp(dt_t A), and the channel's terms of dB and dC.
+struct ChannelScratch {
+  float *hs, *at, *dB, *dC;
+};
+
+/// One (b, d) channel of the chunk backward (the recurrence above): writes
+/// dx / ddelta (adding with `accumulate`) and the channel's dB / dC terms
+/// into its scratch, adds into dAacc [N] and *dDacc, and stores the final
+/// state cotangent in dh0 [N] when non-null (adding with `accumulate`). The
+/// forward is replayed once and its decays are kept, so the backward
+/// computes no exp of its own.
 template <typename T>
 void chunkChannel(const T *x, const T *delta, const T *A, const T *Bm, const T *Cm,
                   const T *Dp, const T *dy, const ChunkGradIn &gi, T *dx, T *ddelta,
-                  float *dBacc, float *dCacc, double *dAacc, double *dDacc, double *dh0,
-                  float *hs, int64_t b, int64_t d, int64_t S, int64_t Di, int64_t N,
-                  bool writeXD, bool accumulate) {
+                  double *dAacc, double *dDacc, float *dh0, const ChannelScratch &sc, int64_t b,
+                  int64_t d, int64_t S, int64_t Di, int64_t N, bool accumulate) {
   float a[kMaxState], g[kMaxState];
   const int64_t so = (b * Di + d) * N;
   for (int64_t n = 0; n < N; ++n)
@@ -128,10 +139,11 @@ void chunkChannel(const T *x, const T *delta, const T *A, const T *Bm, const T *
     sdt += dtv;
     const float dtx = dtv * xv;
     const T *bt_ = Bm + bt * N;
-    float *h = hs + t * N;
+    float *h = sc.hs + t * N, *at = sc.at + t * N;
     for (int64_t n = 0; n < N; ++n) {
-      const float hp = t > 0 ? hs[(t - 1) * N + n] : (gi.h0 ? gi.h0[so + n] : 0.0f);
-      h[n] = braid::exp(dtv * a[n]) * hp + dtx * braid::load(bt_, n);
+      const float hp = t > 0 ? sc.hs[(t - 1) * N + n] : (gi.h0 ? gi.h0[so + n] : 0.0f);
+      at[n] = braid::exp(dtv * a[n]);
+      h[n] = at[n] * hp + dtx * braid::load(bt_, n);
     }
   }
   // The decay term: d/d(sum dt) and d/dA.
@@ -140,8 +152,7 @@ void chunkChannel(const T *x, const T *delta, const T *A, const T *Bm, const T *
     if (gi.ddecay) {
       const double gd = double(gi.ddecay[so + n]) * braid::exp(a[n] * float(sdt));
       ddtDecay += gd * a[n];
-      if (dAacc)
-        dAacc[n] += gd * sdt;
+      dAacc[n] += gd * sdt;
     }
     g[n] = gi.dhEnd ? gi.dhEnd[so + n] : 0.0f;
   }
@@ -155,73 +166,89 @@ void chunkChannel(const T *x, const T *delta, const T *A, const T *Bm, const T *
     const float dyv = dy ? braid::load(dy, bt * Di + d) : 0.0f;
     const T *bt_ = Bm + bt * N;
     const T *ct = Cm + bt * N;
-    const float *h = hs + t * N;
+    const float *h = sc.hs + t * N, *at = sc.at + t * N;
+    float *dBt = sc.dB + t * N, *dCt = sc.dC + t * N;
     double ddt = ddtDecay, dxs = 0.0;
     for (int64_t n = 0; n < N; ++n) {
       const float bn = braid::load(bt_, n);
       const float dh = g[n] + braid::load(ct, n) * dyv;
-      const float at = braid::exp(dtv * a[n]);
-      const float hprev = t > 0 ? hs[(t - 1) * N + n] : (gi.h0 ? gi.h0[so + n] : 0.0f);
-      ddt += double(dh) * (double(a[n]) * at * hprev + double(bn) * xv);
+      const float hprev = t > 0 ? sc.hs[(t - 1) * N + n] : (gi.h0 ? gi.h0[so + n] : 0.0f);
+      ddt += double(dh) * (double(a[n]) * at[n] * hprev + double(bn) * xv);
       dxs += double(dh) * bn;
-      if (dCacc)
-        dCacc[t * N + n] += dyv * h[n];
-      if (dBacc)
-        dBacc[t * N + n] += dh * dtv * xv;
-      if (dAacc)
-        dAacc[n] += double(dh) * dtv * at * hprev;
-      g[n] = at * dh;
+      dCt[n] = dyv * h[n];
+      dBt[n] = dh * dtv * xv;
+      dAacc[n] += double(dh) * dtv * at[n] * hprev;
+      g[n] = at[n] * dh;
     }
     dD += double(dyv) * xv;
-    if (writeXD) {
-      put(dx, bt * Di + d, float(double(skip) * dyv + double(dtv) * dxs), accumulate);
-      const double sg = gi.softplus ? double(braid::sigmoid(raw)) : 1.0;
-      put(ddelta, bt * Di + d, float(ddt * sg), accumulate);
-    }
+    put(dx, bt * Di + d, float(double(skip) * dyv + double(dtv) * dxs), accumulate);
+    const double sg = gi.softplus ? double(braid::sigmoid(raw)) : 1.0;
+    put(ddelta, bt * Di + d, float(ddt * sg), accumulate);
   }
-  if (dDacc)
-    *dDacc += dD;
+  *dDacc += dD;
   if (dh0)
-    for (int64_t n = 0; n < N; ++n)
-      dh0[n] = g[n];
+    for (int64_t n = 0; n < N; ++n) {
+      float &o = dh0[so + n];
+      o = accumulate ? o + g[n] : g[n];
+    }
 }
 
+/// Channels whose backward runs at once (over the rank's threads) before
+/// their dB / dC terms are summed.
+constexpr int64_t kScanBlock = 32;
+
+/// The backward over channel blocks: the channels of a block run on the
+/// rank's threads, each into its own scratch; then dB and dC [S, N] of each
+/// batch row add the block's terms in channel order, and dA / dD accumulate
+/// per channel over the batch in batch order, so every sum is taken in one
+/// order whatever the thread count. Scratch: (Di N + Di) doubles and
+/// (2 + 4 min(Di, kScanBlock)) S N floats.
 template <typename T>
 void scanChunkGradImpl(const T *x, const T *delta, const T *A, const T *Bm, const T *Cm,
                        const T *Dp, const T *dy, const ChunkGradIn &gi, T *dx, T *ddelta,
                        T *dA, T *dBm, T *dCm, T *dD, float *dh0, int64_t B, int64_t S,
                        int64_t Di, int64_t N, bool accumulate) {
-  float hs[kScanFloats], dBacc[kScanFloats], dCacc[kScanFloats];
-  // Sweep 1: dx, ddelta, dB, dC.
+  const int64_t SN = S * N, block = std::min(Di, kScanBlock);
+  const int64_t doubles = Di * N + Di, floats = (2 + 4 * block) * SN;
+  Scratch scratch(doubles * int64_t(sizeof(double)) + floats * int64_t(sizeof(float)), 0, 0);
+  double *dAacc = reinterpret_cast<double *>(scratch.shared()), *dDacc = dAacc + Di * N;
+  float *dBsum = reinterpret_cast<float *>(dDacc + Di), *dCsum = dBsum + SN;
+  float *channels = dCsum + SN;
+  std::fill(dAacc, dAacc + doubles, 0.0);
+  const auto scratchOf = [&](int64_t j) {
+    float *base = channels + j * 4 * SN;
+    return ChannelScratch{base, base + SN, base + 2 * SN, base + 3 * SN};
+  };
   for (int64_t b = 0; b < B; ++b) {
-    for (int64_t i = 0; i < S * N; ++i)
-      dBacc[i] = dCacc[i] = 0.0f;
-    for (int64_t d = 0; d < Di; ++d)
-      chunkChannel(x, delta, A, Bm, Cm, Dp, dy, gi, dx, ddelta, dBacc, dCacc, nullptr, nullptr,
-                   nullptr, hs, b, d, S, Di, N, true, accumulate);
-    for (int64_t i = 0; i < S * N; ++i) {
-      put(dBm + b * S * N, i, dBacc[i], accumulate);
-      put(dCm + b * S * N, i, dCacc[i], accumulate);
+    std::fill(dBsum, dBsum + 2 * SN, 0.0f);
+    for (int64_t d0 = 0; d0 < Di; d0 += block) {
+      const int64_t count = std::min(block, Di - d0);
+      parallelFor(count, [&](int64_t lo, int64_t hi) {
+        for (int64_t j = lo; j < hi; ++j) {
+          const int64_t d = d0 + j;
+          chunkChannel(x, delta, A, Bm, Cm, Dp, dy, gi, dx, ddelta, dAacc + d * N, dDacc + d,
+                       dh0, scratchOf(j), b, d, S, Di, N, accumulate);
+        }
+      });
+      parallelForAbove(SN, count * SN, kMinThreadedElems, [&](int64_t lo, int64_t hi) {
+        for (int64_t j = 0; j < count; ++j) {
+          const ChannelScratch sc = scratchOf(j);
+          for (int64_t i = lo; i < hi; ++i) {
+            dBsum[i] += sc.dB[i];
+            dCsum[i] += sc.dC[i];
+          }
+        }
+      });
+    }
+    for (int64_t i = 0; i < SN; ++i) {
+      put(dBm + b * SN, i, dBsum[i], accumulate);
+      put(dCm + b * SN, i, dCsum[i], accumulate);
     }
   }
-  // Sweep 2: dA, dD, dh0.
-  double dAacc[kMaxState], dh0c[kMaxState];
   for (int64_t d = 0; d < Di; ++d) {
     for (int64_t n = 0; n < N; ++n)
-      dAacc[n] = 0.0;
-    double dDacc = 0.0;
-    for (int64_t b = 0; b < B; ++b) {
-      chunkChannel(x, delta, A, Bm, Cm, Dp, dy, gi, dx, ddelta, nullptr, nullptr, dAacc, &dDacc,
-                   dh0 ? dh0c : nullptr, hs, b, d, S, Di, N, false, accumulate);
-      if (dh0)
-        for (int64_t n = 0; n < N; ++n) {
-          float &o = dh0[(b * Di + d) * N + n];
-          o = accumulate ? o + float(dh0c[n]) : float(dh0c[n]);
-        }
-    }
-    for (int64_t n = 0; n < N; ++n)
-      put(dA + d * N, n, float(dAacc[n]), accumulate);
-    put(dD, d, float(dDacc), accumulate);
+      put(dA + d * N, n, float(dAacc[d * N + n]), accumulate);
+    put(dD, d, float(dDacc[d]), accumulate);
   }
 }
 

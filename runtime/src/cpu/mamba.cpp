@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mamba_halo.h"
+#include "parallel.h"
 
 #include <cmath>
 
@@ -41,9 +42,12 @@ template <typename T>
 void scanChunkImpl(const T *x, const T *delta, const T *A, const T *Bm, const T *Cm,
                    const T *Dp, const float *h0, T *y, float *hEnd, float *decay, int64_t B,
                    int64_t S, int64_t Di, int64_t N, bool softplus) {
-  float h[kMaxState], a[kMaxState];
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t d = 0; d < Di; ++d) {
+  // Channels (b, d) are independent: ranges of them run on the rank's
+  // threads, each channel on one thread in one order.
+  parallelFor(B * Di, [&](int64_t lo, int64_t hi) {
+    float h[kMaxState], a[kMaxState];
+    for (int64_t bd = lo; bd < hi; ++bd) {
+      const int64_t b = bd / Di, d = bd % Di;
       const int64_t so = (b * Di + d) * N; // offset of the (b, d) state
       for (int64_t n = 0; n < N; ++n) {
         h[n] = h0 ? h0[so + n] : 0.0f;
@@ -76,6 +80,7 @@ void scanChunkImpl(const T *x, const T *delta, const T *A, const T *Bm, const T 
           decay[so + n] = braid::exp(a[n] * float(sdt));
       }
     }
+  });
 }
 
 } // namespace
