@@ -33,6 +33,7 @@
 #include "mamba_halo.h"
 #include "parallel.h"
 #include "scratch.h"
+#include "vexp.h"
 
 #include <algorithm>
 #include <cmath>
@@ -124,10 +125,15 @@ void chunkChannel(const T *x, const T *delta, const T *A, const T *Bm, const T *
                   const T *Dp, const T *dy, const ChunkGradIn &gi, T *dx, T *ddelta,
                   double *dAacc, double *dDacc, float *dh0, const ChannelScratch &sc, int64_t b,
                   int64_t d, int64_t S, int64_t Di, int64_t N, bool accumulate) {
-  float a[kMaxState], g[kMaxState];
+  float a[kMaxState], g[kMaxState], zeros[kMaxState];
   const int64_t so = (b * Di + d) * N;
-  for (int64_t n = 0; n < N; ++n)
+  for (int64_t n = 0; n < N; ++n) {
     a[n] = braid::load(A, d * N + n);
+    zeros[n] = 0.0f;
+  }
+  // The state before step t (h0 or zeros before step 0).
+  const float *initial = gi.h0 ? gi.h0 + so : zeros;
+  const auto before = [&](int64_t t) { return t > 0 ? sc.hs + (t - 1) * N : initial; };
   // Forward replay from h0; the sum of dt for the decay.
   double sdt = 0.0;
   for (int64_t t = 0; t < S; ++t) {
@@ -140,17 +146,17 @@ void chunkChannel(const T *x, const T *delta, const T *A, const T *Bm, const T *
     const float dtx = dtv * xv;
     const T *bt_ = Bm + bt * N;
     float *h = sc.hs + t * N, *at = sc.at + t * N;
+    const float *hp = before(t);
     for (int64_t n = 0; n < N; ++n) {
-      const float hp = t > 0 ? sc.hs[(t - 1) * N + n] : (gi.h0 ? gi.h0[so + n] : 0.0f);
-      at[n] = braid::exp(dtv * a[n]);
-      h[n] = at[n] * hp + dtx * braid::load(bt_, n);
+      at[n] = expLanes(dtv * a[n]);
+      h[n] = at[n] * hp[n] + dtx * braid::load(bt_, n);
     }
   }
   // The decay term: d/d(sum dt) and d/dA.
   double ddtDecay = 0.0;
   for (int64_t n = 0; n < N; ++n) {
     if (gi.ddecay) {
-      const double gd = double(gi.ddecay[so + n]) * braid::exp(a[n] * float(sdt));
+      const double gd = double(gi.ddecay[so + n]) * expLanes(a[n] * float(sdt));
       ddtDecay += gd * a[n];
       dAacc[n] += gd * sdt;
     }
@@ -166,13 +172,13 @@ void chunkChannel(const T *x, const T *delta, const T *A, const T *Bm, const T *
     const float dyv = dy ? braid::load(dy, bt * Di + d) : 0.0f;
     const T *bt_ = Bm + bt * N;
     const T *ct = Cm + bt * N;
-    const float *h = sc.hs + t * N, *at = sc.at + t * N;
+    const float *h = sc.hs + t * N, *at = sc.at + t * N, *hp = before(t);
     float *dBt = sc.dB + t * N, *dCt = sc.dC + t * N;
     double ddt = ddtDecay, dxs = 0.0;
     for (int64_t n = 0; n < N; ++n) {
       const float bn = braid::load(bt_, n);
       const float dh = g[n] + braid::load(ct, n) * dyv;
-      const float hprev = t > 0 ? sc.hs[(t - 1) * N + n] : (gi.h0 ? gi.h0[so + n] : 0.0f);
+      const float hprev = hp[n];
       ddt += double(dh) * (double(a[n]) * at[n] * hprev + double(bn) * xv);
       dxs += double(dh) * bn;
       dCt[n] = dyv * h[n];

@@ -18,6 +18,7 @@
 
 #include "mamba_halo.h"
 #include "parallel.h"
+#include "vexp.h"
 
 #include <cmath>
 
@@ -66,10 +67,11 @@ void scanChunkImpl(const T *x, const T *delta, const T *A, const T *Bm, const T 
         const T *bt_ = Bm + bt * N;
         const T *ct = Cm + bt * N;
         float out = 0.0f;
-        for (int64_t n = 0; n < N; ++n) {
-          h[n] = braid::exp(dt * a[n]) * h[n] + dtx * braid::load(bt_, n);
+        // The state update vectorizes; the output's sum stays in n order.
+        for (int64_t n = 0; n < N; ++n)
+          h[n] = expLanes(dt * a[n]) * h[n] + dtx * braid::load(bt_, n);
+        for (int64_t n = 0; n < N; ++n)
           out += braid::load(ct, n) * h[n];
-        }
         if (y)
           braid::store(y, bt * Di + d, out + skip * xv);
       }
@@ -77,7 +79,7 @@ void scanChunkImpl(const T *x, const T *delta, const T *A, const T *Bm, const T 
         if (hEnd)
           hEnd[so + n] = h[n];
         if (decay)
-          decay[so + n] = braid::exp(a[n] * float(sdt));
+          decay[so + n] = expLanes(a[n] * float(sdt));
       }
     }
   });
