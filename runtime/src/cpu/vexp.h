@@ -10,7 +10,7 @@
 //   exp(r) by Cephes' degree-7 polynomial (1 + r + r^2 p(r)),
 //   2^n by building the exponent's bits.
 // Accuracy: within 1 ulp of exp over the clamped range (0.99 at worst;
-// test/Kernels/vexp-accuracy.cpp checks it against double). Inputs are
+// test/Kernels/vexp-accuracy.test checks it against double). Inputs are
 // clamped to [-87.33, 88], where 2^n stays a normal float: exp(x) below
 // e^-87.33 gives about 1.2e-38 instead of a denormal or zero, which a
 // scan's decay cannot tell from 0 (it multiplies states of order 1); NaN is
