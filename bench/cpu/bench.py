@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
 """One training step (forward, backward, AdamW) of GPT-2 small, a Llama, a
 Mamba and a MoE on CPU: Braid (braid-run, 1 rank) against JAX/XLA on CPU
-(same model written in JAX from the same op semantics, f32, the same AdamW
-with clipping), in one run on one machine:
+and, when torch is installed, PyTorch eager on CPU (the same model written
+from the same op semantics in jax_ops.py and torch_ops.py, f32, the same
+AdamW with clipping), in one run on one machine:
 
   PYTHONPATH=python python3 bench/cpu/bench.py --build build [--models gpt2-small,llama]
 
-prints per model the step times, the ratio Braid / JAX, GFLOP/s of each
-(FLOPs of the step as XLA counts them, the same figure for both), the share
-of the step Braid spends in GEMMs and their GFLOP/s and fraction of peak
-(from the program's trace), and the step-1 losses of both (the JAX model is
-initialized from the same deterministic rng as Braid's, so they agree).
+prints per model the step times, the ratio Braid / the faster peer, GFLOP/s
+of Braid and JAX (FLOPs of the step as XLA counts them, the same figure for
+all), the share of the step Braid spends in GEMMs and their GFLOP/s and
+fraction of peak (from the program's trace), and the step-1 losses of each
+(the peers' models are initialized from the same deterministic rng as
+Braid's, so they agree).
 
 Peak = cores x GHz x FLOPs/cycle/core, from /proc/cpuinfo: 64 f32 FLOPs per
 cycle with AVX-512 (two 512-bit FMA pipes, as on Zen 4/5 and Xeon), 32 with
-AVX2+FMA; --peak-gflops overrides it. Both run with every core of the
-machine (Braid: --threads, JAX: XLA's own pool).
+AVX2+FMA; --peak-gflops overrides it. All run with every core of the
+machine (Braid: --threads, JAX: XLA's own pool, PyTorch: set_num_threads).
 """
 
 import argparse
@@ -137,6 +139,55 @@ def jax_step(preset, overrides, steps):
     return (time.perf_counter() - start) / steps, flops, first
 
 
+def torch_step(preset, overrides, steps, threads):
+    """(seconds per step, step-1 loss) of the same model and update in PyTorch
+    eager on CPU, or None when torch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    import torch_ops
+    from braid_ref import models, train
+
+    torch.set_num_threads(threads)
+    cfg, params, tokens, labels = models.preset_case(preset, seed=0, **overrides)
+    d = train.DEFAULTS
+    b1, b2 = d["betas"]
+
+    class Traced(models._Params):   # the parameters are torch tensors: no np.asarray
+        def __call__(self, name):
+            self.used.add(name)
+            return self._p[name]
+
+    p = {k: torch.tensor(x, dtype=torch.float32, requires_grad=True) for k, x in params.items()}
+    m = {k: torch.zeros_like(x) for k, x in p.items()}
+    v = {k: torch.zeros_like(x) for k, x in p.items()}
+    labels_t = torch.as_tensor(labels, dtype=torch.long)
+
+    def step(t):
+        for x in p.values():
+            x.grad = None
+        loss = torch_ops.cross_entropy(
+            models.logits(cfg, p, tokens, _p=Traced(p, None, torch_ops)), labels_t)
+        loss.backward()
+        with torch.no_grad():
+            sumsq = sum(torch.sum(x.grad * x.grad) for x in p.values())
+            coef = torch.clamp(d["max_norm"] / (torch.sqrt(sumsq) + 1e-6), max=1.0)
+            for k, x in p.items():
+                g = coef * x.grad
+                m[k].mul_(b1).add_((1 - b1) * g)
+                v[k].mul_(b2).add_((1 - b2) * g * g)
+                mh, vh = m[k] / (1 - b1 ** t), v[k] / (1 - b2 ** t)
+                x.sub_(d["lr"] * (mh / (torch.sqrt(vh) + d["eps"]) + d["weight_decay"] * x))
+        return float(loss.detach())
+
+    first = step(1)   # warm-up: the step-1 loss
+    start = time.perf_counter()
+    for t in range(2, steps + 2):
+        step(t)
+    return (time.perf_counter() - start) / steps, first
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=str(ROOT / "build"), help="Braid build directory")
@@ -152,9 +203,14 @@ def main():
     print(f"machine: {machine.describe()}; peak {peak:.0f} GFLOP/s f32 ({how})")
     import jax
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; braid --cpu-threads {args.threads}")
-    header = (f"{'model':<11} {'braid s':>8} {'jax s':>7} {'ratio':>6} {'GFLOP':>7} "
+    try:
+        import torch
+        print(f"torch {torch.__version__} (eager) with {args.threads} threads")
+    except ImportError:
+        print("torch: not installed (its columns show -)")
+    header = (f"{'model':<11} {'braid s':>8} {'jax s':>7} {'torch s':>7} {'ratio':>6} {'GFLOP':>7} "
               f"{'braid GF/s':>10} {'jax GF/s':>8} {'gemm %':>6} {'gemm GF/s':>9} "
-              f"{'gemm %pk':>8} {'init s':>6} {'loss braid / jax':>20}")
+              f"{'gemm %pk':>8} {'init s':>6} {'loss braid / jax / torch':>28}")
     print(header)
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
@@ -166,11 +222,16 @@ def main():
                                                      args.threads, trace)
             gemm_s, gemm_f, _ = gemm_share(trace, args.steps)
             jax_s, flops, jax_loss = jax_step(preset, overrides, args.steps)
-            print(f"{name:<11} {braid_s:>8.2f} {jax_s:>7.2f} {braid_s / jax_s:>6.2f} "
+            torch_run = torch_step(preset, overrides, args.steps, args.threads)
+            torch_s, torch_loss = torch_run if torch_run else (None, None)
+            best = min(jax_s, torch_s) if torch_s else jax_s
+            print(f"{name:<11} {braid_s:>8.2f} {jax_s:>7.2f} "
+                  f"{f'{torch_s:.2f}' if torch_s else '-':>7} {braid_s / best:>6.2f} "
                   f"{flops / 1e9:>7.0f} {flops / braid_s / 1e9:>10.1f} {flops / jax_s / 1e9:>8.1f} "
                   f"{100 * gemm_s / braid_s:>6.0f} {gemm_f / gemm_s / 1e9:>9.1f} "
                   f"{100 * gemm_f / gemm_s / 1e9 / peak:>8.0f} {init_s:>6.2f} "
-                  f"{braid_loss:>9.5f} / {jax_loss:<9.5f}", flush=True)
+                  f"{braid_loss:>9.5f} / {jax_loss:<9.5f}"
+                  f"{f' / {torch_loss:.5f}' if torch_loss is not None else ''}", flush=True)
 
 
 if __name__ == "__main__":
