@@ -381,7 +381,7 @@ Estimate PlanCost::simulate(const Plan &p) {
   }
   // The closed form's in-flight part replaced; its working set (one
   // layer's) kept.
-  est.activationBytes = worst + est.activationWorkingBytes;
+  est.placePeak(worst + est.activationWorkingBytes);
   est.fits = est.memoryBytes() <= hw.memoryBytes;
   est.mfu = est.modelFlops / (est.stepSeconds * p.gpus() * hw.peakBf16Flops);
   est.tokensPerSecond = double(p.globalBatch()) * m.seq / est.stepSeconds;
@@ -415,11 +415,14 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     };
     double weights = rt.weightBytes * (shard(st.params, denseReplicas, p.zero >= 3) +
                                        shard(st.expertParams, expertReplicas, p.zero >= 3));
-    // The compute copy: of every weight, or with ZeRO-3 of the two layers
-    // gathered at a time.
+    // The compute copy: of every weight, or of two layers at a time (with
+    // ZeRO-3 those gathered; in a step cut into pieces that each cast what
+    // they read, those cast).
     double perLayer = (st.params + st.expertParams) / std::max<int64_t>(1, st.layers);
-    double working = rt.workingCopyBytes * (p.zero >= 3 ? 2 * perLayer
-                                                       : st.params + st.expertParams);
+    bool perLayerCopies =
+        p.zero >= 3 || ((p.pp > 1 || M > 1) && rt.pipelineCastsPerPiece);
+    double working =
+        rt.workingCopyBytes * (perLayerCopies ? 2 * perLayer : st.params + st.expertParams);
     if (p.zero >= 3 && rt.workingCopyBytes == 0)
       working = rt.weightBytes * 2 * perLayer;
     bool shardedSum = p.zero >= 3 || (p.zero == 2 && (M == 1 || !rt.wholeGradientSum));
@@ -433,9 +436,11 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     // micro-batches, holds no stage-wide set).
     if (!rt.fusedGradAccumulation && M > 1)
       grads += rt.gradBytes * (p.zero >= 3 ? 2 * perLayer : st.params + st.expertParams);
-    // The sums' reduce-scattered shards, returned by the last backward.
+    // The sums' reduce-scattered shards, returned by the last backward
+    // (when only the last micro-batch's activations are left).
+    double shards = 0;
     if (rt.reducedGradientsBesideSums && M > 1 && p.zero >= 1)
-      grads += rt.gradBytes * (shard(st.params, denseReplicas, true) +
+      shards = rt.gradBytes * (shard(st.params, denseReplicas, true) +
                                shard(st.expertParams, expertReplicas, true));
     double optimizer = rt.optimizerBytes * (shard(st.params, denseReplicas, p.zero >= 1) +
                                             shard(st.expertParams, expertReplicas, p.zero >= 1));
@@ -449,6 +454,7 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
       inflight = double(std::min<int64_t>(M * p.vpp, (p.pp - s - 1) * 2 + (p.vpp - 1) * p.pp + 1)) /
                  p.vpp;
     double activations = inflight * st.saved + st.working;
+    double lastActivations = st.saved / double(p.vpp) + st.working;
     double logits = 0;
     if (s == (chunks - 1) % p.pp) {
       double T = double(p.microBatch) * m.seq / p.cp;
@@ -461,15 +467,19 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     // several, the gradients' sum lives beside every micro-batch's.
     if (M == 1 && rt.gradientsReplaceActivations)
       grads = std::max(0.0, grads - (activations + logits));
-    double total = weights + working + grads + optimizer + activations + logits;
+    double total = weights + working + grads + optimizer + logits +
+                   std::max(activations, lastActivations + shards);
     if (total > memBest) {
       memBest = total;
       est.activationWorkingBytes = st.working;
       est.weightBytes = weights + working;
       est.gradBytes = grads;
       est.optimizerBytes = optimizer;
-      est.activationBytes = activations;
       est.logitBytes = logits;
+      est.lastBackwardActivationBytes = lastActivations;
+      est.reducedShardBytes = shards;
+      est.shardsCounted = false;
+      est.placePeak(activations);
     }
   }
   est.reservedBytes = cal.reservedBytes;

@@ -114,6 +114,14 @@ struct Runtime {
   /// micro-batch), rather than the sequence-sharded input, gathered again
   /// in the backward (Megatron).
   bool keepsGatheredInputs = true;
+  /// Whether, with several micro-batches or pipeline stages, the step's
+  /// pieces (each chunk's forward and backward per micro-batch) cast the
+  /// weights to the compute type where they read them, so that one layer's
+  /// copies are live at a time (Braid: its pipeline pass, which also cuts a
+  /// one-stage step into micro-batches, makes the compute copy in every
+  /// piece that reads it), rather than one copy of the stage's weights held
+  /// for the step.
+  bool pipelineCastsPerPiece = true;
   /// Whether attention's backward recomputes the softmax statistics from
   /// the queries and keys (Braid's attention_grad takes q, k, v and the
   /// output's gradient: nothing but them is kept), rather than reading the
@@ -213,6 +221,27 @@ struct Estimate {
   /// Of activationBytes, the working set of the layer running (the rest is
   /// what the micro-batches in flight keep).
   double activationWorkingBytes = 0;
+  /// The two moments a stage can peak at with several micro-batches: the
+  /// steady state (activationBytes with the micro-batches in flight) and
+  /// the last micro-batch's backward, where only its activations are left
+  /// (lastBackwardActivationBytes) but the reduce-scattered gradients
+  /// (reducedShardBytes) lie beside the sums. gradBytes holds the shards
+  /// only when the second is the peak.
+  double lastBackwardActivationBytes = 0, reducedShardBytes = 0;
+  /// Sets activationBytes to the larger of the two moments for the steady
+  /// state's `steadyActivationBytes`, moving the shards in or out of
+  /// gradBytes.
+  void placePeak(double steadyActivationBytes) {
+    if (shardsCounted)
+      gradBytes -= reducedShardBytes;
+    shardsCounted = reducedShardBytes > 0 &&
+                    lastBackwardActivationBytes + reducedShardBytes > steadyActivationBytes;
+    activationBytes = shardsCounted ? lastBackwardActivationBytes : steadyActivationBytes;
+    if (shardsCounted)
+      gradBytes += reducedShardBytes;
+  }
+  /// Whether gradBytes holds reducedShardBytes.
+  bool shardsCounted = false;
   /// Seconds of one send between pipeline stages.
   double sendSeconds = 0;
   /// Whether the pipeline terms come from the schedule simulator.

@@ -2,9 +2,20 @@
 // RUN: braid-opt %S/braid-partition.mlir --braid-microbatch=count=2 --braid-partition=grid=pp=2 --braid-pipeline-stages=pp=2 --braid-autodiff --braid-pipeline=schedule=gpipe | FileCheck %s --check-prefix=GPIPE
 // RUN: braid-opt %S/braid-partition.mlir --braid-microbatch=count=2 --braid-partition=grid=pp=2 --braid-pipeline-stages=pp=2 --braid-autodiff --braid-pipeline=schedule=zb-h1 | FileCheck %s --check-prefix=ZB
 // RUN: braid-opt %S/braid-partition.mlir --braid-microbatch=count=2 --braid-pipeline-stages="pp=1 virtual-stages=2" --braid-autodiff --braid-pipeline=schedule=interleaved | FileCheck %s --check-prefix=ONE
+// RUN: braid-opt %S/braid-partition.mlir --braid-training-pipeline="grid=pp=2 microbatches=2 dtype=bf16" | FileCheck %s --check-prefix=MIXED
 // RUN: not braid-opt %S/braid-partition.mlir --braid-autodiff --braid-pipeline 2>&1 | FileCheck %s --check-prefix=NOSTAGES
 // RUN: not braid-opt %S/braid-partition.mlir --braid-pipeline-stages=pp=2 --braid-autodiff --braid-pipeline 2>&1 | FileCheck %s --check-prefix=NOGRID
 // RUN: not braid-opt %S/braid-partition.mlir --braid-partition=grid=pp=2 --braid-pipeline-stages=pp=2 --braid-autodiff --braid-pipeline=schedule=zigzag 2>&1 | FileCheck %s --check-prefix=KIND
+
+// Mixed precision (f32 master weights): a chunk's forward keeps only
+// activations for its backward, which casts the weights it reads again, so
+// no micro-batch in flight holds a copy of the stage's weights.
+// MIXED-LABEL: func.func private @step.c0.fwd(%arg0: tensor<2x6xi32>) -> (tensor<2x6x8xbf16>, tensor<2x6x8xbf16>, tensor<2x6x8xbf16>, tensor<2x6x16xbf16>, tensor<2x6x16xbf16>) attributes
+// MIXED-LABEL: func.func private @step.c0.bwd(%arg0: tensor<2x6x8xbf16>, %arg1: tensor<2x6x8xbf16>, %arg2: tensor<2x6x16xbf16>, %arg3: tensor<2x6x16xbf16>, %arg4: tensor<2x6x8xbf16>, %arg5: tensor<2x6xi32>) -> (tensor<10x8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<16x8xf32>) attributes
+// MIXED-NEXT: %[[UP:.*]] = braid.get_param @l0.up : tensor<8x16xf32>
+// MIXED-NEXT: braid.convert %[[UP]] : tensor<8x16xf32> -> tensor<8x16xbf16>
+// MIXED-NEXT: %[[DOWN:.*]] = braid.get_param @l0.down : tensor<16x8xf32>
+// MIXED-NEXT: braid.convert %[[DOWN]] : tensor<16x8xf32> -> tensor<16x8xbf16>
 
 // Two chunks on two ranks, two micro-batches, 1F1B. Chunk functions: the
 // first chunk's forward takes the tokens and returns the activation it sends

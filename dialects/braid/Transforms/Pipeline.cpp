@@ -33,6 +33,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <functional>
 #include <map>
 
 namespace mlir::braid {
@@ -45,6 +46,20 @@ using namespace mlir::braid;
 
 namespace {
 using ValueSet = llvm::SetVector<Value>;
+
+/// A view of the rank's parameters: a parameter read, or the mixed-precision
+/// compute copy of one (braid.convert of a braid.get_param). Every piece that
+/// reads one makes it itself instead of being passed it: a compute copy kept
+/// from a chunk's forward for its backward would hold one copy of the
+/// stage's weights per micro-batch in flight (4 on Llama 3 70B's first stage
+/// of pp=4, 13.6 GB per GPU with ZeRO-1), where casting again costs an
+/// elementwise pass over the weights.
+bool isParamView(Operation *op) {
+  if (isa<GetParamOp>(op))
+    return true;
+  auto convert = dyn_cast<ConvertOp>(op);
+  return convert && convert.getInput().getDefiningOp<GetParamOp>();
+}
 
 /// One piece of the step: the ops of a chunk's forward or backward (or of
 /// the backward's input- or weight-gradient part), what it reads from
@@ -112,9 +127,10 @@ LogicalResult PipelineBuilder::classify() {
     bool isBackward = op.hasAttr(kBackwardAttr);
     chunkOf[&op] = chunk;
     backwardOf[&op] = isBackward;
-    // Parameter reads are views of the rank's parameters: every piece
-    // reading one reads it itself rather than being passed it.
-    if (isa<GetParamOp>(op))
+    // Parameter reads and their compute copies are views of the rank's
+    // parameters: every piece reading one makes it itself rather than being
+    // passed it.
+    if (isParamView(&op))
       continue;
     (isBackward ? backward : forward)[chunk].ops.push_back(&op);
   }
@@ -146,7 +162,7 @@ LogicalResult PipelineBuilder::collectInputs(Piece &piece, int64_t chunk,
   for (Operation *op : piece.ops)
     for (Value operand : op->getOperands()) {
       Operation *def = operand.getDefiningOp();
-      if (def && (inside.count(def) || isa<GetParamOp>(def)))
+      if (def && (inside.count(def) || isParamView(def)))
         continue;
       if (def) {
         int64_t from = chunkOf.lookup(def);
@@ -190,7 +206,7 @@ void PipelineBuilder::splitBackward(int64_t chunk) {
       for (Value operand : op->getOperands())
         if (!operand.getDefiningOp() ||
             (!inside.count(operand.getDefiningOp()) &&
-             !isa<GetParamOp>(operand.getDefiningOp())))
+             !isParamView(operand.getDefiningOp())))
           piece.inputs.insert(operand);
   };
   readsFrom(input);
@@ -222,11 +238,21 @@ func::FuncOp PipelineBuilder::outline(StringRef name, Piece &piece) {
   b.setInsertionPointToStart(entry);
   IRMapping map;
   map.map(piece.inputs.getArrayRef(), entry->getArguments());
+  // A parameter view is made where the piece first reads it (a compute
+  // copy after its read).
+  std::function<void(Value)> makeView = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def || !isParamView(def) || map.contains(v))
+      return;
+    for (Value operand : def->getOperands())
+      makeView(operand);
+    Operation *clone = b.clone(*def, map);
+    clone->removeAttr(kStageAttr);
+    clone->removeAttr(kBackwardAttr);
+  };
   for (Operation *op : piece.ops) {
     for (Value operand : op->getOperands())
-      if (auto get = operand.getDefiningOp<GetParamOp>();
-          get && !map.contains(operand))
-        b.clone(*get, map)->removeAttr(kStageAttr);
+      makeView(operand);
     Operation *clone = b.clone(*op, map);
     clone->removeAttr(kStageAttr);
     clone->removeAttr(kBackwardAttr);
