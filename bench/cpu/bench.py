@@ -230,7 +230,7 @@ def main():
                   f"{flops / 1e9:>7.0f} {flops / braid_s / 1e9:>10.1f} {flops / jax_s / 1e9:>8.1f} "
                   f"{100 * gemm_s / braid_s:>6.0f} {gemm_f / gemm_s / 1e9:>9.1f} "
                   f"{100 * gemm_f / gemm_s / 1e9 / peak:>8.0f} {init_s:>6.2f} "
-                  f"{braid_loss:>9.5f} / {jax_loss:<9.5f}"
+                  f"{braid_loss:>9.5f} / {jax_loss:.5f}"
                   f"{f' / {torch_loss:.5f}' if torch_loss is not None else ''}", flush=True)
 
 
