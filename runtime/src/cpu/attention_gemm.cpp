@@ -42,6 +42,7 @@
 #include "parallel.h"
 #include "rope.h"
 #include "scratch.h"
+#include "vexp.h"
 
 #include <algorithm>
 #include <cmath>
@@ -52,34 +53,6 @@ namespace braid::cpu {
 namespace {
 
 constexpr int64_t kQB = 64; // query rows per block
-
-/// e^x in f32 for the softmax, in a form the compiler vectorizes (std::exp
-/// is a call per element): Cephes' expf, x = n ln 2 + r with |r| <= ln 2 / 2
-/// (ln 2 in two parts), e^r by its degree-7 polynomial, 2^n put into the
-/// exponent; relative error < 1e-7 (about 1 ulp). Below -87 it returns 0 (the
-/// true value is < 2^-125, nothing next to the row's largest term, 1).
-inline float expf32(float x) {
-  const float xc = x > 88.0f ? 88.0f : (x < -87.0f ? -87.0f : x);
-  const float magic = 12582912.0f; // 1.5 2^23: adding it rounds to an integer
-  float fn = xc * 1.44269504088896341f + magic;
-  int32_t bits;
-  std::memcpy(&bits, &fn, sizeof bits);
-  const int32_t n = bits - 0x4B400000;
-  fn -= magic;
-  float r = xc - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  const int32_t eBits = (n + 127) << 23;
-  float twoN;
-  std::memcpy(&twoN, &eBits, sizeof twoN);
-  return x < -87.0f ? 0.0f : p * twoN;
-}
 
 /// max of row[0, n) over 8 lanes (lane j takes t = j mod 8).
 inline float rowMax(const float *row, int64_t n) {
@@ -103,12 +76,12 @@ inline double expRow(float *row, int64_t n, float c) {
   int64_t t = 0;
   for (; t + 8 <= n; t += 8)
     for (int64_t j = 0; j < 8; ++j) {
-      const float p = expf32(row[t + j] - c);
+      const float p = expLanes(row[t + j] - c);
       row[t + j] = p;
       lane[j] += p;
     }
   for (int64_t j = 0; t < n; ++t, ++j) {
-    const float p = expf32(row[t] - c);
+    const float p = expLanes(row[t] - c);
     row[t] = p;
     lane[j] += p;
   }
