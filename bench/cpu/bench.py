@@ -88,10 +88,20 @@ def gemm_share(trace, steps):
     return gemm_s / steps, gemm_f / steps, total / steps
 
 
+def framework_params(models, params, ops):
+    """braid_ref.models' parameter lookup over a framework's own tensors (JAX
+    values, torch tensors: no np.asarray), the model's ops from `ops`."""
+    class Lookup(models._Params):
+        def __call__(self, name):
+            self.used.add(name)
+            return self._p[name]
+
+    return Lookup(params, None, ops)
+
+
 def jax_step(preset, overrides, steps):
     import jax
     import jax.numpy as jnp
-    import numpy as np
     import jax_ops
     from braid_ref import models, train
 
@@ -99,13 +109,8 @@ def jax_step(preset, overrides, steps):
     d = train.DEFAULTS
     b1, b2 = d["betas"]
 
-    class Traced(models._Params):   # the parameters are JAX values: no np.asarray
-        def __call__(self, name):
-            self.used.add(name)
-            return self._p[name]
-
     def loss_fn(p):
-        ps = Traced(p, None, jax_ops)
+        ps = framework_params(models, p, jax_ops)
         return jax_ops.cross_entropy(models.logits(cfg, p, tokens, _p=ps), jnp.asarray(labels))
 
     def step(p, m, v, t):
@@ -154,11 +159,6 @@ def torch_step(preset, overrides, steps, threads):
     d = train.DEFAULTS
     b1, b2 = d["betas"]
 
-    class Traced(models._Params):   # the parameters are torch tensors: no np.asarray
-        def __call__(self, name):
-            self.used.add(name)
-            return self._p[name]
-
     p = {k: torch.tensor(x, dtype=torch.float32, requires_grad=True) for k, x in params.items()}
     m = {k: torch.zeros_like(x) for k, x in p.items()}
     v = {k: torch.zeros_like(x) for k, x in p.items()}
@@ -168,7 +168,7 @@ def torch_step(preset, overrides, steps, threads):
         for x in p.values():
             x.grad = None
         loss = torch_ops.cross_entropy(
-            models.logits(cfg, p, tokens, _p=Traced(p, None, torch_ops)), labels_t)
+            models.logits(cfg, p, tokens, _p=framework_params(models, p, torch_ops)), labels_t)
         loss.backward()
         with torch.no_grad():
             sumsq = sum(torch.sum(x.grad * x.grad) for x in p.values())
