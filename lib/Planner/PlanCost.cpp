@@ -416,11 +416,10 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     double weights = rt.weightBytes * (shard(st.params, denseReplicas, p.zero >= 3) +
                                        shard(st.expertParams, expertReplicas, p.zero >= 3));
     // The compute copy: of every weight, or of two layers at a time (with
-    // ZeRO-3 those gathered; in a step cut into pieces that each cast what
-    // they read, those cast).
+    // ZeRO-3 those gathered; in a step that casts where it reads, those
+    // cast).
     double perLayer = (st.params + st.expertParams) / std::max<int64_t>(1, st.layers);
-    bool perLayerCopies =
-        p.zero >= 3 || ((p.pp > 1 || M > 1) && rt.pipelineCastsPerPiece);
+    bool perLayerCopies = p.zero >= 3 || rt.castsWeightsPerUse;
     double working =
         rt.workingCopyBytes * (perLayerCopies ? 2 * perLayer : st.params + st.expertParams);
     if (p.zero >= 3 && rt.workingCopyBytes == 0)

@@ -114,14 +114,12 @@ struct Runtime {
   /// micro-batch), rather than the sequence-sharded input, gathered again
   /// in the backward (Megatron).
   bool keepsGatheredInputs = true;
-  /// Whether, with several micro-batches or pipeline stages, the step's
-  /// pieces (each chunk's forward and backward per micro-batch) cast the
-  /// weights to the compute type where they read them, so that one layer's
-  /// copies are live at a time (Braid: its pipeline pass, which also cuts a
-  /// one-stage step into micro-batches, makes the compute copy in every
-  /// piece that reads it), rather than one copy of the stage's weights held
-  /// for the step.
-  bool pipelineCastsPerPiece = true;
+  /// Whether the step casts the weights to the compute type where it reads
+  /// them, so that one layer's copies are live at a time (Braid: the
+  /// backward casts again what the forward cast, and each piece of a
+  /// pipeline or of a step cut into micro-batches casts its own), rather
+  /// than one copy of the weights held from the forward to the backward.
+  bool castsWeightsPerUse = true;
   /// Whether attention's backward recomputes the softmax statistics from
   /// the queries and keys (Braid's attention_grad takes q, k, v and the
   /// output's gradient: nothing but them is kept), rather than reading the

@@ -34,8 +34,14 @@ module {
 // FWD: braid.cross_entropy {{.*}} : tensor<2x4x10xbf16>, tensor<2x4xi32> -> tensor<f32>
 
 // Training in bf16: f32 master weights read through converts, SGD on them.
+// The backward casts the weights again where it reads them, so the
+// forward's copies do not live until the backward.
 // MIXED: braid.param @wte normal(2.000000e-02) : tensor<10x8xf32>
 // MIXED: braid.convert %{{.*}} : tensor<10x8xf32> -> tensor<10x8xbf16>
+// MIXED: %[[DLOGITS:.*]] = braid.cross_entropy_grad
+// MIXED-NEXT: %[[W:.*]] = braid.get_param @wte : tensor<10x8xf32>
+// MIXED-NEXT: %[[W16:.*]] = braid.convert %[[W]] : tensor<10x8xf32> -> tensor<10x8xbf16>
+// MIXED-NEXT: braid.linear %[[DLOGITS]], %[[W16]]
 // MIXED: braid.sgd_update @wte, %{{.*}}, %{{.*}} {{.*}} : tensor<10x8xf32>, tensor<f32>
 
 // BAD: error: --braid-convert-element-type: 'to' must be bf16 or f16, found 'f8'
