@@ -7,6 +7,12 @@
 # for whatever blocking and thread split BLAS uses. Under
 # BRAID_CPU_ACCUMULATE=f64 (the reference kernel) products are exact and the
 # sum nearly so: |y - y64| <= 2u |y64| + a few ulps of k 2^-53 sum|x||w|.
+# bf16 and f16 storage (exact inputs of that type) go through the same sgemm
+# on f32 copies and round each output once to the storage type (unit
+# roundoff uT = 2^-8, 2^-11): |y - y64| <= uT |y64| + (1 + uT) e32, e32 the
+# f32 bound above; under f64 the reference rounds its f64 sum to f32, then to
+# the type: (uT + 2u) |y64| + the f64 term. Shapes larger than the
+# low-precision path's panels (512 rows, 1536 columns) cover its blocking.
 # Also: BRAID_CPU_THREADS=2 gives the same bound; bad values of either
 # variable fail with a message. A runtime built without BLAS
 # (lib/braid_kernels_cpu.link empty) must refuse BRAID_CPU_ACCUMULATE=f32.
@@ -27,54 +33,84 @@ if len(sys.argv) > 2:   # a child: one check under the environment it was given
     lib.braid_k_linear.argtypes = [P, ctypes.c_int, P, P, P, P, I, I, I, ctypes.c_int32]
     lib.braid_k_batch_matmul.argtypes = [P, ctypes.c_int, P, P, P, I, I, I, I, ctypes.c_int32,
                                          ctypes.c_int32]
-    F32 = 0
     mode = sys.argv[2]
     u = 2.0 ** -24
     rng = np.random.default_rng(17)
     ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
     worst = 0.0
 
-    def check(what, y, ref, absprod, k, bias=None):
+    # Storage types: (code, unit roundoff, smallest positive value / 2, draw,
+    # to the storage array, from it). bf16 draws are f32 values with the low
+    # 16 bits cleared (exact in bf16), held as their upper 16 bits.
+    def bf16_draw(shape):
+        x = rng.standard_normal(shape).astype(np.float32)
+        return (x.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+
+    def bf16_store(x):
+        return (x.view(np.uint32) >> 16).astype(np.uint16)
+
+    def bf16_load(bits):
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+
+    TYPES = {
+        "f32": (0, 0.0, 1e-38, lambda s: rng.standard_normal(s).astype(np.float32),
+                lambda x: x, lambda y: y, np.float32),
+        "bf16": (1, 2.0 ** -8, 1e-38, bf16_draw, bf16_store, bf16_load, np.uint16),
+        "f16": (2, 2.0 ** -11, 2.0 ** -25,
+                lambda s: rng.standard_normal(s).astype(np.float16).astype(np.float32),
+                lambda x: x.astype(np.float16), lambda y: y.astype(np.float32), np.float16),
+    }
+
+    def check(what, y, ref, absprod, k, uT, floor, bias=None):
         global worst
         if mode == "f64":
-            bound = 2 * u * np.abs(ref) + 4 * k * 2.0 ** -53 * absprod + 1e-38
+            bound = (uT + 2 * u) * np.abs(ref) + 4 * k * 2.0 ** -53 * absprod + floor
         else:
             gamma = k * u / (1 - k * u)
-            bound = gamma * absprod + u * np.abs(ref) + 1e-38
+            e32 = gamma * absprod + u * np.abs(ref)
             if bias is not None:
-                bound = bound + u * np.abs(bias)
+                e32 = e32 + u * np.abs(bias)
+            bound = uT * np.abs(ref) + (1 + uT) * e32 + floor
         ratio = float(np.max(np.abs(y - ref) / bound))
         worst = max(worst, ratio)
         if ratio > 1:
             sys.exit(f"FAIL {mode} {what}: error {ratio:.3g} x the bound")
 
-    for rows, k, n in [(1, 1, 1), (3, 5, 7), (64, 768, 96), (33, 1031, 17), (256, 64, 300)]:
-        for tw in (0, 1):
-            for with_bias in (False, True):
-                x = rng.standard_normal((rows, k)).astype(np.float32)
-                w = rng.standard_normal((n, k) if tw else (k, n)).astype(np.float32)
-                b = rng.standard_normal(n).astype(np.float32) if with_bias else None
-                y = np.empty((rows, n), np.float32)
-                lib.braid_k_linear(None, F32, ptr(x), ptr(w), ptr(b) if with_bias else None,
-                                   ptr(y), rows, k, n, tw)
-                w64 = w.astype(np.float64).T if tw else w.astype(np.float64)
-                ref = x.astype(np.float64) @ w64
-                if with_bias:
-                    ref = ref + b
-                check(f"linear {rows}x{k}x{n} tw={tw} bias={with_bias}", y, ref,
-                      np.abs(x.astype(np.float64)) @ np.abs(w64), k, b)
-    for batch, m, k, n in [(1, 4, 6, 5), (3, 64, 128, 32), (2, 17, 300, 9)]:
-        for ta in (0, 1):
-            for tb in (0, 1):
-                a = rng.standard_normal((batch, k, m) if ta else (batch, m, k)).astype(np.float32)
-                bm = rng.standard_normal((batch, n, k) if tb else (batch, k, n)).astype(np.float32)
-                c = np.empty((batch, m, n), np.float32)
-                lib.braid_k_batch_matmul(None, F32, ptr(a), ptr(bm), ptr(c), batch, m, k, n,
-                                         ta, tb)
-                a64 = np.swapaxes(a, 1, 2).astype(np.float64) if ta else a.astype(np.float64)
-                b64 = np.swapaxes(bm, 1, 2).astype(np.float64) if tb else bm.astype(np.float64)
-                check(f"batch_matmul {batch}x{m}x{k}x{n} ta={ta} tb={tb}", c, a64 @ b64,
-                      np.abs(a64) @ np.abs(b64), k)
+    LINEAR = [(1, 1, 1), (3, 5, 7), (64, 768, 96), (33, 1031, 17), (256, 64, 300)]
+    for tname, (code, uT, floor, draw, store, load, sdt) in TYPES.items():
+        shapes = LINEAR if tname == "f32" else LINEAR + [(1100, 40, 1600)]
+        for rows, k, n in shapes:
+            for tw in (0, 1):
+                for with_bias in (False, True):
+                    x = draw((rows, k))
+                    w = draw((n, k) if tw else (k, n))
+                    b = draw(n) if with_bias else None
+                    xs, ws = store(x), store(w)
+                    bs = store(b) if with_bias else None
+                    ys = np.empty((rows, n), sdt)
+                    lib.braid_k_linear(None, code, ptr(xs), ptr(ws), ptr(bs) if with_bias else None,
+                                       ptr(ys), rows, k, n, tw)
+                    y = load(ys).astype(np.float64)
+                    w64 = w.astype(np.float64).T if tw else w.astype(np.float64)
+                    ref = x.astype(np.float64) @ w64
+                    if with_bias:
+                        ref = ref + b
+                    check(f"{tname} linear {rows}x{k}x{n} tw={tw} bias={with_bias}", y, ref,
+                          np.abs(x.astype(np.float64)) @ np.abs(w64), k, uT, floor, b)
+        BMM = [(1, 4, 6, 5), (3, 64, 128, 32), (2, 17, 300, 9)]
+        for batch, m, k, n in BMM if tname == "f32" else BMM + [(2, 530, 24, 1540)]:
+            for ta in (0, 1):
+                for tb in (0, 1):
+                    a = draw((batch, k, m) if ta else (batch, m, k))
+                    bm = draw((batch, n, k) if tb else (batch, k, n))
+                    cs = np.empty((batch, m, n), sdt)
+                    lib.braid_k_batch_matmul(None, code, ptr(store(a)), ptr(store(bm)), ptr(cs),
+                                             batch, m, k, n, ta, tb)
+                    c = load(cs).astype(np.float64)
+                    a64 = np.swapaxes(a, 1, 2).astype(np.float64) if ta else a.astype(np.float64)
+                    b64 = np.swapaxes(bm, 1, 2).astype(np.float64) if tb else bm.astype(np.float64)
+                    check(f"{tname} batch_matmul {batch}x{m}x{k}x{n} ta={ta} tb={tb}", c, a64 @ b64,
+                          np.abs(a64) @ np.abs(b64), k, uT, floor)
     print(f"{mode}: worst error {worst:.3g} of the bound")
     sys.exit(0)
 

@@ -1,7 +1,7 @@
 //===- blas.h - the CPU kernels' use of a BLAS library ----------*- C++ -*-===//
 //
-// Internal to runtime/src/cpu. f32 GEMMs go to the BLAS library the runtime
-// was built with (OpenBLAS, chosen on measurement: see bench/cpu/README.md)
+// Internal to runtime/src/cpu. GEMMs (f32 ones directly, bf16 and f16 ones on
+// f32 copies: matmul.cpp) go to the BLAS library the runtime was built with (OpenBLAS, chosen on measurement: see bench/cpu/README.md)
 // unless BRAID_CPU_ACCUMULATE=f64 asks for the f64-accumulating reference
 // kernel. The library's threads are set once, before the first call, to
 // BRAID_CPU_THREADS or else to this machine's cores shared by the ranks on it.
@@ -25,7 +25,7 @@ Accumulate accumulate();
 /// machine) with the local rank count from the MPI launcher's environment.
 int threadsPerRank();
 
-/// Whether f32 GEMMs go to BLAS (the runtime has it and accumulate() is F32).
+/// Whether GEMMs go to BLAS (the runtime has it and accumulate() is F32).
 bool useBlas();
 
 /// Row-major C[m, n] = op(A) op(B) + beta C with op(A) = A[m, k] (lda) or

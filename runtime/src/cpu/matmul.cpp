@@ -1,7 +1,11 @@
 //===- matmul.cpp - CPU kernels: linear, batch_matmul ---------------------===//
 //
-// f32 GEMMs go to BLAS (blas.h) unless BRAID_CPU_ACCUMULATE=f64; bf16 and f16
-// storage, and f32 under BRAID_CPU_ACCUMULATE=f64, run the reference kernel:
+// GEMMs go to BLAS (blas.h) unless BRAID_CPU_ACCUMULATE=f64. f32 storage
+// calls sgemm on the tensors themselves; bf16 and f16 storage convert panels
+// of the operands to f32 in the kernels' scratch arena, call sgemm on them and
+// round each output once to the storage type (f32 accumulation, as GPUs'
+// tensor cores and cuBLASLt do for these types). Under
+// BRAID_CPU_ACCUMULATE=f64 every type runs the reference kernel:
 //
 // One cache-blocked GEMM: C[m, n] = sum_k A(m, k) B(k, n) (+ bias[n]) with A
 // and B given by element strides (which covers the transposed layouts) and f64
@@ -24,8 +28,10 @@
 #include "blas.h"
 #include "common.h"
 #include "parallel.h"
+#include "scratch.h"
 
 #include <algorithm>
+#include <type_traits>
 
 using namespace braid::cpu;
 
@@ -90,6 +96,50 @@ void blasLinear(const float *x, const float *w, const float *bias, float *y, int
   sgemm(false, transposeW, rows, n, k, x, k, w, transposeW ? k : n, bias ? 1.0f : 0.0f, y, n);
 }
 
+/// Panels of the low-precision path: rows of op(A) and columns of op(B)
+/// converted to f32 at a time. They bound the scratch at
+/// 4 (kPanelRows + kPanelCols) k + 4 kPanelRows kPanelCols bytes (about
+/// 8.5 MB at k = 1024) whatever the problem's size, and are wide enough that
+/// sgemm runs at its full rate on each; op(A)'s rows are converted once per
+/// column panel, a conversion per 2 kPanelCols flops.
+constexpr int64_t kPanelRows = 512;
+constexpr int64_t kPanelCols = 1536;
+
+/// C[m, n] = op(A) op(B) (+ bias[n]) for bf16 or f16 storage through sgemm:
+/// op(A)(i, kk) = a[i * aRow + kk * aCol], op(B)(kk, j) = b[kk * bRow + j * bCol]
+/// (strides, as the reference kernel takes them), C row-major with stride n.
+/// Each output is one f32 sgemm accumulation (plus the bias, as blasLinear
+/// adds it) rounded once to T. Operands are exact in f32, so the only
+/// difference from the reference is the order and precision of the sum.
+template <typename T>
+void lowPrecisionGemm(const T *a, int64_t aRow, int64_t aCol, const T *b, int64_t bRow,
+                      int64_t bCol, const T *bias, T *c, int64_t m, int64_t k, int64_t n) {
+  const int64_t pr = std::min(m, kPanelRows), pc = std::min(n, kPanelCols);
+  Scratch scratch((pr * k + k * pc + pr * pc) * int64_t(sizeof(float)), 0, 0);
+  float *ap = reinterpret_cast<float *>(scratch.shared());
+  float *bp = ap + pr * k, *cp = bp + k * pc;
+  for (int64_t j0 = 0; j0 < n; j0 += pc) {
+    const int64_t nb = std::min(pc, n - j0);
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t j = 0; j < nb; ++j)
+        bp[kk * nb + j] = braid::load(b, kk * bRow + (j0 + j) * bCol);
+    for (int64_t i0 = 0; i0 < m; i0 += pr) {
+      const int64_t mb = std::min(pr, m - i0);
+      for (int64_t i = 0; i < mb; ++i)
+        for (int64_t kk = 0; kk < k; ++kk)
+          ap[i * k + kk] = braid::load(a, (i0 + i) * aRow + kk * aCol);
+      if (bias)
+        for (int64_t i = 0; i < mb; ++i)
+          for (int64_t j = 0; j < nb; ++j)
+            cp[i * nb + j] = braid::load(bias, j0 + j);
+      sgemm(false, false, mb, nb, k, ap, k, bp, nb, bias ? 1.0f : 0.0f, cp, nb);
+      for (int64_t i = 0; i < mb; ++i)
+        for (int64_t j = 0; j < nb; ++j)
+          braid::store(c + (i0 + i) * n + j0, j, cp[i * nb + j]);
+    }
+  }
+}
+
 /// Below this many multiply-adds a batch runs on the calling thread: starting
 /// a thread costs tens of microseconds, a 2 MFLOP item takes about as long.
 constexpr int64_t kMinThreadedMacs = int64_t(1) << 20;
@@ -116,6 +166,10 @@ void braid_k_linear(braid_rt *, braid_dtype dt, const void *x, const void *w, co
     using T = decltype(tag);
     // W(kk, j) = w[kk, j] or w[j, kk].
     const int64_t bRow = transpose_w ? 1 : n, bCol = transpose_w ? k : 1;
+    if constexpr (!std::is_same_v<T, float>)
+      if (useBlas())
+        return lowPrecisionGemm<T>(in<T>(x), k, 1, in<T>(w), bRow, bCol,
+                                   b ? in<T>(b) : nullptr, out<T>(y), rows, k, n);
     gemm<T>(in<T>(x), k, 1, in<T>(w), bRow, bCol, b ? in<T>(b) : nullptr, out<T>(y), rows, k,
             n);
   });
@@ -134,6 +188,13 @@ void braid_k_batch_matmul(braid_rt *, braid_dtype dt, const void *a, const void 
     using T = decltype(tag);
     const int64_t aRow = transpose_a ? 1 : k, aCol = transpose_a ? m : 1;
     const int64_t bRow = transpose_b ? 1 : n, bCol = transpose_b ? k : 1;
+    if constexpr (!std::is_same_v<T, float>)
+      if (useBlas()) {
+        for (int64_t i = 0; i < batch; ++i)
+          lowPrecisionGemm<T>(in<T>(a) + i * m * k, aRow, aCol, in<T>(b) + i * k * n, bRow,
+                              bCol, nullptr, out<T>(c) + i * m * n, m, k, n);
+        return;
+      }
     forEachItem(batch, m * k * n, [&](int64_t i) {
       gemm<T>(in<T>(a) + i * m * k, aRow, aCol, in<T>(b) + i * k * n, bRow, bCol, nullptr,
               out<T>(c) + i * m * n, m, k, n);
