@@ -591,7 +591,8 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
   return plan;
 }
 
-FailureOr<int64_t> mlir::braid::peakArenaBytes(ModuleOp module, StringRef entry) {
+FailureOr<int64_t> mlir::braid::peakArenaBytes(ModuleOp module, StringRef entry,
+                                               PlanDetail detail) {
   SmallVector<std::string> entries;
   if (auto list = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries")) {
     for (Attribute e : list)
@@ -601,7 +602,7 @@ FailureOr<int64_t> mlir::braid::peakArenaBytes(ModuleOp module, StringRef entry)
   }
   int64_t most = 0;
   for (const std::string &name : entries) {
-    FailureOr<ProgramPlan> plan = planProgram(module, name, PlanDetail::PeakLiveBytes);
+    FailureOr<ProgramPlan> plan = planProgram(module, name, detail);
     if (failed(plan))
       return failure();
     most = std::max(most, plan->arenaBytes);

@@ -132,12 +132,14 @@ struct ProgramPlan {
 FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry,
                                    PlanDetail detail = PlanDetail::Full);
 
-/// The most bytes live at once in any program of `module` (its pipeline
-/// stages', `braid.pipeline_entries`, or else `entry`'s): the largest
-/// arena of their plans at PlanDetail::PeakLiveBytes (linear in the program;
-/// the placement the emitter runs can only add fragmentation to it). Fails,
-/// with the plan's diagnostic, when a program cannot be planned.
-FailureOr<int64_t> peakArenaBytes(ModuleOp module, StringRef entry);
+/// The largest arena of the programs of `module` (its pipeline stages',
+/// `braid.pipeline_entries`, or else `entry`'s) planned at `detail`: by
+/// default PlanDetail::PeakLiveBytes, the most bytes live at once (linear in
+/// the program; the placement the emitter runs can only add fragmentation to
+/// it); PlanDetail::Full gives the arena the runtime allocates. Fails, with
+/// the plan's diagnostic, when a program cannot be planned.
+FailureOr<int64_t> peakArenaBytes(ModuleOp module, StringRef entry,
+                                  PlanDetail detail = PlanDetail::PeakLiveBytes);
 
 /// The name of the entry attribute naming its finish function.
 constexpr StringLiteral kFinishAttrName = "braid.finish";
