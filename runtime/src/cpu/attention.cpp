@@ -12,9 +12,10 @@
 // parallelism; 0 for braid_k_attention): its RoPE angle and causal horizon
 // (keys t <= qOff + s) use that position, keys keep positions 0..Skv-1.
 //
-// f32 storage with BLAS (the default: BRAID_CPU_ACCUMULATE=f32) runs the
-// blocked GEMM form of attention_gemm.cpp instead; what follows is the
-// reference kernel of bf16 / f16 storage and of BRAID_CPU_ACCUMULATE=f64.
+// With BLAS (the default: BRAID_CPU_ACCUMULATE=f32) every storage type runs
+// the blocked GEMM form of attention_gemm.cpp instead (bf16 / f16 on f32
+// copies, staged_f32.h); what follows is the reference kernel of
+// BRAID_CPU_ACCUMULATE=f64.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,7 @@
 #include "common.h"
 #include "parallel.h"
 #include "rope.h"
+#include "staged_f32.h"
 
 #include <cmath>
 
@@ -124,8 +126,14 @@ extern "C" void braid_k_attention_offset(braid_rt *, braid_dtype dt, const void 
   if (attentionByGemm(dt, head_dim, v_head_dim)) {
     const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
                              head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
-    return attentionGemm(dims, in<float>(q), in<float>(k), in<float>(v), nullptr, nullptr,
-                         q_offset, out<float>(o), nullptr);
+    StagedF32 staged(dt, "attention",
+                     {{q, batch * seq * heads * head_dim},
+                      {k, batch * seq_kv * kv_heads * head_dim},
+                      {v, batch * seq_kv * kv_heads * v_head_dim}},
+                     {{o, batch * seq * heads * v_head_dim}});
+    attentionGemm(dims, staged.in(0), staged.in(1), staged.in(2), nullptr, nullptr, q_offset,
+                  staged.out(0), nullptr);
+    return staged.finish();
   }
   withFloatType(dt, "attention", [&](auto tag) {
     using T = decltype(tag);

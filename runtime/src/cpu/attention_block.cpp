@@ -40,16 +40,18 @@
 // angles p f_i in double, their cos / sin computed once per row and call,
 // theta <= 0: no rotation. GQA: query head h reads kv head h / (Hq / Hkv).
 //
-// braid_k_attention_block and braid_k_attention_block_grad in f32 storage
-// with BLAS (the default: BRAID_CPU_ACCUMULATE=f32) run the blocked GEMM form
-// of attention_gemm.cpp instead, threaded by (batch, kv head); the loops here
-// are the reference of bf16 / f16 storage and of BRAID_CPU_ACCUMULATE=f64.
+// braid_k_attention_block and braid_k_attention_block_grad with BLAS (the
+// default: BRAID_CPU_ACCUMULATE=f32) run the blocked GEMM form of
+// attention_gemm.cpp instead, threaded by (batch, kv head), bf16 / f16 inputs
+// on f32 copies (staged_f32.h); the loops here are the reference of
+// BRAID_CPU_ACCUMULATE=f64.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attention_gemm.h"
 #include "common.h"
 #include "rope.h"
+#include "staged_f32.h"
 
 #include <cmath>
 
@@ -278,7 +280,13 @@ extern "C" void braid_k_attention_block(braid_rt *, braid_dtype dt, const void *
   if (attentionByGemm(dt, head_dim, v_head_dim)) {
     const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
                              head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
-    return attentionGemm(dims, in<float>(q), in<float>(k), in<float>(v), q_pos, k_pos, 0, out,
+    // out and lse are f32 in every storage type: only the inputs are staged.
+    StagedF32 staged(dt, "attention_block",
+                     {{q, batch * seq * heads * head_dim},
+                      {k, batch * seq_kv * kv_heads * head_dim},
+                      {v, batch * seq_kv * kv_heads * v_head_dim}},
+                     {});
+    return attentionGemm(dims, staged.in(0), staged.in(1), staged.in(2), q_pos, k_pos, 0, out,
                          lse);
   }
   withFloatType(dt, "attention_block", [&](auto tag) {
@@ -352,7 +360,14 @@ extern "C" void braid_k_attention_block_grad(braid_rt *, braid_dtype dt, const v
   if (attentionByGemm(dt, head_dim, v_head_dim)) {
     const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
                              head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
-    return attentionGradGemm(dims, in<float>(q), in<float>(k), in<float>(v), in<float>(dout),
+    // dq, dk, dv are f32 accumulators in every storage type.
+    StagedF32 staged(dt, "attention_block_grad",
+                     {{q, batch * seq * heads * head_dim},
+                      {k, batch * seq_kv * kv_heads * head_dim},
+                      {v, batch * seq_kv * kv_heads * v_head_dim},
+                      {dout, batch * seq * heads * v_head_dim}},
+                     {});
+    return attentionGradGemm(dims, staged.in(0), staged.in(1), staged.in(2), staged.in(3),
                              q_pos, k_pos, 0, lse, delta, dq, dk, dv);
   }
   withFloatType(dt, "attention_block_grad", [&](auto tag) {

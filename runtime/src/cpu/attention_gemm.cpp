@@ -1,12 +1,13 @@
 //===- attention_gemm.cpp - attention as blocked f32 GEMMs ----------------===//
 //
 // The f32 path of every attention kernel (whole sequence, query chunk at an
-// offset, ring / zigzag key blocks; causal or not, GQA, RoPE), where the
-// reference kernels fold one key at a time into each query row (a few
-// GFLOP/s). Work is split over the rank's threads by (batch, kv head): an
-// item owns its kv head's dk / dv and its group's query heads' outputs, and
-// runs in a fixed order whatever the thread count, with single-threaded
-// sgemm calls (SerialBlas), so results do not depend on --threads.
+// offset, ring / zigzag key blocks; causal or not, GQA, RoPE; bf16 and f16
+// storage run it on f32 copies, staged_f32.h), where the reference kernels
+// fold one key at a time into each query row (a few GFLOP/s). Work is split
+// over the rank's threads by (batch, kv head): an item owns its kv head's
+// dk / dv and its group's query heads' outputs, and runs in a fixed order
+// whatever the thread count, with single-threaded sgemm calls (SerialBlas),
+// so results do not depend on --threads.
 //
 // Per item, K' (K rotated by RoPE) and V of the kv head are loaded once as
 // f32 [Skv, D] and [Skv, Dv]. Per query head of the group and block of up
@@ -361,7 +362,8 @@ void runItems(const AttentionDims &d, const int64_t *qPos, const int64_t *kPos, 
 } // namespace
 
 bool attentionByGemm(braid_dtype dt, int64_t headDim, int64_t vHeadDim) {
-  return dt == BRAID_F32 && headDim > 0 && vHeadDim > 0 && useBlas();
+  return (dt == BRAID_F32 || dt == BRAID_BF16 || dt == BRAID_F16) && headDim > 0 &&
+         vHeadDim > 0 && useBlas();
 }
 
 void attentionGemm(const AttentionDims &d, const float *q, const float *k, const float *v,

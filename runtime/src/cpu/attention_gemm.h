@@ -15,9 +15,9 @@
 
 namespace braid::cpu {
 
-/// Whether attention of storage type `dt` runs as blocked GEMMs: f32 storage
-/// with useBlas() (BRAID_CPU_ACCUMULATE=f64, bf16 and f16 keep the reference
-/// kernels, bit for bit) and non-empty head dims.
+/// Whether attention of storage type `dt` runs as blocked GEMMs: with
+/// useBlas() (BRAID_CPU_ACCUMULATE=f64 keeps the reference kernels, bit for
+/// bit) and non-empty head dims; bf16 and f16 on f32 copies (staged_f32.h).
 bool attentionByGemm(braid_dtype dt, int64_t headDim, int64_t vHeadDim);
 
 /// Shapes and options of one attention call (as the kernels' arguments).

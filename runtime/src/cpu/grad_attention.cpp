@@ -23,9 +23,10 @@
 // (correct, slower). Scratch: 4 x kBufFloats + 3 x kStatRows floats of stack
 // per thread.
 //
-// f32 storage with BLAS (the default: BRAID_CPU_ACCUMULATE=f32) runs the
-// blocked GEMM form of attention_gemm.cpp instead; what follows is the
-// reference kernel of bf16 / f16 storage and of BRAID_CPU_ACCUMULATE=f64.
+// With BLAS (the default: BRAID_CPU_ACCUMULATE=f32) every storage type runs
+// the blocked GEMM form of attention_gemm.cpp instead (bf16 / f16 on f32
+// copies, staged_f32.h); what follows is the reference kernel of
+// BRAID_CPU_ACCUMULATE=f64.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,7 @@
 #include "common.h"
 #include "parallel.h"
 #include "rope.h"
+#include "staged_f32.h"
 
 #include <cmath>
 
@@ -240,9 +242,17 @@ extern "C" void braid_k_attention_grad_offset(braid_rt *, braid_dtype dt, const 
   if (attentionByGemm(dt, head_dim, v_head_dim)) {
     const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
                              head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
-    return attentionGradGemm(dims, in<float>(q), in<float>(k), in<float>(v), in<float>(dout),
-                             nullptr, nullptr, q_offset, nullptr, nullptr, out<float>(dq),
-                             out<float>(dk), out<float>(dv));
+    const int64_t qElems = batch * seq * heads * head_dim,
+                  kElems = batch * seq_kv * kv_heads * head_dim,
+                  vElems = batch * seq_kv * kv_heads * v_head_dim;
+    StagedF32 staged(dt, "attention_grad",
+                     {{q, qElems}, {k, kElems}, {v, vElems},
+                      {dout, batch * seq * heads * v_head_dim}},
+                     {{dq, qElems}, {dk, kElems}, {dv, vElems}});
+    attentionGradGemm(dims, staged.in(0), staged.in(1), staged.in(2), staged.in(3), nullptr,
+                      nullptr, q_offset, nullptr, nullptr, staged.out(0), staged.out(1),
+                      staged.out(2));
+    return staged.finish();
   }
   withFloatType(dt, "attention_grad", [&](auto tag) {
     using T = decltype(tag);

@@ -20,15 +20,16 @@ struct Arena {
   ~Arena() { std::free(data); }
 };
 
-Arena &arena() {
-  static Arena a;
-  return a;
+Arena &arena(ScratchArena which) {
+  static Arena kernel, staging;
+  return which == ScratchArena::Kernel ? kernel : staging;
 }
 } // namespace
 
-Scratch::Scratch(int64_t sharedBytes, int64_t slots, int64_t slotBytes)
-    : hold(arena().mutex), sharedStride(roundUp(sharedBytes)), slotStride(roundUp(slotBytes)) {
-  Arena &a = arena();
+Scratch::Scratch(int64_t sharedBytes, int64_t slots, int64_t slotBytes, ScratchArena which)
+    : hold(arena(which).mutex), sharedStride(roundUp(sharedBytes)),
+      slotStride(roundUp(slotBytes)) {
+  Arena &a = arena(which);
   const int64_t need = sharedStride + (slots > 0 ? slots : 0) * slotStride;
   if (need > a.bytes) {
     std::free(a.data);
@@ -40,9 +41,9 @@ Scratch::Scratch(int64_t sharedBytes, int64_t slots, int64_t slotBytes)
   base = a.data;
 }
 
-int64_t Scratch::capacity() {
-  std::lock_guard<std::mutex> lock(arena().mutex);
-  return arena().bytes;
+int64_t Scratch::capacity(ScratchArena which) {
+  std::lock_guard<std::mutex> lock(arena(which).mutex);
+  return arena(which).bytes;
 }
 
 } // namespace braid::cpu

@@ -10,6 +10,8 @@
 // warm-up a kernel call allocates nothing. It is outside the compiler's
 // static memory plan, which covers tensors only; its size is the high-water
 // mark of the requests, bounded per kernel in the kernel's header comment.
+// A second arena of the same kind stages bf16 / f16 operands as f32 for the
+// kernels that run on f32 only (staged_f32.h): the copies, no more.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,13 +23,19 @@
 
 namespace braid::cpu {
 
-/// The arena for the duration of one kernel call: a shared region of
+/// Which arena: the kernels' own, or the staging arena in which bf16 and
+/// f16 operands are converted to f32 around a kernel that then takes the
+/// kernels' arena (staged_f32.h), so that the two are held at once.
+enum class ScratchArena { Kernel, Staging };
+
+/// An arena for the duration of one kernel call: a shared region of
 /// `sharedBytes` and `slots` regions of `slotBytes` (one per worker thread),
 /// each 64-byte aligned. Holding it serializes callers (a rank runs its
 /// kernels one at a time, so this never waits there).
 class Scratch {
 public:
-  Scratch(int64_t sharedBytes, int64_t slots, int64_t slotBytes);
+  Scratch(int64_t sharedBytes, int64_t slots, int64_t slotBytes,
+          ScratchArena which = ScratchArena::Kernel);
   Scratch(const Scratch &) = delete;
   Scratch &operator=(const Scratch &) = delete;
 
@@ -35,7 +43,7 @@ public:
   char *slot(int64_t i) const { return base + sharedStride + i * slotStride; }
 
   /// Bytes the arena holds now (its high-water mark).
-  static int64_t capacity();
+  static int64_t capacity(ScratchArena which = ScratchArena::Kernel);
 
 private:
   std::unique_lock<std::mutex> hold;
