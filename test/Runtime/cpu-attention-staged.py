@@ -84,22 +84,21 @@ def run(lib_path):
             f = lambda *sh: load(store(rng.standard_normal(sh).astype(np.float32)))  # noqa
             q, k, v, do = f(b, s, hq, d), f(b, skv, hkv, d), f(b, skv, hkv, dv), f(b, s, hq, dv)
             scale = 1.0 / np.sqrt(d)
-            # The f32 kernel on the storage type's values.
-            o32 = np.empty((b, s, hq, dv), np.float32)
-            g32 = [np.empty(x.shape, np.float32) for x in (q, k, v)]
-            lib.braid_k_attention_offset(None, F32, a(q), a(k), a(v), a(o32), b, s, skv, hq,
-                                         hkv, d, dv, causal, scale, theta, off)
-            lib.braid_k_attention_grad_offset(None, F32, a(q), a(k), a(v), a(do), a(g32[0]),
-                                              a(g32[1]), a(g32[2]), b, s, skv, hq, hkv, d, dv,
-                                              causal, scale, theta, off)
+            def offset_calls(c, q, k, v, do):
+                """attention_offset and its gradient in storage type c."""
+                o = np.empty((b, s, hq, dv), q.dtype)
+                g = [np.empty(x.shape, q.dtype) for x in (q, k, v)]
+                lib.braid_k_attention_offset(None, c, a(q), a(k), a(v), a(o), b, s, skv, hq,
+                                             hkv, d, dv, causal, scale, theta, off)
+                lib.braid_k_attention_grad_offset(None, c, a(q), a(k), a(v), a(do), a(g[0]),
+                                                  a(g[1]), a(g[2]), b, s, skv, hq, hkv, d, dv,
+                                                  causal, scale, theta, off)
+                return o, g
+
+            # The f32 kernel on the storage type's values, then the type's own call.
+            o32, g32 = offset_calls(F32, q, k, v, do)
             qs, ks, vs, dos = (store(x) for x in (q, k, v, do))
-            o = np.empty(o32.shape, qs.dtype)
-            g = [np.empty(x.shape, qs.dtype) for x in (q, k, v)]
-            lib.braid_k_attention_offset(None, code, a(qs), a(ks), a(vs), a(o), b, s, skv, hq,
-                                         hkv, d, dv, causal, scale, theta, off)
-            lib.braid_k_attention_grad_offset(None, code, a(qs), a(ks), a(vs), a(dos), a(g[0]),
-                                              a(g[1]), a(g[2]), b, s, skv, hq, hkv, d, dv,
-                                              causal, scale, theta, off)
+            o, g = offset_calls(code, qs, ks, vs, dos)
             same(f"{tname} {name} out", o, store(o32))
             for gname, x, y in zip(("dq", "dk", "dv"), g, g32):
                 same(f"{tname} {name} {gname}", x, store(y))
