@@ -91,13 +91,17 @@ ROWS = {
     "mcore08-h100-weak-462b": dict(runtime="megatron-core"),
     # Qwen3-235B-A22B (MoE, bf16): the layouts whose ep fits inside dp.
     "moezoo-qwen3-235b-h100-3": dict(runtime="megatron-core", zero=3),
-    # NeMo AutoModel (PyTorch FSDP2, ep over DeepEP) on one DGX H100, modelled
-    # by Megatron-Core's runtime: a hybrid Mamba-2 / MoE / attention model
-    # and, on the same framework and layout, a pure MoE model (the control).
-    "automodel-nemotron3-nano-30b-h100-8gpu": dict(runtime="megatron-core", zero=3),
-    "automodel-qwen3-moe-30b-h100-8gpu": dict(runtime="megatron-core", zero=3),
-    # The same framework and machine on a dense model (FSDP2 over 32, cp=2):
-    # whether the two rows' error is the framework's or the experts'.
+    # NeMo AutoModel (PyTorch FSDP2, ep over DeepEP) on one DGX H100, by its
+    # MoE recipes' runtime (bf16 storage, grouped experts, bf16 logits): a
+    # hybrid Mamba-2 / MoE / attention model and, on the same framework and
+    # layout, a pure MoE model (the control).
+    "automodel-nemotron3-nano-30b-h100-8gpu": dict(runtime="nemo-automodel", zero=3),
+    "automodel-qwen3-moe-30b-h100-8gpu": dict(runtime="nemo-automodel", zero=3),
+    # The same framework and machine on a dense model (FSDP2 over 32, cp=2),
+    # by Megatron-Core's runtime: its recipe (custom_llama3_1_70b_pretrain_
+    # benchmark_8nodes.yaml) keeps Adam's moments in f32 (Transformer
+    # Engine's FusedAdam), which the nemo-automodel runtime does not describe.
+    # Whether the two rows' error is the framework's or the experts'.
     "automodel-llama3-70b-h100-64gpu": dict(runtime="megatron-core", zero=3),
     # Layout 5 fits Megatron-Core's host time per expert kernel after a
     # dispatch that waits for the device (PlanCost.cpp

@@ -258,7 +258,8 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
     // is launched (Megatron's MoE guide: "CPU Overhead Bottleneck ...
     // Decrease TP size or increase micro-batch size").
     if (rt.moeHostSync) {
-      double hostF = 2 * local * rt.hostKernelSeconds, hostB = 2 * hostF;
+      double calls = rt.groupedExpertCalls ? 1 : local;
+      double hostF = 2 * calls * rt.hostKernelSeconds, hostB = 2 * hostF;
       timer.forward += std::max(0.0, hostF - (timer.forward - e0));
       timer.backward += std::max(0.0, hostB - (timer.backward - eb0));
     }

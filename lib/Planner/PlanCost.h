@@ -161,6 +161,11 @@ struct Runtime {
   /// `hostKernelSeconds` each (its framework's per-kernel host time).
   bool moeHostSync = false;
   double hostKernelSeconds = 0;
+  /// Whether the local experts' products are one grouped GEMM call per
+  /// projection (grouped_gemm's gmm: the host pays hostKernelSeconds once per
+  /// call, the device runs the experts back to back) rather than a call per
+  /// local expert (Transformer Engine's GroupedLinear in Megatron-Core).
+  bool groupedExpertCalls = false;
   /// Whether a sharded optimizer (ZeRO-1/2) still all-reduces whole
   /// gradients (DeepSpeed's BF16_Optimizer, which then updates its shard)
   /// rather than reduce-scattering them.
@@ -182,7 +187,10 @@ struct Runtime {
   /// ran it: megatron-2021 with DeepSpeed's BF16_Optimizer, which adds each
   /// micro-batch's bf16 gradients into f32 ones and all-reduces them whole),
   /// "megatron-core" (flash attention, overlapped grad reduce and param
-  /// gather, tp communication overlapped).
+  /// gather, tp communication overlapped), "nemo-automodel" (NeMo
+  /// AutoModel's MoE benchmark recipes: PyTorch FSDP2 over weights stored in
+  /// bf16 with torch.optim.Adam's moments in bf16, experts as grouped GEMMs
+  /// after DeepEP's dispatch, the loss on bf16 logits).
   static llvm::Expected<Runtime> named(llvm::StringRef name);
 };
 

@@ -68,8 +68,37 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
     r.hostKernelSeconds = kMegatronCoreHostKernelSeconds;
     return r;
   }
+  if (name == "nemo-automodel") {
+    // NVIDIA-NeMo/Automodel at 2861c414, the recipes of its MoE rows
+    // (examples/llm_benchmark/qwen/qwen3_moe_30b_te_deepep.yaml,
+    // nemotron/nemotron_nano_v3_te_deepep.yaml). The model is built in bf16
+    // (torch_dtype "auto" is bf16 in _transformers/auto_model.py; its FSDP2
+    // config: "Pair with model.torch_dtype: float32 for fp32 optimizer
+    // state"), so FSDP2 shards bf16 weights and gradients (reduced in f32,
+    // stored as the weights are) and torch.optim.Adam keeps bf16 moments:
+    // 2 + 2 + 4 bytes per parameter, no master copy. FSDP2 gathers and
+    // prefetches layer by layer, overlapped like Megatron-Core's.
+    r.weightBytes = 2;
+    r.workingCopyBytes = 0;
+    r.gradBytes = 2;
+    r.optimizerBytes = 4;
+    r.fusedGradAccumulation = false;
+    r.logitBytes = 2; // MaskedCrossEntropy with fp32_upcast: false
+    r.overlapTensorParallel = false;
+    r.overlapGradReduce = true;
+    r.overlapParamGather = true;
+    // experts: gmm (grouped_gemm.ops.gmm, one call per projection) after
+    // dispatcher: deepep, whose dispatch makes the host wait for the
+    // tokens each expert receives; the host's time per call is taken as
+    // Megatron-Core's (both are PyTorch eager programs).
+    r.moeHostSync = true;
+    r.groupedExpertCalls = true;
+    r.hostKernelSeconds = kMegatronCoreHostKernelSeconds;
+    return r;
+  }
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "unknown runtime '" + name +
-                                     "' (known: braid, megatron-2021, megatron-deepspeed, megatron-core)");
+                                     "' (known: braid, megatron-2021, megatron-deepspeed, megatron-core, "
+                                     "nemo-automodel)");
 }
 

@@ -23,7 +23,7 @@
 // RUN: braid-plan --model family=llama,hidden=4096,layers=32,seq=8192,heads=32,kv_heads=8,ffn=14336,vocab=128256 --gpus 8 --global-batch 8 --hardware %t.my-cluster.json --calibration %t.my-cal.json --top 1 | FileCheck %s --check-prefix=OWN
 // OWN: on 8 x my-cluster
 // RUN: not braid-plan %s --gpus 8 --global-batch 8 --runtime deepspeed 2>&1 | FileCheck %s --check-prefix=RT
-// RT: braid-plan: unknown runtime 'deepspeed' (known: braid, megatron-2021, megatron-deepspeed, megatron-core)
+// RT: braid-plan: unknown runtime 'deepspeed' (known: braid, megatron-2021, megatron-deepspeed, megatron-core, nemo-automodel)
 // A model that fits nowhere on the cluster: the message names the least
 // memory any plan needs there and the smallest cluster that holds it.
 // RUN: not braid-plan %s --gpus 8 --hardware h100-sxm --global-batch 64 --seq 8192 2>&1 | FileCheck %s --check-prefix=NOFIT

@@ -58,7 +58,7 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     runtimeName("runtime",
                 cl::desc("Whose overlap and storage to model: braid, megatron-2021, "
-                         "megatron-deepspeed, megatron-core"),
+                         "megatron-deepspeed, megatron-core, nemo-automodel"),
                 cl::init("braid"), cl::cat(planCategory));
 static cl::opt<int64_t> globalBatch("global-batch", cl::desc("Sequences per step"),
                                     cl::init(0), cl::cat(planCategory));
