@@ -12,7 +12,8 @@
 # roundoff uT = 2^-8, 2^-11): |y - y64| <= uT |y64| + (1 + uT) e32, e32 the
 # f32 bound above; under f64 the reference rounds its f64 sum to f32, then to
 # the type: (uT + 2u) |y64| + the f64 term. Shapes larger than the
-# low-precision path's panels (512 rows, 1536 columns) cover its blocking.
+# low-precision path's panels (512 rows, 1536 columns) cover its blocking; and
+# all 65,536 values of each type come back exactly from y = [1] W.
 # Also: BRAID_CPU_THREADS=2 gives the same bound; bad values of either
 # variable fail with a message. A runtime built without BLAS
 # (lib/braid_kernels_cpu.link empty) must refuse BRAID_CPU_ACCUMULATE=f32.
@@ -111,6 +112,21 @@ if len(sys.argv) > 2:   # a child: one check under the environment it was given
                     b64 = np.swapaxes(bm, 1, 2).astype(np.float64) if tb else bm.astype(np.float64)
                     check(f"{tname} batch_matmul {batch}x{m}x{k}x{n} ta={ta} tb={tb}", c, a64 @ b64,
                           np.abs(a64) @ np.abs(b64), k, uT, floor)
+    # Every bf16 and every f16 value through the conversion: y = [1] W with W
+    # all 65,536 values of the type (past several panels of columns) must give
+    # W back exactly, a NaN as a NaN (and -0 as a zero: a sum that starts
+    # from +0, as sgemm's does, makes it +0).
+    every = np.arange(65536, dtype=np.uint16)
+    for tname, code, stored in (("bf16", 1, every), ("f16", 2, every.view(np.float16))):
+        one = TYPES[tname][4](np.ones(1, np.float32))
+        ys = np.empty(65536, stored.dtype)
+        lib.braid_k_linear(None, code, ptr(one), ptr(stored), None, ptr(ys), 1, 1, 65536, 0)
+        y, w = TYPES[tname][5](ys), TYPES[tname][5](stored)
+        nan, zero = np.isnan(w), w == 0
+        if not (np.array_equal(np.isnan(y), nan) and np.all(y[zero] == 0) and
+                np.array_equal(y[~nan & ~zero].view(np.uint32),
+                               w[~nan & ~zero].view(np.uint32))):
+            sys.exit(f"FAIL {mode} {tname}: not every value converts exactly")
     print(f"{mode}: worst error {worst:.3g} of the bound")
     sys.exit(0)
 

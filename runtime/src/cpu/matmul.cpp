@@ -29,6 +29,7 @@
 #include "common.h"
 #include "parallel.h"
 #include "scratch.h"
+#include "to_f32.h"
 
 #include <algorithm>
 #include <type_traits>
@@ -123,14 +124,24 @@ void lowPrecisionGemm(const T *a, int64_t aRow, int64_t aCol, const T *b, int64_
     // Panels are written in order whatever the layout read (reading a
     // transposed weight along its rows instead, and writing with a stride,
     // was 10% slower on 2048 x 768 x 2304).
-    for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t kk = 0; kk < k; ++kk) {
+      if (bCol == 1) {
+        toF32(b + kk * bRow + j0, bp + kk * nb, nb);
+        continue;
+      }
       for (int64_t j = 0; j < nb; ++j)
         bp[kk * nb + j] = braid::load(b, kk * bRow + (j0 + j) * bCol);
+    }
     for (int64_t i0 = 0; i0 < m; i0 += pr) {
       const int64_t mb = std::min(pr, m - i0);
-      for (int64_t i = 0; i < mb; ++i)
+      for (int64_t i = 0; i < mb; ++i) {
+        if (aCol == 1) {
+          toF32(a + (i0 + i) * aRow, ap + i * k, k);
+          continue;
+        }
         for (int64_t kk = 0; kk < k; ++kk)
           ap[i * k + kk] = braid::load(a, (i0 + i) * aRow + kk * aCol);
+      }
       if (bias)
         for (int64_t i = 0; i < mb; ++i)
           for (int64_t j = 0; j < nb; ++j)

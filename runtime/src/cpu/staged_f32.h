@@ -21,6 +21,7 @@
 #include "common.h"
 #include "parallel.h"
 #include "scratch.h"
+#include "to_f32.h"
 
 #include <algorithm>
 #include <array>
@@ -107,8 +108,7 @@ private:
       using T = decltype(tag);
       const T *src = static_cast<const T *>(data);
       parallelForAbove(n, n, kMinThreadedElems, [&](int64_t begin, int64_t end) {
-        for (int64_t e = begin; e < end; ++e)
-          dst[e] = braid::load(src, e);
+        toF32(src + begin, dst + begin, end - begin);
       });
     });
   }
