@@ -320,27 +320,24 @@ FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
   return result;
 }
 
-/// The reverse pass (from `first` to `end`) casts again each mixed-precision
-/// compute copy of a weight it reads (braid.convert of a braid.get_param
-/// made by the forward), right before its first use there, so that the
-/// forward's copy dies with the forward instead of living until the
-/// backward: one copy of the model's weights less at the peak (Llama 3 8B
-/// on dp=8: 15 GB per GPU); casting again is an elementwise pass over the
-/// weights.
+/// The reverse pass (from `first` to `end`) makes again each mixed-precision
+/// compute copy of a weight it reads that the forward made (a parameter
+/// view other than a plain read, Pipelining.h), right before its first use
+/// there, so that the forward's copy dies with the forward instead of living
+/// until the backward: one copy of the model's weights less at the peak
+/// (Llama 3 8B on dp=8: 15 GB per GPU).
 static void recastWeights(Operation *first, Operation *end) {
   llvm::DenseMap<Value, Value> copies;
   for (Operation *op = first; op != end; op = op->getNextNode())
     for (OpOperand &use : op->getOpOperands()) {
-      auto convert = use.get().getDefiningOp<ConvertOp>();
-      if (!convert || !convert.getInput().getDefiningOp<GetParamOp>() ||
-          !convert->isBeforeInBlock(first))
+      Operation *def = use.get().getDefiningOp();
+      if (!def || isa<GetParamOp>(def) || !isParamView(def) || !def->isBeforeInBlock(first))
         continue;
       Value &copy = copies[use.get()];
       if (!copy) {
         OpBuilder b(op);
         IRMapping map;
-        b.clone(*convert.getInput().getDefiningOp(), map);
-        copy = b.clone(*convert, map)->getResult(0);
+        copy = cloneParamView(b, use.get(), map);
       }
       use.set(copy);
     }

@@ -33,7 +33,6 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
-#include <functional>
 #include <map>
 
 namespace mlir::braid {
@@ -46,20 +45,6 @@ using namespace mlir::braid;
 
 namespace {
 using ValueSet = llvm::SetVector<Value>;
-
-/// A view of the rank's parameters: a parameter read, or the mixed-precision
-/// compute copy of one (braid.convert of a braid.get_param). Every piece that
-/// reads one makes it itself instead of being passed it: a compute copy kept
-/// from a chunk's forward for its backward would hold one copy of the
-/// stage's weights per micro-batch in flight (4 on Llama 3 70B's first stage
-/// of pp=4, 13.6 GB per GPU with ZeRO-1), where casting again costs an
-/// elementwise pass over the weights.
-bool isParamView(Operation *op) {
-  if (isa<GetParamOp>(op))
-    return true;
-  auto convert = dyn_cast<ConvertOp>(op);
-  return convert && convert.getInput().getDefiningOp<GetParamOp>();
-}
 
 /// One piece of the step: the ops of a chunk's forward or backward (or of
 /// the backward's input- or weight-gradient part), what it reads from
@@ -239,20 +224,17 @@ func::FuncOp PipelineBuilder::outline(StringRef name, Piece &piece) {
   IRMapping map;
   map.map(piece.inputs.getArrayRef(), entry->getArguments());
   // A parameter view is made where the piece first reads it (a compute
-  // copy after its read).
-  std::function<void(Value)> makeView = [&](Value v) {
-    Operation *def = v.getDefiningOp();
-    if (!def || !isParamView(def) || map.contains(v))
-      return;
-    for (Value operand : def->getOperands())
-      makeView(operand);
-    Operation *clone = b.clone(*def, map);
+  // copy of one held by a chunk's forward for its backward would hold the
+  // stage's weights once per micro-batch in flight: 13.6 GB per GPU on
+  // Llama 3 70B's first stage of pp=4 with ZeRO-1).
+  auto unstage = [](Operation *clone) {
     clone->removeAttr(kStageAttr);
     clone->removeAttr(kBackwardAttr);
   };
   for (Operation *op : piece.ops) {
     for (Value operand : op->getOperands())
-      makeView(operand);
+      if (Operation *def = operand.getDefiningOp(); def && isParamView(def))
+        cloneParamView(b, operand, map, unstage);
     Operation *clone = b.clone(*op, map);
     clone->removeAttr(kStageAttr);
     clone->removeAttr(kBackwardAttr);

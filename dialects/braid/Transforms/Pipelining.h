@@ -2,8 +2,9 @@
 //
 // Private to dialects/braid/Transforms: the attributes by which
 // --braid-pipeline-stages, --braid-autodiff and --braid-pipeline hand the
-// step's model chunks to one another, and the layer-backward split of the
-// zero-bubble schedule.
+// step's model chunks to one another, the parameter views both autodiff and
+// the pipeline make again where they read them, and the layer-backward split
+// of the zero-bubble schedule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +12,9 @@
 #define BRAID_DIALECT_BRAID_TRANSFORMS_PIPELINING_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::braid {
 
@@ -19,6 +22,21 @@ namespace mlir::braid {
 inline constexpr StringLiteral kStageAttr = "braid.stage";
 /// Marks the step's ops that the reverse pass created (unit).
 inline constexpr StringLiteral kBackwardAttr = "braid.backward";
+
+/// A view of the rank's parameters: a parameter read (braid.get_param), or
+/// the mixed-precision compute copy of one (braid.convert of a
+/// braid.get_param). A piece of the step that reads one makes it again
+/// rather than keeping another piece's alive: a compute copy kept from the
+/// forward for the backward, or from a chunk's forward for its backward,
+/// holds a copy of the weights per step or per micro-batch in flight, where
+/// casting again costs an elementwise pass over them.
+bool isParamView(Operation *op);
+
+/// Clones the ops that make the parameter view `view` at `b`'s insertion
+/// point (those `map` does not map yet, the read before its copy) and
+/// returns the clone of `view`; `onClone` sees each op cloned.
+Value cloneParamView(OpBuilder &b, Value view, IRMapping &map,
+                     function_ref<void(Operation *)> onClone = {});
 
 /// ZB-H1: every call of a layer's backward function in `step` becomes a call
 /// of its input-gradient half and one of its weight-gradient half (the
