@@ -22,8 +22,9 @@
 #ifndef BRAID_RUNTIME_CPU_VEXP_H
 #define BRAID_RUNTIME_CPU_VEXP_H
 
+#include "braid/numeric.h"
+
 #include <cstdint>
-#include <cstring>
 
 namespace braid::cpu {
 
@@ -31,9 +32,7 @@ inline float expLanes(float x) {
   const float xc = x > 88.0f ? 88.0f : (x < -87.0f ? -87.0f : x);
   const float magic = 12582912.0f; // 1.5 * 2^23: adding it rounds to an integer
   float fn = xc * 1.44269504088896341f + magic;
-  int32_t bits;
-  std::memcpy(&bits, &fn, sizeof bits);
-  const int32_t n = bits - 0x4B400000;
+  const int32_t n = int32_t(braid::float_bits(fn)) - 0x4B400000;
   fn -= magic;
   float r = xc - fn * 0.693359375f;
   r = r - fn * -2.12194440e-4f;
@@ -44,9 +43,7 @@ inline float expLanes(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * (r * r) + r + 1.0f;
-  const int32_t eBits = (n + 127) << 23;
-  float twoN;
-  std::memcpy(&twoN, &eBits, sizeof twoN);
+  const float twoN = braid::bits_float(uint32_t(n + 127) << 23);
   return x < -87.0f ? 0.0f : p * twoN;
 }
 
