@@ -12,12 +12,14 @@ usage: BRAID_CPU_THREADS=2 python3 bench/cpu/gemm_types.py [--lib build/lib/libb
 import argparse
 import ctypes
 import os
-import platform
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine  # noqa: E402
 
 TYPES = [("f32", 0), ("bf16", 1), ("f16", 2)]
 
@@ -47,16 +49,6 @@ def child(lib_path, rows, k, n, reps):
         print(name, best)
 
 
-def machine():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lib", default="build/lib/libbraid_kernels_cpu.so")
@@ -77,7 +69,8 @@ def main():
             if line:
                 name, secs = line.split()
                 results[(name, mode)] = float(secs)
-    print(f"machine: {machine()}; BRAID_CPU_THREADS={os.environ.get('BRAID_CPU_THREADS', '-')}")
+    threads = os.environ.get("BRAID_CPU_THREADS", "-")
+    print(f"machine: {machine.describe()}; BRAID_CPU_THREADS={threads}")
     print(f"linear {rows} x {k} x {n}, best of {args.reps}")
     base = results[("f32", "f32")]
     print(f"{'storage':8} {'accumulate':10} {'ms':>8} {'GFLOP/s':>8} {'time / f32 BLAS':>16}")
