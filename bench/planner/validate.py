@@ -90,7 +90,9 @@ ROWS = {
     "mcore08-h100-weak-314b": dict(runtime="megatron-core"),
     "mcore08-h100-weak-462b": dict(runtime="megatron-core"),
     # Qwen3-235B-A22B (MoE, bf16): the layouts whose ep fits inside dp.
-    "moezoo-qwen3-235b-h100-3": dict(runtime="megatron-core", zero=3),
+    # Their Dispatcher column: DeepEP (a token sent once per rank holding one
+    # of its experts), routing forced to balance by random logits.
+    "moezoo-qwen3-235b-h100-3": dict(runtime="megatron-core", zero=3, dispatcher="deepep"),
     # NeMo AutoModel (PyTorch FSDP2, ep over DeepEP) on one DGX H100, by its
     # MoE recipes' runtime (bf16 storage, grouped experts, bf16 logits): a
     # hybrid Mamba-2 / MoE / attention model and, on the same framework and
@@ -107,7 +109,7 @@ ROWS = {
     # dispatch that waits for the device (PlanCost.cpp
     # kMegatronCoreHostKernelSeconds): a fit row, not held out.
     "moezoo-qwen3-235b-h100-5": dict(runtime="megatron-core", zero=1, recompute="none",
-                                     fitted="host time per expert kernel"),
+                                     dispatcher="deepep", fitted="host time per expert kernel"),
 }
 
 # Rows of one table measured on one framework, machine and layout.
@@ -140,6 +142,8 @@ def model_spec(row):
         keys["ffn"] = 4 * m["hidden"]
     if family == "moe":
         keys.update(experts=m["experts"], top_k=m["top_k"], head_dim=128)
+    if m.get("routing"):
+        keys["routing"] = m["routing"]
     if family == "hybrid":
         # A block pattern (M Mamba, * attention, - MLP, E experts) and the
         # Mamba-2, expert and activation keys braid-plan reads.
@@ -227,6 +231,8 @@ def evaluate(bin_dir, row, cfg, calibration=None):
            str(row["gpus"]), "--hardware", cfg.get("cluster", hardware(row)), "--global-batch",
            str(row["global_batch"]), "--runtime", cfg["runtime"], "--format", "json",
            "--evaluate", ";".join(specs)]
+    if cfg.get("dispatcher"):
+        cmd += ["--moe-dispatcher", cfg["dispatcher"]]
     # The calibration in the tree (what --fit wrote), not the one built in.
     cmd += ["--calibration", calibration or os.path.join(CALIBRATION, hardware(row) + ".json")]
     out = subprocess.run(cmd, capture_output=True, text=True)

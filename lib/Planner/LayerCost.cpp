@@ -182,14 +182,23 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
     norm();
     double f0 = timer.forward, b0 = timer.backward;
     timer.gemm(T, 2 * e + 2 * g * n + heads, h); // in_proj: z, x, B, C, dt
-    timer.memory(T * xbc * act * (2 + m.dConv)); // conv1d, silu
+    // conv1d and silu, one kernel (causal_conv1d: its input read once, the
+    // taps from on-chip memory, its output written once).
+    timer.memory(T * xbc * act * 2);
     // The chunked scan's products, batched over chunks and heads (groups).
     double chunks = T / q;
     timer.gemm(q, q, n, chunks * g);            // C B^T
     timer.gemm(q, hp, q, chunks * heads);       // (L o C B^T) x
     timer.gemm(n, hp, q, chunks * heads);       // states B^T x
     timer.gemm(q, hp, n, chunks * heads);       // C times the states
-    timer.memory(T * heads * q * act * 2);      // the decay mask, per chunk
+    // What the scan's kernels (mamba_ssm's ssd_combined, which Megatron-LM's
+    // and NeMo AutoModel's Mamba-2 run) move besides their operands: C B^T
+    // per chunk and group, written and read in bf16, and the chunks' states,
+    // written in f32 by the chunk-state kernel, read by the state passing,
+    // which writes them in bf16 for the chunk scan to read. The decay mask
+    // L is made in registers, never stored.
+    double states = chunks * heads * hp * n;
+    timer.memory(T * g * q * act * 2 + states * (4 + 4 + 2 + 2));
     timer.memory(T * e * act * 3);              // gated norm
     timer.gemm(T, h, e);                        // out_proj
     timer.memory(Te * h * act * 3);
@@ -244,7 +253,14 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
     norm();
     double f0 = timer.forward, b0 = timer.backward;
     timer.gemm(tokens, E, h); // router
-    timer.memory(2 * slots * h * act * 2); // dispatch and combine
+    // The tokens permuted to their experts' rows and back. Dispatched once
+    // per rank (DeepEP), a rank permutes the copies it received into a row
+    // per chosen expert and sums them back after the experts (Megatron's
+    // permute / unpermute after fused_dispatch, which NeMo AutoModel runs
+    // too); otherwise the slots are permuted before the all-to-all and
+    // after it, each way.
+    double received = rt.dispatchPerRank ? tokens * m.ranksPerToken(p.ep) : slots;
+    timer.memory(2 * (received + slots) * h * act);
     double local = E / p.ep, perExpert = slots / local; // after the all-to-all
     double e0 = timer.forward, eb0 = timer.backward;
     timer.gemm(perExpert, (m.gated ? 2 : 1) * f, h, local);
@@ -280,7 +296,9 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
     if (p.ep > 1) {
       int64_t nodes = folded ? (p.ep + hw.devicesPerNode - 1) / hw.devicesPerNode
                              : nodesOf(p, {2});
-      double a2a = transfer(int(TransferKind::AllToAll), slots * h * act, p.ep, nodes);
+      // What a rank sends: its slots, or, dispatched once per rank, a copy
+      // of a token for each rank holding one of its experts.
+      double a2a = transfer(int(TransferKind::AllToAll), received * h * act, p.ep, nodes);
       double fwd = 2 * a2a, bwd = 2 * a2a; // dispatch and combine
       c.comm[size_t(CommKind::EP)] += fwd + bwd + (rc == Recompute::Full ? fwd : 0);
       c.exposedComm[size_t(CommKind::EP)] += fwd + bwd + (rc == Recompute::Full ? fwd : 0);

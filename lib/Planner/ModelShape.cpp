@@ -4,7 +4,10 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <vector>
 
 using namespace braid::plan;
 
@@ -98,6 +101,11 @@ ModelShape::fromAttributes(const llvm::StringMap<std::string> &attrs) {
     m.topK = r.integer("top_k", 0, true);
     m.capacityFactor = r.real("capacity_factor", 1.0);
     m.sharedFfn = r.integer("shared_ffn", 0);
+    std::string routing = r.text("routing", "random");
+    if (routing == "contiguous")
+      m.routing = Routing::Contiguous;
+    else if (routing != "random")
+      return fail(m.name + ": unknown routing '" + routing + "' (known: random, contiguous)");
   }
   if (mamba) {
     m.dState = r.integer("d_state", 16);
@@ -189,6 +197,36 @@ double ModelShape::layerExpertParameters(LayerShape shape) const {
   if (shape.ffn != Ffn::MoE)
     return 0;
   return (gated ? 3.0 : 2.0) * experts * hidden * ffn;
+}
+
+double ModelShape::ranksPerToken(int64_t ep) const {
+  if (ep <= 1 || experts < ep || topK < 1)
+    return 1;
+  const int64_t perRank = experts / ep;
+  if (routing == Routing::Random) {
+    // A given rank holds none of the k experts drawn without replacement
+    // with probability C(E - E/ep, k) / C(E, k); every rank alike.
+    double none = 1;
+    for (int64_t i = 0; i < topK; ++i)
+      none *= std::max(0.0, double(experts - perRank - i)) / double(experts - i);
+    return double(ep) * (1 - none);
+  }
+  // Contiguous: token i's run of k experts starts at i k mod E, so the
+  // starts repeat every E / gcd(k, E) tokens; average over one period.
+  const int64_t period = experts / std::gcd(topK, experts);
+  std::vector<int64_t> seenBy(ep, -1);
+  double ranks = 0;
+  for (int64_t i = 0; i < period; ++i) {
+    int64_t start = (i * topK) % experts;
+    for (int64_t j = 0; j < std::min(topK, experts); ++j) {
+      int64_t rank = ((start + j) % experts) / perRank;
+      if (seenBy[rank] != i) {
+        seenBy[rank] = i;
+        ranks += 1;
+      }
+    }
+  }
+  return ranks / double(period);
 }
 
 double ModelShape::layerParameters(LayerShape shape) const {

@@ -53,6 +53,15 @@ struct ModelShape {
   /// An expert every token passes through besides its top k (its MLP's
   /// width; 0: none).
   int64_t sharedFfn = 0;
+  /// How tokens choose their k experts, which decides how many ranks of an
+  /// ep split a token's choices reach (what a dispatcher that sends a token
+  /// once per rank moves): `random`, k distinct experts drawn uniformly (a
+  /// balanced learned router; Megatron's --moe-router-force-load-balancing
+  /// draws random logits), or `contiguous`, token i taking experts i k to
+  /// i k + k - 1 modulo E (NeMo AutoModel's FakeBalancedGate, which its
+  /// MoE benchmarks run).
+  enum class Routing { Random, Contiguous };
+  Routing routing = Routing::Random;
   // Mamba
   int64_t dState = 16, dConv = 4, expand = 2, dtRank = 0;
   // Mamba-2: heads of head_dim channels (d_inner their product), groups of
@@ -82,6 +91,9 @@ struct ModelShape {
     double q = chunk, n = dState, hp = mambaHeadDim;
     return 2 * q * n * nGroups + mambaHeads * (2 * q * hp + 4 * n * hp);
   }
+  /// The expected number of ranks, of ep holding E / ep consecutive experts
+  /// each, that hold at least one of a token's k experts (1 without ep).
+  double ranksPerToken(int64_t ep) const;
   /// Parameters of one layer of `shape`, and of those the experts' (which
   /// an ep axis shards).
   double layerParameters(LayerShape shape) const;

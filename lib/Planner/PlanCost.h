@@ -161,6 +161,13 @@ struct Runtime {
   /// `hostKernelSeconds` each (its framework's per-kernel host time).
   bool moeHostSync = false;
   double hostKernelSeconds = 0;
+  /// Whether the expert-parallel dispatch sends a token once to each rank
+  /// that holds one of its experts, the rank then copying it to each of
+  /// them (DeepEP's dispatch, its combine the reverse: what the model's
+  /// ranksPerToken gives), rather than once per chosen expert (an
+  /// all-to-all of the tokens permuted by expert, Megatron-Core's alltoall
+  /// dispatcher and Braid's).
+  bool dispatchPerRank = false;
   /// Whether the local experts' products are one grouped GEMM call per
   /// projection (grouped_gemm's gmm: the host pays hostKernelSeconds once per
   /// call, the device runs the experts back to back) rather than a call per
@@ -255,6 +262,10 @@ struct Estimate {
   /// Bytes one layer (of the model's first kind) keeps for its backward per
   /// micro-batch: what Korthikanti et al. 2022 count per layer.
   double layerActivationBytes = 0;
+  /// Copies of a token the expert-parallel dispatch sends (to ranks, by
+  /// the model's routing, where the runtime dispatches per rank; else one
+  /// per chosen expert); 0 without ep.
+  double epCopiesPerToken = 0;
 
   /// Model FLOPs of a step (3 x the forward's matrix products, attention's
   /// whole square included, recompute not), MFU against the peak, tokens/s.

@@ -15,8 +15,10 @@ using namespace braid::plan;
 /// linear issuing one cuBLAS product per local expert): fitted to the one
 /// published layout that shows it, Qwen3-235B on 256 H100s with tp4 pp8 ep8
 /// (bench/planner/published.json moezoo-qwen3-235b-h100-5: 512-row expert
-/// products, 29.0 s against 17.6 s for the same FLOPs in 4096-row ones).
-constexpr double kMegatronCoreHostKernelSeconds = 64e-6;
+/// products, 29.0 s against 17.6 s for the same FLOPs in 4096-row ones),
+/// with its DeepEP dispatch sending a token once per rank (--moe-dispatcher
+/// deepep, random routing: 5.38 copies, not 8).
+constexpr double kMegatronCoreHostKernelSeconds = 66e-6;
 
 llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   Runtime r;
@@ -92,6 +94,7 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
     // tokens each expert receives; the host's time per call is taken as
     // Megatron-Core's (both are PyTorch eager programs).
     r.moeHostSync = true;
+    r.dispatchPerRank = true;
     r.groupedExpertCalls = true;
     r.hostKernelSeconds = kMegatronCoreHostKernelSeconds;
     return r;

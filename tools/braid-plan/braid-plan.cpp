@@ -60,6 +60,11 @@ static cl::opt<std::string>
                 cl::desc("Whose overlap and storage to model: braid, megatron-2021, "
                          "megatron-deepspeed, megatron-core, nemo-automodel"),
                 cl::init("braid"), cl::cat(planCategory));
+static cl::opt<std::string> moeDispatcher(
+    "moe-dispatcher",
+    cl::desc("How the runtime dispatches tokens to experts (default: the runtime's own): "
+             "alltoall (a copy per chosen expert) or deepep (a copy per rank holding one)"),
+    cl::init(""), cl::cat(planCategory));
 static cl::opt<int64_t> globalBatch("global-batch", cl::desc("Sequences per step"),
                                     cl::init(0), cl::cat(planCategory));
 static cl::opt<int64_t> seqOverride("seq", cl::desc("Sequence length (default: the model's)"),
@@ -191,6 +196,9 @@ static void printExplain(raw_ostream &os, const RankedPlan &r) {
       os << format("  %-28s %9.4f s  %5.1f%%  (of %.4f s issued)\n",
                    ("exposed " + std::string(commKindName(CommKind(k)))).c_str(), e.exposed[k],
                    100 * e.exposed[k] / e.stepSeconds, e.total[k]);
+  if (e.epCopiesPerToken > 0)
+    os << format("  ep dispatch sends each token %.3g times (ep=%d)\n", e.epCopiesPerToken,
+                 int(p.ep));
   os << format("  MFU %.1f%%, %.0f tokens/s, %.3g model FLOPs per step\n", 100 * e.mfu,
                e.tokensPerSecond, e.modelFlops);
   if (!e.fits)
@@ -230,6 +238,7 @@ static json::Object toJson(const RankedPlan &r) {
       {"issued_s", std::move(issued)}, {"mfu", e.mfu}, {"tokens_per_s", e.tokensPerSecond},
       {"memory_bytes", e.memoryBytes()}, {"fits", e.fits},
       {"layer_activation_bytes", e.layerActivationBytes},
+      {"ep_copies_per_token", e.epCopiesPerToken},
       {"model_flops", e.modelFlops},
       {"simulated", e.simulated},
       {"memory", json::Object{{"weights", e.weightBytes}, {"gradients", e.gradBytes},
@@ -358,6 +367,12 @@ int main(int argc, char **argv) {
   Expected<Runtime> rt = Runtime::named(runtimeName);
   if (!rt)
     return fail(toString(rt.takeError()));
+  if (moeDispatcher == "deepep")
+    rt->dispatchPerRank = true;
+  else if (moeDispatcher == "alltoall")
+    rt->dispatchPerRank = false;
+  else if (!moeDispatcher.empty())
+    return fail("--moe-dispatcher is alltoall or deepep, not '" + moeDispatcher + "'");
   PlanCost cost(*model, *hw, *cal, *rt);
 
   raw_ostream &os = outs();
