@@ -94,7 +94,8 @@ ROWS = {
     # of its experts), routing forced to balance by random logits.
     "moezoo-qwen3-235b-h100-3": dict(runtime="megatron-core", zero=3, dispatcher="deepep"),
     # NeMo AutoModel (PyTorch FSDP2, ep over DeepEP) on one DGX H100, by its
-    # MoE recipes' runtime (bf16 storage, grouped experts, bf16 logits): a
+    # MoE recipes' runtime (bf16 storage, grouped experts, DeepEP's dispatch
+    # per rank, bf16 logits) and their fake gate's contiguous routing: a
     # hybrid Mamba-2 / MoE / attention model and, on the same framework and
     # layout, a pure MoE model (the control).
     "automodel-nemotron3-nano-30b-h100-8gpu": dict(runtime="nemo-automodel", zero=3),
