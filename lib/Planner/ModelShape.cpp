@@ -200,16 +200,25 @@ double ModelShape::layerExpertParameters(LayerShape shape) const {
 }
 
 double ModelShape::ranksPerToken(int64_t ep) const {
-  if (ep <= 1 || experts < ep || topK < 1)
+  if (ep <= 1 || experts < 1 || topK < 1)
     return 1;
-  const int64_t perRank = experts / ep;
+  // Expert e lives on rank e ep / E: consecutive experts, as evenly as E
+  // divides (a plan's check requires ep to divide it).
+  auto rankOf = [&](int64_t e) { return e * ep / experts; };
   if (routing == Routing::Random) {
-    // A given rank holds none of the k experts drawn without replacement
-    // with probability C(E - E/ep, k) / C(E, k); every rank alike.
-    double none = 1;
-    for (int64_t i = 0; i < topK; ++i)
-      none *= std::max(0.0, double(experts - perRank - i)) / double(experts - i);
-    return double(ep) * (1 - none);
+    // Rank r, holding n_r experts, holds none of the k drawn without
+    // replacement with probability C(E - n_r, k) / C(E, k).
+    std::vector<int64_t> held(ep, 0);
+    for (int64_t e = 0; e < experts; ++e)
+      ++held[rankOf(e)];
+    double ranks = 0;
+    for (int64_t n : held) {
+      double none = 1;
+      for (int64_t i = 0; i < topK; ++i)
+        none *= std::max(0.0, double(experts - n - i)) / double(experts - i);
+      ranks += 1 - none;
+    }
+    return ranks;
   }
   // Contiguous: token i's run of k experts starts at i k mod E, so the
   // starts repeat every E / gcd(k, E) tokens; average over one period.
@@ -219,7 +228,7 @@ double ModelShape::ranksPerToken(int64_t ep) const {
   for (int64_t i = 0; i < period; ++i) {
     int64_t start = (i * topK) % experts;
     for (int64_t j = 0; j < std::min(topK, experts); ++j) {
-      int64_t rank = ((start + j) % experts) / perRank;
+      int64_t rank = rankOf((start + j) % experts);
       if (seenBy[rank] != i) {
         seenBy[rank] = i;
         ranks += 1;

@@ -91,8 +91,8 @@ struct ModelShape {
     double q = chunk, n = dState, hp = mambaHeadDim;
     return 2 * q * n * nGroups + mambaHeads * (2 * q * hp + 4 * n * hp);
   }
-  /// The expected number of ranks, of ep holding E / ep consecutive experts
-  /// each, that hold at least one of a token's k experts (1 without ep).
+  /// The expected number of ranks, of ep holding consecutive experts (E / ep
+  /// each), that hold at least one of a token's k experts (1 without ep).
   double ranksPerToken(int64_t ep) const;
   /// Parameters of one layer of `shape`, and of those the experts' (which
   /// an ep axis shards).
