@@ -133,7 +133,8 @@ class MpiEvent;
 
 /// A send the program no longer waits for (see comm_mpi.h): it owns a copy of
 /// its data and keeps its communicator alive until MPI completes it. Under
-/// the link emulator it is posted when its link would have delivered it.
+/// the link emulator it goes at once, after a message of its own: the time
+/// its link will have carried it, which the receive waits for.
 struct PendingSend {
   std::vector<MPI_Request> requests;
   std::vector<char> data;
@@ -142,8 +143,10 @@ struct PendingSend {
   int64_t count = 0;
   MPI_Datatype type = MPI_DATATYPE_NULL;
   int elementBytes = 1, peer = 0, tag = 0;
-  double postAt = 0; ///< steady-clock seconds; 0: at once
-  bool posted = false;
+  /// Under the link emulator: when the sender's link has carried it
+  /// (steady-clock seconds, one clock for the ranks of a machine).
+  double arrival = 0;
+  bool stamped = false, posted = false;
 };
 
 /// What the provider's communicators share: one lock around every MPI call
@@ -200,6 +203,10 @@ public:
   /// The emulated link: when the transfer starts on it and when it ends (the
   /// wait returns no earlier); 0 without emulation.
   double issuedAt = 0, start = 0, notBefore = 0;
+  /// An emulated receive: the sender's stamp, received before the data, is
+  /// when its link has carried the message (notBefore once it arrived).
+  double arrival = 0;
+  bool stamped = false;
 
   /// Tests the requests (under Shared::mpi); true when they have just
   /// completed.
@@ -217,6 +224,8 @@ public:
       code_ = firstError(code, statuses);
       mpiDone_ = true;
       doneAt = now;
+      if (stamped && code_ == MPI_SUCCESS)
+        notBefore = std::max(notBefore, arrival);
     }
     return mpiDone_;
   }
@@ -315,15 +324,19 @@ struct Handle {
   }
 };
 
-// Sends are posted in the order they were issued, each once its link would
-// have delivered it (postAt), so that messages from one rank to another keep
-// MPI's non-overtaking order.
-void Shared::pumpSends(double now) {
+// Sends are posted in the order they were issued, an emulated one after its
+// stamp (the receive posts its own receive of the stamp first: MPI's
+// non-overtaking order pairs them).
+void Shared::pumpSends(double) {
   for (PendingSend &send : sends) {
     if (send.posted)
       continue;
-    if (send.postAt > now)
-      break;
+    if (send.stamped) {
+      send.requests.push_back(MPI_REQUEST_NULL);
+      check(MPI_Isend(&send.arrival, 1, MPI_DOUBLE, send.peer, send.tag, send.handle->comm,
+                      &send.requests.back()),
+            "braid_send", send.axes);
+    }
     for (int64_t at = 0; at < send.count || at == 0; at += kChunk) {
       int64_t n = std::min(send.count - at, kChunk);
       send.requests.push_back(MPI_REQUEST_NULL);
@@ -374,11 +387,6 @@ void Shared::run() {
     testEvents(now);
     reapSends();
     double pause = waiting > 0 ? 20e-6 : 100e-6;
-    for (const PendingSend &send : sends)
-      if (!send.posted) {
-        pause = std::clamp(send.postAt - now, 0.0, pause);
-        break;
-      }
     wake.wait_for(lock, std::chrono::duration<double>(pause));
   }
 }
@@ -526,8 +534,10 @@ public:
     // Complete for the program at once, on a copy of the data: see comm_mpi.h
     // (pipeline neighbours sending to each other at once would deadlock if a
     // send waited for its receive; the program may reuse its buffer at once).
-    // Under the link emulator the message leaves when the link has carried
-    // it: the receiver's wait then sees the link's time.
+    // Under the link emulator the message goes at once after a stamp of when
+    // the link will have carried it, and the receiver's wait returns no
+    // earlier: its arrival does not depend on when the sender's threads get
+    // a core.
     int64_t size = braid_dtype_size(dtype);
     double now = nowSeconds(), begin = now, end = now;
     if (link_) {
@@ -546,7 +556,8 @@ public:
     pending.elementBytes = int(size);
     pending.peer = peer;
     pending.tag = mpiTag(tag);
-    pending.postAt = link_ ? end : 0;
+    pending.arrival = end;
+    pending.stamped = link_.has_value();
     shared_->pumpSends(now);
     shared_->wake.notify_one();
     return std::make_unique<SentEvent>(begin, end, link_.has_value());
@@ -559,6 +570,14 @@ public:
     checkPeer(what, "peer", peer);
     auto event = std::make_unique<MpiEvent>(what, axes_, shared_);
     int64_t size = braid_dtype_size(dtype);
+    // Under the link emulator the sender's stamp comes first: when its link
+    // has carried the message, which the wait then returns no earlier than.
+    if (link_) {
+      event->stamped = true;
+      issue(event.get(), what,
+            MPI_Irecv(&event->arrival, 1, MPI_DOUBLE, peer, mpiTag(tag), comm(),
+                      next(event.get())));
+    }
     for (int64_t at = 0; at < count || at == 0; at += kChunk)
       issue(event.get(), what,
             MPI_Irecv(static_cast<char *>(buffer) + at * size, int(chunk(count, at)),
@@ -750,15 +769,11 @@ public:
     shared_->reapSends();
   }
 
-  // Stops the progress thread, then sends every pending message (each when
-  // its link would have delivered it) and waits for them.
+  // Stops the progress thread, then sends every pending message and waits for
+  // them.
   void drain() override {
     stopProgress();
-    for (PendingSend &send : shared_->sends)
-      if (!send.posted) {
-        sleepUntil(send.postAt);
-        shared_->pumpSends(nowSeconds());
-      }
+    shared_->pumpSends(nowSeconds());
     for (PendingSend &send : shared_->sends)
       check(MPI_Waitall(int(send.requests.size()), send.requests.data(), MPI_STATUSES_IGNORE),
             "braid_send", send.axes);

@@ -28,8 +28,10 @@
 // taken by one transfer at a time in issue order: a transfer starts when the
 // link is free and its wait returns no earlier than its end (start + the
 // model's time) nor before MPI completes it. A send occupies the sender's
-// link and its message leaves when the link has carried it (the receiver
-// waits for that); a receive costs its own rank nothing. The real transfer
+// link; its message goes at once, after a stamp of when the link will have
+// carried it, and the receive's wait returns no earlier than that (so the
+// arrival does not depend on when the sender's threads next get a core); a
+// receive costs its own rank nothing. The real transfer
 // runs as well, so the emulated times hold when the links are slower than the
 // machine's own memory copies. bf16/f16 reductions convert to
 // f32 buffers before the call and back (round to nearest even) after the wait;
