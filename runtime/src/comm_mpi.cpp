@@ -146,7 +146,7 @@ struct PendingSend {
   /// Under the link emulator: when the sender's link has carried it
   /// (steady-clock seconds, one clock for the ranks of a machine).
   double arrival = 0;
-  bool stamped = false, posted = false;
+  bool stamped = false;
 };
 
 /// What the provider's communicators share: one lock around every MPI call
@@ -168,7 +168,7 @@ struct Shared {
   /// Per group (canonical axes): when its emulated link is next free.
   std::map<std::string, double> linkFree;
 
-  void pumpSends(double now);
+  void postSend(PendingSend &send);
   void reapSends();
   void testEvents(double now);
   void run();
@@ -256,7 +256,6 @@ private:
         // rank that computes. The sleep grows to 200 us, which bounds the
         // latency it adds.
         for (int64_t sleepUs = 1;; sleepUs = std::min<int64_t>(2 * sleepUs, 200)) {
-          shared_->pumpSends(nowSeconds());
           if (test(nowSeconds()) || mpiDone_)
             break;
           if (limit > 0 && nowSeconds() - began > limit)
@@ -324,35 +323,27 @@ struct Handle {
   }
 };
 
-// Sends are posted in the order they were issued, an emulated one after its
-// stamp (the receive posts its own receive of the stamp first: MPI's
-// non-overtaking order pairs them).
-void Shared::pumpSends(double) {
-  for (PendingSend &send : sends) {
-    if (send.posted)
-      continue;
-    if (send.stamped) {
-      send.requests.push_back(MPI_REQUEST_NULL);
-      check(MPI_Isend(&send.arrival, 1, MPI_DOUBLE, send.peer, send.tag, send.handle->comm,
-                      &send.requests.back()),
-            "braid_send", send.axes);
-    }
-    for (int64_t at = 0; at < send.count || at == 0; at += kChunk) {
-      int64_t n = std::min(send.count - at, kChunk);
-      send.requests.push_back(MPI_REQUEST_NULL);
-      check(MPI_Isend(send.data.data() + at * send.elementBytes, int(n), send.type, send.peer,
-                      send.tag, send.handle->comm, &send.requests.back()),
-            "braid_send", send.axes);
-    }
-    send.posted = true;
+// Posts a send, an emulated one after its stamp (the receive posts its own
+// receive of the stamp first: MPI's non-overtaking order pairs them).
+void Shared::postSend(PendingSend &send) {
+  if (send.stamped) {
+    send.requests.push_back(MPI_REQUEST_NULL);
+    check(MPI_Isend(&send.arrival, 1, MPI_DOUBLE, send.peer, send.tag, send.handle->comm,
+                    &send.requests.back()),
+          "braid_send", send.axes);
+  }
+  for (int64_t at = 0; at < send.count || at == 0; at += kChunk) {
+    int64_t n = std::min(send.count - at, kChunk);
+    send.requests.push_back(MPI_REQUEST_NULL);
+    check(MPI_Isend(send.data.data() + at * send.elementBytes, int(n), send.type, send.peer,
+                    send.tag, send.handle->comm, &send.requests.back()),
+          "braid_send", send.axes);
   }
 }
 
 // Releases the sends MPI has completed; testing also lets MPI progress.
 void Shared::reapSends() {
   for (auto it = sends.begin(); it != sends.end();) {
-    if (!it->posted)
-      break;
     int done = 0;
     check(MPI_Testall(int(it->requests.size()), it->requests.data(), &done,
                       MPI_STATUSES_IGNORE),
@@ -371,8 +362,8 @@ void Shared::testEvents(double now) {
 
 // The progress thread: while anything is in flight it tests the requests
 // (Open MPI, like most implementations, advances nonblocking collectives only
-// inside MPI calls), posts the sends whose time has come and records when
-// each transfer completed. It polls every 20 us while the program waits for a
+// inside MPI calls), releases the completed sends and records when each
+// transfer completed. It polls every 20 us while the program waits for a
 // transfer and every 100 us while it computes: ranks that share cores keep
 // their cycles for computing.
 void Shared::run() {
@@ -382,9 +373,7 @@ void Shared::run() {
       wake.wait(lock);
       continue;
     }
-    double now = nowSeconds();
-    pumpSends(now);
-    testEvents(now);
+    testEvents(nowSeconds());
     reapSends();
     double pause = waiting > 0 ? 20e-6 : 100e-6;
     wake.wait_for(lock, std::chrono::duration<double>(pause));
@@ -558,7 +547,7 @@ public:
     pending.tag = mpiTag(tag);
     pending.arrival = end;
     pending.stamped = link_.has_value();
-    shared_->pumpSends(now);
+    shared_->postSend(pending);
     shared_->wake.notify_one();
     return std::make_unique<SentEvent>(begin, end, link_.has_value());
   }
@@ -628,12 +617,11 @@ private:
 
   /// Every call starts here: takes the MPI lock (held until the call
   /// returns, so the progress thread sees whole events), checks the
-  /// arguments and posts or releases the sends whose time has come.
+  /// arguments and releases the sends MPI has completed.
   [[nodiscard]] std::unique_lock<std::mutex> checkArgs(Backend &backend, const char *what,
                                                        const void *send, const void *recv,
                                                        int64_t count, braid_dtype dtype) {
     std::unique_lock<std::mutex> lock(shared_->mpi);
-    shared_->pumpSends(nowSeconds());
     shared_->reapSends();
     if (std::strcmp(backend.name(), "cpu") != 0)
       fatal("%s on '%s': the MPI communicator works on host memory (cpu backend), not %s",
@@ -765,15 +753,12 @@ public:
       int flag = 0;
       MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world_->comm, &flag, MPI_STATUS_IGNORE);
     }
-    shared_->pumpSends(nowSeconds());
     shared_->reapSends();
   }
 
-  // Stops the progress thread, then sends every pending message and waits for
-  // them.
+  // Stops the progress thread, then waits for every send in flight.
   void drain() override {
     stopProgress();
-    shared_->pumpSends(nowSeconds());
     for (PendingSend &send : shared_->sends)
       check(MPI_Waitall(int(send.requests.size()), send.requests.data(), MPI_STATUSES_IGNORE),
             "braid_send", send.axes);
