@@ -259,7 +259,7 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
     // permute / unpermute after fused_dispatch, which NeMo AutoModel runs
     // too); otherwise the slots are permuted before the all-to-all and
     // after it, each way.
-    double received = rt.dispatchPerRank ? tokens * m.ranksPerToken(p.ep) : slots;
+    double received = tokens * dispatchCopies(p.ep);
     timer.memory(2 * (received + slots) * h * act);
     double local = E / p.ep, perExpert = slots / local; // after the all-to-all
     double e0 = timer.forward, eb0 = timer.backward;

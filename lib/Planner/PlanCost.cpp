@@ -404,7 +404,7 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
   est.layout = layout;
   est.layerActivationBytes = costs[0].savedBytes;
   if (m.experts && p.ep > 1)
-    est.epCopiesPerToken = rt.dispatchPerRank ? m.ranksPerToken(p.ep) : m.capacityFactor * m.topK;
+    est.epCopiesPerToken = dispatchCopies(p.ep);
 
   const int64_t denseReplicas = p.dp * p.ep * p.cp,
                 expertReplicas = p.dp * p.cp * (rt.foldedExperts ? p.tp : 1);

@@ -343,6 +343,13 @@ private:
                                const LayerCost &head, const LayerCost &tail);
   Estimate evaluate(const Plan &plan, bool memoryOnly);
   double transfer(int kind, double bytes, int64_t ranks, int64_t nodes) const;
+  /// The copies of a token an MoE layer's dispatch over `ep` ranks makes: one
+  /// per rank holding one of its experts where the runtime dispatches per
+  /// rank (the model's routing decides how many), else one per chosen
+  /// expert (its slots: top k times the capacity factor).
+  double dispatchCopies(int64_t ep) const {
+    return rt.dispatchPerRank ? m.ranksPerToken(ep) : m.capacityFactor * m.topK;
+  }
   int64_t nodesOf(const Plan &plan, llvm::ArrayRef<int> axes);
 
   ModelShape m;

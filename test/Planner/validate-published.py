@@ -10,14 +10,13 @@
 # predicted ratio of their steps within 15% of the published one.
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 src = sys.argv[1]
 out = subprocess.run([sys.executable, os.path.join(src, "bench", "planner", "validate.py"),
-                      "--bin", os.path.dirname(subprocess.run(
-                          ["which", "braid-plan"], capture_output=True, text=True,
-                          check=True).stdout.strip())],
+                      "--bin", os.path.dirname(shutil.which("braid-plan"))],
                      capture_output=True, text=True, check=True).stdout
 print(out)
 failures = []
