@@ -20,15 +20,18 @@ the unscheduled run just before it: braid-run --schedule-hardware):
     (a pipeline's waits for the neighbour's compute, its bubble, included)
     (braid-opt, same options) with the same links, compute on a description
     of these CPU ranks measured in the same run (the matrix products' FLOP
-    rate, and the memory bandwidth that makes the predicted compute of a
-    step equal the measured: ranks sharing cores compute at speeds that
-    vary from run to run);
+    rates per core's time, the memory bandwidth that makes the predicted
+    compute of a step equal the measured: ranks sharing cores compute at
+    speeds that vary from run to run, and the cores the ranks share,
+    host_cores: a pipeline's stage computes faster while the other waits);
+    "ranks computing alone" is that prediction with every rank computing at
+    the rates measured on the clock through the whole step, for comparison;
   - hidden: what the schedule took off the exposed time, measured against
     predicted (the issue's target: at least 70% of what the model says can
     be hidden), and the prediction's error against the measurement.
 
 usage: python3 bench/overlap/overlap.py [--bin build/bin] [--steps 7]
-       [--plans dp2xtp2,pp2xdp2,cp2xdp2] [--bucket-mb MiB] [--repeat 3]
+       [--plans dp2xtp2,pp2xdp2,cp2xdp2] [--bucket-mb MiB] [--repeat 5]
 --repeat runs each plan's pair of settings that many times, each with its own
 fitted CPU description, and prints the medians (the prediction's errors with
 their range over the repeats).
@@ -44,6 +47,7 @@ Ranks share cores when the machine has fewer than 4: a rank that waits then
 lends its core to one that computes, which the figures include.
 """
 import argparse
+import bisect
 import json
 import os
 import re
@@ -91,7 +95,74 @@ def pipeline_options(args):
     return " ".join(f"{names[args[i]]}={args[i + 1]}" for i in range(0, len(args), 2))
 
 
-def step_metrics(traces, step):
+def compute_spans(r):
+    """A rank's spans of compute in its events: its top-level kernels (a
+    kernel inside another, a pipeline action's, counts once) without the
+    waits inside them. Returns (spans sorted, busy us, wait us inside)."""
+    top = sorted((e for e in r if e["cat"] == "kernel"), key=lambda e: (e["ts"], -e["dur"]))
+    last_end, outer = -1.0, []
+    for e in top:
+        if e["ts"] >= last_end:
+            last_end = e["ts"] + e["dur"]
+            outer.append(e)
+    spans, waits_inside = [], 0.0
+    waits = sorted((w for w in r if w["cat"] == "wait"), key=lambda w: w["ts"])
+    for k in outer:
+        begin, end = k["ts"], k["ts"] + k["dur"]
+        for w in waits:
+            if begin <= w["ts"] and w["ts"] + w["dur"] <= end:
+                waits_inside += w["dur"]
+                spans.append((begin, w["ts"]))
+                begin = w["ts"] + w["dur"]
+        spans.append((begin, end))
+    return [sp for sp in spans if sp[1] > sp[0]], sum(k["dur"] for k in outer), waits_inside
+
+
+def union(spans):
+    """Sorted spans merged where they overlap."""
+    out = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def core_shares(spans_by_rank, cores, programs):
+    """The share of a core a computing rank had over time as the
+    simulation of a description with host_cores gives it: the ranks share
+    `cores`, and a program's ranks (`programs` of them, in rank order: a
+    pipeline's stages, else one) compute together, so a rank computes at
+    min(1, cores / (ranks per program x programs computing)). Sorted
+    segments (begin, end, share) of the time any rank computed."""
+    per = len(spans_by_rank) // programs
+    stages = [union([sp for spans in spans_by_rank[k * per:(k + 1) * per] for sp in spans])
+              for k in range(programs)]
+    edges = sorted([(a, 1) for spans in stages for a, _ in spans] +
+                   [(b, -1) for spans in stages for _, b in spans])
+    segments, n, last = [], 0, None
+    for t, d in edges:
+        if n > 0 and last is not None and t > last:
+            segments.append((last, t, min(1.0, cores / (n * per))))
+        n += d
+        last = t
+    return segments
+
+
+def core_seconds(segments, starts, begin, end):
+    """The core time of a rank computing from `begin` to `end` (us), on the
+    segments of core_shares (`starts`: their beginnings)."""
+    i = max(0, bisect.bisect_right(starts, begin) - 1)
+    total = 0.0
+    while i < len(segments) and segments[i][0] < end:
+        a, b, share = segments[i]
+        total += max(0.0, min(b, end) - max(a, begin)) * share
+        i += 1
+    return total
+
+
+def step_metrics(traces, step, programs=1):
     """One step's figures from every rank's events (microseconds in, ms out)."""
     ranks, on_links = [], []
     for everything in traces:
@@ -100,20 +171,18 @@ def step_metrics(traces, step):
     begin = min(e["ts"] for r in ranks for e in r)
     end = max(e["ts"] + e["dur"] for r in ranks for e in r)
     exposed = [sum(e["dur"] for e in r if e["cat"] == "wait") for r in ranks]
-    # Kernel time outside waits: top-level kernels (a kernel inside another,
-    # a pipeline action's, counts once) minus the waits inside them.
-    compute = []
+    # Kernel time outside waits.
+    spans, compute = [], []
     for r in ranks:
-        top = sorted((e for e in r if e["cat"] == "kernel"), key=lambda e: (e["ts"], -e["dur"]))
-        busy, last_end, outer = 0.0, -1.0, []
-        for e in top:
-            if e["ts"] >= last_end:
-                busy += e["dur"]
-                last_end = e["ts"] + e["dur"]
-                outer.append(e)
-        waits_inside = sum(w["dur"] for w in r if w["cat"] == "wait" and any(
-            k["ts"] <= w["ts"] and w["ts"] + w["dur"] <= k["ts"] + k["dur"] for k in outer))
+        s, busy, waits_inside = compute_spans(r)
+        spans.append(s)
         compute.append(busy - waits_inside)
+    # Ranks sharing cores: each product's time on a core, which is what a
+    # description with host_cores times it at (a product that ran while
+    # both stages of a pipeline of four ranks on two cores computed had half
+    # of one; while the other stage waited, all of one).
+    segments = core_shares(spans, CORES, programs)
+    starts = [a for a, _, _ in segments]
     flops = sum(e["args"].get("flops", 0) for r in ranks for e in r if e["cat"] == "kernel")
     matmul_us = sum(e["dur"] for r in ranks for e in r
                     if e["cat"] == "kernel" and "flops" in e["args"])
@@ -121,17 +190,22 @@ def step_metrics(traces, step):
     # (linear), its weight gradients (batch_matmul) and attention's run at
     # rates that differ by up to 3x, which one rate would spread over the
     # step wrongly (the backward's share, behind which gradients reduce).
-    by_kind = {}
+    by_kind, core_us = {}, 0.0
     for r in ranks:
         for e in r:
             if e["cat"] == "kernel" and e["args"].get("flops"):
-                f, us = by_kind.get(e["name"], (0.0, 0.0))
-                by_kind[e["name"]] = (f + e["args"]["flops"], us + e["dur"])
+                f, us, on_core = by_kind.get(e["name"], (0.0, 0.0, 0.0))
+                c = core_seconds(segments, starts, e["ts"], e["ts"] + e["dur"])
+                by_kind[e["name"]] = (f + e["args"]["flops"], us + e["dur"], on_core + c)
+                core_us += c
     mean = lambda xs: sum(xs) / len(xs) / 1e3  # noqa: E731
     return {"step_ms": (end - begin) / 1e3, "exposed_ms": mean(exposed),
             "links_ms": mean(on_links), "compute_ms": mean(compute),
             "flops_per_s": flops / (matmul_us / 1e6) if matmul_us else 0.0,
-            "op_flops_per_s": {k: f / (us / 1e6) for k, (f, us) in by_kind.items() if us > 0}}
+            "core_flops_per_s": flops / (core_us / 1e6) if core_us else 0.0,
+            "op_flops_per_s": {k: f / (us / 1e6) for k, (f, us, _) in by_kind.items() if us > 0},
+            "core_op_flops_per_s": {k: f / (c / 1e6) for k, (f, _, c) in by_kind.items()
+                                    if c > 0}}
 
 
 # Extra braid-run flags for every run and the options they are in the
@@ -152,18 +226,31 @@ def run(bin_dir, model, plan, overlap, steps, work, schedule_hardware="h100-sxm"
                     "--schedule-hardware", schedule_hardware, *EXTRA_RUN],
                    check=True, capture_output=True, text=True, env=env)
     traces = trace_exposure.load(trace)
-    per_step = [step_metrics(traces, k) for k in range(2, steps + 1)]
+    # A pipeline's stages are its programs: pp first in the grid, so that
+    # stage k's ranks are the k-th block of them.
+    grid = PLANS[plan][PLANS[plan].index("--grid") + 1]
+    assert "pp=" not in grid or grid.startswith("pp="), grid
+    stages = int(re.search(r"pp=(\d+)", grid).group(1)) if "pp=" in grid else 1
+    per_step = [step_metrics(traces, k, stages) for k in range(2, steps + 1)]
+    rates = ("op_flops_per_s", "core_op_flops_per_s")
     out = {key: statistics.median(m[key] for m in per_step)
-           for key in per_step[0] if key != "op_flops_per_s"}
-    kinds = set().union(*(m["op_flops_per_s"] for m in per_step))
-    out["op_flops_per_s"] = {k: statistics.median(m["op_flops_per_s"][k] for m in per_step
-                                                  if k in m["op_flops_per_s"]) for k in kinds}
+           for key in per_step[0] if key not in rates}
+    for rate in rates:
+        kinds = set().union(*(m[rate] for m in per_step))
+        out[rate] = {k: statistics.median(m[rate][k] for m in per_step if k in m[rate])
+                     for k in kinds}
     return out
 
 
-def cpu_description(path, flops_per_s, bytes_per_s, op_flops_per_s=None):
+# The cores the ranks share.
+CORES = len(os.sched_getaffinity(0))
+
+
+def cpu_description(path, flops_per_s, bytes_per_s, op_flops_per_s=None, host_cores=None):
     with open(path, "w") as f:
+        extra = {"host_cores": host_cores} if host_cores else {}
         json.dump({"name": "cpu-ranks", "description": "these CPU ranks, as measured",
+                   **extra,
                    "devices_per_node": 1, "memory_bytes": 1e12, "peak_bf16_flops": flops_per_s,
                    "op_flops_per_s": op_flops_per_s or {},
                    "hbm_bytes_per_s": bytes_per_s, "collective_latency_s": 0,
@@ -199,21 +286,28 @@ def predict(bin_dir, model, plan, overlap, hardware, schedule_hardware="h100-sxm
             "compute_ms": mean[3]}
 
 
-def calibrate(bin_dir, model, plan, overlap, measured, work, schedule_hardware="h100-sxm"):
+def calibrate(bin_dir, model, plan, overlap, measured, work, schedule_hardware="h100-sxm",
+              shared=True):
     """The CPU description whose predicted compute matches the measured one
-    (bisection on the bandwidth, the FLOP rate measured)."""
-    hardware = os.path.join(work, f"cpu-{plan}-{'on' if overlap else 'off'}.json")
+    (bisection on the bandwidth, the FLOP rates measured). `shared`: the
+    ranks share this machine's cores (host_cores), the products' rates are
+    per core's time; else every rank computes alone at the rates measured
+    on the clock, the same through the step."""
+    hardware = os.path.join(work, f"cpu-{plan}-{'on' if overlap else 'off'}"
+                                  f"{'-shared' if shared else ''}.json")
+    flops = measured["core_flops_per_s" if shared else "flops_per_s"]
+    rates = measured["core_op_flops_per_s" if shared else "op_flops_per_s"]
+    cores = CORES if shared else None
     lo, hi = 1e8, 1e12
     for _ in range(14):
         mid = (lo * hi) ** 0.5
-        cpu_description(hardware, measured["flops_per_s"], mid, measured["op_flops_per_s"])
+        cpu_description(hardware, flops, mid, rates, cores)
         got = predict(bin_dir, model, plan, overlap, hardware, schedule_hardware)["compute_ms"]
         if got > measured["compute_ms"]:
             lo = mid
         else:
             hi = mid
-    cpu_description(hardware, measured["flops_per_s"], (lo * hi) ** 0.5,
-                    measured["op_flops_per_s"])
+    cpu_description(hardware, flops, (lo * hi) ** 0.5, rates, cores)
     return hardware, (lo * hi) ** 0.5
 
 
@@ -223,7 +317,7 @@ def main():
     p.add_argument("--steps", type=int, default=7)
     p.add_argument("--plans", default="dp2xtp2,pp2xdp2,cp2xdp2")
     p.add_argument("--bucket-mb", type=float, default=0.05)
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args()
     global EXTRA_OPTIONS
     # The first bucket keeps DDP's proportion (1 of 25 MiB).
@@ -248,50 +342,67 @@ def main():
         repeats = []
         # The scheduled run's compute is timed, for its list scheduler, on the
         # description fitted to the unscheduled run just before it.
+        # The prediction runs the ranks on this machine's cores, which they
+        # share (a description with host_cores); `alone` is the same
+        # prediction with every rank computing alone at the rates measured
+        # on the clock, the same through the step (what it was before the
+        # simulator shared cores), for comparison. The scheduler, which
+        # times one rank's ops, gets those rates.
         for _ in range(args.repeat):
-            measured, fitted, predicted = {}, {}, {}
-            measured[False] = run(args.bin, model, plan, False, args.steps, work)
-            fitted[False] = calibrate(args.bin, model, plan, False, measured[False], work)
-            predicted[False] = predict(args.bin, model, plan, False, fitted[False][0])
+            measured, fitted, predicted, alone = {}, {}, {}, {}
             schedule_hw = os.path.join(work, f"schedule-{plan}.json")
-            cpu_description(schedule_hw, measured[False]["flops_per_s"], fitted[False][1],
-                            measured[False]["op_flops_per_s"])
-            measured[True] = run(args.bin, model, plan, True, args.steps, work, schedule_hw)
-            fitted[True] = calibrate(args.bin, model, plan, True, measured[True], work, schedule_hw)
-            predicted[True] = predict(args.bin, model, plan, True, fitted[True][0], schedule_hw)
-            repeats.append((measured, predicted, fitted))
+            for o in (False, True):
+                on_hw = schedule_hw if o else "h100-sxm"
+                measured[o] = run(args.bin, model, plan, o, args.steps, work, on_hw)
+                fitted[o] = calibrate(args.bin, model, plan, o, measured[o], work, on_hw)
+                predicted[o] = predict(args.bin, model, plan, o, fitted[o][0], on_hw)
+                alone_hw, alone_bw = calibrate(args.bin, model, plan, o, measured[o], work, on_hw,
+                                               shared=False)
+                alone[o] = predict(args.bin, model, plan, o, alone_hw, on_hw)
+                if not o:
+                    cpu_description(schedule_hw, measured[o]["flops_per_s"], alone_bw,
+                                    measured[o]["op_flops_per_s"])
+            repeats.append((measured, predicted, fitted, alone))
 
         def med(figure):
             return statistics.median(figure(*r) for r in repeats)
 
         for o in (False, True):
             print(f"{plan:8} {'on' if o else 'off':7} "
-                  f"{med(lambda m, q, f: m[o]['step_ms']):8.1f} "
-                  f"{med(lambda m, q, f: m[o]['exposed_ms']):8.1f} "
-                  f"{med(lambda m, q, f: m[o]['links_ms']):8.1f} "
-                  f"{med(lambda m, q, f: q[o]['exposed_ms']):9.1f} "
-                  f"{med(lambda m, q, f: q[o]['transfers_ms']):9.1f} "
-                  f"{med(lambda m, q, f: m[o]['compute_ms']):8.1f}")
+                  f"{med(lambda m, q, f, a: m[o]['step_ms']):8.1f} "
+                  f"{med(lambda m, q, f, a: m[o]['exposed_ms']):8.1f} "
+                  f"{med(lambda m, q, f, a: m[o]['links_ms']):8.1f} "
+                  f"{med(lambda m, q, f, a: q[o]['exposed_ms']):9.1f} "
+                  f"{med(lambda m, q, f, a: q[o]['transfers_ms']):9.1f} "
+                  f"{med(lambda m, q, f, a: m[o]['compute_ms']):8.1f}")
 
         def error(m, q, o):
             return ((q[o]["exposed_ms"] - m[o]["links_ms"]) / m[o]["links_ms"]
                     if m[o]["links_ms"] > 0 else float("nan"))
 
-        hidden_m = med(lambda m, q, f: m[False]["links_ms"] - m[True]["links_ms"])
-        hidden_p = med(lambda m, q, f: q[False]["exposed_ms"] - q[True]["exposed_ms"])
-        errors = {o: sorted(error(m, q, o) for m, q, f in repeats) for o in (False, True)}
+        hidden_m = med(lambda m, q, f, a: m[False]["links_ms"] - m[True]["links_ms"])
+        hidden_p = med(lambda m, q, f, a: q[False]["exposed_ms"] - q[True]["exposed_ms"])
+        hidden_a = med(lambda m, q, f, a: a[False]["exposed_ms"] - a[True]["exposed_ms"])
+        errors = {o: sorted(error(m, q, o) for m, q, f, a in repeats) for o in (False, True)}
+        errors_a = {o: statistics.median(error(m, a, o) for m, q, f, a in repeats)
+                    for o in (False, True)}
         span = {o: f" ({100 * errors[o][0]:+.0f}..{100 * errors[o][-1]:+.0f}%)"
                 if len(repeats) > 1 else "" for o in (False, True)}
         print(f"{plan:8} step off/on "
-              f"{med(lambda m, q, f: m[False]['step_ms'] / m[True]['step_ms']):.2f}x; "
+              f"{med(lambda m, q, f, a: m[False]['step_ms'] / m[True]['step_ms']):.2f}x; "
               f"hidden on the links {hidden_m:.1f} ms measured, {hidden_p:.1f} ms predicted "
               f"({100 * hidden_m / hidden_p if hidden_p > 0 else float('nan'):.0f}%); "
               f"prediction error off {100 * statistics.median(errors[False]):+.0f}%{span[False]}, "
-              f"on {100 * statistics.median(errors[True]):+.0f}%{span[True]} "
-              f"(CPU off/on: {med(lambda m, q, f: m[False]['flops_per_s']) / 1e9:.2f}/"
-              f"{med(lambda m, q, f: m[True]['flops_per_s']) / 1e9:.2f} GFLOP/s in products, "
-              f"{med(lambda m, q, f: f[False][1]) / 1e9:.2f}/"
-              f"{med(lambda m, q, f: f[True][1]) / 1e9:.2f} GB/s fitted)")
+              f"on {100 * statistics.median(errors[True]):+.0f}%{span[True]}; "
+              f"ranks computing alone: {hidden_a:.1f} ms predicted "
+              f"({100 * hidden_m / hidden_a if hidden_a > 0 else float('nan'):.0f}%), "
+              f"error off {100 * errors_a[False]:+.0f}%, on {100 * errors_a[True]:+.0f}% "
+              f"(CPU off/on: {med(lambda m, q, f, a: m[False]['flops_per_s']) / 1e9:.2f}/"
+              f"{med(lambda m, q, f, a: m[True]['flops_per_s']) / 1e9:.2f} GFLOP/s in products "
+              f"on the clock, {med(lambda m, q, f, a: m[False]['core_flops_per_s']) / 1e9:.2f}/"
+              f"{med(lambda m, q, f, a: m[True]['core_flops_per_s']) / 1e9:.2f} per core's time, "
+              f"{med(lambda m, q, f, a: f[False][1]) / 1e9:.2f}/"
+              f"{med(lambda m, q, f, a: f[True][1]) / 1e9:.2f} GB/s fitted)")
 
 if __name__ == "__main__":
     main()

@@ -69,6 +69,12 @@ llvm::Expected<Hardware> Hardware::parse(llvm::StringRef json) {
         return fail(hw.name + ": op_flops_per_s." + op.str() + " must be a rate > 0");
       hw.opFlopsPerSecond[op.str()] = *r;
     }
+  if (const llvm::json::Value *cores = o->get("host_cores")) {
+    std::optional<int64_t> n = cores->getAsInteger();
+    if (!n || *n < 1)
+      return fail(hw.name + ": host_cores must be an integer >= 1");
+    hw.hostCores = *n;
+  }
   if (const llvm::json::Array *sources = o->getArray("sources"))
     for (const llvm::json::Value &s : *sources)
       if (std::optional<llvm::StringRef> text = s.getAsString())

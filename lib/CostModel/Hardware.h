@@ -50,6 +50,14 @@ struct Hardware {
   /// measured from a run's trace: each kernel's rate differs there by more
   /// than a shape model holds). Empty for the built-in GPUs.
   std::map<std::string, double> opFlopsPerSecond;
+  /// The cores a run's ranks share when they are CPU ranks on one machine
+  /// that has fewer cores than ranks (0: each rank has its own device, as
+  /// GPUs do). Ranks computing at once then share them: each computes at
+  /// min(1, hostCores / ranks computing) of its rate, and a rank that waits
+  /// lends its core to those that compute (bench/overlap's four ranks on
+  /// two cores). The simulation of a step applies it (StepSimulation.h);
+  /// the overlap scheduler, which orders one rank's ops, does not.
+  int64_t hostCores = 0;
 
   /// Parses a description (the JSON of lib/CostModel/hardware).
   static llvm::Expected<Hardware> parse(llvm::StringRef json);

@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -37,6 +38,13 @@ struct StepSimulator {
   /// message has arrived. A stage's wait for its neighbour is exposed
   /// communication from when the message left on; before, the stage waits
   /// for the neighbour's compute (the pipeline's bubble), counted apart.
+  ///
+  /// Ranks sharing cores (the hardware's hostCores below the ranks: CPU
+  /// ranks on one machine) run on one clock: each program stands for
+  /// ranks / programs ranks, and an op computes at min(1, cores / ranks
+  /// computing at the time) of its rate, so that a stage whose neighbour
+  /// sleeps in the pipeline's warm-up, cool-down or waits computes faster
+  /// than one whose neighbour computes too.
   struct Process {
     SmallVector<Operation *> ops; ///< the program, calls expanded
     size_t pc = 0;
@@ -52,7 +60,16 @@ struct StepSimulator {
     llvm::DenseMap<Value, std::tuple<int64_t, int64_t, int64_t>> receives;
     std::map<std::pair<int64_t, int64_t>, int64_t> received;
     std::map<StepTiming::Key, double> exposed;
+    /// With shared cores: the seconds of work, at a whole core's rate, the
+    /// compute op at `pc` has left (it began at `now`).
+    double work = 0;
   };
+  /// What stopped `run`: the program's end, a message not sent yet, or
+  /// (with shared cores) a compute op, which the shared clock runs.
+  enum class Stop { End, Message, Compute };
+  /// The cores the ranks share and how many ranks a program stands for
+  /// (cores 0: each rank computes alone).
+  int64_t cores = 0, ranksPerProgram = 1;
   /// The messages from stage to stage with a tag, in order: when each took
   /// the sender's link and when it arrived.
   using Mailbox = std::map<std::tuple<int64_t, int64_t, int64_t>,
@@ -71,8 +88,9 @@ struct StepSimulator {
     }
   }
 
-  /// Runs `p` until it ends (true) or waits for a message not sent yet.
-  bool run(Process &p, Mailbox &mail) {
+  /// Runs `p` until it ends, waits for a message not sent yet or (with
+  /// shared cores) reaches a compute op.
+  Stop run(Process &p, Mailbox &mail) {
     for (; p.pc < p.ops.size(); ++p.pc) {
       Operation &op = *p.ops[p.pc];
       if (auto wait = dyn_cast<dist::WaitOp>(op)) {
@@ -85,7 +103,7 @@ struct StepSimulator {
           auto [peer, tag, ordinal] = r->second;
           auto box = mail.find({peer, p.stage, tag});
           if (box == mail.end() || int64_t(box->second.size()) <= ordinal)
-            return false;
+            return Stop::Message;
           p.sent[token] = box->second[ordinal].first;
           p.ends[token].first = box->second[ordinal].second;
           p.receives.erase(r);
@@ -128,10 +146,14 @@ struct StepSimulator {
         continue;
       }
       double seconds = timing.computeSeconds(&op);
+      if (cores > 0 && seconds > 0) {
+        p.work = seconds;
+        return Stop::Compute;
+      }
       p.now += seconds;
       p.compute += seconds;
     }
-    return true;
+    return Stop::End;
   }
 
   /// Simulates the programs of `funcs` (one per pipeline stage, or the
@@ -143,18 +165,62 @@ struct StepSimulator {
       expand(func, procs[k].ops);
     }
     Mailbox mail;
-    SmallVector<bool> done(procs.size(), false);
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (auto [k, p] : llvm::enumerate(procs)) {
-        if (done[k])
-          continue;
-        size_t before = p.pc;
-        done[k] = run(p, mail);
-        progress |= done[k] || p.pc != before;
+    SmallVector<Stop> stop(procs.size(), Stop::Message);
+    // Every program that is not computing runs on until it computes, waits
+    // for a message or ends; until none moves (a send releases a receive).
+    auto runAll = [&] {
+      for (bool progress = true; progress;) {
+        progress = false;
+        for (auto [k, p] : llvm::enumerate(procs)) {
+          if (stop[k] != Stop::Message)
+            continue;
+          size_t before = p.pc;
+          stop[k] = run(p, mail);
+          progress |= stop[k] != Stop::Message || p.pc != before;
+        }
       }
+    };
+    runAll();
+    // With shared cores, the compute ops run on one clock: those begun by
+    // `clock` share the cores until the first of them ends or another
+    // program's begins (a program's clock runs ahead of the shared one
+    // after a wait for a transfer: its op begins then).
+    for (double clock = 0;;) {
+      SmallVector<size_t> computing;
+      double next = std::numeric_limits<double>::infinity();
+      for (auto [k, p] : llvm::enumerate(procs)) {
+        if (stop[k] != Stop::Compute)
+          continue;
+        if (p.now <= clock)
+          computing.push_back(k);
+        else
+          next = std::min(next, p.now);
+      }
+      if (computing.empty() && next == std::numeric_limits<double>::infinity())
+        break;
+      double rate = std::min(
+          1.0, double(cores) / double(int64_t(computing.size()) * ranksPerProgram));
+      size_t first = computing.size();
+      for (auto [i, k] : llvm::enumerate(computing))
+        if (clock + procs[k].work / rate < next) {
+          next = clock + procs[k].work / rate;
+          first = i;
+        }
+      for (auto [i, k] : llvm::enumerate(computing)) {
+        Process &p = procs[k];
+        p.work = i == first ? 0 : p.work - (next - clock) * rate;
+        // Ops that end together (equal work begun together) end at once.
+        if (p.work > 1e-12 * std::max(1.0, next))
+          continue;
+        p.compute += next - p.now;
+        p.now = next;
+        ++p.pc;
+        stop[k] = Stop::Message;
+      }
+      clock = next;
+      runAll();
     }
-    return llvm::all_of(done, [](bool d) { return d; });
+    return llvm::all_of(stop, [](Stop s) { return s == Stop::End; });
   }
 
 };
@@ -165,6 +231,12 @@ std::optional<SmallVector<SimulatedProgram>>
 mlir::braid::simulatePrograms(ModuleOp module, ArrayRef<func::FuncOp> funcs,
                               const StepTiming &timing) {
   StepSimulator simulator{module, timing};
+  // Ranks share cores only when they are more than the cores.
+  int64_t ranks = timing.grid.numRanks();
+  if (timing.hardware.hostCores > 0 && timing.hardware.hostCores < ranks) {
+    simulator.cores = timing.hardware.hostCores;
+    simulator.ranksPerProgram = std::max<int64_t>(1, ranks / int64_t(funcs.size()));
+  }
   std::vector<StepSimulator::Process> procs;
   if (!simulator.simulate(funcs, procs))
     return std::nullopt;

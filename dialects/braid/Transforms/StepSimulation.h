@@ -7,6 +7,8 @@
 // ops in order on StepTiming's model: compute on the clock, each group's
 // transfers in turn on its own link, a wait exposing what has not ended, a
 // stage's wait for its neighbour's message before it left counted as bubble.
+// CPU ranks that share a machine's cores (a description's host_cores) run
+// on one clock, each program's op at its ranks' share of the cores.
 //
 //===----------------------------------------------------------------------===//
 
