@@ -365,11 +365,15 @@ void Shared::testEvents(double now) {
 // inside MPI calls), releases the completed sends and records when each
 // transfer completed. It polls every 20 us while the program waits for a
 // transfer and every 100 us while it computes: ranks that share cores keep
-// their cycles for computing.
+// their cycles for computing. A transfer MPI has completed is not in flight,
+// though the program has not waited for it yet (a gradient bucket reduced
+// during the backward, waited for at its end; what is left of its emulated
+// link the wait sleeps out): the thread sleeps until work arrives.
 void Shared::run() {
   std::unique_lock<std::mutex> lock(mpi);
   while (!stop) {
-    if (events.empty() && sends.empty()) {
+    if (sends.empty() && std::none_of(events.begin(), events.end(),
+                                      [](MpiEvent *e) { return !e->mpiDone(); })) {
       wake.wait(lock);
       continue;
     }
