@@ -51,6 +51,7 @@ import bisect
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -356,12 +357,12 @@ def main():
                 measured[o] = run(args.bin, model, plan, o, args.steps, work, on_hw)
                 fitted[o] = calibrate(args.bin, model, plan, o, measured[o], work, on_hw)
                 predicted[o] = predict(args.bin, model, plan, o, fitted[o][0], on_hw)
-                alone_hw, alone_bw = calibrate(args.bin, model, plan, o, measured[o], work, on_hw,
-                                               shared=False)
+                alone_hw, _ = calibrate(args.bin, model, plan, o, measured[o], work, on_hw,
+                                        shared=False)
                 alone[o] = predict(args.bin, model, plan, o, alone_hw, on_hw)
                 if not o:
-                    cpu_description(schedule_hw, measured[o]["flops_per_s"], alone_bw,
-                                    measured[o]["op_flops_per_s"])
+                    # The scheduler's description: the unscheduled run's, alone.
+                    shutil.copyfile(alone_hw, schedule_hw)
             repeats.append((measured, predicted, fitted, alone))
 
         def med(figure):

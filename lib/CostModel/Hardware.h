@@ -58,6 +58,11 @@ struct Hardware {
   /// two cores). The simulation of a step applies it (StepSimulation.h);
   /// the overlap scheduler, which orders one rank's ops, does not.
   int64_t hostCores = 0;
+  /// The cores `ranks` ranks share: hostCores when they are fewer than the
+  /// ranks, else 0 (each rank computes alone).
+  int64_t sharedCores(int64_t ranks) const {
+    return hostCores > 0 && hostCores < ranks ? hostCores : 0;
+  }
 
   /// Parses a description (the JSON of lib/CostModel/hardware).
   static llvm::Expected<Hardware> parse(llvm::StringRef json);

@@ -372,8 +372,8 @@ void Shared::testEvents(double now) {
 void Shared::run() {
   std::unique_lock<std::mutex> lock(mpi);
   while (!stop) {
-    if (sends.empty() && std::none_of(events.begin(), events.end(),
-                                      [](MpiEvent *e) { return !e->mpiDone(); })) {
+    if (sends.empty() && std::all_of(events.begin(), events.end(),
+                                     [](MpiEvent *e) { return e->mpiDone(); })) {
       wake.wait(lock);
       continue;
     }

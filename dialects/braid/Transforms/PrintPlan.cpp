@@ -391,8 +391,8 @@ struct BraidPrintPlanPass
       os << "exposed_time: not simulated (the stages wait for each other)\n";
       return;
     }
-    int64_t cores = printer.hardware.hostCores, ranks = printer.grid.numRanks();
-    if (cores > 0 && cores < ranks)
+    int64_t ranks = printer.grid.numRanks();
+    if (int64_t cores = printer.hardware.sharedCores(ranks))
       os << "compute_shared: " << ranks << " ranks on " << cores
          << " cores (an op computes at min(1, cores / ranks computing) of its rate)\n";
     for (const SimulatedProgram &p : *procs) {

@@ -231,12 +231,9 @@ std::optional<SmallVector<SimulatedProgram>>
 mlir::braid::simulatePrograms(ModuleOp module, ArrayRef<func::FuncOp> funcs,
                               const StepTiming &timing) {
   StepSimulator simulator{module, timing};
-  // Ranks share cores only when they are more than the cores.
   int64_t ranks = timing.grid.numRanks();
-  if (timing.hardware.hostCores > 0 && timing.hardware.hostCores < ranks) {
-    simulator.cores = timing.hardware.hostCores;
-    simulator.ranksPerProgram = std::max<int64_t>(1, ranks / int64_t(funcs.size()));
-  }
+  simulator.cores = timing.hardware.sharedCores(ranks);
+  simulator.ranksPerProgram = std::max<int64_t>(1, ranks / int64_t(funcs.size()));
   std::vector<StepSimulator::Process> procs;
   if (!simulator.simulate(funcs, procs))
     return std::nullopt;
