@@ -3,8 +3,8 @@
 // The per-op formulas of PlanCost (PlanCost.h): a layer's products, attention
 // or scan, memory-bound kernels and the transfers inside it, forward and
 // backward, with what it keeps for its backward; and the same for the
-// embedding and the output head. PlanCost.cpp puts them into pipelines and
-// steps.
+// embedding and the output head. PipelineLayout.cpp puts them on pipeline
+// stages, PlanCost.cpp into steps.
 //
 //===----------------------------------------------------------------------===//
 
