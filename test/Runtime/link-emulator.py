@@ -2,8 +2,8 @@
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: %python %s %mpicxx %mpirun %braid_src %braid_rt_lib %t
 #
-# The CPU ranks' progress thread and link emulator (runtime/src/comm_mpi.cpp,
-# braid/link_model.h), on a hand-written program (Inputs/overlap-program.cpp)
+# The CPU ranks' progress thread and link emulator (runtime/src/comm_mpi_progress.h,
+# comm_mpi.cpp, braid/link_model.h), on a hand-written program (Inputs/overlap-program.cpp)
 # on 2 ranks of dp=2, read from its trace:
 # - BRAID_LINK=dp:1ms,100MB/s: a transfer takes its link for the model's time
 #   (an all-reduce of 1 MiB over 2 ranks: 2 steps of 1 ms + 1 MiB at 100 MB/s)

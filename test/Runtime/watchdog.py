@@ -2,7 +2,7 @@
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: %python %s %mpicxx %mpirun %braid_src %braid_rt_lib %t
 #
-# The transfer watchdog of the CPU ranks (runtime/src/comm_mpi.cpp): a wait
+# The transfer watchdog of the CPU ranks (runtime/src/comm_mpi_progress.h): a wait
 # that blocks BRAID_COLLECTIVE_TIMEOUT seconds ends the run on every rank with
 # a message naming the transfer, its group and the step, instead of hanging.
 # On Inputs/overlap-program.cpp (2 ranks of dp=2), dp rank 1 computes for 5 s
