@@ -2,9 +2,12 @@
 //
 // The input's last bytes choose the pipeline's options (a grid, sequence
 // parallelism, a ZeRO stage, micro-batches, precision, recompute, the
-// overlap scheduler); the rest is a model. A model that parses and verifies
-// goes through --braid-training-pipeline with those options: a located error
-// or a program, never a crash. Seeds: the models the test suite builds
+// overlap scheduler, the layouts braid-run records); the rest is a model. A
+// model that parses and verifies goes through --braid-training-pipeline with
+// those options, and each program it lowers to (one per pipeline stage) is
+// emitted as C++, as braid-run does before building: the static memory
+// plan, the fused kernels, the rolled repeats. A located error or a program,
+// never a crash. Seeds: the models the test suite builds
 // (test/Fuzz/training-pipeline.py writes them with python/braid.models).
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +15,7 @@
 #include "FuzzContext.h"
 #include "braid/InitAllPasses.h"
 #include "braid/Pipelines.h"
+#include "braid/Target/Cpp.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -52,7 +56,24 @@ std::string pickOptions(FuzzedDataProvider &in) {
   o += " schedule-overlap=" + std::string(in.ConsumeBool() ? "true" : "false");
   if (in.ConsumeBool())
     o += " virtual-stages=2";
+  // What braid-run adds for global dumps (the emitter reads it); braid-opt's
+  // users leave it off.
+  o += " record-layouts=" + std::string(in.ConsumeBool() ? "true" : "false");
   return o;
+}
+
+/// The step functions braid-run emits: one per pipeline stage
+/// (kPipelineEntriesAttr) or the entry alone. An attribute of another shape
+/// is the emitter's to refuse, so it is passed on as the entry.
+llvm::SmallVector<std::string> programEntries(mlir::ModuleOp module, llvm::StringRef entry) {
+  llvm::SmallVector<std::string> names;
+  if (auto entries = module->getAttrOfType<mlir::ArrayAttr>(braid::kPipelineEntriesAttr))
+    for (mlir::Attribute e : entries)
+      if (auto ref = llvm::dyn_cast<mlir::FlatSymbolRefAttr>(e))
+        names.push_back(ref.getValue().str());
+  if (names.empty())
+    names.push_back(entry.str());
+  return names;
 }
 } // namespace
 
@@ -76,7 +97,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::PassManager pm(&ctx);
   if (mlir::failed(braid::buildTrainingPipeline(pm, *parsed)))
     return 0;
-  if (mlir::succeeded(pm.run(*module)) && braid::fuzz::verbose())
-    llvm::errs() << "braid-fuzz-pipeline: " << options << ": a program\n";
+  if (mlir::failed(pm.run(*module)))
+    return 0;
+  for (const std::string &entry : programEntries(*module, parsed->entry)) {
+    std::string source;
+    llvm::raw_string_ostream os(source);
+    if (mlir::failed(braid::emitProgramAsCpp(*module, entry, os)))
+      return 0;
+  }
+  if (braid::fuzz::verbose())
+    llvm::errs() << "braid-fuzz-pipeline: " << options << ": programs emitted\n";
   return 0;
 }

@@ -5,9 +5,13 @@
 # The training pipeline on the tiny presets of every family (python/braid
 # models), with options the input's last bytes pick (a grid among sixteen,
 # ZeRO stage, micro-batches, sequence parallelism, precision, recompute,
-# pipeline schedule, cp attention, the overlap scheduler, virtual stages),
-# and libFuzzer's mutations of both: a diagnostic or a program, no crash
-# (fuzz/TrainingPipeline.cpp).
+# pipeline schedule, cp attention, the overlap scheduler, virtual stages,
+# the layouts braid-run records), each program it lowers to emitted as C++,
+# and libFuzzer's mutations of both: a diagnostic or programs, no crash
+# (fuzz/TrainingPipeline.cpp). First each seed once, verbose: every one must
+# reach the emitter (a harness that stopped short of it would still report
+# no crash).
+# CHECK: 20 seeds, each lowered and emitted
 # CHECK: braid-fuzz-pipeline: {{[0-9]+}} inputs, no crash
 import os
 import shutil
@@ -20,17 +24,37 @@ import fuzz_run  # noqa: E402
 corpus = sys.argv[1]
 n = 0
 for preset in ("llama-tiny", "gpt-tiny", "moe-tiny", "mamba-tiny", "hybrid-tiny"):
-    text = subprocess.run([sys.executable, "-m", "braid.models", preset, "--batch", "4"],
-                          check=True, capture_output=True, text=True).stdout
+    # Four layers: the interleaved seed splits them into pp x virtual stages.
+    text = subprocess.run([sys.executable, "-m", "braid.models", preset, "--batch", "4",
+                           "--layers", "4"], check=True, capture_output=True, text=True).stdout
     # Option bytes, read from the input's end, one per choice (grid, zero,
     # micro-batches - 1, sequence parallelism, dtype, recompute, schedule, cp
-    # attention, overlap, virtual stages; fuzz/TrainingPipeline.cpp): one
-    # rank at the defaults, dp2xtp2 ZeRO-1 SP bf16, pp2xdp2 interleaved with
-    # selective recompute, cp2xdp2 ZeRO-2 ring attention with full recompute.
-    for picks in ([0] * 10, [3, 1, 1, 1, 1, 0, 0, 0, 1, 0], [5, 0, 1, 0, 0, 1, 2, 0, 1, 1],
-                  [7, 2, 0, 0, 1, 2, 0, 2, 1, 0]):
+    # attention, overlap, virtual stages, recorded layouts;
+    # fuzz/TrainingPipeline.cpp): one rank at the defaults, dp2xtp2 ZeRO-1 SP
+    # bf16, pp2xdp2 interleaved with selective recompute, cp2xdp2 ZeRO-2 ring
+    # attention with full recompute; the last three as braid-run lowers them.
+    for picks in ([0] * 11, [3, 1, 1, 1, 1, 0, 0, 0, 1, 0, 1], [5, 0, 1, 0, 0, 1, 2, 0, 1, 1, 1],
+                  [7, 2, 0, 0, 1, 2, 0, 2, 1, 0, 1]):
         tail = bytes(reversed(picks))
         with open(os.path.join(corpus, f"seed-{n}"), "wb") as out:
             out.write(text.encode() + tail)
         n += 1
-fuzz_run.run(shutil.which("braid-fuzz-pipeline"), corpus, runs=400, seconds=40)
+target = shutil.which("braid-fuzz-pipeline")
+seeds = sorted(os.listdir(corpus))
+env = dict(os.environ, BRAID_FUZZ_VERBOSE="1")
+env["ASAN_OPTIONS"] = ":".join(o for o in (env.get("ASAN_OPTIONS", ""), "allow_user_poisoning=0") if o)
+r = subprocess.run([target, *seeds], cwd=corpus, env=env, capture_output=True, text=True)
+# libFuzzer prints "Running: <file>" before each input and "Executed <file>"
+# after it; the target prints "programs emitted" between them when it did.
+emitted, current = set(), None
+for line in r.stderr.splitlines():
+    if line.startswith("Running: "):
+        current = line.split(" ", 1)[1]
+    elif line.endswith(": programs emitted") and current:
+        emitted.add(current)
+missing = [s for s in seeds if s not in emitted]
+if r.returncode != 0 or missing:
+    sys.stderr.write(r.stderr[-20000:])
+    sys.exit(f"seeds not lowered and emitted: {missing} (exit {r.returncode})")
+print(f"{len(seeds)} seeds, each lowered and emitted")
+fuzz_run.run(target, corpus, runs=400, seconds=40)
