@@ -36,6 +36,11 @@ CASES = [
      "family=hybrid,hidden=4096,layers=32,seq=4096,heads=32,kv_heads=8,ffn=14336,vocab=65536,"
      "experts=16,top_k=2,attn_period=8,attn_offset=4,expert_period=2,expert_offset=1",
      256, "h100-sxm", 512),
+    # A deep pipeline of many micro-batches: 356 = 4 x 89 GPUs leaves pp=89,
+    # and the batch 28,533 micro-batches, so that re-timing the first plans
+    # with the schedule simulator (millions of actions each) dominates.
+    ("GPT-3 175B, 356 x H100, batch 28533",
+     "family=gpt,hidden=12288,layers=96,seq=2048,heads=96,vocab=51200", 356, "h100-sxm", 28533),
 ]
 
 

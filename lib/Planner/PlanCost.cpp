@@ -191,7 +191,7 @@ Estimate PlanCost::simulate(const Plan &p) {
   // the closed form's term keeps counting.
   times.comm = est.sendSeconds;
   mlir::FailureOr<mlir::braid::PipelineSimulation> sim =
-      mlir::braid::simulateSchedule(*schedule, times, loc);
+      mlir::braid::simulateSchedule(*schedule, times, loc, /*keepTimelines=*/false);
   if (mlir::failed(sim))
     return est;
   // The step: the simulated pipeline instead of the closed form's, which

@@ -11,10 +11,10 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
-#include <map>
+#include <limits>
 #include <numeric>
-#include <tuple>
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -306,12 +306,18 @@ mlir::braid::buildSchedule(ScheduleKind kind, int64_t stages,
 
 FailureOr<PipelineSimulation>
 mlir::braid::simulateSchedule(const PipelineSchedule &schedule,
-                              const ChunkTimes &times, Location loc) {
-  using Key = std::tuple<int, int64_t, int64_t>;
-  auto key = [](ActionKind kind, int64_t chunk, int64_t mb) -> Key {
-    return {int(kind), chunk, mb};
+                              const ChunkTimes &times, Location loc,
+                              bool keepTimelines) {
+  // When each (kind, chunk, micro-batch) action finished, NaN until it has:
+  // a flat table, as a search times schedules of millions of actions (89
+  // stages x 28,533 micro-batches).
+  const int64_t chunks = schedule.numChunks(), mbs = schedule.microbatches;
+  using Key = int64_t;
+  auto key = [&](ActionKind kind, int64_t chunk, int64_t mb) -> Key {
+    return (int64_t(kind) * chunks + chunk) * mbs + mb;
   };
-  std::map<Key, double> finished;
+  std::vector<double> finished(size_t(3 * chunks * mbs),
+                               std::numeric_limits<double>::quiet_NaN());
   int64_t ranks = schedule.stages, last = schedule.numChunks() - 1;
   PipelineSimulation sim;
   sim.timelines.resize(ranks);
@@ -328,6 +334,10 @@ mlir::braid::simulateSchedule(const PipelineSchedule &schedule,
     for (int64_t r = 0; r < ranks; ++r) {
       while (next[r] < schedule.ranks[r].size()) {
         const PipelineAction &a = schedule.ranks[r][next[r]];
+        if (a.chunk < 0 || a.chunk >= chunks || a.microbatch < 0 || a.microbatch >= mbs)
+          return emitError(loc, "pipeline schedule names ")
+                 << schedule.label(a) << " outside its " << chunks << " chunks and " << mbs
+                 << " micro-batches";
         SmallVector<std::pair<Key, bool>> deps; // (action, crosses ranks)
         switch (a.kind) {
         case ActionKind::Forward:
@@ -351,12 +361,12 @@ mlir::braid::simulateSchedule(const PipelineSchedule &schedule,
         double start = free[r];
         bool ready = true;
         for (auto [dep, remote] : deps) {
-          auto it = finished.find(dep);
-          if (it == finished.end()) {
+          double done = finished[size_t(dep)];
+          if (std::isnan(done)) {
             ready = false;
             break;
           }
-          start = std::max(start, it->second + (remote ? times.comm : 0));
+          start = std::max(start, done + (remote ? times.comm : 0));
         }
         if (!ready)
           break;
@@ -367,8 +377,9 @@ mlir::braid::simulateSchedule(const PipelineSchedule &schedule,
         else if (a.kind == ActionKind::Weight)
           duration = times.weight[a.chunk];
         double end = start + duration;
-        finished[key(a.kind, a.chunk, a.microbatch)] = end;
-        sim.timelines[r].push_back({start, end, a});
+        finished[size_t(key(a.kind, a.chunk, a.microbatch))] = end;
+        if (keepTimelines)
+          sim.timelines[r].push_back({start, end, a});
         sim.busy += duration;
         free[r] = end;
         if (a.kind == ActionKind::Forward)

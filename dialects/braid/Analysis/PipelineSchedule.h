@@ -131,10 +131,13 @@ struct PipelineSimulation {
 /// dependencies are done (F after F of the previous chunk, B after B of the
 /// next chunk or, on the last chunk, after its F, W after its B), plus
 /// `times.comm` for each dependency that crosses ranks. Emits an error if
-/// the action lists deadlock.
+/// the action lists deadlock. Without `keepTimelines` the result's
+/// timelines stay empty (the planner, which simulates schedules of millions
+/// of actions, reads only the makespan and the activations in flight).
 FailureOr<PipelineSimulation> simulateSchedule(const PipelineSchedule &schedule,
                                                const ChunkTimes &times,
-                                               Location loc);
+                                               Location loc,
+                                               bool keepTimelines = true);
 
 /// The textbook bubble fraction of `kind` with equal stages, relative to the
 /// makespan: (p-1)/(m+p-1) for GPipe and 1F1B, (p-1)/(v m+p-1) for
