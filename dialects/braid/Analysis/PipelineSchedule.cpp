@@ -334,10 +334,8 @@ mlir::braid::simulateSchedule(const PipelineSchedule &schedule,
     for (int64_t r = 0; r < ranks; ++r) {
       while (next[r] < schedule.ranks[r].size()) {
         const PipelineAction &a = schedule.ranks[r][next[r]];
-        if (a.chunk < 0 || a.chunk >= chunks || a.microbatch < 0 || a.microbatch >= mbs)
-          return emitError(loc, "pipeline schedule names ")
-                 << schedule.label(a) << " outside its " << chunks << " chunks and " << mbs
-                 << " micro-batches";
+        assert(a.chunk >= 0 && a.chunk < chunks && a.microbatch >= 0 && a.microbatch < mbs &&
+               "buildSchedule's actions lie inside its chunks and micro-batches");
         SmallVector<std::pair<Key, bool>> deps; // (action, crosses ranks)
         switch (a.kind) {
         case ActionKind::Forward:
