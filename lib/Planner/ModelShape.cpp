@@ -3,6 +3,7 @@
 #include "ModelShape.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,23 @@ using namespace braid::plan;
 namespace {
 llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// The largest value the planner takes for a size: far past every
+/// published model (Llama 3 405B: hidden 16,384, 126 layers, a vocabulary of
+/// 128,256; contexts of millions of tokens), and small enough that the
+/// products of its integer arithmetic (a GPT's ffn of 4 x hidden, padded
+/// vocabularies) stay in range and its per-layer work stays quick.
+int64_t limitOf(llvm::StringRef key) {
+  return llvm::StringSwitch<int64_t>(key)
+      .Cases("vocab", "seq", "pad_vocab_multiple", "chunk", int64_t(1) << 24)
+      .Cases("hidden", "dt_rank", int64_t(1) << 20)
+      .Cases("ffn", "shared_ffn", int64_t(1) << 22)
+      .Cases("layers", "attn_period", "attn_offset", "expert_period", "expert_offset",
+             int64_t(1) << 14)
+      .Case("d_conv", int64_t(1) << 10)
+      .Case("expand", int64_t(1) << 8)
+      .Default(int64_t(1) << 16); // heads, head_dim, experts, top_k, d_state, ...
 }
 
 /// Reads the keys of a model description, remembering the first bad one.
@@ -35,16 +53,26 @@ struct Reader {
         error = "'" + key.str() + "' is not a non-negative integer: " + it->second;
       return fallback;
     }
+    if (value > limitOf(key)) {
+      if (error.empty())
+        error = "'" + key.str() + "' is " + std::to_string(value) +
+                ", beyond what the planner models (at most " + std::to_string(limitOf(key)) +
+                ")";
+      return fallback;
+    }
     return value;
   }
-  double real(llvm::StringRef key, double fallback) {
+  /// A positive, finite number up to `limit`.
+  double real(llvm::StringRef key, double fallback, double limit) {
     auto it = attrs.find(key);
     if (it == attrs.end())
       return fallback;
     double value;
-    if (llvm::StringRef(it->second).trim().getAsDouble(value)) {
+    if (llvm::StringRef(it->second).trim().getAsDouble(value) || !(value > 0) ||
+        !(value <= limit)) {
       if (error.empty())
-        error = "'" + key.str() + "' is not a number: " + it->second;
+        error = "'" + key.str() + "' is not a number in (0, " + std::to_string(int64_t(limit)) +
+                "]: " + it->second;
       return fallback;
     }
     return value;
@@ -99,7 +127,8 @@ ModelShape::fromAttributes(const llvm::StringMap<std::string> &attrs) {
   if (moe) {
     m.experts = r.integer("experts", 0, true);
     m.topK = r.integer("top_k", 0, true);
-    m.capacityFactor = r.real("capacity_factor", 1.0);
+    // At most one slot per token per expert chosen: E drops nothing.
+    m.capacityFactor = r.real("capacity_factor", 1.0, double(std::max<int64_t>(1, m.experts)));
     m.sharedFfn = r.integer("shared_ffn", 0);
     std::string routing = r.text("routing", "random");
     if (routing == "contiguous")

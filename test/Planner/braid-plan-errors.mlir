@@ -5,6 +5,14 @@
 // FAMILY: braid-plan: unknown model family 'rnn' (known: gpt, llama, mamba, moe, hybrid)
 // RUN: not braid-plan --model family=llama,hidden=64,layers=2,seq=16,vocab=256,heads=4 --gpus 8 --global-batch 8 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: braid-plan: llama: the model gives no 'ffn'
+// Sizes beyond any model stop at the description (their products would
+// overflow the planner's integers, or its per-layer work would not end).
+// RUN: not braid-plan --model family=gpt,hidden=9223372036854775807,heads=1,layers=1,seq=8,vocab=8 --gpus 8 --global-batch 8 2>&1 | FileCheck %s --check-prefix=HUGE
+// HUGE: braid-plan: gpt: 'hidden' is 9223372036854775807, beyond what the planner models (at most 1048576)
+// RUN: not braid-plan --model family=gpt,hidden=64,heads=4,layers=99999999,seq=8,vocab=8 --gpus 8 --global-batch 8 2>&1 | FileCheck %s --check-prefix=DEEP
+// DEEP: braid-plan: gpt: 'layers' is 99999999, beyond what the planner models (at most 16384)
+// RUN: not braid-plan --model family=moe,hidden=64,heads=4,layers=2,seq=8,vocab=8,ffn=128,experts=4,top_k=2,capacity_factor=inf --gpus 8 --global-batch 8 2>&1 | FileCheck %s --check-prefix=CAPACITY
+// CAPACITY: braid-plan: moe: 'capacity_factor' is not a number in (0, 4]: inf
 // RUN: not braid-plan %s --gpus 0 --global-batch 8 2>&1 | FileCheck %s --check-prefix=GPUS
 // GPUS: braid-plan: --gpus must be >= 1
 // RUN: not braid-plan %s --gpus 8 --global-batch 8 --evaluate tp=3,dp=1 2>&1 | FileCheck %s --check-prefix=GRID
