@@ -47,9 +47,10 @@ llvm::Expected<ComputeCalibration> ComputeCalibration::parse(llvm::StringRef jso
   };
   for (Field &f : fields) {
     std::optional<double> v = o->getNumber(f.key);
-    if (!v || *v < 0 || (f.fraction && (*v <= 0 || *v > 1)))
+    if (!v || !inRange(*v, 0, f.fraction ? 1 : kMaxRate) || (f.fraction && *v <= 0))
       return fail(c.hardware + ": " + f.key +
-                  (f.fraction ? " must be a fraction in (0, 1]" : " must be >= 0"));
+                  (f.fraction ? " must be a fraction in (0, 1]"
+                              : " must be a number in [0, 1e21]"));
     *f.out = *v;
   }
   if (const llvm::json::Array *sources = o->getArray("sources"))

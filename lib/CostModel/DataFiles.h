@@ -13,9 +13,22 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cmath>
 #include <string>
 
 namespace braid::cost {
+
+/// The bounds of what a description may give: rates (bytes or FLOPs per
+/// second) and sizes in bytes from 1 to kMaxRate (a million times an H100's
+/// peak), times in seconds from 0 to kMaxSeconds. Beyond them the cost
+/// model's sums overflow to infinities and its step times to NaN.
+constexpr double kMaxRate = 1e21, kMaxSeconds = 1e3;
+
+/// Whether `value` is finite and in [lo, hi] (JSON numbers past a double's
+/// range parse as infinities).
+inline bool inRange(double value, double lo, double hi) {
+  return std::isfinite(value) && value >= lo && value <= hi;
+}
 
 struct Builtin {
   const char *name;

@@ -23,11 +23,11 @@ bool readLink(const llvm::json::Object *link, LinkClass *out) {
   std::optional<llvm::StringRef> kind = link->getString("kind");
   std::optional<double> bw = link->getNumber("bytes_per_s");
   std::optional<double> lat = link->getNumber("step_latency_s");
-  if (!kind || !bw || !lat || !(*bw > 0) || !(*lat >= 0))
+  if (!kind || !bw || !lat || !inRange(*bw, 1, kMaxRate) || !inRange(*lat, 0, kMaxSeconds))
     return false;
   *out = {kind->str(), *bw, *lat, 0};
   if (std::optional<double> node = link->getNumber("node_bytes_per_s")) {
-    if (!(*node > 0))
+    if (!inRange(*node, 1, kMaxRate))
       return false;
     out->nodeBytesPerSecond = *node;
   }
@@ -46,18 +46,33 @@ llvm::Expected<Hardware> Hardware::parse(llvm::StringRef json) {
   std::optional<llvm::StringRef> name = o->getString("name");
   std::optional<int64_t> devices = o->getInteger("devices_per_node");
   std::optional<double> latency = o->getNumber("collective_latency_s");
-  if (!name || !devices || *devices < 1 || !latency)
+  if (!name || !devices || *devices < 1 || *devices > (int64_t(1) << 20) || !latency ||
+      !inRange(*latency, 0, kMaxSeconds))
     return fail("a hardware description needs name, devices_per_node >= 1 and "
-                "collective_latency_s");
+                "collective_latency_s (seconds, >= 0)");
   hw.name = name->str();
   hw.devicesPerNode = *devices;
   hw.collectiveLatency = *latency;
   if (std::optional<llvm::StringRef> d = o->getString("description"))
     hw.description = d->str();
-  hw.memoryBytes = o->getNumber("memory_bytes").value_or(0);
-  hw.peakBf16Flops = o->getNumber("peak_bf16_flops").value_or(0);
-  hw.hbmBytesPerSecond = o->getNumber("hbm_bytes_per_s").value_or(0);
-  hw.kernelLaunch = o->getNumber("kernel_launch_s").value_or(0);
+  // What the planner needs and the compiler's step simulation of CPU ranks
+  // may leave out (0: not given).
+  struct Optional {
+    const char *key;
+    double *out;
+    bool seconds; ///< else a rate or a size
+  } optional[] = {{"memory_bytes", &hw.memoryBytes, false},
+                  {"peak_bf16_flops", &hw.peakBf16Flops, false},
+                  {"hbm_bytes_per_s", &hw.hbmBytesPerSecond, false},
+                  {"kernel_launch_s", &hw.kernelLaunch, true}};
+  for (const Optional &f : optional)
+    if (const llvm::json::Value *v = o->get(f.key)) {
+      std::optional<double> n = v->getAsNumber();
+      if (!n || !(f.seconds ? inRange(*n, 0, kMaxSeconds) : inRange(*n, 1, kMaxRate)))
+        return fail(hw.name + ": " + f.key + " must be a number in " +
+                    (f.seconds ? "[0, 1e3] (seconds)" : "[1, 1e21]"));
+      *f.out = *n;
+    }
   if (!readLink(o->getObject("intra_node"), &hw.intraNode) ||
       !readLink(o->getObject("inter_node"), &hw.interNode))
     return fail(hw.name + ": intra_node and inter_node need kind, bytes_per_s "
@@ -65,7 +80,7 @@ llvm::Expected<Hardware> Hardware::parse(llvm::StringRef json) {
   if (const llvm::json::Object *rates = o->getObject("op_flops_per_s"))
     for (const auto &[op, rate] : *rates) {
       std::optional<double> r = rate.getAsNumber();
-      if (!r || *r <= 0)
+      if (!r || !inRange(*r, 1, kMaxRate))
         return fail(hw.name + ": op_flops_per_s." + op.str() + " must be a rate > 0");
       hw.opFlopsPerSecond[op.str()] = *r;
     }

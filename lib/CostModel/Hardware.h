@@ -64,6 +64,20 @@ struct Hardware {
     return hostCores > 0 && hostCores < ranks ? hostCores : 0;
   }
 
+  /// The keys a description leaves out that the planner needs to time and
+  /// fit plans (memory_bytes, peak_bf16_flops, hbm_bytes_per_s; the
+  /// compiler's step simulation of CPU ranks does without), comma-separated;
+  /// empty when it gives them all.
+  std::string missingPlannerKeys() const {
+    std::string missing;
+    for (auto [key, value] : {std::pair<const char *, double>{"memory_bytes", memoryBytes},
+                              {"peak_bf16_flops", peakBf16Flops},
+                              {"hbm_bytes_per_s", hbmBytesPerSecond}})
+      if (value <= 0)
+        missing += (missing.empty() ? "" : ", ") + std::string(key);
+    return missing;
+  }
+
   /// Parses a description (the JSON of lib/CostModel/hardware).
   static llvm::Expected<Hardware> parse(llvm::StringRef json);
   /// The built-in description `name` ("h100-sxm", "h200-sxm", "a100-sxm"),

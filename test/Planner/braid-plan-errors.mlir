@@ -30,6 +30,20 @@
 // RUN: sed -e 's/"h100-sxm"/"my-cluster"/' %braid_src/lib/CostModel/calibration/h100-sxm.json > %t.my-cal.json
 // RUN: braid-plan --model family=llama,hidden=4096,layers=32,seq=8192,heads=32,kv_heads=8,ffn=14336,vocab=128256 --gpus 8 --global-batch 8 --hardware %t.my-cluster.json --calibration %t.my-cal.json --top 1 | FileCheck %s --check-prefix=OWN
 // OWN: on 8 x my-cluster
+// Numbers out of a description's bounds, and what the planner needs that
+// the compiler's descriptions of CPU ranks may leave out.
+// RUN: sed -e 's/"collective_latency_s": 8.4e-6/"collective_latency_s": -1e300/' %t.my-cluster.json > %t.neg-latency.json
+// RUN: not braid-plan %s --gpus 8 --global-batch 8 --hardware %t.neg-latency.json --calibration %t.my-cal.json 2>&1 | FileCheck %s --check-prefix=LATENCY
+// LATENCY: braid-plan: {{.*}}neg-latency.json: a hardware description needs name, devices_per_node >= 1 and collective_latency_s (seconds, >= 0)
+// RUN: sed -e 's/"peak_bf16_flops": 989.4e12/"peak_bf16_flops": 0/' %t.my-cluster.json > %t.no-peak.json
+// RUN: not braid-plan %s --gpus 8 --global-batch 8 --hardware %t.no-peak.json --calibration %t.my-cal.json 2>&1 | FileCheck %s --check-prefix=PEAK
+// PEAK: braid-plan: {{.*}}no-peak.json: my-cluster: peak_bf16_flops must be a number in [1, 1e21]
+// RUN: grep -v '"peak_bf16_flops"\|"hbm_bytes_per_s"' %t.my-cluster.json > %t.cpu-like.json
+// RUN: not braid-plan %s --gpus 8 --global-batch 8 --hardware %t.cpu-like.json --calibration %t.my-cal.json 2>&1 | FileCheck %s --check-prefix=NEEDS
+// NEEDS: braid-plan: my-cluster: the planner needs peak_bf16_flops, hbm_bytes_per_s in the hardware description
+// RUN: sed -e 's/"reserved_bytes": 3221225472/"reserved_bytes": 1e400/' %t.my-cal.json > %t.inf-reserve.json
+// RUN: not braid-plan %s --gpus 8 --global-batch 8 --hardware %t.my-cluster.json --calibration %t.inf-reserve.json 2>&1 | FileCheck %s --check-prefix=RESERVE
+// RESERVE: braid-plan: {{.*}}inf-reserve.json: my-cluster: reserved_bytes must be a number in [0, 1e21]
 // RUN: not braid-plan %s --gpus 8 --global-batch 8 --runtime deepspeed 2>&1 | FileCheck %s --check-prefix=RT
 // RT: braid-plan: unknown runtime 'deepspeed' (known: braid, megatron-2021, megatron-deepspeed, megatron-core, nemo-automodel)
 // A model that fits nowhere on the cluster: the message names the least

@@ -356,6 +356,8 @@ int main(int argc, char **argv) {
   Expected<braid::cost::Hardware> hw = braid::cost::Hardware::named(hardwareName);
   if (!hw)
     return fail(toString(hw.takeError()));
+  if (std::string missing = hw->missingPlannerKeys(); !missing.empty())
+    return fail(hw->name + ": the planner needs " + missing + " in the hardware description");
   Expected<braid::cost::ComputeCalibration> cal = braid::cost::ComputeCalibration::named(
       calibrationName.empty() ? hw->name : std::string(calibrationName));
   if (!cal)

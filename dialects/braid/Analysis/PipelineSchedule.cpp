@@ -11,9 +11,7 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
-#include <cmath>
 #include <deque>
-#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -308,16 +306,16 @@ FailureOr<PipelineSimulation>
 mlir::braid::simulateSchedule(const PipelineSchedule &schedule,
                               const ChunkTimes &times, Location loc,
                               bool keepTimelines) {
-  // When each (kind, chunk, micro-batch) action finished, NaN until it has:
-  // a flat table, as a search times schedules of millions of actions (89
-  // stages x 28,533 micro-batches).
+  // Whether and when each (kind, chunk, micro-batch) action finished: flat
+  // tables, as a search times schedules of millions of actions (89 stages x
+  // 28,533 micro-batches).
   const int64_t chunks = schedule.numChunks(), mbs = schedule.microbatches;
   using Key = int64_t;
   auto key = [&](ActionKind kind, int64_t chunk, int64_t mb) -> Key {
     return (int64_t(kind) * chunks + chunk) * mbs + mb;
   };
-  std::vector<double> finished(size_t(3 * chunks * mbs),
-                               std::numeric_limits<double>::quiet_NaN());
+  std::vector<double> finished(size_t(3 * chunks * mbs), 0.0);
+  std::vector<bool> done(finished.size(), false);
   int64_t ranks = schedule.stages, last = schedule.numChunks() - 1;
   PipelineSimulation sim;
   sim.timelines.resize(ranks);
@@ -359,12 +357,11 @@ mlir::braid::simulateSchedule(const PipelineSchedule &schedule,
         double start = free[r];
         bool ready = true;
         for (auto [dep, remote] : deps) {
-          double done = finished[size_t(dep)];
-          if (std::isnan(done)) {
+          if (!done[size_t(dep)]) {
             ready = false;
             break;
           }
-          start = std::max(start, done + (remote ? times.comm : 0));
+          start = std::max(start, finished[size_t(dep)] + (remote ? times.comm : 0));
         }
         if (!ready)
           break;
@@ -376,6 +373,7 @@ mlir::braid::simulateSchedule(const PipelineSchedule &schedule,
           duration = times.weight[a.chunk];
         double end = start + duration;
         finished[size_t(key(a.kind, a.chunk, a.microbatch))] = end;
+        done[size_t(key(a.kind, a.chunk, a.microbatch))] = true;
         if (keepTimelines)
           sim.timelines[r].push_back({start, end, a});
         sim.busy += duration;
