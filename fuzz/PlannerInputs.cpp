@@ -8,8 +8,9 @@
 // (none: the built-in H100's; the hardware; the calibration) and the
 // search's choices. What parses
 // goes through the search, and when no plan fits, the smallest cluster that
-// holds the model, as braid-plan does: a message or plans, never a crash, a
-// sanitizer report or a hang. Seeds: the built-in descriptions and the
+// holds the model, as braid-plan does: a message or plans whose step, MFU
+// and memory are positive finite numbers, never a crash, a sanitizer report
+// or a hang. Seeds: the built-in descriptions and the
 // published models' shapes (test/Fuzz/planner-inputs.py).
 //
 //===----------------------------------------------------------------------===//
@@ -23,6 +24,7 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -94,6 +96,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   braid::plan::PlanCost cost(*model, *hw, *cal, *rt);
   braid::plan::SearchResult result = braid::plan::searchPlans(cost, options);
+  // A plan's figures are numbers a user can act on: a positive, finite step
+  // and MFU, a finite memory. Anything else is a finding.
+  for (const braid::plan::RankedPlan &r : result.best) {
+    const braid::plan::Estimate &e = r.estimate;
+    if (!(std::isfinite(e.stepSeconds) && e.stepSeconds > 0 && std::isfinite(e.mfu) &&
+          e.mfu > 0 && std::isfinite(e.memoryBytes()) && e.memoryBytes() > 0)) {
+      llvm::errs() << "braid-fuzz-plan: " << r.plan.gridString() << ": step " << e.stepSeconds
+                   << " s, MFU " << e.mfu << ", memory " << e.memoryBytes() << " bytes\n";
+      std::abort();
+    }
+  }
   if (result.best.empty()) {
     braid::plan::RankedPlan smallest;
     int64_t n = braid::plan::smallestCluster(cost, &smallest);
