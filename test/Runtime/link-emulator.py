@@ -148,6 +148,8 @@ for name, extra in (("thread", {}), ("no-thread", {"BRAID_PROGRESS_THREAD": "0"}
 # --- invalid descriptions --------------------------------------------------------
 for spec, message in (("dp:1ms", "'dp:1ms' is not axis:latency,bandwidth"),
                       ("dp:1parsec,1GB/s", "latency '1parsec' of axis 'dp'"),
+                      # strtod reads it: the emulator would sleep forever.
+                      ("dp:inf,1GB/s", "latency 'inf' of axis 'dp'"),
                       ("dp:1us,fast", "bandwidth 'fast' of axis 'dp'"),
                       ("tp:1us,1GB/s", "axis 'tp' is not an axis of the grid dp=2")):
     e = dict(env, BRAID_LINK=spec)

@@ -3,6 +3,8 @@
 // RUN: not braid-opt %s --braid-print-plan="link=dp:1ms" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHAPE
 // RUN: not braid-opt %s --braid-print-plan="link=dp:1ms,fast" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNIT
 // RUN: not braid-opt %s --braid-print-plan="link=ep:1ms,1GB/s" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=AXIS
+// RUN: not braid-opt %s --braid-print-plan="link=dp:inf,1GB/s" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=INF
+// RUN: not braid-opt %s --braid-print-plan="link=dp:1us,1e-300GB/s" -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=SLOW
 
 // link=: transfers take the times of the links per grid axis
 // (braid/link_model.h, what the CPU ranks' BRAID_LINK charges), each group's
@@ -29,8 +31,10 @@ module {
 // CHECK: exposed_time_per_step: 10685.8 us of 11754.3 us of transfers, step 10685.8 us
 
 // SHAPE: error: --braid-print-plan: link='dp:1ms': 'dp:1ms' is not axis:latency,bandwidth
-// UNIT: error: --braid-print-plan: link='dp:1ms,fast': bandwidth 'fast' of axis 'dp' is not a positive number with B/s, KB/s, MB/s or GB/s
+// UNIT: error: --braid-print-plan: link='dp:1ms,fast': bandwidth 'fast' of axis 'dp' is not a number with B/s, KB/s, MB/s or GB/s, at least 1 B/s
 // AXIS: error: --braid-print-plan: link='ep:1ms,1GB/s': axis 'ep' is not an axis of the grid
+// INF: error: --braid-print-plan: link='dp:inf,1GB/s': latency 'inf' of axis 'dp' is not a number with s, ms, us or ns, at most 1000 s
+// SLOW: error: --braid-print-plan: link='dp:1us,1e-300GB/s': bandwidth '1e-300GB/s' of axis 'dp' is not a number with B/s, KB/s, MB/s or GB/s, at least 1 B/s
 
 // -----
 

@@ -78,10 +78,12 @@ inline std::string trim(const std::string &s) {
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
-/// A number followed by one of `units` (name, factor); false on anything else.
+/// A number followed by one of `units` (name, factor), in [lo, hi] once
+/// scaled; false on anything else (strtod reads "inf" and "1e999" too: an
+/// infinite latency would have the emulator sleep forever).
 inline bool quantity(const std::string &text,
-                     const std::vector<std::pair<const char *, double>> &units,
-                     double *out) {
+                     const std::vector<std::pair<const char *, double>> &units, double lo,
+                     double hi, double *out) {
   std::string t = trim(text);
   const char *begin = t.c_str();
   char *end = nullptr;
@@ -92,7 +94,7 @@ inline bool quantity(const std::string &text,
   for (const auto &[name, factor] : units)
     if (unit == name) {
       *out = value * factor;
-      return true;
+      return *out >= lo && *out <= hi; // false for NaN and infinities
     }
   return false;
 }
@@ -137,11 +139,12 @@ inline bool parse(const std::string &text, Links *out, std::string *error) {
       return false;
     }
     Link link;
+    // The bounds of the cost model's descriptions (lib/CostModel/DataFiles.h).
     if (!detail::quantity(part.substr(colon + 1, comma - colon - 1),
-                          {{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}},
+                          {{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}}, 0, 1e3,
                           &link.latency)) {
       *error = "latency '" + detail::trim(part.substr(colon + 1, comma - colon - 1)) +
-               "' of axis '" + axis + "' is not a number with s, ms, us or ns";
+               "' of axis '" + axis + "' is not a number with s, ms, us or ns, at most 1000 s";
       return false;
     }
     if (!detail::quantity(part.substr(comma + 1),
@@ -152,10 +155,9 @@ inline bool parse(const std::string &text, Links *out, std::string *error) {
                            {"KiB/s", 1024.0},
                            {"MiB/s", 1048576.0},
                            {"GiB/s", 1073741824.0}},
-                          &link.bytesPerSecond) ||
-        link.bytesPerSecond <= 0) {
+                          1, 1e21, &link.bytesPerSecond)) {
       *error = "bandwidth '" + detail::trim(part.substr(comma + 1)) + "' of axis '" + axis +
-               "' is not a positive number with B/s, KB/s, MB/s or GB/s";
+               "' is not a number with B/s, KB/s, MB/s or GB/s, at least 1 B/s";
       return false;
     }
     out->byAxis[axis] = link;
