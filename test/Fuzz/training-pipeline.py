@@ -40,21 +40,6 @@ for preset in ("llama-tiny", "gpt-tiny", "moe-tiny", "mamba-tiny", "hybrid-tiny"
             out.write(text.encode() + tail)
         n += 1
 target = shutil.which("braid-fuzz-pipeline")
-seeds = sorted(os.listdir(corpus))
-env = dict(os.environ, BRAID_FUZZ_VERBOSE="1")
-env["ASAN_OPTIONS"] = ":".join(o for o in (env.get("ASAN_OPTIONS", ""), "allow_user_poisoning=0") if o)
-r = subprocess.run([target, *seeds], cwd=corpus, env=env, capture_output=True, text=True)
-# libFuzzer prints "Running: <file>" before each input and "Executed <file>"
-# after it; the target prints "programs emitted" between them when it did.
-emitted, current = set(), None
-for line in r.stderr.splitlines():
-    if line.startswith("Running: "):
-        current = line.split(" ", 1)[1]
-    elif line.endswith(": programs emitted") and current:
-        emitted.add(current)
-missing = [s for s in seeds if s not in emitted]
-if r.returncode != 0 or missing:
-    sys.stderr.write(r.stderr[-20000:])
-    sys.exit(f"seeds not lowered and emitted: {missing} (exit {r.returncode})")
-print(f"{len(seeds)} seeds, each lowered and emitted")
+fuzz_run.each_seed_reaches(target, corpus, lambda line: line.endswith(": programs emitted"),
+                           "lowered and emitted")
 fuzz_run.run(target, corpus, runs=400, seconds=40)
