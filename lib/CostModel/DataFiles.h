@@ -9,6 +9,8 @@
 #ifndef BRAID_LIB_COSTMODEL_DATAFILES_H
 #define BRAID_LIB_COSTMODEL_DATAFILES_H
 
+#include "braid/link_model.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -18,11 +20,10 @@
 
 namespace braid::cost {
 
-/// The bounds of what a description may give: rates (bytes or FLOPs per
-/// second) and sizes in bytes from 1 to kMaxRate (a million times an H100's
-/// peak), times in seconds from 0 to kMaxSeconds. Beyond them the cost
-/// model's sums overflow to infinities and its step times to NaN.
-constexpr double kMaxRate = 1e21, kMaxSeconds = 1e3;
+/// The bounds of what a description may give, the link model's (BRAID_LINK
+/// and link= keep them too): rates (bytes or FLOPs per second) and sizes in
+/// bytes from 1 to kMaxRate, times in seconds from 0 to kMaxSeconds.
+constexpr double kMaxRate = link::kMaxBytesPerSecond, kMaxSeconds = link::kMaxLatencySeconds;
 
 /// Whether `value` is finite and in [lo, hi] (JSON numbers past a double's
 /// range parse as infinities).

@@ -36,6 +36,14 @@
 
 namespace braid::link {
 
+/// The bounds of a link's numbers, which the cost model's hardware
+/// descriptions keep too (lib/CostModel/DataFiles.h takes them from here):
+/// latencies up to kMaxLatencySeconds, bandwidths from 1 B/s up to
+/// kMaxBytesPerSecond (a million times an H100's peak rate). Past them the
+/// models' sums overflow to infinities (an infinite latency has the
+/// emulator sleep forever) and their step times to NaN.
+constexpr double kMaxLatencySeconds = 1e3, kMaxBytesPerSecond = 1e21;
+
 struct Link {
   double latency = 0;        ///< seconds per step
   double bytesPerSecond = 0; ///< per rank, one direction
@@ -79,8 +87,7 @@ inline std::string trim(const std::string &s) {
 }
 
 /// A number followed by one of `units` (name, factor), in [lo, hi] once
-/// scaled; false on anything else (strtod reads "inf" and "1e999" too: an
-/// infinite latency would have the emulator sleep forever).
+/// scaled; false on anything else (strtod reads "inf" and "1e999" too).
 inline bool quantity(const std::string &text,
                      const std::vector<std::pair<const char *, double>> &units, double lo,
                      double hi, double *out) {
@@ -139,10 +146,9 @@ inline bool parse(const std::string &text, Links *out, std::string *error) {
       return false;
     }
     Link link;
-    // The bounds of the cost model's descriptions (lib/CostModel/DataFiles.h).
     if (!detail::quantity(part.substr(colon + 1, comma - colon - 1),
-                          {{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}}, 0, 1e3,
-                          &link.latency)) {
+                          {{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}}, 0,
+                          kMaxLatencySeconds, &link.latency)) {
       *error = "latency '" + detail::trim(part.substr(colon + 1, comma - colon - 1)) +
                "' of axis '" + axis + "' is not a number with s, ms, us or ns, at most 1000 s";
       return false;
@@ -155,7 +161,7 @@ inline bool parse(const std::string &text, Links *out, std::string *error) {
                            {"KiB/s", 1024.0},
                            {"MiB/s", 1048576.0},
                            {"GiB/s", 1073741824.0}},
-                          1, 1e21, &link.bytesPerSecond)) {
+                          1, kMaxBytesPerSecond, &link.bytesPerSecond)) {
       *error = "bandwidth '" + detail::trim(part.substr(comma + 1)) + "' of axis '" + axis +
                "' is not a number with B/s, KB/s, MB/s or GB/s, at least 1 B/s";
       return false;
