@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FuzzContext.h"
+#include "braid/Driver/Compile.h"
 #include "braid/InitAllPasses.h"
 #include "braid/Pipelines.h"
 #include "braid/Target/Cpp.h"
@@ -61,20 +62,6 @@ std::string pickOptions(FuzzedDataProvider &in) {
   o += " record-layouts=" + std::string(in.ConsumeBool() ? "true" : "false");
   return o;
 }
-
-/// The step functions braid-run emits: one per pipeline stage
-/// (kPipelineEntriesAttr) or the entry alone. An attribute of another shape
-/// is the emitter's to refuse, so it is passed on as the entry.
-llvm::SmallVector<std::string> programEntries(mlir::ModuleOp module, llvm::StringRef entry) {
-  llvm::SmallVector<std::string> names;
-  if (auto entries = module->getAttrOfType<mlir::ArrayAttr>(braid::kPipelineEntriesAttr))
-    for (mlir::Attribute e : entries)
-      if (auto ref = llvm::dyn_cast<mlir::FlatSymbolRefAttr>(e))
-        names.push_back(ref.getValue().str());
-  if (names.empty())
-    names.push_back(entry.str());
-  return names;
-}
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -99,7 +86,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   if (mlir::failed(pm.run(*module)))
     return 0;
-  for (const std::string &entry : programEntries(*module, parsed->entry)) {
+  // The programs braid-run emits: one per pipeline stage, or the entry.
+  mlir::FailureOr<llvm::SmallVector<std::string>> entries =
+      braid::driver::programEntries(*module, parsed->entry);
+  if (mlir::failed(entries))
+    return 0;
+  for (const std::string &entry : *entries) {
     std::string source;
     llvm::raw_string_ostream os(source);
     if (mlir::failed(braid::emitProgramAsCpp(*module, entry, os)))

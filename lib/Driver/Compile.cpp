@@ -80,12 +80,7 @@ std::string stageFile(StringRef file, size_t stage) {
   return (file.take_front(at) + suffix + file.drop_front(at)).str();
 }
 
-/// The step functions to build as programs: one per pp coordinate when the
-/// lowering pipelined or micro-batched the step (kPipelineEntriesAttr; the
-/// partitioner placed pp outermost, so the ranks of a stage are contiguous),
-/// else `entry` alone.
-static FailureOr<SmallVector<std::string>> programEntries(ModuleOp module,
-                                                          StringRef entry) {
+FailureOr<SmallVector<std::string>> programEntries(ModuleOp module, StringRef entry) {
   Attribute attr = module->getAttr(::braid::kPipelineEntriesAttr);
   if (!attr)
     return SmallVector<std::string>{entry.str()};

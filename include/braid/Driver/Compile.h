@@ -62,6 +62,14 @@ struct CompileOptions {
   Progress *progress = nullptr;
 };
 
+/// The step functions to build as programs from a lowered `module`: one per
+/// pp coordinate when the lowering pipelined or micro-batched the step
+/// (kPipelineEntriesAttr; the partitioner placed pp outermost, so the ranks
+/// of a stage are contiguous), else `entry` alone. Fails, with a message,
+/// when the attribute is malformed or does not name a program per stage.
+llvm::FailureOr<llvm::SmallVector<std::string>> programEntries(mlir::ModuleOp module,
+                                                               llvm::StringRef entry);
+
 /// The options the 1-rank reference of `pipeline` is lowered with: no grid,
 /// one micro-batch, unpipelined, the same other options.
 void referencePipeline(const TrainingPipelineOptions &pipeline,
