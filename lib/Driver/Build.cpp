@@ -196,7 +196,31 @@ buildCommand(StringRef source, StringRef binary, StringRef backend,
     return failure();
 #endif
   }
-  fail("--backend must be cpu or cuda, found '" + backend + "'");
+  if (backend == "cudasim") {
+    // The CUDA backend and kernels on the CPU emulation (runtime/cudasim):
+    // the program is plain C++ and main() defaults to --backend cuda.
+    if (mpi) {
+      fail("--backend cudasim runs one rank: the CUDA build's communicators "
+           "are NCCL's, which cudasim does not emulate");
+      return failure();
+    }
+    // BRAID_CUDASIM: codegen.h launches fused kernels on the compute stream;
+    // include/cudasim stands in for CUDA's headers.
+    compiler = BRAID_HOST_CXX;
+    args = {"-std=c++17",     "-O2",     "-DBRAID_CUDASIM",
+            "-I",             include,   "-I",
+            include + "/cudasim", source.str(), "-o",
+            binary.str()};
+#ifdef BRAID_PROGRAM_SANITIZE
+    args.append({"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+                 "-fno-omit-frame-pointer"});
+#endif
+    args.append({lib + "/libbraid_runtime_main_cudasim.a",
+                 lib + "/libbraid_kernels_cudasim.a", lib + "/libbraid_cudasim.a",
+                 lib + "/libbraid_runtime.a", "-lpthread"});
+    return args;
+  }
+  fail("--backend must be cpu, cuda or cudasim, found '" + backend + "'");
   return failure();
 }
 

@@ -1,7 +1,7 @@
 //===- braid-run.cpp - compile a braid model and run it -------------------===//
 //
 //   braid-run model.mlir [--steps N] [--seed S] [--dtype f32|bf16]
-//             [--dump DIR] [--trace FILE] [--backend cpu|cuda]
+//             [--dump DIR] [--trace FILE] [--backend cpu|cuda|cudasim]
 //             [--grid AXIS=SIZE,...] [--plan megatron|data] [--zero 0|1|2|3]
 //             [--sequence-parallel] [--microbatches N]
 //             [--schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages V]
@@ -15,6 +15,9 @@
 // runtime with the host compiler (or nvcc for --backend cuda), caches the
 // binary by the hash of everything that builds it, and runs it: the program
 // prints the loss of every step and its planned and measured peak memory.
+// --backend cudasim builds it with the host compiler against the CUDA
+// backend and kernels on the CPU emulation of runtime/cudasim (one rank):
+// the device path runs, slowly, where there is no GPU.
 //
 // --grid dp=2,tp=2 partitions the program for that device grid (--plan,
 // --zero and --sequence-parallel say how; TrainingPipelineOptions) and runs it
@@ -109,7 +112,8 @@ static cl::opt<std::string>
     traceFile("trace", cl::cat(runCategory),
               cl::desc("Write a Perfetto/Chrome trace (with several ranks, one "
                        "per rank: trace.rank1.json for trace.json)"));
-static cl::opt<std::string> backend("backend", cl::cat(runCategory), cl::desc("cpu or cuda"),
+static cl::opt<std::string> backend("backend", cl::cat(runCategory), cl::desc("cpu, cuda or cudasim (the CUDA backend on "
+                                             "the CPU emulation; one rank)"),
                                     cl::init("cpu"));
 static cl::opt<std::string> emitCpp("emit-cpp", cl::cat(runCategory),
                                     cl::desc("Also write the generated C++ "

@@ -20,6 +20,10 @@
 //   Host compiler: a plain loop. nvcc: a __global__ kernel of 256-thread
 //   blocks on the runtime's compute stream (braid_rt_compute_stream, which the
 //   runtime core defines). The same generated text compiles either way.
+//   With BRAID_CUDASIM defined (a host compiler building for the CUDA backend
+//   on the CPU emulation, runtime/cudasim), the nvcc path, launched through
+//   cudasim: on the CUDA backend a plain loop would run on the host, out of
+//   the compute stream's order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +33,8 @@
 #include "braid/numeric.h"
 #include "braid/runtime.h"
 
-#ifdef __CUDACC__
+#if defined(__CUDACC__) || defined(BRAID_CUDASIM)
+#define BRAID_CODEGEN_DEVICE 1
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +46,7 @@ extern "C" void *braid_rt_compute_stream(braid_rt *rt);
 
 namespace braid {
 
-#ifdef __CUDACC__
+#ifdef BRAID_CODEGEN_DEVICE
 
 namespace detail {
 template <typename F>
@@ -61,7 +66,12 @@ void launch_elementwise(braid_rt *rt, int64_t n, const F &f) {
   if (blocks > 65535LL * 32) // grid-stride beyond this: plenty of blocks to fill a GPU
     blocks = 65535LL * 32;
   cudaStream_t stream = static_cast<cudaStream_t>(braid_rt_compute_stream(rt));
+#ifdef BRAID_CUDASIM
+  ::cudasim::Launch("braid::detail::elementwise_kernel", dim3(unsigned(blocks)),
+                    dim3(unsigned(threads)), 0, stream)(detail::elementwise_kernel<F>, n, f);
+#else
   detail::elementwise_kernel<F><<<unsigned(blocks), unsigned(threads), 0, stream>>>(n, f);
+#endif
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
     fprintf(stderr, "braid: launching a fused elementwise kernel (n = %lld) failed: %s\n",
