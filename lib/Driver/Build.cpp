@@ -198,12 +198,9 @@ buildCommand(StringRef source, StringRef binary, StringRef backend,
   }
   if (backend == "cudasim") {
     // The CUDA backend and kernels on the CPU emulation (runtime/cudasim):
-    // the program is plain C++ and main() defaults to --backend cuda.
-    if (mpi) {
-      fail("--backend cudasim runs one rank: the CUDA build's communicators "
-           "are NCCL's, which cudasim does not emulate");
-      return failure();
-    }
+    // the program is plain C++ and main() defaults to --backend cuda. Several
+    // ranks: the runtime's NCCL communicators over cudasim's NCCL, which
+    // runs over MPI (mpirun starts them as for CPU ranks).
     // BRAID_CUDASIM: codegen.h launches fused kernels on the compute stream;
     // include/cudasim stands in for CUDA's headers.
     compiler = BRAID_HOST_CXX;
@@ -215,9 +212,22 @@ buildCommand(StringRef source, StringRef binary, StringRef backend,
     args.append({"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
                  "-fno-omit-frame-pointer"});
 #endif
-    args.append({lib + "/libbraid_runtime_main_cudasim.a",
-                 lib + "/libbraid_kernels_cudasim.a", lib + "/libbraid_cudasim.a",
-                 lib + "/libbraid_runtime.a", "-lpthread"});
+    if (mpi) {
+      FailureOr<SmallVector<std::string>> mpiArgs = mpiLinkArgs(false);
+      if (failed(mpiArgs))
+        return failure();
+      args.append({lib + "/libbraid_runtime_main_cudasim_mpi.a",
+                   lib + "/libbraid_comm_nccl_cudasim.a", lib + "/libbraid_cudasim_nccl.a",
+                   lib + "/libbraid_runtime_mpi.a"});
+      args.append({lib + "/libbraid_kernels_cudasim.a", lib + "/libbraid_cudasim.a",
+                   lib + "/libbraid_runtime.a"});
+      args.append(mpiArgs->begin(), mpiArgs->end());
+    } else {
+      args.append({lib + "/libbraid_runtime_main_cudasim.a",
+                   lib + "/libbraid_kernels_cudasim.a", lib + "/libbraid_cudasim.a",
+                   lib + "/libbraid_runtime.a"});
+    }
+    args.push_back("-lpthread");
     return args;
   }
   fail("--backend must be cpu, cuda or cudasim, found '" + backend + "'");

@@ -86,3 +86,25 @@ braid_cudasim_rewrite(generated test_ ${BRAID_CUDASIM_DIR}/test/broken_cases.cu)
 add_executable(cudasim-broken-cases ${generated})
 braid_runtime_target(cudasim-broken-cases)
 target_link_libraries(cudasim-broken-cases PRIVATE braid_cudasim)
+
+# GPU ranks under mpirun: NCCL emulated over MPI (include/cudasim/nccl.h),
+# the runtime's NCCL communicators (comm_nccl.cu) built against it, and
+# main() with CUDA, NCCL and MPI, as braid_runtime_main_cuda_mpi on a GPU.
+if(TARGET braid_runtime_mpi)
+  add_library(braid_cudasim_nccl STATIC ${BRAID_CUDASIM_DIR}/src/nccl_mpi.cpp)
+  braid_runtime_target(braid_cudasim_nccl)
+  target_link_libraries(braid_cudasim_nccl PUBLIC braid_cudasim MPI::MPI_C)
+
+  braid_cudasim_rewrite(generated cuda/ ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/comm_nccl.cu)
+  add_library(braid_comm_nccl_cudasim STATIC ${generated} ${BRAID_CUDASIM_HEADERS})
+  braid_runtime_target(braid_comm_nccl_cudasim)
+  target_link_libraries(braid_comm_nccl_cudasim PUBLIC braid_kernels_cudasim braid_cudasim_nccl
+                                                       braid_runtime)
+
+  add_library(braid_runtime_main_cudasim_mpi STATIC src/main.cpp)
+  braid_runtime_target(braid_runtime_main_cudasim_mpi)
+  target_compile_definitions(braid_runtime_main_cudasim_mpi PRIVATE
+    BRAID_RUNTIME_CUDA BRAID_RUNTIME_NCCL BRAID_RUNTIME_MPI)
+  target_link_libraries(braid_runtime_main_cudasim_mpi PUBLIC
+    braid_comm_nccl_cudasim braid_runtime_mpi braid_kernels_cudasim braid_runtime)
+endif()

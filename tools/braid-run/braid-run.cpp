@@ -16,8 +16,9 @@
 // binary by the hash of everything that builds it, and runs it: the program
 // prints the loss of every step and its planned and measured peak memory.
 // --backend cudasim builds it with the host compiler against the CUDA
-// backend and kernels on the CPU emulation of runtime/cudasim (one rank):
-// the device path runs, slowly, where there is no GPU.
+// backend and kernels on the CPU emulation of runtime/cudasim: the device
+// path runs, slowly, where there is no GPU (several ranks: the NCCL
+// communicators on cudasim's NCCL over MPI, started by mpirun).
 //
 // --grid dp=2,tp=2 partitions the program for that device grid (--plan,
 // --zero and --sequence-parallel say how; TrainingPipelineOptions) and runs it
@@ -113,7 +114,7 @@ static cl::opt<std::string>
               cl::desc("Write a Perfetto/Chrome trace (with several ranks, one "
                        "per rank: trace.rank1.json for trace.json)"));
 static cl::opt<std::string> backend("backend", cl::cat(runCategory), cl::desc("cpu, cuda or cudasim (the CUDA backend on "
-                                             "the CPU emulation; one rank)"),
+                                             "the CPU emulation)"),
                                     cl::init("cpu"));
 static cl::opt<std::string> emitCpp("emit-cpp", cl::cat(runCategory),
                                     cl::desc("Also write the generated C++ "

@@ -301,19 +301,28 @@ cudaError_t cudaGetLastError() {
 }
 cudaError_t cudaPeekAtLastError() { return cudasim::lastError; }
 
+namespace {
+/// An HGX H200 node has 8 GPUs: GPU ranks choose theirs by local rank.
+constexpr int kDevices = 8;
+thread_local int currentDevice = 0; // per host thread, as CUDA's
+} // namespace
+
 cudaError_t cudaGetDeviceCount(int *count) {
-  *count = 1;
+  *count = kDevices;
   return cudaSuccess;
 }
 cudaError_t cudaGetDevice(int *device) {
-  *device = 0;
+  *device = currentDevice;
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int device) {
-  return device == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+  if (device < 0 || device >= kDevices)
+    return cudaErrorInvalidDevice;
+  currentDevice = device;
+  return cudaSuccess;
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
-  if (device != 0)
+  if (device < 0 || device >= kDevices)
     return cudaErrorInvalidDevice;
   *prop = cudaDeviceProp{};
   std::snprintf(prop->name, sizeof(prop->name), "cudasim (CPU emulation of an H200)");
