@@ -105,6 +105,20 @@ FailureOr<SmallVector<std::string>> mpiLinkArgs(bool nvcc) {
 #endif
 }
 
+/// The host compiler's arguments that build `source` into `binary` against
+/// the runtime's headers (a sanitized build's runtime is instrumented: so is
+/// the program); the libraries come after them.
+SmallVector<std::string> hostCompileArgs(StringRef source, StringRef binary,
+                                         const std::string &include) {
+  SmallVector<std::string> args = {"-std=c++17", "-O2",         "-I", include,
+                                   source.str(), "-o", binary.str()};
+#ifdef BRAID_PROGRAM_SANITIZE
+  args.append({"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
+               "-fno-omit-frame-pointer"});
+#endif
+  return args;
+}
+
 /// The command that builds `source` into `binary` for `backend`; `mpi`: for
 /// several ranks started by mpirun.
 FailureOr<SmallVector<std::string>>
@@ -115,13 +129,7 @@ buildCommand(StringRef source, StringRef binary, StringRef backend,
   SmallVector<std::string> args;
   if (backend == "cpu") {
     compiler = BRAID_HOST_CXX;
-    args = {"-std=c++17", "-O2",         "-I", include,
-            source.str(), "-o", binary.str()};
-#ifdef BRAID_PROGRAM_SANITIZE
-    // A sanitized build's runtime is instrumented: so is the program.
-    args.append({"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-                 "-fno-omit-frame-pointer"});
-#endif
+    args = hostCompileArgs(source, binary, include);
     if (mpi) {
       FailureOr<SmallVector<std::string>> mpiArgs = mpiLinkArgs(false);
       if (failed(mpiArgs))
@@ -204,14 +212,8 @@ buildCommand(StringRef source, StringRef binary, StringRef backend,
     // BRAID_CUDASIM: codegen.h launches fused kernels on the compute stream;
     // include/cudasim stands in for CUDA's headers.
     compiler = BRAID_HOST_CXX;
-    args = {"-std=c++17",     "-O2",     "-DBRAID_CUDASIM",
-            "-I",             include,   "-I",
-            include + "/cudasim", source.str(), "-o",
-            binary.str()};
-#ifdef BRAID_PROGRAM_SANITIZE
-    args.append({"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-                 "-fno-omit-frame-pointer"});
-#endif
+    args = hostCompileArgs(source, binary, include);
+    args.append({"-DBRAID_CUDASIM", "-I", include + "/cudasim"});
     if (mpi) {
       FailureOr<SmallVector<std::string>> mpiArgs = mpiLinkArgs(false);
       if (failed(mpiArgs))
