@@ -71,6 +71,145 @@ void testAttention(int B, int S, int Skv, int H, int Hkv, int D, int Dv, int cau
   report(name, got, ref, 1e-4);
 }
 
+/// Context parallelism's attention by key blocks: the query rows of one rank
+/// (zigzag positions over `ranks`) against the key blocks of every rank, each
+/// block's (out, lse) merged into the running one, equal to attention over the
+/// whole sequence at those positions; each block's lse checked on its own.
+void testAttentionBlocks(int B, int seq, int ranks, int H, int Hkv, int D, int Dv, int causal,
+                         double theta, int rank) {
+  const int S = seq / ranks; // rows per rank
+  V q = randv((size_t)B * S * H * D), k = randv((size_t)B * seq * Hkv * D),
+    v = randv((size_t)B * seq * Hkv * Dv);
+  double scale = 1.0 / std::sqrt((double)D);
+  // Positions of every rank's rows (zigzag; the kernel's, checked here).
+  std::vector<int64_t> pos(seq);
+  int64_t *dpos = devz<int64_t>(seq);
+  braid_k_sequence_positions(nullptr, dpos, seq, 0, seq, ranks);
+  std::vector<int64_t> gotPos = host(dpos, seq);
+  const int c = seq / (2 * ranks);
+  bool posOk = true;
+  for (int row = 0; row < seq; ++row) {
+    int j = row / (2 * c), w = row % (2 * c);
+    pos[row] = w < c ? j * c + w : (2 * ranks - 1 - j) * c + (w - c);
+    posOk &= gotPos[row] == pos[row];
+  }
+  allOk &= posOk;
+  std::printf("  %-34s %s\n", "sequence_positions zigzag", posOk ? "ok" : "FAIL");
+
+  auto rope = [&](const float *x, int64_t p, std::vector<double> &o) {
+    o.assign(x, x + D);
+    if (theta <= 0)
+      return;
+    for (int i = 0; i < D / 2; ++i) {
+      double a = p * std::pow(theta, -2.0 * i / D), cs = std::cos(a), sn = std::sin(a);
+      o[i] = x[i] * cs - x[i + D / 2] * sn;
+      o[i + D / 2] = x[i + D / 2] * cs + x[i] * sn;
+    }
+  };
+  // Reference over keys [t0, t1) of the stored sequence: out and lse.
+  const int64_t *qPos = pos.data() + (size_t)rank * S;
+  auto reference = [&](int t0, int t1, std::vector<double> &out, std::vector<double> &lse) {
+    out.assign((size_t)B * S * H * Dv, 0.0);
+    lse.assign((size_t)B * S * H, -INFINITY);
+    std::vector<double> qr, kr;
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < H; ++h)
+        for (int s = 0; s < S; ++s) {
+          int hk = h / (H / Hkv);
+          rope(&q[(((size_t)b * S + s) * H + h) * D], qPos[s], qr);
+          std::vector<double> sc;
+          std::vector<int> keys;
+          double mx = -INFINITY;
+          for (int t = t0; t < t1; ++t) {
+            if (causal && pos[t] > qPos[s])
+              continue;
+            rope(&k[(((size_t)b * seq + t) * Hkv + hk) * D], pos[t], kr);
+            double acc = 0;
+            for (int d = 0; d < D; ++d)
+              acc += qr[d] * kr[d];
+            sc.push_back(scale * acc);
+            keys.push_back(t);
+            mx = std::max(mx, sc.back());
+          }
+          if (keys.empty())
+            continue;
+          double sum = 0;
+          for (double x : sc)
+            sum += std::exp(x - mx);
+          size_t row = ((size_t)b * S + s) * H + h;
+          lse[row] = mx + std::log(sum);
+          for (int e = 0; e < Dv; ++e) {
+            double acc = 0;
+            for (size_t i = 0; i < keys.size(); ++i)
+              acc += std::exp(sc[i] - mx) / sum *
+                     v[(((size_t)b * seq + keys[i]) * Hkv + hk) * Dv + e];
+            out[row * Dv + e] = acc;
+          }
+        }
+  };
+  // Each rank's block of keys (rows r*S.. of k and v, stored per block).
+  float *dq = dev(q);
+  int64_t *dqPos = dpos + (size_t)rank * S;
+  const size_t rows = (size_t)B * S * H;
+  float *runOut = devz<float>(rows * Dv), *runLse = devz<float>(rows);
+  float *blkOut = devz<float>(rows * Dv), *blkLse = devz<float>(rows);
+  char name[96];
+  for (int r = 0; r < ranks; ++r) {
+    int blk = (rank + r) % ranks; // the ring's order: own block first
+    V kb((size_t)B * S * Hkv * D), vb((size_t)B * S * Hkv * Dv);
+    for (int b = 0; b < B; ++b) {
+      std::copy_n(&k[((size_t)b * seq + (size_t)blk * S) * Hkv * D], (size_t)S * Hkv * D,
+                  &kb[(size_t)b * S * Hkv * D]);
+      std::copy_n(&v[((size_t)b * seq + (size_t)blk * S) * Hkv * Dv], (size_t)S * Hkv * Dv,
+                  &vb[(size_t)b * S * Hkv * Dv]);
+    }
+    float *dk = dev(kb), *dv = dev(vb);
+    braid_k_attention_block(nullptr, BRAID_F32, dq, dk, dv, dqPos, dpos + (size_t)blk * S,
+                            r == 0 ? runOut : blkOut, r == 0 ? runLse : blkLse, B, S, S, H, Hkv,
+                            D, Dv, causal, scale, theta);
+    if (r > 0) {
+      // The batch-major key block of the reference: rows blk*S.. of every
+      // batch, so the reference runs per batch over the stored rows.
+      std::vector<double> refOut, refLse;
+      reference(blk * S, (blk + 1) * S, refOut, refLse);
+      V gotLse = host(blkLse, rows);
+      bool lseOk = true;
+      for (size_t i = 0; i < rows; ++i)
+        lseOk &= std::isinf(refLse[i]) ? std::isinf(gotLse[i]) && gotLse[i] < 0
+                                       : std::fabs(gotLse[i] - refLse[i]) <= 1e-4;
+      allOk &= lseOk;
+      std::snprintf(name, sizeof name, "attention_block lse r%d of %d", r, ranks);
+      std::printf("  %-34s %s\n", name, lseOk ? "ok" : "FAIL");
+      std::snprintf(name, sizeof name, "attention_block out r%d of %d", r, ranks);
+      report(name, host(blkOut, rows * Dv), refOut, 1e-4);
+      braid_k_attention_merge(nullptr, runOut, runLse, blkOut, blkLse, (int64_t)rows, Dv);
+    }
+    BRAID_CUDA_CHECK(cudaDeviceSynchronize());
+    cudaFree(dk);
+    cudaFree(dv);
+  }
+  std::vector<double> refOut, refLse;
+  reference(0, seq, refOut, refLse);
+  std::snprintf(name, sizeof name, "attention_block+merge n%d q%d H%d/%d D%d c%d", ranks, rank, H,
+                Hkv, D, causal);
+  report(name, host(runOut, rows * Dv), refOut, 1e-4);
+  V gotLse = host(runLse, rows);
+  std::vector<double> finite(rows);
+  V gotFinite(rows);
+  for (size_t i = 0; i < rows; ++i) {
+    finite[i] = std::isinf(refLse[i]) ? 0 : refLse[i];
+    gotFinite[i] = std::isinf(gotLse[i]) && std::isinf(refLse[i]) ? 0 : gotLse[i];
+  }
+  std::snprintf(name, sizeof name, "  merged lse");
+  report(name, gotFinite, finite, 1e-5);
+  cudaFree(dq);
+  cudaFree(dpos);
+  cudaFree(runOut);
+  cudaFree(runLse);
+  cudaFree(blkOut);
+  cudaFree(blkLse);
+}
+
 void testNorms() {
   int rows = 37, H = 300;
   V x = randv((size_t)rows * H, 3.0f), g = randv(H), bta = randv(H);
@@ -335,6 +474,10 @@ int main() {
   testAttention(1, 100, 100, 8, 8, 128, 128, 1, 500000.0);
   testAttention(2, 19, 45, 4, 1, 64, 32, 0, 0.0);
   testAttention(1, 40, 40, 2, 2, 256, 256, 1, 10000.0);
+  testAttentionBlocks(2, 16, 2, 4, 2, 16, 16, 1, 10000.0, 0);
+  testAttentionBlocks(2, 16, 2, 4, 2, 16, 16, 1, 10000.0, 1);
+  testAttentionBlocks(1, 96, 3, 2, 1, 64, 32, 1, 500000.0, 2);
+  testAttentionBlocks(2, 80, 2, 2, 2, 8, 8, 0, 0.0, 1);
   testNorms();
   testSoftmax();
   testCrossEntropy();

@@ -204,6 +204,10 @@ __global__ void __launch_bounds__(kRowWarps * 32)
     }
     for (int e = lane; e < Dv; e += 32)
       o[e] = (wa != 0.0f ? wa * o[e] : 0.0f) + (wb != 0.0f ? wb * ob[e] : 0.0f);
+    // Every lane has read lse[r] before lane 0 overwrites it: the lanes of a
+    // warp need not run in step (independent thread scheduling), and cudasim,
+    // which runs them one after another, gave the later lanes the merged lse.
+    __syncwarp();
     if (lane == 0)
       lse[r] = merged;
   }
