@@ -101,6 +101,11 @@ if(TARGET braid_runtime_mpi)
   target_link_libraries(braid_comm_nccl_cudasim PUBLIC braid_kernels_cudasim braid_cudasim_nccl
                                                        braid_runtime)
 
+  # NCCL usage the emulation must catch (test/Runtime/cudasim-nccl-checks.py).
+  add_executable(cudasim-nccl-cases ${BRAID_CUDASIM_DIR}/test/nccl_cases.cpp)
+  braid_runtime_target(cudasim-nccl-cases)
+  target_link_libraries(cudasim-nccl-cases PRIVATE braid_cudasim_nccl)
+
   add_library(braid_runtime_main_cudasim_mpi STATIC src/main.cpp)
   braid_runtime_target(braid_runtime_main_cudasim_mpi)
   target_compile_definitions(braid_runtime_main_cudasim_mpi PRIVATE

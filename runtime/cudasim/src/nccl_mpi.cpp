@@ -15,7 +15,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -37,8 +39,22 @@ std::mutex &mpiLock() {
   return m;
 }
 
-/// Waits for `request`, releasing the MPI lock between tests.
-void wait(MPI_Request &request) {
+/// How long an operation may wait for its peers before it is reported as a
+/// deadlock (BRAID_CUDASIM_NCCL_TIMEOUT seconds; default 300, far above any
+/// step of the emulation).
+std::chrono::seconds deadlockTimeout() {
+  static const std::chrono::seconds timeout = [] {
+    const char *text = std::getenv("BRAID_CUDASIM_NCCL_TIMEOUT");
+    long seconds = text ? std::strtol(text, nullptr, 10) : 0;
+    return std::chrono::seconds(seconds > 0 ? seconds : 300);
+  }();
+  return timeout;
+}
+
+/// Waits for `request`, releasing the MPI lock between tests. A real NCCL
+/// would hang where this waits too long; the emulation names the operation.
+void wait(MPI_Request &request, const Comm &c, const char *what, size_t bytes, int peer = -1) {
+  auto start = std::chrono::steady_clock::now();
   while (true) {
     int done = 0;
     {
@@ -47,12 +63,19 @@ void wait(MPI_Request &request) {
     }
     if (done)
       return;
+    if (std::chrono::steady_clock::now() - start > deadlockTimeout()) {
+      int world = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &world);
+      std::string with = peer >= 0 ? " with rank " + std::to_string(peer) : std::string();
+      fail("NCCL emulation: world rank %d: %s of %zu bytes%s (rank %d of a communicator of "
+           "%d) has waited %lld s: a deadlock (NCCL's sends and receives block their "
+           "communicator until the peer's matching call runs; transfers that must progress "
+           "together belong in one ncclGroupStart/ncclGroupEnd)",
+           world, what, bytes, with.c_str(), c.rank, c.size,
+           static_cast<long long>(deadlockTimeout().count()));
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
-}
-void waitAll(std::vector<MPI_Request> &requests) {
-  for (MPI_Request &r : requests)
-    wait(r);
 }
 
 size_t elementBytes(ncclDataType_t t) {
@@ -174,7 +197,7 @@ void reduce(ncclDataType_t t, ncclRedOp_t op, const char *parts, size_t partByte
 }
 
 /// Every rank's `bytes` from `send`, in rank order.
-std::vector<char> gatherAll(const Comm &c, const void *send, size_t bytes) {
+std::vector<char> gatherAll(const Comm &c, const void *send, size_t bytes, const char *what) {
   std::vector<char> mine(static_cast<const char *>(send), static_cast<const char *>(send) + bytes);
   std::vector<char> all(bytes * size_t(c.size));
   MPI_Request request;
@@ -183,7 +206,7 @@ std::vector<char> gatherAll(const Comm &c, const void *send, size_t bytes) {
     MPI_Iallgather(mine.data(), checkedInt(bytes), MPI_BYTE, all.data(), checkedInt(bytes),
                    MPI_BYTE, c.comm, &request);
   }
-  wait(request);
+  wait(request, c, what, bytes);
   return all;
 }
 
@@ -211,15 +234,20 @@ void runPointToPoint(const std::vector<PointToPoint> &ops) {
       if (op.send) {
         staged[i].assign(static_cast<const char *>(op.sendBuffer),
                          static_cast<const char *>(op.sendBuffer) + op.bytes);
-        MPI_Isend(staged[i].data(), checkedInt(op.bytes), MPI_BYTE, op.peer, 0, op.comm->comm,
-                  &requests[i]);
+        // Synchronous mode: a send completes only once its receive has
+        // started, as NCCL's may (MPI's eager sends of small messages would
+        // hide a send that NCCL leaves waiting for its receive).
+        MPI_Issend(staged[i].data(), checkedInt(op.bytes), MPI_BYTE, op.peer, 0, op.comm->comm,
+                   &requests[i]);
       } else {
         MPI_Irecv(op.recvBuffer, checkedInt(op.bytes), MPI_BYTE, op.peer, 0, op.comm->comm,
                   &requests[i]);
       }
     }
   }
-  waitAll(requests);
+  for (size_t i = 0; i < ops.size(); ++i)
+    wait(requests[i], *ops[i].comm, ops[i].send ? "ncclSend" : "ncclRecv", ops[i].bytes,
+         ops[i].peer);
 }
 
 ncclResult_t queuePointToPoint(PointToPoint op) {
@@ -299,7 +327,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
   // Meet every rank first (the lock is free between tests), then split:
   // MPI_Comm_split blocks, but every rank is already at it.
   int mine[2] = {color, key};
-  sim::gatherAll(*comm, mine, sizeof mine);
+  sim::gatherAll(*comm, mine, sizeof mine, "ncclCommSplit");
   MPI_Comm out = MPI_COMM_NULL;
   {
     std::lock_guard<std::mutex> lock(sim::mpiLock());
@@ -351,7 +379,7 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
   if (!comm || !bytes || !sim::validBuffers(sendbuff, recvbuff, bytes, bytes))
     return count == 0 && comm ? ncclSuccess : ncclInvalidArgument;
   cudasim::enqueue(stream, [=] {
-    std::vector<char> all = sim::gatherAll(*comm, sendbuff, bytes);
+    std::vector<char> all = sim::gatherAll(*comm, sendbuff, bytes, "ncclAllReduce");
     sim::reduce(datatype, op, all.data(), bytes, comm->size, 0, count,
                 static_cast<char *>(recvbuff));
   });
@@ -366,7 +394,7 @@ ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recv
     return recvcount == 0 && comm ? ncclSuccess : ncclInvalidArgument;
   cudasim::enqueue(stream, [=] {
     size_t total = bytes * size_t(comm->size);
-    std::vector<char> all = sim::gatherAll(*comm, sendbuff, total);
+    std::vector<char> all = sim::gatherAll(*comm, sendbuff, total, "ncclReduceScatter");
     sim::reduce(datatype, op, all.data(), total, comm->size, recvcount * size_t(comm->rank),
                 recvcount, static_cast<char *>(recvbuff));
   });
@@ -379,7 +407,7 @@ ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcoun
   if (!comm || !bytes || !sim::validBuffers(sendbuff, recvbuff, bytes, bytes * comm->size))
     return sendcount == 0 && comm ? ncclSuccess : ncclInvalidArgument;
   cudasim::enqueue(stream, [=] {
-    std::vector<char> all = sim::gatherAll(*comm, sendbuff, bytes);
+    std::vector<char> all = sim::gatherAll(*comm, sendbuff, bytes, "ncclAllGather");
     std::memcpy(recvbuff, all.data(), all.size());
   });
   return ncclSuccess;
@@ -403,7 +431,7 @@ ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
       std::lock_guard<std::mutex> lock(sim::mpiLock());
       MPI_Ibcast(recvbuff, sim::checkedInt(bytes), MPI_BYTE, root, comm->comm, &request);
     }
-    sim::wait(request);
+    sim::wait(request, *comm, "ncclBroadcast", bytes, root);
   });
   return ncclSuccess;
 }

@@ -8,8 +8,17 @@
 // streams progress together as NCCL's do. Reductions of bf16 and f16 are in
 // f32, rounded once. ncclGroupStart/End gather sends and receives of one
 // stream and post them together, as NCCL does (no ordering deadlock).
-// Ranks come from mpirun (BRAID_NCCL_STORE's file bootstrap is not
-// emulated: the unique id is only passed through).
+// Sends are synchronous (MPI_Issend): one completes only once its receive
+// has started, as an NCCL send may, where MPI's eager protocol would let a
+// small send finish alone and hide a hang. An operation that waits for its
+// peers longer than BRAID_CUDASIM_NCCL_TIMEOUT seconds (default 300) is
+// reported as a deadlock, naming it, its size, peer and communicator, and
+// the process aborts (mpirun then ends the others).
+// Not emulated: NCCL runs one communicator's operations one after another
+// even when they are issued on different streams; here each stream runs its
+// own (the runtime issues each communicator's on one stream). Ranks come
+// from mpirun (BRAID_NCCL_STORE's file bootstrap is not emulated: the unique
+// id is only passed through).
 //
 //===----------------------------------------------------------------------===//
 

@@ -136,6 +136,21 @@ private:
 struct Handle {
   ncclComm_t comm = nullptr;
   std::string axes;
+  /// A lone ncclSend or ncclRecv blocks its communicator, whose operations
+  /// run one after another whatever their streams, until the peer's matching
+  /// call runs. Two pipeline neighbours that each send before they receive
+  /// (1F1B), or whose interleaved chunks cross, would then each wait for the
+  /// other, where MPI's non-blocking sends (comm_mpi.h) do not. So every
+  /// transfer between ring neighbours of a group (group ranks r and r+1 mod
+  /// n) goes on a communicator of its own direction, with a stream of its own
+  /// (edge communicators, made with the group's: NcclProvider::makeEdges):
+  /// each carries the sends of one rank to one peer, matched in issue order
+  /// by that peer's receives, and blocks nothing else.
+  struct Edge {
+    std::shared_ptr<Handle> handle;
+    int peer; ///< the peer's rank in the edge's two-rank communicator
+  };
+  std::map<int32_t, Edge> sendTo, recvFrom; ///< by the peer's group rank
   void track() {
     std::lock_guard<std::mutex> lock(liveMutex());
     liveComms().insert(comm);
@@ -312,18 +327,18 @@ public:
   }
 
   // NCCL has no tags: transfers between two ranks match in issue order.
+  // Between ring neighbours they go on the edge communicators
+  // (Handle::Edge); with other ranks of the group, on the group's
+  // communicator, where a lone send holds every later operation of the group
+  // until its peer receives (the programs Braid emits send to neighbours
+  // only: pipeline stages, the CP ring).
   std::unique_ptr<Event> send(Backend &backend, const void *buffer, int64_t count,
                               braid_dtype dtype, int32_t peer, int32_t /*tag*/) override {
     const char *what = "braid_send";
-    // Unlike MPI's (comm_mpi.h), this send holds the comm stream until the
-    // peer receives: two pipeline neighbours that send to each other before
-    // receiving (1F1B) deadlock, each recv queued behind its own send. What
-    // it would need: sends on a stream of their own (ordered after the
-    // compute stream like this one, with the event the program waits for
-    // recorded right after the issue) and the sent buffer kept (copied, or
-    // the arena block held) until the send completes.
-    Issue in = begin(backend, what, buffer, buffer, count, dtype);
     checkPeer(what, "peer", peer, false);
+    if (auto edge = handle_->sendTo.find(peer); count > 0 && edge != handle_->sendTo.end())
+      return onEdge(backend, what, edge->second, const_cast<void *>(buffer), count, dtype, true);
+    Issue in = begin(backend, what, buffer, buffer, count, dtype);
     if (count > 0)
       check(ncclSend(buffer, size_t(count), dataType(dtype), peer, comm(), in.stream), what,
             axes_, comm());
@@ -333,8 +348,10 @@ public:
   std::unique_ptr<Event> recv(Backend &backend, void *buffer, int64_t count, braid_dtype dtype,
                               int32_t peer, int32_t /*tag*/) override {
     const char *what = "braid_recv";
-    Issue in = begin(backend, what, buffer, buffer, count, dtype);
     checkPeer(what, "peer", peer, false);
+    if (auto edge = handle_->recvFrom.find(peer); count > 0 && edge != handle_->recvFrom.end())
+      return onEdge(backend, what, edge->second, buffer, count, dtype, false);
+    Issue in = begin(backend, what, buffer, buffer, count, dtype);
     if (count > 0)
       check(ncclRecv(buffer, size_t(count), dataType(dtype), peer, comm(), in.stream), what,
             axes_, comm());
@@ -367,6 +384,24 @@ public:
   }
 
 private:
+  /// A send or a receive on the edge communicator to or from a neighbour,
+  /// on the edge's own stream.
+  std::unique_ptr<Event> onEdge(Backend &backend, const char *what, const Handle::Edge &edge,
+                                void *buffer, int64_t count, braid_dtype dtype, bool send) {
+    const std::string &axes = edge.handle->axes;
+    Issue in = begin(backend, what, buffer, buffer, count, dtype, axes);
+    ncclComm_t c = edge.handle->comm;
+    if (send)
+      check(ncclSend(buffer, size_t(count), dataType(dtype), edge.peer, c, in.stream), what, axes,
+            c);
+    else
+      check(ncclRecv(buffer, size_t(count), dataType(dtype), edge.peer, c, in.stream), what, axes,
+            c);
+    cudaEvent_t done = pool_->acquire();
+    BRAID_NCCL_CUDA(cudaEventRecord(done, in.stream), what, axes);
+    return std::make_unique<NcclEvent>(done, pool_, edge.handle, what);
+  }
+
   /// A collective being issued: its comm stream and staging buffers.
   struct Issue {
     const char *what;
@@ -376,11 +411,13 @@ private:
 
   ncclComm_t comm() const { return handle_->comm; }
 
-  /// Checks the arguments and orders the comm stream after the compute stream.
+  /// Checks the arguments and orders the comm stream (of `streamKey`, by
+  /// default the group's) after the compute stream.
   Issue begin(Backend &backend, const char *what, const void *send, const void *recv,
-              int64_t count, braid_dtype dtype) {
+              int64_t count, braid_dtype dtype, const std::string &streamKey = {}) {
     auto compute = static_cast<cudaStream_t>(backend.computeStream());
-    auto stream = static_cast<cudaStream_t>(backend.commStream(handle_->axes));
+    auto stream = static_cast<cudaStream_t>(
+        backend.commStream(streamKey.empty() ? handle_->axes : streamKey));
     if (!compute || !stream)
       fatal("%s on '%s': the NCCL communicator works on device memory (cuda backend), not %s",
             what, axes_.c_str(), backend.name());
@@ -569,6 +606,7 @@ public:
     check(ncclCommInitRank(&world_->comm, size_, id, rank_), "ncclCommInitRank", "world",
           nullptr);
     world_->track();
+    makeEdges(*world_);
     if (store && rank_ == 0) // every rank has joined: the id was read
       std::remove(storeFile(boot.storeDir).c_str());
     coords_ = grid_.coordinates(rank_);
@@ -593,12 +631,64 @@ public:
         if (!handle->comm)
           fatal("braid_rt_comm: ncclCommSplit gave no communicator for '%s'", axes.c_str());
         handle->track();
+        makeEdges(*handle);
       }
     }
     return std::make_unique<NcclCommunicator>(handle, axes, pool_);
   }
 
 private:
+  /// The edge communicators of a group (Handle::Edge): for each pair of ring
+  /// neighbours {i, i+1 mod n}, one two-rank communicator per direction.
+  /// ncclCommSplit is collective over the group and gives a rank one
+  /// communicator per call, so the pairs are split in rounds in which no
+  /// rank is in two pairs: even and odd i (and the pair {n-1, 0} alone when
+  /// n is odd). The key is the group rank: in each two-rank communicator the
+  /// lower group rank is rank 0. NCCL connects a pair's transfers on first
+  /// use, so an edge the program never uses costs its creation only.
+  void makeEdges(Handle &group) {
+    int n = 0, r = 0;
+    check(ncclCommCount(group.comm, &n), "braid_rt_comm", group.axes, group.comm);
+    check(ncclCommUserRank(group.comm, &r), "braid_rt_comm", group.axes, group.comm);
+    if (n < 2)
+      return;
+    const int pairs = n == 2 ? 1 : n;
+    auto roundOf = [&](int i) { return n % 2 && i == n - 1 ? 2 : i % 2; };
+    const int rounds = n == 2 ? 1 : n % 2 ? 3 : 2;
+    for (int round = 0; round < rounds; ++round) {
+      // This rank's pair in this round: {r, r+1} or {r-1, r}.
+      int pair = -1;
+      if (r < pairs && roundOf(r) == round)
+        pair = r;
+      else if (int below = (r - 1 + n) % n; below < pairs && roundOf(below) == round)
+        pair = below;
+      for (int up = 0; up < 2; ++up) {
+        int from = -1, to = -1;
+        if (pair >= 0) {
+          from = up ? pair : (pair + 1) % n;
+          to = up ? (pair + 1) % n : pair;
+        }
+        auto edge = std::make_shared<Handle>();
+        edge->axes = group.axes + "[" + std::to_string(from) + ">" + std::to_string(to) + "]";
+        check(ncclCommSplit(group.comm, pair >= 0 ? pair : NCCL_SPLIT_NOCOLOR, r, &edge->comm,
+                            nullptr),
+              "braid_rt_comm (ncclCommSplit of a neighbour pair)", group.axes, group.comm);
+        if (pair < 0)
+          continue;
+        if (!edge->comm)
+          fatal("braid_rt_comm: ncclCommSplit gave no communicator for '%s'",
+                edge->axes.c_str());
+        edge->track();
+        int other = r == from ? to : from;
+        Handle::Edge e{edge, r < other ? 1 : 0};
+        if (r == from)
+          group.sendTo[to] = e;
+        else
+          group.recvFrom[from] = e;
+      }
+    }
+  }
+
   Grid grid_;
   int32_t size_ = 1, rank_ = 0;
   std::vector<int32_t> coords_;

@@ -39,9 +39,16 @@
 // the collective, the axes and NCCL's error string and last error; a failed
 // NCCL call aborts every communicator of the process (ncclCommAbort) first.
 //
-// send/recv to oneself are not supported (NCCL would need both in one group).
-// A send occupies the comm stream until its receive is posted (the MPI
-// provider's sends do not wait; see the note at NcclCommunicator::send).
+// Point to point: an NCCL send or receive blocks its communicator until the
+// peer's matching call runs, and a communicator's operations run one after
+// another. So sends and receives between ring neighbours of a group (group
+// ranks r and r+1 mod n) go on edge communicators, one per direction of each
+// neighbour pair, split from the group's when it is made (two to six
+// ncclCommSplit calls), each with its own stream ("<axes>[from>to]"): a
+// pipeline's sends then wait only for their own receives, as the MPI
+// provider's do, whatever the schedule. Transfers between other ranks stay
+// on the group's communicator. send/recv to oneself are not supported (NCCL
+// would need both in one group).
 //
 //===----------------------------------------------------------------------===//
 
