@@ -36,7 +36,10 @@ endfunction()
 
 add_library(braid_cudasim STATIC
   ${BRAID_CUDASIM_DIR}/src/kernels.cpp
-  ${BRAID_CUDASIM_DIR}/src/runtime_api.cpp
+  ${BRAID_CUDASIM_DIR}/src/device.cpp
+  ${BRAID_CUDASIM_DIR}/src/memory.cpp
+  ${BRAID_CUDASIM_DIR}/src/streams.cpp
+  ${BRAID_CUDASIM_DIR}/src/fp16.cpp
   ${BRAID_CUDASIM_DIR}/src/cublaslt.cpp)
 braid_runtime_target(braid_cudasim)
 # The CUDA headers cudasim stands in for (cuda_runtime.h, cublasLt.h, cub):

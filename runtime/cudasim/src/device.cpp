@@ -1,0 +1,133 @@
+//===- device.cpp - cudasim: errors and the device --------------------------===//
+//
+// Errors (the per-thread last error, the names and messages of the codes
+// cudasim returns) and the device an H200 node shows: 8 devices, their
+// properties, stream priorities.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cudasim/cudasim.h"
+#include "internal.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+namespace cudasim {
+
+void fail(const char *format, ...) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "cudasim: ");
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(stderr, format, args);
+  va_end(args);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+  std::abort();
+}
+
+namespace {
+thread_local cudaError_t lastError = cudaSuccess;
+} // namespace
+
+void setLastError(cudaError_t error) { lastError = error; }
+
+} // namespace cudasim
+
+const char *cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+  case cudaSuccess:
+    return "cudaSuccess";
+  case cudaErrorInvalidValue:
+    return "cudaErrorInvalidValue";
+  case cudaErrorMemoryAllocation:
+    return "cudaErrorMemoryAllocation";
+  case cudaErrorInvalidConfiguration:
+    return "cudaErrorInvalidConfiguration";
+  case cudaErrorInvalidDevice:
+    return "cudaErrorInvalidDevice";
+  case cudaErrorInvalidDevicePointer:
+    return "cudaErrorInvalidDevicePointer";
+  case cudaErrorInvalidMemcpyDirection:
+    return "cudaErrorInvalidMemcpyDirection";
+  case cudaErrorInvalidResourceHandle:
+    return "cudaErrorInvalidResourceHandle";
+  case cudaErrorNotReady:
+    return "cudaErrorNotReady";
+  }
+  return "cudaErrorUnknown";
+}
+const char *cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+  case cudaSuccess:
+    return "no error";
+  case cudaErrorInvalidValue:
+    return "invalid argument";
+  case cudaErrorMemoryAllocation:
+    return "out of memory";
+  case cudaErrorInvalidConfiguration:
+    return "invalid configuration argument";
+  case cudaErrorInvalidDevice:
+    return "invalid device ordinal";
+  case cudaErrorInvalidDevicePointer:
+    return "invalid device pointer";
+  case cudaErrorInvalidMemcpyDirection:
+    return "invalid copy direction for memcpy";
+  case cudaErrorInvalidResourceHandle:
+    return "invalid resource handle";
+  case cudaErrorNotReady:
+    return "device not ready";
+  }
+  return "unknown error";
+}
+cudaError_t cudaGetLastError() {
+  cudaError_t e = cudasim::lastError;
+  cudasim::lastError = cudaSuccess;
+  return e;
+}
+cudaError_t cudaPeekAtLastError() { return cudasim::lastError; }
+
+namespace {
+/// An HGX H200 node has 8 GPUs: GPU ranks choose theirs by local rank.
+constexpr int kDevices = 8;
+thread_local int currentDevice = 0; // per host thread, as CUDA's
+} // namespace
+
+cudaError_t cudaGetDeviceCount(int *count) {
+  *count = kDevices;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int *device) {
+  *device = currentDevice;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) {
+  if (device < 0 || device >= kDevices)
+    return cudaErrorInvalidDevice;
+  currentDevice = device;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
+  if (device < 0 || device >= kDevices)
+    return cudaErrorInvalidDevice;
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof(prop->name), "cudasim (CPU emulation of an H200)");
+  prop->totalGlobalMem = cudasim::kDeviceMemoryBytes;
+  prop->sharedMemPerBlock = 48 * 1024;
+  prop->sharedMemPerBlockOptin = 227 * 1024;
+  prop->multiProcessorCount = 132;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->clockRate = 1980000;
+  prop->memoryClockRate = 2619000;
+  prop->memoryBusWidth = 6144;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
+  *least = 0;
+  *greatest = -5;
+  return cudaSuccess;
+}
