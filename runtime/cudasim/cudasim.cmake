@@ -39,7 +39,7 @@ add_library(braid_cudasim STATIC
   ${BRAID_CUDASIM_DIR}/src/device.cpp
   ${BRAID_CUDASIM_DIR}/src/memory.cpp
   ${BRAID_CUDASIM_DIR}/src/streams.cpp
-  ${BRAID_CUDASIM_DIR}/src/fp16.cpp
+  ${BRAID_CUDASIM_DIR}/src/scalars.cpp
   ${BRAID_CUDASIM_DIR}/src/cublaslt.cpp)
 braid_runtime_target(braid_cudasim)
 # The CUDA headers cudasim stands in for (cuda_runtime.h, cublasLt.h, cub):

@@ -49,29 +49,16 @@ template <typename T> bool set(T &field, const void *buf, size_t bytes) {
 
 size_t elementBytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
 
+cudasim::Scalar scalar(cudaDataType_t t) {
+  return t == CUDA_R_32F ? cudasim::Scalar::F32
+         : t == CUDA_R_16F ? cudasim::Scalar::F16
+                           : cudasim::Scalar::BF16;
+}
 float load(cudaDataType_t t, const void *p, int64_t i) {
-  switch (t) {
-  case CUDA_R_32F:
-    return static_cast<const float *>(p)[i];
-  case CUDA_R_16F:
-    return __half2float(static_cast<const __half *>(p)[i]);
-  case CUDA_R_16BF:
-    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
-  }
-  return 0;
+  return static_cast<float>(cudasim::loadScalar(scalar(t), p, size_t(i)));
 }
 void store(cudaDataType_t t, void *p, int64_t i, float v) {
-  switch (t) {
-  case CUDA_R_32F:
-    static_cast<float *>(p)[i] = v;
-    return;
-  case CUDA_R_16F:
-    static_cast<__half *>(p)[i] = __float2half_rn(v);
-    return;
-  case CUDA_R_16BF:
-    static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(v);
-    return;
-  }
+  cudasim::storeScalar(scalar(t), p, size_t(i), v);
 }
 
 cublasStatus_t invalid(const char *why) {

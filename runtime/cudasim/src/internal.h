@@ -17,6 +17,17 @@ constexpr size_t kDeviceMemoryBytes = size_t(141) << 30;
 /// Whether `stream` is the legacy default stream (null) or a live created one.
 bool knownStream(cudaStream_t stream);
 
+/// The element types cuBLASLt's and NCCL's emulations read and write, each
+/// mapping its own enum onto these (scalars.cpp).
+enum class Scalar { F32, F64, F16, BF16, I8, U8, I32, U32 };
+size_t scalarBytes(Scalar t);
+/// Element i of the array at p, as a double (exact for every type here).
+double loadScalar(Scalar t, const void *p, size_t i);
+/// Stores v into element i: floating types rounded to nearest even (f16 and
+/// bf16 from v rounded to f32 first, as a kernel's f32 result), integers
+/// truncated.
+void storeScalar(Scalar t, void *p, size_t i, double v);
+
 /// Aborts with `message` (printf format) prefixed by "cudasim: ".
 [[noreturn]] void fail(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

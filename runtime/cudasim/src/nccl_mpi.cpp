@@ -78,85 +78,39 @@ void wait(MPI_Request &request, const Comm &c, const char *what, size_t bytes, i
   }
 }
 
-size_t elementBytes(ncclDataType_t t) {
+/// The element type of t, but for the 64-bit integers (reduced exactly in
+/// reduce(), not through a double).
+Scalar scalar(ncclDataType_t t) {
   switch (t) {
   case ncclInt8:
+    return Scalar::I8;
   case ncclUint8:
-    return 1;
+    return Scalar::U8;
   case ncclFloat16:
+    return Scalar::F16;
   case ncclBfloat16:
-    return 2;
+    return Scalar::BF16;
   case ncclInt32:
+    return Scalar::I32;
   case ncclUint32:
-  case ncclFloat32:
-    return 4;
-  case ncclInt64:
-  case ncclUint64:
+    return Scalar::U32;
   case ncclFloat64:
-    return 8;
-  case ncclNumTypes:
-    break;
+    return Scalar::F64;
+  default:
+    return Scalar::F32;
   }
-  return 0;
+}
+
+size_t elementBytes(ncclDataType_t t) {
+  if (t == ncclInt64 || t == ncclUint64)
+    return 8;
+  return t == ncclNumTypes ? 0 : scalarBytes(scalar(t));
 }
 
 int checkedInt(size_t bytes) {
   if (bytes > size_t(1) << 30)
     fail("NCCL emulation: a transfer of %zu bytes (more than MPI's int count)", bytes);
   return static_cast<int>(bytes);
-}
-
-double loadValue(ncclDataType_t t, const char *p, size_t i) {
-  switch (t) {
-  case ncclFloat32:
-    return reinterpret_cast<const float *>(p)[i];
-  case ncclFloat64:
-    return reinterpret_cast<const double *>(p)[i];
-  case ncclBfloat16:
-    return __bfloat162float(reinterpret_cast<const __nv_bfloat16 *>(p)[i]);
-  case ncclFloat16:
-    return __half2float(reinterpret_cast<const __half *>(p)[i]);
-  case ncclInt32:
-    return reinterpret_cast<const int32_t *>(p)[i];
-  case ncclUint32:
-    return reinterpret_cast<const uint32_t *>(p)[i];
-  case ncclInt8:
-    return reinterpret_cast<const int8_t *>(p)[i];
-  case ncclUint8:
-    return reinterpret_cast<const uint8_t *>(p)[i];
-  default:
-    return 0;
-  }
-}
-void storeValue(ncclDataType_t t, char *p, size_t i, double v) {
-  switch (t) {
-  case ncclFloat32:
-    reinterpret_cast<float *>(p)[i] = static_cast<float>(v);
-    return;
-  case ncclFloat64:
-    reinterpret_cast<double *>(p)[i] = v;
-    return;
-  case ncclBfloat16:
-    reinterpret_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(static_cast<float>(v));
-    return;
-  case ncclFloat16:
-    reinterpret_cast<__half *>(p)[i] = __float2half_rn(static_cast<float>(v));
-    return;
-  case ncclInt32:
-    reinterpret_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
-    return;
-  case ncclUint32:
-    reinterpret_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v);
-    return;
-  case ncclInt8:
-    reinterpret_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
-    return;
-  case ncclUint8:
-    reinterpret_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
-    return;
-  default:
-    return;
-  }
 }
 
 /// out[i] = op over ranks r of parts[r][offset + i], in rank order (f32
@@ -178,7 +132,7 @@ void reduce(ncclDataType_t t, ncclRedOp_t op, const char *parts, size_t partByte
     const bool f32 = t == ncclFloat32 || t == ncclBfloat16 || t == ncclFloat16;
     double acc = 0;
     for (int r = 0; r < ranks; ++r) {
-      double v = loadValue(t, parts + r * partBytes, offset + i);
+      double v = loadScalar(scalar(t), parts + r * partBytes, offset + i);
       if (r == 0)
         acc = v;
       else if (op == ncclSum || op == ncclAvg)
@@ -192,7 +146,7 @@ void reduce(ncclDataType_t t, ncclRedOp_t op, const char *parts, size_t partByte
     }
     if (op == ncclAvg)
       acc /= ranks;
-    storeValue(t, out, i, acc);
+    storeScalar(scalar(t), out, i, acc);
   }
 }
 
