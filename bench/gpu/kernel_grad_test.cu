@@ -120,6 +120,86 @@ void testAttentionGrad(int B, int S, int Skv, int H, int Hkv, int D, int Dv, int
   checkDir(name, gv, v, [&](const DV &x) { return f(qd, kd, x); });
 }
 
+/// Context parallelism's backward by key blocks: the forward by blocks
+/// (attention_block, attention_merge) gives the final lse, attention_delta
+/// the rows' dout.out, and attention_block_grad accumulates each key block's
+/// share of dq, dk, dv; together they are the gradient of attention over the
+/// whole sequence (positions in order: block j holds keys j*Skv/blocks..).
+void testAttentionBlockGrad(int B, int S, int blocks, int H, int Hkv, int D, int Dv,
+                            int causal, double theta) {
+  const int Sb = S / blocks;
+  V q = randv((size_t)B * S * H * D), k = randv((size_t)B * S * Hkv * D),
+    v = randv((size_t)B * S * Hkv * Dv), g = randv((size_t)B * S * H * Dv);
+  double scale = 1.0 / std::sqrt((double)D);
+  int64_t *pos = devz<int64_t>(S);
+  braid_k_sequence_positions(nullptr, pos, S, 0, S, 0);
+  // Key block j of a [B, S, Hkv, E] array: rows j*Sb.. of every batch.
+  auto block = [&](const V &x, int E, int j) {
+    V out((size_t)B * Sb * Hkv * E);
+    for (int b = 0; b < B; ++b)
+      std::copy_n(&x[((size_t)b * S + (size_t)j * Sb) * Hkv * E], (size_t)Sb * Hkv * E,
+                  &out[(size_t)b * Sb * Hkv * E]);
+    return out;
+  };
+  const size_t rows = (size_t)B * S * H;
+  float *pq = dev(q), *pg = dev(g);
+  float *out = devz<float>(rows * Dv), *lse = devz<float>(rows);
+  float *bOut = devz<float>(rows * Dv), *bLse = devz<float>(rows), *delta = devz<float>(rows);
+  std::vector<float *> pk(blocks), pv(blocks);
+  for (int j = 0; j < blocks; ++j) {
+    pk[j] = dev(block(k, D, j));
+    pv[j] = dev(block(v, Dv, j));
+    braid_k_attention_block(nullptr, BRAID_F32, pq, pk[j], pv[j], pos, pos + (size_t)j * Sb,
+                            j == 0 ? out : bOut, j == 0 ? lse : bLse, B, S, Sb, H, Hkv, D, Dv,
+                            causal, scale, theta);
+    if (j > 0)
+      braid_k_attention_merge(nullptr, out, lse, bOut, bLse, (int64_t)rows, Dv);
+  }
+  braid_k_attention_delta(nullptr, BRAID_F32, pg, out, delta, (int64_t)rows, Dv);
+  float *dq = devz<float>(q.size());
+  BRAID_CUDA_CHECK(cudaMemset(dq, 0, sizeof(float) * q.size()));
+  V gk(k.size()), gv(v.size());
+  for (int j = 0; j < blocks; ++j) {
+    size_t nk = (size_t)B * Sb * Hkv * D, nv = (size_t)B * Sb * Hkv * Dv;
+    float *dk = devz<float>(nk), *dv = devz<float>(nv);
+    BRAID_CUDA_CHECK(cudaMemset(dk, 0, sizeof(float) * nk));
+    BRAID_CUDA_CHECK(cudaMemset(dv, 0, sizeof(float) * nv));
+    braid_k_attention_block_grad(nullptr, BRAID_F32, pq, pk[j], pv[j], pg, pos,
+                                 pos + (size_t)j * Sb, lse, delta, dq, dk, dv, B, S, Sb, H, Hkv,
+                                 D, Dv, causal, scale, theta);
+    V hk = host(dk, nk), hv = host(dv, nv);
+    for (int b = 0; b < B; ++b) {
+      std::copy_n(&hk[(size_t)b * Sb * Hkv * D], (size_t)Sb * Hkv * D,
+                  &gk[((size_t)b * S + (size_t)j * Sb) * Hkv * D]);
+      std::copy_n(&hv[(size_t)b * Sb * Hkv * Dv], (size_t)Sb * Hkv * Dv,
+                  &gv[((size_t)b * S + (size_t)j * Sb) * Hkv * Dv]);
+    }
+    cudaFree(dk);
+    cudaFree(dv);
+  }
+  V gq = host(dq, q.size());
+  DV qd = toD(q), kd = toD(k), vd = toD(v);
+  auto f = [&](const DV &a, const DV &b, const DV &c) {
+    return dotD(hostAttention(a, b, c, B, S, S, H, Hkv, D, Dv, causal, scale, theta), g);
+  };
+  char name[96];
+  std::snprintf(name, sizeof name, "attn_block_grad %d blocks H%d/%d D%d c%d dq", blocks, H, Hkv,
+                D, causal);
+  checkDir(name, gq, q, [&](const DV &x) { return f(x, kd, vd); });
+  name[std::strlen(name) - 1] = 'k';
+  checkDir(name, gk, k, [&](const DV &x) { return f(qd, x, vd); });
+  name[std::strlen(name) - 2] = 'd';
+  name[std::strlen(name) - 1] = 'v';
+  checkDir(name, gv, v, [&](const DV &x) { return f(qd, kd, x); });
+  for (int j = 0; j < blocks; ++j) {
+    cudaFree(pk[j]);
+    cudaFree(pv[j]);
+  }
+  for (float *p : {pq, pg, out, lse, bOut, bLse, delta, dq})
+    cudaFree(p);
+  cudaFree(pos);
+}
+
 void testNormGrads() {
   int rows = 150, H = 300; // 3 row chunks
   V x = randv((size_t)rows * H, 3.0f), gm = randv(H), bt = randv(H), g = randv((size_t)rows * H);
@@ -440,6 +520,8 @@ int main() {
   std::printf("backward and optimizer kernels (f32, null context):\n");
   testAttentionGrad(2, 70, 70, 4, 2, 16, 16, 1, 10000.0);
   testAttentionGrad(2, 19, 45, 4, 1, 64, 32, 0, 0.0);
+  testAttentionBlockGrad(2, 64, 2, 4, 2, 16, 16, 1, 10000.0);
+  testAttentionBlockGrad(1, 48, 3, 2, 1, 32, 16, 0, 0.0);
   testAttentionGrad(1, 40, 40, 2, 2, 128, 96, 1, 500000.0);
   testNormGrads();
   testLossEmbeddingGrads();
