@@ -72,9 +72,13 @@ def DistCheckCollectiveOrderPass
     this pass flattens each stage's program (calls included, in program
     order) into the sequence of that group's collectives and reports, at the
     first collective out of order, the stage and the collective the first
-    stage issues there instead. Point-to-point transfers match by tag and
-    are not part of it. The training pipeline runs it after the lowering to
-    dist; the overlap scheduler must keep what it checks.
+    stage issues there instead. Point-to-point transfers along pp match by
+    tag in the dist dialect (and over MPI), but in issue order over NCCL,
+    which has no tags: the pass also checks that the sends of each stage to
+    another, in program order, are that stage's receives from it in program
+    order (tag and type), and reports the first receive out of order. The
+    training pipeline runs it after the lowering to dist; the overlap
+    scheduler must keep what it checks.
   }];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }

@@ -2,7 +2,9 @@
 //
 // --dist-check-collective-order (Passes.td): the stages of a pipelined
 // module must issue the collectives of every group they share in the same
-// order, or the ranks of that group deadlock.
+// order, or the ranks of that group deadlock; and each stage must receive a
+// neighbour's transfers in the order the neighbour sends them, which is how
+// NCCL matches them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,17 +30,49 @@ struct Collective {
   std::string what; ///< "all_reduce of 64 elements"
 };
 
+/// One point-to-point transfer along pp as its two ranks must agree on it.
+struct Transfer {
+  Operation *op;
+  std::optional<int64_t> tag;
+  Type type;
+  std::string describe() const {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << (isa<dist::SendOp>(op) ? "send" : "receive");
+    if (tag)
+      os << " of tag " << *tag;
+    os << " (" << type << ")";
+    return text;
+  }
+};
+
+/// The sends (true) and receives (false) along pp alone, by peer.
+using Transfers = std::map<std::pair<bool, int64_t>, SmallVector<Transfer>>;
+
 /// The collectives of `func`, its callees' inlined at their calls, in
-/// program order, by group (the grid axes in grid order).
+/// program order, by group (the grid axes in grid order); and its sends and
+/// receives along `pp` alone, by peer.
 void flatten(ModuleOp module, func::FuncOp func,
              std::map<SmallVector<int16_t>, SmallVector<Collective>> &out,
-             unsigned depth = 0) {
+             Transfers &transfers, int16_t pp, unsigned depth = 0) {
   if (depth > 64)
     return; // call chains are acyclic (the memory plan checks it)
   for (Operation &op : func.getBody().getOps()) {
     if (auto call = dyn_cast<func::CallOp>(op)) {
       if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
-        flatten(module, callee, out, depth + 1);
+        flatten(module, callee, out, transfers, pp, depth + 1);
+      continue;
+    }
+    if (auto send = dyn_cast<dist::SendOp>(op)) {
+      if (send.getGridAxes() == ArrayRef<int16_t>{pp})
+        transfers[{true, static_cast<int64_t>(send.getPeer())}].push_back(
+            {&op, send.getTag(), send.getValue().getType()});
+      continue;
+    }
+    if (auto recv = dyn_cast<dist::RecvOp>(op)) {
+      if (recv.getGridAxes() == ArrayRef<int16_t>{pp})
+        transfers[{false, static_cast<int64_t>(recv.getPeer())}].push_back(
+            {&op, recv.getTag(), recv.getResult().getType()});
       continue;
     }
     std::optional<std::pair<ArrayRef<int16_t>, StringRef>> group =
@@ -59,6 +93,62 @@ void flatten(ModuleOp module, func::FuncOp func,
   }
 }
 
+/// NCCL has no tags: the transfers from one rank to another match in the
+/// order they were issued (runtime/src/cuda/comm_nccl.h). So stage a's sends
+/// to stage b, in program order, must be b's receives from a, in program
+/// order, tag and type alike; the MPI provider would match them by tag
+/// whatever the order, NCCL would deliver one transfer's data to another
+/// (or hang on a size that differs).
+LogicalResult checkTransfers(ArrayRef<func::FuncOp> stages, ArrayRef<Transfers> transfers) {
+  for (size_t a = 0; a < stages.size(); ++a) {
+    for (const auto &[key, sends] : transfers[a]) {
+      auto [isSend, b] = key;
+      if (!isSend || b < 0 || b >= static_cast<int64_t>(stages.size()))
+        continue;
+      auto found = transfers[b].find({false, static_cast<int64_t>(a)});
+      ArrayRef<Transfer> recvs =
+          found == transfers[b].end() ? ArrayRef<Transfer>() : ArrayRef(found->second);
+      func::FuncOp fromFunc = stages[a], toFunc = stages[b];
+      StringRef from = fromFunc.getSymName(), to = toFunc.getSymName();
+      for (size_t i = 0, e = std::max(sends.size(), recvs.size()); i < e; ++i) {
+        if (i < sends.size() && i < recvs.size() && sends[i].tag == recvs[i].tag &&
+            sends[i].type == recvs[i].type)
+          continue;
+        if (i >= recvs.size()) {
+          InFlightDiagnostic diag = sends[i].op->emitError("pipeline stage @")
+                                    << from << " sends " << sends.size() << " tensors to @"
+                                    << to << ", which receives " << recvs.size()
+                                    << " from it: its " << sends[i].describe()
+                                    << " is never received";
+          return failure();
+        }
+        InFlightDiagnostic diag =
+            recvs[i].op->emitError("transfer #")
+            << i << " that pipeline stage @" << to << " receives from @" << from << " is a "
+            << recvs[i].describe() << ", where @" << from << "'s transfer #" << i << " to it is "
+            << (i < sends.size() ? "a " + sends[i].describe() : std::string("none"))
+            << ": NCCL matches a pair's transfers in issue order";
+        if (i < sends.size())
+          diag.attachNote(sends[i].op->getLoc()) << "@" << from << "'s transfer #" << i;
+        return failure();
+      }
+    }
+    // Receives from a stage that sends fewer (or nothing).
+    for (const auto &[key, recvs] : transfers[a]) {
+      auto [isSend, b] = key;
+      if (isSend || b < 0 || b >= static_cast<int64_t>(stages.size()) ||
+          transfers[b].count({true, static_cast<int64_t>(a)}))
+        continue;
+      func::FuncOp self = stages[a], peer = stages[b];
+      recvs.front().op->emitError("pipeline stage @")
+          << self.getSymName() << " receives " << recvs.size() << " tensors from @"
+          << peer.getSymName() << ", which sends it none";
+      return failure();
+    }
+  }
+  return success();
+}
+
 struct DistCheckCollectiveOrderPass
     : ::braid::impl::DistCheckCollectiveOrderPassBase<
           DistCheckCollectiveOrderPass> {
@@ -77,6 +167,7 @@ struct DistCheckCollectiveOrderPass
       return;
     SmallVector<std::pair<func::FuncOp, std::map<SmallVector<int16_t>, SmallVector<Collective>>>>
         stages;
+    SmallVector<Transfers> transfers;
     for (Attribute entry : entries) {
       auto func = module.lookupSymbol<func::FuncOp>(
           cast<FlatSymbolRefAttr>(entry).getValue());
@@ -85,8 +176,14 @@ struct DistCheckCollectiveOrderPass
         return signalPassFailure();
       }
       stages.push_back({func, {}});
-      flatten(module, func, stages.back().second);
+      transfers.emplace_back();
+      flatten(module, func, stages.back().second, transfers.back(), *pp);
     }
+    SmallVector<func::FuncOp> funcs;
+    for (auto &stage : stages)
+      funcs.push_back(stage.first);
+    if (failed(checkTransfers(funcs, transfers)))
+      return signalPassFailure();
     // Every group over pp spans the stages; compare each stage's sequence
     // with the first stage's.
     auto &[first, reference] = stages.front();

@@ -65,3 +65,80 @@ module attributes {braid.pipeline_entries = [@s0, @s1]} {
     return %x : tensor<4xf32>
   }
 }
+
+// -----
+
+// Point to point: each stage receives its neighbour's transfers in the order
+// the neighbour sends them (tags 1 then 2 forward, 3 back), as NCCL, which has
+// no tags, matches them; a send and a receive of one stage may interleave.
+module attributes {braid.pipeline_entries = [@s0, @s1]} {
+  shard.grid @grid(shape = 2) {braid.axes = ["pp"]}
+  func.func @s0(%x: tensor<4xf32>, %y: tensor<8xf32>) -> tensor<4xf32> {
+    %t1 = dist.send %x to 1 on @grid grid_axes = [0] tag = 1 : tensor<4xf32>
+    %g, %t3 = dist.recv from 1 on @grid grid_axes = [0] tag = 3 : tensor<4xf32>
+    %t2 = dist.send %y to 1 on @grid grid_axes = [0] tag = 2 : tensor<8xf32>
+    dist.wait %t1, %t2, %t3
+    return %g : tensor<4xf32>
+  }
+  func.func @s1(%x: tensor<4xf32>) -> tensor<8xf32> {
+    %a, %t1 = dist.recv from 0 on @grid grid_axes = [0] tag = 1 : tensor<4xf32>
+    %b, %t2 = dist.recv from 0 on @grid grid_axes = [0] tag = 2 : tensor<8xf32>
+    %t3 = dist.send %x to 0 on @grid grid_axes = [0] tag = 3 : tensor<4xf32>
+    dist.wait %t1, %t2, %t3
+    return %b : tensor<8xf32>
+  }
+}
+
+// -----
+
+// Stage 1 receives tag 2 before tag 1: right over MPI, which matches by tag;
+// over NCCL the first send's data would land in the second receive.
+module attributes {braid.pipeline_entries = [@s0, @s1]} {
+  shard.grid @grid(shape = 2) {braid.axes = ["pp"]}
+  func.func @s0(%x: tensor<4xf32>, %y: tensor<4xf32>) {
+    // expected-note @+1 {{@s0's transfer #0}}
+    %t1 = dist.send %x to 1 on @grid grid_axes = [0] tag = 1 : tensor<4xf32>
+    %t2 = dist.send %y to 1 on @grid grid_axes = [0] tag = 2 : tensor<4xf32>
+    dist.wait %t1, %t2
+    return
+  }
+  func.func @s1() -> tensor<4xf32> {
+    // expected-error @+1 {{transfer #0 that pipeline stage @s1 receives from @s0 is a receive of tag 2 (tensor<4xf32>), where @s0's transfer #0 to it is a send of tag 1 (tensor<4xf32>): NCCL matches a pair's transfers in issue order}}
+    %b, %t2 = dist.recv from 0 on @grid grid_axes = [0] tag = 2 : tensor<4xf32>
+    %a, %t1 = dist.recv from 0 on @grid grid_axes = [0] tag = 1 : tensor<4xf32>
+    dist.wait %t1, %t2
+    return %a : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A send its peer never receives.
+module attributes {braid.pipeline_entries = [@s0, @s1]} {
+  shard.grid @grid(shape = 2) {braid.axes = ["pp"]}
+  func.func @s0(%x: tensor<4xf32>) {
+    // expected-error @+1 {{pipeline stage @s0 sends 1 tensors to @s1, which receives 0 from it: its send of tag 5 (tensor<4xf32>) is never received}}
+    %t = dist.send %x to 1 on @grid grid_axes = [0] tag = 5 : tensor<4xf32>
+    dist.wait %t
+    return
+  }
+  func.func @s1() {
+    return
+  }
+}
+
+// -----
+
+// A receive from a stage that sends nothing.
+module attributes {braid.pipeline_entries = [@s0, @s1]} {
+  shard.grid @grid(shape = 2) {braid.axes = ["pp"]}
+  func.func @s0() -> tensor<4xf32> {
+    // expected-error @+1 {{pipeline stage @s0 receives 1 tensors from @s1, which sends it none}}
+    %a, %t = dist.recv from 1 on @grid grid_axes = [0] tag = 5 : tensor<4xf32>
+    dist.wait %t
+    return %a : tensor<4xf32>
+  }
+  func.func @s1() {
+    return
+  }
+}
