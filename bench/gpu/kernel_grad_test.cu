@@ -12,6 +12,8 @@
 
 #include "kernel_test_common.cuh"
 
+#include <string>
+
 namespace {
 
 //===--- Backward and optimizer kernels -----------------------------------===//
@@ -55,16 +57,7 @@ double dotD(const DV &a, const V &b) {
 
 DV hostAttention(const DV &q, const DV &k, const DV &v, int B, int S, int Skv, int H, int Hkv,
                  int D, int Dv, int causal, double scale, double theta) {
-  auto rope = [&](const double *x, int pos, DV &o) {
-    o.assign(x, x + D);
-    if (theta <= 0)
-      return;
-    for (int i = 0; i < D / 2; ++i) {
-      double a = pos * std::pow(theta, -2.0 * i / D), c = std::cos(a), s = std::sin(a);
-      o[i] = x[i] * c - x[i + D / 2] * s;
-      o[i + D / 2] = x[i + D / 2] * c + x[i] * s;
-    }
-  };
+  auto rope = [&](const double *x, int pos, DV &o) { ropeRef(x, pos, D, theta, o); };
   DV out((size_t)B * S * H * Dv, 0.0), qr, kr;
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h)
@@ -95,6 +88,17 @@ DV hostAttention(const DV &q, const DV &k, const DV &v, int B, int S, int Skv, i
   return out;
 }
 
+/// dq, dk, dv against the directional derivatives of loss(q, k, v).
+template <typename F>
+void checkQkvGrads(const char *name, const V &gq, const V &gk, const V &gv, const V &q,
+                   const V &k, const V &v, F loss) {
+  DV qd = toD(q), kd = toD(k), vd = toD(v);
+  std::string base(name);
+  checkDir((base + " dq").c_str(), gq, q, [&](const DV &x) { return loss(x, kd, vd); });
+  checkDir((base + " dk").c_str(), gk, k, [&](const DV &x) { return loss(qd, x, vd); });
+  checkDir((base + " dv").c_str(), gv, v, [&](const DV &x) { return loss(qd, kd, x); });
+}
+
 void testAttentionGrad(int B, int S, int Skv, int H, int Hkv, int D, int Dv, int causal,
                        double theta) {
   V q = randv((size_t)B * S * H * D), k = randv((size_t)B * Skv * Hkv * D),
@@ -105,19 +109,13 @@ void testAttentionGrad(int B, int S, int Skv, int H, int Hkv, int D, int Dv, int
   braid_k_attention_grad(nullptr, BRAID_F32, pq, pk, pv, pg, dq, dk, dv, B, S, Skv, H, Hkv, D, Dv,
                          causal, scale, theta);
   V gq = host(dq, q.size()), gk = host(dk, k.size()), gv = host(dv, v.size());
-  DV qd = toD(q), kd = toD(k), vd = toD(v);
   auto f = [&](const DV &a, const DV &b, const DV &c) {
     return dotD(hostAttention(a, b, c, B, S, Skv, H, Hkv, D, Dv, causal, scale, theta), g);
   };
   char name[96];
-  std::snprintf(name, sizeof name, "attn_grad S%d/%d H%d/%d D%d/%d c%d r%d dq", S, Skv, H, Hkv,
-                D, Dv, causal, theta > 0);
-  checkDir(name, gq, q, [&](const DV &x) { return f(x, kd, vd); });
-  name[std::strlen(name) - 1] = 'k';
-  checkDir(name, gk, k, [&](const DV &x) { return f(qd, x, vd); });
-  name[std::strlen(name) - 2] = 'd';
-  name[std::strlen(name) - 1] = 'v';
-  checkDir(name, gv, v, [&](const DV &x) { return f(qd, kd, x); });
+  std::snprintf(name, sizeof name, "attn_grad S%d/%d H%d/%d D%d/%d c%d r%d", S, Skv, H, Hkv, D,
+                Dv, causal, theta > 0);
+  checkQkvGrads(name, gq, gk, gv, q, k, v, f);
 }
 
 /// Context parallelism's backward by key blocks: the forward by blocks
@@ -178,19 +176,13 @@ void testAttentionBlockGrad(int B, int S, int blocks, int H, int Hkv, int D, int
     cudaFree(dv);
   }
   V gq = host(dq, q.size());
-  DV qd = toD(q), kd = toD(k), vd = toD(v);
   auto f = [&](const DV &a, const DV &b, const DV &c) {
     return dotD(hostAttention(a, b, c, B, S, S, H, Hkv, D, Dv, causal, scale, theta), g);
   };
   char name[96];
-  std::snprintf(name, sizeof name, "attn_block_grad %d blocks H%d/%d D%d c%d dq", blocks, H, Hkv,
-                D, causal);
-  checkDir(name, gq, q, [&](const DV &x) { return f(x, kd, vd); });
-  name[std::strlen(name) - 1] = 'k';
-  checkDir(name, gk, k, [&](const DV &x) { return f(qd, x, vd); });
-  name[std::strlen(name) - 2] = 'd';
-  name[std::strlen(name) - 1] = 'v';
-  checkDir(name, gv, v, [&](const DV &x) { return f(qd, kd, x); });
+  std::snprintf(name, sizeof name, "attn_block_grad %d blocks H%d/%d D%d c%d", blocks, H, Hkv, D,
+                causal);
+  checkQkvGrads(name, gq, gk, gv, q, k, v, f);
   for (int j = 0; j < blocks; ++j) {
     cudaFree(pk[j]);
     cudaFree(pv[j]);

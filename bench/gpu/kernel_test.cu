@@ -27,14 +27,7 @@ void testAttention(int B, int S, int Skv, int H, int Hkv, int D, int Dv, int cau
                     theta);
   V got = host(dout, (size_t)B * S * H * Dv);
   auto rope = [&](const float *x, int pos, std::vector<double> &o) {
-    o.assign(x, x + D);
-    if (theta <= 0)
-      return;
-    for (int i = 0; i < D / 2; ++i) {
-      double a = pos * std::pow(theta, -2.0 * i / D), c = std::cos(a), s = std::sin(a);
-      o[i] = x[i] * c - x[i + D / 2] * s;
-      o[i + D / 2] = x[i + D / 2] * c + x[i] * s;
-    }
+    ropeRef(x, pos, D, theta, o);
   };
   std::vector<double> ref((size_t)B * S * H * Dv), qr, kr;
   for (int b = 0; b < B; ++b)
@@ -97,14 +90,7 @@ void testAttentionBlocks(int B, int seq, int ranks, int H, int Hkv, int D, int D
   std::printf("  %-34s %s\n", "sequence_positions zigzag", posOk ? "ok" : "FAIL");
 
   auto rope = [&](const float *x, int64_t p, std::vector<double> &o) {
-    o.assign(x, x + D);
-    if (theta <= 0)
-      return;
-    for (int i = 0; i < D / 2; ++i) {
-      double a = p * std::pow(theta, -2.0 * i / D), cs = std::cos(a), sn = std::sin(a);
-      o[i] = x[i] * cs - x[i + D / 2] * sn;
-      o[i + D / 2] = x[i + D / 2] * cs + x[i] * sn;
-    }
+    ropeRef(x, p, D, theta, o);
   };
   // Reference over keys [t0, t1) of the stored sequence: out and lse.
   const int64_t *qPos = pos.data() + (size_t)rank * S;

@@ -64,6 +64,20 @@ template <typename T> std::vector<T> host(const T *p, size_t n) {
   return h;
 }
 
+/// o = the D values at x rotated to position pos (rotate-half RoPE, angles
+/// pos theta^(-2i/D)); theta <= 0: x unchanged.
+template <typename T>
+void ropeRef(const T *x, int64_t pos, int D, double theta, std::vector<double> &o) {
+  o.assign(x, x + D);
+  if (theta <= 0)
+    return;
+  for (int i = 0; i < D / 2; ++i) {
+    double a = pos * std::pow(theta, -2.0 * i / D), c = std::cos(a), s = std::sin(a);
+    o[i] = x[i] * c - x[i + D / 2] * s;
+    o[i + D / 2] = x[i + D / 2] * c + x[i] * s;
+  }
+}
+
 void report(const char *name, const V &got, const std::vector<double> &ref, double tol) {
   double maxRef = 0, maxErr = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
