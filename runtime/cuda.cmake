@@ -44,7 +44,7 @@ set(BRAID_RUNTIME_DIR ${CMAKE_CURRENT_LIST_DIR})
 file(GLOB BRAID_CUDA_SOURCES CONFIGURE_DEPENDS ${BRAID_RUNTIME_DIR}/src/cuda/*.cu)
 # The NCCL communicators are a library of their own (braid_comm_nccl, below):
 # programs and kernel tests that do not communicate need no libnccl.
-list(FILTER BRAID_CUDA_SOURCES EXCLUDE REGEX "/comm_nccl\\.cu$")
+list(FILTER BRAID_CUDA_SOURCES EXCLUDE REGEX "/comm_nccl[^/]*\\.cu$")
 
 add_library(braid_kernels_cuda STATIC ${BRAID_CUDA_SOURCES})
 set_target_properties(braid_kernels_cuda PROPERTIES
@@ -73,7 +73,8 @@ endif()
 if(BRAID_RUNTIME_ENABLE_NCCL AND BRAID_NCCL_LIBRARY AND BRAID_NCCL_INCLUDE_DIR)
   set(BRAID_HAVE_NCCL ON)
   get_filename_component(BRAID_NCCL_LIBRARY_DIR ${BRAID_NCCL_LIBRARY} DIRECTORY)
-  add_library(braid_comm_nccl STATIC ${BRAID_RUNTIME_DIR}/src/cuda/comm_nccl.cu)
+  add_library(braid_comm_nccl STATIC ${BRAID_RUNTIME_DIR}/src/cuda/comm_nccl.cu
+                                     ${BRAID_RUNTIME_DIR}/src/cuda/comm_nccl_bootstrap.cu)
   set_target_properties(braid_comm_nccl PROPERTIES
     CUDA_ARCHITECTURES 90
     CUDA_STANDARD 17

@@ -61,7 +61,7 @@ if printf '%s\n' runtime/src/cuda/*.cu bench/gpu/gemm_bench.cu bench/gpu/kernel_
       '"$NVCC" '"${NVFLAGS[*]}"' -c "$1" -o "$OBJ/$(basename "$1" .cu).o"' _ {}; then
   LIB_OBJS=()
   for f in runtime/src/cuda/*.cu; do
-    [[ $f == */comm_nccl.cu ]] && continue # needs the runtime core and libnccl: step 2b
+    [[ $f == */comm_nccl*.cu ]] && continue # needs the runtime core and libnccl: step 2b
     LIB_OBJS+=("$OBJ/$(basename "$f" .cu).o")
   done
   for t in kernel_test kernel_grad_test; do

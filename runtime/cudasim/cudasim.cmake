@@ -50,7 +50,7 @@ target_link_libraries(braid_cudasim PUBLIC Threads::Threads)
 # Every file of src/cuda goes through the rewrite (headers launch kernels
 # too) into cudasim-src/cuda, which comes before src in the include path.
 file(GLOB BRAID_CUDASIM_KERNEL_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/*.cu)
-list(FILTER BRAID_CUDASIM_KERNEL_SOURCES EXCLUDE REGEX "/comm_nccl\\.cu$")
+list(FILTER BRAID_CUDASIM_KERNEL_SOURCES EXCLUDE REGEX "/comm_nccl[^/]*\\.cu$")
 file(GLOB BRAID_CUDASIM_KERNEL_HEADERS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/*.cuh
      ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/*.h)
 braid_cudasim_rewrite(BRAID_CUDASIM_KERNELS cuda/ ${BRAID_CUDASIM_KERNEL_SOURCES})
@@ -98,7 +98,8 @@ if(TARGET braid_runtime_mpi)
   braid_runtime_target(braid_cudasim_nccl)
   target_link_libraries(braid_cudasim_nccl PUBLIC braid_cudasim MPI::MPI_C)
 
-  braid_cudasim_rewrite(generated cuda/ ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/comm_nccl.cu)
+  braid_cudasim_rewrite(generated cuda/ ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/comm_nccl.cu
+                        ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/comm_nccl_bootstrap.cu)
   add_library(braid_comm_nccl_cudasim STATIC ${generated} ${BRAID_CUDASIM_HEADERS})
   braid_runtime_target(braid_comm_nccl_cudasim)
   target_link_libraries(braid_comm_nccl_cudasim PUBLIC braid_kernels_cudasim braid_cudasim_nccl

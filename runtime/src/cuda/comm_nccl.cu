@@ -21,21 +21,12 @@
 #include <nccl.h>
 
 #include <algorithm>
-
-#include <cerrno>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <vector>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace braid::rt::nccl {
 
@@ -484,90 +475,6 @@ private:
   int32_t rank_ = 0, size_ = 1;
 };
 
-//===--- Bootstrap -------------------------------------------------------===//
-
-std::string env(const char *name) {
-  const char *value = std::getenv(name);
-  return value ? value : "";
-}
-
-bool parseInt(const std::string &text, int64_t *value) {
-  if (text.empty())
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno || *end)
-    return false;
-  *value = v;
-  return true;
-}
-
-std::string storeFile(const std::string &dir) {
-  std::string name = dir + "/nccl-unique-id";
-  if (std::string run = env("BRAID_RUN_ID"); !run.empty())
-    name += "." + run;
-  return name;
-}
-
-/// Rank 0: writes the id to a temporary file, then renames it into place.
-void storeWrite(const std::string &dir, const ncclUniqueId &id) {
-  std::string file = storeFile(dir);
-  std::string temp = file + ".tmp." + std::to_string(getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0)
-    fatal("NCCL store: cannot create %s: %s (BRAID_NCCL_STORE must be a writable directory)",
-          temp.c_str(), std::strerror(errno));
-  const char *data = reinterpret_cast<const char *>(&id);
-  size_t done = 0;
-  while (done < sizeof id) {
-    ssize_t n = ::write(fd, data + done, sizeof id - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      fatal("NCCL store: writing %s: %s", temp.c_str(), std::strerror(errno));
-    done += size_t(n);
-  }
-  ::fsync(fd);
-  ::close(fd);
-  if (std::rename(temp.c_str(), file.c_str()) != 0)
-    fatal("NCCL store: renaming %s to %s: %s", temp.c_str(), file.c_str(), std::strerror(errno));
-}
-
-/// Other ranks: poll for the file until it holds a whole id.
-ncclUniqueId storeRead(const std::string &dir, int32_t rank) {
-  std::string file = storeFile(dir);
-  int64_t timeout = 60;
-  if (std::string t = env("BRAID_NCCL_STORE_TIMEOUT"); !t.empty() &&
-                                                        (!parseInt(t, &timeout) || timeout <= 0))
-    fatal("BRAID_NCCL_STORE_TIMEOUT must be a positive number of seconds, not '%s'", t.c_str());
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
-  ncclUniqueId id;
-  for (;;) {
-    int fd = ::open(file.c_str(), O_RDONLY);
-    if (fd >= 0) {
-      size_t done = 0;
-      char *data = reinterpret_cast<char *>(&id);
-      while (done < sizeof id) {
-        ssize_t n = ::read(fd, data + done, sizeof id - done);
-        if (n < 0 && errno == EINTR)
-          continue;
-        if (n <= 0)
-          break;
-        done += size_t(n);
-      }
-      ::close(fd);
-      if (done == sizeof id)
-        return id;
-    }
-    if (std::chrono::steady_clock::now() > deadline)
-      fatal("NCCL store: rank %d found no unique id in %s after %lld s: is rank 0 running "
-            "with the same BRAID_NCCL_STORE (and BRAID_RUN_ID), on a directory every rank sees?",
-            int(rank), file.c_str(), (long long)timeout);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
 //===--- Provider --------------------------------------------------------===//
 
 class NcclProvider final : public CommProvider {
@@ -594,9 +501,9 @@ public:
       if (boot.storeDir.empty())
         fatal("NCCL: a world of %d ranks without MPI needs BRAID_NCCL_STORE=DIR", int(size_));
       if (rank_ == 0)
-        storeWrite(boot.storeDir, id);
+        storeWrite(boot.storeDir, &id, sizeof id);
       else
-        id = storeRead(boot.storeDir, rank_);
+        storeRead(boot.storeDir, rank_, &id, sizeof id);
     } else {
       boot.broadcast(&id, sizeof id);
     }
@@ -608,7 +515,7 @@ public:
     world_->track();
     makeEdges(*world_);
     if (store && rank_ == 0) // every rank has joined: the id was read
-      std::remove(storeFile(boot.storeDir).c_str());
+      storeRemove(boot.storeDir);
     coords_ = grid_.coordinates(rank_);
   }
   const char *kind() const override { return "nccl"; }
@@ -707,59 +614,6 @@ void abortAll() {
   for (ncclComm_t comm : liveComms())
     ncclCommAbort(comm);
   liveComms().clear();
-}
-
-bool storeLaunched() { return !env("BRAID_WORLD_SIZE").empty(); }
-
-void storeRanks(int32_t *size, int32_t *rank, int32_t *localRank, std::string *storeDir) {
-  int64_t s = 0, r = 0, l = 0;
-  std::string sizeText = env("BRAID_WORLD_SIZE"), rankText = env("BRAID_RANK");
-  if (!parseInt(sizeText, &s) || s < 1 || s > (1 << 24))
-    fatal("BRAID_WORLD_SIZE must be a positive integer, not '%s'", sizeText.c_str());
-  if (rankText.empty() && s == 1)
-    rankText = "0";
-  if (!parseInt(rankText, &r) || r < 0 || r >= s)
-    fatal("BRAID_RANK must be set to an integer in [0, %lld) with BRAID_WORLD_SIZE=%lld, not "
-          "'%s'",
-          (long long)s, (long long)s, rankText.c_str());
-  std::string localText = env("BRAID_LOCAL_RANK");
-  if (localText.empty())
-    l = r;
-  else if (!parseInt(localText, &l) || l < 0)
-    fatal("BRAID_LOCAL_RANK must be a non-negative integer, not '%s'", localText.c_str());
-  *size = int32_t(s);
-  *rank = int32_t(r);
-  *localRank = int32_t(l);
-  *storeDir = env("BRAID_NCCL_STORE");
-  if (s > 1 && storeDir->empty())
-    fatal("BRAID_WORLD_SIZE=%lld without MPI needs BRAID_NCCL_STORE=DIR (a directory every "
-          "rank sees) to exchange the NCCL unique id",
-          (long long)s);
-}
-
-int32_t launcherLocalRank() {
-  for (const char *name : {"BRAID_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                           "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "PMI_LOCAL_RANK",
-                           "LOCAL_RANK"}) {
-    int64_t v = 0;
-    if (parseInt(env(name), &v) && v >= 0)
-      return int32_t(v);
-  }
-  return -1;
-}
-
-void selectDevice(int32_t localRank) {
-  int count = 0;
-  cudaError_t code = cudaGetDeviceCount(&count);
-  if (code != cudaSuccess)
-    fatal("cudaGetDeviceCount failed: %s", cudaGetErrorString(code));
-  if (localRank < 0 || localRank >= count)
-    fatal("local rank %d has no GPU: this node has %d (one process per GPU: set "
-          "BRAID_LOCAL_RANK, or start at most %d ranks per node)",
-          int(localRank), count, count);
-  code = cudaSetDevice(localRank);
-  if (code != cudaSuccess)
-    fatal("cudaSetDevice(%d) failed: %s", int(localRank), cudaGetErrorString(code));
 }
 
 std::unique_ptr<CommProvider> makeCommProvider(const Grid &grid, const Bootstrap &bootstrap) {

@@ -2,8 +2,9 @@
 //
 // The NCCL communicator provider (comm_nccl.cu, library braid_comm_nccl, built
 // when CUDA and NCCL are found) and the process-level calls of the driver
-// (main.cpp built with BRAID_RUNTIME_NCCL). This header includes neither
-// nccl.h nor cuda_runtime.h: the driver is compiled by the host compiler.
+// (main.cpp built with BRAID_RUNTIME_NCCL), which comm_nccl_bootstrap.cu
+// holds with the unique id's file store. This header includes neither nccl.h
+// nor cuda_runtime.h: the driver is compiled by the host compiler.
 //
 // Bootstrap of the world communicator (ncclCommInitRank needs one
 // ncclUniqueId on every rank, made by rank 0):
@@ -86,6 +87,14 @@ int32_t launcherLocalRank();
 /// cudaSetDevice(localRank) (aborts when the node has no such device). Call
 /// before the cuda backend and the provider are created.
 void selectDevice(int32_t localRank);
+
+/// The file store of the unique id (comm_nccl_bootstrap.cu), for the
+/// provider: rank 0 writes the id's bytes to DIR/nccl-unique-id[.BRAID_RUN_ID]
+/// atomically; the others poll for it (BRAID_NCCL_STORE_TIMEOUT); rank 0
+/// removes it once the world communicator is up.
+void storeWrite(const std::string &dir, const void *id, size_t bytes);
+void storeRead(const std::string &dir, int32_t rank, void *id, size_t bytes);
+void storeRemove(const std::string &dir);
 
 /// The NCCL provider of `grid` (size must equal bootstrap.size) on the
 /// current device. Also sets the rank of fatal() messages.
