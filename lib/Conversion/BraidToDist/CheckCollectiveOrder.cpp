@@ -100,26 +100,29 @@ void flatten(ModuleOp module, func::FuncOp func,
 /// whatever the order, NCCL would deliver one transfer's data to another
 /// (or hang on a size that differs).
 LogicalResult checkTransfers(ArrayRef<func::FuncOp> stages, ArrayRef<Transfers> transfers) {
+  auto of = [&](size_t stage, bool send, size_t peer) -> ArrayRef<Transfer> {
+    auto found = transfers[stage].find({send, static_cast<int64_t>(peer)});
+    return found == transfers[stage].end() ? ArrayRef<Transfer>() : ArrayRef(found->second);
+  };
   for (size_t a = 0; a < stages.size(); ++a) {
-    for (const auto &[key, sends] : transfers[a]) {
-      auto [isSend, b] = key;
-      if (!isSend || b < 0 || b >= static_cast<int64_t>(stages.size()))
-        continue;
-      auto found = transfers[b].find({false, static_cast<int64_t>(a)});
-      ArrayRef<Transfer> recvs =
-          found == transfers[b].end() ? ArrayRef<Transfer>() : ArrayRef(found->second);
+    for (size_t b = 0; b < stages.size(); ++b) {
+      ArrayRef<Transfer> sends = of(a, true, b), recvs = of(b, false, a);
       func::FuncOp fromFunc = stages[a], toFunc = stages[b];
       StringRef from = fromFunc.getSymName(), to = toFunc.getSymName();
+      if (sends.empty() && !recvs.empty()) {
+        recvs.front().op->emitError("pipeline stage @")
+            << to << " receives " << recvs.size() << " tensors from @" << from
+            << ", which sends it none";
+        return failure();
+      }
       for (size_t i = 0, e = std::max(sends.size(), recvs.size()); i < e; ++i) {
         if (i < sends.size() && i < recvs.size() && sends[i].tag == recvs[i].tag &&
             sends[i].type == recvs[i].type)
           continue;
         if (i >= recvs.size()) {
-          InFlightDiagnostic diag = sends[i].op->emitError("pipeline stage @")
-                                    << from << " sends " << sends.size() << " tensors to @"
-                                    << to << ", which receives " << recvs.size()
-                                    << " from it: its " << sends[i].describe()
-                                    << " is never received";
+          sends[i].op->emitError("pipeline stage @")
+              << from << " sends " << sends.size() << " tensors to @" << to << ", which receives "
+              << recvs.size() << " from it: its " << sends[i].describe() << " is never received";
           return failure();
         }
         InFlightDiagnostic diag =
@@ -132,18 +135,6 @@ LogicalResult checkTransfers(ArrayRef<func::FuncOp> stages, ArrayRef<Transfers> 
           diag.attachNote(sends[i].op->getLoc()) << "@" << from << "'s transfer #" << i;
         return failure();
       }
-    }
-    // Receives from a stage that sends fewer (or nothing).
-    for (const auto &[key, recvs] : transfers[a]) {
-      auto [isSend, b] = key;
-      if (isSend || b < 0 || b >= static_cast<int64_t>(stages.size()) ||
-          transfers[b].count({true, static_cast<int64_t>(a)}))
-        continue;
-      func::FuncOp self = stages[a], peer = stages[b];
-      recvs.front().op->emitError("pipeline stage @")
-          << self.getSymName() << " receives " << recvs.size() << " tensors from @"
-          << peer.getSymName() << ", which sends it none";
-      return failure();
     }
   }
   return success();
