@@ -229,10 +229,11 @@ def Dist_SendOp : Dist_TransferOp<"send"> {
   let summary = "Start sending a tensor to a peer along grid axes";
   let description = [{
     Sends `value` to the rank at coordinate `peer` of the group. Between two
-    ranks, transfers of one `tag` arrive in the order they were sent; a
-    receive takes the next send of its tag from its peer whatever other tags
-    came between (pipeline stages issue transfers in their own schedules'
-    orders). Without a tag, transfers match in issue order.
+    ranks, transfers match in the order they were issued, as NCCL, which has
+    no tags, matches them: a rank's receives from a peer must be that peer's
+    sends to it, in order, and `tag` labels each pair, the receive's equal to
+    the send's (over MPI the runtime also matches by tag). For the stages of
+    a pipeline, `--dist-check-collective-order` checks both.
 
     ```mlir
     %t = dist.send %h to 1 on @grid grid_axes = [0] tag = 3 : tensor<1x16x64xf32>
@@ -252,8 +253,9 @@ def Dist_SendOp : Dist_TransferOp<"send"> {
 def Dist_RecvOp : Dist_TransferOp<"recv"> {
   let summary = "Start receiving a tensor from a peer along grid axes";
   let description = [{
-    Receives the next tensor of `tag` that the rank at coordinate `peer` of
-    the group sends this rank; its type must be the sent one.
+    Receives the next tensor that the rank at coordinate `peer` of the group
+    sends this rank (see `dist.send`); its tag and type must be the sent
+    one's.
 
     ```mlir
     %h, %t = dist.recv from 0 on @grid grid_axes = [0] tag = 3 : tensor<1x16x64xf32>
