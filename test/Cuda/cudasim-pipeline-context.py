@@ -13,11 +13,12 @@
 # and merges their attention (the merge kernel's lse race, 2026-12-04), ZeRO-3
 # gathers parameters beside the ring and the experts' all-to-all.
 import os
-import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                                "Integration", "Inputs"))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "Inputs"))
+sys.path.insert(0, os.path.join(here, "..", "Integration", "Inputs"))
+import cudasim_verify  # noqa: E402
 import verify_matrix  # noqa: E402
 
 work = sys.argv[1]
@@ -30,18 +31,4 @@ CASES = [
                        "--cp-layout", "contiguous"]),
     ("moe-tiny-b4", ["--grid", "dp=2,ep=2", "--zero", "3"]),
 ]
-failed = []
-for preset, flags in CASES:
-    model = verify_matrix.build(work, preset)
-    r = subprocess.run(["braid-run", model, "--backend", "cudasim", *flags, "--steps", "2",
-                        "--verify"], capture_output=True, text=True, timeout=900)
-    out = r.stdout + r.stderr
-    ok = r.returncode == 0 and "verify: PASS" in out and "on cuda" in out
-    worst = [line for line in out.splitlines() if line.startswith("verify: gradients")]
-    print(f"cudasim {preset} {' '.join(flags)}:", "PASS" if ok else "FAILED",
-          worst[0] if worst else "")
-    if not ok:
-        failed.append(f"{preset} {flags}: exit {r.returncode}\n{out[-3000:]}")
-if failed:
-    print("\n".join(failed))
-    sys.exit(1)
+cudasim_verify.run([(verify_matrix.build(work, preset), flags) for preset, flags in CASES])

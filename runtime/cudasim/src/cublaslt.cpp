@@ -47,13 +47,12 @@ template <typename T> bool set(T &field, const void *buf, size_t bytes) {
   return true;
 }
 
-size_t elementBytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
-
 cudasim::Scalar scalar(cudaDataType_t t) {
   return t == CUDA_R_32F ? cudasim::Scalar::F32
          : t == CUDA_R_16F ? cudasim::Scalar::F16
                            : cudasim::Scalar::BF16;
 }
+size_t elementBytes(cudaDataType_t t) { return cudasim::scalarBytes(scalar(t)); }
 float load(cudaDataType_t t, const void *p, int64_t i) {
   return static_cast<float>(cudasim::loadScalar(scalar(t), p, size_t(i)));
 }
