@@ -97,6 +97,9 @@ if(TARGET braid_runtime_mpi)
   add_library(braid_cudasim_nccl STATIC ${BRAID_CUDASIM_DIR}/src/nccl_mpi.cpp)
   braid_runtime_target(braid_cudasim_nccl)
   target_link_libraries(braid_cudasim_nccl PUBLIC braid_cudasim MPI::MPI_C)
+  # mpi.h without Open MPI's / MPICH's C++ bindings: with them, a g++ -O3
+  # build of a user of mpi.h emits their vtables and needs libmpi_cxx.
+  target_compile_definitions(braid_cudasim_nccl PUBLIC OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
 
   braid_cudasim_rewrite(generated cuda/ ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/comm_nccl.cu
                         ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/comm_nccl_bootstrap.cu)
