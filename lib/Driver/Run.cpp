@@ -9,6 +9,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -25,7 +26,8 @@ LogicalResult checkOptions(const TrainingPipelineOptions &pipeline,
   };
   if (!pipeline.grid.empty() && failed(gridRanks(pipeline.grid)))
     return failure();
-  if (options.verify && pipeline.grid.empty() && pipeline.microbatches == 1)
+  if (options.verify && options.verifyFrom.empty() && pipeline.grid.empty() &&
+      pipeline.microbatches == 1)
     return bad("--verify compares a partitioned or micro-batched run with "
                "the 1-rank run: it needs --grid or --microbatches");
   if (options.cpuThreads < 0)
@@ -124,7 +126,9 @@ static int verifyRuns(const RunOptions &options, int64_t ranks, StringRef grid,
   const bool quiet = options.compile.quiet;
   // Both runs dump; the partitioned one into --dump DIR when given (the
   // 1-rank one then into DIR/reference), else into temporary directories.
-  std::string partitionedDump = options.dumpDir, referenceDump, exactDump;
+  std::string partitionedDump =
+                  options.verifyFrom.empty() ? options.dumpDir : options.verifyFrom,
+              referenceDump, exactDump;
   SmallVector<std::string> temporary;
   auto scratch = [&](std::string &dir, StringRef prefix) -> bool {
     llvm::SmallString<128> path;
@@ -153,16 +157,46 @@ static int verifyRuns(const RunOptions &options, int64_t ranks, StringRef grid,
 
   RunRecord partitioned{"", partitionedDump};
   RunRecord single{"", referenceDump};
-  if (int rc = runCaptured(partitionedRun.binaries, ranks, grid,
-                           partitionedRun.args, partitioned.stdoutText,
-                           /*echo=*/true))
-    return rc;
-  if (!quiet)
-    llvm::errs() << "braid-run: verify: the unpartitioned program on 1 rank\n";
-  if (int rc = runCaptured(referenceRun.binaries, 1, grid, referenceRun.args,
-                           single.stdoutText, /*echo=*/false)) {
-    fail("verify: the 1-rank run failed");
-    return rc;
+  RunRecord f32{"", exactDump};
+  // Each run's stdout (its losses) beside its dumps: what --verify-from reads.
+  const bool kept = temporary.empty();
+  auto keep = [&](const RunRecord &run) -> bool {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(run.dumpDir + "/stdout.txt", ec);
+    if (ec)
+      fail("verify: cannot write " + run.dumpDir + "/stdout.txt: " + ec.message());
+    else
+      out << run.stdoutText;
+    return !ec;
+  };
+  auto read = [&](RunRecord &run) -> bool {
+    auto text = llvm::MemoryBuffer::getFile(run.dumpDir + "/stdout.txt");
+    if (!text) {
+      fail("verify: no " + run.dumpDir + "/stdout.txt (the run's stdout): " +
+           text.getError().message());
+      return false;
+    }
+    run.stdoutText = (*text)->getBuffer().str();
+    return true;
+  };
+  const bool given = !options.verifyFrom.empty();
+  if (given) {
+    if (!read(partitioned) || !read(single) || (rounded && !read(f32)))
+      return 1;
+  } else {
+    if (int rc = runCaptured(partitionedRun.binaries, ranks, grid,
+                             partitionedRun.args, partitioned.stdoutText,
+                             /*echo=*/true))
+      return rc;
+    if (!quiet)
+      llvm::errs() << "braid-run: verify: the unpartitioned program on 1 rank\n";
+    if (int rc = runCaptured(referenceRun.binaries, 1, grid, referenceRun.args,
+                             single.stdoutText, /*echo=*/false)) {
+      fail("verify: the 1-rank run failed");
+      return rc;
+    }
+    if (kept && (!keep(partitioned) || !keep(single)))
+      return 1;
   }
   const int steps = options.steps;
   Bounds bounds = Bounds::uniform(options.verifyTolerance);
@@ -172,11 +206,14 @@ static int verifyRuns(const RunOptions &options, int64_t ranks, StringRef grid,
     if (!quiet)
       llvm::errs() << "braid-run: verify: the unpartitioned program on 1 "
                       "rank at f32\n";
-    RunRecord f32{"", exactDump};
-    if (int rc = runCaptured(exactRun.binaries, 1, grid, exactRun.args,
-                             f32.stdoutText, /*echo=*/false)) {
-      fail("verify: the 1-rank f32 run failed");
-      return rc;
+    if (!given) {
+      if (int rc = runCaptured(exactRun.binaries, 1, grid, exactRun.args,
+                               f32.stdoutText, /*echo=*/false)) {
+        fail("verify: the 1-rank f32 run failed");
+        return rc;
+      }
+      if (kept && !keep(f32))
+        return 1;
     }
     if (!roundingBounds(single, f32, steps, rules, maxNorm, logits,
                         options.verifyTolerance, &bounds, &error))
@@ -233,9 +270,12 @@ int runModel(ModuleOp module, const TrainingPipelineOptions &given,
     module.walk([&](mlir::braid::RouterOp) { routed = true; });
   }
 
-  FailureOr<SmallVector<std::string>> binaries = compileModel(
-      module, pipeline, options.compile, /*reference=*/false, ranks,
-      /*emit=*/true, dtype);
+  // --verify-from judges runs made elsewhere: only the 1-rank program is
+  // lowered here, for the update rules it replays.
+  FailureOr<SmallVector<std::string>> binaries = SmallVector<std::string>();
+  if (options.verifyFrom.empty())
+    binaries = compileModel(module, pipeline, options.compile,
+                            /*reference=*/false, ranks, /*emit=*/true, dtype);
   if (failed(binaries))
     return 1;
   FailureOr<SmallVector<std::string>> referenceBinaries, exactBinaries;
@@ -246,7 +286,7 @@ int runModel(ModuleOp module, const TrainingPipelineOptions &given,
     if (failed(referenceBinaries))
       return 1;
   }
-  if (rounded) {
+  if (rounded && options.verifyFrom.empty()) {
     exactBinaries = compileModel(*exact, pipeline, options.compile,
                                  /*reference=*/true, 1, /*emit=*/false, "f32");
     if (failed(exactBinaries))

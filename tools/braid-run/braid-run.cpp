@@ -72,7 +72,17 @@
 // bounds come from a third run, the 1-rank program at f32, into DIR/reference-f32)
 //   verify: PASS            or            verify: FAIL (tolerance T)
 // with b the 1-rank value; FAIL exits 1 (and keeps the temporary
-// dumps, whose directories it names).
+// dumps, whose directories it names). With --dump DIR each run's stdout is
+// kept beside its dumps (DIR/stdout.txt, DIR/reference/stdout.txt, ...).
+//
+// --verify-from DIR judges runs made elsewhere, laid out as --verify --dump
+// DIR leaves them, and runs nothing: programs emitted with --emit-cpp and
+// run by another launcher (bench/gpu/ranks.sh: GPU ranks over NCCL) with the
+// arguments --verify gives them (the partitioned run: --dump DIR
+// --dump-first-step --check-replicas; the 1-rank run: --dump DIR/reference
+// --dump-first-step), their stdout in stdout.txt. It takes the flags that
+// built the partitioned program; without --grid it judges two 1-rank runs
+// (the same program on two backends).
 //
 //===----------------------------------------------------------------------===//
 
@@ -147,6 +157,14 @@ static cl::opt<double>
     verifyTolerance("verify-tolerance", cl::cat(runCategory),
                     cl::desc("Largest relative difference --verify accepts"),
                     cl::init(1e-5));
+
+static cl::opt<std::string> verifyFrom(
+    "verify-from", cl::cat(runCategory),
+    cl::desc("Judge as --verify does runs made elsewhere (GPU ranks started "
+             "by a launcher): the partitioned run's dumps and stdout.txt in "
+             "this directory, the 1-rank run's in DIR/reference (and "
+             "DIR/reference-f32 at bf16/f16), as --verify --dump DIR lays them "
+             "out; runs nothing"));
 
 static cl::opt<std::string> checkpointDir(
     "checkpoint-dir", cl::cat(runCategory),
@@ -265,8 +283,9 @@ int main(int argc, char **argv) {
   options.dumpDir = dumpDir;
   options.traceFile = traceFile;
   options.compileOnly = compileOnly;
-  options.verify = verifyRuns;
+  options.verify = verifyRuns || !verifyFrom.empty();
   options.verifyTolerance = verifyTolerance;
+  options.verifyFrom = verifyFrom;
   options.checkpointDir = checkpointDir;
   options.checkpointEvery = checkpointEvery;
   options.resumeFrom = resumeFrom;

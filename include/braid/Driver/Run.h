@@ -38,6 +38,12 @@ struct RunOptions {
   /// Compare with the unpartitioned program on one rank.
   bool verify = false;
   double verifyTolerance = 1e-5;
+  /// Judge runs made elsewhere instead of running: the partitioned run's
+  /// dumps and stdout.txt in this directory, the 1-rank run's in
+  /// DIR/reference (at bf16/f16 also the 1-rank f32 run's in
+  /// DIR/reference-f32), as --verify with --dump DIR lays them out. Implies
+  /// `verify`.
+  std::string verifyFrom;
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
   /// A checkpoint directory (or checkpoint) to continue from.
