@@ -7,11 +7,17 @@ Every NAME.npy present in both directories (recursively, matched by relative
 path) is compared: max relative difference = max|a - b| / scale, where the
 scale is max|a|, at least 1e-3 of the largest max|a| of its set (gradients,
 parameters, each optimizer state, the other values), as braid-run --verify
-measures. A parameter whose gradient is below that floor and differs between
-the runs by more than --tol of itself (a gradient that is zero but for
-rounding, such as a key bias's under softmax) has its update
-and optimizer states listed as not judged: AdamW divides its rounding noise
-by the noise's own size, so the two runs' updates agree only in magnitude.
+measures. Updated parameters and optimizer states (updated.*, and
+step<K>.updated.* with --dump-first-step) are reported as drift, not judged:
+AdamW's first step is lr * g / (|g| + eps), so a gradient element near zero
+(moe-tiny: one element of its layer-1 attention output projection is
+2.6e-9 at step 1, against a largest of 0.057) turns the two backends'
+rounding into update differences of a few 1e-3 of the
+tensor. The updates are judged as braid-run --verify judges them, by
+replaying the optimizer on each run's own gradients: braid-run MODEL
+--steps 2 --verify-from DIR --verify-tolerance TOL, DIR holding the CUDA
+run's dumps (with --dump-first-step) and stdout.txt and DIR/reference the
+CPU run's (Verify.h).
 bf16 dumps (numpy has no bf16: descr '<u2' / '|V2' / 'bfloat16') are widened
 to f32. Prints one summary line per model (worst tensor, loss difference) and
 the 5 worst tensors; exits 1 when the worst difference exceeds --tol or when
@@ -107,7 +113,7 @@ def main():
             loaded[rel] = (x, y)
 
     def group(rel):
-        name = os.path.basename(rel)
+        name = re.sub(r"^step\d+\.", "", os.path.basename(rel))
         for prefix in ("grad.", "updated.opt.m.", "updated.opt.v.", "updated.", "opt.m.", "opt.v."):
             if name.startswith(prefix):
                 return prefix, name[len(prefix):]
@@ -117,24 +123,17 @@ def main():
     for rel, (x, _) in loaded.items():
         g = group(rel)[0]
         largest[g] = max(largest.get(g, 0.0), float(np.nanmax(np.abs(x))))
-    def own_error(x, y):
-        return float(np.nanmax(np.abs(x - y))) / max(float(np.nanmax(np.abs(x))), 1e-30)
-
-    # Gradients that the floor passes but that disagree with themselves: noise.
-    noisy = {group(rel)[1] for rel, (x, y) in loaded.items()
-             if group(rel)[0] == "grad." and np.isfinite(y).all() and own_error(x, y) > args.tol
-             and float(np.nanmax(np.abs(x))) < 1e-3 * largest["grad."]}
-    unjudged = []
+    drift = []  # (difference, name) of updated.*: reported, not judged
     for rel, (x, y) in loaded.items():
-        g, param = group(rel)
-        if g.startswith("updated.") and param in noisy:
-            unjudged.append(rel)
-            continue
+        g = group(rel)[0]
         scale = max(float(np.nanmax(np.abs(x))), 1e-3 * largest[g], 1e-30)
         diff = np.abs(x - y)
         bad = ~np.isfinite(y) & np.isfinite(x)
         d = float("inf") if bad.any() else float(np.nanmax(diff)) / scale
-        rows.append((d, rel, f"shape {tuple(x.shape)}"))
+        if g.startswith("updated.") and np.isfinite(d):
+            drift.append((d, rel))
+        else:
+            rows.append((d, rel, f"shape {tuple(x.shape)}"))
     rows.sort(key=lambda r: -r[0])
     only = len(set(a) ^ set(b))
     worst = rows[0][0] if rows else float("inf")
@@ -144,8 +143,10 @@ def main():
           + (f"; {only} dumps only on one side" if only else ""))
     for d, rel, note in rows[:5]:
         print(f"    {d:.2e}  {rel}  {note}")
-    if unjudged:
-        print(f"    not judged (gradient at rounding level): {', '.join(sorted(unjudged))}")
+    if drift:
+        d, rel = max(drift)
+        print(f"    updates (not judged here: --verify-from replays them): {len(drift)} tensors, "
+              f"worst drift {d:.2e} ({rel})")
     return 0 if status == "ok" else 1
 
 
