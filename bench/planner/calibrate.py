@@ -21,7 +21,7 @@ the bandwidth, so the fractions of products and memory are 1, and a hardware
 description of these ranks is written too (--hardware-out).
 
 usage: python3 bench/planner/calibrate.py TRACE.json (--hardware H | --cpu NAME)
-           -o CALIBRATION.json [--hardware-out HARDWARE.json]
+           -o CALIBRATION.json [--hardware-out HARDWARE.json] [--machine TEXT]
 """
 import argparse
 import datetime
@@ -62,8 +62,11 @@ def element_bytes(k):
     return {"f32": 4, "bf16": 2, "f16": 2}[k["shape"].get("dtype", "f32")]
 
 
-def fit_gemm(products, bandwidth):
-    """(rate, half_dim, launch, rms log error) of the products."""
+def fit_gemm(products, bandwidth, peak=None):
+    """(rate, half_dim, launch, rms log error) of the products; the rate at
+    most `peak` when one is given (a GPU's datasheet peak: a fit above it
+    would be clipped after the search, leaving a half dimension chosen for
+    a rate the calibration cannot hold)."""
     dims = [(int(k["shape"]["m"]), int(k["shape"]["n"]), int(k["shape"]["k"])) for k in products]
     ts = [k["seconds"] for k in products]
     flops = [2.0 * m * n * kk for m, n, kk in dims]
@@ -80,6 +83,8 @@ def fit_gemm(products, bandwidth):
         for _ in range(4):
             rate = math.exp(statistics.mean(math.log(flops[i] / (q[i] * (ts[i] - launch)))
                                             for i in bound))
+            if peak:
+                rate = min(rate, peak)
             bound = [i for i in range(len(ts)) if flops[i] / (rate * q[i]) >= floor[i]] or bound
         err = [math.log(max(f / (rate * qi), fl) + launch) - math.log(t)
                for f, qi, fl, t in zip(flops, q, floor, ts)]
@@ -114,7 +119,7 @@ def fit(kernel_list, peak=None, bandwidth=None):
              for k in streams]
     measured_bandwidth = statistics.median(moved)
     # The products' memory floor: the bandwidth memory-bound kernels reach.
-    rate, half, launch, rms = fit_gemm(by("linear"), measured_bandwidth)
+    rate, half, launch, rms = fit_gemm(by("linear"), measured_bandwidth, peak)
     peak = peak or rate
     bandwidth = bandwidth or measured_bandwidth
     flash_f = statistics.median(k["flops"] / (k["seconds"] - launch) / peak for k in by("attention"))
@@ -147,6 +152,8 @@ def main():
     group.add_argument("--cpu", help="the name of these CPU ranks' description")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--hardware-out", help="with --cpu: where to write their description")
+    ap.add_argument("--machine", help="what ran the trace, for the sources (default: this "
+                    "machine's processor; a GPU's run names the GPU)")
     args = ap.parse_args()
     ks = kernels(args.trace)
     names = {k["name"] for k in ks}
@@ -156,7 +163,8 @@ def main():
                  f"of kernel-rates?")
     when = datetime.date.today().isoformat()
     source = (f"measured by runtime/tools/kernel-rates ({len(ks)} kernels, trace {os.path.basename(args.trace)}) "
-              f"on {machine.describe()}, fitted by bench/planner/calibrate.py on {when}")
+              f"on {args.machine or machine.describe()}, fitted by bench/planner/calibrate.py "
+              f"on {when}")
     if args.hardware:
         hw = load_hardware(args.hardware)
         f = fit(ks, hw["peak_bf16_flops"], hw["hbm_bytes_per_s"])

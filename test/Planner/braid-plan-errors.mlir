@@ -26,7 +26,7 @@
 // A cluster of one's own needs its compute rates too.
 // RUN: sed -e 's/"h100-sxm"/"my-cluster"/' %braid_src/lib/CostModel/hardware/h100-sxm.json > %t.my-cluster.json
 // RUN: not braid-plan %s --gpus 8 --global-batch 8 --hardware %t.my-cluster.json 2>&1 | FileCheck %s --check-prefix=CAL
-// CAL: braid-plan: no compute calibration 'my-cluster' (known: a100-sxm, h100-sxm, h200-sxm); a hardware description of one's own needs --calibration FILE
+// CAL: braid-plan: no compute calibration 'my-cluster' (known: a100-sxm, h100-sxm, h200-sxm-braid, h200-sxm); a hardware description of one's own needs --calibration FILE
 // RUN: sed -e 's/"h100-sxm"/"my-cluster"/' %braid_src/lib/CostModel/calibration/h100-sxm.json > %t.my-cal.json
 // RUN: braid-plan --model family=llama,hidden=4096,layers=32,seq=8192,heads=32,kv_heads=8,ffn=14336,vocab=128256 --gpus 8 --global-batch 8 --hardware %t.my-cluster.json --calibration %t.my-cal.json --top 1 | FileCheck %s --check-prefix=OWN
 // OWN: on 8 x my-cluster

@@ -123,4 +123,4 @@ module {
 // TFLOP/s, 220.5 us (its memory floor 100.7 MB at 0.6 x 3.35 TB/s, 50.1 us),
 // and a launch of 3 us.
 // CALIBRATED: exposed_time_per_step: 27.6 us of 27.6 us of transfers, step 251.1 us (compute 223.5 us at h100-sxm's calibration) on h100-sxm
-// BADCAL: error: --braid-print-plan: no compute calibration 'tpu-v9' (known: a100-sxm, h100-sxm, h200-sxm)
+// BADCAL: error: --braid-print-plan: no compute calibration 'tpu-v9' (known: a100-sxm, h100-sxm, h200-sxm-braid, h200-sxm)
