@@ -27,6 +27,17 @@ struct OpTiming {
   double endUs = 0;
 };
 
+/// Two device events (timing enabled) that bracket work on a stream other
+/// than the compute stream, such as a transfer on a communication stream;
+/// owned by whoever recorded them, and placed on the steady clock by
+/// Backend::eventMicros once they have completed.
+class DeviceSpan {
+public:
+  virtual ~DeviceSpan() = default;
+  virtual void *beginEvent() const = 0;
+  virtual void *endEvent() const = 0;
+};
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -46,6 +57,14 @@ public:
   virtual void markEnd(int64_t id) = 0;
   /// After synchronize(): the timings of kernels [0, count) marked so far.
   virtual std::vector<OpTiming> resolveTimings(int64_t count) = 0;
+  /// After synchronize(): when device event `event` (a cudaEvent_t recorded
+  /// with timing) completed, in microseconds on the steady clock, as the
+  /// kernels' timings are; false on the CPU.
+  virtual bool eventMicros(void *event, double *us) {
+    (void)event;
+    (void)us;
+    return false;
+  }
   /// The stream kernels are issued on (a cudaStream_t), or null on the CPU.
   virtual void *computeStream() { return nullptr; }
   /// The stream collectives are issued on, or null on the CPU.

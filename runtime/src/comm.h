@@ -51,6 +51,11 @@ public:
     (void)linkEnd;
     return false;
   }
+  /// After wait, when interval() does not know: the device events that
+  /// bracket the transfer on its stream (GPU ranks, recorded only when the
+  /// run is traced), which the trace places on the steady clock when it is
+  /// written; null when none were recorded.
+  virtual std::shared_ptr<DeviceSpan> deviceSpan() const { return nullptr; }
 };
 
 class Communicator {

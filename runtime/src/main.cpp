@@ -503,6 +503,7 @@ int main(int argc, char **argv) {
     boot.size = ranks.size;
     boot.rank = ranks.rank;
     boot.storeDir = ranks.storeDir;
+    boot.timed = options.trace; // the transfers' lanes in the trace
 #ifdef BRAID_RUNTIME_MPI
     if (ranks.mpi)
       boot.broadcast = [](void *data, size_t bytes) {

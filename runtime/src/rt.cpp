@@ -539,7 +539,9 @@ void braid_event_wait(braid_rt *rt, braid_event *event) {
     double begin = 0, end = 0, linkEnd = 0;
     if (event->impl->interval(&begin, &end, &linkEnd))
       rt->trace.addTransfer(
-          {event->kind, event->comm->axes, rt->step, begin * 1e6, end * 1e6, linkEnd * 1e6});
+          {event->kind, event->comm->axes, rt->step, begin * 1e6, end * 1e6, linkEnd * 1e6, nullptr});
+    else if (std::shared_ptr<DeviceSpan> span = event->impl->deviceSpan())
+      rt->trace.addTransfer({event->kind, event->comm->axes, rt->step, 0, 0, 0, std::move(span)});
   }
   delete event;
 }

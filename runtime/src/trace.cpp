@@ -54,6 +54,13 @@ bool Trace::write(Backend &backend, const std::string &path, int32_t pid,
                   std::string *error) const {
   backend.synchronize();
   std::vector<OpTiming> timings = backend.resolveTimings(size());
+  // GPU ranks' transfers: their stream's events, complete after the
+  // synchronize, on the kernels' clock.
+  std::vector<Transfer> transfers = transfers_;
+  for (Transfer &t : transfers)
+    if (t.span && !(backend.eventMicros(t.span->beginEvent(), &t.beginUs) &&
+                    backend.eventMicros(t.span->endEvent(), &t.endUs)))
+      t.beginUs = t.endUs = 0;
   FILE *file = std::fopen(path.c_str(), "w");
   if (!file) {
     if (error)
@@ -92,7 +99,7 @@ bool Trace::write(Backend &backend, const std::string &path, int32_t pid,
   }
   // One lane per group, numbered in the order the groups first transferred.
   std::map<std::string, int> lanes;
-  for (const Transfer &t : transfers_) {
+  for (const Transfer &t : transfers) {
     auto [it, fresh] = lanes.try_emplace(t.group, int(lanes.size()) + 1);
     if (fresh)
       std::fprintf(file,

@@ -27,12 +27,15 @@
 //   lane: the time the program stood still for communication, what is
 //   measured as exposed.
 // - Communication lanes: each group (AXES, "dp" or "dp,tp") has its own
-//   lane L >= 1, named "comm AXES", holding one event per transfer of the
-//   CPU ranks (the MPI provider knows their intervals: from when the
-//   transfer took its link to when it completed, which is no earlier than
-//   when the emulated link finished with it: E, microseconds on the same
-//   clock, under the link emulator; the rest is waiting for the group's
-//   other ranks), recorded at its wait.
+//   lane L >= 1, named "comm AXES", holding one event per transfer, recorded
+//   at its wait. CPU ranks: the MPI provider knows the interval, from when
+//   the transfer took its link to when it completed, which is no earlier
+//   than when the emulated link finished with it (E, microseconds on the
+//   same clock, under the link emulator); the rest is waiting for the
+//   group's other ranks. GPU ranks: the NCCL provider, in a traced run,
+//   brackets each transfer with timed events on its stream, from when the
+//   stream could start it (the compute stream had produced its input) to
+//   when NCCL finished it; the trace places them on the clock when written.
 // - "pid" is the world rank R, so that the traceEvents of every rank's file
 //   concatenated make one trace with a row per rank.
 // - "ts" and "dur" are microseconds. "ts" is on the steady clock since its
@@ -72,6 +75,9 @@ public:
     int64_t step = 0;
     double beginUs = 0, endUs = 0;
     double linkEndUs = 0; ///< when the emulated link finished (0: none)
+    /// GPU ranks: the events on the transfer's stream, from which write()
+    /// takes beginUs and endUs (null: those are already known).
+    std::shared_ptr<DeviceSpan> span;
   };
 
   /// Opens op `id` = size() and marks its begin.

@@ -95,9 +95,13 @@ bool overlaps(const void *a, int64_t aBytes, const void *b, int64_t bBytes) {
 
 //===--- Events ----------------------------------------------------------===//
 
-/// cudaEvents (timing disabled) reused across collectives.
+/// cudaEvents (timing disabled) reused across collectives; `timed` when the
+/// run is traced (Bootstrap::timed: each transfer is also bracketed by
+/// timed events, a DeviceSpan).
 class EventPool {
 public:
+  explicit EventPool(bool timed = false) : timed(timed) {}
+  const bool timed;
   ~EventPool() {
     for (cudaEvent_t e : free_)
       cudaEventDestroy(e);
@@ -169,12 +173,30 @@ struct Handle {
   }
 };
 
+/// A traced transfer's timed events on its stream: from when the stream
+/// could start it to when NCCL had finished it (the trace's communication
+/// lane). Destroyed with the trace's record of it.
+class NcclSpan final : public DeviceSpan {
+public:
+  NcclSpan(cudaEvent_t begin, cudaEvent_t end) : begin_(begin), end_(end) {}
+  ~NcclSpan() override {
+    cudaEventDestroy(begin_);
+    cudaEventDestroy(end_);
+  }
+  void *beginEvent() const override { return begin_; }
+  void *endEvent() const override { return end_; }
+
+private:
+  cudaEvent_t begin_, end_;
+};
+
 /// One collective in flight: the completion event recorded on the comm stream.
 class NcclEvent final : public Event {
 public:
   NcclEvent(cudaEvent_t done, std::shared_ptr<EventPool> pool, std::shared_ptr<Handle> handle,
-            const char *what)
-      : done_(done), pool_(std::move(pool)), handle_(std::move(handle)), what_(what) {}
+            const char *what, std::shared_ptr<DeviceSpan> span = nullptr)
+      : done_(done), pool_(std::move(pool)), handle_(std::move(handle)), what_(what),
+        span_(std::move(span)) {}
   ~NcclEvent() override {
     if (done_)
       pool_->release(done_);
@@ -193,12 +215,14 @@ public:
     pool_->release(done_);
     done_ = nullptr;
   }
+  std::shared_ptr<DeviceSpan> deviceSpan() const override { return span_; }
 
 private:
   cudaEvent_t done_;
   std::shared_ptr<EventPool> pool_;
   std::shared_ptr<Handle> handle_;
   const char *what_;
+  std::shared_ptr<DeviceSpan> span_;
 };
 
 //===--- Communicators ---------------------------------------------------===//
@@ -388,9 +412,7 @@ private:
     else
       check(ncclRecv(buffer, size_t(count), dataType(dtype), edge.peer, c, in.stream), what, axes,
             c);
-    cudaEvent_t done = pool_->acquire();
-    BRAID_NCCL_CUDA(cudaEventRecord(done, in.stream), what, axes);
-    return std::make_unique<NcclEvent>(done, pool_, edge.handle, what);
+    return completion(in, edge.handle);
   }
 
   /// A collective being issued: its comm stream and staging buffers.
@@ -398,6 +420,7 @@ private:
     const char *what;
     cudaStream_t stream;
     std::vector<void *> staging; ///< freed (stream-ordered) after the call
+    cudaEvent_t start = nullptr; ///< traced: when the stream could start it
   };
 
   ncclComm_t comm() const { return handle_->comm; }
@@ -424,7 +447,12 @@ private:
     BRAID_NCCL_CUDA(cudaEventRecord(ready, compute), what, axes_);
     BRAID_NCCL_CUDA(cudaStreamWaitEvent(stream, ready, 0), what, axes_);
     pool_->release(ready);
-    return Issue{what, stream, {}};
+    Issue in{what, stream, {}};
+    if (pool_->timed) {
+      BRAID_NCCL_CUDA(cudaEventCreate(&in.start), what, axes_);
+      BRAID_NCCL_CUDA(cudaEventRecord(in.start, stream), what, axes_);
+    }
+    return in;
   }
 
   /// Records the completion event (after freeing the staging buffers in
@@ -432,9 +460,24 @@ private:
   std::unique_ptr<Event> finish(Issue &in) {
     for (void *p : in.staging)
       BRAID_NCCL_CUDA(cudaFreeAsync(p, in.stream), in.what, axes_);
+    return completion(in, handle_);
+  }
+
+  /// The event of `in`'s completion on its stream, after (traced) the timed
+  /// event that closes its span: a wait for the completion then never ends
+  /// before the span does.
+  std::unique_ptr<Event> completion(Issue &in, const std::shared_ptr<Handle> &handle) {
+    std::shared_ptr<DeviceSpan> span;
+    if (in.start) {
+      cudaEvent_t end = nullptr;
+      BRAID_NCCL_CUDA(cudaEventCreate(&end), in.what, axes_);
+      BRAID_NCCL_CUDA(cudaEventRecord(end, in.stream), in.what, axes_);
+      span = std::make_shared<NcclSpan>(in.start, end);
+      in.start = nullptr;
+    }
     cudaEvent_t done = pool_->acquire();
     BRAID_NCCL_CUDA(cudaEventRecord(done, in.stream), in.what, axes_);
-    return std::make_unique<NcclEvent>(done, pool_, handle_, in.what);
+    return std::make_unique<NcclEvent>(done, pool_, handle, in.what, std::move(span));
   }
 
   /// A stream-ordered copy of an input that overlaps the output.
@@ -479,7 +522,8 @@ private:
 
 class NcclProvider final : public CommProvider {
 public:
-  NcclProvider(Grid grid, const Bootstrap &boot) : grid_(std::move(grid)) {
+  NcclProvider(Grid grid, const Bootstrap &boot)
+      : grid_(std::move(grid)), pool_(std::make_shared<EventPool>(boot.timed)) {
     size_ = boot.size;
     rank_ = boot.rank;
     if (size_ < 1 || rank_ < 0 || rank_ >= size_)
@@ -601,7 +645,7 @@ private:
   std::vector<int32_t> coords_;
   std::shared_ptr<Handle> world_;
   std::map<std::string, std::shared_ptr<Handle>> byGroup_;
-  std::shared_ptr<EventPool> pool_ = std::make_shared<EventPool>();
+  std::shared_ptr<EventPool> pool_;
 };
 
 } // namespace

@@ -72,6 +72,9 @@ struct Bootstrap {
   /// the file store in `storeDir`.
   std::function<void(void *data, size_t bytes)> broadcast;
   std::string storeDir;
+  /// The run is traced: each transfer is bracketed by timed events on its
+  /// stream (Event::deviceSpan), the trace's communication lanes.
+  bool timed = false;
 };
 
 /// True when BRAID_WORLD_SIZE is set (store mode: one process per GPU started

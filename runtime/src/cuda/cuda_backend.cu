@@ -226,6 +226,14 @@ public:
     return timings;
   }
 
+  bool eventMicros(void *event, double *us) override {
+    float ms = 0;
+    if (!event || cudaEventElapsedTime(&ms, base_, static_cast<cudaEvent_t>(event)) != cudaSuccess)
+      return false;
+    *us = baseUs_ + 1000.0 * ms;
+    return true;
+  }
+
   void *computeStream() override { return compute_; }
   void *commStream() override { return comm_; }
   // A group's stream at the device's highest priority, so that its
