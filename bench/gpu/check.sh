@@ -28,22 +28,10 @@
 # $BUILD_DIR/gpu-check-src), CHECK_DIR (work dir, default $BUILD_DIR/gpu-check;
 # results are also copied to $OUT when set), TOL (default 1e-3), JOBS,
 # CHECK_SKIP (sections to leave out, by the names want() takes below).
-set -uo pipefail
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$ROOT/build}
-CHECK_DIR=${CHECK_DIR:-$BUILD_DIR/gpu-check}
-JOBS=${JOBS:-$(nproc)}
+# shellcheck source=bench/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 TOL=${TOL:-1e-3}
-NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-PY=${PYTHON:-python3}
-START=$SECONDS
-FAILURES=()
-mkdir -p "$CHECK_DIR"
-cd "$ROOT"
 
-section() { printf '\n=== %s (t=%ds)\n' "$1" $((SECONDS - START)); }
-fail() { FAILURES+=("$1"); echo "FAIL: $1"; }
 # CHECK_SKIP="selftests calibration ...": sections left out (a rerun in what is
 # left of a device lease): selftests, calibration, nccl, tiny, slice, medium.
 want() { [[ " ${CHECK_SKIP:-} " != *" $1 "* ]] || { echo "  skipped (CHECK_SKIP)"; return 1; }; }
@@ -86,7 +74,6 @@ fi
 
 
 section "build the runtime (CPU and CUDA) from runtime/, standalone"
-PREP=${PREP:-$BUILD_DIR/gpu-check-src}
 # shellcheck source=bench/gpu/build-runtime.sh
 source bench/gpu/build-runtime.sh
 echo "runtime built at t=$((SECONDS - START))s"
@@ -248,9 +235,4 @@ if [[ -n "${OUT:-}" && -d "${OUT:-}" ]]; then # the device tool brings $OUT back
   done
 fi
 
-section "done"
-if ((${#FAILURES[@]})); then
-  printf 'RESULT: FAIL (%s)\n' "${FAILURES[*]}"
-  exit 1
-fi
-echo "RESULT: PASS in $((SECONDS - START)) s"
+finish

@@ -19,22 +19,10 @@
 # compiler builds (bench/gpu/judge.sh).
 #
 # Environment: as check.sh (BUILD_DIR, PREP, CHECK_DIR, JOBS, NVCC).
-set -uo pipefail
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD_DIR=${BUILD_DIR:-$ROOT/build}
-CHECK_DIR=${CHECK_DIR:-$BUILD_DIR/gpu-check}
-PREP=${PREP:-$BUILD_DIR/gpu-check-src}
+# shellcheck source=bench/gpu/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 RT="$CHECK_DIR/runtime-build"
 WORK="$CHECK_DIR/ranks"
-JOBS=${JOBS:-$(nproc)}
-NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
-PY=${PYTHON:-python3}
-START=$SECONDS
-FAILURES=()
-cd "$ROOT"
-section() { printf '\n=== %s (t=%ds)\n' "$1" $((SECONDS - START)); }
-fail() { FAILURES+=("$1"); echo "FAIL: $1"; }
 
 # The runtime check.sh built, else built here.
 if [[ ! -f $RT/lib/libbraid_comm_nccl.a || ! -f $RT/lib/libbraid_runtime_main_cuda.a ]]; then
@@ -164,9 +152,4 @@ for t in "$WORK/ranks-gpt-pp2/trace.rank0.json" "$WORK/ranks-llama-dp2tp2/trace.
   [[ -s $t ]] && "$PY" bench/gpu/trace_summary.py "$t" --model "$(basename "$(dirname "$t")")" --top 6
 done
 
-section "done"
-if ((${#FAILURES[@]})); then
-  printf 'RESULT: FAIL (%s)\n' "${FAILURES[*]}"
-  exit 1
-fi
-echo "RESULT: PASS in $((SECONDS - START)) s"
+finish
