@@ -316,6 +316,11 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
   case Recompute::None:
     break;
   case Recompute::Selective:
+    if (rt.opSelectiveCheckpoint && shape.mixer == Mixer::Attention &&
+        shape.ffn == Ffn::Dense) {
+      opSelective(c, p, attentionForward);
+      break;
+    }
     c.recompute = attentionForward;
     if (!rt.flashAttention && shape.mixer == Mixer::Attention)
       c.savedBytes -= p.microBatch * (m.heads / t) * (s / p.cp) * s * 5;
@@ -330,6 +335,39 @@ PlanCost::LayerCost PlanCost::layerCost(LayerShape shape, const Plan &p, Recompu
   c.expertParameters = m.layerExpertParameters(shape) / ((rt.foldedExperts ? 1 : t) * p.ep);
   c.parameters = (m.layerParameters(shape) - m.layerExpertParameters(shape)) / t;
   return c;
+}
+
+void PlanCost::opSelective(LayerCost &c, const Plan &p, double attentionForward) {
+  const double h = m.hidden, t = p.tp, f = m.ffn / t, act = 2;
+  const double T = double(p.microBatch) * m.seq / p.cp;
+  const bool sp = p.sequenceParallel && p.tp > 1;
+  const double Te = sp ? T / t : T;
+  const double ql = m.heads / t, kvl = m.kvHeads >= p.tp ? m.kvHeads / t : 1, d = m.headDim;
+  // The block's products in forward order, each as (output columns, inner
+  // dimension) over T rows.
+  std::vector<std::pair<double, double>> products = {
+      {ql * d, h}, {kvl * d, h}, {kvl * d, h}, {h, ql * d}, {f, h}};
+  if (m.gated)
+    products.push_back({f, h});
+  products.push_back({h, f});
+  double saved = Te * h * act;                  // the block's input
+  saved += T * ql * d * act + T * ql * 4;       // attention's output and log-sum-exp
+  if (sp)
+    saved += 2 * Te * h * act;                  // the reduce-scatters' outputs
+  double productSeconds = 0, recomputed = 0;
+  for (size_t i = 0; i < products.size(); ++i) {
+    auto [n, k] = products[i];
+    double seconds = cal.gemmSeconds(hw, T, n, k);
+    productSeconds += seconds;
+    if (i % 2 == 0)
+      saved += T * n * act; // the first, third, ... product
+    else
+      recomputed += seconds;
+  }
+  c.savedBytes = saved;
+  // The products not kept, and every memory-bound op (norms, rotary
+  // embedding, the gate's activation), run again; attention does not.
+  c.recompute = recomputed + std::max(0.0, c.forward - productSeconds - attentionForward);
 }
 
 PlanCost::LayerCost PlanCost::outerCost(const Plan &p, bool first, bool last) {
@@ -356,7 +394,9 @@ PlanCost::LayerCost PlanCost::outerCost(const Plan &p, bool first, bool last) {
     c.parameters += (m.layerNorm ? 2 : 1) * h;
     if (!m.tiedEmbeddings || !first)
       c.parameters += V * h / t;
-    c.savedBytes += Te * h * act * 2;
+    // The final norm's input and output, or with an upcasting norm its
+    // input in f32, the normalized value and the output.
+    c.savedBytes += rt.normKeepsUpcast ? Te * h * (4 + 2 * act) : Te * h * act * 2;
     if (p.tp > 1)
       tp += 2 * transfer(int(sp ? TransferKind::AllGather : TransferKind::AllReduce),
                          T * h * act, p.tp, tpNodes) +

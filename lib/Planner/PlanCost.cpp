@@ -303,7 +303,7 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     double logits = 0;
     if (s == (chunks - 1) % p.pp) {
       double T = double(p.microBatch) * m.seq / p.cp;
-      logits = T * m.vocab / p.tp * rt.logitBytes * 2; // the logits and their gradient
+      logits = T * m.vocab / p.tp * rt.logitBytes * rt.lossCopies;
     }
     // One micro-batch: the backward frees a layer's activations as it
     // produces its gradients, so only what the gradients exceed the
@@ -312,11 +312,46 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
     // several, the gradients' sum lives beside every micro-batch's.
     if (M == 1 && rt.gradientsReplaceActivations)
       grads = std::max(0.0, grads - (activations + logits));
-    double total = weights + working + grads + optimizer + logits +
+    double workingActivations = st.working, communication = 0;
+    if (rt.fsdpStreamPools && p.zero >= 3) {
+      // FSDP2 (Runtime::fsdpStreamPools). The root's parameters (the
+      // embedding, the final norm, the head: what the stage holds beside its
+      // layers) and the largest layer's.
+      double layerParams = 0, largestLayer = 0;
+      for (size_t k = 0; k < st.kindCount.size(); ++k) {
+        double each = costs[k].parameters + costs[k].expertParameters;
+        layerParams += double(st.kindCount[k]) * each;
+        if (st.kindCount[k])
+          largestLayer = std::max(largestLayer, each);
+      }
+      double root = std::max(0.0, st.params + st.expertParams - layerParams);
+      // Gathered in bf16 on the compute stream: the root's through the
+      // step and one layer's at a time; with a pipeline no layer is
+      // resharded after its forward (torchtitan's apply_fsdp), so all are.
+      double gathered = p.pp > 1 ? st.params + st.expertParams : root + largestLayer;
+      working = rt.workingCopyBytes * gathered;
+      // The all-gather stream's pool: the root's gathered buffer, kept
+      // until the first layer's copy-out, beside that layer's. The
+      // reduce-scatter stream's: a layer's f32 input, freed before the next
+      // and so reused, then the root's, larger, beside it (when it does not
+      // fit where the layers' were), and the sharded gradients (`grads`),
+      // views of the reductions' outputs.
+      communication = rt.workingCopyBytes * (root + largestLayer) +
+                      rt.gradBytes * (root > largestLayer ? root + largestLayer : largestLayer);
+      // Set to None before the step, the sharded gradients are not in the
+      // compute stream's pool, which peaks at the loss's backward (every
+      // layer's saved activations and the loss's copies) or at a layer's
+      // recompute and backward (the loss's copies freed by then).
+      workingActivations = std::max(0.0, st.working - logits);
+      activations = inflight * st.saved + workingActivations;
+      lastActivations = st.saved / double(p.vpp) + workingActivations;
+    }
+    double total = weights + working + grads + optimizer + logits + communication +
                    std::max(activations, lastActivations + shards);
     if (total > memBest) {
       memBest = total;
-      est.activationWorkingBytes = st.working;
+      est.activationWorkingBytes = workingActivations;
+      est.communicationBytes = communication;
       est.weightBytes = weights + working;
       est.gradBytes = grads;
       est.optimizerBytes = optimizer;

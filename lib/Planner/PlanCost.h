@@ -186,6 +186,44 @@ struct Runtime {
   /// AutoModel's FSDP2, Llama 3 70B on 64 H100s) fits the wide ones (-4%;
   /// +51% narrow).
   bool narrowRings = false;
+  /// Elements of the logits' size, in logitBytes each, that the loss holds
+  /// at once at its peak: the logits and their gradient (Braid, Megatron's
+  /// fused vocabulary-parallel loss), or three f32 copies in eager PyTorch's
+  /// cross entropy on upcast logits (log_softmax's saved output, the
+  /// gradient nll_loss's backward writes, and the one log_softmax's
+  /// backward makes from it).
+  double lossCopies = 2;
+  /// PyTorch FSDP2 as torchtitan runs it: gathered layer by layer in bf16,
+  /// reduced in f32 (MixedPrecisionPolicy(param_dtype=bf16,
+  /// reduce_dtype=f32)) and stored in f32, with these consequences for
+  /// memory (torch/distributed/_composable/fsdp of December 2024):
+  /// - the root module (embedding, final norm, output head) is not resharded
+  ///   after the forward ("For the root, do not reshard after forward"), so
+  ///   its bf16 copy lives through the step, beside one layer's (the last
+  ///   layer is not resharded either: torchtitan's apply_fsdp);
+  /// - the gathers and reductions allocate their buffers on their own
+  ///   streams, whose memory the caching allocator pools apart from the
+  ///   compute stream's: the all-gather pool holds the root's gathered
+  ///   buffer and the next layer's (the previous gather is kept until the
+  ///   next copy-out), the reduce-scatter pool a layer's f32 input, then the
+  ///   root's, and every sharded gradient, which FSDP2 makes a view of the
+  ///   reduce-scatter output;
+  /// - the sharded gradients are freed before each step
+  ///   (optimizer.zero_grad(set_to_none=True)), so the forward and the
+  ///   loss peak without them.
+  bool fsdpStreamPools = false;
+  /// torchtitan's op-level selective checkpointing of a dense block
+  /// (selective_ac_option "op", parallelize_llama.py _save_list): each
+  /// block keeps its input, every other product's output (the first, third,
+  /// ... in forward order: q, v, w1, w2 of a Llama block), the attention's
+  /// output and log-sum-exp, and with sequence parallelism the
+  /// reduce-scatters' outputs; the rest is recomputed. Megatron's selective
+  /// recomputes the attention core only.
+  bool opSelectiveCheckpoint = false;
+  /// Whether the final norm, outside any checkpoint, keeps an f32 copy of
+  /// its input, its bf16 normalized value and its output (an RMSNorm that
+  /// upcasts, eager: 8 bytes an element), rather than its input and output.
+  bool normKeepsUpcast = false;
 
   /// "braid" (this compiler's programs), "megatron-2021" (Megatron-LM as in
   /// Narayanan et al. 2021: unfused softmax attention, bf16 weights with f32
@@ -197,7 +235,11 @@ struct Runtime {
   /// gather, tp communication overlapped), "nemo-automodel" (NeMo
   /// AutoModel's MoE benchmark recipes: PyTorch FSDP2 over weights stored in
   /// bf16 with torch.optim.Adam's moments in bf16, experts as grouped GEMMs
-  /// after DeepEP's dispatch, the loss on bf16 logits).
+  /// after DeepEP's dispatch, the loss on bf16 logits), "torchtitan"
+  /// (torchtitan's Llama training of December 2024, eager: FSDP2 in f32
+  /// with bf16 gathers and f32 reductions, op-level selective
+  /// checkpointing, the loss on an f32 copy of the logits; see
+  /// fsdpStreamPools).
   static llvm::Expected<Runtime> named(llvm::StringRef name);
 };
 
@@ -223,12 +265,13 @@ struct Estimate {
     return s;
   }
 
-  /// Bytes on the busiest GPU.
+  /// Bytes on the busiest GPU. communicationBytes: the collectives' own
+  /// buffers where the runtime pools them apart (Runtime::fsdpStreamPools).
   double weightBytes = 0, gradBytes = 0, optimizerBytes = 0, activationBytes = 0,
-         logitBytes = 0, reservedBytes = 0;
+         logitBytes = 0, communicationBytes = 0, reservedBytes = 0;
   double memoryBytes() const {
     return weightBytes + gradBytes + optimizerBytes + activationBytes + logitBytes +
-           reservedBytes;
+           communicationBytes + reservedBytes;
   }
   bool fits = false;
   /// Of activationBytes, the working set of the layer running (the rest is
@@ -336,6 +379,9 @@ private:
   /// costs and the layout, not on dp or the ZeRO stage).
   const Pipeline &pipeline(const Plan &plan);
   LayerCost layerCost(LayerShape shape, const Plan &plan, Recompute recompute);
+  /// A dense attention block's saved bytes and recompute under op-level
+  /// selective checkpointing (Runtime::opSelectiveCheckpoint).
+  void opSelective(LayerCost &c, const Plan &plan, double attentionForward);
   /// The layer costs of `plan`'s shape, memoized.
   const std::vector<LayerCost> &layerCosts(const Plan &plan);
   LayerCost outerCost(const Plan &plan, bool first, bool last);

@@ -45,7 +45,7 @@
 // RUN: not braid-plan %s --gpus 8 --global-batch 8 --hardware %t.my-cluster.json --calibration %t.inf-reserve.json 2>&1 | FileCheck %s --check-prefix=RESERVE
 // RESERVE: braid-plan: {{.*}}inf-reserve.json: my-cluster: reserved_bytes must be a number in [0, 1e21]
 // RUN: not braid-plan %s --gpus 8 --global-batch 8 --runtime deepspeed 2>&1 | FileCheck %s --check-prefix=RT
-// RT: braid-plan: unknown runtime 'deepspeed' (known: braid, megatron-2021, megatron-deepspeed, megatron-core, nemo-automodel)
+// RT: braid-plan: unknown runtime 'deepspeed' (known: braid, megatron-2021, megatron-deepspeed, megatron-core, nemo-automodel, torchtitan)
 // A model that fits nowhere on the cluster: the message names the least
 // memory any plan needs there and the smallest cluster that holds it.
 // RUN: not braid-plan %s --gpus 8 --hardware h100-sxm --global-batch 64 --seq 8192 2>&1 | FileCheck %s --check-prefix=NOFIT

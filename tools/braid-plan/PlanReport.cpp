@@ -75,9 +75,13 @@ void printExplain(raw_ostream &os, const RankedPlan &r) {
   else
     os << "  ";
   os << format("memory per GPU %.2f GiB: weights %.2f, gradients %.2f, optimizer %.2f, "
-               "activations %.2f, logits %.2f, reserved %.2f\n",
+               "activations %.2f, logits %.2f, ",
                gb(e.memoryBytes()), gb(e.weightBytes), gb(e.gradBytes), gb(e.optimizerBytes),
-               gb(e.activationBytes), gb(e.logitBytes), gb(e.reservedBytes));
+               gb(e.activationBytes), gb(e.logitBytes));
+  // The collectives' own pools, where the runtime keeps them apart.
+  if (e.communicationBytes > 0)
+    os << format("communication buffers %.2f, ", gb(e.communicationBytes));
+  os << format("reserved %.2f\n", gb(e.reservedBytes));
 }
 
 json::Object toJson(const RankedPlan &r) {
@@ -113,6 +117,7 @@ json::Object toJson(const RankedPlan &r) {
       {"memory", json::Object{{"weights", e.weightBytes}, {"gradients", e.gradBytes},
                               {"optimizer", e.optimizerBytes},
                               {"activations", e.activationBytes}, {"logits", e.logitBytes},
+                              {"communication", e.communicationBytes},
                               {"reserved", e.reservedBytes}}}};
 }
 

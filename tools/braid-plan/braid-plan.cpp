@@ -61,7 +61,7 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     runtimeName("runtime",
                 cl::desc("Whose overlap and storage to model: braid, megatron-2021, "
-                         "megatron-deepspeed, megatron-core, nemo-automodel"),
+                         "megatron-deepspeed, megatron-core, nemo-automodel, torchtitan"),
                 cl::init("braid"), cl::cat(planCategory));
 static cl::opt<std::string> moeDispatcher(
     "moe-dispatcher",
