@@ -25,6 +25,28 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
   r.name = name.str();
   if (name == "braid")
     return r;
+  if (name == "torchtitan") {
+    // pytorch/torchtitan at 9dec370 (its benchmarks/llama3_h100_202412_
+    // torchtitan.md) on torch of 2024-12-23, without torch.compile or
+    // Float8. Its storage is the defaults' (Braid's): the model in f32,
+    // which FSDP2 shards (4 + 4 bytes per parameter of weights and
+    // gradients, AdamW's two f32 moments: 8) and gathers in bf16 layer by
+    // layer (the working copy, 2 bytes); autograd accumulates into the
+    // gradients with separate adds and keeps what a product reads (with
+    // sequence parallelism: the gathered input).
+    r.logitBytes = 4; // loss_fn: cross_entropy(pred.flatten(0, 1).float(), ...)
+    r.lossCopies = 3;
+    r.attentionRecomputesStats = false; // SDPA's flash kernel keeps the log-sum-exp
+    r.reducedGradientsBesideSums = false;
+    r.wholeGradientSum = false;
+    r.zeroBubbleSchedule = false;
+    r.gradientsReplaceActivations = false;
+    r.overlapTensorParallel = false; // AsyncTP is opt-in and needs torch.compile
+    r.fsdpStreamPools = true;
+    r.opSelectiveCheckpoint = true;
+    r.normKeepsUpcast = true; // torchtitan's RMSNorm: _norm(x.float()).type_as(x) * weight
+    return r;
+  }
   // Megatron keeps bf16 weights, f32 main gradients and an optimizer state of
   // f32 master weights plus Adam's two moments (Narayanan et al. 2021,
   // Rajbhandari et al. 2020: 2 + 4 + 12 bytes per parameter), and fuses the
@@ -97,36 +119,6 @@ llvm::Expected<Runtime> Runtime::named(llvm::StringRef name) {
     r.dispatchPerRank = true;
     r.groupedExpertCalls = true;
     r.hostKernelSeconds = kMegatronCoreHostKernelSeconds;
-    return r;
-  }
-  if (name == "torchtitan") {
-    // pytorch/torchtitan at 9dec370 (its benchmarks/llama3_h100_202412_
-    // torchtitan.md) on torch of 2024-12-23, without torch.compile or
-    // Float8. The model in f32, which FSDP2 shards (4 + 4 bytes per
-    // parameter of weights and gradients, AdamW's two f32 moments: 8) and
-    // gathers in bf16 layer by layer (the working copy, 2 bytes); autograd
-    // accumulates into the gradients with separate adds, and keeps what a
-    // product reads (with sequence parallelism: the gathered input).
-    r.weightBytes = 4;
-    r.workingCopyBytes = 2;
-    r.gradBytes = 4;
-    r.optimizerBytes = 8;
-    r.fusedGradAccumulation = false;
-    r.keepsGatheredInputs = true;
-    r.scatterPipelineSends = false;
-    r.logitBytes = 4; // loss_fn: cross_entropy(pred.flatten(0, 1).float(), ...)
-    r.lossCopies = 3;
-    r.attentionRecomputesStats = false; // SDPA's flash kernel keeps the log-sum-exp
-    r.reducedGradientsBesideSums = false;
-    r.wholeGradientSum = false;
-    r.zeroBubbleSchedule = false;
-    r.gradientsReplaceActivations = false;
-    r.overlapTensorParallel = false; // AsyncTP is opt-in and needs torch.compile
-    r.overlapGradReduce = true;
-    r.overlapParamGather = true;
-    r.fsdpStreamPools = true;
-    r.opSelectiveCheckpoint = true;
-    r.normKeepsUpcast = true; // torchtitan's RMSNorm: _norm(x.float()).type_as(x) * weight
     return r;
   }
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
