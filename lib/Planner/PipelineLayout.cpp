@@ -127,15 +127,22 @@ const PlanCost::Pipeline &PlanCost::pipeline(const Plan &p) {
       st.saved += lc.savedBytes;
       st.working = std::max(st.working, lc.workingBytes);
     };
+    auto addOuter = [&](const LayerCost &lc) {
+      add(lc);
+      st.outerParams += lc.parameters + lc.expertParameters;
+    };
     if (c == 0)
-      add(head);
+      addOuter(head);
     for (int64_t i = 0; i < layout[c]; ++i, ++layer) {
-      add(costs[shapeOf[layer]]);
+      const LayerCost &lc = costs[shapeOf[layer]];
+      add(lc);
+      st.largestLayerParams =
+          std::max(st.largestLayerParams, lc.parameters + lc.expertParameters);
       ++st.layers;
       ++st.kindCount[shapeOf[layer]];
     }
     if (c == chunks - 1 && chunks > 1)
-      add(tail);
+      addOuter(tail);
   }
 
   Pipeline &out = pipelineMemo[key];

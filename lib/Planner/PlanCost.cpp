@@ -314,17 +314,9 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
       grads = std::max(0.0, grads - (activations + logits));
     double workingActivations = st.working, communication = 0;
     if (rt.fsdpStreamPools && p.zero >= 3) {
-      // FSDP2 (Runtime::fsdpStreamPools). The root's parameters (the
-      // embedding, the final norm, the head: what the stage holds beside its
-      // layers) and the largest layer's.
-      double layerParams = 0, largestLayer = 0;
-      for (size_t k = 0; k < st.kindCount.size(); ++k) {
-        double each = costs[k].parameters + costs[k].expertParameters;
-        layerParams += double(st.kindCount[k]) * each;
-        if (st.kindCount[k])
-          largestLayer = std::max(largestLayer, each);
-      }
-      double root = std::max(0.0, st.params + st.expertParams - layerParams);
+      // FSDP2 (Runtime::fsdpStreamPools). The root module's parameters are
+      // the stage's embedding, final norm and head.
+      double root = st.outerParams, largestLayer = st.largestLayerParams;
       // Gathered in bf16 on the compute stream: the root's through the
       // step and one layer's at a time; with a pipeline no layer is
       // resharded after its forward (torchtitan's apply_fsdp), so all are.

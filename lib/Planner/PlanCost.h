@@ -362,6 +362,9 @@ private:
     double forward, backward, recompute, weight;
     std::array<double, size_t(CommKind::Count)> exposed, comm;
     double params, expertParams, saved, working, chunkSaved;
+    /// Of params and expertParams: the embedding's and the head's (what the
+    /// stage holds beside its layers), and the largest layer's.
+    double outerParams, largestLayerParams;
     int64_t layers;
     std::vector<int64_t> kindCount; ///< layers of each shape
   };
