@@ -23,6 +23,8 @@ import os
 import statistics
 import subprocess
 
+import validate  # the published rows' model keys, as the step-time comparison reads them
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "bench", "planner", "published.json")
 CLUSTER = os.path.join(ROOT, "bench", "planner", "hardware", "grand-teton-h100-96gb.json")
@@ -67,17 +69,12 @@ def not_modelled_reason(row):
     return NOT_MODELLED["float8"]
 
 
-def model_spec(row):
-    m = row["model"]
-    return (f"family=llama,hidden={m['hidden']},layers={m['layers']},seq={m['seq']},"
-            f"heads={m['heads']},kv_heads={m['kv_heads']},ffn={m['ffn']},vocab={VOCAB}")
-
-
 def evaluate(bin_dir, row):
     dp, cp, lb = row["dp"], row["cp"], row["local_batch"]
     recompute = "full" if row["recompute"].startswith("full") else "selective"
     spec = f"dp={dp},cp={cp},mbs={lb},zero=3,recompute={recompute}"
-    cmd = [os.path.join(bin_dir, "braid-plan"), "--model", model_spec(row), "--gpus",
+    spec_row = dict(row, model=dict(row["model"], vocab=VOCAB))
+    cmd = [os.path.join(bin_dir, "braid-plan"), "--model", validate.model_spec(spec_row), "--gpus",
            str(row["gpus"]), "--hardware", CLUSTER, "--global-batch", str(dp * lb),
            "--runtime", "torchtitan", "--format", "json", "--evaluate", spec,
            # H100's compute rates (the step time is not what is compared).
