@@ -60,7 +60,7 @@ module attributes {braid.model = {name = "gpt-tiny", family = "gpt", vocab = 97 
     %mlp_out = braid.add %attn_out, %down : tensor<2x16x64xf32>
     return %mlp_out : tensor<2x16x64xf32>
   }
-  func.func @step(%tokens: tensor<2x16xi32>, %labels: tensor<2x16xi32>) -> tensor<f32> {
+  func.func @step(%tokens: tensor<2x16xi32>, %labels: tensor<2x16xi32>) -> tensor<f32> attributes {braid.entry = "train_step"} {
     %wte = braid.get_param @tok_embeddings : tensor<97x64xf32>
     %wpe = braid.get_param @pos_embeddings : tensor<16x64xf32>
     %h0 = braid.embedding %tokens, %wte positions %wpe : tensor<2x16xi32>, tensor<97x64xf32>, tensor<16x64xf32> -> tensor<2x16x64xf32>

@@ -47,7 +47,7 @@ module attributes {braid.model = {name = "llama-tiny", family = "llama", vocab =
     %mlp_out = braid.add %attn_out, %down : tensor<2x16x64xf32>
     return %mlp_out : tensor<2x16x64xf32>
   }
-  func.func @step(%tokens: tensor<2x16xi32>, %labels: tensor<2x16xi32>) -> tensor<f32> {
+  func.func @step(%tokens: tensor<2x16xi32>, %labels: tensor<2x16xi32>) -> tensor<f32> attributes {braid.entry = "train_step"} {
     %wte = braid.get_param @tok_embeddings : tensor<256x64xf32>
     %h0 = braid.embedding %tokens, %wte : tensor<2x16xi32>, tensor<256x64xf32> -> tensor<2x16x64xf32>
     %l0_attn_norm = braid.get_param @layers.0.attn_norm : tensor<64xf32>

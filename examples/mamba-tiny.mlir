@@ -52,7 +52,7 @@ module attributes {braid.model = {name = "mamba-tiny", family = "mamba", vocab =
     %mamba_out = braid.add %x, %mamba_proj : tensor<2x16x64xf32>
     return %mamba_out : tensor<2x16x64xf32>
   }
-  func.func @step(%tokens: tensor<2x16xi32>, %labels: tensor<2x16xi32>) -> tensor<f32> {
+  func.func @step(%tokens: tensor<2x16xi32>, %labels: tensor<2x16xi32>) -> tensor<f32> attributes {braid.entry = "train_step"} {
     %wte = braid.get_param @tok_embeddings : tensor<128x64xf32>
     %h0 = braid.embedding %tokens, %wte : tensor<2x16xi32>, tensor<128x64xf32> -> tensor<2x16x64xf32>
     %l0_mamba_norm = braid.get_param @layers.0.mamba_norm : tensor<64xf32>

@@ -54,7 +54,7 @@ module attributes {braid.model = {name = "moe-tiny", family = "moe", vocab = 97 
     %moe_out = braid.add %attn_out, %moe_y : tensor<2x16x64xf32>
     return %moe_out : tensor<2x16x64xf32>
   }
-  func.func @step(%tokens: tensor<2x16xi32>, %labels: tensor<2x16xi32>) -> tensor<f32> {
+  func.func @step(%tokens: tensor<2x16xi32>, %labels: tensor<2x16xi32>) -> tensor<f32> attributes {braid.entry = "train_step"} {
     %wte = braid.get_param @tok_embeddings : tensor<97x64xf32>
     %h0 = braid.embedding %tokens, %wte : tensor<2x16xi32>, tensor<97x64xf32> -> tensor<2x16x64xf32>
     %l0_attn_norm = braid.get_param @layers.0.attn_norm : tensor<64xf32>

@@ -86,9 +86,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   if (mlir::failed(pm.run(*module)))
     return 0;
-  // The programs braid-run emits: one per pipeline stage, or the entry.
+  // The programs braid-run emits: one per pipeline stage, or the entry point.
   mlir::FailureOr<llvm::SmallVector<std::string>> entries =
-      braid::driver::programEntries(*module, parsed->entry);
+      braid::driver::programEntries(*module);
   if (mlir::failed(entries))
     return 0;
   for (const std::string &entry : *entries) {

@@ -75,13 +75,13 @@ def lower(bin_dir, source, pipeline, tmp):
     with open(lowered) as f:
         head = f.read(1 << 16)
     entries = re.search(r"braid\.pipeline_entries = \[@([\w.]+)", head)
-    return lowered, entries.group(1) if entries else "step"
+    return lowered, entries.group(1) if entries else ""
 
 
 def emit(bin_dir, lowered, entry, roll):
     start = time.perf_counter()
     cpp = subprocess.run([os.path.join(bin_dir, "braid-translate"), "--braid-to-cpp",
-                          f"--braid-entry={entry}", f"--braid-roll-repeats={roll}", lowered],
+                          f"--braid-program={entry}", f"--braid-roll-repeats={roll}", lowered],
                          check=True, capture_output=True, text=True).stdout
     seconds = time.perf_counter() - start
     code, data = split_lines(cpp)

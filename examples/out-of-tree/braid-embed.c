@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
 
   size_t bytes = 0;
   if (mlirLogicalResultIsFailure(
-          braidEmitCpp(module, mlirStringRefCreateFromCString("step"), true,
+          braidEmitCpp(module, mlirStringRefCreate(NULL, 0), true,
                        countBytes, &bytes)))
     return 1;
   printf("program: %zu bytes of C++\n", bytes);

@@ -23,16 +23,25 @@ extern "C" {
 MLIR_CAPI_EXPORTED MlirLogicalResult braidPrintPlan(MlirModule module,
                                                     MlirStringRef passOptions);
 
-/// Emits the program whose step function is `entry` of a module lowered by
-/// the training pipeline as C++ (compiles with the host compiler against the
+/// Emits the program `program` of a module lowered by the training pipeline
+/// (an entry point, or a pipeline rank's step; empty: the module's only
+/// program) as C++ (compiles with the host compiler against the
 /// CPU runtime and with nvcc against the CUDA one); `rollRepeats` prints
 /// repeated statement groups (layers, micro-batches) as loops. The text goes
 /// to `callback` in pieces.
 MLIR_CAPI_EXPORTED MlirLogicalResult braidEmitCpp(MlirModule module,
-                                                  MlirStringRef entry,
+                                                  MlirStringRef program,
                                                   bool rollRepeats,
                                                   MlirStringCallback callback,
                                                   void *userData);
+
+/// The names of the programs of a lowered module, one per call of `callback`
+/// in order: a pipelined module's ranks' steps (braid.pipeline_entries),
+/// else its entry points (functions marked braid.entry). Each is a name
+/// braidEmitCpp takes.
+MLIR_CAPI_EXPORTED void braidGetPrograms(MlirModule module,
+                                         MlirStringCallback callback,
+                                         void *userData);
 
 #ifdef __cplusplus
 }

@@ -18,9 +18,6 @@ namespace braid {
 
 struct TrainingPipelineOptions
     : public mlir::PassPipelineOptions<TrainingPipelineOptions> {
-  Option<std::string> entry{*this, "entry",
-                            llvm::cl::desc("Step function"),
-                            llvm::cl::init("step")};
   Option<std::string> dtype{
       *this, "dtype",
       llvm::cl::desc("Float storage: f32 (as written), bf16 or f16 (mixed "

@@ -4,6 +4,7 @@
 #include "braid-c/Passes.h"
 
 #include "braid/Target/Cpp.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Support.h"
@@ -30,14 +31,20 @@ MlirLogicalResult braidPrintPlan(MlirModule module, MlirStringRef passOptions) {
   return wrap(result);
 }
 
-MlirLogicalResult braidEmitCpp(MlirModule module, MlirStringRef entry,
+MlirLogicalResult braidEmitCpp(MlirModule module, MlirStringRef program,
                                bool rollRepeats, MlirStringCallback callback,
                                void *userData) {
   mlir::detail::CallbackOstream stream(callback, userData);
   braid::CppEmitOptions options;
   options.rollRepeats = rollRepeats;
   mlir::LogicalResult result =
-      braid::emitProgramAsCpp(unwrap(module), unwrap(entry), stream, options);
+      braid::emitProgramAsCpp(unwrap(module), unwrap(program), stream, options);
   stream.flush();
   return wrap(result);
+}
+
+void braidGetPrograms(MlirModule module, MlirStringCallback callback,
+                      void *userData) {
+  for (mlir::func::FuncOp program : mlir::braid::getPrograms(unwrap(module)))
+    callback(wrap(program.getSymName()), userData);
 }

@@ -6,6 +6,7 @@
 
 #include "braid/Conversion/Passes.h"
 #include "braid/Target/Cpp.h"
+#include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/braid/Transforms/Passes.h"
 #include "dialects/braid/Transforms/Sharding.h"
 
@@ -80,21 +81,18 @@ std::string stageFile(StringRef file, size_t stage) {
   return (file.take_front(at) + suffix + file.drop_front(at)).str();
 }
 
-FailureOr<SmallVector<std::string>> programEntries(ModuleOp module, StringRef entry) {
-  Attribute attr = module->getAttr(::braid::kPipelineEntriesAttr);
-  if (!attr)
-    return SmallVector<std::string>{entry.str()};
+FailureOr<SmallVector<std::string>> programEntries(ModuleOp module) {
   SmallVector<std::string> names;
-  if (auto entries = dyn_cast<ArrayAttr>(attr))
-    for (Attribute e : entries)
-      if (auto ref = dyn_cast<FlatSymbolRefAttr>(e))
-        names.push_back(ref.getValue().str());
-  if (names.empty() || names.size() != cast<ArrayAttr>(attr).size()) {
-    module.emitError() << "expected " << ::braid::kPipelineEntriesAttr
-                       << " to be a non-empty array of symbol references, "
-                          "found "
-                       << attr;
-    return failure();
+  for (func::FuncOp program : mlir::braid::getPrograms(module))
+    names.push_back(program.getSymName().str());
+  if (!module->hasAttr(::braid::kPipelineEntriesAttr)) {
+    if (names.size() != 1) {
+      module.emitError() << "expected one program (an entry point marked "
+                            "braid.entry), found "
+                         << names.size();
+      return failure();
+    }
+    return names;
   }
   int64_t pp = 1;
   FailureOr<std::optional<mlir::braid::Grid>> grid =
@@ -185,7 +183,7 @@ compileModel(ModuleOp module, const TrainingPipelineOptions &given,
   }
 
   FailureOr<SmallVector<std::string>> entries =
-      programEntries(module, pipeline.entry);
+      programEntries(module);
   if (failed(entries))
     return failure();
   // One file per program when there are several (micro-batching alone

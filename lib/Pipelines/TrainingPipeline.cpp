@@ -32,7 +32,6 @@ void buildDistLowering(OpPassManager &pm, const TrainingPipelineOptions &options
   }
   if (options.scheduleOverlap) {
     BraidScheduleOverlapPassOptions overlap;
-    overlap.entry = options.entry;
     overlap.bucketMb = options.bucketMb;
     overlap.firstBucketMb = options.firstBucketMb;
     overlap.deferParamGather = options.deferParamGather;
@@ -63,13 +62,11 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createRaiseLinalgToBraidPass());
   if (pipelined) {
     mlir::braid::BraidMicrobatchPassOptions microbatch;
-    microbatch.entry = options.entry;
     microbatch.count = options.microbatches;
     pm.addPass(mlir::braid::createBraidMicrobatchPass(microbatch));
   }
   mlir::braid::BraidPartitionPassOptions partition;
   partition.gridOption = options.grid;
-  partition.entry = options.entry;
   partition.plan = options.plan;
   partition.zero = options.zero;
   partition.sequenceParallel = options.sequenceParallel;
@@ -93,11 +90,9 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
     return success();
   }
   mlir::braid::BraidAutodiffPassOptions autodiff;
-  autodiff.entry = options.entry;
   autodiff.recompute = options.recompute;
   if (pipelined) {
     mlir::braid::BraidPipelineStagesPassOptions stages;
-    stages.entry = options.entry;
     stages.pp = pp;
     stages.virtualStages = options.virtualStages;
     stages.layout.assign(options.ppLayout.begin(), options.ppLayout.end());
@@ -106,12 +101,10 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(mlir::braid::createBraidAutodiffPass(autodiff));
   if (pipelined) {
     mlir::braid::BraidPipelinePassOptions pipeline;
-    pipeline.entry = options.entry;
     pipeline.schedule = options.schedule;
     pm.addPass(mlir::braid::createBraidPipelinePass(pipeline));
   }
   mlir::braid::BraidOptimizerPassOptions optimizer;
-  optimizer.entry = options.entry;
   optimizer.kind = options.optimizer;
   optimizer.lr = options.lr;
   optimizer.weightDecay = options.weightDecay;

@@ -83,7 +83,7 @@ Expected<CompiledEstimate> braid::plan::compilePlan(mlir::ModuleOp model, const 
   // buffers placed: the peak of live bytes plus the placement's
   // fragmentation, 1.2 GB of 78 GB on Llama 3 8B at dp=16).
   mlir::FailureOr<int64_t> arena =
-      mlir::braid::peakArenaBytes(*module, "step", mlir::braid::PlanDetail::Full);
+      mlir::braid::peakArenaBytes(*module, mlir::braid::PlanDetail::Full);
   if (failed(arena))
     return fail("no memory plan for");
   c.arenaBytes = double(*arena);
@@ -94,7 +94,7 @@ Expected<CompiledEstimate> braid::plan::compilePlan(mlir::ModuleOp model, const 
   // planner's rates.
   ::braid::link::Links noLinks;
   mlir::FailureOr<SmallVector<mlir::braid::SimulatedProgram>> simulated =
-      mlir::braid::simulateStep(*module, "step", hw, noLinks, &cal);
+      mlir::braid::simulateStep(*module, hw, noLinks, &cal);
   if (failed(simulated))
     return fail("cannot simulate the step of");
   for (const mlir::braid::SimulatedProgram &s : *simulated) {

@@ -248,20 +248,15 @@ def compile(model, grid: str = "", *, sequence_parallel: Optional[bool] = None,
         raise BraidError(_message(err, "--braid-print-plan failed"))
     programs = {}
     if emit_cpp:
-        entries = module.pipeline_entries() or [opts_entry(options)]
-        for entry in entries:
-            ok, source, err = module.emit_cpp(entry, roll_repeats)
+        for program in module.programs():
+            ok, source, err = module.emit_cpp(program, roll_repeats)
             log += err
             if not ok:
-                raise BraidError(_message(err, f"cannot emit the program of @{entry}"))
-            programs[entry] = source
+                raise BraidError(_message(err, f"cannot emit the program @{program}"))
+            programs[program] = source
     plan_grid, shardings = parse_plan(plan)
     return CompileResult(str(opts), ir_text, plan, programs,
                          plan_grid or parse_grid(grid), shardings, log)
-
-
-def opts_entry(options: Mapping) -> str:
-    return str(options.get("entry") or "step")
 
 
 # ---------------------------------------------------------------------------

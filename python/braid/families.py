@@ -329,7 +329,7 @@ def build_decoder(cfg: ModelConfig, plan: Sequence[LayerKind], final_norm: Norm,
 
     # ---- @step ------------------------------------------------------------
     ids = tensor((cfg.batch, cfg.seq), "i32")
-    f = m.function("step", [("tokens", ids), ("labels", ids)])
+    f = m.function("step", [("tokens", ids), ("labels", ids)], entry="train_step")
     tokens, labels = f.args
     wte = f.get_param(p_wte, name="wte")
     wpe = f.get_param(p_wpe, name="wpe") if p_wpe else None

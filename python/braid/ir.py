@@ -25,7 +25,7 @@ from typing import Iterable, Mapping, Sequence
 __all__ = [
     "IRError", "TensorType", "Value", "Init", "Param", "Function", "Module",
     "tensor", "normal", "ZEROS", "ONES", "FLOAT_DTYPES", "INDEX_DTYPE",
-    "format_float", "format_attr", "format_attr_dict",
+    "format_float", "format_attr", "format_attr_dict", "ENTRY_KINDS",
 ]
 
 FLOAT_DTYPES = ("f32", "bf16", "f16")
@@ -230,6 +230,10 @@ def _fn_type_results(types: Sequence[TensorType]) -> str:
     return "(" + ", ".join(str(t) for t in types) + ")"
 
 
+# The kinds of program entry points (the dialect's EntryKind, `braid.entry`).
+ENTRY_KINDS = ("train_step", "forward", "prefill", "decode")
+
+
 # --------------------------------------------------------------------------
 # Functions: one method per op
 # --------------------------------------------------------------------------
@@ -238,10 +242,15 @@ class Function:
     """A func.func being built. Op methods return the result Value(s); the
     optional `name` argument is a hint for the SSA name (made unique)."""
 
-    def __init__(self, name: str, args: Sequence[tuple], private: bool = False):
+    def __init__(self, name: str, args: Sequence[tuple], private: bool = False,
+                 entry: str | None = None):
         _check_symbol(name)
+        _check(entry is None or entry in ENTRY_KINDS,
+               f"@{name}: entry kind {entry!r} is not one of {', '.join(ENTRY_KINDS)}")
+        _check(entry is None or not private, f"@{name}: an entry point is public")
         self.name = name
         self.private = private
+        self.entry = entry
         self._names: set = set()
         self._lines: list = []
         self.args = [Value(self._fresh(n), t) for n, t in args]
@@ -576,7 +585,8 @@ class Function:
         args = ", ".join(f"{a}: {a.type}" for a in self.args)
         res = f" -> {_fn_type_results(self.result_types)}" if self.result_types else ""
         body = "".join(f"{indent}  {line}\n" for line in self._lines)
-        return f"{indent}func.func {vis}@{self.name}({args}){res} {{\n{body}{indent}}}"
+        attrs = f' attributes {{braid.entry = "{self.entry}"}}' if self.entry else ""
+        return f"{indent}func.func {vis}@{self.name}({args}){res}{attrs} {{\n{body}{indent}}}"
 
 
 def _group_text(group_size: int | None) -> str:
@@ -605,9 +615,12 @@ class Module:
         self.params[name] = p
         return p
 
-    def function(self, name: str, args: Sequence[tuple], private: bool = False) -> Function:
+    def function(self, name: str, args: Sequence[tuple], private: bool = False,
+                 entry: str | None = None) -> Function:
+        """A function; `entry` marks it as a program's entry point of that
+        kind (ENTRY_KINDS: `braid.entry`, which the compiler's passes find)."""
         _check(name not in self.functions, f"function @{name} defined twice")
-        f = Function(name, args, private)
+        f = Function(name, args, private, entry)
         self.functions[name] = f
         return f
 

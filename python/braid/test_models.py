@@ -28,7 +28,8 @@ TINY = ["gpt-tiny", "llama-tiny", "mamba-tiny", "moe-tiny", "hybrid-tiny"]
 
 _TYPE_RE = re.compile(r"tensor<((?:\d+x)*)(\w+)>")
 _PARAM_RE = re.compile(r"^  braid\.param @([\w.$]+) (normal\(([^)]*)\)|zeros|ones|s4d_real|mamba_dt) : (tensor<[^>]*>)$")
-_FUNC_RE = re.compile(r"^  func\.func (private )?@([\w.]+)\((.*)\)(?: -> (.*))? \{$")
+_FUNC_RE = re.compile(r"^  func\.func (private )?@([\w.]+)\((.*)\)(?: -> (.*?))?"
+                      r'(?: attributes \{braid\.entry = "(\w+)"\})? \{$')
 _GET_RE = re.compile(r"braid\.get_param @([\w.$]+) : (tensor<[^>]*>)$")
 _CALL_RE = re.compile(r"^(.*) = func\.call @([\w.]+)\((.*)\) : \((.*)\) -> (.*)$")
 _VALUE_RE = re.compile(r"%[A-Za-z_][\w.$]*")
@@ -97,7 +98,8 @@ class ParsedModule:
             elif fm:
                 args = [tuple(a.split(": ")) for a in split_top(fm.group(3))]
                 results = split_top(fm.group(4).strip("()")) if fm.group(4) else []
-                current = dict(private=bool(fm.group(1)), args=args, results=results, lines=[])
+                current = dict(private=bool(fm.group(1)), args=args, results=results,
+                               entry=fm.group(5), lines=[])
                 self.functions[fm.group(2)] = current
             elif line == "  }":
                 current = None
@@ -314,6 +316,9 @@ class TestPresets(unittest.TestCase):
     def check_structure(self, p, cfg):
         step = p.functions["step"]
         self.assertFalse(step["private"])
+        # the one program, marked as the training step; nothing else is an entry
+        self.assertEqual(step["entry"], "train_step")
+        self.assertEqual([n for n, f in p.functions.items() if f["entry"]], ["step"])
         B, S = cfg.batch, cfg.seq
         self.assertEqual(step["args"], [("%tokens", f"tensor<{B}x{S}xi32>"),
                                         ("%labels", f"tensor<{B}x{S}xi32>")])

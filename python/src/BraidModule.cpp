@@ -221,32 +221,27 @@ public:
     return {ok, out, err};
   }
 
-  /// (ok, C++, stderr): the program of step function `entry`.
-  std::tuple<bool, std::string, std::string> emitCpp(const std::string &entry,
+  /// (ok, C++, stderr): the program named `program` (one of programs()).
+  std::tuple<bool, std::string, std::string> emitCpp(const std::string &program,
                                                      bool rollRepeats) {
     Capture capture;
     std::string source;
     bool ok = mlirLogicalResultIsSuccess(
-        braidEmitCpp(module, ref(entry), rollRepeats, appendTo, &source));
+        braidEmitCpp(module, ref(program), rollRepeats, appendTo, &source));
     return {ok, source, capture.finish().second};
   }
 
-  /// The step function of each pipeline rank of a pipelined module
-  /// (braid.pipeline_entries), else empty.
-  std::vector<std::string> pipelineEntries() const {
+  /// The names of the module's programs (braidGetPrograms): a pipelined
+  /// module's ranks' steps, else its entry points.
+  std::vector<std::string> programs() const {
     std::vector<std::string> names;
-    MlirAttribute attr = mlirOperationGetAttributeByName(
-        mlirModuleGetOperation(module),
-        mlirStringRefCreateFromCString("braid.pipeline_entries"));
-    if (mlirAttributeIsNull(attr) || !mlirAttributeIsAArray(attr))
-      return names;
-    for (intptr_t i = 0, e = mlirArrayAttrGetNumElements(attr); i < e; ++i) {
-      MlirAttribute element = mlirArrayAttrGetElement(attr, i);
-      if (mlirAttributeIsAFlatSymbolRef(element)) {
-        MlirStringRef name = mlirFlatSymbolRefAttrGetValue(element);
-        names.emplace_back(name.data, name.length);
-      }
-    }
+    braidGetPrograms(
+        module,
+        [](MlirStringRef name, void *out) {
+          static_cast<std::vector<std::string> *>(out)->emplace_back(name.data,
+                                                                     name.length);
+        },
+        &names);
     return names;
   }
 
@@ -313,9 +308,9 @@ NB_MODULE(_braid, m) {
       .def("lower", &Module::lower, nb::arg("options"))
       .def("run_passes", &Module::runPasses, nb::arg("pipeline"))
       .def("print_plan", &Module::printPlan, nb::arg("pass_options") = "")
-      .def("emit_cpp", &Module::emitCpp, nb::arg("entry"),
+      .def("emit_cpp", &Module::emitCpp, nb::arg("program"),
            nb::arg("roll_repeats") = true)
-      .def("pipeline_entries", &Module::pipelineEntries)
+      .def("programs", &Module::programs)
       .def("run", &Module::run, nb::arg("options"), nb::arg("steps"),
            nb::arg("verify"), nb::arg("verify_tolerance"), nb::arg("dump_dir"),
            nb::arg("trace_file"), nb::arg("backend"), nb::arg("seed"),

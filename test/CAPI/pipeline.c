@@ -2,7 +2,7 @@
 //
 // Options set from their textual form and printed back, a bad option
 // refused, the pipeline run on a model for a dp x tp grid, its plan printed
-// (the same as braid-opt prints), and the lowered program emitted as C++.
+// (the same as braid-opt prints), and its programs listed and one emitted as C++.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +35,11 @@ static void appendText(MlirStringRef piece, void *userData) {
   memcpy(text->data + text->length, piece.data, piece.length);
   text->length += piece.length;
   text->data[text->length] = 0;
+}
+
+static void printProgram(MlirStringRef name, void *userData) {
+  (void)userData;
+  printf("program: %.*s\n", (int)name.length, name.data);
 }
 
 int main(int argc, char **argv) {
@@ -82,6 +87,11 @@ int main(int argc, char **argv) {
     return 1;
   fflush(stdout);
   printf("end of plan\n");
+
+  // The lowered module's programs: its one entry point, the training step.
+  // CHECK: program: step
+  // CHECK-NOT: program:
+  braidGetPrograms(module, printProgram, NULL);
 
   // CHECK: emitted: {{[1-9][0-9]*}} bytes, with braid_program_get
   Text source = {NULL, 0};

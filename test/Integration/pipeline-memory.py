@@ -25,7 +25,7 @@ def plan(schedule, rank):
     out = subprocess.run(
         ["braid-opt", model, "-o", "/dev/null",
          f"--braid-training-pipeline=grid=pp={P} microbatches={M} schedule={schedule}",
-         f"--braid-print-memory-plan=entry=step.pp{rank}"],
+         f"--braid-print-memory-plan=pipeline-rank={rank}"],
         check=True, capture_output=True, text=True).stdout
     values = dict(re.findall(r"^(\w+): (\d+)$", out, re.M))
     return int(values["peak_live_microbatches"]), int(values["arena_bytes"]) - int(

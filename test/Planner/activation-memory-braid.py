@@ -34,7 +34,7 @@ for grid, sp, spec in [("dp=8", False, "dp=8,mbs=1,zero=1"),
     mem = subprocess.run(
         ["braid-opt", model,
          f"--braid-training-pipeline=grid={grid} sequence-parallel={str(sp).lower()} dtype=bf16",
-         "--braid-print-memory-plan=entry=step", "-o", os.devnull],
+         "--braid-print-memory-plan", "-o", os.devnull],
         check=True, capture_output=True, text=True).stdout
     step = mem.split("func @step frame_bytes")[1]
     call = re.search(r"call @\S+\.fwd at (\d+)", step)

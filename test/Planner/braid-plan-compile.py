@@ -45,11 +45,11 @@ for p in compiled:
     subprocess.run(["braid-opt", model, f"--braid-training-pipeline={options}", "-o", program],
                    check=True)
     text = open(program).read()
-    entries = re.findall(r"@(step\.pp\d+)", text.split("braid.pipeline_entries = [")[1].split("]")[0]) \
-        if "braid.pipeline_entries" in text else ["step"]
+    ranks = len(re.findall(r"@(step\.pp\d+)", text.split("braid.pipeline_entries = [")[1].split("]")[0])) \
+        if "braid.pipeline_entries" in text else 1
     arena = 0
-    for entry in entries:
-        mem = subprocess.run(["braid-opt", program, f"--braid-print-memory-plan=entry={entry}",
+    for rank in range(ranks):
+        mem = subprocess.run(["braid-opt", program, f"--braid-print-memory-plan=pipeline-rank={rank}",
                               "-o", os.devnull], check=True, capture_output=True, text=True).stdout
         arena = max(arena, int(re.search(r"arena_bytes: (\d+)", mem).group(1)))
     if c["arena_bytes"] != arena or c["memory_bytes"] != arena + reserve:

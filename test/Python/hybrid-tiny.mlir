@@ -29,7 +29,7 @@
 // No positional encoding: attention without RoPE.
 // CHECK:       braid.attention %{{.*}} causal : tensor<2x16x4x16xf32>, tensor<2x16x2x16xf32>, tensor<2x16x2x16xf32> -> tensor<2x16x4x16xf32>
 
-// CHECK-LABEL: func.func @step(%arg0: tensor<2x16xi32>, %arg1: tensor<2x16xi32>) -> tensor<f32> {
+// CHECK-LABEL: func.func @step(%arg0: tensor<2x16xi32>, %arg1: tensor<2x16xi32>) -> tensor<f32> attributes {braid.entry = "train_step"} {
 // CHECK:       %[[H0:.*]] = braid.embedding %arg0, %{{.*}} : tensor<2x16xi32>, tensor<128x64xf32> -> tensor<2x16x64xf32>
 // CHECK:       %[[H1:.*]] = call @mamba_mlp_layer(%[[H0]], %{{.*}}) : ({{.*}}) -> tensor<2x16x64xf32>
 // CHECK:       %[[H2:.*]] = call @mamba_moe_layer(%[[H1]], %{{.*}}) : ({{.*}}) -> tensor<2x16x64xf32>

@@ -26,7 +26,7 @@
 
 // @step: embedding, one call per layer chained through the hidden state,
 // final norm, LM head, loss.
-// CHECK-LABEL: func.func @step(%arg0: tensor<2x16xi32>, %arg1: tensor<2x16xi32>) -> tensor<f32> {
+// CHECK-LABEL: func.func @step(%arg0: tensor<2x16xi32>, %arg1: tensor<2x16xi32>) -> tensor<f32> attributes {braid.entry = "train_step"} {
 // CHECK:       %[[H0:.*]] = braid.embedding %arg0, %{{.*}} : tensor<2x16xi32>, tensor<256x64xf32> -> tensor<2x16x64xf32>
 // CHECK:       %[[H1:.*]] = call @llama_layer(%[[H0]], %{{.*}}) : ({{.*}}) -> tensor<2x16x64xf32>
 // CHECK:       %[[H2:.*]] = call @llama_layer(%[[H1]], %{{.*}}) : ({{.*}}) -> tensor<2x16x64xf32>

@@ -36,7 +36,7 @@
 // CHECK:       %[[OUT:.*]] = braid.add
 // CHECK-NEXT:  return %[[OUT]] : tensor<2x16x64xf32>
 
-// CHECK-LABEL: func.func @step(%arg0: tensor<2x16xi32>, %arg1: tensor<2x16xi32>) -> tensor<f32> {
+// CHECK-LABEL: func.func @step(%arg0: tensor<2x16xi32>, %arg1: tensor<2x16xi32>) -> tensor<f32> attributes {braid.entry = "train_step"} {
 // CHECK:       %[[WTE:.*]] = braid.get_param @tok_embeddings : tensor<128x64xf32>
 // CHECK-NEXT:  %[[H0:.*]] = braid.embedding %arg0, %[[WTE]] : tensor<2x16xi32>, tensor<128x64xf32> -> tensor<2x16x64xf32>
 // CHECK:       %[[H1:.*]] = call @mamba_layer(%[[H0]], %{{.*}}) : ({{.*}}) -> tensor<2x16x64xf32>

@@ -27,7 +27,7 @@
 // CHECK:       %[[OUT:.*]] = braid.add
 // CHECK-NEXT:  return %[[OUT]] : tensor<2x16x64xf32>
 
-// CHECK-LABEL: func.func @step(%arg0: tensor<2x16xi32>, %arg1: tensor<2x16xi32>) -> tensor<f32> {
+// CHECK-LABEL: func.func @step(%arg0: tensor<2x16xi32>, %arg1: tensor<2x16xi32>) -> tensor<f32> attributes {braid.entry = "train_step"} {
 // CHECK:       %[[H0:.*]] = braid.embedding %arg0, %{{.*}} : tensor<2x16xi32>, tensor<97x64xf32> -> tensor<2x16x64xf32>
 // CHECK:       %[[H1:.*]] = call @moe_layer(%[[H0]], %{{.*}}) : ({{.*}}) -> tensor<2x16x64xf32>
 // CHECK:       %[[H2:.*]] = call @moe_layer(%[[H1]], %{{.*}}) : ({{.*}}) -> tensor<2x16x64xf32>

@@ -3,9 +3,10 @@
 
 // OPTION: error: --braid-autodiff: recompute must be none, selective or full, found 'some'
 
-// expected-error @+1 {{no step function '@step' with a body to differentiate}}
+// A forward entry point is not differentiated.
+// expected-error @+1 {{--braid-autodiff: no train_step entry point (a public func.func with a body marked braid.entry = "train_step")}}
 module {
-  func.func @forward() {
+  func.func @forward() attributes {braid.entry = "forward"} {
     return
   }
 }

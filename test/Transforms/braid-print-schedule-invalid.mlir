@@ -13,9 +13,9 @@ module {
 
 // -----
 
-// expected-error @+1 {{no step function '@step' with a body in this module}}
+// expected-error @+1 {{--braid-print-schedule: no train_step entry point}}
 module {
-  func.func @forward() {
+  func.func @forward() attributes {braid.entry = "forward"} {
     return
   }
 }

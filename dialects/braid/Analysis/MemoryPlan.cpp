@@ -1,6 +1,7 @@
 //===- MemoryPlan.cpp - static arena layout of a braid program ------------===//
 
 #include "dialects/braid/Analysis/MemoryPlan.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -110,9 +111,9 @@ int64_t placeIntervals(MutableArrayRef<Interval> intervals) {
   return extent;
 }
 
-class Planner {
+class MemoryPlanner {
 public:
-  Planner(ModuleOp module, ProgramPlan &plan) : symbols(module), plan(plan) {}
+  MemoryPlanner(ModuleOp module, ProgramPlan &plan) : symbols(module), plan(plan) {}
 
   /// Plans `func` after every function it calls.
   LogicalResult planRecursively(func::FuncOp func);
@@ -128,7 +129,7 @@ private:
 
 } // namespace
 
-LogicalResult Planner::planRecursively(func::FuncOp func) {
+LogicalResult MemoryPlanner::planRecursively(func::FuncOp func) {
   if (plan.functions.count(func))
     return success();
   if (!onStack.insert(func).second)
@@ -150,7 +151,7 @@ LogicalResult Planner::planRecursively(func::FuncOp func) {
   return planFunction(func);
 }
 
-LogicalResult Planner::planFunction(func::FuncOp func) {
+LogicalResult MemoryPlanner::planFunction(func::FuncOp func) {
   auto functionPlan = std::make_unique<FunctionPlan>();
   FunctionPlan &fp = *functionPlan;
   fp.func = func;
@@ -499,13 +500,12 @@ std::optional<int64_t> ProgramPlan::offsetOf(StringRef name) const {
 }
 
 FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
-                                                StringRef entry,
+                                                func::FuncOp entry,
                                                 PlanDetail detail) {
   ProgramPlan plan;
-  plan.entry = module.lookupSymbol<func::FuncOp>(entry);
+  plan.entry = entry;
   if (!plan.entry || plan.entry.isExternal())
-    return module.emitError("no step function '@")
-           << entry << "' with a body in this module";
+    return module.emitError("no entry function with a body to plan");
   FunctionType type = plan.entry.getFunctionType();
   auto lossType = type.getNumResults() == 1
                       ? dyn_cast<RankedTensorType>(type.getResult(0))
@@ -578,7 +578,7 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
   plan.detail = detail;
   if (detail == PlanDetail::Persistent)
     return plan;
-  Planner planner(module, plan);
+  MemoryPlanner planner(module, plan);
   if (failed(planner.planRecursively(plan.entry)))
     return failure();
   int64_t frame = plan.get(plan.entry).frameBytes;
@@ -591,18 +591,15 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
   return plan;
 }
 
-FailureOr<int64_t> mlir::braid::peakArenaBytes(ModuleOp module, StringRef entry,
+FailureOr<int64_t> mlir::braid::peakArenaBytes(ModuleOp module,
                                                PlanDetail detail) {
-  SmallVector<std::string> entries;
-  if (auto list = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries")) {
-    for (Attribute e : list)
-      entries.push_back(cast<FlatSymbolRefAttr>(e).getValue().str());
-  } else {
-    entries.push_back(entry.str());
-  }
+  SmallVector<func::FuncOp> programs = getPrograms(module);
+  if (programs.empty())
+    return module.emitError("no entry point to plan (a public func.func "
+                            "marked braid.entry)");
   int64_t most = 0;
-  for (const std::string &name : entries) {
-    FailureOr<ProgramPlan> plan = planProgram(module, name, detail);
+  for (func::FuncOp program : programs) {
+    FailureOr<ProgramPlan> plan = planProgram(module, program, detail);
     if (failed(plan))
       return failure();
     most = std::max(most, plan->arenaBytes);

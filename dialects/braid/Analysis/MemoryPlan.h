@@ -124,21 +124,21 @@ struct ProgramPlan {
   }
 };
 
-/// Plans `module` whose step function is `entry` (and its `braid.finish`
-/// function, if any); emits a located error for what the plan does not
-/// support (control flow, recursion, external calls, returning an argument,
-/// a step without exactly one scalar result, a finish function without a
-/// body).
-FailureOr<ProgramPlan> planProgram(ModuleOp module, StringRef entry,
+/// Plans the program of `module` whose entry point is `entry` (and its
+/// `braid.finish` function, if any); emits a located error for what the plan
+/// does not support (control flow, recursion, external calls, returning an
+/// argument, a step without exactly one scalar result, a finish function
+/// without a body).
+FailureOr<ProgramPlan> planProgram(ModuleOp module, func::FuncOp entry,
                                    PlanDetail detail = PlanDetail::Full);
 
-/// The largest arena of the programs of `module` (its pipeline stages',
-/// `braid.pipeline_entries`, or else `entry`'s) planned at `detail`: by
+/// The largest arena of the programs of `module` (getPrograms: its pipeline
+/// ranks' entries, or else its entry points) planned at `detail`: by
 /// default PlanDetail::PeakLiveBytes, the most bytes live at once (linear in
 /// the program; the placement the emitter runs can only add fragmentation to
 /// it); PlanDetail::Full gives the arena the runtime allocates. Fails, with
 /// the plan's diagnostic, when a program cannot be planned.
-FailureOr<int64_t> peakArenaBytes(ModuleOp module, StringRef entry,
+FailureOr<int64_t> peakArenaBytes(ModuleOp module,
                                   PlanDetail detail = PlanDetail::PeakLiveBytes);
 
 /// The name of the entry attribute naming its finish function.

@@ -141,11 +141,7 @@ ModelWalker::walk(func::FuncOp func, DenseMap<Value, StringAttr> params,
 }
 
 FailureOr<ModelStats> mlir::braid::computeModelStats(ModuleOp module,
-                                                     StringRef entry) {
-  auto step = module.lookupSymbol<func::FuncOp>(entry);
-  if (!step || step.isExternal())
-    return module.emitError("no step function '@")
-           << entry << "' with a body in this module";
+                                                     func::FuncOp step) {
 
   ModelStats stats;
   ModelWalker walker(module, stats);

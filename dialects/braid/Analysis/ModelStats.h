@@ -9,6 +9,7 @@
 #ifndef BRAID_DIALECT_BRAID_ANALYSIS_MODELSTATS_H
 #define BRAID_DIALECT_BRAID_ANALYSIS_MODELSTATS_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -50,10 +51,10 @@ struct ModelStats {
   llvm::SmallVector<LayerKindStats> layerKinds;
 };
 
-/// Analyses the model whose step function is `entry`. Emits a located error
-/// and fails on what it cannot analyse (no entry, calls without a body,
-/// recursion, no token input).
-FailureOr<ModelStats> computeModelStats(ModuleOp module, StringRef entry);
+/// Analyses the model of `module` whose step function is `step` (an entry
+/// point, EntryPoints.h). Emits a located error and fails on what it cannot
+/// analyse (calls without a body, recursion, no token input).
+FailureOr<ModelStats> computeModelStats(ModuleOp module, func::FuncOp step);
 
 } // namespace mlir::braid
 

@@ -44,11 +44,10 @@ static int64_t functionCost(func::FuncOp func, SymbolTable &symbols,
 }
 
 FailureOr<SmallVector<int64_t>>
-mlir::braid::computeLayerCosts(ModuleOp module, StringRef entry) {
-  // Reuse the model walker's checks (entry, bodies, recursion, tokens).
-  if (failed(computeModelStats(module, entry)))
+mlir::braid::computeLayerCosts(ModuleOp module, func::FuncOp step) {
+  // Reuse the model walker's checks (bodies, recursion, tokens).
+  if (failed(computeModelStats(module, step)))
     return failure();
-  auto step = module.lookupSymbol<func::FuncOp>(entry);
   SymbolTable symbols(module);
   DenseMap<Operation *, int64_t> memo;
   SmallVector<int64_t> layers;
@@ -70,7 +69,7 @@ mlir::braid::computeLayerCosts(ModuleOp module, StringRef entry) {
   });
   if (layers.empty())
     return step.emitError("the step function '@")
-           << entry << "' calls no layer function, so it has no layers to "
+           << step.getSymName() << "' calls no layer function, so it has no layers to "
            << "split into pipeline stages";
   layers.front() += prefix;
   layers.back() += pending;

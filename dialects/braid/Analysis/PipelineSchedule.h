@@ -12,6 +12,7 @@
 #ifndef BRAID_DIALECT_BRAID_ANALYSIS_PIPELINESCHEDULE_H
 #define BRAID_DIALECT_BRAID_ANALYSIS_PIPELINESCHEDULE_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -23,12 +24,12 @@ namespace mlir::braid {
 // Stage assignment
 //===----------------------------------------------------------------------===//
 
-/// Forward FLOPs per step of each layer call of the step function `entry`,
+/// Forward FLOPs per step of each layer call of the step function `step`,
 /// in order; what precedes the first layer (the embedding) is counted with
 /// the first layer and what follows the last (LM head, loss) with the last.
 /// Emits a located error where the model cannot be analysed or has no layer.
 FailureOr<SmallVector<int64_t>> computeLayerCosts(ModuleOp module,
-                                                  StringRef entry);
+                                                  func::FuncOp step);
 
 /// A model chunk: layers [begin, end) and their summed cost.
 struct LayerChunk {

@@ -20,8 +20,9 @@ def Braid_Dialect : Dialect {
   let description = [{
     Tensor-level ops of LLM blocks with exact semantics. A model is a module:
     parameters are declared once with `braid.param`, each layer kind is a
-    private function called once per layer, and a public step function takes
-    tokens and labels and returns the scalar loss. Hyper-parameters live in the
+    private function called once per layer, and a public step function, marked
+    `braid.entry = "train_step"`, takes tokens and labels and returns the scalar
+    loss. Hyper-parameters live in the
     `braid.model` module attribute, a dictionary.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
@@ -65,6 +66,21 @@ def Braid_Activation : I32EnumAttr<"Activation", "pointwise activation", [
   let genSpecializedAttr = 0;
 }
 def Braid_ActivationAttr : EnumAttr<Braid_Dialect, Braid_Activation, "activation">;
+
+// What a program's entry function computes (`braid.entry` on a func.func;
+// dialects/braid/IR/EntryPoints.h finds them). A training step takes its
+// inputs (tokens, labels) and returns the loss, updating the parameters and
+// the optimizer state; a forward pass returns the loss without updating
+// anything; prefill and decode are the inference programs.
+def Braid_EntryKind : I32EnumAttr<"EntryKind", "kind of a program entry point", [
+    I32EnumAttrCase<"TrainStep", 0, "train_step">,
+    I32EnumAttrCase<"Forward", 1, "forward">,
+    I32EnumAttrCase<"Prefill", 2, "prefill">,
+    I32EnumAttrCase<"Decode", 3, "decode">
+  ]> {
+  let cppNamespace = "::mlir::braid";
+  let genSpecializedAttr = 0;
+}
 
 //===----------------------------------------------------------------------===//
 // Type constraints

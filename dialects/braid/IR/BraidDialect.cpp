@@ -2,6 +2,7 @@
 
 #include "dialects/braid/IR/BraidDialect.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -135,8 +136,27 @@ static LogicalResult verifyPipelineAttr(Operation *op, NamedAttribute attr) {
   return success();
 }
 
+/// `braid.entry` (EntryPoints.h): a program's entry point is a public
+/// func.func with a body, marked with the keyword of its kind.
+static LogicalResult verifyEntryAttr(Operation *op, NamedAttribute attr) {
+  auto func = dyn_cast<func::FuncOp>(op);
+  if (!func)
+    return op->emitError("'") << kEntryAttrName << "' must be on a func.func";
+  auto kind = dyn_cast<StringAttr>(attr.getValue());
+  if (!kind || !symbolizeEntryKind(kind.getValue()))
+    return op->emitError("'")
+           << kEntryAttrName << "' must be one of \"train_step\", \"forward\", "
+           << "\"prefill\" or \"decode\", found " << attr.getValue();
+  if (func.isExternal() || !func.isPublic())
+    return op->emitError("'") << kEntryAttrName
+                              << "' marks a public function with a body";
+  return success();
+}
+
 LogicalResult BraidDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
+  if (attr.getName() == kEntryAttrName)
+    return verifyEntryAttr(op, attr);
   // The parameters whose gradients a differentiated step returns after its
   // loss, in order (set by --braid-autodiff, consumed by --braid-optimizer).
   if (attr.getName() == "braid.gradients") {

@@ -25,6 +25,7 @@
 #include "dialects/braid/Transforms/Pipelining.h"
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/braid/Transforms/VJPRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -515,13 +516,11 @@ struct BraidAutodiffPass
           << recompute << "'";
       return signalPassFailure();
     }
-    auto step = module.lookupSymbol<func::FuncOp>(entry);
-    if (!step || step.isExternal()) {
-      module.emitError("no step function '@") << entry
-                                               << "' with a body to differentiate";
+    FailureOr<func::FuncOp> step =
+        getUniqueEntry(module, EntryKind::TrainStep, "--braid-autodiff");
+    if (failed(step))
       return signalPassFailure();
-    }
-    if (failed(Autodiff(module, policy).differentiateStep(step)))
+    if (failed(Autodiff(module, policy).differentiateStep(*step)))
       signalPassFailure();
   }
 };

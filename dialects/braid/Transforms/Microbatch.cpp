@@ -15,6 +15,7 @@
 
 #include "dialects/braid/IR/BraidDialect.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
@@ -167,11 +168,11 @@ struct BraidMicrobatchPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(entry);
-    if (!step || step.isExternal()) {
-      module.emitError("no step function '@") << entry << "' to micro-batch";
+    FailureOr<func::FuncOp> entry =
+        getUniqueEntry(module, EntryKind::TrainStep, "--braid-microbatch");
+    if (failed(entry))
       return signalPassFailure();
-    }
+    func::FuncOp step = *entry;
     if (count < 1) {
       step.emitError("--braid-microbatch: count must be at least 1, found ")
           << static_cast<int64_t>(count);

@@ -4,6 +4,7 @@
 
 #include "dialects/braid/Analysis/ModelStats.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -47,7 +48,11 @@ struct BraidModelStatsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    FailureOr<ModelStats> stats = computeModelStats(module, entry);
+    FailureOr<func::FuncOp> step =
+        getUniqueEntry(module, std::nullopt, "--braid-model-stats");
+    if (failed(step))
+      return signalPassFailure();
+    FailureOr<ModelStats> stats = computeModelStats(module, *step);
     if (failed(stats))
       return signalPassFailure();
 

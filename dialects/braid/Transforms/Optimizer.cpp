@@ -4,6 +4,7 @@
 #include "dialects/braid/Transforms/Sharding.h"
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -75,7 +76,11 @@ struct BraidOptimizerPass
         steps.push_back(symbols->lookup<func::FuncOp>(
             cast<FlatSymbolRefAttr>(e).getValue()));
     } else {
-      steps.push_back(symbols->lookup<func::FuncOp>(entry));
+      FailureOr<func::FuncOp> step =
+          getUniqueEntry(module, EntryKind::TrainStep, "--braid-optimizer");
+      if (failed(step))
+        return signalPassFailure();
+      steps.push_back(*step);
     }
     for (func::FuncOp step : steps)
       if (failed(updateStep(step)))
@@ -90,7 +95,7 @@ struct BraidOptimizerPass
     if (!names)
       return module.emitError("--braid-optimizer needs the gradients of a "
                               "step function '@")
-             << entry << "' (run --braid-autodiff first)";
+             << step.getSymName() << "' (run --braid-autodiff first)";
     auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
     if (ret.getNumOperands() != names.size() + 1)
       return ret.emitError("expected the loss and ")

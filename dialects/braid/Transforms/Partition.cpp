@@ -746,7 +746,7 @@ struct BraidPartitionPass
       grid->symbol = existing.getSymName().str();
       existing.erase();
     }
-    Partitioner partitioner(module, *grid, entry, plan, zero, sequenceParallel,
+    Partitioner partitioner(module, *grid, plan, zero, sequenceParallel,
                             cpAttention, cpLayout);
     partitioner.recordingLayouts = recordLayouts;
     if (failed(partitioner.run()))

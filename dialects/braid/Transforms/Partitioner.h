@@ -45,10 +45,9 @@ inline Location plain(Location loc) {
 
 class Partitioner {
 public:
-  Partitioner(ModuleOp module, Grid grid, StringRef entry, StringRef plan,
-              int zero, bool sequenceParallel, StringRef cpAttention,
-              StringRef cpLayout)
-      : module(module), grid(std::move(grid)), entry(entry), plan(plan),
+  Partitioner(ModuleOp module, Grid grid, StringRef plan, int zero,
+              bool sequenceParallel, StringRef cpAttention, StringRef cpLayout)
+      : module(module), grid(std::move(grid)), plan(plan),
         zero(zero), sequenceParallel(sequenceParallel),
         cpAttention(cpAttention), cpLayout(cpLayout) {}
 
@@ -97,7 +96,7 @@ private:
   ModuleOp module;
   SymbolTableCollection symbols;
   Grid grid;
-  std::string entry, plan;
+  std::string plan;
   int zero;
   bool sequenceParallel;
   std::string cpAttention, cpLayout;

@@ -12,9 +12,9 @@ include "mlir/Pass/PassBase.td"
 def BraidAutodiffPass : Pass<"braid-autodiff", "::mlir::ModuleOp"> {
   let summary = "Append the backward pass of the step: gradients of every parameter";
   let description = [{
-    Reverse-mode differentiation of the step function, whose result is the
-    scalar loss: the cotangent 1 of the loss is propagated back through every
-    op with its vector-Jacobian product, through layer calls with generated
+    Reverse-mode differentiation of the training step (the module's
+    `braid.entry = "train_step"` function), whose result is the scalar
+    loss: the cotangent 1 of the loss is propagated back through every op with its vector-Jacobian product, through layer calls with generated
     backward functions, and summed where a value has several uses. The step
     then returns the loss followed by the gradient of every parameter in
     declaration order; the `braid.gradients` attribute of the step names
@@ -42,8 +42,6 @@ def BraidAutodiffPass : Pass<"braid-autodiff", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
-           "Name of the step function">,
     Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
            "Activation recompute: none, selective or full">,
   ];
@@ -66,8 +64,6 @@ def BraidOptimizerPass : Pass<"braid-optimizer", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
-           "Name of the step function">,
     Option<"kind", "kind", "std::string", /*default=*/"\"adamw\"",
            "adamw or sgd">,
     Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
@@ -170,17 +166,13 @@ def BraidModelStatsPass : Pass<"braid-model-stats", "::mlir::ModuleOp"> {
     Example: `braid-opt --braid-model-stats gpt3-175b.mlir -o /dev/null`
     prints `parameters: 174604259328`.
   }];
-  let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
-           "Name of the step function to analyse">,
-  ];
 }
 
 def BraidPrintMemoryPlanPass
     : Pass<"braid-print-memory-plan", "::mlir::ModuleOp"> {
   let summary = "Print the static arena layout of a program";
   let description = [{
-    Plans the arena of the program whose step function is `entry` (the plan
+    Plans the arena of the module's program (its one entry point, the plan
     braid-translate emits) and prints it to stdout:
 
     ```
@@ -199,8 +191,8 @@ def BraidPrintMemoryPlanPass
     position.
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
-           "Name of the step function">,
+    Option<"pipelineRank", "pipeline-rank", "int64_t", /*default=*/"0",
+           "A pipelined module's rank whose program is planned">,
   ];
 }
 
@@ -237,8 +229,6 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
   let options = [
     Option<"gridOption", "grid", "std::string", /*default=*/"\"\"",
            "Device grid, e.g. dp=2,tp=2">,
-    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
-           "Step function">,
     Option<"plan", "plan", "std::string", /*default=*/"\"megatron\"",
            "megatron or data: how unannotated weights are sharded">,
     Option<"zero", "zero", "int", /*default=*/"0", "ZeRO stage over dp (0-3)">,
@@ -286,8 +276,6 @@ def BraidPrintPlanPass : Pass<"braid-print-plan", "::mlir::ModuleOp"> {
     (BRAID_LINK) charges. Lines are `kind name: ...`; the IR is unchanged.
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
-           "Step function">,
     Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-sxm\"",
            "Hardware description for predicted times: h100-sxm, h200-sxm, "
            "a100-sxm (lib/CostModel/hardware) or a file.json of that form">,
@@ -308,7 +296,7 @@ def BraidPrintPlanPass : Pass<"braid-print-plan", "::mlir::ModuleOp"> {
 def BraidPrintSchedulePass : Pass<"braid-print-schedule", "::mlir::ModuleOp"> {
   let summary = "Assign pipeline stages and print a simulated pipeline schedule";
   let description = [{
-    Splits the layer calls of the step function `entry` into `pp` x
+    Splits the layer calls of the training step (`braid.entry`) into `pp` x
     `virtual-stages` contiguous model chunks (chunk c on rank c mod pp), by
     `layout` (layers per chunk) or, when it is empty, so that the largest
     chunk's forward FLOPs are the smallest possible; the embedding counts
@@ -346,8 +334,6 @@ def BraidPrintSchedulePass : Pass<"braid-print-schedule", "::mlir::ModuleOp"> {
     unchanged.
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
-           "Step function">,
     Option<"pp", "pp", "int64_t", /*default=*/"1", "Pipeline stages (ranks)">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Microbatches per step">,
@@ -394,8 +380,6 @@ def BraidMicrobatchPass : Pass<"braid-microbatch", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
-           "Name of the step function">,
     Option<"count", "count", "int64_t", /*default=*/"1",
            "Micro-batches per step">,
   ];
@@ -423,8 +407,6 @@ def BraidPipelineStagesPass
     `--braid-pipeline` cuts the step along them.
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
-           "Name of the step function">,
     Option<"pp", "pp", "int64_t", /*default=*/"1", "Pipeline ranks">,
     Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
            "Model chunks per pipeline rank">,
@@ -445,7 +427,8 @@ def BraidPipelinePass : Pass<"braid-pipeline", "::mlir::ModuleOp"> {
     and its parameters' gradients out); the zero-bubble schedule splits the
     backward further into `.bwd_input` and `.bwd_weight`.
 
-    Each pipeline rank r gets its own step function `@step.pp<r>`, which
+    Each pipeline rank r gets its own step function `@step.pp<r>`, a
+    `braid.entry = "train_step"` entry point in place of the step, which
     runs the schedule explicitly: for every action of the rank, in order,
     the micro-batch's inputs (`dist.microbatch`), the receive of what the
     neighbouring chunk sent (`dist.recv`), the call of the chunk function
@@ -458,8 +441,6 @@ def BraidPipelinePass : Pass<"braid-pipeline", "::mlir::ModuleOp"> {
     `braid.pipeline_entries` lists the ranks' step functions.
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
-           "Name of the step function">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe, 1f1b, interleaved or zb-h1">,
   ];

@@ -22,6 +22,7 @@
 
 #include "dialects/braid/Analysis/PipelineSchedule.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/braid/Transforms/Pipelining.h"
 #include "dialects/braid/Transforms/Sharding.h"
 #include "dialects/dist/IR/DistDialect.h"
@@ -298,6 +299,8 @@ LogicalResult PipelineBuilder::buildRank(int64_t rank,
   auto f = func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
     f.setArgAttrs(i, attrs);
+  // Each rank's function is a program of its own, in place of the step.
+  setEntryKind(f, EntryKind::TrainStep);
   f->setAttr("braid.pipeline_rank", b.getI64IntegerAttr(rank));
   // The most micro-batch-chunks whose forward has run and backward not:
   // whose saved activations are alive at once (m for GPipe, at most p for
@@ -573,10 +576,13 @@ struct BraidPipelinePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(entry);
-    if (!step || step.isExternal() || !step.getBody().hasOneBlock()) {
-      module.emitError("no step function '@")
-          << entry << "' of one block to pipeline";
+    FailureOr<func::FuncOp> entry =
+        getUniqueEntry(module, EntryKind::TrainStep, "--braid-pipeline");
+    if (failed(entry))
+      return signalPassFailure();
+    func::FuncOp step = *entry;
+    if (!step.getBody().hasOneBlock()) {
+      step.emitError("--braid-pipeline: the step must be one block");
       return signalPassFailure();
     }
     Location loc = step.getLoc();

@@ -15,6 +15,7 @@
 #include "dialects/braid/Transforms/Pipelining.h"
 
 #include "dialects/braid/Analysis/PipelineSchedule.h"
+#include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -152,10 +153,13 @@ struct BraidPipelineStagesPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(entry);
-    if (!step || step.isExternal() || !step.getBody().hasOneBlock()) {
-      module.emitError("no step function '@")
-          << entry << "' of one block to split into pipeline stages";
+    FailureOr<func::FuncOp> entry = getUniqueEntry(
+        module, EntryKind::TrainStep, "--braid-pipeline-stages");
+    if (failed(entry))
+      return signalPassFailure();
+    func::FuncOp step = *entry;
+    if (!step.getBody().hasOneBlock()) {
+      step.emitError("--braid-pipeline-stages: the step must be one block");
       return signalPassFailure();
     }
     Location loc = step.getLoc();
@@ -167,7 +171,7 @@ struct BraidPipelineStagesPass
       return signalPassFailure();
     }
     int64_t chunks = pp * virtualStages;
-    FailureOr<SmallVector<int64_t>> costs = computeLayerCosts(module, entry);
+    FailureOr<SmallVector<int64_t>> costs = computeLayerCosts(module, step);
     if (failed(costs))
       return signalPassFailure();
     SmallVector<func::CallOp> calls;

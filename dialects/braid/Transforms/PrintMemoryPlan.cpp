@@ -3,6 +3,7 @@
 #include "dialects/braid/Transforms/Passes.h"
 
 #include "dialects/braid/Analysis/MemoryPlan.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "mlir/IR/Location.h"
 #include "llvm/Support/raw_ostream.h"
@@ -35,7 +36,12 @@ struct BraidPrintMemoryPlanPass
   using Base::Base;
 
   void runOnOperation() override {
-    FailureOr<ProgramPlan> plan = planProgram(getOperation(), entry);
+    ModuleOp module = getOperation();
+    FailureOr<func::FuncOp> program =
+        getProgram(module, pipelineRank, "--braid-print-memory-plan");
+    if (failed(program))
+      return signalPassFailure();
+    FailureOr<ProgramPlan> plan = planProgram(module, *program);
     if (failed(plan))
       return signalPassFailure();
     llvm::raw_ostream &os = llvm::outs();

@@ -21,6 +21,7 @@
 #include "dialects/braid/Analysis/OpCost.h"
 #include "dialects/braid/Analysis/StepTiming.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "lib/CostModel/CommCost.h"
 
@@ -256,19 +257,18 @@ struct BraidPrintPlanPass
     if (failed(gridOf))
       return signalPassFailure();
     std::optional<Grid> grid = *gridOf;
-    auto step = module.lookupSymbol<func::FuncOp>(entry);
     // A pipelined module: one program per stage, each with its transfers.
     auto stages = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries");
-    if (!step && stages && grid) {
+    if (stages && grid) {
       if (failed(printStages(module, *grid, stages, os)))
         return signalPassFailure();
       markAllAnalysesPreserved();
       return;
     }
-    if (!step) {
-      module.emitError("--braid-print-plan: no step function '@") << entry << "'";
+    FailureOr<func::FuncOp> step =
+        getUniqueEntry(module, std::nullopt, "--braid-print-plan");
+    if (failed(step))
       return signalPassFailure();
-    }
     if (!grid) {
       os << "plan: one rank (the module is not partitioned)\n";
       return;
@@ -307,7 +307,7 @@ struct BraidPrintPlanPass
     // Activations at layer boundaries: what layer functions take and return
     // besides parameters.
     llvm::DenseSet<func::FuncOp> seen;
-    step.walk([&](func::CallOp call) {
+    step->walk([&](func::CallOp call) {
       auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
       // Backward functions take what the forward saved, not boundaries.
       if (!callee || callee.getSymName().ends_with(".bwd") ||
@@ -344,7 +344,7 @@ struct BraidPrintPlanPass
     PlanPrinter printer{module, *grid, os, {}, {}, *hw, links, link, cal};
     std::optional<int16_t> cp = grid->find("cp");
     printer.attentionFlops.assign(cp ? grid->sizes[*cp] : 1, 0.0);
-    printer.count(step, 1);
+    printer.count(*step, 1);
     // Context parallelism: how evenly attention's work falls on the ranks.
     if (cp) {
       double total = 0, busiest = 0;
@@ -360,7 +360,7 @@ struct BraidPrintPlanPass
            << "\n";
     }
     printTransfers(printer, "", os);
-    printExposed(printer, {step}, /*stages=*/false, os);
+    printExposed(printer, {*step}, /*stages=*/false, os);
     markAllAnalysesPreserved();
   }
 

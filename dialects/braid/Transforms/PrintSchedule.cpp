@@ -10,6 +10,7 @@
 #include "dialects/braid/Transforms/Passes.h"
 
 #include "dialects/braid/Analysis/PipelineSchedule.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FileSystem.h"
@@ -75,8 +76,9 @@ struct BraidPrintSchedulePass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Location loc = module.getLoc();
-    if (auto step = module.lookupSymbol<func::FuncOp>(entry))
-      loc = step.getLoc();
+    SmallVector<func::FuncOp> steps = getEntries(module, EntryKind::TrainStep);
+    if (steps.size() == 1)
+      loc = steps.front().getLoc();
 
     // Options first: they are wrong whatever the model.
     std::optional<ScheduleKind> kind = parseScheduleKind(schedule);
@@ -90,7 +92,11 @@ struct BraidPrintSchedulePass
     if (failed(plan))
       return signalPassFailure();
 
-    FailureOr<SmallVector<int64_t>> costs = computeLayerCosts(module, entry);
+    FailureOr<func::FuncOp> step = getUniqueEntry(
+        module, EntryKind::TrainStep, "--braid-print-schedule");
+    if (failed(step))
+      return signalPassFailure();
+    FailureOr<SmallVector<int64_t>> costs = computeLayerCosts(module, *step);
     if (failed(costs))
       return signalPassFailure();
     int64_t chunks = plan->numChunks();

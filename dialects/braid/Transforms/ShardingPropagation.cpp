@@ -11,6 +11,7 @@
 #include "dialects/braid/Transforms/Partitioner.h"
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -23,12 +24,12 @@ using namespace mlir::braid::partition;
 //===----------------------------------------------------------------------===//
 
 LogicalResult Partitioner::collectFunctions() {
-  auto step = module.lookupSymbol<func::FuncOp>(entry);
-  if (!step)
-    return module.emitError("--braid-partition: no step function '@")
-           << entry << "'";
+  FailureOr<func::FuncOp> step =
+      getUniqueEntry(module, EntryKind::TrainStep, "--braid-partition");
+  if (failed(step))
+    return failure();
   llvm::SetVector<func::FuncOp> seen;
-  SmallVector<func::FuncOp> work = {step};
+  SmallVector<func::FuncOp> work = {*step};
   while (!work.empty()) {
     func::FuncOp f = work.pop_back_val();
     if (!seen.insert(f))

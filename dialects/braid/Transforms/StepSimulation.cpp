@@ -8,6 +8,7 @@
 #include "dialects/braid/Transforms/StepSimulation.h"
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/dist/IR/DistDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -252,7 +253,7 @@ mlir::braid::simulatePrograms(ModuleOp module, ArrayRef<func::FuncOp> funcs,
 }
 
 FailureOr<SmallVector<SimulatedProgram>>
-mlir::braid::simulateStep(ModuleOp module, StringRef entry,
+mlir::braid::simulateStep(ModuleOp module,
                           const ::braid::cost::Hardware &hardware,
                           const ::braid::link::Links &links,
                           const ::braid::cost::ComputeCalibration *calibration) {
@@ -270,10 +271,12 @@ mlir::braid::simulateStep(ModuleOp module, StringRef entry,
         return module.emitError("simulating the step: a stage names no function: ") << stage;
       funcs.push_back(func);
     }
-  } else if (auto step = module.lookupSymbol<func::FuncOp>(entry)) {
-    funcs.push_back(step);
   } else {
-    return module.emitError("simulating the step: no step function '@") << entry << "'";
+    FailureOr<func::FuncOp> step =
+        getUniqueEntry(module, std::nullopt, "simulating the step");
+    if (failed(step))
+      return failure();
+    funcs.push_back(*step);
   }
   StepTiming timing(**grid, hardware, links, calibration);
   std::optional<SmallVector<SimulatedProgram>> out = simulatePrograms(module, funcs, timing);

@@ -44,12 +44,12 @@ struct SimulatedProgram {
 std::optional<SmallVector<SimulatedProgram>>
 simulatePrograms(ModuleOp module, ArrayRef<func::FuncOp> funcs, const StepTiming &timing);
 
-/// The simulated step of each program of `module` (its pipeline stages',
-/// or `entry`'s). `calibration` null: compute at the roofline. Fails with a
+/// The simulated step of each program of `module` (getPrograms: its
+/// pipeline stages', or else its one entry point's). `calibration` null: compute at the roofline. Fails with a
 /// diagnostic on the module when it has no grid or no such program, or when
 /// its stages wait for each other forever.
 FailureOr<SmallVector<SimulatedProgram>>
-simulateStep(ModuleOp module, StringRef entry, const ::braid::cost::Hardware &hardware,
+simulateStep(ModuleOp module, const ::braid::cost::Hardware &hardware,
              const ::braid::link::Links &links,
              const ::braid::cost::ComputeCalibration *calibration);
 

@@ -230,8 +230,6 @@ def BraidScheduleOverlapPass
     lowering to dist (`schedule-overlap=false` turns it off).
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"step\"",
-           "The step function (a pipelined module: its stages' entries)">,
     Option<"memoryGrowth", "memory-growth", "double", /*default=*/"0.05",
            "Fraction the scheduled peak of live bytes may exceed the "
            "unscheduled one's by">,

@@ -65,10 +65,9 @@ struct CompileOptions {
 /// The step functions to build as programs from a lowered `module`: one per
 /// pp coordinate when the lowering pipelined or micro-batched the step
 /// (kPipelineEntriesAttr; the partitioner placed pp outermost, so the ranks
-/// of a stage are contiguous), else `entry` alone. Fails, with a message,
-/// when the attribute is malformed or does not name a program per stage.
-llvm::FailureOr<llvm::SmallVector<std::string>> programEntries(mlir::ModuleOp module,
-                                                               llvm::StringRef entry);
+/// of a stage are contiguous), else its one entry point (braid.entry).
+/// Fails, with a message, when there is not one program per stage.
+llvm::FailureOr<llvm::SmallVector<std::string>> programEntries(mlir::ModuleOp module);
 
 /// The options the 1-rank reference of `pipeline` is lowered with: no grid,
 /// one micro-batch, unpipelined, the same other options.

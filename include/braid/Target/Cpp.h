@@ -16,12 +16,13 @@ struct CppEmitOptions {
   bool rollRepeats = true;
 };
 
-/// Writes one C++ source file for the program whose step function is
-/// `entry`: its kernels' calls, generated fused elementwise kernels, the
+/// Writes one C++ source file for the program `program` (the name of one of
+/// the module's programs: an entry point, or a pipeline rank's step; empty:
+/// the module's only program): its kernels' calls, generated fused elementwise kernels, the
 /// static arena plan and the `braid_program_get` entry point of
 /// runtime/include/braid/runtime.h. The text compiles with the host C++
 /// compiler (CPU runtime) and with nvcc (CUDA runtime).
-mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entry,
+mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef program,
                                      llvm::raw_ostream &os,
                                      const CppEmitOptions &options = {});
 

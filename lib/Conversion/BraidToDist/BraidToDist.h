@@ -108,9 +108,10 @@ int64_t hoistArgumentGathers(mlir::ModuleOp module);
 /// to the next one, before each parameter's first read (into a copy of a
 /// chunk's forward made for its first call, when the chunk reads it); the
 /// step's `braid.finish` names a function of the same gathers
-/// (DeferParamGathers.cpp). `entry`: the step (a pipelined module: its
-/// stages' entries). Returns how many gathers moved.
-unsigned deferParamGathers(mlir::ModuleOp module, llvm::StringRef entry);
+/// (DeferParamGathers.cpp), in each program of the module (getPrograms: a
+/// pipeline's ranks' steps, or else its entry points). Returns how many
+/// gathers moved.
+unsigned deferParamGathers(mlir::ModuleOp module);
 
 /// Bucket caps of bucketReductions, in bytes (0: no buckets).
 struct BucketSizes {

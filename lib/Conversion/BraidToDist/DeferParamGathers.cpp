@@ -29,6 +29,7 @@
 
 #include "dialects/braid/Analysis/PersistentEffects.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/dist/IR/DistDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -205,18 +206,10 @@ private:
 
 namespace braid::conversion {
 
-unsigned deferParamGathers(ModuleOp module, StringRef entry) {
+unsigned deferParamGathers(ModuleOp module) {
   Deferral deferral(module);
-  SmallVector<func::FuncOp> entries;
-  if (auto list = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries")) {
-    for (Attribute e : list)
-      if (auto f = module.lookupSymbol<func::FuncOp>(cast<FlatSymbolRefAttr>(e).getValue()))
-        entries.push_back(f);
-  } else if (auto f = module.lookupSymbol<func::FuncOp>(entry)) {
-    entries.push_back(f);
-  }
   unsigned moved = 0;
-  for (func::FuncOp f : entries)
+  for (func::FuncOp f : mlir::braid::getPrograms(module))
     moved += deferral.run(f);
   return moved;
 }

@@ -61,9 +61,9 @@ void replaceBody(ModuleOp module, ModuleOp from) {
 /// The most bytes live at once in any program of `module`
 /// (peakArenaBytes), or nullopt when it cannot be planned: the emitter
 /// reports what the memory plan cannot plan.
-std::optional<int64_t> arenaBytes(ModuleOp module, StringRef entry) {
+std::optional<int64_t> arenaBytes(ModuleOp module) {
   ScopedDiagnosticHandler quiet(module.getContext(), [](Diagnostic &) { return success(); });
-  FailureOr<int64_t> peak = peakArenaBytes(module, entry);
+  FailureOr<int64_t> peak = peakArenaBytes(module);
   return succeeded(peak) ? std::optional<int64_t>(*peak) : std::nullopt;
 }
 
@@ -78,8 +78,8 @@ struct BraidScheduleOverlapPass
     // Memory-neutral (each gather writes its parameter in place from a view
     // of it): the budget's baseline is the deferred program's.
     if (deferParamGather)
-      ::braid::conversion::deferParamGathers(module, entry);
-    std::optional<int64_t> before = arenaBytes(module, entry);
+      ::braid::conversion::deferParamGathers(module);
+    std::optional<int64_t> before = arenaBytes(module);
     baseline = before;
     constexpr double kMiB = 1024.0 * 1024.0;
     ::braid::conversion::BucketSizes buckets{static_cast<int64_t>(bucketMb * kMiB),
@@ -194,7 +194,7 @@ struct BraidScheduleOverlapPass
               (ahead ? t.prefetch : 0);
     t.largestBucket = ::braid::conversion::scheduleFunctions(*t.module, ahead, buckets,
                                                              moveCompute, timing.get(), slack);
-    t.peak = arenaBytes(*t.module, entry);
+    t.peak = arenaBytes(*t.module);
     return t;
   }
 

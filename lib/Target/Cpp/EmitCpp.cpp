@@ -15,6 +15,7 @@
 
 #include "braid/Pipelines.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/dist/IR/DistDialect.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -405,10 +406,36 @@ collectCommGroups(mlir::ModuleOp module, mlir::func::FuncOp entry,
   return success();
 }
 
-mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entry,
+/// The program `name` names (one of getPrograms: a pipeline rank's step, or
+/// an entry point), or, when `name` is empty, the module's only program.
+static mlir::FailureOr<mlir::func::FuncOp> findProgram(mlir::ModuleOp module,
+                                                        llvm::StringRef name) {
+  llvm::SmallVector<mlir::func::FuncOp> programs = mlir::braid::getPrograms(module);
+  if (name.empty()) {
+    if (programs.size() == 1)
+      return programs.front();
+    if (programs.empty())
+      return module.emitError("no program to emit: no entry point (a public "
+                              "func.func with a body marked braid.entry)");
+    return module.emitError("the module has ")
+           << programs.size()
+           << " programs (entry points or pipeline ranks): name the one to emit";
+  }
+  for (mlir::func::FuncOp program : programs)
+    if (program.getSymName() == name)
+      return program;
+  return module.emitError("no program @")
+         << name << " to emit: the module's programs are its entry points "
+         << "(braid.entry) or its pipeline ranks (braid.pipeline_entries)";
+}
+
+mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef program,
                                      llvm::raw_ostream &os,
                                      const CppEmitOptions &options) {
-  mlir::FailureOr<mlir::braid::ProgramPlan> plan = mlir::braid::planProgram(module, entry);
+  mlir::FailureOr<mlir::func::FuncOp> entry = findProgram(module, program);
+  if (mlir::failed(entry))
+    return mlir::failure();
+  mlir::FailureOr<mlir::braid::ProgramPlan> plan = mlir::braid::planProgram(module, *entry);
   if (mlir::failed(plan))
     return mlir::failure();
   cpp::ProgramEmitter emitter(module, *plan, options);
@@ -428,10 +455,11 @@ mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef entr
   std::set<std::string> groups;
   llvm::StringMap<int64_t> lowest;
   for (auto [k, e] : llvm::enumerate(entries)) {
-    llvm::StringRef name = llvm::cast<mlir::FlatSymbolRefAttr>(e).getValue();
+    auto stage = module.lookupSymbol<mlir::func::FuncOp>(
+        llvm::cast<mlir::FlatSymbolRefAttr>(e).getValue());
     // Its persistent tensors only: its frames are its own emission's.
     mlir::FailureOr<mlir::braid::ProgramPlan> other =
-        mlir::braid::planProgram(module, name,
+        mlir::braid::planProgram(module, stage,
                                  mlir::braid::PlanDetail::Persistent);
     if (mlir::failed(other))
       return mlir::failure();

@@ -6,9 +6,11 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/CommandLine.h"
 
-static llvm::cl::opt<std::string>
-    entryOption("braid-entry", llvm::cl::desc("Step function to emit"),
-                llvm::cl::init("step"));
+static llvm::cl::opt<std::string> programOption(
+    "braid-program",
+    llvm::cl::desc("The program to emit when the module has several: an entry "
+                   "point (braid.entry) or a pipeline rank's step"),
+    llvm::cl::init(""));
 static llvm::cl::opt<bool> rollOption(
     "braid-roll-repeats",
     llvm::cl::desc("Print repeated op groups (layers, micro-batches) as loops "
@@ -24,7 +26,7 @@ void braid::registerToCppTranslation() {
           return op->emitError("expected a builtin.module");
         braid::CppEmitOptions options;
         options.rollRepeats = rollOption;
-        return braid::emitProgramAsCpp(module, entryOption, os, options);
+        return braid::emitProgramAsCpp(module, programOption, os, options);
       },
       [](mlir::DialectRegistry &registry) {
         braid::registerAllDialects(registry);

@@ -28,11 +28,11 @@ def run(args, stdin):
 
 def arena(module):
     """The largest program's arena (a pipeline's busiest stage)."""
-    entries = re.findall(r"func\.func @(step(?:\.pp\d+)?)\(", module)
+    ranks = len(re.findall(r"func\.func @step\.pp\d+\(", module)) or 1
     best = 0
-    for entry in entries:
-        out = run(["braid-opt", f"--braid-print-memory-plan=entry={entry}", "-o", "/dev/null"],
-                  module)
+    for rank in range(ranks):
+        out = run(["braid-opt", f"--braid-print-memory-plan=pipeline-rank={rank}", "-o",
+                   "/dev/null"], module)
         best = max(best, int(re.search(r"arena_bytes: (\d+)", out).group(1)))
     return best
 

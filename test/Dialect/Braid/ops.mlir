@@ -133,4 +133,23 @@ func.func @moe(%x: tensor<32x64xf32>, %logits: tensor<32x8xf32>, %wu: tensor<8x6
   return %y : tensor<32x64xf32>
 }
 
+
+// Entry points: each kind round-trips on a public function with a body.
+// CHECK-LABEL: func.func @entry_train() attributes {braid.entry = "train_step"}
+func.func @entry_train() attributes {braid.entry = "train_step"} {
+  return
+}
+// CHECK-LABEL: func.func @entry_forward() attributes {braid.entry = "forward"}
+func.func @entry_forward() attributes {braid.entry = "forward"} {
+  return
+}
+// CHECK-LABEL: func.func @entry_prefill() attributes {braid.entry = "prefill"}
+func.func @entry_prefill() attributes {braid.entry = "prefill"} {
+  return
+}
+// CHECK-LABEL: func.func @entry_decode() attributes {braid.entry = "decode"}
+func.func @entry_decode() attributes {braid.entry = "decode"} {
+  return
+}
+
 }

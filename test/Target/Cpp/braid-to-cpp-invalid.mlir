@@ -1,8 +1,8 @@
 // RUN: braid-translate --braid-to-cpp %s -split-input-file -verify-diagnostics -o /dev/null
 
-// expected-error @+1 {{no step function '@step' with a body in this module}}
+// expected-error @+1 {{no program to emit: no entry point (a public func.func with a body marked braid.entry)}}
 module {
-  func.func @forward() {
+  func.func private @forward() {
     return
   }
 }
