@@ -356,6 +356,14 @@ int main(int argc, char **argv) {
     fatal("program %s: bad parameter/input tables", programName);
   if (program->num_comm_groups < 0 || (program->num_comm_groups && !program->comm_groups))
     fatal("program %s: bad communicator group table", programName);
+  if (program->num_outputs < 0 || (program->num_outputs && !program->outputs))
+    fatal("program %s: bad output table", programName);
+  // This driver runs training steps (and, with no optimizer, their forward
+  // pass): it reads one loss per step. Inference programs need their own.
+  if (program->entry_kind != BRAID_ENTRY_TRAIN_STEP)
+    fatal("program %s: its entry point is not a training step (entry kind %d); "
+          "braid-run's driver runs training steps only",
+          programName, int(program->entry_kind));
   // Every rank reaches the same verdict; rank 0 says why.
   auto refuse = [&](const std::string &message) {
     if (ranks.rank == 0)

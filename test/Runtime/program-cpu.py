@@ -8,7 +8,8 @@
 # to rng.py (and the parameters after the last step as updated.<name>.npy), --trace
 # writes valid Chrome JSON with the bracketed kernels. Variants:
 # overlapping live buffers abort naming both, a plan that differs from the
-# measured peak exits non-zero, a send to self aborts naming braid_send.
+# measured peak exits non-zero, a send to self aborts naming braid_send, an
+# entry point that is not a training step is refused.
 import json
 import os
 import pathlib
@@ -41,7 +42,7 @@ def build(variant):
 
 
 with ThreadPoolExecutor(4) as pool:
-    tiny, overlap, peak, send = pool.map(build, ["", "OVERLAP", "PEAK", "SEND"])
+    tiny, overlap, peak, send, decode = pool.map(build, ["", "OVERLAP", "PEAK", "SEND", "DECODE"])
 
 
 def expect(cond, message):
@@ -145,6 +146,11 @@ expect(r.returncode == 1 and "planned_peak_bytes: 384\nmeasured_peak_bytes: 352\
 r = subprocess.run([str(send), "--quiet"], capture_output=True, text=True)
 expect(r.returncode != 0 and "braid runtime: braid_send" in r.stderr,
        f"send: {r.returncode} {r.stderr!r}")
+# The driver runs training steps: another kind of entry is refused by name, before any step.
+r = subprocess.run([str(decode), "--quiet"], capture_output=True, text=True)
+expect(r.returncode != 0 and r.stdout == "" and
+       "program tiny: its entry point is not a training step (entry kind 3)" in r.stderr,
+       f"decode: {r.returncode} {r.stdout!r} {r.stderr!r}")
 
 for f in failures:
     print(f)

@@ -75,7 +75,7 @@
 // RING-EMIT: braid_event_wait(rt, [[EDK]]);
 // RING-EMIT: braid_k_attention_block_grad(rt, BRAID_F32,
 // RING-EMIT: braid_sendrecv(rt, braid_rt_comm(rt, "cp"),
-// RING-EMIT: const braid_program kProgram = {{.*}}, "cp", nullptr};
+// RING-EMIT: const braid_program kProgram = {{.*}}, "cp", nullptr, BRAID_ENTRY_TRAIN_STEP, 1, kOutputs};
 
 // Ulysses in zigzag order: every rank holds the whole (stored) sequence for
 // its heads, one block at zigzag positions.

@@ -506,14 +506,17 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
   plan.entry = entry;
   if (!plan.entry || plan.entry.isExternal())
     return module.emitError("no entry function with a body to plan");
+  plan.kind = getEntryKind(plan.entry).value_or(EntryKind::TrainStep);
   FunctionType type = plan.entry.getFunctionType();
-  auto lossType = type.getNumResults() == 1
-                      ? dyn_cast<RankedTensorType>(type.getResult(0))
-                      : RankedTensorType();
-  if (!lossType || lossType.getRank() != 0 || !lossType.getElementType().isF32())
-    return plan.entry.emitError("the step function must return one "
-                                "tensor<f32> (the loss), found ")
-           << type;
+  if (plan.kind == EntryKind::TrainStep) {
+    auto lossType = type.getNumResults() == 1
+                        ? dyn_cast<RankedTensorType>(type.getResult(0))
+                        : RankedTensorType();
+    if (!lossType || lossType.getRank() != 0 || !lossType.getElementType().isF32())
+      return plan.entry.emitError("the step function must return one "
+                                  "tensor<f32> (the loss), found ")
+             << type;
+  }
 
   if (auto name = plan.entry->getAttrOfType<FlatSymbolRefAttr>(kFinishAttrName)) {
     plan.finish = module.lookupSymbol<func::FuncOp>(name);
@@ -571,8 +574,15 @@ FailureOr<ProgramPlan> mlir::braid::planProgram(ModuleOp module,
     plan.inputs.push_back({"", argType, offset});
     offset += align(getTensorBytes(argType));
   }
-  plan.lossOffset = offset;
-  offset += align(getTensorBytes(lossType));
+  for (auto [index, result] : llvm::enumerate(type.getResults())) {
+    auto resultType = dyn_cast<RankedTensorType>(result);
+    if (!resultType || !resultType.hasStaticShape())
+      return plan.entry.emitError("result #")
+             << index << " of an entry point must be a static tensor, found "
+             << result;
+    plan.outputs.push_back({"", resultType, offset});
+    offset += align(getTensorBytes(resultType));
+  }
   plan.persistentBytes = offset;
 
   plan.detail = detail;

@@ -23,6 +23,7 @@
 
 #include "dialects/braid/Analysis/ElementwiseFusion.h"
 #include "dialects/braid/Analysis/Grid.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -105,10 +106,14 @@ struct ProgramPlan {
   /// ranges that a step defers to the next), planned in the frame the
   /// entry's takes when it does not run.
   func::FuncOp finish;
+  /// What kind of program the entry is (a training step's one output is its
+  /// loss).
+  EntryKind kind = EntryKind::TrainStep;
   /// Parameters and program state in declaration order, then the entry's
-  /// inputs.
-  SmallVector<PersistentTensor> params, states, inputs;
-  int64_t lossOffset = 0;
+  /// inputs and its outputs (its results, in order), each at its own place
+  /// of the arena's persistent part: the runtime fills the inputs before a
+  /// call and reads the outputs after it.
+  SmallVector<PersistentTensor> params, states, inputs, outputs;
   /// Bytes before the entry's frame.
   int64_t persistentBytes = 0;
   /// The planned peak: persistent bytes plus the entry's frame.

@@ -61,7 +61,13 @@ struct BraidPrintMemoryPlanPass
     for (auto [i, input] : llvm::enumerate(plan->inputs))
       os << "input #" << i << " offset " << input.offset << " bytes "
          << getTensorBytes(input.type) << "\n";
-    os << "loss offset " << plan->lossOffset << " bytes 4\n";
+    // A training step's one output is its loss.
+    if (plan->kind == EntryKind::TrainStep)
+      os << "loss offset " << plan->outputs.front().offset << " bytes 4\n";
+    else
+      for (auto [i, output] : llvm::enumerate(plan->outputs))
+        os << "output #" << i << " offset " << output.offset << " bytes "
+           << getTensorBytes(output.type) << "\n";
     for (auto &[op, fp] : plan->functions) {
       os << "func @" << fp->func.getSymName() << " frame_bytes "
          << fp->frameBytes << "\n";

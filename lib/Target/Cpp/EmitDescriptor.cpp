@@ -130,6 +130,9 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
       return failure();
     inputShardings.push_back(shardingArrays(*sharding ? &**sharding : nullptr));
   }
+  SmallVector<std::string> outputShapes;
+  for (const PersistentTensor &out : plan.outputs)
+    outputShapes.push_back(shapeArray(out.type));
 
   // A ZeRO-1/2 moment of a tp-sharded weight (opt.m.W, opt.v.W) is a flat
   // range of W's block, dumped through the block (runtime.h: zero_axes):
@@ -215,6 +218,13 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
   }
   if (plan.inputs.empty())
     os << "  {nullptr, BRAID_I32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
+  // What a call writes: the entry's results, declared for the runtime.
+  os << "};\n\nconst braid_tensor_desc kOutputs[] = {\n";
+  for (auto [i, out] : llvm::enumerate(plan.outputs))
+    os << "  {nullptr, " << dtypeName(out.type) << ", " << out.type.getRank() << ", "
+       << outputShapes[i] << ", BRAID_INIT_ZEROS, 0, 0, " << out.offset << "},\n";
+  if (plan.outputs.empty())
+    os << "  {nullptr, BRAID_F32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
   os << "};\n\n";
 
   // One step: the entry over the persistent inputs. A partitioned program
@@ -225,7 +235,13 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
   });
   if (plan.inputs.empty())
     os << "nullptr";
-  os << "};\n  void *const results[] = {arena + " << plan.lossOffset << "};\n";
+  os << "};\n  void *const results[] = {";
+  llvm::interleaveComma(plan.outputs, os, [&](const PersistentTensor &out) {
+    os << "arena + " << out.offset;
+  });
+  if (plan.outputs.empty())
+    os << "nullptr";
+  os << "};\n";
   os << "  fn_" << identifier(plan.entry.getSymName()) << "(rt, arena, "
      << plan.persistentBytes << ", args, results);\n}\n\n";
   // What completes the parameters after a step (the runtime runs it before
@@ -248,13 +264,17 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
   }
   os << "const braid_program kProgram = {" << quoted(name) << ", "
      << plan.arenaBytes << ", " << persistent.size() << ", kParams, "
-     << plan.inputs.size() << ", kInputs, " << plan.lossOffset << ", step, "
+     << plan.inputs.size() << ", kInputs, "
+     << (plan.kind == EntryKind::TrainStep ? plan.outputs.front().offset : -1)
+     << ", step, "
      << (grid.empty() ? "nullptr" : quoted(grid)) << ", " << commGroups.size()
      << ", " << (commGroups.empty() ? "nullptr" : "kCommGroups") << ", "
      << (onPipelineAxis ? "\"pp\"" : "nullptr") << ", "
      << (onPipelineAxis ? *pipelineRank : 0) << ", "
      << (zigzagAxis.empty() ? std::string("nullptr") : quoted(zigzagAxis)) << ", "
-     << (plan.finish ? "finish" : "nullptr") << "};\n";
+     << (plan.finish ? "finish" : "nullptr") << ", BRAID_ENTRY_"
+     << StringRef(stringifyEntryKind(plan.kind)).upper() << ", "
+     << plan.outputs.size() << ", kOutputs};\n";
   return success();
 }
 

@@ -116,6 +116,14 @@ typedef struct braid_tensor_desc {
 
 typedef struct braid_rt braid_rt; /* opaque: backend, stream, arena, trace */
 
+/* The kinds of program entry points, numbered as the compiler's EntryKind. */
+typedef enum braid_entry_kind {
+  BRAID_ENTRY_TRAIN_STEP = 0,
+  BRAID_ENTRY_FORWARD = 1,
+  BRAID_ENTRY_PREFILL = 2,
+  BRAID_ENTRY_DECODE = 3,
+} braid_entry_kind;
+
 /* What a generated program exports (braid_program_get). */
 typedef struct braid_program {
   const char *name;
@@ -124,7 +132,7 @@ typedef struct braid_program {
   const braid_tensor_desc *params;
   int32_t num_inputs;
   const braid_tensor_desc *inputs;
-  int64_t loss_offset; /* a 0-d f32 in the arena, written by each step */
+  int64_t loss_offset; /* a training step's loss (its output 0, a 0-d f32); -1 otherwise */
   void (*step)(braid_rt *rt, char *arena);
   /* The grid the program was partitioned for ("dp=2,tp=2"); NULL or "" for
    * a single-rank program. */
@@ -162,6 +170,15 @@ typedef struct braid_program {
    * runs it before it reads the parameters (dumps) and at the end of the
    * run; it is idempotent, and a step that follows it is unchanged. */
   void (*finish)(braid_rt *rt, char *arena);
+  /* What the program's entry point computes (the compiler's braid.entry).
+   * A training step's one output is its loss, also at loss_offset; the
+   * driver of this runtime runs training steps and forward passes of the
+   * loss. */
+  braid_entry_kind entry_kind;
+  /* The entry's results in order: tensors of the arena's persistent part
+   * (name NULL) that each call of `step` writes. */
+  int32_t num_outputs;
+  const braid_tensor_desc *outputs;
 } braid_program;
 
 const braid_program *braid_program_get(void);

@@ -90,4 +90,4 @@
 // EMIT-NOT:     braid_rt_copy
 // EMIT:       void finish(braid_rt *rt, char *arena) {
 // EMIT-NEXT:    fn_step_finish(rt, arena, {{[0-9]+}}, nullptr, nullptr);
-// EMIT:       const braid_program kProgram = {{.*}}, "dp=2", {{.*}}, finish};
+// EMIT:       const braid_program kProgram = {{.*}}, "dp=2", {{.*}}, finish, BRAID_ENTRY_TRAIN_STEP, 1, kOutputs};

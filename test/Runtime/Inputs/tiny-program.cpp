@@ -7,7 +7,8 @@
 //   [256, 320)  h                f32  [2, 8]    (step activation)
 //   [320, 352)  tmp              f32  [8]       (step activation)
 // Variants: -DVARIANT_OVERLAP (a live-buffer overlap), -DVARIANT_PEAK (the plan
-// claims more than is used), -DVARIANT_SEND (send to self).
+// claims more than is used), -DVARIANT_SEND (send to self), -DVARIANT_DECODE
+// (an entry point of another kind than a training step).
 #include "braid/runtime.h"
 
 #include <string.h>
@@ -97,6 +98,9 @@ const braid_program kProgram = {
     352,
 #endif
     2, kParams, 1, kInputs, 208, step,
+#ifdef VARIANT_DECODE
+    nullptr, 0, nullptr, nullptr, 0, nullptr, nullptr, BRAID_ENTRY_DECODE,
+#endif
 };
 
 } // namespace

@@ -82,11 +82,14 @@ module attributes {braid.model = {name = "mlp", family = "gpt", vocab = 10 : i64
 // CHECK:      const braid_tensor_desc kInputs[] = {
 // CHECK-NEXT:   {"tokens", BRAID_I32, 2, kShape3, BRAID_INIT_TOKENS, 0, 10, 2368},
 // CHECK-NEXT:   {"labels", BRAID_I32, 2, kShape3, BRAID_INIT_TOKENS, 0, 10, 2432},
+// The entry's results are declared for the runtime: the step's loss.
+// CHECK:      const braid_tensor_desc kOutputs[] = {
+// CHECK-NEXT:   {nullptr, BRAID_F32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 2496},
 // The step runs the entry; the loss is what it returns (no reduction).
 // CHECK:      void step(braid_rt *rt, char *arena) {
 // CHECK-NEXT:   void *const args[] = {arena + 2368, arena + 2432};
 // CHECK-NEXT:   void *const results[] = {arena + 2496};
 // CHECK-NEXT:   fn_step(rt, arena, 2560, args, results);
 // CHECK-NEXT: }
-// CHECK:      const braid_program kProgram = {"mlp", 3840, 5, kParams, 2, kInputs, 2496, step, nullptr, 0, nullptr, nullptr, 0, nullptr, nullptr};
+// CHECK:      const braid_program kProgram = {"mlp", 3840, 5, kParams, 2, kInputs, 2496, step, nullptr, 0, nullptr, nullptr, 0, nullptr, nullptr, BRAID_ENTRY_TRAIN_STEP, 1, kOutputs};
 // CHECK:      extern "C" const braid_program *braid_program_get(void) { return &kProgram; }

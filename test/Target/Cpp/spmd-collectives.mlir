@@ -93,4 +93,4 @@ module attributes {braid.model = {name = "collectives", family = "gpt", vocab = 
 // A coordinate over axes out of grid order, from the single-axis ones.
 // CHECK:        braid_k_slice(rt, BRAID_F32, {{.*}}, 1, 4, 1, 8, (coord(rt, "tp") * 2 + coord(rt, "dp")) * 1);
 
-// CHECK:      const braid_program kProgram = {"collectives", {{.*}}, step, "dp=2,tp=2", 0, nullptr, nullptr, 0, nullptr, nullptr};
+// CHECK:      const braid_program kProgram = {"collectives", {{.*}}, step, "dp=2,tp=2", 0, nullptr, nullptr, 0, nullptr, nullptr, BRAID_ENTRY_TRAIN_STEP, 1, kOutputs};

@@ -83,4 +83,4 @@ module attributes {braid.model = {name = "mlp-tp", family = "gpt", vocab = 16 : 
 // CHECK:      void step(braid_rt *rt, char *arena) {
 // CHECK-NOT:  braid_all_reduce
 // CHECK:      }
-// CHECK:      const braid_program kProgram = {"mlp-tp", {{[0-9]+}}, 5, kParams, 2, kInputs, {{[0-9]+}}, step, "dp=2,tp=2", 0, nullptr, nullptr, 0, nullptr, nullptr};
+// CHECK:      const braid_program kProgram = {"mlp-tp", {{[0-9]+}}, 5, kParams, 2, kInputs, {{[0-9]+}}, step, "dp=2,tp=2", 0, nullptr, nullptr, 0, nullptr, nullptr, BRAID_ENTRY_TRAIN_STEP, 1, kOutputs};
