@@ -51,10 +51,9 @@ LogicalResult checkOptions(const TrainingPipelineOptions &pipeline,
   if (pipeline.virtualStages < 1)
     return bad("--virtual-stages must be at least 1, found " +
                Twine(pipeline.virtualStages.getValue()));
-  if (!llvm::is_contained({"gpipe", "1f1b", "interleaved", "zb-h1"},
-                          StringRef(pipeline.schedule)))
-    return bad("--schedule must be gpipe, 1f1b, interleaved or zb-h1, found '" +
-               pipeline.schedule + "'");
+  if (!mlir::braid::symbolizeScheduleKind(pipeline.schedule))
+    return bad("--schedule must be " + mlir::braid::enumKeywords<mlir::braid::ScheduleKind>() +
+               ", found '" + pipeline.schedule + "'");
   if (llvm::any_of(pipeline.ppLayout, [](int64_t n) { return n < 1; })) {
     std::string layout;
     for (int64_t n : pipeline.ppLayout)

@@ -19,18 +19,6 @@ using namespace braid;
 using namespace braid::plan;
 using cost::TransferKind;
 
-const char *braid::plan::recomputeName(Recompute r) {
-  switch (r) {
-  case Recompute::None:
-    return "none";
-  case Recompute::Selective:
-    return "selective";
-  case Recompute::Full:
-    return "full";
-  }
-  return "?";
-}
-
 const char *braid::plan::commKindName(CommKind kind) {
   static const char *names[] = {"tp", "cp", "ep", "pp", "dp", "zero-gather"};
   return names[size_t(kind)];
@@ -169,9 +157,7 @@ Estimate PlanCost::simulate(const Plan &p) {
   // an error here is the simulator's (left as the closed form).
   mlir::MLIRContext context;
   mlir::Location loc = mlir::UnknownLoc::get(&context);
-  mlir::braid::ScheduleKind kind = p.vpp > 1      ? mlir::braid::ScheduleKind::Interleaved
-                                   : p.zeroBubble ? mlir::braid::ScheduleKind::ZeroBubbleH1
-                                                  : mlir::braid::ScheduleKind::OneFOneB;
+  mlir::braid::ScheduleKind kind = p.schedule();
   mlir::FailureOr<mlir::braid::PipelineSchedule> schedule =
       mlir::braid::buildSchedule(kind, p.pp, p.vpp, p.microbatches, loc);
   if (mlir::failed(schedule))

@@ -39,6 +39,7 @@
 #include "ModelShape.h"
 
 #include "../CostModel/ComputeCost.h"
+#include "dialects/braid/IR/BraidEnums.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -49,8 +50,9 @@
 
 namespace braid::plan {
 
-enum class Recompute { None, Selective, Full };
-const char *recomputeName(Recompute r);
+/// The compiler's recompute policies (none, selective, full), defined once
+/// in BraidBase.td: stringifyRecompute names one, symbolizeRecompute parses.
+using Recompute = mlir::braid::Recompute;
 
 struct Plan {
   int64_t dp = 1, ep = 1, cp = 1, tp = 1, pp = 1, vpp = 1;
@@ -60,6 +62,13 @@ struct Plan {
   /// ZB-H1 (Qi et al. 2023): the backward split into the input's gradient
   /// and the weight's, which fills the 1F1B bubble (pp > 1, vpp == 1).
   bool zeroBubble = false;
+  /// The pipeline schedule these fields describe (1f1b, interleaved or
+  /// zb-h1; meaningful with pp > 1).
+  mlir::braid::ScheduleKind schedule() const {
+    return vpp > 1       ? mlir::braid::ScheduleKind::Interleaved
+           : zeroBubble ? mlir::braid::ScheduleKind::ZeroBubbleH1
+                        : mlir::braid::ScheduleKind::OneFOneB;
+  }
   int zero = 0;
   Recompute recompute = Recompute::None;
   /// Norms and residuals sharded over tp along the sequence (with tp > 1).

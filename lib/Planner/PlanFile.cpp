@@ -53,10 +53,10 @@ RunFlags braid::plan::runFlags(const Plan &p, bool bf16) {
   RunFlags f;
   f.grid = p.gridString();
   f.zero = p.zero;
-  f.recompute = recomputeName(p.recompute);
+  f.recompute = mlir::braid::stringifyRecompute(p.recompute).str();
   f.microbatches = p.microbatches;
   f.virtualStages = p.vpp;
-  f.schedule = p.vpp > 1 ? "interleaved" : p.zeroBubble ? "zb-h1" : "1f1b";
+  f.schedule = mlir::braid::stringifyScheduleKind(p.schedule()).str();
   for (size_t i = 0; i < p.layout.size(); ++i)
     f.ppLayout += (i ? "," : "") + std::to_string(p.layout[i]);
   f.sequenceParallel = p.sequenceParallel && p.tp > 1;

@@ -33,7 +33,7 @@ void printTable(raw_ostream &os, const std::vector<RankedPlan> &plans) {
     os << format("%-4zu %-30s %3s %4lld %6lld %4d %-9s %9.3f %5.1f%% %11.0f %7.1f %6.3f (%4.1f%%) "
                  "%6.1f%%%s\n",
                  i + 1, p.gridString().c_str(), vpp.c_str(), (long long)p.microBatch,
-                 (long long)p.microbatches, p.zero, recomputeName(p.recompute), e.stepSeconds,
+                 (long long)p.microbatches, p.zero, mlir::braid::stringifyRecompute(p.recompute).data(), e.stepSeconds,
                  100 * e.mfu, e.tokensPerSecond, gb(e.memoryBytes()), e.exposedSeconds(),
                  100 * e.exposedSeconds() / e.stepSeconds,
                  100 * e.bubbleSeconds / e.stepSeconds, e.fits ? "" : "  does not fit");
@@ -49,7 +49,7 @@ void printExplain(raw_ostream &os, const RankedPlan &r) {
   os << "plan " << p.gridString() << " vpp=" << p.vpp
      << (p.zeroBubble ? " schedule=zb-h1" : "") << " mbs=" << p.microBatch
      << " microbatches=" << p.microbatches << " zero=" << p.zero
-     << " recompute=" << recomputeName(p.recompute)
+     << " recompute=" << mlir::braid::stringifyRecompute(p.recompute)
      << " sequence-parallel=" << (p.sequenceParallel && p.tp > 1 ? "true" : "false") << "\n";
   os << "  layers per chunk:";
   for (int64_t l : e.layout)
@@ -101,8 +101,8 @@ json::Object toJson(const RankedPlan &r) {
       {"grid", p.gridString()},
       {"dp", p.dp}, {"ep", p.ep}, {"cp", p.cp}, {"tp", p.tp}, {"pp", p.pp},
       {"vpp", p.vpp}, {"micro_batch", p.microBatch}, {"microbatches", p.microbatches},
-      {"schedule", p.pp == 1 ? "none" : p.vpp > 1 ? "interleaved" : p.zeroBubble ? "zb-h1" : "1f1b"},
-      {"zero", p.zero}, {"recompute", recomputeName(p.recompute)},
+      {"schedule", p.pp == 1 ? "none" : mlir::braid::stringifyScheduleKind(p.schedule()).str()},
+      {"zero", p.zero}, {"recompute", mlir::braid::stringifyRecompute(p.recompute).str()},
       {"sequence_parallel", p.sequenceParallel && p.tp > 1},
       {"layout", std::move(layout)},
       {"step_s", e.stepSeconds}, {"compute_s", e.computeSeconds},
@@ -154,20 +154,17 @@ Expected<Plan> parsePlan(StringRef text, int64_t batch) {
         p.zero = int(n);
       haveMicrobatches |= key == "microbatches";
     } else if (key == "schedule") {
-      if (value != "1f1b" && value != "interleaved" && value != "zb-h1")
+      std::optional<mlir::braid::ScheduleKind> kind = mlir::braid::symbolizeScheduleKind(value);
+      if (!kind || *kind == mlir::braid::ScheduleKind::GPipe)
         return bad("schedule is 1f1b, interleaved (with vpp > 1) or zb-h1");
-      p.zeroBubble = value == "zb-h1";
+      p.zeroBubble = *kind == mlir::braid::ScheduleKind::ZeroBubbleH1;
     } else if (key == "sp") {
       p.sequenceParallel = value == "true" || value == "1";
     } else if (key == "recompute") {
-      if (value == "none")
-        p.recompute = Recompute::None;
-      else if (value == "selective")
-        p.recompute = Recompute::Selective;
-      else if (value == "full")
-        p.recompute = Recompute::Full;
-      else
-        return bad("recompute is none, selective or full");
+      std::optional<Recompute> recompute = mlir::braid::symbolizeRecompute(value);
+      if (!recompute)
+        return bad("recompute is " + mlir::braid::enumKeywords<Recompute>());
+      p.recompute = *recompute;
     } else if (key == "layout") {
       SmallVector<StringRef> parts;
       value.split(parts, ':');

@@ -253,10 +253,10 @@ int main(int argc, char **argv) {
     StringRef(recomputes).split(items, ',', -1, false);
     for (StringRef r : items) {
       r = r.trim();
-      if (r == "none") options.recomputes.push_back(Recompute::None);
-      else if (r == "selective") options.recomputes.push_back(Recompute::Selective);
-      else if (r == "full") options.recomputes.push_back(Recompute::Full);
-      else return fail("--recompute lists none, selective, full");
+      std::optional<Recompute> recompute = mlir::braid::symbolizeRecompute(r);
+      if (!recompute)
+        return fail("--recompute lists " + mlir::braid::enumKeywords<Recompute>());
+      options.recomputes.push_back(*recompute);
     }
     if (options.zeroStages.empty() || options.recomputes.empty())
       return fail("--zero and --recompute list at least one choice");

@@ -155,29 +155,6 @@ mlir::braid::layoutLayers(ArrayRef<int64_t> costs, ArrayRef<int64_t> counts,
 // Schedules
 //===----------------------------------------------------------------------===//
 
-std::optional<ScheduleKind> mlir::braid::parseScheduleKind(StringRef name) {
-  return llvm::StringSwitch<std::optional<ScheduleKind>>(name)
-      .Case("gpipe", ScheduleKind::GPipe)
-      .Case("1f1b", ScheduleKind::OneFOneB)
-      .Case("interleaved", ScheduleKind::Interleaved)
-      .Case("zb-h1", ScheduleKind::ZeroBubbleH1)
-      .Default(std::nullopt);
-}
-
-StringRef mlir::braid::stringifyScheduleKind(ScheduleKind kind) {
-  switch (kind) {
-  case ScheduleKind::GPipe:
-    return "gpipe";
-  case ScheduleKind::OneFOneB:
-    return "1f1b";
-  case ScheduleKind::Interleaved:
-    return "interleaved";
-  case ScheduleKind::ZeroBubbleH1:
-    return "zb-h1";
-  }
-  return "";
-}
-
 std::string PipelineSchedule::label(const PipelineAction &action) const {
   const char *kinds = "FBW";
   std::string text =

@@ -12,6 +12,8 @@
 #ifndef BRAID_DIALECT_BRAID_ANALYSIS_PIPELINESCHEDULE_H
 #define BRAID_DIALECT_BRAID_ANALYSIS_PIPELINESCHEDULE_H
 
+#include "dialects/braid/IR/BraidEnums.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/SmallVector.h"
@@ -54,11 +56,8 @@ FailureOr<SmallVector<LayerChunk>> layoutLayers(ArrayRef<int64_t> costs,
 // Schedules
 //===----------------------------------------------------------------------===//
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubbleH1 };
-
-/// gpipe, 1f1b, interleaved, zb-h1.
-std::optional<ScheduleKind> parseScheduleKind(StringRef name);
-StringRef stringifyScheduleKind(ScheduleKind kind);
+// ScheduleKind is the dialect's enum (BraidEnums.h): symbolizeScheduleKind
+// parses a name, stringifyScheduleKind prints one.
 
 /// F: forward; B: backward (input gradient only when the schedule splits
 /// the backward, else the whole backward); W: weight gradient.

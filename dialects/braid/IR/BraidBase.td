@@ -82,6 +82,37 @@ def Braid_EntryKind : I32EnumAttr<"EntryKind", "kind of a program entry point", 
   let genSpecializedAttr = 0;
 }
 
+// Choices of the compiler, defined once: the passes' options, the training
+// pipeline's, braid-run's, braid-plan's and its plan file parse and print
+// them through the generated symbolize* / stringify* (BraidEnums.h).
+
+// Activation recompute (--braid-autodiff): what the backward recomputes
+// instead of keeping from the forward.
+def Braid_Recompute : I32EnumAttr<"Recompute", "activation recompute policy", [
+    I32EnumAttrCase<"None", 0, "none">,
+    // The attention cores (Korthikanti et al. 2022's selective recompute).
+    I32EnumAttrCase<"Selective", 1, "selective">,
+    // Every layer's forward, from its input.
+    I32EnumAttrCase<"Full", 2, "full">
+  ]> {
+  let cppNamespace = "::mlir::braid";
+  let genSpecializedAttr = 0;
+}
+
+// A pipeline schedule (--braid-pipeline, PipelineSchedule.h).
+def Braid_ScheduleKind : I32EnumAttr<"ScheduleKind", "pipeline schedule", [
+    I32EnumAttrCase<"GPipe", 0, "gpipe">,
+    I32EnumAttrCase<"OneFOneB", 1, "1f1b">,
+    // 1F1B over virtual stages (Narayanan et al. 2021).
+    I32EnumAttrCase<"Interleaved", 2, "interleaved">,
+    // ZB-H1 (Qi et al. 2023): the backward split into input and weight
+    // gradients, which fill the 1F1B bubble.
+    I32EnumAttrCase<"ZeroBubbleH1", 3, "zb-h1">
+  ]> {
+  let cppNamespace = "::mlir::braid";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//

@@ -10,7 +10,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "dialects/braid/IR/BraidEnums.h.inc"
+#include "dialects/braid/IR/BraidEnums.h"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/braid/IR/BraidAttrs.h.inc"

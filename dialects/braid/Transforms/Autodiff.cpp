@@ -46,8 +46,6 @@ using namespace mlir;
 using namespace mlir::braid;
 
 namespace {
-enum class Recompute { None, Selective, Full };
-
 
 std::optional<int64_t> stageOf(Operation *op) {
   if (op)
@@ -503,16 +501,10 @@ struct BraidAutodiffPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    Recompute policy;
-    if (recompute == "none")
-      policy = Recompute::None;
-    else if (recompute == "selective")
-      policy = Recompute::Selective;
-    else if (recompute == "full")
-      policy = Recompute::Full;
-    else {
-      module.emitError("--braid-autodiff: recompute must be none, selective "
-                       "or full, found '")
+    std::optional<Recompute> policy = symbolizeRecompute(recompute);
+    if (!policy) {
+      module.emitError("--braid-autodiff: recompute must be ")
+          << enumKeywords<Recompute>() << ", found '"
           << recompute << "'";
       return signalPassFailure();
     }
@@ -520,7 +512,7 @@ struct BraidAutodiffPass
         getUniqueEntry(module, EntryKind::TrainStep, "--braid-autodiff");
     if (failed(step))
       return signalPassFailure();
-    if (failed(Autodiff(module, policy).differentiateStep(*step)))
+    if (failed(Autodiff(module, *policy).differentiateStep(*step)))
       signalPassFailure();
   }
 };

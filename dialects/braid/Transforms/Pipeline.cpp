@@ -597,10 +597,10 @@ struct BraidPipelinePass
     int64_t microbatches = 1;
     if (auto attr = step->getAttrOfType<IntegerAttr>("braid.microbatches"))
       microbatches = attr.getInt();
-    std::optional<ScheduleKind> kind = parseScheduleKind(schedule);
+    std::optional<ScheduleKind> kind = symbolizeScheduleKind(schedule);
     if (!kind) {
       emitError(loc, "unknown pipeline schedule '")
-          << schedule << "'; expected gpipe, 1f1b, interleaved or zb-h1";
+          << schedule << "'; expected " << enumKeywords<ScheduleKind>();
       return signalPassFailure();
     }
     FailureOr<std::optional<Grid>> gridOf = Grid::of(module);

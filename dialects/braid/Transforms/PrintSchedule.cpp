@@ -81,10 +81,10 @@ struct BraidPrintSchedulePass
       loc = steps.front().getLoc();
 
     // Options first: they are wrong whatever the model.
-    std::optional<ScheduleKind> kind = parseScheduleKind(schedule);
+    std::optional<ScheduleKind> kind = symbolizeScheduleKind(schedule);
     if (!kind) {
       emitError(loc, "unknown pipeline schedule '")
-          << schedule << "'; expected gpipe, 1f1b, interleaved or zb-h1";
+          << schedule << "'; expected " << enumKeywords<ScheduleKind>();
       return signalPassFailure();
     }
     FailureOr<PipelineSchedule> plan =
