@@ -111,9 +111,116 @@ int64_t placeIntervals(MutableArrayRef<Interval> intervals) {
   return extent;
 }
 
+/// Where ops of one block touch persistent tensors, by the tensor's name:
+/// the positions (in block order) of the ops that name it (itself or
+/// through a callee: PersistentEffects) and of those that write it, each
+/// list ascending. A scan of the ops between two positions for one that
+/// names or writes a tensor becomes a binary search: a ZeRO step sets and
+/// views every parameter, each over a stretch of the step that grows with
+/// the model.
+class TouchIndex {
+public:
+  TouchIndex(Block &block, SymbolTable &symbols, PersistentEffects &effects) {
+    for (Operation &op : block) {
+      unsigned at = order.size();
+      order[&op] = at;
+      const PersistentEffects::Summary *callee = nullptr;
+      if (auto call = dyn_cast<func::CallOp>(op))
+        if (auto f = symbols.lookup<func::FuncOp>(call.getCallee()); f && !f.isExternal())
+          callee = &effects.of(f);
+      llvm::StringSet<> own;
+      PersistentEffects::namedByOp(&op, own);
+      for (const auto &name : own)
+        addOnce(named[name.getKey()], at);
+      if (StringRef w = PersistentEffects::writtenByOp(&op); !w.empty())
+        addOnce(written[w], at);
+      if (callee) {
+        for (const auto &name : callee->named)
+          addOnce(named[name.getKey()], at);
+        for (const auto &name : callee->written)
+          addOnce(written[name.getKey()], at);
+      }
+    }
+  }
+
+  /// The position of `op` in the block.
+  unsigned positionOf(Operation *op) const { return order.lookup(op); }
+  /// Whether an op at a position in (`from`, `to`) names `name`.
+  bool namedBetween(StringRef name, unsigned from, unsigned to) const {
+    return anyBetween(named, name, from, to);
+  }
+  /// Whether an op at a position in (`from`, `to`) writes `name`.
+  bool writtenBetween(StringRef name, unsigned from, unsigned to) const {
+    return anyBetween(written, name, from, to);
+  }
+  /// The positions in (`from`, `to`) of `list`, ascending.
+  static ArrayRef<unsigned> between(ArrayRef<unsigned> list, unsigned from, unsigned to) {
+    auto first = std::upper_bound(list.begin(), list.end(), from);
+    auto last = std::lower_bound(first, list.end(), to);
+    return ArrayRef<unsigned>(&*first, last - first);
+  }
+
+private:
+  llvm::DenseMap<Operation *, unsigned> order;
+  llvm::StringMap<SmallVector<unsigned, 4>> named, written;
+
+  static void addOnce(SmallVector<unsigned, 4> &list, unsigned at) {
+    if (list.empty() || list.back() != at)
+      list.push_back(at);
+  }
+  static bool anyBetween(const llvm::StringMap<SmallVector<unsigned, 4>> &lists, StringRef name,
+                         unsigned from, unsigned to) {
+    auto it = lists.find(name);
+    return it != lists.end() && !between(it->second, from, to).empty();
+  }
+};
+
+/// The positions ops execute at, in block order, and the first op after a
+/// given one executing after a given position: a sparse table of maxima
+/// over the positions, built when first asked.
+class ExecutionOrder {
+public:
+  explicit ExecutionOrder(SmallVector<unsigned> positions) : positions(std::move(positions)) {}
+
+  /// The least j > `i` whose position exceeds `last` (the block's size if
+  /// none).
+  unsigned firstAbove(unsigned i, unsigned last) {
+    unsigned n = positions.size();
+    if (levels.empty())
+      build();
+    unsigned j = i + 1;
+    // Jump over spans whose maximum stays within `last`, the longest first.
+    for (unsigned k = levels.size(); k-- > 0;)
+      if (j + (1u << k) <= n && levels[k][j] <= last)
+        j += 1u << k;
+    return std::min(j, n);
+  }
+
+private:
+  SmallVector<unsigned> positions;
+  /// levels[k][j]: the greatest position among [j, j + 2^k).
+  SmallVector<SmallVector<unsigned>> levels;
+
+  void build() {
+    levels.push_back(positions);
+    for (unsigned k = 1; (1u << k) <= positions.size(); ++k) {
+      const SmallVector<unsigned> &prev = levels[k - 1];
+      SmallVector<unsigned> next(positions.size() - (1u << k) + 1);
+      for (unsigned j = 0; j < next.size(); ++j)
+        next[j] = std::max(prev[j], prev[j + (1u << (k - 1))]);
+      levels.push_back(std::move(next));
+    }
+  }
+};
+
 class MemoryPlanner {
 public:
-  MemoryPlanner(ModuleOp module, ProgramPlan &plan) : symbols(module), plan(plan) {}
+  MemoryPlanner(ModuleOp module, ProgramPlan &plan) : symbols(module), plan(plan) {
+    // ProgramPlan::offsetOf by name, hashed: a step reads every parameter.
+    for (const SmallVector<PersistentTensor> *list : {&plan.params, &plan.states})
+      for (const PersistentTensor &tensor : *list)
+        offsets.try_emplace(tensor.name, tensor.offset);
+  }
 
   /// Plans `func` after every function it calls.
   LogicalResult planRecursively(func::FuncOp func);
@@ -123,8 +230,13 @@ private:
   ProgramPlan &plan;
   llvm::DenseSet<Operation *> onStack;
   PersistentEffects effects{symbols};
+  llvm::StringMap<int64_t> offsets;
 
   LogicalResult planFunction(func::FuncOp func);
+  std::optional<int64_t> offsetOf(StringRef name) const {
+    auto it = offsets.find(name);
+    return it == offsets.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
 };
 
 } // namespace
@@ -191,8 +303,36 @@ LogicalResult MemoryPlanner::planFunction(func::FuncOp func) {
     if (auto get = dyn_cast<GetParamOp>(op)) {
       StringRef name = get.getName();
       leaderStorage[classes.getLeaderValue(get.getResult())] = {
-          Storage::Kind::Param, *plan.offsetOf(name), 0, name};
+          Storage::Kind::Param, *offsetOf(name), 0, name};
     }
+  // Where the ops of the block name and write persistent tensors, built
+  // when a set or a range asks.
+  std::optional<TouchIndex> touchIndex;
+  auto touchesOf = [&]() -> TouchIndex & {
+    if (!touchIndex)
+      touchIndex.emplace(block, symbols, effects);
+    return *touchIndex;
+  };
+  // The positions of the ops reading a value stored in each parameter
+  // (braid.get_param's, through reshapes).
+  std::optional<llvm::StringMap<SmallVector<unsigned, 4>>> paramReaders;
+  auto paramReadersOf = [&](StringRef name) -> ArrayRef<unsigned> {
+    if (!paramReaders) {
+      paramReaders.emplace();
+      for (Operation &op : block)
+        for (Value operand : op.getOperands()) {
+          auto storage = leaderStorage.find(classes.getLeaderValue(operand));
+          if (storage == leaderStorage.end() || storage->second.kind != Storage::Kind::Param)
+            continue;
+          SmallVector<unsigned, 4> &list = (*paramReaders)[storage->second.name];
+          unsigned at = touchesOf().positionOf(&op);
+          if (list.empty() || list.back() != at)
+            list.push_back(at);
+        }
+    }
+    auto it = paramReaders->find(name);
+    return it == paramReaders->end() ? ArrayRef<unsigned>() : ArrayRef<unsigned>(it->second);
+  };
   // A value set into a parameter is stored in the parameter (a ZeRO
   // all-gather then writes it in place) when it is the set's alone and
   // nothing reads or writes the parameter between its definition and the
@@ -208,23 +348,16 @@ LogicalResult MemoryPlanner::planFunction(func::FuncOp func) {
       continue;
     // An op touches the parameter when it names it (an update, a read of
     // a range; a call whose callee does) or reads a value stored in it
-    // (braid.get_param's, through reshapes).
-    auto touches = [&](Operation *other) {
-      if (effects.names(other, set.getParam()))
-        return true;
-      return llvm::any_of(other->getOperands(), [&](Value operand) {
-        auto storage = leaderStorage.find(classes.getLeaderValue(operand));
-        return storage != leaderStorage.end() &&
-               storage->second.kind == Storage::Kind::Param &&
-               storage->second.name == set.getParam();
-      });
-    };
-    bool untouched = true;
-    for (Operation *at = def->getNextNode(); at && at != set; at = at->getNextNode())
-      untouched &= !touches(at);
+    // (braid.get_param's, through reshapes). The values this loop stores
+    // in parameters are read by their sets alone, which name them: what
+    // touches a parameter is known before the loop.
+    StringRef name = set.getParam();
+    unsigned from = touchesOf().positionOf(def), to = touchesOf().positionOf(set);
+    bool untouched = !touchesOf().namedBetween(name, from, to) &&
+                     TouchIndex::between(paramReadersOf(name), from, to).empty();
     if (untouched)
       leaderStorage[classes.getLeaderValue(value)] = {
-          Storage::Kind::Param, *plan.offsetOf(set.getParam()), 0,
+          Storage::Kind::Param, *offsetOf(set.getParam()), 0,
           set.getParam()};
   }
   auto ret = cast<func::ReturnOp>(block.getTerminator());
@@ -253,6 +386,34 @@ LogicalResult MemoryPlanner::planFunction(func::FuncOp func) {
     return until;
   };
 
+  // The block's ops in order, and the positions they execute at.
+  SmallVector<Operation *> blockOps;
+  for (Operation &op : block)
+    blockOps.push_back(&op);
+  ExecutionOrder executionOrder(llvm::to_vector(
+      llvm::map_range(blockOps, [&](Operation *op) { return fp.position[op]; })));
+  // The positions of the ops other than braid.get_param defining a value
+  // stored in each parameter (a gather set into it).
+  std::optional<llvm::StringMap<SmallVector<unsigned, 4>>> paramWriters;
+  auto paramWritersOf = [&](StringRef name) -> ArrayRef<unsigned> {
+    if (!paramWriters) {
+      paramWriters.emplace();
+      for (auto [at, op] : llvm::enumerate(blockOps)) {
+        if (isa<GetParamOp>(op))
+          continue;
+        for (Value result : op->getResults()) {
+          auto stored = leaderStorage.find(classes.getLeaderValue(result));
+          if (stored == leaderStorage.end() || stored->second.kind != Storage::Kind::Param)
+            continue;
+          SmallVector<unsigned, 4> &list = (*paramWriters)[stored->second.name];
+          if (list.empty() || list.back() != at)
+            list.push_back(at);
+        }
+      }
+    }
+    auto it = paramWriters->find(name);
+    return it == paramWriters->end() ? ArrayRef<unsigned>() : ArrayRef<unsigned>(it->second);
+  };
   // A range of a parameter read while nothing writes the parameter is a
   // view of it, not a copy: ZeRO's all-gather of this rank's updated range
   // then sends from the parameter itself, into which it gathers (its own
@@ -273,23 +434,20 @@ LogicalResult MemoryPlanner::planFunction(func::FuncOp func) {
         last = std::max(last, readsUntil(*user));
         readers.push_back(user);
       }
-    bool untouched = true;
-    for (Operation *at = op.getNextNode(); at && untouched && fp.position[at] <= last;
-         at = at->getNextNode()) {
-      untouched &= !effects.writes(at, name);
-      // Another value stored in the parameter is written while the view is
-      // read: a gather that is not the view's reader.
-      if (!llvm::is_contained(readers, at))
-        for (Value result : at->getResults()) {
-          auto stored = leaderStorage.find(classes.getLeaderValue(result));
-          untouched &= !(stored != leaderStorage.end() &&
-                         stored->second.kind == Storage::Kind::Param &&
-                         stored->second.name == name && !isa<GetParamOp>(at));
-        }
-    }
+    // The ops after the range up to the first one executing after `last`
+    // (a fused member runs at its root, later than its own place).
+    TouchIndex &touches = touchesOf();
+    unsigned from = touches.positionOf(&op);
+    unsigned to = executionOrder.firstAbove(from, last);
+    bool untouched = !touches.writtenBetween(name, from, to);
+    // Another value stored in the parameter is written while the view is
+    // read: a gather that is not the view's reader.
+    if (untouched)
+      for (unsigned at : TouchIndex::between(paramWritersOf(name), from, to))
+        untouched &= llvm::is_contained(readers, blockOps[at]);
     if (!untouched)
       continue;
-    Storage view{Storage::Kind::ParamRange, *plan.offsetOf(name), 0, name};
+    Storage view{Storage::Kind::ParamRange, *offsetOf(name), 0, name};
     view.at = range.getOffset();
     view.elementBytes = range.getType().getElementTypeBitWidth() / 8;
     leaderStorage[leader] = view;
