@@ -122,12 +122,30 @@ private:
   /// its original does, and the gathers moved into it name nothing else.
   PersistentEffects effects{symbols};
 
+  /// Per block asked about: the ops naming each persistent tensor, in
+  /// block order (built when first asked, then kept current as gathers
+  /// move), so that finding a parameter's first reader does not rescan the
+  /// step for each of its parameters.
+  llvm::DenseMap<Block *, llvm::StringMap<SmallVector<Operation *, 4>>> namers;
+
+  llvm::StringMap<SmallVector<Operation *, 4>> &namersOf(Block &block) {
+    auto [it, inserted] = namers.try_emplace(&block);
+    if (inserted)
+      for (Operation &op : block)
+        for (const auto &name : effects.namedBy(&op))
+          it->second[name.getKey()].push_back(&op);
+    return it->second;
+  }
+
   /// The first op of `block` touching `g`'s parameter, `g`'s own aside.
   Operation *firstReader(Block &block, ParamGather g) {
     SmallVector<Operation *, 4> own = g.ops();
-    for (Operation &op : block)
-      if (!llvm::is_contained(own, &op) && effects.names(&op, g.set.getParam()))
-        return &op;
+    auto &byName = namersOf(block);
+    auto it = byName.find(g.set.getParam());
+    if (it != byName.end())
+      for (Operation *op : it->second)
+        if (!llvm::is_contained(own, op))
+          return op;
     return nullptr;
   }
 
@@ -190,11 +208,28 @@ private:
     };
     index(g.range.getOffset());
     b.setInsertionPoint(before);
+    SmallVector<Operation *, 4> copies;
     for (Operation *op : g.ops())
-      b.clone(*op, map);
+      copies.push_back(b.clone(*op, map));
+    // The copies of the range and the set name the parameter, before
+    // `before` (the block's first op naming it, or its terminator): first
+    // among the block's ops naming it. The index ops name nothing.
+    auto known = namers.find(&block);
+    if (known == namers.end())
+      return;
+    SmallVector<Operation *, 4> &list = known->second[g.set.getParam()];
+    auto at = llvm::find(list, before);
+    for (Operation *op : copies)
+      if (effects.names(op, g.set.getParam()))
+        at = std::next(list.insert(at, op));
   }
 
-  static void erase(ParamGather g) {
+  void erase(ParamGather g) {
+    // Of its ops, the range and the set name the parameter.
+    if (auto known = namers.find(g.set->getBlock()); known != namers.end())
+      if (auto list = known->second.find(g.set.getParam()); list != known->second.end())
+        llvm::erase_if(list->second,
+                       [&](Operation *op) { return llvm::is_contained(g.ops(), op); });
     g.set.erase();
     g.wait.erase();
     g.gather.erase();

@@ -46,6 +46,8 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
+#include <set>
+#include <tuple>
 #include <optional>
 
 using namespace mlir;
@@ -248,38 +250,137 @@ Graph build(Block &block, const mlir::braid::StepTiming *timing,
   return g;
 }
 
-} // namespace
-
-ListScheduleResult listSchedule(Block &block, const mlir::braid::StepTiming *timing,
-                                const ListScheduleRules &rules) {
-  Graph g = build(block, timing, rules);
+/// The ops' order of preference among ops stalling alike (`better` in the
+/// file's comment): what lets a transfer start, then the longer path
+/// (heights within 1e-12 of each other tie), then program order; without a
+/// timing model, program order. Returns each op's rank in it.
+SmallVector<unsigned> rankByPreference(const Graph &g, bool byCost) {
   size_t n = g.ops.size();
+  SmallVector<unsigned> order = llvm::to_vector(llvm::seq<unsigned>(0, unsigned(n)));
+  if (byCost) {
+    llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+      if (g.unlocks[a] != g.unlocks[b])
+        return bool(g.unlocks[a]);
+      return g.height[a] > g.height[b];
+    });
+    // A run of heights each within 1e-12 of the one before is one height.
+    for (size_t i = 0; i < n;) {
+      size_t j = i + 1;
+      while (j < n && g.unlocks[order[j]] == g.unlocks[order[i]] &&
+             std::abs(g.height[order[j - 1]] - g.height[order[j]]) <= 1e-12)
+        ++j;
+      std::sort(order.begin() + i, order.begin() + j);
+      i = j;
+    }
+  }
+  SmallVector<unsigned> rank(n);
+  for (auto [r, i] : llvm::enumerate(order))
+    rank[i] = r;
+  return rank;
+}
+
+/// The list scheduler's loop (see listSchedule). The ready ops are kept in
+/// sets ordered as the choice among them goes, so that each step looks at
+/// the few that can win instead of at every ready op (a ZeRO step's
+/// deferred gathers and the sets they end in are ready from the start):
+/// - `startable`: the transfers needing no wait, by (another stage waits
+///   for it, preference);
+/// - `unstalled`: the ops that would not stall (no wait pending, or the
+///   transfers of their waits done by the clock), by preference;
+/// - `stalled`: the others, by the end of their last transfer, then
+///   preference.
+/// An op that does not fit the memory budget is passed over in order.
+class ReadyList {
+public:
+  ReadyList(Block &block, const mlir::braid::StepTiming *timing, const ListScheduleRules &rules)
+      : block(block), timing(timing), rules(rules), g(build(block, timing, rules)),
+        n(g.ops.size()), memory(block, [this](Operation *op) { return this->rules.callBytes(op, true); }),
+        rank(rankByPreference(g, rules.byCost)) {}
+
+  ListScheduleResult run();
+
+private:
+  /// A ready op (or a transfer's unit): the waits it needs that are not
+  /// taken yet (ascending) and when the last of their transfers ends.
+  struct Candidate {
+    SmallVector<unsigned, 2> waits;
+    double end = 0;
+    bool ready = false;
+  };
+
+  Block &block;
+  const mlir::braid::StepTiming *timing;
+  const ListScheduleRules &rules;
+  Graph g;
+  size_t n;
   // The live bytes as ops are placed, calls holding their callees' frames
   // as scheduled, against the budget.
-  LiveBytes memory(block, [&](Operation *op) { return rules.callBytes(op, true); });
-  ListScheduleResult result;
-  const bool budgeted = rules.memoryBudget >= 0;
-  const int64_t budget = rules.memoryBudget;
+  LiveBytes memory;
+  SmallVector<unsigned> rank;
   // pending: preds not yet available. A pred is available once placed,
   // or, for a wait, once its transfer has started (the wait itself is taken
   // just before the first op that needs it).
-  SmallVector<unsigned> pending(n);
-  for (unsigned i = 0; i < n; ++i)
-    pending[i] = g.preds[i].size();
-  SmallVector<bool> emitted(n, false);
+  SmallVector<unsigned> pending;
+  SmallVector<bool> emitted;
   // A transfer is placed with its feeders, as one unit, once every pred of
   // the unit from outside it is available: unitPending counts those edges.
-  SmallVector<int64_t> owner(n, -1); // the transfer whose unit holds an op
-  SmallVector<unsigned> unitPending(n, 0);
-  auto unitOf = [&](unsigned t) {
-    SmallVector<unsigned> unit = g.feedersOf.lookup(t);
-    unit.push_back(t);
-    return unit;
-  };
-  for (unsigned t = 0; t < n; ++t)
-    if (g.kind[t] == Kind::Start)
-      for (unsigned m : unitOf(t))
-        owner[m] = t;
+  SmallVector<int64_t> owner; // the transfer whose unit holds an op
+  SmallVector<unsigned> unitPending;
+  /// Each candidate's ops: a transfer's unit (its feeders, then it), else
+  /// the op.
+  SmallVector<SmallVector<unsigned, 1>> members;
+  SmallVector<Candidate> candidates;
+  size_t readyCount = 0;
+  /// Per wait, the candidates that needed it when they became ready.
+  SmallVector<SmallVector<unsigned, 1>> needers;
+  /// The waits whose transfers have started, not taken yet.
+  std::set<unsigned> inFlight;
+  std::set<std::pair<unsigned, unsigned>> startable; // (cross ? 0 : n) + rank, op
+  std::set<std::pair<unsigned, unsigned>> unstalled; // rank, op
+  std::set<std::tuple<double, unsigned, unsigned>> stalled; // end, rank, op
+
+  double now = 0;
+  std::map<std::string, double> linkFree;
+  SmallVector<double> ends; // a transfer's: when its wait returns
+  SmallVector<Operation *> order;
+
+  void initialize();
+  void available(unsigned j);
+  void becomeReady(unsigned c);
+  void unlist(unsigned c);
+  void list(unsigned c);
+  double waitEnd(unsigned w) const;
+  double stallOf(const Candidate &c) const;
+  bool fits(unsigned c);
+  std::optional<unsigned> fitting();
+  std::optional<unsigned> anyCandidate();
+  std::optional<unsigned> freeingWait();
+  void emit(unsigned i);
+  void place(unsigned i);
+};
+
+void ReadyList::initialize() {
+  pending.resize(n);
+  for (unsigned i = 0; i < n; ++i)
+    pending[i] = g.preds[i].size();
+  emitted.assign(n, false);
+  owner.assign(n, -1);
+  unitPending.assign(n, 0);
+  members.resize(n);
+  candidates.resize(n);
+  needers.resize(n);
+  ends.assign(n, 0.0);
+  for (unsigned t = 0; t < n; ++t) {
+    if (g.kind[t] != Kind::Start) {
+      members[t] = {t};
+      continue;
+    }
+    SmallVector<unsigned> feeders = g.feedersOf.lookup(t);
+    members[t].assign(feeders.begin(), feeders.end());
+    members[t].push_back(t);
+    for (unsigned m : members[t])
+      owner[m] = t;
+  }
   for (unsigned m = 0; m < n; ++m)
     if (owner[m] >= 0)
       for (unsigned p : g.preds[m])
@@ -287,184 +388,254 @@ ListScheduleResult listSchedule(Block &block, const mlir::braid::StepTiming *tim
           ++unitPending[owner[m]];
   // Candidates: ops other than waits and unit members with every pred
   // available, and transfers whose unit is.
-  SmallVector<unsigned> ready;
-  std::function<void(unsigned)> available = [&](unsigned j) {
-    for (unsigned s : g.succs[j]) {
-      if (owner[s] >= 0) {
-        if (owner[s] != owner[j] && --unitPending[owner[s]] == 0)
-          ready.push_back(owner[s]);
-        continue;
-      }
-      if (--pending[s] == 0) {
-        if (g.kind[s] == Kind::Wait)
-          available(s);
-        else
-          ready.push_back(s);
-      }
-    }
-  };
   for (unsigned i = 0; i < n; ++i) {
     if (owner[i] >= 0) {
       if (owner[i] == int64_t(i) && unitPending[i] == 0)
-        ready.push_back(i);
+        becomeReady(i);
       continue;
     }
     if (pending[i] == 0) {
       if (g.kind[i] == Kind::Wait)
         available(i); // a wait of nothing in this block: a no-op
       else
-        ready.push_back(i);
+        becomeReady(i);
     }
   }
+}
 
-  double now = 0;
-  std::map<std::string, double> linkFree;
-  SmallVector<double> ends(n, 0.0); // a transfer's: when its wait returns
-  SmallVector<Operation *> order;
-  auto waitEnd = [&](unsigned w) {
-    double end = 0;
-    for (Value token : cast<dist::WaitOp>(g.ops[w]).getTokens())
-      if (Operation *start = inBlock(block, token.getDefiningOp()))
-        end = std::max(end, ends[g.index[start]]);
-    return end;
-  };
-  // The waits the ops of `unit` need that are not taken yet, in order.
-  auto waitsOf = [&](ArrayRef<unsigned> unit) {
-    SmallVector<unsigned> waits;
-    for (unsigned m : unit)
-      for (unsigned p : g.preds[m])
-        if (g.kind[p] == Kind::Wait && !emitted[p] && !llvm::is_contained(waits, p))
-          waits.push_back(p);
-    llvm::sort(waits);
-    return waits;
-  };
-  auto emit = [&](unsigned i) {
-    emitted[i] = true;
-    order.push_back(g.ops[i]);
-    memory.place(g.ops[i]);
-  };
-  // Places `i`: the waits it needs first (the clock then stands at their
-  // transfers' ends), then `i`: a transfer on its group's link, compute on
-  // the clock.
-  auto place = [&](unsigned i) {
-    llvm::erase(ready, i);
-    for (unsigned w : waitsOf({i})) {
-      now = std::max(now, waitEnd(w));
-      emit(w);
+void ReadyList::available(unsigned j) {
+  if (g.kind[j] == Kind::Wait && !emitted[j])
+    inFlight.insert(j);
+  for (unsigned s : g.succs[j]) {
+    if (owner[s] >= 0) {
+      if (owner[s] != owner[j] && --unitPending[owner[s]] == 0)
+        becomeReady(owner[s]);
+      continue;
     }
-    emit(i);
-    if (g.kind[i] == Kind::Start) {
-      Operation *op = g.ops[i];
-      double end = now;
-      if (timing)
-        if (auto t = timing->transfer(op)) {
-          double &free = linkFree[t->first.second];
-          double begins = std::max(now, free);
-          free = begins + t->second;
-          // A send's wait returns at once (the runtime's): the link is busy.
-          end = isa<dist::SendOp>(op) ? now : free;
-        }
-      ends[i] = end;
-    } else {
-      now += g.cost[i];
+    if (--pending[s] == 0) {
+      if (g.kind[s] == Kind::Wait)
+        available(s);
+      else
+        becomeReady(s);
     }
-    available(i);
-  };
-  // A candidate: an op, or a transfer's unit (its index: the transfer's).
-  auto membersOf = [&](unsigned i) {
-    return g.kind[i] == Kind::Start ? unitOf(i) : SmallVector<unsigned>{i};
-  };
-  // Whether `i` (a unit: its members together) fits the budget placed now,
-  // the waits it needs taken first.
-  auto fits = [&](unsigned i) {
-    if (!budgeted)
-      return true;
-    int64_t live = memory.live(), peak = live;
-    for (unsigned w : waitsOf(membersOf(i)))
-      live -= memory.freedBy(g.ops[w]);
-    for (unsigned m : membersOf(i)) {
-      int64_t during = memory.during(g.ops[m]) - memory.live() + live;
-      peak = std::max(peak, during);
-      live = during - rules.callBytes(g.ops[m], true) - memory.freedBy(g.ops[m]);
+  }
+}
+
+void ReadyList::becomeReady(unsigned c) {
+  Candidate &cand = candidates[c];
+  if (cand.ready)
+    return;
+  cand.ready = true;
+  ++readyCount;
+  for (unsigned m : members[c])
+    for (unsigned p : g.preds[m])
+      if (g.kind[p] == Kind::Wait && !emitted[p] && !llvm::is_contained(cand.waits, p))
+        cand.waits.push_back(p);
+  llvm::sort(cand.waits);
+  for (unsigned w : cand.waits) {
+    needers[w].push_back(c);
+    cand.end = std::max(cand.end, waitEnd(w));
+  }
+  list(c);
+}
+
+void ReadyList::unlist(unsigned c) {
+  startable.erase({(g.crossProgram[c] ? 0 : n) + rank[c], c});
+  unstalled.erase({rank[c], c});
+  stalled.erase({candidates[c].end, rank[c], c});
+}
+
+void ReadyList::list(unsigned c) {
+  const Candidate &cand = candidates[c];
+  if (cand.waits.empty() && g.kind[c] == Kind::Start)
+    startable.insert({(g.crossProgram[c] ? 0 : n) + rank[c], c});
+  if (stallOf(cand) == 0)
+    unstalled.insert({rank[c], c});
+  else
+    stalled.insert({cand.end, rank[c], c});
+}
+
+double ReadyList::waitEnd(unsigned w) const {
+  double end = 0;
+  for (Value token : cast<dist::WaitOp>(g.ops[w]).getTokens())
+    if (Operation *start = inBlock(block, token.getDefiningOp()))
+      end = std::max(end, ends[g.index.lookup(start)]);
+  return end;
+}
+
+double ReadyList::stallOf(const Candidate &c) const {
+  if (!rules.byCost || c.waits.empty())
+    return 0;
+  double stall = std::max(0.0, c.end - now);
+  return stall > 1e-12 ? stall : 0.0;
+}
+
+// Whether `c` (a unit: its members together) fits the budget placed now,
+// the waits it needs taken first.
+bool ReadyList::fits(unsigned c) {
+  if (rules.memoryBudget < 0)
+    return true;
+  int64_t live = memory.live(), peak = live;
+  for (unsigned w : candidates[c].waits)
+    live -= memory.freedBy(g.ops[w]);
+  for (unsigned m : members[c]) {
+    int64_t during = memory.during(g.ops[m]) - memory.live() + live;
+    peak = std::max(peak, during);
+    live = during - rules.callBytes(g.ops[m], true) - memory.freedBy(g.ops[m]);
+  }
+  return peak <= rules.memoryBudget;
+}
+
+// The candidate that fits and stalls least, preferred among those stalling
+// alike; none if nothing fits.
+std::optional<unsigned> ReadyList::fitting() {
+  for (auto [r, c] : unstalled)
+    if (fits(c))
+      return c;
+  // Ordered by their transfers' ends, the stalls ascend: the least among
+  // those that fit, the preferred one among those stalling as much.
+  std::optional<unsigned> best;
+  double bestStall = 0;
+  for (auto [end, r, c] : stalled) {
+    double stall = stallOf(candidates[c]);
+    if (best && stall != bestStall)
+      break;
+    if (!fits(c))
+      continue;
+    if (!best || rank[c] < rank[*best]) {
+      best = c;
+      bestStall = stall;
     }
-    return peak <= budget;
-  };
-  // Over the budget, the wait of a transfer in flight that frees the most
-  // bytes (a reduction's operand, its gradient), taken early: its
-  // transfer's end may stall the clock, but the schedule stays within the
-  // memory the program had.
-  auto freeingWait = [&]() -> std::optional<unsigned> {
-    std::optional<unsigned> best;
-    int64_t most = 0;
-    for (unsigned w = 0; w < n; ++w)
-      if (g.kind[w] == Kind::Wait && !emitted[w] && pending[w] == 0)
-        if (int64_t freed = memory.freedBy(g.ops[w]); freed > most) {
-          most = freed;
-          best = w;
-        }
-    return best;
-  };
-  auto stallOf = [&](unsigned i) {
-    double stall = 0;
-    if (rules.byCost)
-      for (unsigned w : waitsOf(membersOf(i)))
-        stall = std::max(stall, waitEnd(w) - now);
-    return stall > 1e-12 ? stall : 0.0;
-  };
-  // Whether `a` goes before `b`, both stalling alike (see the file's
-  // comment): what lets a transfer start, then the longer path, then
-  // program order.
-  auto better = [&](unsigned a, unsigned b) {
-    if (!rules.byCost)
-      return a < b;
-    if (g.unlocks[a] != g.unlocks[b])
-      return bool(g.unlocks[a]);
-    if (std::abs(g.height[a] - g.height[b]) > 1e-12)
-      return g.height[a] > g.height[b];
-    return a < b;
-  };
-  while (!ready.empty()) {
-    ArrayRef<unsigned> candidates = ready;
+  }
+  return best;
+}
+
+// The candidate that stalls least, preferred among those stalling alike.
+std::optional<unsigned> ReadyList::anyCandidate() {
+  if (!unstalled.empty())
+    return unstalled.begin()->second;
+  std::optional<unsigned> best;
+  double bestStall = 0;
+  for (auto [end, r, c] : stalled) {
+    double stall = stallOf(candidates[c]);
+    if (best && stall != bestStall)
+      break;
+    if (!best || rank[c] < rank[*best]) {
+      best = c;
+      bestStall = stall;
+    }
+  }
+  return best;
+}
+
+// Over the budget, the wait of a transfer in flight that frees the most
+// bytes (a reduction's operand, its gradient), taken early: its
+// transfer's end may stall the clock, but the schedule stays within the
+// memory the program had.
+std::optional<unsigned> ReadyList::freeingWait() {
+  std::optional<unsigned> best;
+  int64_t most = 0;
+  for (unsigned w : inFlight)
+    if (int64_t freed = memory.freedBy(g.ops[w]); freed > most) {
+      most = freed;
+      best = w;
+    }
+  return best;
+}
+
+void ReadyList::emit(unsigned i) {
+  emitted[i] = true;
+  order.push_back(g.ops[i]);
+  memory.place(g.ops[i]);
+  if (g.kind[i] != Kind::Wait)
+    return;
+  inFlight.erase(i);
+  // The candidates that needed this wait need it no more.
+  for (unsigned c : needers[i]) {
+    Candidate &cand = candidates[c];
+    if (!cand.ready || !llvm::is_contained(cand.waits, i))
+      continue;
+    unlist(c);
+    llvm::erase(cand.waits, i);
+    cand.end = 0;
+    for (unsigned w : cand.waits)
+      cand.end = std::max(cand.end, waitEnd(w));
+    list(c);
+  }
+  needers[i].clear();
+}
+
+// Places `i`: the waits it needs first (the clock then stands at their
+// transfers' ends), then `i`: a transfer on its group's link, compute on
+// the clock.
+void ReadyList::place(unsigned i) {
+  if (candidates[i].ready) {
+    unlist(i);
+    candidates[i].ready = false;
+    --readyCount;
+  }
+  SmallVector<unsigned> waits;
+  for (unsigned p : g.preds[i])
+    if (g.kind[p] == Kind::Wait && !emitted[p] && !llvm::is_contained(waits, p))
+      waits.push_back(p);
+  llvm::sort(waits);
+  for (unsigned w : waits) {
+    now = std::max(now, waitEnd(w));
+    emit(w);
+  }
+  emit(i);
+  if (g.kind[i] == Kind::Start) {
+    Operation *op = g.ops[i];
+    double end = now;
+    if (timing)
+      if (auto t = timing->transfer(op)) {
+        double &free = linkFree[t->first.second];
+        double begins = std::max(now, free);
+        free = begins + t->second;
+        // A send's wait returns at once (the runtime's): the link is busy.
+        end = isa<dist::SendOp>(op) ? now : free;
+      }
+    ends[i] = end;
+  } else {
+    now += g.cost[i];
+  }
+  available(i);
+}
+
+ListScheduleResult ReadyList::run() {
+  initialize();
+  ListScheduleResult result;
+  while (readyCount > 0) {
     // A transfer that needs no wait starts now: its link is busy early. A
     // pipeline's transfers first: another stage waits for them, which this
     // block's timing does not see.
-    std::optional<unsigned> start;
-    for (unsigned c : candidates)
-      if (g.kind[c] == Kind::Start && waitsOf(membersOf(c)).empty() && fits(c) &&
-          (!start || (g.crossProgram[c] != g.crossProgram[*start] ? bool(g.crossProgram[c])
-                                                                  : better(c, *start))))
-        start = c;
-    // Nothing fits the budget: free memory first, while a wait can.
-    SmallVector<unsigned> fitting;
-    if (!start) {
-      for (unsigned c : candidates)
-        if (fits(c))
-          fitting.push_back(c);
-      if (fitting.empty()) {
+    std::optional<unsigned> best;
+    for (auto [key, c] : startable)
+      if (fits(c)) {
+        best = c;
+        break;
+      }
+    if (!best) {
+      // The stalled ops whose transfers the clock has passed stall no more.
+      while (!stalled.empty() && stallOf(candidates[std::get<2>(*stalled.begin())]) == 0) {
+        unsigned c = std::get<2>(*stalled.begin());
+        stalled.erase(stalled.begin());
+        unstalled.insert({rank[c], c});
+      }
+      // Else the op that stalls least, then the preferred one. Nothing
+      // fits the budget: free memory first, while a wait can.
+      best = fitting();
+      if (!best) {
         if (std::optional<unsigned> w = freeingWait()) {
           now = std::max(now, waitEnd(*w));
           emit(*w);
           continue;
         }
-        fitting.assign(candidates.begin(), candidates.end());
+        best = anyCandidate();
       }
     }
-    // Else the op that stalls least, then the better.
-    unsigned best = start ? *start : fitting.front();
-    if (!start) {
-      double bestStall = stallOf(best);
-      for (unsigned c : llvm::drop_begin(fitting)) {
-        double stall = stallOf(c);
-        bool pick = (stall > 0) != (bestStall > 0) ? stall == 0
-                    : stall != bestStall           ? stall < bestStall
-                                                   : better(c, best);
-        if (pick) {
-          best = c;
-          bestStall = stall;
-        }
-      }
-    }
-    for (unsigned m : membersOf(best))
+    SmallVector<unsigned, 1> unit = members[*best];
+    for (unsigned m : unit)
       place(m);
   }
   // Every edge goes forward in the block's order, so every op is placed;
@@ -479,6 +650,13 @@ ListScheduleResult listSchedule(Block &block, const mlir::braid::StepTiming *tim
     op->moveBefore(&block, block.end());
   result.peak = memory.peak();
   return result;
+}
+
+} // namespace
+
+ListScheduleResult listSchedule(Block &block, const mlir::braid::StepTiming *timing,
+                                const ListScheduleRules &rules) {
+  return ReadyList(block, timing, rules).run();
 }
 
 } // namespace braid::conversion

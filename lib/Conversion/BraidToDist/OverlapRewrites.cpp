@@ -195,17 +195,28 @@ void specializeLastBackward(ModuleOp module, std::optional<int16_t> pp) {
 /// Returns the most bytes one call's moved gathers produce (0: none moved).
 int64_t hoistArgumentGathers(ModuleOp module) {
   int64_t largest = 0;
+  // The users of each symbol, found in one walk of the module rather than
+  // one per function (a module holds functions per layer). Moving gathers
+  // adds and removes no use of a function.
+  std::optional<SymbolTable::UseRange> allUses =
+      SymbolTable::getSymbolUses(&module.getBodyRegion());
+  if (!allUses)
+    return largest;
+  llvm::DenseMap<StringAttr, SmallVector<Operation *>> usersOf;
+  for (const SymbolTable::SymbolUse &use : *allUses)
+    usersOf[use.getSymbolRef().getRootReference()].push_back(use.getUser());
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal() || !func.getBody().hasOneBlock())
       continue;
-    std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(func, module);
-    if (!uses || uses->empty())
+    auto found = usersOf.find(func.getSymNameAttr());
+    if (found == usersOf.end())
       continue;
+    ArrayRef<Operation *> users = found->second;
     SmallVector<func::CallOp> calls;
-    for (const SymbolTable::SymbolUse &use : *uses)
-      if (auto call = dyn_cast<func::CallOp>(use.getUser()))
+    for (Operation *user : users)
+      if (auto call = dyn_cast<func::CallOp>(user))
         calls.push_back(call);
-    if (calls.size() != static_cast<size_t>(llvm::range_size(*uses)))
+    if (calls.size() != users.size())
       continue;
     // A pipeline action's (a model chunk's forward or backward per
     // micro-batch) keeps its gathers: moved to the stage's program they would
