@@ -142,7 +142,7 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
     std::string zeroBlock;
     StringRef name = p.name;
     if (name.consume_front("opt.m.") || name.consume_front("opt.v.")) {
-      auto param = module.lookupSymbol<ParamOp>(name);
+      auto param = symbols.lookup<ParamOp>(name);
       auto zero = zeroGroups.find(name);
       auto block = shardings.find(name);
       if (param && zero != zeroGroups.end() && block != shardings.end() &&
@@ -162,12 +162,12 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
   for (auto [i, p] : llvm::enumerate(persistent)) {
     InitKind kind;
     double std = 0.0;
-    if (auto param = module.lookupSymbol<ParamOp>(p.name)) {
+    if (auto param = symbols.lookup<ParamOp>(p.name)) {
       kind = param.getInit();
       if (FloatAttr attr = param.getInitStdAttr())
         std = attr.getValueAsDouble();
     } else {
-      kind = module.lookupSymbol<StateOp>(p.name).getInit();
+      kind = symbols.lookup<StateOp>(p.name).getInit();
     }
     std::string init = "BRAID_INIT_NORMAL";
     // s4d_real's period: the last dimension of the global tensor.

@@ -243,10 +243,23 @@ std::string rollRepeats(StringRef text, std::string &tables,
   constexpr size_t kMaxPeriod = 2048;
   std::string out;
   size_t n = statements.size();
+  // A period p repeats from i only if statement i + p has i's shape: the
+  // periods tried are the distances to the later statements of that shape
+  // (ascending), not every p up to the longest.
+  SmallVector<SmallVector<unsigned>> positions(shapeIds.size());
+  SmallVector<unsigned> occurrence(n);
+  for (auto [i, shape] : llvm::enumerate(shapes)) {
+    occurrence[i] = positions[shape].size();
+    positions[shape].push_back(i);
+  }
   for (size_t i = 0; i < n;) {
     size_t bestPeriod = 0, bestReps = 0;
     int64_t bestSaving = 0;
-    for (size_t p = 1; p <= kMaxPeriod && i + 2 * p <= n; ++p) {
+    ArrayRef<unsigned> later = ArrayRef(positions[shapes[i]]).drop_front(occurrence[i] + 1);
+    for (unsigned next : later) {
+      size_t p = next - i;
+      if (p > kMaxPeriod || i + 2 * p > n)
+        break;
       size_t reps = 1;
       while (i + (reps + 1) * p <= n &&
              std::equal(shapes.begin() + i, shapes.begin() + i + p,

@@ -142,7 +142,7 @@ std::optional<ShardedTensor> ProgramEmitter::gradSharding(StringRef name,
                                                      RankedTensorType type) {
   if (!name.consume_front("grad."))
     return std::nullopt;
-  auto param = module.lookupSymbol<ParamOp>(name);
+  auto param = symbols.lookup<ParamOp>(name);
   if (!param)
     return std::nullopt;
   RankedTensorType local = param.getTensorType();
@@ -188,7 +188,7 @@ ProgramEmitter::activationSharding(Value value, RankedTensorType type,
     }
     auto result = cast<OpResult>(value);
     if (auto call = dyn_cast<func::CallOp>(result.getOwner())) {
-      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
       if (!callee || callee.isExternal())
         return std::nullopt;
       auto ret = dyn_cast<func::ReturnOp>(
@@ -252,7 +252,7 @@ std::optional<ProgramEmitter::ZeroBlockGrad>
 ProgramEmitter::zeroBlockGrad(StringRef name, RankedTensorType type) {
   if (!name.consume_front("grad."))
     return std::nullopt;
-  auto param = module.lookupSymbol<ParamOp>(name);
+  auto param = symbols.lookup<ParamOp>(name);
   auto sharded = shardings.find(name);
   auto zero = zeroGroups.find(name);
   if (!param || sharded == shardings.end() || zero == zeroGroups.end())

@@ -19,6 +19,7 @@
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
@@ -78,7 +79,7 @@ class ProgramEmitter {
 public:
   ProgramEmitter(ModuleOp module, ProgramPlan &plan,
                  const CppEmitOptions &options)
-      : module(module), plan(plan), options(options) {}
+      : module(module), plan(plan), options(options), symbols(module) {}
 
   LogicalResult emit(raw_ostream &os);
 
@@ -90,6 +91,9 @@ public:
   ModuleOp module;
   ProgramPlan &plan;
   CppEmitOptions options;
+  /// The module's symbols by name, hashed: the descriptor and the dumps look
+  /// up a parameter per persistent tensor and per gradient.
+  SymbolTable symbols;
   /// The grid the program was partitioned for ("dp=2,tp=2"), empty without
   /// a shard.grid.
   std::string grid;
