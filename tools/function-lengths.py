@@ -10,7 +10,7 @@ its closing brace. Comments, strings and character literals are blanked
 first, so braces inside them do not count. Lambdas inside a function count
 with it.
 
-usage: python3 tools/function-lengths.py [--top N] [--limit L] [DIR ...]
+usage: python3 tools/function-lengths.py [--root CHECKOUT] [--top N] [--limit L] [DIR ...]
 Exits 1 when a function is longer than --limit (default: report only).
 """
 import argparse
@@ -106,15 +106,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--top", type=int, default=10)
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--root", default=ROOT, help="the checkout to measure (default: this one)")
     ap.add_argument("dirs", nargs="*", default=DIRS)
     args = ap.parse_args()
     rows = []
     for d in args.dirs:
-        for base, _, files in os.walk(os.path.join(ROOT, d)):
+        for base, _, files in os.walk(os.path.join(args.root, d)):
             for f in sorted(files):
                 if f.endswith(SUFFIXES):
                     path = os.path.join(base, f)
-                    rel = os.path.relpath(path, ROOT)
+                    rel = os.path.relpath(path, args.root)
                     rows += [(n, rel, first, name) for name, first, n in functions(path)]
     rows.sort(reverse=True)
     for n, rel, first, name in rows[:args.top]:
