@@ -157,7 +157,7 @@ public:
   static ArrayRef<unsigned> between(ArrayRef<unsigned> list, unsigned from, unsigned to) {
     auto first = std::upper_bound(list.begin(), list.end(), from);
     auto last = std::lower_bound(first, list.end(), to);
-    return ArrayRef<unsigned>(&*first, last - first);
+    return ArrayRef<unsigned>(first, last);
   }
 
 private:
