@@ -352,8 +352,7 @@ private:
   double waitEnd(unsigned w) const;
   double stallOf(const Candidate &c) const;
   bool fits(unsigned c);
-  std::optional<unsigned> fitting();
-  std::optional<unsigned> anyCandidate();
+  std::optional<unsigned> leastStalled(bool mustFit);
   std::optional<unsigned> freeingWait();
   void emit(unsigned i);
   void place(unsigned i);
@@ -486,40 +485,23 @@ bool ReadyList::fits(unsigned c) {
   return peak <= rules.memoryBudget;
 }
 
-// The candidate that fits and stalls least, preferred among those stalling
-// alike; none if nothing fits.
-std::optional<unsigned> ReadyList::fitting() {
+// The candidate that stalls least (that fits the budget too, with
+// `mustFit`), preferred among those stalling alike; none if nothing
+// qualifies.
+std::optional<unsigned> ReadyList::leastStalled(bool mustFit) {
   for (auto [r, c] : unstalled)
-    if (fits(c))
+    if (!mustFit || fits(c))
       return c;
   // Ordered by their transfers' ends, the stalls ascend: the least among
-  // those that fit, the preferred one among those stalling as much.
+  // those that qualify, the preferred one among those stalling as much.
   std::optional<unsigned> best;
   double bestStall = 0;
   for (auto [end, r, c] : stalled) {
     double stall = stallOf(candidates[c]);
     if (best && stall != bestStall)
       break;
-    if (!fits(c))
+    if (mustFit && !fits(c))
       continue;
-    if (!best || rank[c] < rank[*best]) {
-      best = c;
-      bestStall = stall;
-    }
-  }
-  return best;
-}
-
-// The candidate that stalls least, preferred among those stalling alike.
-std::optional<unsigned> ReadyList::anyCandidate() {
-  if (!unstalled.empty())
-    return unstalled.begin()->second;
-  std::optional<unsigned> best;
-  double bestStall = 0;
-  for (auto [end, r, c] : stalled) {
-    double stall = stallOf(candidates[c]);
-    if (best && stall != bestStall)
-      break;
     if (!best || rank[c] < rank[*best]) {
       best = c;
       bestStall = stall;
@@ -624,14 +606,14 @@ ListScheduleResult ReadyList::run() {
       }
       // Else the op that stalls least, then the preferred one. Nothing
       // fits the budget: free memory first, while a wait can.
-      best = fitting();
+      best = leastStalled(/*mustFit=*/true);
       if (!best) {
         if (std::optional<unsigned> w = freeingWait()) {
           now = std::max(now, waitEnd(*w));
           emit(*w);
           continue;
         }
-        best = anyCandidate();
+        best = leastStalled(/*mustFit=*/false);
       }
     }
     SmallVector<unsigned, 1> unit = members[*best];
