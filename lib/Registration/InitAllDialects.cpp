@@ -4,6 +4,7 @@
 
 #include "dialects/braid/IR/BraidDialect.h"
 #include "dialects/braid/Transforms/ShardingInterfaceImpl.h"
+#include "dialects/braid/Transforms/VJPRules.h"
 #include "dialects/dist/IR/DistDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -35,4 +36,6 @@ void braid::registerAllDialects(mlir::DialectRegistry &registry) {
   mlir::linalg::registerShardingInterfaceExternalModels(registry);
   mlir::tensor::registerShardingInterfaceExternalModels(registry);
   mlir::braid::registerShardingInterfaceExternalModels(registry);
+  // Vector-Jacobian products of the shard collectives, for autodiff.
+  mlir::braid::registerCollectiveVJPExternalModels(registry);
 }

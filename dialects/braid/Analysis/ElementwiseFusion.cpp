@@ -8,8 +8,7 @@ using namespace mlir;
 using namespace mlir::braid;
 
 bool mlir::braid::isFusibleElementwise(Operation *op) {
-  return isa<GeluOp, SiluOp, SigmoidOp, ReluOp, ExpOp, NegOp, AddOp, MulOp,
-             GluOp, FillOp>(op);
+  return isa<ScalarExpressionOpInterface>(op);
 }
 
 ElementwiseFusion::ElementwiseFusion(func::FuncOp func) {

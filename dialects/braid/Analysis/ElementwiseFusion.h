@@ -17,7 +17,8 @@
 
 namespace mlir::braid {
 
-/// True for the ops a fused elementwise kernel can compute.
+/// True for the ops a fused elementwise kernel can compute: those with a
+/// scalar expression (ScalarExpressionOpInterface).
 bool isFusibleElementwise(Operation *op);
 
 class ElementwiseFusion {

@@ -19,11 +19,6 @@
 using namespace mlir;
 using namespace mlir::braid;
 
-int64_t mlir::braid::getTensorBytes(Type type) {
-  auto shaped = cast<ShapedType>(type);
-  return shaped.getNumElements() * getElementBytes(shaped.getElementType());
-}
-
 static int64_t align(int64_t bytes) {
   return llvm::alignTo(bytes, kBufferAlignment);
 }

@@ -22,8 +22,9 @@
 #define BRAID_DIALECT_BRAID_ANALYSIS_MEMORYPLAN_H
 
 #include "dialects/braid/Analysis/ElementwiseFusion.h"
-#include "dialects/braid/Analysis/Grid.h"
 #include "dialects/braid/IR/EntryPoints.h"
+#include "dialects/braid/IR/Grid.h"
+#include "dialects/braid/IR/OpRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -148,9 +149,6 @@ FailureOr<int64_t> peakArenaBytes(ModuleOp module,
 
 /// The name of the entry attribute naming its finish function.
 constexpr StringLiteral kFinishAttrName = "braid.finish";
-
-/// Bytes of a tensor of `type`.
-int64_t getTensorBytes(Type type);
 
 //===----------------------------------------------------------------------===//
 // SPMD programs: block re-layouts (BlockRelayout.cpp)

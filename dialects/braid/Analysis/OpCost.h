@@ -1,41 +1,23 @@
-//===- OpCost.h - forward FLOPs and bytes of one braid op -------*- C++ -*-===//
+//===- OpCost.h - the cost of one op, through its interface -----*- C++ -*-===//
 //
 // The cost figures every later component shares (model statistics, the
-// planner, the overlap scheduler): FLOPs of one execution of an op on its
-// static shapes, split into matmul-class FLOPs (what MFU is measured in) and
-// the rest.
+// planner, the overlap scheduler, the trace's FLOPs): each op gives its own
+// through OpCostInterface (BraidInterfaces.td); OpRules.h defines OpCost.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BRAID_DIALECT_BRAID_ANALYSIS_OPCOST_H
 #define BRAID_DIALECT_BRAID_ANALYSIS_OPCOST_H
 
-#include "mlir/IR/Operation.h"
+#include "dialects/braid/IR/OpRules.h"
 
-#include <cstdint>
+#include "mlir/IR/Operation.h"
 
 namespace mlir::braid {
 
-struct OpCost {
-  /// 2 x multiply-accumulates of matrix products (linear, batch_matmul, the
-  /// two products inside attention, expert FFNs over their whole buffers).
-  /// Attention is counted over the full S x S score matrix, causal or not,
-  /// the convention of Megatron-LM and PaLM's MFU.
-  int64_t matmulFlops = 0;
-  /// Everything else: norms, activations, softmax, RoPE, conv1d, the
-  /// selective scan, the loss. Per-element counts are documented in OpCost.cpp.
-  int64_t otherFlops = 0;
-  /// Bytes of activations the op keeps for its backward pass beyond its
-  /// results (e.g. attention's per-row log-sum-exp, flash-attention style).
-  int64_t savedBytes = 0;
-};
-
-/// The forward cost of `op`; zero for ops that move no data through
-/// arithmetic (reshape, get_param, func ops, ...).
+/// The cost of one execution of `op`; zero for ops that do no arithmetic
+/// (reshape, get_param, func ops, ...): those without OpCostInterface.
 OpCost getForwardCost(Operation *op);
-
-/// Bytes of one element of `type` (f32: 4, bf16: 2, i32: 4, ...).
-int64_t getElementBytes(Type type);
 
 } // namespace mlir::braid
 

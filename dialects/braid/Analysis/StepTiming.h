@@ -16,7 +16,7 @@
 #ifndef BRAID_DIALECT_BRAID_ANALYSIS_STEPTIMING_H
 #define BRAID_DIALECT_BRAID_ANALYSIS_STEPTIMING_H
 
-#include "dialects/braid/Analysis/Grid.h"
+#include "dialects/braid/IR/Grid.h"
 
 #include "lib/CostModel/CommCost.h"
 #include "lib/CostModel/ComputeCost.h"

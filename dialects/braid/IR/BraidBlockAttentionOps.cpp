@@ -1,4 +1,12 @@
-//===- BraidBlockAttentionOps.cpp - verifiers of attention by key blocks --===//
+//===- BraidBlockAttentionOps.cpp - attention by key blocks ---------------===//
+//
+// The pieces --convert-braid-to-dist expands context-parallel attention
+// into (ContextAttention.cpp of BraidToDist): their verifiers, the costs of
+// the blocks (the products of the queries with one block's keys) and the
+// runtime calls. Kernels that accumulate in place get their accumulators
+// copied to the results first.
+//
+//===----------------------------------------------------------------------===//
 
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/VerifierHelpers.h"
@@ -51,6 +59,36 @@ FailureOr<BlockShapes> verifyBlockOperands(Operation *op, Value q, Value k,
 
 } // namespace
 
+/// Appends the trailing arguments of a block op's kernel: the shape (B, S,
+/// Skv, Hq, Hkv, D, Dv), the mask, the scale and RoPE's theta (0 without
+/// RoPE).
+template <typename Op>
+static void appendBlockDims(Op op, SmallVectorImpl<KernelArg> &args) {
+  ArrayRef<int64_t> q = op.getQuery().getType().getShape();
+  ArrayRef<int64_t> k = op.getKey().getType().getShape();
+  ArrayRef<int64_t> v = op.getValue().getType().getShape();
+  double theta = 0.0;
+  if (FloatAttr attr = op.getRopeThetaAttr())
+    theta = attr.getValueAsDouble();
+  args.append({q[0], q[1], k[1], q[2], k[2], q[3], v[3], op.getCausal(),
+               KernelArg::real(op.getScale().convertToDouble()),
+               KernelArg::real(theta)});
+}
+
+/// The operands a block op shares with attention, checked.
+template <typename Op> static FailureOr<BlockShapes> verifyBlock(Op op) {
+  std::optional<double> theta;
+  if (FloatAttr attr = op.getRopeThetaAttr())
+    theta = attr.getValueAsDouble();
+  return verifyBlockOperands(op, op.getQuery(), op.getKey(), op.getValue(),
+                             op.getQueryPositions(), op.getKeyPositions(),
+                             theta);
+}
+
+//===----------------------------------------------------------------------===//
+// SequencePositionsOp
+//===----------------------------------------------------------------------===//
+
 LogicalResult SequencePositionsOp::verify() {
   if (shapeOf(getResult()).size() != 1)
     return emitOpError("result must be one position per row");
@@ -68,15 +106,19 @@ LogicalResult SequencePositionsOp::verify() {
   return success();
 }
 
-/// The operands a block op shares with attention, checked.
-template <typename Op> static FailureOr<BlockShapes> verifyBlock(Op op) {
-  std::optional<double> theta;
-  if (FloatAttr attr = op.getRopeThetaAttr())
-    theta = attr.getValueAsDouble();
-  return verifyBlockOperands(op, op.getQuery(), op.getKey(), op.getValue(),
-                             op.getQueryPositions(), op.getKeyPositions(),
-                             theta);
+LogicalResult
+SequencePositionsOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  calls.push_back({"braid_k_sequence_positions",
+                   {KernelArg::buffer(getResult(), "int64_t *"),
+                    getNumElements(getResult()), KernelArg::index(getStart()),
+                    static_cast<int64_t>(getLength()),
+                    static_cast<int64_t>(getZigzag())}});
+  return success();
 }
+
+//===----------------------------------------------------------------------===//
+// AttentionBlockOp
+//===----------------------------------------------------------------------===//
 
 LogicalResult AttentionBlockOp::verify() {
   FailureOr<BlockShapes> s = verifyBlock(*this);
@@ -85,6 +127,39 @@ LogicalResult AttentionBlockOp::verify() {
     return failure();
   return success();
 }
+
+// A block of keys of context-parallel attention: the products of its
+// queries with the block's keys.
+OpCost AttentionBlockOp::getCost() {
+  OpCost cost;
+  ArrayRef<int64_t> q = getQuery().getType().getShape();
+  ArrayRef<int64_t> k = getKey().getType().getShape();
+  ArrayRef<int64_t> v = getValue().getType().getShape();
+  int64_t scores = q[0] * q[2] * q[1] * k[1];
+  cost.matmulFlops = 2 * scores * q[3] + 2 * scores * v[3];
+  cost.otherFlops = 5 * scores;
+  return cost;
+}
+
+LogicalResult
+AttentionBlockOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  SmallVector<KernelArg> args = {
+      KernelArg::dtype(getQuery().getType()),
+      getQuery(),
+      getKey(),
+      getValue(),
+      KernelArg::buffer(getQueryPositions(), "int64_t *"),
+      KernelArg::buffer(getKeyPositions(), "int64_t *"),
+      KernelArg::buffer(getOut(), "float *"),
+      KernelArg::buffer(getLse(), "float *")};
+  appendBlockDims(*this, args);
+  calls.emplace_back("braid_k_attention_block", std::move(args));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionMergeOp
+//===----------------------------------------------------------------------===//
 
 LogicalResult AttentionMergeOp::verify() {
   auto out = shapeOf(getOut());
@@ -99,6 +174,26 @@ LogicalResult AttentionMergeOp::verify() {
   return success();
 }
 
+LogicalResult
+AttentionMergeOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  // The kernel merges in place: the running result is copied to the merged
+  // one first.
+  calls.push_back(copyCall(getMergedOut(), getOut()));
+  calls.push_back(copyCall(getMergedLse(), getLse()));
+  calls.push_back({"braid_k_attention_merge",
+                   {KernelArg::buffer(getMergedOut(), "float *"),
+                    KernelArg::buffer(getMergedLse(), "float *"),
+                    KernelArg::buffer(getBlockOut(), "float *"),
+                    KernelArg::buffer(getBlockLse(), "float *"),
+                    getNumElements(getLse()),
+                    getOut().getType().getShape().back()}});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionDeltaOp
+//===----------------------------------------------------------------------===//
+
 LogicalResult AttentionDeltaOp::verify() {
   auto grad = shapeOf(getGrad());
   if (grad.size() < 1)
@@ -108,6 +203,21 @@ LogicalResult AttentionDeltaOp::verify() {
     return failure();
   return success();
 }
+
+LogicalResult
+AttentionDeltaOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  calls.push_back({"braid_k_attention_delta",
+                   {KernelArg::dtype(getGrad().getType()), getGrad(),
+                    KernelArg::buffer(getOut(), "float *"),
+                    KernelArg::buffer(getDelta(), "float *"),
+                    getNumElements(getDelta()),
+                    getOut().getType().getShape().back()}});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionBlockGradOp
+//===----------------------------------------------------------------------===//
 
 LogicalResult AttentionBlockGradOp::verify() {
   FailureOr<BlockShapes> s = verifyBlock(*this);
@@ -122,5 +232,42 @@ LogicalResult AttentionBlockGradOp::verify() {
     if (failed(expectShape(*this, what, in, shapeOf(like))) ||
         failed(expectShape(*this, what, out, shapeOf(like))))
       return failure();
+  return success();
+}
+
+// Counted as attention_grad is: the four products dQ, dK, dV, dP.
+OpCost AttentionBlockGradOp::getCost() {
+  OpCost cost;
+  ArrayRef<int64_t> q = getQuery().getType().getShape();
+  ArrayRef<int64_t> k = getKey().getType().getShape();
+  ArrayRef<int64_t> v = getValue().getType().getShape();
+  int64_t scores = q[0] * q[2] * q[1] * k[1];
+  cost.matmulFlops = 2 * (2 * scores * q[3] + 2 * scores * v[3]);
+  cost.otherFlops = 8 * scores;
+  return cost;
+}
+
+LogicalResult
+AttentionBlockGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  // The kernel adds to its accumulators: they are copied to the results
+  // first.
+  calls.push_back(copyCall(getDquery(), getDqueryIn()));
+  calls.push_back(copyCall(getDkey(), getDkeyIn()));
+  calls.push_back(copyCall(getDvalue(), getDvalueIn()));
+  SmallVector<KernelArg> args = {
+      KernelArg::dtype(getQuery().getType()),
+      getQuery(),
+      getKey(),
+      getValue(),
+      getGrad(),
+      KernelArg::buffer(getQueryPositions(), "int64_t *"),
+      KernelArg::buffer(getKeyPositions(), "int64_t *"),
+      KernelArg::buffer(getLse(), "float *"),
+      KernelArg::buffer(getDelta(), "float *"),
+      KernelArg::buffer(getDquery(), "float *"),
+      KernelArg::buffer(getDkey(), "float *"),
+      KernelArg::buffer(getDvalue(), "float *")};
+  appendBlockDims(*this, args);
+  calls.emplace_back("braid_k_attention_block_grad", std::move(args));
   return success();
 }

@@ -16,7 +16,8 @@
 def Braid_F32Tensor : StaticShapeTensorOf<[F32]>;
 def Braid_PositionTensor : StaticShapeTensorOf<[I64]>;
 
-def Braid_SequencePositionsOp : Braid_Op<"sequence_positions", [Pure]> {
+def Braid_SequencePositionsOp : Braid_Op<"sequence_positions",
+    [Pure, Braid_KernelCall]> {
   let summary = "the global positions of a range of stored sequence rows";
   let description = [{
     `result[i]` is the position of stored row `start + i` of a sequence of
@@ -37,7 +38,8 @@ def Braid_SequencePositionsOp : Braid_Op<"sequence_positions", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_AttentionBlockOp : Braid_Op<"attention_block", [Pure]> {
+def Braid_AttentionBlockOp : Braid_Op<"attention_block",
+    [Pure, Braid_Cost, Braid_KernelCall]> {
   let summary = "attention of the queries over one block of keys and values";
   let description = [{
     `braid.attention`'s arithmetic (GQA, `scale`, RoPE by `rope_theta`) with
@@ -70,7 +72,7 @@ def Braid_AttentionBlockOp : Braid_Op<"attention_block", [Pure]> {
 
 def Braid_AttentionMergeOp : Braid_Op<"attention_merge", [Pure,
     AllTypesMatch<["out", "block_out", "merged_out"]>,
-    AllTypesMatch<["lse", "block_lse", "merged_lse"]>]> {
+    AllTypesMatch<["lse", "block_lse", "merged_lse"]>, Braid_KernelCall]> {
   let summary = "merges a key block's attention into the running result";
   let description = [{
     The log-sum-exp rule: `merged_lse = log(e^lse + e^block_lse)` and
@@ -93,7 +95,8 @@ def Braid_AttentionMergeOp : Braid_Op<"attention_merge", [Pure,
   let hasVerifier = 1;
 }
 
-def Braid_AttentionDeltaOp : Braid_Op<"attention_delta", [Pure]> {
+def Braid_AttentionDeltaOp : Braid_Op<"attention_delta",
+    [Pure, Braid_KernelCall]> {
   let summary = "the backward's row term: dout . out";
   let description = [{
     `delta[b, s, h] = sum_e grad[b, s, h, e] * out[b, s, h, e]` (a double
@@ -111,7 +114,8 @@ def Braid_AttentionDeltaOp : Braid_Op<"attention_delta", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_AttentionBlockGradOp : Braid_Op<"attention_block_grad", [Pure]> {
+def Braid_AttentionBlockGradOp : Braid_Op<"attention_block_grad",
+    [Pure, Braid_Cost, Braid_KernelCall]> {
   let summary = "one key block's share of attention's backward, accumulated";
   let description = [{
     Given the final `lse` and `delta` of each query row, the block of keys

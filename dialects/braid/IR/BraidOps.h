@@ -11,6 +11,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/braid/IR/BraidEnums.h"
+#include "dialects/braid/IR/BraidInterfaces.h"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/braid/IR/BraidAttrs.h.inc"

@@ -11,6 +11,7 @@
 #define BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD
 
 include "dialects/braid/IR/BraidBase.td"
+include "dialects/braid/IR/BraidInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -82,7 +83,8 @@ def Braid_GetParamOp : Braid_Op<"get_param",
 // Transformer
 //===----------------------------------------------------------------------===//
 
-def Braid_EmbeddingOp : Braid_InferredOp<"embedding"> {
+def Braid_EmbeddingOp : Braid_InferredOp<"embedding",
+    [Braid_ShardingRule, Braid_VJP, Braid_Cost, Braid_KernelCall]> {
   let summary = "token embedding lookup, optionally plus a learned position table";
   let description = [{
     `tokens` has shape [..., S] and `table` [V, H]. The result has shape
@@ -111,7 +113,8 @@ def Braid_EmbeddingOp : Braid_InferredOp<"embedding"> {
   }];
 }
 
-def Braid_LinearOp : Braid_InferredOp<"linear"> {
+def Braid_LinearOp : Braid_InferredOp<"linear",
+    [Braid_ShardingRule, Braid_VJP, Braid_Cost, Braid_KernelCall]> {
   let summary = "matrix multiply over the last dimension, with optional bias";
   let description = [{
     `input` has shape [..., K] and `weight` [K, N] (or [N, K] with
@@ -139,7 +142,8 @@ def Braid_LinearOp : Braid_InferredOp<"linear"> {
   }];
 }
 
-def Braid_BatchMatmulOp : Braid_InferredOp<"batch_matmul"> {
+def Braid_BatchMatmulOp : Braid_InferredOp<"batch_matmul",
+    [Braid_ShardingRule, Braid_VJP, Braid_Cost, Braid_KernelCall]> {
   let summary = "batched matrix multiply with optional operand transposes";
   let description = [{
     `lhs` [..., M, K] and `rhs` [..., K, N] with identical leading (batch)
@@ -160,7 +164,8 @@ def Braid_BatchMatmulOp : Braid_InferredOp<"batch_matmul"> {
   }];
 }
 
-def Braid_AttentionOp : Braid_InferredOp<"attention"> {
+def Braid_AttentionOp : Braid_InferredOp<"attention",
+    [Braid_ShardingRule, Braid_VJP, Braid_Cost, Braid_KernelCall]> {
   let summary = "multi-head / grouped-query scaled dot-product attention";
   let description = [{
     `query` [B, S, Hq, D], `key` [B, Skv, Hkv, D], `value` [B, Skv, Hkv, Dv]
@@ -221,7 +226,9 @@ def Braid_AttentionOp : Braid_InferredOp<"attention"> {
   }];
 }
 
-class Braid_NormOp<string mnemonic> : Braid_InferredOp<mnemonic> {
+class Braid_NormOp<string mnemonic>
+    : Braid_InferredOp<mnemonic,
+        [Braid_ShardingRule, Braid_VJP, Braid_Cost, Braid_KernelCall]> {
   let results = (outs Braid_FloatTensor:$result);
 }
 
@@ -263,7 +270,9 @@ def Braid_LayerNormOp : Braid_NormOp<"layer_norm"> {
   }];
 }
 
-def Braid_SoftmaxOp : Braid_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Braid_SoftmaxOp : Braid_Op<"softmax",
+    [Pure, SameOperandsAndResultType, Braid_ShardingRule, Braid_VJP,
+      Braid_Cost, Braid_KernelCall]> {
   let summary = "softmax over the last dimension";
   let description = [{
     `input` [..., N]: `result[..., i] = exp(x_i - m) / sum_j exp(x_j - m)`
@@ -288,7 +297,7 @@ def Braid_SoftmaxOp : Braid_Op<"softmax", [Pure, SameOperandsAndResultType]> {
 
 class Braid_UnaryOp<string mnemonic, list<Trait> traits = []>
     : Braid_Op<mnemonic, !listconcat(traits,
-        [Pure, Elementwise, SameOperandsAndResultType])> {
+        [Pure, Elementwise, SameOperandsAndResultType], Braid_ElementwiseRules)> {
   let arguments = (ins Braid_FloatTensor:$input);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
@@ -337,7 +346,7 @@ def Braid_NegOp : Braid_UnaryOp<"neg"> {
 
 class Braid_BinaryOp<string mnemonic, list<Trait> traits = []>
     : Braid_Op<mnemonic, !listconcat(traits,
-        [Pure, Elementwise, SameOperandsAndResultType])> {
+        [Pure, Elementwise, SameOperandsAndResultType], Braid_ElementwiseRules)> {
   let arguments = (ins Braid_FloatTensor:$lhs, Braid_FloatTensor:$rhs);
   let results = (outs Braid_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
@@ -353,7 +362,8 @@ def Braid_MulOp : Braid_BinaryOp<"mul", [Commutative]> {
   let description = "`result = lhs * rhs`; no broadcasting.";
 }
 
-def Braid_BiasAddOp : Braid_InferredOp<"bias_add"> {
+def Braid_BiasAddOp : Braid_InferredOp<"bias_add",
+    [Braid_ShardingRule, Braid_VJP]> {
   let summary = "adds a tensor broadcast over the leading dimensions";
   let description = [{
     `bias`'s shape is a suffix of `input`'s: `result[..., i] = input[..., i] +
@@ -372,7 +382,9 @@ def Braid_BiasAddOp : Braid_InferredOp<"bias_add"> {
   }];
 }
 
-def Braid_GluOp : Braid_Op<"glu", [Pure, Elementwise, SameOperandsAndResultType]> {
+def Braid_GluOp : Braid_Op<"glu",
+    [Pure, Elementwise, SameOperandsAndResultType, Braid_ShardingRule,
+      Braid_VJP, Braid_Cost, Braid_ScalarExpression]> {
   let summary = "gated linear unit: act(gate) * up (SwiGLU, GeGLU, Mamba's gate)";
   let description = [{
     `result = act(gate) * up`, elementwise. With `silu` this is SwiGLU's
@@ -394,7 +406,8 @@ def Braid_GluOp : Braid_Op<"glu", [Pure, Elementwise, SameOperandsAndResultType]
 // Layout
 //===----------------------------------------------------------------------===//
 
-def Braid_ReshapeOp : Braid_Op<"reshape", [Pure]> {
+def Braid_ReshapeOp : Braid_Op<"reshape",
+    [Pure, Braid_ShardingRule, Braid_VJP]> {
   let summary = "reinterprets a tensor with another shape of equal size";
   let description = [{
     Row-major reinterpretation: the element at linear index i of `input` is the
@@ -413,7 +426,8 @@ def Braid_ReshapeOp : Braid_Op<"reshape", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
-def Braid_TransposeOp : Braid_InferredOp<"transpose"> {
+def Braid_TransposeOp : Braid_InferredOp<"transpose",
+    [Braid_ShardingRule, Braid_VJP, Braid_KernelCall]> {
   let summary = "permutes the dimensions of a tensor";
   let description = [{
     `result.shape[i] = input.shape[permutation[i]]` and
@@ -436,7 +450,8 @@ def Braid_TransposeOp : Braid_InferredOp<"transpose"> {
 // Loss
 //===----------------------------------------------------------------------===//
 
-def Braid_CrossEntropyOp : Braid_InferredOp<"cross_entropy"> {
+def Braid_CrossEntropyOp : Braid_InferredOp<"cross_entropy",
+    [Braid_ShardingRule, Braid_VJP, Braid_Cost, Braid_KernelCall]> {
   let summary = "mean softmax cross-entropy over a vocabulary";
   let description = [{
     `logits` [..., V] and integer `labels` [...]: with N the number of label
@@ -470,7 +485,8 @@ def Braid_CrossEntropyOp : Braid_InferredOp<"cross_entropy"> {
 // Mamba
 //===----------------------------------------------------------------------===//
 
-def Braid_Conv1dOp : Braid_InferredOp<"conv1d"> {
+def Braid_Conv1dOp : Braid_InferredOp<"conv1d",
+    [Braid_ShardingRule, Braid_VJP, Braid_Cost, Braid_KernelCall]> {
   let summary = "causal depthwise 1-D convolution over the sequence";
   let description = [{
     `input` [B, S, C], `weight` [C, K], optional `bias` [C]:
@@ -496,7 +512,8 @@ def Braid_Conv1dOp : Braid_InferredOp<"conv1d"> {
   }];
 }
 
-def Braid_SelectiveScanOp : Braid_InferredOp<"selective_scan"> {
+def Braid_SelectiveScanOp : Braid_InferredOp<"selective_scan",
+    [Braid_ShardingRule, Braid_VJP, Braid_Cost, Braid_KernelCall]> {
   let summary = "the S6 selective state-space recurrence of Mamba";
   let description = [{
     `input` x and `delta` [B, S, D], `A` [D, N] (negative decays), `B` and `C`
@@ -535,7 +552,8 @@ def Braid_SelectiveScanOp : Braid_InferredOp<"selective_scan"> {
 // Mixture of experts
 //===----------------------------------------------------------------------===//
 
-def Braid_RouterOp : Braid_InferredOp<"router"> {
+def Braid_RouterOp : Braid_InferredOp<"router",
+    [Braid_ShardingRule, Braid_VJP, Braid_Cost, Braid_KernelCall]> {
   let summary = "softmax gate and top-k expert selection";
   let description = [{
     `logits` [T, E] (from a linear router). p = softmax over E (in f32). For
@@ -559,7 +577,8 @@ def Braid_RouterOp : Braid_InferredOp<"router"> {
   }];
 }
 
-def Braid_DispatchOp : Braid_Op<"dispatch", [Pure]> {
+def Braid_DispatchOp : Braid_Op<"dispatch",
+    [Pure, Braid_ShardingRule, Braid_VJP, Braid_KernelCall]> {
   let summary = "scatters tokens into per-expert buffers of fixed capacity";
   let description = [{
     `input` [T, H], `indices` [T, k] from braid.router; the result [E, S, H]
@@ -595,7 +614,8 @@ def Braid_DispatchOp : Braid_Op<"dispatch", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_ExpertFFNOp : Braid_InferredOp<"expert_ffn"> {
+def Braid_ExpertFFNOp : Braid_InferredOp<"expert_ffn",
+    [Braid_ShardingRule, Braid_VJP, Braid_Cost, Braid_KernelCall]> {
   let summary = "a feed-forward network per expert over stacked expert weights";
   let description = [{
     `input` [E, C, H], `w_up` [E, H, F], `w_down` [E, F, H], optional
@@ -620,7 +640,8 @@ def Braid_ExpertFFNOp : Braid_InferredOp<"expert_ffn"> {
   }];
 }
 
-def Braid_CombineOp : Braid_InferredOp<"combine"> {
+def Braid_CombineOp : Braid_InferredOp<"combine",
+    [Braid_ShardingRule, Braid_VJP, Braid_Cost, Braid_KernelCall]> {
   let summary = "gathers expert outputs back to tokens, weighted by the gate";
   let description = [{
     `expert_output` [E, S, H], `weights` [T, k] and `indices` [T, k]:

@@ -1,4 +1,11 @@
-//===- BraidSequenceChunkOps.cpp - verifiers of Mamba over chunks ---------===//
+//===- BraidSequenceChunkOps.cpp - Mamba over chunks of the sequence ------===//
+//
+// The pieces --convert-braid-to-dist expands a context-parallel conv1d and
+// selective_scan into (SequenceChunks.cpp of BraidToDist): their verifiers
+// and runtime calls. Pieces whose kernels accumulate in place get their
+// accumulators copied to the results first.
+//
+//===----------------------------------------------------------------------===//
 
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/VerifierHelpers.h"
@@ -170,4 +177,197 @@ LogicalResult ScanCarryGradOp::verify() {
                         getDecayAll().getType())))
     return failure();
   return verifyGathered(*this, "decay_all", getDecayAll(), state);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel calls
+//===----------------------------------------------------------------------===//
+
+/// B, S, C, K of a convolution of the chunk `x` [B, S, C] by `w` [C, K].
+static void appendConvDims(SmallVectorImpl<KernelArg> &args, Value x,
+                           Value w) {
+  auto xs = shapeOf(x);
+  args.append({xs[0], xs[1], xs[2], shapeOf(w)[1]});
+}
+
+/// dt, x, delta, A, B, C, D of a scan op.
+static void appendScanArgs(SmallVectorImpl<KernelArg> &args, Operation *s) {
+  args.push_back(KernelArg::dtype(s->getOperand(0).getType()));
+  for (Value v : s->getOperands().take_front(6))
+    args.push_back(v);
+}
+
+/// B, S, Di, N and the softplus flag of a scan op.
+static void appendScanDims(SmallVectorImpl<KernelArg> &args, Operation *s) {
+  auto x = shapeOf(s->getOperand(0));
+  args.append({x[0], x[1], x[2], shapeOf(s->getOperand(2))[1],
+               s->hasAttr("delta_softplus")});
+}
+
+/// The cotangents of x, delta, A, B, C and D: the op's first six results.
+static void appendScanGrads(SmallVectorImpl<KernelArg> &args, Operation *s) {
+  for (Value v : s->getResults().take_front(6))
+    args.push_back(v);
+}
+
+//===----------------------------------------------------------------------===//
+// TailOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TailOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  auto x = shapeOf(getInput());
+  int64_t rows = shapeOf(getResult())[1];
+  calls.push_back({"braid_k_slice",
+                   {KernelArg::dtype(getType()), getInput(), getResult(),
+                    x[0], x[1], rows, x[2], x[1] - rows}});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Conv1dHaloOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+Conv1dHaloOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  SmallVector<KernelArg> args = {KernelArg::dtype(getType()), getInput(),
+                                 getHalo(), getWeight(), getBias(),
+                                 getResult()};
+  appendConvDims(args, getInput(), getWeight());
+  calls.push_back({"braid_k_conv1d_halo", std::move(args)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Conv1dHaloGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+Conv1dHaloGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  SmallVector<KernelArg> args = {
+      KernelArg::dtype(getInput().getType()), getInput(), getHalo(),
+      getWeight(), getGrad(), getDinput(), getDweight(), getDbias(),
+      getDhalo()};
+  appendConvDims(args, getInput(), getWeight());
+  calls.push_back({"braid_k_conv1d_halo_grad", std::move(args)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AddTailOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddTailOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  // The kernel adds in place: the chunk is copied to the result first.
+  auto x = shapeOf(getInput());
+  calls.push_back(copyCall(getResult(), getInput()));
+  calls.push_back({"braid_k_conv1d_halo_accumulate",
+                   {KernelArg::dtype(getType()), getResult(), getTail(), x[0],
+                    x[1], x[2], shapeOf(getTail())[1] + 1}});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScanChunkStateOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ScanChunkStateOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  // From a zero state, keeping only the final state and the decay.
+  SmallVector<KernelArg> args;
+  appendScanArgs(args, *this);
+  args.append({Value(), Value(), KernelArg::buffer(getHend(), "float *"),
+               KernelArg::buffer(getDecay(), "float *")});
+  appendScanDims(args, *this);
+  calls.push_back({"braid_k_selective_scan_chunk", std::move(args)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScanChunkOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScanChunkOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  // From the entering state, keeping only the result.
+  SmallVector<KernelArg> args;
+  appendScanArgs(args, *this);
+  args.append({KernelArg::buffer(getH0(), "float *"), getResult(), Value(),
+               Value()});
+  appendScanDims(args, *this);
+  calls.push_back({"braid_k_selective_scan_chunk", std::move(args)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScanChunkGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ScanChunkGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  // The cotangent of the result only (no final state, no decay), written.
+  SmallVector<KernelArg> args;
+  appendScanArgs(args, *this);
+  args.append({KernelArg::buffer(getH0(), "float *"), getGrad(), Value(),
+               Value()});
+  appendScanGrads(args, *this);
+  args.push_back(KernelArg::buffer(getDh0(), "float *"));
+  appendScanDims(args, *this);
+  args.push_back(/*accumulate=*/false);
+  calls.push_back({"braid_k_selective_scan_chunk_grad", std::move(args)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScanChunkStateGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ScanChunkStateGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  // The kernel adds to the accumulators: they are copied to the results
+  // first.
+  for (auto [to, from] :
+       llvm::zip_equal(getResults(), getOperands().slice(8, 6)))
+    calls.push_back(copyCall(to, from));
+  SmallVector<KernelArg> args;
+  appendScanArgs(args, *this);
+  args.append({Value(), Value(), KernelArg::buffer(getDhend(), "float *"),
+               KernelArg::buffer(getDdecay(), "float *")});
+  appendScanGrads(args, *this);
+  args.push_back(Value());
+  appendScanDims(args, *this);
+  args.push_back(/*accumulate=*/true);
+  calls.push_back({"braid_k_selective_scan_chunk_grad", std::move(args)});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScanCarryOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScanCarryOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  int64_t count = getNumElements(getResult());
+  calls.push_back({"braid_k_scan_carry",
+                   {KernelArg::buffer(getDecayAll(), "float *"),
+                    KernelArg::buffer(getHendAll(), "float *"),
+                    KernelArg::buffer(getResult(), "float *"),
+                    getNumElements(getDecayAll()) / count,
+                    KernelArg::index(getChunk()), count}});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScanCarryGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ScanCarryGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  int64_t count = getNumElements(getDdecay());
+  calls.push_back({"braid_k_scan_carry_grad",
+                   {KernelArg::buffer(getDecayAll(), "float *"),
+                    KernelArg::buffer(getHendAll(), "float *"),
+                    KernelArg::buffer(getDh0All(), "float *"),
+                    KernelArg::buffer(getDdecay(), "float *"),
+                    KernelArg::buffer(getDhend(), "float *"),
+                    getNumElements(getDecayAll()) / count,
+                    KernelArg::index(getChunk()), count}});
+  return success();
 }

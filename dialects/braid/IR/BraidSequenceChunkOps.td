@@ -13,7 +13,7 @@
 #ifndef BRAID_DIALECT_BRAID_IR_BRAIDSEQUENCECHUNKOPS_TD
 #define BRAID_DIALECT_BRAID_IR_BRAIDSEQUENCECHUNKOPS_TD
 
-def Braid_Conv1dHaloOp : Braid_Op<"conv1d_halo", [Pure]> {
+def Braid_Conv1dHaloOp : Braid_Op<"conv1d_halo", [Pure, Braid_KernelCall]> {
   let summary = "causal depthwise convolution of a chunk after its halo";
   let description = [{
     `input` [B, S, C] is a chunk of a sequence and `halo` [B, K-1, C] the
@@ -36,7 +36,8 @@ def Braid_Conv1dHaloOp : Braid_Op<"conv1d_halo", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_Conv1dHaloGradOp : Braid_Op<"conv1d_halo_grad", [Pure]> {
+def Braid_Conv1dHaloGradOp : Braid_Op<"conv1d_halo_grad",
+    [Pure, Braid_KernelCall]> {
   let summary = "cotangents of conv1d_halo's input, weight, bias and halo";
   let description = [{
     For `braid.conv1d_halo` of `input`, `halo`, `weight` and the cotangent
@@ -56,7 +57,7 @@ def Braid_Conv1dHaloGradOp : Braid_Op<"conv1d_halo_grad", [Pure]> {
 }
 
 def Braid_AddTailOp : Braid_Op<"add_tail", [Pure,
-    AllTypesMatch<["input", "result"]>]> {
+    AllTypesMatch<["input", "result"]>, Braid_KernelCall]> {
   let summary = "adds a tensor into the last rows of a chunk";
   let description = [{
     `result = input` except `result[b, S - T + i, c] = input[b, S - T + i, c]
@@ -73,7 +74,7 @@ def Braid_AddTailOp : Braid_Op<"add_tail", [Pure,
   let hasVerifier = 1;
 }
 
-def Braid_TailOp : Braid_Op<"tail", [Pure]> {
+def Braid_TailOp : Braid_Op<"tail", [Pure, Braid_KernelCall]> {
   let summary = "the last rows of a chunk";
   let description = [{
     `result[b, i, c] = input[b, S - T + i, c]` for the T rows of the result
@@ -89,7 +90,8 @@ def Braid_TailOp : Braid_Op<"tail", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_ScanChunkStateOp : Braid_Op<"scan_chunk_state", [Pure]> {
+def Braid_ScanChunkStateOp : Braid_Op<"scan_chunk_state",
+    [Pure, Braid_KernelCall]> {
   let summary = "a chunk's selective scan from a zero state: its final state and decay";
   let description = [{
     `braid.selective_scan`'s recurrence over the chunk from h = 0 gives
@@ -111,7 +113,7 @@ def Braid_ScanChunkStateOp : Braid_Op<"scan_chunk_state", [Pure]> {
 }
 
 def Braid_ScanCarryOp : Braid_Op<"scan_carry", [Pure,
-    AllTypesMatch<["decay_all", "hend_all"]>]> {
+    AllTypesMatch<["decay_all", "hend_all"]>, Braid_KernelCall]> {
   let summary = "the state entering a chunk, from every chunk's final state and decay";
   let description = [{
     `decay_all` and `hend_all` [n B, Di, N] hold the n chunks' zero-start
@@ -129,7 +131,7 @@ def Braid_ScanCarryOp : Braid_Op<"scan_carry", [Pure,
   let hasVerifier = 1;
 }
 
-def Braid_ScanChunkOp : Braid_Op<"scan_chunk", [Pure]> {
+def Braid_ScanChunkOp : Braid_Op<"scan_chunk", [Pure, Braid_KernelCall]> {
   let summary = "a chunk's selective scan from the state entering it";
   let description = [{
     `braid.selective_scan` over the chunk with the state h0 (f32 [B, Di, N])
@@ -148,7 +150,8 @@ def Braid_ScanChunkOp : Braid_Op<"scan_chunk", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_ScanChunkGradOp : Braid_Op<"scan_chunk_grad", [Pure]> {
+def Braid_ScanChunkGradOp : Braid_Op<"scan_chunk_grad",
+    [Pure, Braid_KernelCall]> {
   let summary = "cotangents of scan_chunk, the entering state's included";
   let description = [{
     For `braid.scan_chunk` with the same operands and the cotangent `grad`
@@ -174,7 +177,7 @@ def Braid_ScanChunkGradOp : Braid_Op<"scan_chunk_grad", [Pure]> {
 
 def Braid_ScanCarryGradOp : Braid_Op<"scan_carry_grad", [Pure,
     AllTypesMatch<["decay_all", "hend_all", "dh0_all"]>,
-    AllTypesMatch<["ddecay", "dhend"]>]> {
+    AllTypesMatch<["ddecay", "dhend"]>, Braid_KernelCall]> {
   let summary = "cotangents of a chunk's final state and decay through every carry";
   let description = [{
     From `dh0_all` [n B, Di, N], the cotangent of every chunk's entering
@@ -192,7 +195,8 @@ def Braid_ScanCarryGradOp : Braid_Op<"scan_carry_grad", [Pure,
   let hasVerifier = 1;
 }
 
-def Braid_ScanChunkStateGradOp : Braid_Op<"scan_chunk_state_grad", [Pure]> {
+def Braid_ScanChunkStateGradOp : Braid_Op<"scan_chunk_state_grad",
+    [Pure, Braid_KernelCall]> {
   let summary = "scan_chunk_state's cotangents, added to accumulators";
   let description = [{
     The cotangents of input, delta (raw), A, B, C and D through

@@ -15,7 +15,7 @@
 // Helpers of backward graphs
 //===----------------------------------------------------------------------===//
 
-def Braid_FillOp : Braid_Op<"fill", [Pure]> {
+def Braid_FillOp : Braid_Op<"fill", [Pure, Braid_ScalarExpression]> {
   let summary = "a tensor whose every element is one constant";
   let description = [{
     `result[i] = value` (e.g. the seed 1.0 of the loss's cotangent).
@@ -29,7 +29,8 @@ def Braid_FillOp : Braid_Op<"fill", [Pure]> {
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
-def Braid_SumRowsOp : Braid_InferredOp<"sum_rows"> {
+def Braid_SumRowsOp : Braid_InferredOp<"sum_rows",
+    [Braid_Cost, Braid_KernelCall]> {
   let summary = "sum over every dimension but the last (bias gradients)";
   let description = [{
     `input` [..., N] -> `result` [N], `result[n] = sum over i of input[i, n]`
@@ -41,7 +42,8 @@ def Braid_SumRowsOp : Braid_InferredOp<"sum_rows"> {
 }
 
 def Braid_ActivationGradOp : Braid_Op<"activation_grad",
-    [Pure, Elementwise, SameOperandsAndResultType]> {
+    [Pure, Elementwise, SameOperandsAndResultType, Braid_Cost,
+      Braid_KernelCall]> {
   let summary = "cotangent through a pointwise activation";
   let description = [{
     `result = dy * act'(x)`, elementwise; act' of gelu is Phi(x) + x phi(x),
@@ -54,7 +56,7 @@ def Braid_ActivationGradOp : Braid_Op<"activation_grad",
 }
 
 def Braid_SoftmaxGradOp : Braid_Op<"softmax_grad",
-    [Pure, SameOperandsAndResultType]> {
+    [Pure, SameOperandsAndResultType, Braid_Cost, Braid_KernelCall]> {
   let summary = "cotangent of softmax's input, from its result";
   let description = [{
     With y = softmax(x) over the last dimension and dy the cotangent of y:
@@ -71,7 +73,8 @@ def Braid_SoftmaxGradOp : Braid_Op<"softmax_grad",
   let hasVerifier = 1;
 }
 
-def Braid_ConvertOp : Braid_Op<"convert", [Pure, Elementwise]> {
+def Braid_ConvertOp : Braid_Op<"convert",
+    [Pure, Elementwise, Braid_ShardingRule, Braid_VJP, Braid_KernelCall]> {
   let summary = "converts a float tensor to another float element type";
   let description = [{
     Elementwise conversion with round-to-nearest-even, e.g. the bf16 compute
@@ -90,7 +93,8 @@ def Braid_ConvertOp : Braid_Op<"convert", [Pure, Elementwise]> {
 // Vector-Jacobian products
 //===----------------------------------------------------------------------===//
 
-def Braid_AttentionGradOp : Braid_InferredOp<"attention_grad"> {
+def Braid_AttentionGradOp : Braid_InferredOp<"attention_grad",
+    [Braid_Cost, Braid_KernelCall]> {
   let summary = "cotangents of attention's query, key and value";
   let description = [{
     For `braid.attention` with the same operands and attributes and the
@@ -123,7 +127,8 @@ def Braid_AttentionGradOp : Braid_InferredOp<"attention_grad"> {
   }];
 }
 
-def Braid_RMSNormGradOp : Braid_InferredOp<"rms_norm_grad"> {
+def Braid_RMSNormGradOp : Braid_InferredOp<"rms_norm_grad",
+    [Braid_Cost, Braid_KernelCall]> {
   let summary = "cotangents of rms_norm's input and scale";
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$gamma,
                        Braid_FloatTensor:$grad,
@@ -135,7 +140,8 @@ def Braid_RMSNormGradOp : Braid_InferredOp<"rms_norm_grad"> {
   }];
 }
 
-def Braid_LayerNormGradOp : Braid_InferredOp<"layer_norm_grad"> {
+def Braid_LayerNormGradOp : Braid_InferredOp<"layer_norm_grad",
+    [Braid_Cost, Braid_KernelCall]> {
   let summary = "cotangents of layer_norm's input, scale and shift";
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$gamma,
                        Braid_FloatTensor:$grad,
@@ -148,7 +154,8 @@ def Braid_LayerNormGradOp : Braid_InferredOp<"layer_norm_grad"> {
   }];
 }
 
-def Braid_EmbeddingGradOp : Braid_Op<"embedding_grad", [Pure]> {
+def Braid_EmbeddingGradOp : Braid_Op<"embedding_grad",
+    [Pure, Braid_Cost, Braid_KernelCall]> {
   let summary = "scatter-add of token cotangents into the table's cotangent";
   let description = [{
     `tokens` [..., S], `grad` [..., S, H] -> [V, H] (V from the result type):
@@ -165,7 +172,8 @@ def Braid_EmbeddingGradOp : Braid_Op<"embedding_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_PositionGradOp : Braid_Op<"position_grad", [Pure]> {
+def Braid_PositionGradOp : Braid_Op<"position_grad",
+    [Pure, Braid_Cost, Braid_KernelCall]> {
   let summary = "cotangent of a learned position table";
   let description = [{
     `grad` [..., S, H] -> [P, H] with P >= S: `result[s] = sum over the
@@ -177,7 +185,8 @@ def Braid_PositionGradOp : Braid_Op<"position_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_CrossEntropyGradOp : Braid_InferredOp<"cross_entropy_grad"> {
+def Braid_CrossEntropyGradOp : Braid_InferredOp<"cross_entropy_grad",
+    [Braid_Cost, Braid_KernelCall]> {
   let summary = "cotangent of the logits of the mean cross-entropy";
   let description = [{
     `result = grad / N * (softmax(logits) - onehot(labels))` row by row, with
@@ -197,7 +206,8 @@ def Braid_CrossEntropyGradOp : Braid_InferredOp<"cross_entropy_grad"> {
   }];
 }
 
-def Braid_Conv1dGradOp : Braid_InferredOp<"conv1d_grad"> {
+def Braid_Conv1dGradOp : Braid_InferredOp<"conv1d_grad",
+    [Braid_Cost, Braid_KernelCall]> {
   let summary = "cotangents of conv1d's input, weight and bias";
   let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$weight,
                        Braid_FloatTensor:$grad,
@@ -210,7 +220,8 @@ def Braid_Conv1dGradOp : Braid_InferredOp<"conv1d_grad"> {
   }];
 }
 
-def Braid_SelectiveScanGradOp : Braid_InferredOp<"selective_scan_grad"> {
+def Braid_SelectiveScanGradOp : Braid_InferredOp<"selective_scan_grad",
+    [Braid_Cost, Braid_KernelCall]> {
   let summary = "cotangents of every operand of the selective scan";
   let description = [{
     Cotangents of x, delta (the raw delta, through the softplus when
@@ -234,7 +245,8 @@ def Braid_SelectiveScanGradOp : Braid_InferredOp<"selective_scan_grad"> {
   }];
 }
 
-def Braid_RouterGradOp : Braid_InferredOp<"router_grad"> {
+def Braid_RouterGradOp : Braid_InferredOp<"router_grad",
+    [Braid_Cost, Braid_KernelCall]> {
   let summary = "cotangent of the router's logits from that of its weights";
   let description = [{
     With the selected `indices` held fixed: back-propagates the cotangent of
@@ -250,7 +262,8 @@ def Braid_RouterGradOp : Braid_InferredOp<"router_grad"> {
   }];
 }
 
-def Braid_DispatchGradOp : Braid_InferredOp<"dispatch_grad"> {
+def Braid_DispatchGradOp : Braid_InferredOp<"dispatch_grad",
+    [Braid_Cost, Braid_KernelCall]> {
   let summary = "cotangent of the dispatched tokens";
   let description = [{
     `grad` [E, S, H] and `indices` [T, k] -> [T, H]: the sum over the kept
@@ -266,7 +279,8 @@ def Braid_DispatchGradOp : Braid_InferredOp<"dispatch_grad"> {
   }];
 }
 
-def Braid_CombineGradOp : Braid_InferredOp<"combine_grad"> {
+def Braid_CombineGradOp : Braid_InferredOp<"combine_grad",
+    [Braid_Cost, Braid_KernelCall]> {
   let summary = "cotangents of the expert outputs and of the gate weights";
   let description = [{
     For `braid.combine %e, %w, %i` and the cotangent `grad` [T, H] of its
@@ -292,7 +306,7 @@ def Braid_CombineGradOp : Braid_InferredOp<"combine_grad"> {
 // Program state and optimizer updates
 //===----------------------------------------------------------------------===//
 
-def Braid_SliceOp : Braid_Op<"slice", [Pure]> {
+def Braid_SliceOp : Braid_Op<"slice", [Pure, Braid_VJP]> {
   let summary = "this rank's block of a replicated value, blocks shared by neighbours";
   let description = [{
     `input` is whole on every rank of grid `axes`; the result is its block
@@ -350,7 +364,8 @@ def Braid_StateOp : Braid_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
   }];
 }
 
-def Braid_SumSquaresOp : Braid_Op<"sum_squares", [Pure]> {
+def Braid_SumSquaresOp : Braid_Op<"sum_squares",
+    [Pure, Braid_Cost, Braid_KernelCall]> {
   let summary = "sum of squares of every element of every operand";
   let description = [{
     The squared global norm of the gradients, a 0-d f32 accumulated in f32.
@@ -362,7 +377,7 @@ def Braid_SumSquaresOp : Braid_Op<"sum_squares", [Pure]> {
 }
 
 def Braid_ClipCoefficientOp : Braid_Op<"clip_coefficient",
-    [Pure, AllTypesMatch<["sumsq", "result"]>]> {
+    [Pure, AllTypesMatch<["sumsq", "result"]>, Braid_KernelCall]> {
   let summary = "the factor that clips gradients to a maximal global norm";
   let description = [{
     `result = min(1, max_norm / (sqrt(sumsq) + 1e-6))`, 1 when max_norm <= 0.
@@ -374,14 +389,16 @@ def Braid_ClipCoefficientOp : Braid_Op<"clip_coefficient",
 }
 
 def Braid_IncrementOp : Braid_Op<"increment",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+      MemoryEffects<[MemWrite]>, Braid_KernelCall]> {
   let summary = "adds one to a scalar state (the optimizer's step counter)";
   let arguments = (ins FlatSymbolRefAttr:$counter);
   let assemblyFormat = "$counter attr-dict";
 }
 
 def Braid_SGDUpdateOp : Braid_Op<"sgd_update",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+      MemoryEffects<[MemWrite]>, Braid_Cost, Braid_KernelCall]> {
   let summary = "in-place SGD step of one parameter";
   let description = [{
     With g = coef * grad: `param -= lr * (g + weight_decay * param)`.
@@ -401,7 +418,8 @@ def Braid_SGDUpdateOp : Braid_Op<"sgd_update",
 }
 
 def Braid_AdamWUpdateOp : Braid_Op<"adamw_update",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+      MemoryEffects<[MemWrite]>, Braid_Cost, Braid_KernelCall]> {
   let summary = "in-place AdamW step of one parameter and its moments";
   let description = [{
     With g = coef * grad and t the value of the `step` counter:
@@ -437,7 +455,8 @@ def Braid_AdamWUpdateOp : Braid_Op<"adamw_update",
 }
 
 def Braid_GetParamRangeOp : Braid_Op<"get_param_range",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemRead]>]> {
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+      MemoryEffects<[MemRead]>]> {
   let summary = "a range of a parameter's flat elements";
   let description = [{
     `result[i] = flat(param)[offset + i]` for the result's R elements: the
@@ -454,7 +473,8 @@ def Braid_GetParamRangeOp : Braid_Op<"get_param_range",
 }
 
 def Braid_SetParamOp : Braid_Op<"set_param",
-    [DeclareOpInterfaceMethods<SymbolUserOpInterface>, MemoryEffects<[MemWrite]>]> {
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+      MemoryEffects<[MemWrite]>]> {
   let summary = "writes a parameter";
   let description = [{
     The parameter takes `value`'s elements (its shape, or flat). The memory

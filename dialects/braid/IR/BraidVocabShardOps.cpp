@@ -1,4 +1,10 @@
-//===- BraidVocabShardOps.cpp - verifiers of vocabulary-parallel pieces ---===//
+//===- BraidVocabShardOps.cpp - vocabulary-parallel pieces ----------------===//
+//
+// The verifiers and the runtime calls of the pieces VocabParallel.cpp of
+// BraidToDist splits the embedding and the cross-entropy into; a rank's
+// vocabulary offset is an index expression of its coordinates.
+//
+//===----------------------------------------------------------------------===//
 
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/VerifierHelpers.h"
@@ -31,6 +37,14 @@ LogicalResult verifyRows(Operation *op, Value logits, Value labels,
   return success();
 }
 } // namespace
+
+/// The rows and the vocabulary of a cross-entropy piece's logits
+/// [..., vocab].
+static void appendRowsAndVocab(SmallVectorImpl<KernelArg> &args, Value logits) {
+  int64_t vocab = shapeOf(logits).back();
+  args.push_back(getNumElements(logits) / vocab);
+  args.push_back(vocab);
+}
 
 LogicalResult EmbeddingShardOp::verify() {
   auto table = shapeOf(getTable());
@@ -87,5 +101,86 @@ LogicalResult CrossEntropyGradShardOp::verify() {
   if (getResult().getType() != getLogits().getType())
     return emitOpError("result must be ")
            << getLogits().getType() << ", found " << getResult().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel calls
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+EmbeddingShardOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  auto table = shapeOf(getTable());
+  calls.push_back(
+      {"braid_k_embedding_shard",
+       {KernelArg::dtype(getType()), KernelArg::dtype(getTokens().getType()),
+        getTokens(), getTable(), getResult(), getNumElements(getTokens()),
+        table[0], table[1], KernelArg::index(getOffset())}});
+  return success();
+}
+
+LogicalResult
+EmbeddingGradShardOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  auto table = shapeOf(getResult());
+  calls.push_back(
+      {"braid_k_embedding_grad_shard",
+       {KernelArg::dtype(getType()), KernelArg::dtype(getTokens().getType()),
+        getTokens(), getGrad(), getResult(), getNumElements(getTokens()),
+        table[0], table[1], KernelArg::index(getOffset())}});
+  return success();
+}
+
+LogicalResult
+CrossEntropyRowMaxOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  SmallVector<KernelArg> args = {KernelArg::dtype(getLogits().getType()),
+                                 getLogits(),
+                                 KernelArg::buffer(getResult(), "float *")};
+  appendRowsAndVocab(args, getLogits());
+  args.append(
+      {KernelArg::index(getOffset()), static_cast<int64_t>(getValid())});
+  calls.push_back({"braid_k_ce_shard_max", std::move(args)});
+  return success();
+}
+
+LogicalResult
+CrossEntropyStatsOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  SmallVector<KernelArg> args = {KernelArg::dtype(getLogits().getType()),
+                                 KernelArg::dtype(getLabels().getType()),
+                                 getLogits(),
+                                 getLabels(),
+                                 KernelArg::buffer(getRowMax(), "float *"),
+                                 KernelArg::buffer(getResult(), "float *")};
+  appendRowsAndVocab(args, getLogits());
+  args.append(
+      {KernelArg::index(getOffset()), static_cast<int64_t>(getValid())});
+  calls.push_back({"braid_k_ce_shard_stats", std::move(args)});
+  return success();
+}
+
+LogicalResult
+CrossEntropyFromStatsOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  calls.push_back(
+      {"braid_k_ce_shard_loss",
+       {KernelArg::buffer(getRowMax(), "float *"),
+        KernelArg::buffer(getStats(), "float *"),
+        KernelArg::buffer(getResult(), "float *"), getNumElements(getRowMax()),
+        static_cast<int64_t>(getDenominator())}});
+  return success();
+}
+
+LogicalResult
+CrossEntropyGradShardOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
+  SmallVector<KernelArg> args = {KernelArg::dtype(getLogits().getType()),
+                                 KernelArg::dtype(getLabels().getType()),
+                                 getLogits(),
+                                 getLabels(),
+                                 KernelArg::buffer(getRowMax(), "float *"),
+                                 KernelArg::buffer(getStats(), "float *"),
+                                 KernelArg::buffer(getGrad(), "float *"),
+                                 getResult()};
+  appendRowsAndVocab(args, getLogits());
+  args.append({KernelArg::index(getOffset()), static_cast<int64_t>(getValid()),
+               static_cast<int64_t>(getDenominator())});
+  calls.push_back({"braid_k_ce_shard_grad", std::move(args)});
   return success();
 }

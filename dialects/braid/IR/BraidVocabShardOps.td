@@ -14,7 +14,8 @@
 
 def Braid_F32Scalar : 0DTensorOf<[F32]>;
 
-def Braid_EmbeddingShardOp : Braid_Op<"embedding_shard", [Pure]> {
+def Braid_EmbeddingShardOp : Braid_Op<"embedding_shard",
+    [Pure, Braid_KernelCall]> {
   let summary = "this rank's share of an embedding lookup";
   let description = [{
     `table` [V, H] holds the vocabulary's rows [offset, offset + V):
@@ -36,7 +37,8 @@ def Braid_EmbeddingShardOp : Braid_Op<"embedding_shard", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_EmbeddingGradShardOp : Braid_Op<"embedding_grad_shard", [Pure]> {
+def Braid_EmbeddingGradShardOp : Braid_Op<"embedding_grad_shard",
+    [Pure, Braid_KernelCall]> {
   let summary = "this rank's rows of an embedding table's cotangent";
   let description = [{
     The scatter-add of `grad`'s rows [..., s, :] into row
@@ -53,7 +55,8 @@ def Braid_EmbeddingGradShardOp : Braid_Op<"embedding_grad_shard", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_CrossEntropyRowMaxOp : Braid_Op<"cross_entropy_row_max", [Pure]> {
+def Braid_CrossEntropyRowMaxOp : Braid_Op<"cross_entropy_row_max",
+    [Pure, Braid_KernelCall]> {
   let summary = "each row's largest logit in this rank's vocabulary columns";
   let description = [{
     `logits` [..., V] holds the columns [offset, offset + V) of the
@@ -70,7 +73,8 @@ def Braid_CrossEntropyRowMaxOp : Braid_Op<"cross_entropy_row_max", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_CrossEntropyStatsOp : Braid_Op<"cross_entropy_stats", [Pure]> {
+def Braid_CrossEntropyStatsOp : Braid_Op<"cross_entropy_stats",
+    [Pure, Braid_KernelCall]> {
   let summary = "each row's sum of exponentials and label logit, this rank's share";
   let description = [{
     With `row_max` the maximum over every rank's columns: `result[..., 0] =
@@ -91,7 +95,8 @@ def Braid_CrossEntropyStatsOp : Braid_Op<"cross_entropy_stats", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braid_CrossEntropyFromStatsOp : Braid_Op<"cross_entropy_from_stats", [Pure]> {
+def Braid_CrossEntropyFromStatsOp : Braid_Op<"cross_entropy_from_stats",
+    [Pure, Braid_KernelCall]> {
   let summary = "the mean cross-entropy from each row's reduced statistics";
   let description = [{
     `loss = sum over rows r of (row_max[r] + log stats[r, 0] - stats[r, 1])
@@ -107,7 +112,8 @@ def Braid_CrossEntropyFromStatsOp : Braid_Op<"cross_entropy_from_stats", [Pure]>
   let hasVerifier = 1;
 }
 
-def Braid_CrossEntropyGradShardOp : Braid_Op<"cross_entropy_grad_shard", [Pure]> {
+def Braid_CrossEntropyGradShardOp : Braid_Op<"cross_entropy_grad_shard",
+    [Pure, Braid_KernelCall]> {
   let summary = "the cotangent of this rank's logits from the reduced statistics";
   let description = [{
     `result[..., c] = grad / denominator * (exp(logit - row_max) /

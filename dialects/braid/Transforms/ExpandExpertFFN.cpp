@@ -15,24 +15,6 @@ namespace mlir::braid {
 using namespace mlir;
 using namespace mlir::braid;
 
-/// act(x) as a unary braid op.
-static Value createActivation(PatternRewriter &rewriter, Location loc,
-                              Activation act, Value x) {
-  switch (act) {
-  case Activation::SiLU:
-    return SiluOp::create(rewriter, loc, x);
-  case Activation::GELU:
-    return GeluOp::create(rewriter, loc, x, /*approximate=*/false);
-  case Activation::GELUTanh:
-    return GeluOp::create(rewriter, loc, x, /*approximate=*/true);
-  case Activation::Sigmoid:
-    return SigmoidOp::create(rewriter, loc, x);
-  case Activation::ReLU:
-    return ReluOp::create(rewriter, loc, x);
-  }
-  llvm_unreachable("unknown activation");
-}
-
 namespace {
 struct ExpandExpertFFN : OpRewritePattern<ExpertFFNOp> {
   using OpRewritePattern::OpRewritePattern;

@@ -28,14 +28,6 @@ ArrayAttr mlir::braid::splitAttr(MLIRContext *context,
   return ArrayAttr::get(context, dims);
 }
 
-int ShardingRule::factorOf(unsigned tensor, unsigned dim) const {
-  for (auto [i, factor] : llvm::enumerate(factors))
-    for (const TensorDim &td : factor.dims)
-      if (td.tensor == tensor && td.dim == dim)
-        return i;
-  return -1;
-}
-
 //===----------------------------------------------------------------------===//
 // Resharding
 //===----------------------------------------------------------------------===//

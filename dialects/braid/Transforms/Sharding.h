@@ -1,9 +1,9 @@
 //===- Sharding.h - shardings of values over a named device grid -*- C++ -*-===//
 //
 // The vocabulary Braid's SPMD passes share beyond the grid and a value's
-// sharding (Analysis/Grid.h): the factor rules that say how an op's
-// dimensions correspond, and the collectives that move a value from one
-// sharding to another.
+// sharding (IR/Grid.h) and the ops' factor rules (IR/ShardingRule.h): the
+// local types of sharded values, and the collectives that move a value from
+// one sharding to another.
 //
 // Conventions. A dimension split over axes (a, b), major to minor, is cut
 // into n_a * n_b blocks of ceil(size / (n_a n_b)) elements; the rank with
@@ -16,7 +16,8 @@
 #ifndef BRAID_DIALECT_BRAID_TRANSFORMS_SHARDING_H
 #define BRAID_DIALECT_BRAID_TRANSFORMS_SHARDING_H
 
-#include "dialects/braid/Analysis/Grid.h"
+#include "dialects/braid/IR/Grid.h"
+#include "dialects/braid/IR/ShardingRule.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
@@ -33,42 +34,12 @@ ArrayAttr splitAttr(MLIRContext *context, const ValueSharding &sharding,
                     const Grid &grid);
 
 //===----------------------------------------------------------------------===//
-// Factor rules
+// Factor rules (each op's own: ShardingRule.h)
 //===----------------------------------------------------------------------===//
 
-/// How an op may split one factor (a loop of its computation).
-enum class FactorKind {
-  Parallel,  ///< split freely: every tensor holding it is split alike
-  Reduction, ///< summed over: splitting it leaves the results partial
-  Vocab,     ///< the vocabulary of a cross-entropy: split, reduced inside
-  Sequence,  ///< a recurrence's sequence (Mamba's mixer): one dimension
-             ///< through the op, whole unless split by context parallelism
-             ///< (the op then takes `context_axes`)
-  Whole,     ///< must not be split for this op
-};
-
-/// A tensor dimension: operand index, or numOperands + result index.
-struct TensorDim {
-  unsigned tensor;
-  unsigned dim;
-};
-
-struct Factor {
-  FactorKind kind;
-  SmallVector<TensorDim> dims;
-};
-
-/// The factors of an op. Dimensions of merged reshape dimensions other
-/// than the major one belong to no factor (they cannot be split).
-struct ShardingRule {
-  SmallVector<Factor> factors;
-  unsigned numOperands = 0;
-  /// The factor of a tensor dimension, or -1.
-  int factorOf(unsigned tensor, unsigned dim) const;
-};
-
-/// The rule of a braid op (forward ops); failure for ops without one,
-/// reported at the op when `report`.
+/// The rule of an op: its ShardingRuleOpInterface's, else the one derived
+/// from an upstream `shard::ShardingInterface` (a user's or an upstream op);
+/// failure for ops without one, reported at the op when `report`.
 FailureOr<ShardingRule> getShardingRule(Operation *op, bool report = true);
 
 //===----------------------------------------------------------------------===//

@@ -219,10 +219,10 @@ LogicalResult partitionOp(Operation *op, ArrayRef<Value> partitionedOperands,
             "--braid-partition";
 }
 
-/// The model of an op with a factor rule.
-template <typename OpTy>
-struct FactorRuleShardingModel : public shard::ShardingInterface::ExternalModel<
-                                     FactorRuleShardingModel<OpTy>, OpTy> {
+/// The model of any op with a factor rule (ShardingRuleOpInterface).
+struct FactorRuleShardingModel
+    : public shard::ShardingInterface::ExternalModel<FactorRuleShardingModel,
+                                                     ShardingRuleOpInterface> {
   SmallVector<IteratorType> getLoopIteratorTypes(Operation *op) const {
     FailureOr<LoopNest> nest = getLoopNest(op);
     return succeeded(nest) ? nest->iteratorTypes : SmallVector<IteratorType>();
@@ -288,25 +288,17 @@ private:
   }
 };
 
-template <typename... OpTys> void attachFactorRuleModels(MLIRContext *context) {
-  (OpTys::template attachInterface<FactorRuleShardingModel<OpTys>>(*context),
-   ...);
-}
-
 } // namespace
 
 void mlir::braid::registerShardingInterfaceExternalModels(
     DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *context, BraidDialect *) {
-    // Exactly the ops getShardingRule knows (sharding-interface.mlir
-    // propagates through each).
-    attachFactorRuleModels<AddOp, MulOp, GluOp, SiluOp, GeluOp, SigmoidOp,
-                           ReluOp, ExpOp, NegOp, ConvertOp, ReshapeOp,
-                           TransposeOp, BiasAddOp, LinearOp, BatchMatmulOp,
-                           AttentionOp, RMSNormOp, LayerNormOp, SoftmaxOp,
-                           EmbeddingOp,
-                           CrossEntropyOp, Conv1dOp, SelectiveScanOp, RouterOp,
-                           DispatchOp, ExpertFFNOp, CombineOp>(context);
+  registry.addExtension(+[](MLIRContext *context, BraidDialect *braid) {
+    // Every braid op with a factor rule, whatever its family: the rule is
+    // the single source (sharding-interface.mlir propagates through each).
+    for (RegisteredOperationName name : context->getRegisteredOperations())
+      if (&name.getDialect() == braid &&
+          name.hasInterface<ShardingRuleOpInterface>())
+        name.attachInterface<FactorRuleShardingModel>();
     GetParamOp::attachInterface<GetParamShardingModel>(*context);
   });
 }

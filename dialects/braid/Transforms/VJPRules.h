@@ -1,8 +1,19 @@
-//===- VJPRules.h - vector-Jacobian products of braid ops -------*- C++ -*-===//
+//===- VJPRules.h - vector-Jacobian products of ops -------------*- C++ -*-===//
+//
+// Braid's ops give their VJPs through DifferentiableOpInterface, next to each
+// op family (dialects/braid/IR); the upstream `shard` collectives the
+// partitioner inserts get theirs from the external models registered here.
+//
+//===----------------------------------------------------------------------===//
+
 #ifndef BRAID_DIALECT_BRAID_TRANSFORMS_VJPRULES_H
 #define BRAID_DIALECT_BRAID_TRANSFORMS_VJPRULES_H
 
 #include "mlir/IR/Builders.h"
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
 
 namespace mlir::braid {
 
@@ -10,16 +21,16 @@ namespace mlir::braid {
 bool isDifferentiable(Type type);
 
 /// Emits, at the builder's insertion point, the vector-Jacobian product of
-/// `op` (a braid op other than calls): given the cotangents of its results
-/// (null where a result has none), returns one cotangent per operand (null
-/// for operands that are not differentiable or receive nothing). Emits a
-/// located error for ops without a rule. New ops get location `loc`.
+/// `op` (any op but calls): given the cotangents of its results (null where
+/// a result has none), returns one cotangent per operand (null for operands
+/// that are not differentiable or receive nothing). Emits a located error
+/// for ops without a rule. New ops get location `loc`.
 FailureOr<SmallVector<Value>> emitVJP(OpBuilder &b, Location loc,
                                       Operation *op,
                                       ArrayRef<Value> resultCotangents);
 
-/// `act(x)` as a unary braid op.
-Value createActivation(OpBuilder &b, Location loc, int activation, Value x);
+/// Attaches DifferentiableOpInterface to the `shard` collectives.
+void registerCollectiveVJPExternalModels(DialectRegistry &registry);
 
 } // namespace mlir::braid
 

@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/braid/Analysis/Grid.h"
+#include "dialects/braid/IR/Grid.h"
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"

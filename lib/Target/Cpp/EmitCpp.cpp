@@ -244,11 +244,14 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, raw_ostream &os) {
     return emitSpmdOp(op, os);
   if (isDistOp(op))
     return emitDistOp(op, os);
-  if (isPieceOp(op))
-    return emitPieceCall(op, os);
+  if (isa<GetParamRangeOp, SetParamOp>(op))
+    return emitParamAccess(op, os);
   if (fp.fusion->getRoot(op) == op)
     return emitFusedGroup(op, os);
-  return emitKernelCall(op, os);
+  if (auto kernel = dyn_cast<KernelCallOpInterface>(op))
+    return emitKernelCalls(kernel, os);
+  return op->emitError("braid-translate cannot emit '")
+         << op->getName() << "'";
 }
 
 /// The scope values computed by a call are named under: the longest dotted

@@ -12,49 +12,8 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace braid::cpp {
-
-static FailureOr<std::string> elementwiseExpression(Operation *op,
-                                                    ArrayRef<std::string> in) {
-  auto act = [](Activation a, const std::string &x) -> std::string {
-    switch (a) {
-    case Activation::SiLU:
-      return "braid::silu(" + x + ")";
-    case Activation::GELU:
-      return "braid::gelu(" + x + ")";
-    case Activation::GELUTanh:
-      return "braid::gelu_tanh(" + x + ")";
-    case Activation::Sigmoid:
-      return "braid::sigmoid(" + x + ")";
-    case Activation::ReLU:
-      return "braid::relu(" + x + ")";
-    }
-    llvm_unreachable("unknown activation");
-  };
-  return TypeSwitch<Operation *, FailureOr<std::string>>(op)
-      .Case([&](GeluOp g) {
-        return act(g.getApproximate() ? Activation::GELUTanh
-                                      : Activation::GELU,
-                   in[0]);
-      })
-      .Case([&](SiluOp) { return act(Activation::SiLU, in[0]); })
-      .Case([&](SigmoidOp) { return act(Activation::Sigmoid, in[0]); })
-      .Case([&](ReluOp) { return act(Activation::ReLU, in[0]); })
-      .Case([&](ExpOp) { return "braid::exp(" + in[0] + ")"; })
-      .Case([&](NegOp) { return "-" + in[0]; })
-      .Case([&](AddOp) { return in[0] + " + " + in[1]; })
-      .Case([&](FillOp f) {
-        return "static_cast<float>(" +
-               literal(f.getValue().convertToDouble()) + ")";
-      })
-      .Case([&](MulOp) { return in[0] + " * " + in[1]; })
-      .Case([&](GluOp g) {
-        return act(g.getActivation(), in[0]) + " * " + in[1];
-      })
-      .Default([](Operation *) { return failure(); });
-}
 
 LogicalResult FunctionEmitter::emitFusedGroup(Operation *root,
                                               raw_ostream &os) {
@@ -76,12 +35,13 @@ LogicalResult FunctionEmitter::emitFusedGroup(Operation *root,
           operand, "x" + std::to_string(leaves.size()));
       in.push_back(it->second);
     }
-    FailureOr<std::string> expr = elementwiseExpression(member, in);
-    if (failed(expr))
+    auto scalar = dyn_cast<ScalarExpressionOpInterface>(member);
+    if (!scalar)
       return member->emitError("cannot fuse this op");
     std::string t = "t" + std::to_string(local.size());
     local[member->getResult(0)] = t;
-    compute += "    const float " + t + " = " + *expr + ";\n";
+    compute += "    const float " + t + " = " +
+               scalar.getScalarExpression(in) + ";\n";
     if (!ops.empty())
       ops += "+";
     ops += member->getName().stripDialect().str();

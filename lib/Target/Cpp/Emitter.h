@@ -3,9 +3,9 @@
 // Shared by the emitter's files: EmitCpp.cpp (program and functions),
 // EmitDescriptor.cpp (the descriptor the runtime reads), EmitRoll.cpp
 // (repeated statements as loops),
-// EmitFusion.cpp (generated elementwise kernels), EmitKernelCalls.cpp (calls
-// of the runtime's kernels), EmitPieces.cpp (those of the per-rank pieces the
-// lowering to dist makes), EmitSpmd.cpp (shard.all_slice, bias_add, slice
+// EmitFusion.cpp (generated elementwise kernels), EmitKernelCalls.cpp (the
+// runtime calls each op describes through KernelCallOpInterface),
+// EmitParamAccess.cpp (ZeRO's parameter ranges), EmitSpmd.cpp (shard.all_slice, bias_add, slice
 // and unslice; the sharding of tensors in SPMD programs), EmitDist.cpp
 // (transfers, coordinates and index arithmetic).
 //
@@ -16,6 +16,7 @@
 
 #include "braid/Target/Cpp.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
+#include "dialects/braid/IR/BraidInterfaces.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -58,9 +59,6 @@ SmallVector<std::string> splitSpecs(const ShardedTensor &tensor,
 /// True for the ops EmitSpmd.cpp emits: shard ops (collectives, which it
 /// rejects: they reach it lowered to dist), bias_add, slice and unslice.
 bool isSpmdOp(Operation *op);
-/// A per-rank piece of a partitioned op, which --convert-braid-to-dist makes
-/// (EmitPieces.cpp).
-bool isPieceOp(Operation *op);
 /// An op computing an index (dist.coordinate, arith on indices), which the
 /// uses of its value print as an expression.
 bool isIndexOp(Operation *op);
@@ -195,8 +193,11 @@ private:
   void emitBracketed(Operation *op, StringRef call, raw_ostream &os);
 
   LogicalResult emitOp(Operation *op, raw_ostream &os);
-  LogicalResult emitKernelCall(Operation *op, raw_ostream &os);
-  LogicalResult emitPieceCall(Operation *op, raw_ostream &os);
+  /// The runtime calls an op describes (EmitKernelCalls.cpp).
+  LogicalResult emitKernelCalls(KernelCallOpInterface op, raw_ostream &os);
+  FailureOr<std::string> printKernelArg(const KernelArg &arg, Operation *op);
+  /// get_param_range and set_param (EmitParamAccess.cpp).
+  LogicalResult emitParamAccess(Operation *op, raw_ostream &os);
   LogicalResult emitSpmdOp(Operation *op, raw_ostream &os);
   LogicalResult emitDistOp(Operation *op, raw_ostream &os);
   /// The C++ expression of an index value: a dist.coordinate or arith

@@ -1,6 +1,6 @@
 //===- Grid.cpp - the device grid, its groups and value shardings ---------===//
 
-#include "dialects/braid/Analysis/Grid.h"
+#include "dialects/braid/IR/Grid.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"

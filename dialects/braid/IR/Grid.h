@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BRAID_DIALECT_BRAID_ANALYSIS_GRID_H
-#define BRAID_DIALECT_BRAID_ANALYSIS_GRID_H
+#ifndef BRAID_DIALECT_BRAID_IR_GRID_H
+#define BRAID_DIALECT_BRAID_IR_GRID_H
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
@@ -127,4 +127,4 @@ getGridGroup(Operation *op, ArrayAttr names,
 
 } // namespace mlir::braid
 
-#endif // BRAID_DIALECT_BRAID_ANALYSIS_GRID_H
+#endif // BRAID_DIALECT_BRAID_IR_GRID_H
