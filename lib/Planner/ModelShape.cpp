@@ -24,10 +24,10 @@ llvm::Error fail(const llvm::Twine &message) {
 /// vocabularies) stay in range and its per-layer work stays quick.
 int64_t limitOf(llvm::StringRef key) {
   return llvm::StringSwitch<int64_t>(key)
-      .Cases("vocab", "seq", "pad_vocab_multiple", "chunk", int64_t(1) << 24)
-      .Cases("hidden", "dt_rank", int64_t(1) << 20)
-      .Cases("ffn", "shared_ffn", int64_t(1) << 22)
-      .Cases("layers", "attn_period", "attn_offset", "expert_period", "expert_offset",
+      .Cases({"vocab", "seq", "pad_vocab_multiple", "chunk"}, int64_t(1) << 24)
+      .Cases({"hidden", "dt_rank"}, int64_t(1) << 20)
+      .Cases({"ffn", "shared_ffn"}, int64_t(1) << 22)
+      .Cases({"layers", "attn_period", "attn_offset", "expert_period", "expert_offset"},
              int64_t(1) << 14)
       .Case("d_conv", int64_t(1) << 10)
       .Case("expand", int64_t(1) << 8)
@@ -89,6 +89,136 @@ struct Reader {
     return it == attrs.end() ? fallback.str() : it->second;
   }
 };
+
+/// Which kinds of blocks a family's layers hold.
+struct Blocks {
+  bool attention, mamba, moe;
+};
+
+/// The sizes every family has, attention's, the MLP's and the model's
+/// flags.
+void readSizes(Reader &r, ModelShape &m, const Blocks &blocks) {
+  m.vocab = r.integer("vocab", 0, true);
+  // The builder pads the vocabulary (pad_vocab_multiple); the module's
+  // `vocab` is then already the padded one, a description's may not be.
+  if (int64_t pad = r.integer("pad_vocab_multiple", 1); pad > 1 && !r.has("vocab_unpadded"))
+    m.vocab = (m.vocab + pad - 1) / pad * pad;
+  m.hidden = r.integer("hidden", 0, true);
+  m.layers = r.integer("layers", 0, true);
+  m.seq = r.integer("seq", 0, true);
+  if (blocks.attention) {
+    m.heads = r.integer("heads", 0, true);
+    m.kvHeads = r.integer("kv_heads", m.heads);
+    m.headDim = r.integer("head_dim", m.heads ? m.hidden / std::max<int64_t>(1, m.heads) : 0);
+  }
+  m.gated = m.family != "gpt" && r.text("activation", "") != "squared-relu";
+  m.biases = m.family == "gpt";
+  m.layerNorm = m.family == "gpt" || r.text("norm", "") == "layer_norm";
+  m.learnedPositions = m.family == "gpt";
+  m.tiedEmbeddings = r.flag("tied_embeddings", m.family == "gpt" || m.family == "mamba");
+  if (m.family != "mamba")
+    m.ffn = r.integer("ffn", m.family == "gpt" ? 4 * m.hidden : 0, m.family != "gpt");
+}
+
+llvm::Error readExperts(Reader &r, ModelShape &m) {
+  m.experts = r.integer("experts", 0, true);
+  m.topK = r.integer("top_k", 0, true);
+  // At most one slot per token per expert chosen: E drops nothing.
+  m.capacityFactor = r.real("capacity_factor", 1.0, double(std::max<int64_t>(1, m.experts)));
+  m.sharedFfn = r.integer("shared_ffn", 0);
+  std::string routing = r.text("routing", "random");
+  if (routing == "contiguous")
+    m.routing = ModelShape::Routing::Contiguous;
+  else if (routing != "random")
+    return fail(m.name + ": unknown routing '" + routing + "' (known: random, contiguous)");
+  return llvm::Error::success();
+}
+
+void readMamba(Reader &r, ModelShape &m) {
+  m.dState = r.integer("d_state", 16);
+  m.dConv = r.integer("d_conv", 4);
+  m.expand = r.integer("expand", 2);
+  m.dtRank = r.integer("dt_rank", (m.hidden + 15) / 16);
+  m.mambaHeads = r.integer("mamba_heads", 0);
+  m.mambaHeadDim = r.integer("mamba_head_dim", 64);
+  m.nGroups = r.integer("n_groups", 1);
+  m.chunk = r.integer("chunk", 128);
+}
+
+llvm::Error checkSizes(const ModelShape &m, const Blocks &blocks) {
+  if (m.vocab < 1 || m.hidden < 1 || m.layers < 1 || m.seq < 1)
+    return fail(m.name + ": vocab, hidden, layers and seq must be positive");
+  if (blocks.attention &&
+      (m.heads < 1 || m.kvHeads < 1 || m.heads % m.kvHeads || m.headDim < 1))
+    return fail(m.name + ": heads and kv_heads must be positive, kv_heads dividing heads");
+  if (blocks.moe && (m.experts < 1 || m.topK < 1 || m.topK > m.experts))
+    return fail(m.name + ": experts and top_k must be positive, top_k <= experts");
+  return llvm::Error::success();
+}
+
+/// A hybrid's layers given block by block: M Mamba, * attention, - MLP, E
+/// experts.
+llvm::Error layersFromPattern(ModelShape &m, llvm::StringRef pattern, bool moe) {
+  if (m.family != "hybrid")
+    return fail(m.name + ": a pattern of blocks is a hybrid model's");
+  if (int64_t(pattern.size()) != m.layers)
+    return fail(m.name + ": the pattern has " + std::to_string(pattern.size()) +
+                " blocks, not layers = " + std::to_string(m.layers));
+  if (m.mambaHeads && (m.mambaHeads < 1 || m.mambaHeadDim < 1 || m.nGroups < 1 ||
+                       m.mambaHeads % m.nGroups || m.chunk < 1))
+    return fail(m.name + ": Mamba-2 needs mamba_heads, mamba_head_dim, chunk >= 1 and "
+                         "n_groups dividing mamba_heads");
+  for (char c : pattern) {
+    switch (c) {
+    case 'M':
+      m.layerShapes.push_back({m.mambaHeads ? Mixer::Mamba2 : Mixer::Mamba, Ffn::None});
+      break;
+    case '*':
+      m.layerShapes.push_back({Mixer::Attention, Ffn::None});
+      break;
+    case '-':
+      m.layerShapes.push_back({Mixer::None, Ffn::Dense});
+      break;
+    case 'E':
+      if (!moe)
+        return fail(m.name + ": the pattern's E blocks need experts and top_k");
+      m.layerShapes.push_back({Mixer::None, Ffn::MoE});
+      break;
+    default:
+      return fail(m.name + ": unknown block '" + std::string(1, c) +
+                  "' in the pattern (M Mamba, * attention, - MLP, E experts)");
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// Where a hybrid without a pattern puts attention and experts: layer i
+/// when i % period == offset.
+struct Periods {
+  int64_t attnPeriod, attnOffset, expertPeriod, expertOffset;
+};
+
+/// The layers of a family that repeats one block (a hybrid: by `periods`).
+llvm::Error layersByPeriod(ModelShape &m, const Periods &periods, bool moe) {
+  if (m.family == "hybrid" && periods.attnPeriod < 1)
+    return fail(m.name + ": a hybrid model needs attn_period >= 1 (or a pattern)");
+  for (int64_t i = 0; i < m.layers; ++i) {
+    LayerShape shape;
+    if (m.family == "mamba") {
+      shape = {Mixer::Mamba, Ffn::None};
+    } else if (m.family == "hybrid") {
+      shape.mixer =
+          i % periods.attnPeriod == periods.attnOffset ? Mixer::Attention : Mixer::Mamba;
+      shape.ffn = moe && periods.expertPeriod && i % periods.expertPeriod == periods.expertOffset
+                      ? Ffn::MoE
+                      : Ffn::Dense;
+    } else {
+      shape = {Mixer::Attention, moe ? Ffn::MoE : Ffn::Dense};
+    }
+    m.layerShapes.push_back(shape);
+  }
+  return llvm::Error::success();
+}
 } // namespace
 
 llvm::Expected<ModelShape>
@@ -101,111 +231,28 @@ ModelShape::fromAttributes(const llvm::StringMap<std::string> &attrs) {
       m.family != "moe" && m.family != "hybrid")
     return fail("unknown model family '" + m.family +
                 "' (known: gpt, llama, mamba, moe, hybrid)");
-  m.vocab = r.integer("vocab", 0, true);
-  // The builder pads the vocabulary (pad_vocab_multiple); the module's
-  // `vocab` is then already the padded one, a description's may not be.
-  if (int64_t pad = r.integer("pad_vocab_multiple", 1); pad > 1 && !r.has("vocab_unpadded"))
-    m.vocab = (m.vocab + pad - 1) / pad * pad;
-  m.hidden = r.integer("hidden", 0, true);
-  m.layers = r.integer("layers", 0, true);
-  m.seq = r.integer("seq", 0, true);
-  bool attention = m.family != "mamba";
-  bool mamba = m.family == "mamba" || m.family == "hybrid";
-  bool moe = m.family == "moe" || (m.family == "hybrid" && r.has("experts"));
-  if (attention) {
-    m.heads = r.integer("heads", 0, true);
-    m.kvHeads = r.integer("kv_heads", m.heads);
-    m.headDim = r.integer("head_dim", m.heads ? m.hidden / std::max<int64_t>(1, m.heads) : 0);
-  }
-  m.gated = m.family != "gpt" && r.text("activation", "") != "squared-relu";
-  m.biases = m.family == "gpt";
-  m.layerNorm = m.family == "gpt" || r.text("norm", "") == "layer_norm";
-  m.learnedPositions = m.family == "gpt";
-  m.tiedEmbeddings = r.flag("tied_embeddings", m.family == "gpt" || m.family == "mamba");
-  if (m.family != "mamba")
-    m.ffn = r.integer("ffn", m.family == "gpt" ? 4 * m.hidden : 0, m.family != "gpt");
-  if (moe) {
-    m.experts = r.integer("experts", 0, true);
-    m.topK = r.integer("top_k", 0, true);
-    // At most one slot per token per expert chosen: E drops nothing.
-    m.capacityFactor = r.real("capacity_factor", 1.0, double(std::max<int64_t>(1, m.experts)));
-    m.sharedFfn = r.integer("shared_ffn", 0);
-    std::string routing = r.text("routing", "random");
-    if (routing == "contiguous")
-      m.routing = Routing::Contiguous;
-    else if (routing != "random")
-      return fail(m.name + ": unknown routing '" + routing + "' (known: random, contiguous)");
-  }
-  if (mamba) {
-    m.dState = r.integer("d_state", 16);
-    m.dConv = r.integer("d_conv", 4);
-    m.expand = r.integer("expand", 2);
-    m.dtRank = r.integer("dt_rank", (m.hidden + 15) / 16);
-    m.mambaHeads = r.integer("mamba_heads", 0);
-    m.mambaHeadDim = r.integer("mamba_head_dim", 64);
-    m.nGroups = r.integer("n_groups", 1);
-    m.chunk = r.integer("chunk", 128);
-  }
+  Blocks blocks{/*attention=*/m.family != "mamba",
+                /*mamba=*/m.family == "mamba" || m.family == "hybrid",
+                /*moe=*/m.family == "moe" || (m.family == "hybrid" && r.has("experts"))};
+  readSizes(r, m, blocks);
+  if (blocks.moe)
+    if (llvm::Error error = readExperts(r, m))
+      return std::move(error);
+  if (blocks.mamba)
+    readMamba(r, m);
   std::string pattern = r.text("pattern", "");
-  int64_t attnPeriod = r.integer("attn_period", 0), attnOffset = r.integer("attn_offset", 0);
-  int64_t expertPeriod = r.integer("expert_period", 0),
-          expertOffset = r.integer("expert_offset", 0);
+  Periods periods;
+  periods.attnPeriod = r.integer("attn_period", 0);
+  periods.attnOffset = r.integer("attn_offset", 0);
+  periods.expertPeriod = r.integer("expert_period", 0);
+  periods.expertOffset = r.integer("expert_offset", 0);
   if (!r.error.empty())
     return fail(m.name + ": " + r.error);
-  if (m.vocab < 1 || m.hidden < 1 || m.layers < 1 || m.seq < 1)
-    return fail(m.name + ": vocab, hidden, layers and seq must be positive");
-  if (attention && (m.heads < 1 || m.kvHeads < 1 || m.heads % m.kvHeads || m.headDim < 1))
-    return fail(m.name + ": heads and kv_heads must be positive, kv_heads dividing heads");
-  if (moe && (m.experts < 1 || m.topK < 1 || m.topK > m.experts))
-    return fail(m.name + ": experts and top_k must be positive, top_k <= experts");
-  if (!pattern.empty()) {
-    if (m.family != "hybrid")
-      return fail(m.name + ": a pattern of blocks is a hybrid model's");
-    if (int64_t(pattern.size()) != m.layers)
-      return fail(m.name + ": the pattern has " + std::to_string(pattern.size()) +
-                  " blocks, not layers = " + std::to_string(m.layers));
-    if (m.mambaHeads && (m.mambaHeads < 1 || m.mambaHeadDim < 1 || m.nGroups < 1 ||
-                         m.mambaHeads % m.nGroups || m.chunk < 1))
-      return fail(m.name + ": Mamba-2 needs mamba_heads, mamba_head_dim, chunk >= 1 and "
-                           "n_groups dividing mamba_heads");
-    for (char c : pattern) {
-      switch (c) {
-      case 'M':
-        m.layerShapes.push_back({m.mambaHeads ? Mixer::Mamba2 : Mixer::Mamba, Ffn::None});
-        break;
-      case '*':
-        m.layerShapes.push_back({Mixer::Attention, Ffn::None});
-        break;
-      case '-':
-        m.layerShapes.push_back({Mixer::None, Ffn::Dense});
-        break;
-      case 'E':
-        if (!moe)
-          return fail(m.name + ": the pattern's E blocks need experts and top_k");
-        m.layerShapes.push_back({Mixer::None, Ffn::MoE});
-        break;
-      default:
-        return fail(m.name + ": unknown block '" + std::string(1, c) +
-                    "' in the pattern (M Mamba, * attention, - MLP, E experts)");
-      }
-    }
-    return m;
-  }
-  if (m.family == "hybrid" && attnPeriod < 1)
-    return fail(m.name + ": a hybrid model needs attn_period >= 1 (or a pattern)");
-  for (int64_t i = 0; i < m.layers; ++i) {
-    LayerShape shape;
-    if (m.family == "mamba") {
-      shape = {Mixer::Mamba, Ffn::None};
-    } else if (m.family == "hybrid") {
-      shape.mixer = i % attnPeriod == attnOffset ? Mixer::Attention : Mixer::Mamba;
-      shape.ffn = moe && expertPeriod && i % expertPeriod == expertOffset ? Ffn::MoE
-                                                                          : Ffn::Dense;
-    } else {
-      shape = {Mixer::Attention, moe ? Ffn::MoE : Ffn::Dense};
-    }
-    m.layerShapes.push_back(shape);
-  }
+  if (llvm::Error error = checkSizes(m, blocks))
+    return std::move(error);
+  if (llvm::Error error = pattern.empty() ? layersByPeriod(m, periods, blocks.moe)
+                                          : layersFromPattern(m, pattern, blocks.moe))
+    return std::move(error);
   return m;
 }
 

@@ -51,11 +51,11 @@ PlanCost::PlanCost(ModelShape model, cost::Hardware hw,
   }
 }
 
-double PlanCost::transfer(int kind, double bytes, int64_t ranks, int64_t nodes) const {
+double PlanCost::transfer(TransferKind kind, double bytes, int64_t ranks, int64_t nodes) const {
   if (ranks <= 1 || bytes <= 0)
     return 0;
   cost::Transfer t;
-  t.kind = TransferKind(kind);
+  t.kind = kind;
   t.ranks = ranks;
   t.nodes = nodes;
   t.bytes = bytes;
@@ -226,127 +226,183 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
   if (!est.invalidReason.empty())
     return est;
   est.valid = true;
-  const int64_t chunks = p.pp * p.vpp, M = p.microbatches;
+  const int64_t M = p.microbatches;
   const Pipeline &pl = pipeline(p);
   const std::vector<LayerCost> &costs = layerCosts(p);
-  const std::vector<int64_t> &layout = pl.layout;
   const std::vector<Stage> &stages = pl.stages;
-  est.layout = layout;
+  est.layout = pl.layout;
   est.layerActivationBytes = costs[0].savedBytes;
   if (m.experts && p.ep > 1)
     est.epCopiesPerToken = dispatchCopies(p.ep);
+  estimateMemory(est, p, stages);
+  if (memoryOnly)
+    return est;
 
-  const int64_t denseReplicas = p.dp * p.ep * p.cp,
-                expertReplicas = p.dp * p.cp * (rt.foldedExperts ? p.tp : 1);
+  double pipelineSeconds = 0;
+  const Stage &sl = estimatePipeline(est, p, stages, pipelineSeconds);
+  // Gradient accumulation by a separate add per micro-batch.
+  double stageParams = sl.params + sl.expertParams;
+  if (!rt.fusedGradAccumulation && M > 1) {
+    est.accumulationSeconds = (M - 1) * cal.memorySeconds(hw, stageParams * rt.gradBytes * 3);
+    est.computeSeconds += est.accumulationSeconds;
+  }
+  if (p.pp > 1)
+    estimatePipelineSends(est, p);
+  estimateDataParallel(est, p, stages[0], sl, costs);
+
+  // The optimizer: Adam reads and writes every weight, gradient and moment
+  // of its shard (about 32 bytes per parameter).
+  double updated = p.zero >= 1
+                       ? sl.params / denseReplicas(p) + sl.expertParams / expertReplicas(p)
+                       : stageParams;
+  est.optimizerSeconds = cal.memorySeconds(hw, updated * 32);
+
+  est.stepSeconds = pipelineSeconds + est.exposed[size_t(CommKind::PP)] +
+                    est.exposed[size_t(CommKind::DP)] +
+                    est.exposed[size_t(CommKind::ZeroGather)] + est.optimizerSeconds +
+                    (est.computeSeconds - M * (sl.forward + sl.backward));
+  double tokens = double(p.globalBatch()) * m.seq;
+  est.modelFlops = 3 * forwardFlopsPerToken * tokens;
+  est.mfu = est.modelFlops / (est.stepSeconds * p.gpus() * hw.peakBf16Flops);
+  est.tokensPerSecond = tokens / est.stepSeconds;
+  return est;
+}
+
+/// What one pipeline stage holds at its peak, by kind.
+struct PlanCost::StageMemory {
+  double weights = 0, working = 0, grads = 0, shards = 0, optimizer = 0, logits = 0,
+         communication = 0;
+  /// Micro-batches whose activations the stage holds at once.
+  double inflight = 0;
+  /// The steady state's activations, the last backward's, and of both the
+  /// working set of the layer running.
+  double activations = 0, lastActivations = 0, workingActivations = 0;
+
+  double total() const {
+    return weights + working + grads + optimizer + logits + communication +
+           std::max(activations, lastActivations + shards);
+  }
+};
+
+void PlanCost::estimateMemory(Estimate &est, const Plan &p, const std::vector<Stage> &stages) {
   // Memory of each stage; the report is the busiest's.
   double memBest = -1;
   for (int64_t s = 0; s < p.pp; ++s) {
-    const Stage &st = stages[s];
-    auto shard = [&](double params, int64_t replicas, bool sharded) {
-      return sharded ? params / replicas : params;
-    };
-    double weights = rt.weightBytes * (shard(st.params, denseReplicas, p.zero >= 3) +
-                                       shard(st.expertParams, expertReplicas, p.zero >= 3));
-    // The compute copy: of every weight, or of two layers at a time (with
-    // ZeRO-3 those gathered; in a step that casts where it reads, those
-    // cast).
-    double perLayer = (st.params + st.expertParams) / std::max<int64_t>(1, st.layers);
-    bool perLayerCopies = p.zero >= 3 || rt.castsWeightsPerUse;
-    double working =
-        rt.workingCopyBytes * (perLayerCopies ? 2 * perLayer : st.params + st.expertParams);
-    if (p.zero >= 3 && rt.workingCopyBytes == 0)
-      working = rt.weightBytes * 2 * perLayer;
-    bool shardedSum = p.zero >= 3 || (p.zero == 2 && (M == 1 || !rt.wholeGradientSum));
-    double grads = rt.gradBytes * (shard(st.params, denseReplicas, shardedSum) +
-                                   shard(st.expertParams, expertReplicas, shardedSum));
-    // Accumulated by a separate add, a micro-batch's gradients come out of
-    // its backward whole beside the sum so far: a second set, unsharded;
-    // with ZeRO-3 each layer's is reduce-scattered into the sharded sum as
-    // the backward produces it, so that two layers' are whole at a time
-    // (Braid's memory plan of Llama 3 70B on pp4 x dp16 x tp8, 32
-    // micro-batches, holds no stage-wide set).
-    if (!rt.fusedGradAccumulation && M > 1)
-      grads += rt.gradBytes * (p.zero >= 3 ? 2 * perLayer : st.params + st.expertParams);
-    // The sums' reduce-scattered shards, returned by the last backward
-    // (when only the last micro-batch's activations are left).
-    double shards = 0;
-    if (rt.reducedGradientsBesideSums && M > 1 && p.zero >= 1)
-      shards = rt.gradBytes * (shard(st.params, denseReplicas, true) +
-                               shard(st.expertParams, expertReplicas, true));
-    double optimizer = rt.optimizerBytes * (shard(st.params, denseReplicas, p.zero >= 1) +
-                                            shard(st.expertParams, expertReplicas, p.zero >= 1));
-    // Micro-batches whose activations the stage holds at once.
-    double inflight;
-    if (p.pp == 1)
-      inflight = 1;
-    else if (p.vpp == 1)
-      inflight = double(std::min<int64_t>(M, p.pp - s));
-    else
-      inflight = double(std::min<int64_t>(M * p.vpp, (p.pp - s - 1) * 2 + (p.vpp - 1) * p.pp + 1)) /
-                 p.vpp;
-    double activations = inflight * st.saved + st.working;
-    double lastActivations = st.saved / double(p.vpp) + st.working;
-    double logits = 0;
-    if (s == (chunks - 1) % p.pp) {
-      double T = double(p.microBatch) * m.seq / p.cp;
-      logits = T * m.vocab / p.tp * rt.logitBytes * rt.lossCopies;
-    }
-    // One micro-batch: the backward frees a layer's activations as it
-    // produces its gradients, so only what the gradients exceed the
-    // activations by adds to the peak (Braid's memory plans of Llama 3 8B on
-    // dp=8 and dp2 x tp4: the peak is the forward's activations); with
-    // several, the gradients' sum lives beside every micro-batch's.
-    if (M == 1 && rt.gradientsReplaceActivations)
-      grads = std::max(0.0, grads - (activations + logits));
-    double workingActivations = st.working, communication = 0;
-    if (rt.fsdpStreamPools && p.zero >= 3) {
-      // FSDP2 (Runtime::fsdpStreamPools). The root module's parameters are
-      // the stage's embedding, final norm and head.
-      double root = st.outerParams, largestLayer = st.largestLayerParams;
-      // Gathered in bf16 on the compute stream: the root's through the
-      // step and one layer's at a time; with a pipeline no layer is
-      // resharded after its forward (torchtitan's apply_fsdp), so all are.
-      double gathered = p.pp > 1 ? st.params + st.expertParams : root + largestLayer;
-      working = rt.workingCopyBytes * gathered;
-      // The all-gather stream's pool: the root's gathered buffer, kept
-      // until the first layer's copy-out, beside that layer's. The
-      // reduce-scatter stream's: a layer's f32 input, freed before the next
-      // and so reused, then the root's, larger, beside it (when it does not
-      // fit where the layers' were), and the sharded gradients (`grads`),
-      // views of the reductions' outputs.
-      communication = rt.workingCopyBytes * (root + largestLayer) +
-                      rt.gradBytes * (root > largestLayer ? root + largestLayer : largestLayer);
-      // Set to None before the step, the sharded gradients are not in the
-      // compute stream's pool, which peaks at the loss's backward (every
-      // layer's saved activations and the loss's copies) or at a layer's
-      // recompute and backward (the loss's copies freed by then).
-      workingActivations = std::max(0.0, st.working - logits);
-      activations = inflight * st.saved + workingActivations;
-      lastActivations = st.saved / double(p.vpp) + workingActivations;
-    }
-    double total = weights + working + grads + optimizer + logits + communication +
-                   std::max(activations, lastActivations + shards);
+    StageMemory mem = stageMemory(p, stages[s], s);
+    double total = mem.total();
     if (total > memBest) {
       memBest = total;
-      est.activationWorkingBytes = workingActivations;
-      est.communicationBytes = communication;
-      est.weightBytes = weights + working;
-      est.gradBytes = grads;
-      est.optimizerBytes = optimizer;
-      est.logitBytes = logits;
-      est.lastBackwardActivationBytes = lastActivations;
-      est.reducedShardBytes = shards;
+      est.activationWorkingBytes = mem.workingActivations;
+      est.communicationBytes = mem.communication;
+      est.weightBytes = mem.weights + mem.working;
+      est.gradBytes = mem.grads;
+      est.optimizerBytes = mem.optimizer;
+      est.logitBytes = mem.logits;
+      est.lastBackwardActivationBytes = mem.lastActivations;
+      est.reducedShardBytes = mem.shards;
       est.shardsCounted = false;
-      est.placePeak(activations);
+      est.placePeak(mem.activations);
     }
   }
   est.reservedBytes = cal.reservedBytes;
   est.fits = est.memoryBytes() <= hw.memoryBytes;
-  if (memoryOnly)
-    return est;
+}
 
-  // The pipeline: M micro-batches of the slowest stage, plus the fill and
-  // drain of (pp - 1) / v of a stage's work.
+PlanCost::StageMemory PlanCost::stageMemory(const Plan &p, const Stage &st, int64_t s) const {
+  const int64_t chunks = p.pp * p.vpp, M = p.microbatches;
+  const int64_t dense = denseReplicas(p), expert = expertReplicas(p);
+  auto shard = [&](double params, int64_t replicas, bool sharded) {
+    return sharded ? params / replicas : params;
+  };
+  StageMemory mem;
+  mem.weights = rt.weightBytes * (shard(st.params, dense, p.zero >= 3) +
+                                  shard(st.expertParams, expert, p.zero >= 3));
+  // The compute copy: of every weight, or of two layers at a time (with
+  // ZeRO-3 those gathered; in a step that casts where it reads, those
+  // cast).
+  double perLayer = (st.params + st.expertParams) / std::max<int64_t>(1, st.layers);
+  bool perLayerCopies = p.zero >= 3 || rt.castsWeightsPerUse;
+  mem.working =
+      rt.workingCopyBytes * (perLayerCopies ? 2 * perLayer : st.params + st.expertParams);
+  if (p.zero >= 3 && rt.workingCopyBytes == 0)
+    mem.working = rt.weightBytes * 2 * perLayer;
+  bool shardedSum = p.zero >= 3 || (p.zero == 2 && (M == 1 || !rt.wholeGradientSum));
+  mem.grads = rt.gradBytes * (shard(st.params, dense, shardedSum) +
+                              shard(st.expertParams, expert, shardedSum));
+  // Accumulated by a separate add, a micro-batch's gradients come out of
+  // its backward whole beside the sum so far: a second set, unsharded;
+  // with ZeRO-3 each layer's is reduce-scattered into the sharded sum as
+  // the backward produces it, so that two layers' are whole at a time
+  // (Braid's memory plan of Llama 3 70B on pp4 x dp16 x tp8, 32
+  // micro-batches, holds no stage-wide set).
+  if (!rt.fusedGradAccumulation && M > 1)
+    mem.grads += rt.gradBytes * (p.zero >= 3 ? 2 * perLayer : st.params + st.expertParams);
+  // The sums' reduce-scattered shards, returned by the last backward
+  // (when only the last micro-batch's activations are left).
+  if (rt.reducedGradientsBesideSums && M > 1 && p.zero >= 1)
+    mem.shards = rt.gradBytes * (shard(st.params, dense, true) +
+                                 shard(st.expertParams, expert, true));
+  mem.optimizer = rt.optimizerBytes * (shard(st.params, dense, p.zero >= 1) +
+                                       shard(st.expertParams, expert, p.zero >= 1));
+  if (p.pp == 1)
+    mem.inflight = 1;
+  else if (p.vpp == 1)
+    mem.inflight = double(std::min<int64_t>(M, p.pp - s));
+  else
+    mem.inflight =
+        double(std::min<int64_t>(M * p.vpp, (p.pp - s - 1) * 2 + (p.vpp - 1) * p.pp + 1)) /
+        p.vpp;
+  mem.activations = mem.inflight * st.saved + st.working;
+  mem.lastActivations = st.saved / double(p.vpp) + st.working;
+  if (s == (chunks - 1) % p.pp) {
+    double T = double(p.microBatch) * m.seq / p.cp;
+    mem.logits = T * m.vocab / p.tp * rt.logitBytes * rt.lossCopies;
+  }
+  // One micro-batch: the backward frees a layer's activations as it
+  // produces its gradients, so only what the gradients exceed the
+  // activations by adds to the peak (Braid's memory plans of Llama 3 8B on
+  // dp=8 and dp2 x tp4: the peak is the forward's activations); with
+  // several, the gradients' sum lives beside every micro-batch's.
+  if (M == 1 && rt.gradientsReplaceActivations)
+    mem.grads = std::max(0.0, mem.grads - (mem.activations + mem.logits));
+  mem.workingActivations = st.working;
+  if (rt.fsdpStreamPools && p.zero >= 3)
+    applyFsdpStreamPools(mem, p, st);
+  return mem;
+}
+
+// FSDP2 (Runtime::fsdpStreamPools). The root module's parameters are the
+// stage's embedding, final norm and head.
+void PlanCost::applyFsdpStreamPools(StageMemory &mem, const Plan &p, const Stage &st) const {
+  double root = st.outerParams, largestLayer = st.largestLayerParams;
+  // Gathered in bf16 on the compute stream: the root's through the step
+  // and one layer's at a time; with a pipeline no layer is resharded after
+  // its forward (torchtitan's apply_fsdp), so all are.
+  double gathered = p.pp > 1 ? st.params + st.expertParams : root + largestLayer;
+  mem.working = rt.workingCopyBytes * gathered;
+  // The all-gather stream's pool: the root's gathered buffer, kept until
+  // the first layer's copy-out, beside that layer's. The reduce-scatter
+  // stream's: a layer's f32 input, freed before the next and so reused,
+  // then the root's, larger, beside it (when it does not fit where the
+  // layers' were), and the sharded gradients (`grads`), views of the
+  // reductions' outputs.
+  mem.communication = rt.workingCopyBytes * (root + largestLayer) +
+                      rt.gradBytes * (root > largestLayer ? root + largestLayer : largestLayer);
+  // Set to None before the step, the sharded gradients are not in the
+  // compute stream's pool, which peaks at the loss's backward (every
+  // layer's saved activations and the loss's copies) or at a layer's
+  // recompute and backward (the loss's copies freed by then).
+  mem.workingActivations = std::max(0.0, st.working - mem.logits);
+  mem.activations = mem.inflight * st.saved + mem.workingActivations;
+  mem.lastActivations = st.saved / double(p.vpp) + mem.workingActivations;
+}
+
+// The pipeline: M micro-batches of the slowest stage, plus the fill and
+// drain of (pp - 1) / v of a stage's work.
+const PlanCost::Stage &PlanCost::estimatePipeline(Estimate &est, const Plan &p,
+                                               const std::vector<Stage> &stages,
+                                               double &pipelineSeconds) const {
+  const int64_t M = p.microbatches;
   auto stageWork = [&](const Stage &st) {
     double w = st.forward + st.backward + st.recompute;
     for (double e : st.exposed)
@@ -369,54 +425,53 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
   // ZB-H1 fills them with weight gradients: (p - 1)(F + B - W) of a
   // micro-batch, B the input's gradient only (Qi et al. 2023).
   double fill = wSum / p.pp - (p.zeroBubble ? 2 * weightSum / p.pp : 0);
-  double pipeline = M * wMax + (p.pp - 1) * std::max(0.0, fill) / p.vpp;
+  pipelineSeconds = M * wMax + (p.pp - 1) * std::max(0.0, fill) / p.vpp;
   est.computeSeconds = M * (sl.forward + sl.backward);
   est.recomputeSeconds = M * sl.recompute;
   for (size_t k = 0; k < sl.exposed.size(); ++k) {
     est.exposed[k] = M * sl.exposed[k];
     est.total[k] = M * sl.comm[k];
   }
-  est.bubbleSeconds = pipeline - M * wMax;
+  est.bubbleSeconds = pipelineSeconds - M * wMax;
+  return sl;
+}
 
-  // Gradient accumulation by a separate add per micro-batch.
-  double stageParams = sl.params + sl.expertParams;
-  if (!rt.fusedGradAccumulation && M > 1) {
-    est.accumulationSeconds = (M - 1) * cal.memorySeconds(hw, stageParams * rt.gradBytes * 3);
-    est.computeSeconds += est.accumulationSeconds;
-  }
+// Pipeline sends: an activation (sharded over tp with sequence parallelism)
+// forward and its gradient back, per micro-batch and chunk.
+void PlanCost::estimatePipelineSends(Estimate &est, const Plan &p) {
+  double T = double(p.microBatch) * m.seq / p.cp;
+  double whole = T * m.hidden * 2;
+  bool sharded = p.sequenceParallel && p.tp > 1;
+  bool scatter = rt.scatterPipelineSends && p.tp > 1 && !sharded;
+  double bytes = sharded || scatter ? whole / p.tp : whole;
+  int64_t nodes = p.gpus() / p.pp >= hw.devicesPerNode ? 2 : 1;
+  double send = transfer(TransferKind::PointToPoint, bytes, 2, nodes);
+  // Scattered, the receiving stage gathers the shares over tp.
+  if (scatter)
+    send += transfer(TransferKind::AllGather, whole, p.tp, nodesOf(p, {4}));
+  est.sendSeconds = send;
+  double all = 2.0 * p.microbatches * p.vpp * send;
+  est.total[size_t(CommKind::PP)] = all;
+  est.exposed[size_t(CommKind::PP)] = rt.overlapPipelineSends ? 2.0 * (p.pp - 1) * send : all;
+}
 
-  // Pipeline sends: an activation (sharded over tp with sequence
-  // parallelism) forward and its gradient back, per micro-batch and chunk.
-  if (p.pp > 1) {
-    double T = double(p.microBatch) * m.seq / p.cp;
-    double whole = T * m.hidden * 2;
-    bool sharded = p.sequenceParallel && p.tp > 1;
-    bool scatter = rt.scatterPipelineSends && p.tp > 1 && !sharded;
-    double bytes = sharded || scatter ? whole / p.tp : whole;
-    int64_t nodes = p.gpus() / p.pp >= hw.devicesPerNode ? 2 : 1;
-    double send = transfer(int(TransferKind::PointToPoint), bytes, 2, nodes);
-    // Scattered, the receiving stage gathers the shares over tp.
-    if (scatter)
-      send += transfer(int(TransferKind::AllGather), whole, p.tp, nodesOf(p, {4}));
-    est.sendSeconds = send;
-    double all = 2.0 * M * p.vpp * send;
-    est.total[size_t(CommKind::PP)] = all;
-    est.exposed[size_t(CommKind::PP)] =
-        rt.overlapPipelineSends ? 2.0 * (p.pp - 1) * send : all;
-  }
+double PlanCost::overReplicas(const Plan &p, TransferKind kind, double denseParams,
+                              double expertParams, double bytesPerParam) {
+  return transfer(kind, denseParams * bytesPerParam, denseReplicas(p),
+                  nodesOf(p, {1, 2, 3})) +
+         transfer(kind, expertParams * bytesPerParam, expertReplicas(p), nodesOf(p, {1, 3}));
+}
 
-  // Data parallelism: the gradients of the first stage (the one whose last
-  // backward ends the step) reduced over their replicas, dense and expert
-  // weights apart.
-  const Stage &st0 = stages[0];
-  int64_t denseNodes = nodesOf(p, {1, 2, 3}), expertNodes = nodesOf(p, {1, 3});
-  auto overReplicas = [&](TransferKind kind, double bytesPerParam) {
-    return transfer(int(kind), st0.params * bytesPerParam, denseReplicas, denseNodes) +
-           transfer(int(kind), st0.expertParams * bytesPerParam, expertReplicas, expertNodes);
-  };
+// Data parallelism: the gradients of the first stage (the one whose last
+// backward ends the step) reduced over their replicas, dense and expert
+// weights apart; and ZeRO's gathers of the weights.
+void PlanCost::estimateDataParallel(Estimate &est, const Plan &p, const Stage &st0,
+                                 const Stage &sl, const std::vector<LayerCost> &costs) {
   double reduce = p.zero == 0 || (rt.allReduceWithZero && p.zero < 3)
-                     ? overReplicas(TransferKind::AllReduce, rt.gradBytes)
-                     : overReplicas(TransferKind::ReduceScatter, rt.gradBytes);
+                      ? overReplicas(p, TransferKind::AllReduce, st0.params, st0.expertParams,
+                                     rt.gradBytes)
+                      : overReplicas(p, TransferKind::ReduceScatter, st0.params,
+                                     st0.expertParams, rt.gradBytes);
   double window = st0.backward + st0.recompute; // the last micro-batch's backward
   double lastBucket = reduce / std::max<int64_t>(1, st0.layers);
   est.total[size_t(CommKind::DP)] = reduce;
@@ -424,7 +479,8 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
       rt.overlapGradReduce ? std::max(lastBucket, reduce - window) : reduce;
   double paramBytes = rt.weightBytes; // ZeRO gathers the stored weights
   if (p.zero == 1 || p.zero == 2) {
-    double gather = overReplicas(TransferKind::AllGather, paramBytes);
+    double gather =
+        overReplicas(p, TransferKind::AllGather, st0.params, st0.expertParams, paramBytes);
     est.total[size_t(CommKind::ZeroGather)] = gather;
     // Overlapped, the gathers start with the next step and each layer waits
     // for its own: the first layer's is exposed, and what the first forward
@@ -434,53 +490,42 @@ Estimate PlanCost::evaluate(const Plan &p, bool memoryOnly) {
             ? std::max(gather / double(std::max<int64_t>(1, st0.layers)), gather - st0.forward)
             : gather;
   } else if (p.zero == 3) {
-    // Every layer gathered in forward and again in backward, per
-    // micro-batch, one layer ahead of its use; what a chunk gathers first
-    // (the first layer's, and the embedding's or the head's where the chunk
-    // holds them) has nothing before it to hide behind.
-    double exposed = 0, total = 0, first = 0;
-    for (size_t k = 0; k < shapes.size(); ++k) {
-      if (!sl.kindCount[k])
-        continue;
-      const LayerCost &lc = costs[k];
-      double g = transfer(int(TransferKind::AllGather), lc.parameters * paramBytes,
-                          denseReplicas, denseNodes) +
-                 transfer(int(TransferKind::AllGather), lc.expertParameters * paramBytes,
-                          expertReplicas, expertNodes);
-      total += sl.kindCount[k] * 2 * g;
-      exposed += sl.kindCount[k] *
-                 (std::max(0.0, g - lc.forward) + std::max(0.0, g - lc.backward));
-      first = std::max(first, g);
-    }
-    double layered = 0;
-    for (size_t k = 0; k < shapes.size(); ++k)
-      layered += sl.kindCount[k] * costs[k].parameters;
-    double outer = std::max(0.0, sl.params - layered); // embedding, head, final norm
-    double outerGather = transfer(int(TransferKind::AllGather), outer * paramBytes,
-                                  denseReplicas, denseNodes);
-    total += 2 * outerGather;
-    // The chunks' first gathers, forward and backward: every chunk of the
-    // stage runs once per micro-batch; or, prefetched across micro-batches,
-    // once per step.
-    double firsts = 2 * (p.vpp * first + outerGather);
-    est.total[size_t(CommKind::ZeroGather)] = M * total;
-    est.exposed[size_t(CommKind::ZeroGather)] =
-        M * exposed + (rt.prefetchAcrossMicrobatches ? firsts : M * firsts);
+    estimateLayerGathers(est, p, sl, costs);
   }
+}
 
-  // The optimizer: Adam reads and writes every weight, gradient and moment
-  // of its shard (about 32 bytes per parameter).
-  double updated = p.zero >= 1 ? sl.params / denseReplicas + sl.expertParams / expertReplicas
-                               : stageParams;
-  est.optimizerSeconds = cal.memorySeconds(hw, updated * 32);
-
-  est.stepSeconds = pipeline + est.exposed[size_t(CommKind::PP)] +
-                    est.exposed[size_t(CommKind::DP)] +
-                    est.exposed[size_t(CommKind::ZeroGather)] + est.optimizerSeconds +
-                    (est.computeSeconds - M * (sl.forward + sl.backward));
-  double tokens = double(p.globalBatch()) * m.seq;
-  est.modelFlops = 3 * forwardFlopsPerToken * tokens;
-  est.mfu = est.modelFlops / (est.stepSeconds * p.gpus() * hw.peakBf16Flops);
-  est.tokensPerSecond = tokens / est.stepSeconds;
-  return est;
+// ZeRO-3: every layer gathered in forward and again in backward, per
+// micro-batch, one layer ahead of its use; what a chunk gathers first (the
+// first layer's, and the embedding's or the head's where the chunk holds
+// them) has nothing before it to hide behind.
+void PlanCost::estimateLayerGathers(Estimate &est, const Plan &p, const Stage &sl,
+                                 const std::vector<LayerCost> &costs) {
+  const int64_t M = p.microbatches;
+  double paramBytes = rt.weightBytes;
+  double exposed = 0, total = 0, first = 0;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    if (!sl.kindCount[k])
+      continue;
+    const LayerCost &lc = costs[k];
+    double g = overReplicas(p, TransferKind::AllGather, lc.parameters, lc.expertParameters,
+                            paramBytes);
+    total += sl.kindCount[k] * 2 * g;
+    exposed +=
+        sl.kindCount[k] * (std::max(0.0, g - lc.forward) + std::max(0.0, g - lc.backward));
+    first = std::max(first, g);
+  }
+  double layered = 0;
+  for (size_t k = 0; k < shapes.size(); ++k)
+    layered += sl.kindCount[k] * costs[k].parameters;
+  double outer = std::max(0.0, sl.params - layered); // embedding, head, final norm
+  double outerGather = transfer(TransferKind::AllGather, outer * paramBytes,
+                                denseReplicas(p), nodesOf(p, {1, 2, 3}));
+  total += 2 * outerGather;
+  // The chunks' first gathers, forward and backward: every chunk of the
+  // stage runs once per micro-batch; or, prefetched across micro-batches,
+  // once per step.
+  double firsts = 2 * (p.vpp * first + outerGather);
+  est.total[size_t(CommKind::ZeroGather)] = M * total;
+  est.exposed[size_t(CommKind::ZeroGather)] =
+      M * exposed + (rt.prefetchAcrossMicrobatches ? firsts : M * firsts);
 }

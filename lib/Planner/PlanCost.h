@@ -38,6 +38,7 @@
 
 #include "ModelShape.h"
 
+#include "../CostModel/CommCost.h"
 #include "../CostModel/ComputeCost.h"
 #include "dialects/braid/IR/BraidEnums.h"
 
@@ -390,6 +391,8 @@ private:
   /// The stages of `plan`'s pipeline, memoized (they depend on the layer
   /// costs and the layout, not on dp or the ZeRO stage).
   const Pipeline &pipeline(const Plan &plan);
+  /// Builds a layer's costs block by block (LayerCost.cpp).
+  class LayerCostBuilder;
   LayerCost layerCost(LayerShape shape, const Plan &plan, Recompute recompute);
   /// A dense attention block's saved bytes and recompute under op-level
   /// selective checkpointing (Runtime::opSelectiveCheckpoint).
@@ -400,7 +403,40 @@ private:
   std::vector<int64_t> balance(const Plan &plan, const std::vector<LayerCost> &costs,
                                const LayerCost &head, const LayerCost &tail);
   Estimate evaluate(const Plan &plan, bool memoryOnly);
-  double transfer(int kind, double bytes, int64_t ranks, int64_t nodes) const;
+
+  // The terms of an estimate, each part set by one of these (PlanCost.cpp).
+  struct StageMemory;
+  /// The memory terms: those of the stage that holds the most.
+  void estimateMemory(Estimate &est, const Plan &plan, const std::vector<Stage> &stages);
+  StageMemory stageMemory(const Plan &plan, const Stage &stage, int64_t index) const;
+  /// Where the runtime pools the collectives' buffers apart (FSDP2).
+  void applyFsdpStreamPools(StageMemory &memory, const Plan &plan, const Stage &stage) const;
+  /// The compute, the exposed communication inside the layers and the
+  /// bubble of the pipeline; returns its slowest stage, and in
+  /// `pipelineSeconds` the time the pipeline takes.
+  const Stage &estimatePipeline(Estimate &est, const Plan &plan, const std::vector<Stage> &stages,
+                             double &pipelineSeconds) const;
+  /// The sends between pipeline stages.
+  void estimatePipelineSends(Estimate &est, const Plan &plan);
+  /// The gradients' reduction over the data-parallel replicas and ZeRO's
+  /// gathers of the weights (`first`: the first stage, `slowest`: the
+  /// slowest).
+  void estimateDataParallel(Estimate &est, const Plan &plan, const Stage &first,
+                         const Stage &slowest, const std::vector<LayerCost> &costs);
+  /// ZeRO-3's gathers, layer by layer.
+  void estimateLayerGathers(Estimate &est, const Plan &plan, const Stage &slowest,
+                         const std::vector<LayerCost> &costs);
+  /// Ranks holding a copy of a dense weight, and of an expert's.
+  int64_t denseReplicas(const Plan &plan) const { return plan.dp * plan.ep * plan.cp; }
+  int64_t expertReplicas(const Plan &plan) const {
+    return plan.dp * plan.cp * (rt.foldedExperts ? plan.tp : 1);
+  }
+  /// Seconds of a collective of `kind` moving `bytesPerParam` of each
+  /// dense parameter over the dense replicas and of each expert parameter
+  /// over the expert replicas.
+  double overReplicas(const Plan &plan, cost::TransferKind kind, double denseParams,
+                      double expertParams, double bytesPerParam);
+  double transfer(cost::TransferKind kind, double bytes, int64_t ranks, int64_t nodes) const;
   /// The copies of a token an MoE layer's dispatch over `ep` ranks makes: one
   /// per rank holding one of its experts where the runtime dispatches per
   /// rank (the model's routing decides how many), else one per chosen

@@ -27,8 +27,9 @@ bool hasExperts(const ModelShape &m) {
   return false;
 }
 
-/// Calls `visit(tp, cp, pp, ep, dp)` for every factorization of `gpus` whose
-/// axes can shard `model` at all.
+/// Calls `visit(grid)` for every factorization of `gpus` whose axes can
+/// shard `model` at all: a plan with its dp, ep, cp, tp and pp set, the rest
+/// default.
 template <typename Visit>
 void forEachGrid(PlanCost &cost, int64_t gpus, Visit visit) {
   const ModelShape &m = cost.model();
@@ -43,7 +44,13 @@ void forEachGrid(PlanCost &cost, int64_t gpus, Visit visit) {
         for (int64_t ep : divisors(gpus / tp / cp / pp)) {
           if (ep > 1 && (!experts || m.experts % ep))
             continue;
-          visit(tp, cp, pp, ep, gpus / tp / cp / pp / ep);
+          Plan grid;
+          grid.tp = tp;
+          grid.cp = cp;
+          grid.pp = pp;
+          grid.ep = ep;
+          grid.dp = gpus / tp / cp / pp / ep;
+          visit(grid);
         }
       }
   }
@@ -53,14 +60,9 @@ void forEachGrid(PlanCost &cost, int64_t gpus, Visit visit) {
 RankedPlan braid::plan::leanestPlan(PlanCost &cost, int64_t gpus) {
   RankedPlan best;
   double bestBytes = -1;
-  forEachGrid(cost, gpus, [&](int64_t tp, int64_t cp, int64_t pp, int64_t ep, int64_t dp) {
-    Plan p;
-    p.tp = tp;
-    p.cp = cp;
-    p.pp = pp;
-    p.ep = ep;
-    p.dp = dp;
-    p.microbatches = pp;
+  forEachGrid(cost, gpus, [&](const Plan &grid) {
+    Plan p = grid;
+    p.microbatches = p.pp;
     p.zero = 3;
     p.recompute = Recompute::Full;
     Estimate e = cost.memory(p);
@@ -101,42 +103,41 @@ int64_t braid::plan::smallestCluster(PlanCost &cost, RankedPlan *plan) {
   return hi;
 }
 
-SearchResult braid::plan::searchPlans(PlanCost &cost, const SearchOptions &o) {
-  auto start = std::chrono::steady_clock::now();
-  SearchResult result;
-  const ModelShape &m = cost.model();
-  int maxZero = *std::max_element(o.zeroStages.begin(), o.zeroStages.end());
+namespace {
+/// One search: the grids in turn, each with its virtual stages; a group of
+/// plans sharing them is tried when its most frugal member fits.
+class Search {
+public:
+  Search(PlanCost &cost, const SearchOptions &o) : cost(cost), o(o), m(cost.model()) {
+    maxZero = *std::max_element(o.zeroStages.begin(), o.zeroStages.end());
+    for (Recompute r : o.recomputes)
+      frugalRecompute = std::max(frugalRecompute, r);
+  }
+
+  SearchResult run();
+
+private:
+  PlanCost &cost;
+  const SearchOptions &o;
+  const ModelShape &m;
+  int maxZero;
   Recompute frugalRecompute = Recompute::None;
-  for (Recompute r : o.recomputes)
-    frugalRecompute = std::max(frugalRecompute, r);
   double leanestBytes = -1;
+  SearchResult result;
 
+  void searchGroup(const Plan &base, int64_t perReplica);
+  void keep(const Plan &p, const Estimate &e);
+  void rankBySimulation();
+};
+
+SearchResult Search::run() {
+  auto start = std::chrono::steady_clock::now();
   // The grids first, to report progress as a fraction of them.
-  struct Grid {
-    int64_t tp, cp, pp, ep, dp;
-  };
-  std::vector<Grid> grids;
-  forEachGrid(cost, o.gpus, [&](int64_t tp, int64_t cp, int64_t pp, int64_t ep, int64_t dp) {
-    grids.push_back({tp, cp, pp, ep, dp});
-  });
-
-  // The closed form ranks; the schedule simulator then re-times the first
-  // few (four times as many as asked), which may reorder them.
-  const size_t kept = std::max<size_t>(4 * o.top, 16);
-  auto keep = [&](const Plan &p, const Estimate &e) {
-    auto pos = std::upper_bound(result.best.begin(), result.best.end(), e.stepSeconds,
-                                [](double t, const RankedPlan &r) {
-                                  return t < r.estimate.stepSeconds;
-                                });
-    if (size_t(pos - result.best.begin()) >= kept)
-      return;
-    result.best.insert(pos, {p, e});
-    if (result.best.size() > kept)
-      result.best.pop_back();
-  };
+  std::vector<Plan> grids;
+  forEachGrid(cost, o.gpus, [&](const Plan &grid) { grids.push_back(grid); });
 
   for (size_t gi = 0; gi < grids.size(); ++gi) {
-    const Grid &g = grids[gi];
+    const Plan &g = grids[gi];
     if (o.progress)
       o.progress(double(gi) / grids.size(), result.evaluated, result.fitting);
     int64_t replicas = g.dp * g.ep;
@@ -146,58 +147,84 @@ SearchResult braid::plan::searchPlans(PlanCost &cost, const SearchOptions &o) {
     for (int64_t vpp = 1; vpp <= (g.pp > 1 ? o.maxVirtualStages : 1); ++vpp) {
       if (g.pp * vpp > m.layers)
         break;
-      Plan base;
-      base.tp = g.tp;
-      base.cp = g.cp;
-      base.pp = g.pp;
-      base.ep = g.ep;
-      base.dp = g.dp;
+      Plan base = g;
       base.vpp = vpp;
-      // The most frugal member of the group: if it does not fit, none does.
-      Plan frugal = base;
-      frugal.microbatches = perReplica;
-      frugal.zero = maxZero;
-      frugal.recompute = frugalRecompute;
-      ++result.memoryChecked;
-      Estimate fe = cost.memory(frugal);
-      if (!fe.valid)
-        continue;
-      if (leanestBytes < 0 || fe.memoryBytes() < leanestBytes) {
-        leanestBytes = fe.memoryBytes();
-        result.leanest = {frugal, fe};
-      }
-      if (!fe.fits)
-        continue;
-      for (int64_t mb : divisors(perReplica)) {
-        if (mb > o.maxMicroBatch)
-          break;
-        for (int zero : o.zeroStages) {
-          if (zero > 0 && g.dp * g.ep * g.cp == 1)
-            continue; // nothing to shard over
-          for (Recompute rc : o.recomputes)
-            // A pipeline without virtual stages: 1F1B, and ZB-H1.
-            for (bool zb : {false, true}) {
-              if (zb && (g.pp == 1 || vpp > 1 || !cost.runtime().zeroBubbleSchedule))
-                continue;
-              Plan p = base;
-              p.microBatch = mb;
-              p.microbatches = perReplica / mb;
-              p.zero = zero;
-              p.recompute = rc;
-              p.zeroBubble = zb;
-              Estimate e = cost.estimate(p);
-              if (!e.valid)
-                continue;
-              ++result.evaluated;
-              if (!e.fits)
-                continue;
-              ++result.fitting;
-              keep(p, e);
-            }
-        }
-      }
+      searchGroup(base, perReplica);
     }
   }
+  rankBySimulation();
+  if (o.progress)
+    o.progress(1.0, result.evaluated, result.fitting);
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::move(result);
+}
+
+// The plans of `base`'s axes and virtual stages, `perReplica` sequences per
+// data-parallel replica: every micro-batch size, ZeRO stage, recompute
+// policy and (with a pipeline) schedule.
+void Search::searchGroup(const Plan &base, int64_t perReplica) {
+  // The most frugal member of the group: if it does not fit, none does.
+  Plan frugal = base;
+  frugal.microbatches = perReplica;
+  frugal.zero = maxZero;
+  frugal.recompute = frugalRecompute;
+  ++result.memoryChecked;
+  Estimate fe = cost.memory(frugal);
+  if (!fe.valid)
+    return;
+  if (leanestBytes < 0 || fe.memoryBytes() < leanestBytes) {
+    leanestBytes = fe.memoryBytes();
+    result.leanest = {frugal, fe};
+  }
+  if (!fe.fits)
+    return;
+  for (int64_t mb : divisors(perReplica)) {
+    if (mb > o.maxMicroBatch)
+      break;
+    for (int zero : o.zeroStages) {
+      if (zero > 0 && base.dp * base.ep * base.cp == 1)
+        continue; // nothing to shard over
+      for (Recompute rc : o.recomputes)
+        // A pipeline without virtual stages: 1F1B, and ZB-H1.
+        for (bool zb : {false, true}) {
+          if (zb && (base.pp == 1 || base.vpp > 1 || !cost.runtime().zeroBubbleSchedule))
+            continue;
+          Plan p = base;
+          p.microBatch = mb;
+          p.microbatches = perReplica / mb;
+          p.zero = zero;
+          p.recompute = rc;
+          p.zeroBubble = zb;
+          Estimate e = cost.estimate(p);
+          if (!e.valid)
+            continue;
+          ++result.evaluated;
+          if (!e.fits)
+            continue;
+          ++result.fitting;
+          keep(p, e);
+        }
+    }
+  }
+}
+
+// The closed form ranks; the schedule simulator then re-times the first
+// few (four times as many as asked), which may reorder them.
+void Search::keep(const Plan &p, const Estimate &e) {
+  const size_t kept = std::max<size_t>(4 * o.top, 16);
+  auto pos = std::upper_bound(result.best.begin(), result.best.end(), e.stepSeconds,
+                              [](double t, const RankedPlan &r) {
+                                return t < r.estimate.stepSeconds;
+                              });
+  if (size_t(pos - result.best.begin()) >= kept)
+    return;
+  result.best.insert(pos, {p, e});
+  if (result.best.size() > kept)
+    result.best.pop_back();
+}
+
+void Search::rankBySimulation() {
   std::vector<RankedPlan> simulated;
   for (RankedPlan &r : result.best) {
     Estimate e = cost.simulate(r.plan);
@@ -211,9 +238,9 @@ SearchResult braid::plan::searchPlans(PlanCost &cost, const SearchOptions &o) {
   if (simulated.size() > o.top)
     simulated.resize(o.top);
   result.best = std::move(simulated);
-  if (o.progress)
-    o.progress(1.0, result.evaluated, result.fitting);
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return result;
+}
+} // namespace
+
+SearchResult braid::plan::searchPlans(PlanCost &cost, const SearchOptions &o) {
+  return Search(cost, o).run();
 }
