@@ -12,23 +12,17 @@ using namespace braid::cost;
 
 namespace {
 #include "CalibrationData.inc"
-
-llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 } // namespace
 
 llvm::Expected<ComputeCalibration> ComputeCalibration::parse(llvm::StringRef json) {
-  llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
-  if (!value)
-    return value.takeError();
-  const llvm::json::Object *o = value->getAsObject();
-  if (!o)
-    return fail("a calibration is a JSON object");
+  llvm::Expected<llvm::json::Object> object = parseDescription(json, "a calibration");
+  if (!object)
+    return object.takeError();
+  const llvm::json::Object *o = &*object;
   ComputeCalibration c;
   std::optional<llvm::StringRef> hw = o->getString("hardware");
   if (!hw)
-    return fail("a calibration names its hardware");
+    return descriptionError("a calibration names its hardware");
   c.hardware = hw->str();
   // Every fraction must be given: a calibration that silently fell back to a
   // default would not be the measurement it claims to be.
@@ -48,17 +42,14 @@ llvm::Expected<ComputeCalibration> ComputeCalibration::parse(llvm::StringRef jso
   for (Field &f : fields) {
     std::optional<double> v = o->getNumber(f.key);
     if (!v || !inRange(*v, 0, f.fraction ? 1 : kMaxRate) || (f.fraction && *v <= 0))
-      return fail(c.hardware + ": " + f.key +
-                  (f.fraction ? " must be a fraction in (0, 1]"
-                              : " must be a number in [0, 1e21]"));
+      return descriptionError(c.hardware + ": " + f.key +
+                              (f.fraction ? " must be a fraction in (0, 1]"
+                                          : " must be a number in [0, 1e21]"));
     *f.out = *v;
   }
-  if (const llvm::json::Array *sources = o->getArray("sources"))
-    for (const llvm::json::Value &s : *sources)
-      if (std::optional<llvm::StringRef> text = s.getAsString())
-        c.sources.push_back(text->str());
+  c.sources = readSources(*o);
   if (c.sources.empty())
-    return fail(c.hardware + ": a calibration cites its sources");
+    return descriptionError(c.hardware + ": a calibration cites its sources");
   return c;
 }
 

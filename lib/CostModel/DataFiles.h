@@ -13,10 +13,12 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace braid::cost {
 
@@ -31,6 +33,35 @@ inline bool inRange(double value, double lo, double hi) {
   return std::isfinite(value) && value >= lo && value <= hi;
 }
 
+/// An error in a description, or in finding one.
+inline llvm::Error descriptionError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// The JSON object `json` holds, or why it holds none; `what` names the
+/// kind of description ("a calibration") in the message.
+inline llvm::Expected<llvm::json::Object> parseDescription(llvm::StringRef json,
+                                                          llvm::StringRef what) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
+  if (!value)
+    return value.takeError();
+  llvm::json::Object *object = value->getAsObject();
+  if (!object)
+    return descriptionError(what + " is a JSON object");
+  return std::move(*object);
+}
+
+/// The strings of a description's "sources" (what its figures come from:
+/// every description must cite some).
+inline std::vector<std::string> readSources(const llvm::json::Object &description) {
+  std::vector<std::string> sources;
+  if (const llvm::json::Array *list = description.getArray("sources"))
+    for (const llvm::json::Value &s : *list)
+      if (std::optional<llvm::StringRef> text = s.getAsString())
+        sources.push_back(text->str());
+  return sources;
+}
+
 struct Builtin {
   const char *name;
   const char *json;
@@ -43,16 +74,13 @@ struct Builtin {
 template <typename Parse>
 auto parseNamed(llvm::StringRef name, llvm::ArrayRef<Builtin> builtins, llvm::StringRef what,
                 Parse parse) -> decltype(parse(llvm::StringRef())) {
-  auto fail = [](const llvm::Twine &message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-  };
   if (name.ends_with(".json")) {
     llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file = llvm::MemoryBuffer::getFile(name);
     if (!file)
-      return fail("cannot read " + name + ": " + file.getError().message());
+      return descriptionError("cannot read " + name + ": " + file.getError().message());
     auto parsed = parse((*file)->getBuffer());
     if (!parsed)
-      return fail(name + ": " + llvm::toString(parsed.takeError()));
+      return descriptionError(name + ": " + llvm::toString(parsed.takeError()));
     return parsed;
   }
   for (const Builtin &b : builtins)
@@ -61,7 +89,7 @@ auto parseNamed(llvm::StringRef name, llvm::ArrayRef<Builtin> builtins, llvm::St
   std::string known;
   for (const Builtin &b : builtins)
     known += (known.empty() ? "" : ", ") + std::string(b.name);
-  return fail("no " + what + " '" + name + "' (known: " + known + ")");
+  return descriptionError("no " + what + " '" + name + "' (known: " + known + ")");
 }
 
 } // namespace braid::cost

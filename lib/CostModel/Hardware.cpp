@@ -13,10 +13,6 @@ namespace {
 /// The built-in descriptions: (name, JSON), generated from hardware/*.json.
 #include "HardwareData.inc"
 
-llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
 bool readLink(const llvm::json::Object *link, LinkClass *out) {
   if (!link)
     return false;
@@ -36,20 +32,18 @@ bool readLink(const llvm::json::Object *link, LinkClass *out) {
 } // namespace
 
 llvm::Expected<Hardware> Hardware::parse(llvm::StringRef json) {
-  llvm::Expected<llvm::json::Value> value = llvm::json::parse(json);
-  if (!value)
-    return value.takeError();
-  const llvm::json::Object *o = value->getAsObject();
-  if (!o)
-    return fail("a hardware description is a JSON object");
+  llvm::Expected<llvm::json::Object> object = parseDescription(json, "a hardware description");
+  if (!object)
+    return object.takeError();
+  const llvm::json::Object *o = &*object;
   Hardware hw;
   std::optional<llvm::StringRef> name = o->getString("name");
   std::optional<int64_t> devices = o->getInteger("devices_per_node");
   std::optional<double> latency = o->getNumber("collective_latency_s");
   if (!name || !devices || *devices < 1 || *devices > (int64_t(1) << 20) || !latency ||
       !inRange(*latency, 0, kMaxSeconds))
-    return fail("a hardware description needs name, devices_per_node >= 1 and "
-                "collective_latency_s (seconds, >= 0)");
+    return descriptionError("a hardware description needs name, devices_per_node >= 1 and "
+                            "collective_latency_s (seconds, >= 0)");
   hw.name = name->str();
   hw.devicesPerNode = *devices;
   hw.collectiveLatency = *latency;
@@ -69,33 +63,31 @@ llvm::Expected<Hardware> Hardware::parse(llvm::StringRef json) {
     if (const llvm::json::Value *v = o->get(f.key)) {
       std::optional<double> n = v->getAsNumber();
       if (!n || !(f.seconds ? inRange(*n, 0, kMaxSeconds) : inRange(*n, 1, kMaxRate)))
-        return fail(hw.name + ": " + f.key + " must be a number in " +
-                    (f.seconds ? "[0, 1e3] (seconds)" : "[1, 1e21]"));
+        return descriptionError(hw.name + ": " + f.key + " must be a number in " +
+                                (f.seconds ? "[0, 1e3] (seconds)" : "[1, 1e21]"));
       *f.out = *n;
     }
   if (!readLink(o->getObject("intra_node"), &hw.intraNode) ||
       !readLink(o->getObject("inter_node"), &hw.interNode))
-    return fail(hw.name + ": intra_node and inter_node need kind, bytes_per_s "
-                          "> 0 and step_latency_s >= 0 (and node_bytes_per_s > 0 if given)");
+    return descriptionError(hw.name + ": intra_node and inter_node need kind, bytes_per_s "
+                                      "> 0 and step_latency_s >= 0 (and node_bytes_per_s > 0 "
+                                      "if given)");
   if (const llvm::json::Object *rates = o->getObject("op_flops_per_s"))
     for (const auto &[op, rate] : *rates) {
       std::optional<double> r = rate.getAsNumber();
       if (!r || !inRange(*r, 1, kMaxRate))
-        return fail(hw.name + ": op_flops_per_s." + op.str() + " must be a rate > 0");
+        return descriptionError(hw.name + ": op_flops_per_s." + op.str() + " must be a rate > 0");
       hw.opFlopsPerSecond[op.str()] = *r;
     }
   if (const llvm::json::Value *cores = o->get("host_cores")) {
     std::optional<int64_t> n = cores->getAsInteger();
     if (!n || *n < 1)
-      return fail(hw.name + ": host_cores must be an integer >= 1");
+      return descriptionError(hw.name + ": host_cores must be an integer >= 1");
     hw.hostCores = *n;
   }
-  if (const llvm::json::Array *sources = o->getArray("sources"))
-    for (const llvm::json::Value &s : *sources)
-      if (std::optional<llvm::StringRef> text = s.getAsString())
-        hw.sources.push_back(text->str());
+  hw.sources = readSources(*o);
   if (hw.sources.empty())
-    return fail(hw.name + ": a description cites its sources");
+    return descriptionError(hw.name + ": a description cites its sources");
   return hw;
 }
 
