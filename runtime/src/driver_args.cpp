@@ -1,0 +1,187 @@
+//===- driver_args.cpp - the command line of compiled programs ------------===//
+//
+//   PROGRAM [--steps N] [--seed S] [--dump DIR] [--trace FILE]
+//           [--backend cpu|cuda] [--quiet] [--progress]
+//           [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks]
+//           [--dump-first-step] [--check-replicas]
+//           [--checkpoint-dir D] [--checkpoint-every K] [--resume D]
+//           [--threads N]
+//
+// Every flag takes its value as the next argument or after '='. A bad
+// argument prints the usage and exits with status 2; --help prints it on
+// stdout and exits 0. What each flag does: main.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "driver.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+namespace braid::rt::driver {
+
+namespace {
+
+void usage(const char *argv0, FILE *out) {
+  std::fprintf(out,
+               "usage: %s [--steps N] [--seed S] [--dump DIR] [--trace FILE] "
+               "[--backend cpu|cuda] [--quiet]\n"
+               "       [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks] "
+               "[--dump-first-step] [--check-replicas]\n"
+               "       [--checkpoint-dir D] [--checkpoint-every K] [--resume D] "
+               "[--threads N]\n",
+               argv0);
+}
+
+bool parseUnsigned(const std::string &text, uint64_t *value) {
+  if (text.empty() || text[0] < '0' || text[0] > '9')
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno || *end)
+    return false;
+  *value = v;
+  return true;
+}
+
+/// The arguments one by one: a flag, and its value from "--flag=value" or
+/// the next argument.
+class ArgReader {
+public:
+  ArgReader(int argc, char **argv) : argc(argc), argv(argv) {}
+
+  /// Moves to the next argument; false past the last.
+  bool advance() {
+    if (++i >= argc)
+      return false;
+    flag = argv[i];
+    hasValue = false;
+    if (size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      hasValue = true;
+    }
+    return true;
+  }
+  const std::string &name() const { return flag; }
+  /// The flag's value; exits when there is none.
+  std::string next() {
+    if (hasValue)
+      return value;
+    if (i + 1 >= argc)
+      fail(flag + " needs a value");
+    return argv[++i];
+  }
+  /// A non-negative integer up to `max`; else exits with `message`.
+  uint64_t unsignedValue(uint64_t max, const char *message) {
+    uint64_t v;
+    if (!parseUnsigned(next(), &v) || v > max)
+      fail(message);
+    return v;
+  }
+  [[noreturn]] void fail(const std::string &message) const { badArgs(argv[0], message); }
+  const char *argv0() const { return argv[0]; }
+
+private:
+  int argc;
+  char **argv;
+  int i = 0;
+  std::string flag, value;
+  bool hasValue = false;
+};
+
+/// The flags that take no value.
+constexpr std::pair<const char *, bool Args::*> kSwitches[] = {
+    {"--quiet", &Args::quiet},
+    {"--progress", &Args::progress},
+    {"--all-ranks", &Args::allRanks},
+    {"--dump-all-ranks", &Args::dumpAllRanks},
+    {"--dump-first-step", &Args::dumpFirstStep},
+    {"--check-replicas", &Args::checkReplicas},
+};
+
+/// The flags that take a string, and the message for an empty one (null:
+/// it may be empty).
+struct StringFlag {
+  const char *flag;
+  std::string Args::*field;
+  const char *emptyMessage;
+};
+const StringFlag kStringFlags[] = {
+    {"--dump", &Args::dumpDir, nullptr},
+    {"--trace", &Args::traceFile, nullptr},
+    {"--backend", &Args::backend, nullptr},
+    {"--grid", &Args::grid, "--grid needs AXIS=SIZE[,AXIS=SIZE...]"},
+    {"--checkpoint-dir", &Args::checkpointDir, "--checkpoint-dir needs a directory"},
+    {"--resume", &Args::resume, "--resume needs a checkpoint directory"},
+};
+
+/// A flag of kSwitches or kStringFlags; false when it is none of them.
+bool parseSwitchOrString(ArgReader &reader, Args &args) {
+  for (const auto &[flag, field] : kSwitches)
+    if (reader.name() == flag) {
+      args.*field = true;
+      return true;
+    }
+  for (const StringFlag &f : kStringFlags)
+    if (reader.name() == f.flag) {
+      args.*f.field = reader.next();
+      if (f.emptyMessage && (args.*f.field).empty())
+        reader.fail(f.emptyMessage);
+      return true;
+    }
+  return false;
+}
+
+/// A numeric flag; false when the flag is none of them.
+bool parseNumber(ArgReader &reader, Args &args) {
+  const std::string &flag = reader.name();
+  if (flag == "--steps") {
+    args.steps = int64_t(reader.unsignedValue(1ull << 62, "--steps needs a non-negative integer"));
+  } else if (flag == "--seed") {
+    args.seed = reader.unsignedValue(UINT64_MAX, "--seed needs a non-negative integer below 2^64");
+    args.seedGiven = true;
+  } else if (flag == "--checkpoint-every") {
+    args.checkpointEvery = int64_t(
+        reader.unsignedValue(1ull << 62, "--checkpoint-every needs a non-negative integer"));
+  } else if (flag == "--threads") {
+    // Threads of this rank's CPU kernels: the kernel library reads
+    // BRAID_CPU_THREADS (its default: the cores shared by the local ranks).
+    uint64_t v;
+    std::string text = reader.next();
+    if (!parseUnsigned(text, &v) || v < 1 || v > 4096)
+      reader.fail("--threads needs a positive integer");
+    setenv("BRAID_CPU_THREADS", text.c_str(), /*overwrite=*/1);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+[[noreturn]] void badArgs(const char *argv0, const std::string &message) {
+  std::fprintf(stderr, "%s: %s\n", argv0, message.c_str());
+  usage(argv0, stderr);
+  std::exit(2);
+}
+
+Args parseArgs(int argc, char **argv) {
+  Args args;
+  ArgReader reader(argc, argv);
+  while (reader.advance()) {
+    const std::string &flag = reader.name();
+    if (flag == "--help" || flag == "-h") {
+      usage(reader.argv0(), stdout);
+      std::exit(0);
+    }
+    if (!parseSwitchOrString(reader, args) && !parseNumber(reader, args))
+      reader.fail("unknown argument '" + flag + "'");
+  }
+  return args;
+}
+
+} // namespace braid::rt::driver
