@@ -271,10 +271,18 @@ std::string stageGroup(const braid_rt *rt) {
   return group;
 }
 
-void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
-                 const ShardLayout &layout) {
-  if (!rt->options.dumping && rt->options.dumpDir.empty())
-    return;
+namespace {
+
+/// The ranks a sharded tensor is gathered from: the world, or the ranks of
+/// this pipeline stage (every axis but the stage axis; this rank's
+/// coordinate on it).
+struct DumpGroup {
+  std::string name;      ///< the axis group: "world", or stageGroup(rt)
+  std::vector<int> axes; ///< its grid axes, in grid order
+  int64_t members = 1;
+};
+
+DumpGroup dumpGroup(const braid_rt *rt, const std::string &file, const ShardLayout &layout) {
   // A stage holds its own tensors: none lies across the stages.
   const bool staged = rt->stageAxis >= 0;
   if (staged)
@@ -283,49 +291,43 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
         if (a == rt->stageAxis)
           fatal("dump of %s: split over the pipeline's stage axis '%s'", file.c_str(),
                 rt->grid.names[size_t(a)].c_str());
-  // The ranks holding the tensor: the world, or the ranks of this pipeline
-  // stage (every axis but the stage axis; this rank's coordinate on it).
-  std::vector<int> groupAxes;
-  int64_t members = 1;
+  DumpGroup group;
+  group.name = staged ? stageGroup(rt) : std::string("world");
   for (size_t a = 0; a < rt->grid.names.size(); ++a)
     if (int(a) != rt->stageAxis) {
-      groupAxes.push_back(int(a));
-      members *= rt->grid.sizes[a];
+      group.axes.push_back(int(a));
+      group.members *= rt->grid.sizes[a];
     }
-  // Whole on every rank, or each rank's own shard: as an unsharded value,
-  // unless every rank's copy is to be checked. (A stage group without axes
-  // never gets past here: nothing splits it and it has one member.)
-  const bool checkCopies = rt->options.checkReplicas && members > 1;
-  if ((!layout.split() && !checkCopies) || rt->options.dumpLocal) {
-    dumpTensor(rt, file, data, dtype, layout.local);
-    // A stage of one rank writes its own tensors: all of it is this rank's.
-    if (rt->options.checkReplicas && !rt->options.dumpLocal && !rt->options.dumpDir.empty())
-      writeOwners(rt, file,
-                  std::vector<int32_t>(
-                      size_t(numElements(file.c_str(), int32_t(layout.local.size()),
-                                         layout.local.data())),
-                      rankOf(rt->grid, rt->coords)),
-                  layout.local);
-    return;
-  }
-  int64_t size = braid_dtype_size(dtype);
-  if (size <= 0)
-    fatal("dump of %s: unknown dtype %d", file.c_str(), int(dtype));
-  const int32_t rank = int32_t(layout.local.size());
-  int64_t localNumel = numElements(file.c_str(), rank, layout.local.data());
-  int64_t globalNumel = numElements(file.c_str(), rank, layout.global.data());
-  if (localNumel && !data)
-    fatal("dump of %s: null data", file.c_str());
-  const std::string group = staged ? stageGroup(rt) : std::string("world");
-  // Every member's shard, in group-rank order, on the host. The gather runs
-  // on the backend's communicator (device memory on GPU ranks), then one copy.
+  return group;
+}
+
+/// Dumps this rank's buffer as an unsharded value: a tensor whole on every
+/// rank, or (--dump-all-ranks) this rank's own shard.
+void dumpOwnBuffer(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
+                   const ShardLayout &layout) {
+  dumpTensor(rt, file, data, dtype, layout.local);
+  // A stage of one rank writes its own tensors: all of it is this rank's.
+  if (rt->options.checkReplicas && !rt->options.dumpLocal && !rt->options.dumpDir.empty())
+    writeOwners(rt, file,
+                std::vector<int32_t>(size_t(numElements(file.c_str(),
+                                                        int32_t(layout.local.size()),
+                                                        layout.local.data())),
+                                     rankOf(rt->grid, rt->coords)),
+                layout.local);
+}
+
+/// Every member's shard of `localNumel` elements, in group-rank order, on
+/// the host (collective over the group). The gather runs on the backend's
+/// communicator (device memory on GPU ranks), then one copy.
+std::vector<char> gatherShards(braid_rt *rt, const std::string &file, const void *data,
+                               braid_dtype dtype, const DumpGroup &group, int64_t localNumel) {
   Backend &backend = *rt->backend;
-  Communicator &comm = *braid_rt_comm(rt, group.c_str())->impl;
+  Communicator &comm = *braid_rt_comm(rt, group.name.c_str())->impl;
   const int32_t ranks = comm.size();
-  if (ranks != members)
+  if (ranks != group.members)
     fatal("dump of %s: the group '%s' has %d ranks but grid %s has %lld", file.c_str(),
-          group.c_str(), int(ranks), rt->grid.str().c_str(), (long long)members);
-  const int64_t localBytes = localNumel * size;
+          group.name.c_str(), int(ranks), rt->grid.str().c_str(), (long long)group.members);
+  const int64_t localBytes = localNumel * braid_dtype_size(dtype);
   std::vector<char> shards(size_t(localBytes * ranks));
   backend.synchronize();
   if (localBytes > 0) {
@@ -335,69 +337,82 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
     backend.copyToHost(shards.data(), gathered, localBytes * ranks);
     backend.release(gathered);
   }
-  if (rt->options.dumpDir.empty())
-    return; // a rank that only took part in the gather
+  return shards;
+}
 
-  // Place each block by its rank's grid coordinates, row by row (the last
-  // dimension is contiguous in both, but for the chunks of zigzag order),
-  // dropping padding. Of the ranks holding the same block (replicas along
-  // axes of the group that do not split the tensor) the one at coordinate 0
-  // on those axes is taken.
-  std::vector<char> global(size_t(globalNumel * size), 0);
-  std::vector<bool> splits(rt->grid.names.size(), false);
-  for (const std::vector<int> &axes : layout.axes)
-    for (int a : axes)
-      splits[size_t(a)] = true;
-  // A scalar (whole everywhere, gathered only to check its copies) is one
-  // row of one element.
-  const int64_t lastLocal = rank ? layout.local[size_t(rank - 1)] : 1;
-  const int64_t lastGlobal = rank ? layout.global[size_t(rank - 1)] : 1;
-  const int64_t rows = lastLocal ? localNumel / lastLocal : 0;
-  // With --check-replicas: each replica's distance from the copy kept, and
-  // the rank each element was taken from (so --verify names the rank of a
-  // difference).
-  std::vector<std::pair<int32_t, double>> copies;
-  std::vector<int32_t> owners(checkCopies ? size_t(globalNumel) : 0, -1);
-  for (int32_t r = 0; r < ranks; ++r) {
-    // Group rank r is row-major over the group's axes (comm.h, GroupSplit).
-    std::vector<int32_t> coords = rt->coords;
-    bool replica = false;
-    int32_t kept = 0; // the group rank of the copy kept: 0 on non-splitting axes
-    for (int32_t i = int32_t(groupAxes.size()) - 1, rest = r, stride = 1; i >= 0; --i) {
-      size_t a = size_t(groupAxes[size_t(i)]);
-      coords[a] = rest % rt->grid.sizes[a];
-      rest /= rt->grid.sizes[a];
-      replica |= !splits[a] && coords[a] != 0;
-      if (splits[a])
-        kept += coords[a] * stride;
-      stride *= rt->grid.sizes[a];
-    }
-    if (replica) {
-      if (checkCopies)
+/// The global tensor assembled from the gathered blocks, and with
+/// --check-replicas each replica's distance from the copy kept and the rank
+/// each element was taken from (so --verify names the rank of a difference).
+class Assembly {
+public:
+  Assembly(const braid_rt *rt, const ShardLayout &layout, braid_dtype dtype, int64_t localNumel,
+           int64_t globalNumel, bool checkCopies)
+      : rt(rt), layout(layout), dtype(dtype), size(braid_dtype_size(dtype)),
+        rank(int32_t(layout.local.size())), localNumel(localNumel), checkCopies(checkCopies) {
+    global.assign(size_t(globalNumel * size), 0);
+    owners.assign(checkCopies ? size_t(globalNumel) : 0, -1);
+    splits.assign(rt->grid.names.size(), false);
+    for (const std::vector<int> &axes : layout.axes)
+      for (int a : axes)
+        splits[size_t(a)] = true;
+  }
+
+  /// Places each member's block by its rank's grid coordinates. Of the
+  /// ranks holding the same block (replicas along axes of the group that do
+  /// not split the tensor) the one at coordinate 0 on those axes is taken.
+  void placeAll(const std::vector<char> &shards, const DumpGroup &group) {
+    const int64_t localBytes = localNumel * size;
+    for (int32_t r = 0; r < int32_t(group.members); ++r) {
+      // Group rank r is row-major over the group's axes (comm.h, GroupSplit).
+      std::vector<int32_t> coords = rt->coords;
+      bool replica = false;
+      int32_t kept = 0; // the group rank of the copy kept: 0 on non-splitting axes
+      for (int32_t i = int32_t(group.axes.size()) - 1, rest = r, stride = 1; i >= 0; --i) {
+        size_t a = size_t(group.axes[size_t(i)]);
+        coords[a] = rest % rt->grid.sizes[a];
+        rest /= rt->grid.sizes[a];
+        replica |= !splits[a] && coords[a] != 0;
+        if (splits[a])
+          kept += coords[a] * stride;
+        stride *= rt->grid.sizes[a];
+      }
+      const char *block = shards.data() + r * localBytes;
+      if (!replica)
+        place(block, coords);
+      else if (checkCopies)
         copies.emplace_back(rankOf(rt->grid, coords),
-                            maxDifference(shards.data() + r * localBytes,
-                                          shards.data() + kept * localBytes, dtype,
+                            maxDifference(block, shards.data() + kept * localBytes, dtype,
                                           localNumel));
-      continue;
     }
+  }
+
+  std::vector<char> global;
+  std::vector<int32_t> owners;
+  std::vector<std::pair<int32_t, double>> copies;
+
+private:
+  /// Copies the block of the rank at `coords` where it lies in the global
+  /// tensor, row by row (the last dimension is contiguous in both, but for
+  /// the chunks of zigzag order), dropping padding.
+  void place(const char *block, const std::vector<int32_t> &coords) {
     const int32_t owner = rankOf(rt->grid, coords);
-    if (rank == 0) {
-      std::memcpy(global.data(), shards.data() + r * localBytes, size_t(localBytes));
+    if (rank == 0) { // a scalar (whole everywhere, gathered only to check its copies)
+      std::memcpy(global.data(), block, size_t(localNumel * size));
       if (checkCopies)
         owners[0] = owner;
-      continue;
+      return;
     }
+    const size_t last = size_t(rank - 1);
+    const int64_t lastLocal = layout.local[last], lastGlobal = layout.global[last];
+    const int64_t rows = lastLocal ? localNumel / lastLocal : 0;
     std::vector<int64_t> base(static_cast<size_t>(rank));
     for (int32_t d = 0; d < rank; ++d)
       base[size_t(d)] = layout.block(size_t(d), coords) * layout.local[size_t(d)];
-    int64_t valid =
-        std::max<int64_t>(0, std::min(lastLocal, lastGlobal - base[size_t(rank - 1)]));
+    int64_t valid = std::max<int64_t>(0, std::min(lastLocal, lastGlobal - base[last]));
     if (valid == 0)
-      continue;
-    const char *block = shards.data() + r * localBytes;
+      return;
     // The row's local index (the last dimension's entry stays 0).
     std::vector<int64_t> index(static_cast<size_t>(rank), 0);
-    const size_t last = size_t(rank - 1);
     for (int64_t row = 0; row < rows; ++row) {
       int64_t at = 0;
       bool inside = true;
@@ -425,10 +440,49 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
       }
     }
   }
-  writeDump(rt, file, global.data(), dtype, layout.global);
+
+  const braid_rt *rt;
+  const ShardLayout &layout;
+  braid_dtype dtype;
+  int64_t size;
+  int32_t rank;
+  int64_t localNumel;
+  bool checkCopies;
+  std::vector<bool> splits; ///< per grid axis: it splits the tensor
+};
+
+} // namespace
+
+void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
+                 const ShardLayout &layout) {
+  if (!rt->options.dumping && rt->options.dumpDir.empty())
+    return;
+  const DumpGroup group = dumpGroup(rt, file, layout);
+  // Whole on every rank, or each rank's own shard: as an unsharded value,
+  // unless every rank's copy is to be checked. (A stage group without axes
+  // never gets past here: nothing splits it and it has one member.)
+  const bool checkCopies = rt->options.checkReplicas && group.members > 1;
+  if ((!layout.split() && !checkCopies) || rt->options.dumpLocal) {
+    dumpOwnBuffer(rt, file, data, dtype, layout);
+    return;
+  }
+  if (braid_dtype_size(dtype) <= 0)
+    fatal("dump of %s: unknown dtype %d", file.c_str(), int(dtype));
+  const int32_t rank = int32_t(layout.local.size());
+  const int64_t localNumel = numElements(file.c_str(), rank, layout.local.data());
+  const int64_t globalNumel = numElements(file.c_str(), rank, layout.global.data());
+  if (localNumel && !data)
+    fatal("dump of %s: null data", file.c_str());
+  const std::vector<char> shards = gatherShards(rt, file, data, dtype, group, localNumel);
+  if (rt->options.dumpDir.empty())
+    return; // a rank that only took part in the gather
+
+  Assembly assembly(rt, layout, dtype, localNumel, globalNumel, checkCopies);
+  assembly.placeAll(shards, group);
+  writeDump(rt, file, assembly.global.data(), dtype, layout.global);
   if (checkCopies) {
-    writeReplicas(rt, file, copies);
-    writeOwners(rt, file, owners, layout.global);
+    writeReplicas(rt, file, assembly.copies);
+    writeOwners(rt, file, assembly.owners, layout.global);
   }
 }
 
