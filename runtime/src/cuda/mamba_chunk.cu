@@ -229,6 +229,176 @@ struct ChunkGradState {
   float *dh0;
 };
 
+// What scanChunkGradKernel's steps read and write per (b, t, d).
+template <typename T>
+struct ChunkGradTensors {
+  const T *__restrict__ x, *__restrict__ delta, *__restrict__ Bm, *__restrict__ Cm;
+  const T *__restrict__ dy;
+  T *__restrict__ dx, *__restrict__ ddelta;
+  int softplus, accumulate;
+};
+
+// One thread's (b, d) channel and where its state lies. Inactive threads
+// (d >= channels) load channel 0 and write nothing.
+struct ChunkGradChannel {
+  int64_t b, dc, seq, channels;
+  int N;
+  bool active;
+  int64_t BD;       // batch * channels: the stride of n in a [.., N, B, D] plane
+  int64_t stateOff; // offset of (b, d) in a [.., B, D] plane
+  int64_t so;       // offset of (b, d) in a [B, D, N] state
+
+  // (b, t, d) in a [B, L, D] tensor; row (b, t) of a [B, L, N] one.
+  __device__ __forceinline__ int64_t at(int64_t t) const { return (b * seq + t) * channels + dc; }
+  __device__ __forceinline__ int64_t row(int64_t t) const { return (b * seq + t) * N; }
+};
+
+__device__ __forceinline__ float stepSize(float raw, int softplus) {
+  return softplus ? softplusF(raw) : raw;
+}
+
+// One step of the recurrence at t: h <- exp(dt A) h + dt x_t B_t; the new
+// state also goes to `keep` (a [N, B, D] plane at the channel) unless null.
+template <typename T, int MAXN>
+__device__ __forceinline__ void advanceState(const ChunkGradTensors<T> &io,
+                                             const ChunkGradChannel &ch, int64_t t, float dt,
+                                             const float (&a)[MAXN], float (&h)[MAXN],
+                                             float *keep) {
+  const T *bRow = io.Bm + ch.row(t);
+  const float dtx = dt * toF(io.x[ch.at(t)]);
+#pragma unroll(MAXN <= 64 ? MAXN : 1)
+  for (int n = 0; n < MAXN; ++n)
+    if (n < ch.N) {
+      h[n] = expf(dt * a[n]) * h[n] + dtx * toF(bRow[n]);
+      if (keep)
+        keep[n * ch.BD] = h[n];
+    }
+}
+
+// The forward pass from h = h0: the state entering each chunk goes to the
+// checkpoints. Returns the sum of dt.
+template <typename T, int MAXN>
+__device__ __forceinline__ float scanForward(const ChunkGradTensors<T> &io,
+                                             const ChunkGradChannel &ch, const float (&a)[MAXN],
+                                             float (&h)[MAXN], float *ckpt) {
+  float sdt = 0.0f;
+  for (int64_t t = 0; t < ch.seq; ++t) {
+    if (t % kChunk == 0 && ch.active) {
+      float *ck = ckpt + (t / kChunk) * ch.N * ch.BD + ch.stateOff;
+#pragma unroll(MAXN <= 64 ? MAXN : 1)
+      for (int n = 0; n < MAXN; ++n)
+        if (n < ch.N)
+          ck[n * ch.BD] = h[n];
+    }
+    const float dt = stepSize(toF(io.delta[ch.at(t)]), io.softplus);
+    sdt += dt;
+    advanceState(io, ch, t, dt, a, h, nullptr);
+  }
+  return sdt;
+}
+
+// The cotangent of the final state (dh_end) starts the carry; the decay
+// term gives dA its ddecay decay sum_t dt and returns sum_n ddecay decay A,
+// which every step's ddt starts from.
+template <int MAXN>
+__device__ __forceinline__ float startCarry(const ChunkGradState &st, const ChunkGradChannel &ch,
+                                            float sdt, const float (&a)[MAXN],
+                                            float (&carry)[MAXN], float (&dA)[MAXN]) {
+  float ddtDecay = 0.0f;
+#pragma unroll(MAXN <= 64 ? MAXN : 1)
+  for (int n = 0; n < MAXN; ++n) {
+    carry[n] = n < ch.N && ch.active && st.dhEnd ? st.dhEnd[ch.so + n] : 0.0f;
+    dA[n] = 0.0f;
+    if (n < ch.N && ch.active && st.ddecay) {
+      const float gd = st.ddecay[ch.so + n] * expf(a[n] * sdt);
+      ddtDecay = fmaf(gd, a[n], ddtDecay);
+      dA[n] = gd * sdt;
+    }
+  }
+  return ddtDecay;
+}
+
+// Recomputes the states h_t0 .. h_{t1-1} of a chunk from its checkpoint
+// `ck`: all but the last go to `buf` ([kChunk][N][B][D]), the last stays in h.
+template <typename T, int MAXN>
+__device__ __forceinline__ void recomputeChunk(const ChunkGradTensors<T> &io,
+                                               const ChunkGradChannel &ch, int64_t t0,
+                                               int64_t t1, const float *ck, float *buf,
+                                               const float (&a)[MAXN], float (&h)[MAXN]) {
+#pragma unroll(MAXN <= 64 ? MAXN : 1)
+  for (int n = 0; n < MAXN; ++n)
+    h[n] = n < ch.N && ch.active ? ck[n * ch.BD] : 0.0f;
+  for (int64_t t = t0; t < t1; ++t) {
+    const float dt = stepSize(toF(io.delta[ch.at(t)]), io.softplus);
+    float *keep = ch.active && t + 1 < t1 ? buf + (t - t0) * ch.N * ch.BD + ch.stateOff : nullptr;
+    advanceState(io, ch, t, dt, a, h, keep);
+  }
+}
+
+// Step t of the reverse recurrence; h holds h_t on entry and h_{t-1} (from
+// `prev`) on exit. Writes dx and ddelta at t, updates dA, dD and the carry,
+// and leaves the warp sums of dB and dC at t in sRed.
+template <typename T, int MAXN>
+__device__ __forceinline__ void reverseStep(const ChunkGradTensors<T> &io,
+                                            const ChunkGradChannel &ch, int64_t t,
+                                            const float *prev, float skip, float ddtDecay,
+                                            const float (&a)[MAXN], float (&h)[MAXN],
+                                            float (&carry)[MAXN], float (&dA)[MAXN], float &dD,
+                                            float (*sRed)[2 * MAXN]) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t xi = ch.at(t);
+  const float xv = toF(io.x[xi]);
+  const float raw = toF(io.delta[xi]);
+  const float dt = stepSize(raw, io.softplus);
+  const float g = ch.active && io.dy ? toF(io.dy[xi]) : 0.0f;
+  const T *bRow = io.Bm + ch.row(t);
+  const T *cRow = io.Cm + ch.row(t);
+  float dxv = g * skip, ddt = ddtDecay;
+#pragma unroll(MAXN <= 64 ? MAXN : 1)
+  for (int n = 0; n < MAXN; ++n) {
+    if (n < ch.N) {
+      const float hp = ch.active ? prev[n * ch.BD] : 0.0f;
+      const float bn = toF(bRow[n]);
+      const float an = expf(dt * a[n]);
+      const float gh = ch.active ? carry[n] + toF(cRow[n]) * g : 0.0f;
+      dxv = fmaf(gh * dt, bn, dxv);
+      ddt = fmaf(gh, hp * an * a[n] + bn * xv, ddt);
+      dA[n] = fmaf(gh * hp * an, dt, dA[n]);
+      carry[n] = an * gh;
+      const float sB = warpSum(gh * dt * xv);
+      const float sC = warpSum(g * h[n]);
+      if (lane == 0) {
+        sRed[warp][n] = sB;
+        sRed[warp][MAXN + n] = sC;
+      }
+      h[n] = hp;
+    }
+  }
+  dD = fmaf(g, xv, dD);
+  if (ch.active) {
+    if (io.dx)
+      putF(io.dx, xi, dxv, io.accumulate);
+    if (io.ddelta)
+      putF(io.ddelta, xi, io.softplus ? ddt * sigmoidF(raw) : ddt, io.accumulate);
+  }
+}
+
+// The block's sums of dB and dC at t over its warps, in order, to the
+// block's partials (summed over the blocks by chunkGradBCKernel).
+template <int MAXN>
+__device__ __forceinline__ void storeBlockSums(const float (*sRed)[2 * MAXN], float *part,
+                                               const ChunkGradChannel &ch, int64_t batch,
+                                               int64_t t) {
+  for (int k = threadIdx.x; k < 2 * ch.N; k += blockDim.x) {
+    const int i = k < ch.N ? k : MAXN + k - ch.N;
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kScanWarps; ++w)
+      s += sRed[w][i];
+    part[((blockIdx.x * batch + ch.b) * ch.seq + t) * 2 * ch.N + k] = s;
+  }
+}
+
 template <typename T, int MAXN>
 __global__ void __launch_bounds__(kScanThreads)
     scanChunkGradKernel(const T *__restrict__ x, const T *__restrict__ delta,
@@ -242,131 +412,35 @@ __global__ void __launch_bounds__(kScanThreads)
   const int64_t b = blockIdx.y;
   const bool active = d < channels;
   const int64_t dc = active ? d : 0; // inactive threads load channel 0, write nothing
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t BD = batch * channels;
-  const int64_t stateOff = b * channels + dc; // offset of (b, d) in a [.., B, D] plane
-  const int64_t so = stateOff * state;        // offset of (b, d) in a [B, D, N] state
+  const int64_t stateOff = b * channels + dc;
+  const ChunkGradChannel ch{
+      b, dc, seq, channels, state, active, batch * channels, stateOff, stateOff * state};
+  const ChunkGradTensors<T> io{x, delta, Bm, Cm, dy, dx, ddelta, softplus, accumulate};
   const int N = state;
 
   float a[MAXN], h[MAXN];
 #pragma unroll(MAXN <= 64 ? MAXN : 1)
   for (int n = 0; n < MAXN; ++n) {
     a[n] = n < N ? toF(A[dc * N + n]) : 0.0f;
-    h[n] = n < N && st.h0 ? st.h0[so + n] : 0.0f;
+    h[n] = n < N && st.h0 ? st.h0[ch.so + n] : 0.0f;
   }
-
   // Forward pass: checkpoints (state entering each chunk), the sum of dt.
-  float sdt = 0.0f;
-  for (int64_t t = 0; t < seq; ++t) {
-    if (t % kChunk == 0 && active) {
-      float *ck = sc.ckpt + (t / kChunk) * N * BD + stateOff;
-#pragma unroll(MAXN <= 64 ? MAXN : 1)
-      for (int n = 0; n < MAXN; ++n)
-        if (n < N)
-          ck[n * BD] = h[n];
-    }
-    const int64_t xi = (b * seq + t) * channels + dc;
-    const float xv = toF(x[xi]);
-    float dt = toF(delta[xi]);
-    if (softplus)
-      dt = softplusF(dt);
-    sdt += dt;
-    const T *bRow = Bm + (b * seq + t) * N;
-    const float dtx = dt * xv;
-#pragma unroll(MAXN <= 64 ? MAXN : 1)
-    for (int n = 0; n < MAXN; ++n)
-      if (n < N)
-        h[n] = expf(dt * a[n]) * h[n] + dtx * toF(bRow[n]);
-  }
-
-  // The decay term and the cotangent of the final state.
+  const float sdt = scanForward(io, ch, a, h, sc.ckpt);
   float carry[MAXN], dA[MAXN];
-  float ddtDecay = 0.0f;
-#pragma unroll(MAXN <= 64 ? MAXN : 1)
-  for (int n = 0; n < MAXN; ++n) {
-    carry[n] = n < N && active && st.dhEnd ? st.dhEnd[so + n] : 0.0f;
-    dA[n] = 0.0f;
-    if (n < N && active && st.ddecay) {
-      const float gd = st.ddecay[so + n] * expf(a[n] * sdt);
-      ddtDecay = fmaf(gd, a[n], ddtDecay);
-      dA[n] = gd * sdt;
-    }
-  }
+  const float ddtDecay = startCarry(st, ch, sdt, a, carry, dA);
   float dD = 0.0f;
   const float skip = toF(D[dc]);
   const int64_t chunks = (seq + kChunk - 1) / kChunk;
-
   for (int64_t c = chunks - 1; c >= 0; --c) {
     const int64_t t0 = c * kChunk, t1 = min(seq, t0 + kChunk);
-    const float *ck = sc.ckpt + c * N * BD + stateOff;
-    // Recompute the chunk's states h_t0 .. h_{t1-1}; the last stays in h[].
-#pragma unroll(MAXN <= 64 ? MAXN : 1)
-    for (int n = 0; n < MAXN; ++n)
-      h[n] = n < N && active ? ck[n * BD] : 0.0f;
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t xi = (b * seq + t) * channels + dc;
-      const float xv = toF(x[xi]);
-      float dt = toF(delta[xi]);
-      if (softplus)
-        dt = softplusF(dt);
-      const T *bRow = Bm + (b * seq + t) * N;
-      const float dtx = dt * xv;
-      float *bf = sc.buf + (t - t0) * N * BD + stateOff;
-#pragma unroll(MAXN <= 64 ? MAXN : 1)
-      for (int n = 0; n < MAXN; ++n)
-        if (n < N) {
-          h[n] = expf(dt * a[n]) * h[n] + dtx * toF(bRow[n]);
-          if (active && t + 1 < t1)
-            bf[n * BD] = h[n];
-        }
-    }
+    const float *ck = sc.ckpt + c * N * ch.BD + stateOff;
+    recomputeChunk(io, ch, t0, t1, ck, sc.buf, a, h);
     // Walk the chunk backward; h[] holds h_t on entry to step t.
     for (int64_t t = t1 - 1; t >= t0; --t) {
-      const int64_t xi = (b * seq + t) * channels + dc;
-      const float xv = toF(x[xi]);
-      const float raw = toF(delta[xi]);
-      const float dt = softplus ? softplusF(raw) : raw;
-      const float g = active && dy ? toF(dy[xi]) : 0.0f;
-      const T *bRow = Bm + (b * seq + t) * N;
-      const T *cRow = Cm + (b * seq + t) * N;
-      const float *prev = t == t0 ? ck : sc.buf + (t - 1 - t0) * N * BD + stateOff;
-      float dxv = g * skip, ddt = ddtDecay;
-#pragma unroll(MAXN <= 64 ? MAXN : 1)
-      for (int n = 0; n < MAXN; ++n) {
-        if (n < N) {
-          const float hp = active ? prev[n * BD] : 0.0f;
-          const float bn = toF(bRow[n]);
-          const float an = expf(dt * a[n]);
-          const float gh = active ? carry[n] + toF(cRow[n]) * g : 0.0f;
-          dxv = fmaf(gh * dt, bn, dxv);
-          ddt = fmaf(gh, hp * an * a[n] + bn * xv, ddt);
-          dA[n] = fmaf(gh * hp * an, dt, dA[n]);
-          carry[n] = an * gh;
-          const float sB = warpSum(gh * dt * xv);
-          const float sC = warpSum(g * h[n]);
-          if (lane == 0) {
-            sRed[warp][n] = sB;
-            sRed[warp][MAXN + n] = sC;
-          }
-          h[n] = hp;
-        }
-      }
-      dD = fmaf(g, xv, dD);
-      if (active) {
-        if (dx)
-          putF(dx, xi, dxv, accumulate);
-        if (ddelta)
-          putF(ddelta, xi, softplus ? ddt * sigmoidF(raw) : ddt, accumulate);
-      }
+      const float *prev = t == t0 ? ck : sc.buf + (t - 1 - t0) * N * ch.BD + stateOff;
+      reverseStep(io, ch, t, prev, skip, ddtDecay, a, h, carry, dA, dD, sRed);
       __syncthreads();
-      for (int k = threadIdx.x; k < 2 * N; k += blockDim.x) {
-        const int i = k < N ? k : MAXN + k - N;
-        float s = 0.0f;
-#pragma unroll
-        for (int w = 0; w < kScanWarps; ++w)
-          s += sRed[w][i];
-        sc.part[((blockIdx.x * batch + b) * seq + t) * 2 * N + k] = s;
-      }
+      storeBlockSums<MAXN>(sRed, sc.part, ch, batch, t);
       __syncthreads();
     }
   }
@@ -377,7 +451,7 @@ __global__ void __launch_bounds__(kScanThreads)
       if (n < N) {
         da[n] = dA[n];
         if (st.dh0)
-          st.dh0[so + n] = accumulate ? st.dh0[so + n] + carry[n] : carry[n];
+          st.dh0[ch.so + n] = accumulate ? st.dh0[ch.so + n] + carry[n] : carry[n];
       }
     sc.dDpart[b * channels + d] = dD;
   }
