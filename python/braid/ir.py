@@ -424,6 +424,10 @@ class Function:
     def silu(self, x: Value, name: str = "silu") -> Value:
         return self._unary("silu", x, name)
 
+    def relu_squared(self, x: Value, name: str = "relu_squared") -> Value:
+        """max(x, 0)^2 (Primer, Nemotron-4)."""
+        return self._unary("relu_squared", x, name)
+
     def exp(self, x: Value, name: str = "exp") -> Value:
         return self._unary("exp", x, name)
 

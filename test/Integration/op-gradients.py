@@ -67,6 +67,8 @@ for act, text in [("gelu", "braid.gelu %x"), ("gelu_tanh", "braid.gelu %x tanh")
     case(act, {"x": (t(3, 8), 1.0)}, f"    %y = {text} : tensor<3x8xf32>", t(3, 8),
          (lambda a: lambda p: ops.activation(a, p["x"]) if a not in ("exp", "neg")
           else (np.exp(p["x"]) if a == "exp" else -p["x"]))(act), 8, 3)
+case("relu_squared", {"x": (t(3, 8), 1.0)}, "    %y = braid.relu_squared %x : tensor<3x8xf32>",
+     t(3, 8), lambda p: ops.relu_squared(p["x"]), 8, 3)
 for act in ["gelu", "sigmoid", "relu"]:
     case("glu_" + act, {"g": (t(3, 8), 1.0), "u": (t(3, 8), 1.0)},
          f"    %y = braid.glu {act} %g, %u : tensor<3x8xf32>", t(3, 8),

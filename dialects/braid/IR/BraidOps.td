@@ -333,6 +333,18 @@ def Braid_ReluOp : Braid_UnaryOp<"relu"> {
   let description = "`result = max(x, 0)`, elementwise.";
 }
 
+def Braid_ReluSquaredOp : Braid_UnaryOp<"relu_squared"> {
+  let summary = "squared rectified linear unit";
+  let description = [{
+    `result = max(x, 0)^2`, elementwise: the MLP activation of Primer (So et
+    al. 2021) and Nemotron-4.
+
+    ```mlir
+    %y = braid.relu_squared %x : tensor<2x16x128xf32>
+    ```
+  }];
+}
+
 def Braid_ExpOp : Braid_UnaryOp<"exp"> {
   let summary = "natural exponential";
   let description = "`result = exp(x)`, elementwise.";

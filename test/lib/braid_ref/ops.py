@@ -22,7 +22,7 @@ import numpy as np
 __all__ = [
     "embedding", "linear", "batch_matmul", "rope", "attention", "rms_norm", "layer_norm",
     "softmax",
-    "gelu", "silu", "sigmoid", "exp", "neg", "add", "mul", "relu", "softplus",
+    "gelu", "silu", "sigmoid", "exp", "neg", "add", "mul", "relu", "relu_squared", "softplus",
     "activation", "glu", "reshape", "transpose", "cross_entropy", "conv1d",
     "selective_scan", "router", "assign_slots", "dispatch", "expert_ffn", "combine",
     "ACTIVATIONS",
@@ -251,6 +251,11 @@ def sigmoid(x) -> np.ndarray:
 
 def relu(x) -> np.ndarray:
     return activation("relu", x)
+
+
+def relu_squared(x) -> np.ndarray:
+    """max(x, 0)^2 (Primer, Nemotron-4)."""
+    return _unary(lambda v: np.maximum(v, 0.0) ** 2, x, "relu_squared")
 
 
 def softplus(x) -> np.ndarray:
