@@ -89,24 +89,25 @@ ArrayRef<int64_t> shapeOf(Value value) {
   return cast<ShapedType>(value.getType()).getShape();
 }
 
-std::string FunctionEmitter::ptr(Value value) {
+Code FunctionEmitter::ptr(Value value) {
   const Storage &storage = fp.storage.find(value)->second;
   switch (storage.kind) {
   case Storage::Kind::Frame:
-    return "at(arena, frame + " + std::to_string(storage.offset) + ")";
+    return Code("at(arena, frame + ") << storage.offset << ")";
   case Storage::Kind::Argument:
-    return "args[" + std::to_string(storage.index) + "]";
+    return Code("args[") << storage.index << "]";
   case Storage::Kind::Result:
-    return "results[" + std::to_string(storage.index) + "]";
+    return Code("results[") << storage.index << "]";
   case Storage::Kind::Param:
-    return "at(arena, " + std::to_string(storage.offset) + ")";
+    return Code("at(arena, ") << storage.offset << ")";
   case Storage::Kind::ParamRange: {
     // The range's index is an expression of coordinates: get_param_range's
     // own emission reports one the emitter cannot print.
-    FailureOr<std::string> at = indexExpr(storage.at);
-    return "advance(at(arena, " + std::to_string(storage.offset) + "), (" +
-           (succeeded(at) ? *at : std::string("0")) + ") * " +
-           std::to_string(storage.elementBytes) + ")";
+    FailureOr<Code> at = indexExpr(storage.at);
+    return Code("advance(at(arena, ")
+           << storage.offset << "), ("
+           << (succeeded(at) ? *at : Code::integer(0)) << ") * "
+           << storage.elementBytes << ")";
   }
   }
   llvm_unreachable("unknown storage");
@@ -139,13 +140,16 @@ std::string FunctionEmitter::array(ArrayRef<int64_t> values) {
   if (!inserted)
     return it->second;
   it->second = "kA" + std::to_string(nextArray++);
-  body += "  static const int64_t " + it->second + "[] = {" + content + "};\n";
+  declarations += "  static const int64_t " + it->second + "[] = {" + content + "};\n";
   return it->second;
+}
+
+void FunctionEmitter::addStatement(const Code &code) {
+  statements.push_back(Code("  ") << code << ";\n");
 }
 
 LogicalResult FunctionEmitter::emit(raw_ostream &os) {
   func::FuncOp func = fp.func;
-  Block &block = func.getBody().front();
   llvm::DenseMap<Value, const FrameBuffer *> bufferOf;
   llvm::DenseMap<unsigned, SmallVector<const FrameBuffer *>> freesAt;
   for (const FrameBuffer &buffer : fp.buffers) {
@@ -153,58 +157,23 @@ LogicalResult FunctionEmitter::emit(raw_ostream &os) {
     freesAt[buffer.lastOp].push_back(&buffer);
   }
 
-  std::string text;
-  llvm::raw_string_ostream opsOs(text);
-  for (Operation &op : block) {
-    unsigned position = fp.position.lookup(&op);
+  for (Operation &op : func.getBody().front()) {
     Operation *root = fp.fusion->getRoot(&op);
-    bool innerMember = root && root != &op;
-    if (!innerMember) {
-      for (Value result : op.getResults())
-        if (const FrameBuffer *buffer = bufferOf.lookup(result))
-          opsOs << "  braid_rt_alloc(rt, frame + " << buffer->offset << ", "
-                << buffer->bytes << ", " << quoted(nameOf(result)) << ");\n";
-      if (failed(emitOp(&op, opsOs)))
-        return failure();
-      // Announce named results for dumps: a transfer's once its wait has
-      // completed it; a reshape's only when it names a value the op before
-      // it left unnamed (the end of a transfer's re-layout), other reshapes
-      // being views of a value announced already.
-      // Outside the functions that announce (a pipeline rank's chunks, run
-      // per micro-batch), only the ops marked dist.announce do (the
-      // gradient reductions a chunk's last backward holds).
-      const bool announces = program.announcesIn(fp.func);
-      if (announces || op.hasAttr("dist.announce") ||
-          (isa<dist::WaitOp>(op) &&
-           llvm::any_of(op.getOperands(), [](Value token) {
-             return token.getDefiningOp()->hasAttr("dist.announce");
-           }))) {
-        auto named = [&](Operation *o) {
-          return o && isa<NameLoc>(o->getLoc()) &&
-                 (announces || o->hasAttr("dist.announce"));
-        };
-        if (auto wait = dyn_cast<dist::WaitOp>(op)) {
-          for (Value token : wait.getTokens())
-            if (named(token.getDefiningOp()))
-              for (Value result : token.getDefiningOp()->getResults())
-                if (isa<RankedTensorType>(result.getType()))
-                  announce(result, opsOs, !announces);
-        } else if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-          if (named(&op) && !named(reshape.getInput().getDefiningOp()) &&
-              !isa<BlockArgument>(reshape.getInput()))
-            announce(reshape.getResult(), opsOs, !announces);
-        } else if (!isa<GetParamOp, func::ReturnOp>(op) && named(&op) &&
-                   !dist::getToken(&op)) {
-          for (Value result : op.getResults())
-            announce(result, opsOs, !announces);
-        }
-      }
-    }
+    // A fused group is emitted at its root.
+    if (root && root != &op)
+      continue;
+    for (Value result : op.getResults())
+      if (const FrameBuffer *buffer = bufferOf.lookup(result))
+        addStatement(Code("braid_rt_alloc(rt, frame + ")
+                     << buffer->offset << ", " << buffer->bytes << ", "
+                     << Code::string(nameOf(result)) << ")");
+    if (failed(emitOp(&op)))
+      return failure();
+    announceResults(op);
     // Buffers whose last use executes at this position die after it.
-    if (!innerMember && (!root || root == &op))
-      for (const FrameBuffer *buffer : freesAt.lookup(position))
-        opsOs << "  braid_rt_free(rt, frame + " << buffer->offset << ", "
-              << buffer->bytes << ");\n";
+    for (const FrameBuffer *buffer : freesAt.lookup(fp.position.lookup(&op)))
+      addStatement(Code("braid_rt_free(rt, frame + ")
+                   << buffer->offset << ", " << buffer->bytes << ")");
   }
 
   os << "// @" << func.getSymName() << ": frame of " << fp.frameBytes
@@ -213,17 +182,18 @@ LogicalResult FunctionEmitter::emit(raw_ostream &os) {
      << "(braid_rt *rt, char *arena, int64_t frame, void *const *args, "
         "void *const *results) {\n";
   os << "  (void)arena; (void)frame; (void)args; (void)results;\n";
-  std::string ops =
-      program.options.rollRepeats ? rollRepeats(text, body, nextTable) : text;
+  std::string printed = printStatements(
+      statements, program.options.rollRepeats, declarations, nextTable);
   // A transfer's event lives in a slot of the function's array, numbered in
   // program order, so that repeated transfers differ in a literal only.
   if (!events.empty())
-    body += "  braid_event *ev[" + std::to_string(events.size()) + "];\n";
-  os << body << ops << "}\n\n";
+    declarations +=
+        "  braid_event *ev[" + std::to_string(events.size()) + "];\n";
+  os << declarations << printed << "}\n\n";
   return success();
 }
 
-LogicalResult FunctionEmitter::emitOp(Operation *op, raw_ostream &os) {
+LogicalResult FunctionEmitter::emitOp(Operation *op) {
   if (isa<GetParamOp, ReshapeOp, func::ReturnOp>(op) || isIndexOp(op))
     return success();
   // The partitioning attributes whose protocols --convert-braid-to-dist
@@ -239,17 +209,17 @@ LogicalResult FunctionEmitter::emitOp(Operation *op, raw_ostream &os) {
              << op->getName() << "' carries " << name
              << ", which --convert-braid-to-dist expands: run it first";
   if (auto call = dyn_cast<func::CallOp>(op))
-    return emitCall(call, os);
+    return emitCall(call);
   if (isSpmdOp(op))
-    return emitSpmdOp(op, os);
+    return emitSpmdOp(op);
   if (isDistOp(op))
-    return emitDistOp(op, os);
+    return emitDistOp(op);
   if (isa<GetParamRangeOp, SetParamOp>(op))
-    return emitParamAccess(op, os);
+    return emitParamAccess(op);
   if (fp.fusion->getRoot(op) == op)
-    return emitFusedGroup(op, os);
+    return emitFusedGroup(op);
   if (auto kernel = dyn_cast<KernelCallOpInterface>(op))
-    return emitKernelCalls(kernel, os);
+    return emitKernelCalls(kernel);
   return op->emitError("braid-translate cannot emit '")
          << op->getName() << "'";
 }
@@ -285,8 +255,7 @@ std::string FunctionEmitter::callScope(func::CallOp call) {
   return call.getCallee().str();
 }
 
-LogicalResult FunctionEmitter::emitCall(func::CallOp call, raw_ostream &os) {
-  std::string scope = callScope(call);
+LogicalResult FunctionEmitter::emitCall(func::CallOp call) {
   // A pipeline action is one event of the trace, around its kernels: "F3c1"
   // is the forward of micro-batch 3 through model chunk 1.
   std::string action;
@@ -296,25 +265,27 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp call, raw_ostream &os) {
       action += std::to_string(mb.getInt());
     if (auto chunk = call->getAttrOfType<IntegerAttr>("dist.chunk"))
       action += "c" + std::to_string(chunk.getInt());
-    os << "  braid_rt_op_begin(rt, \"pipeline\", " << quoted(action) << ");\n";
+    addStatement(Code("braid_rt_op_begin(rt, ")
+                 << Code::string("pipeline") << ", " << Code::string(action)
+                 << ")");
   }
-  os << "  {\n    braid_rt_push_scope(rt, " << quoted(scope) << ");\n";
-  os << "    void *const a[] = {";
-  llvm::interleaveComma(call.getOperands(), os, [&](Value v) {
-    os << "(void *)" << ptr(v);
-  });
-  if (call.getNumOperands() == 0)
-    os << "nullptr";
-  os << "};\n    void *const r[] = {";
-  llvm::interleaveComma(call.getResults(), os,
-                        [&](Value v) { os << "(void *)" << ptr(v); });
-  if (call.getNumResults() == 0)
-    os << "nullptr";
-  os << "};\n    fn_" << identifier(call.getCallee()) << "(rt, arena, frame + "
-     << fp.calleeFrame.lookup(call) << ", a, r);\n";
-  os << "    braid_rt_pop_scope(rt);\n  }\n";
+  // The pointers of the operands or results, or a null one for none.
+  auto pointers = [&](ValueRange values) {
+    SmallVector<Code> each = llvm::map_to_vector(
+        values, [&](Value v) { return Code("(void *)") << ptr(v); });
+    return values.empty() ? Code("nullptr") : Code::join(each, ", ");
+  };
+  // One statement: the block is the roller's unit.
+  statements.push_back(
+      Code("  {\n    braid_rt_push_scope(rt, ")
+      << Code::string(callScope(call)) << ");\n    void *const a[] = {"
+      << pointers(call.getOperands()) << "};\n    void *const r[] = {"
+      << pointers(call.getResults()) << "};\n    fn_"
+      << identifier(call.getCallee()) << "(rt, arena, frame + "
+      << fp.calleeFrame.lookup(call)
+      << ", a, r);\n    braid_rt_pop_scope(rt);\n  }\n");
   if (!action.empty())
-    os << "  braid_rt_op_end(rt);\n";
+    addStatement("braid_rt_op_end(rt)");
   return success();
 }
 

@@ -15,8 +15,7 @@
 
 namespace braid::cpp {
 
-LogicalResult FunctionEmitter::emitFusedGroup(Operation *root,
-                                              raw_ostream &os) {
+LogicalResult FunctionEmitter::emitFusedGroup(Operation *root) {
   ArrayRef<Operation *> members = fp.fusion->getMembers(root);
   llvm::SmallPtrSet<Operation *, 8> inGroup(members.begin(), members.end());
   llvm::MapVector<Value, std::string> leaves;
@@ -68,15 +67,17 @@ LogicalResult FunctionEmitter::emitFusedGroup(Operation *root,
     program.kernels += "// " + ops + "\nstruct " + name + body;
   }
 
-  os << "  braid_rt_op_begin(rt, " << quoted(ops) << ", "
-     << quoted(nameOf(result)) << ");\n";
-  os << "  braid::launch_elementwise(rt, " << numElements(result) << ", "
-     << name << "{";
+  addStatement(Code("braid_rt_op_begin(rt, ")
+               << Code::string(ops) << ", " << Code::string(nameOf(result))
+               << ")");
+  Code launch("braid::launch_elementwise(rt, ");
+  launch << numElements(result) << ", " << name << "{";
   for (auto &[leaf, x] : leaves)
-    os << "static_cast<const " << storageType(leaf.getType()) << " *>("
-       << ptr(leaf) << "), ";
-  os << "static_cast<" << type << " *>(" << ptr(result) << ")});\n";
-  os << "  braid_rt_op_end(rt);\n";
+    launch << "static_cast<const " << storageType(leaf.getType()) << " *>("
+           << ptr(leaf) << "), ";
+  addStatement(launch << "static_cast<" << type << " *>(" << ptr(result)
+                      << ")})");
+  addStatement("braid_rt_op_end(rt)");
   return success();
 }
 

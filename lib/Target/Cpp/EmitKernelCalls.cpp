@@ -25,36 +25,36 @@ static std::optional<int64_t> symbolElementBytes(SymbolTable &symbols,
   return std::nullopt;
 }
 
-FailureOr<std::string> FunctionEmitter::printKernelArg(const KernelArg &arg,
-                                                       Operation *op) {
-  std::string text;
+FailureOr<Code> FunctionEmitter::printKernelArg(const KernelArg &arg,
+                                                Operation *op) {
+  Code code;
   switch (arg.kind) {
   case KernelArg::Kind::Buffer:
-    text = arg.value ? ptr(arg.value) : std::string("nullptr");
+    code = arg.value ? ptr(arg.value) : Code("nullptr");
     break;
   case KernelArg::Kind::Symbol: {
     std::optional<int64_t> offset = program.plan.offsetOf(arg.text);
     if (!offset)
       return op->emitError("no parameter or state @") << arg.text
                                                       << " in the memory plan";
-    text = "at(arena, " + std::to_string(*offset) + ")";
+    code = Code("at(arena, ") << *offset << ")";
     break;
   }
   case KernelArg::Kind::Integer:
-    return std::to_string(arg.integer);
+    return Code::integer(arg.integer);
   case KernelArg::Kind::Real:
-    return literal(arg.realValue);
+    return Code::real(arg.realValue);
   case KernelArg::Kind::DType:
-    return dtypeName(arg.type);
+    return Code(dtypeName(arg.type));
   case KernelArg::Kind::Shape:
-    return array(arg.values);
+    return Code(array(arg.values));
   case KernelArg::Kind::Index:
     return indexExpr(arg.value);
   case KernelArg::Kind::Enum:
-    return "static_cast<" + arg.text + ">(" + std::to_string(arg.integer) + ")";
+    return Code("static_cast<") << arg.text << ">(" << arg.integer << ")";
   }
   if (arg.offset) {
-    FailureOr<std::string> at = indexExpr(arg.offset);
+    FailureOr<Code> at = indexExpr(arg.offset);
     if (failed(at))
       return failure();
     std::optional<int64_t> bytes = arg.offsetElementBytes;
@@ -62,44 +62,43 @@ FailureOr<std::string> FunctionEmitter::printKernelArg(const KernelArg &arg,
       bytes = symbolElementBytes(program.symbols, arg.text);
     if (!bytes)
       return op->emitError("an advanced address without an element size");
-    text = "advance(" + text + ", " + *at + " * " + std::to_string(*bytes) + ")";
+    code = Code("advance(") << code << ", " << *at << " * " << *bytes << ")";
   }
   if (!arg.cType.empty())
-    text = "static_cast<" + arg.cType + ">(" + text + ")";
-  return text;
+    code = Code("static_cast<") << arg.cType << ">(" << code << ")";
+  return code;
 }
 
-LogicalResult FunctionEmitter::emitKernelCalls(KernelCallOpInterface op,
-                                               raw_ostream &os) {
+LogicalResult FunctionEmitter::emitKernelCalls(KernelCallOpInterface op) {
   SmallVector<KernelCall> calls;
   if (failed(op.getKernelCalls(calls)))
     return failure();
-  std::string text;
+  SmallVector<Code> printed;
   for (const KernelCall &call : calls) {
-    if (!text.empty())
-      text += ";\n  ";
-    text += call.callee + "(rt";
+    Code &code = printed.emplace_back(call.callee);
+    code << "(rt";
     for (const KernelArg &arg : call.args) {
-      FailureOr<std::string> printed = printKernelArg(arg, op);
-      if (failed(printed))
+      FailureOr<Code> argument = printKernelArg(arg, op);
+      if (failed(argument))
         return failure();
-      text += ", " + *printed;
+      code << ", " << *argument;
     }
-    text += ")";
+    code << ")";
   }
-  emitBracketed(op, text, os);
+  emitBracketed(op, printed);
   return success();
 }
 
-void FunctionEmitter::emitBracketed(Operation *op, StringRef call,
-                                    raw_ostream &os) {
+void FunctionEmitter::emitBracketed(Operation *op, ArrayRef<Code> calls) {
   std::string label = op->getNumResults() ? nameOf(op->getResult(0)) : "";
-  os << "  braid_rt_op_begin(rt, "
-     << quoted(op->getName().stripDialect()) << ", " << quoted(label)
-     << ");\n";
+  addStatement(Code("braid_rt_op_begin(rt, ")
+               << Code::string(op->getName().stripDialect()) << ", "
+               << Code::string(label) << ")");
   if (int64_t flops = getForwardCost(op).matmulFlops)
-    os << "  braid_rt_op_flops(rt, " << flops << ");\n";
-  os << "  " << call << ";\n  braid_rt_op_end(rt);\n";
+    addStatement(Code("braid_rt_op_flops(rt, ") << flops << ")");
+  for (const Code &call : calls)
+    addStatement(call);
+  addStatement("braid_rt_op_end(rt)");
 }
 
 } // namespace braid::cpp

@@ -14,37 +14,38 @@
 
 namespace braid::cpp {
 
-LogicalResult FunctionEmitter::emitParamAccess(Operation *op,
-                                               raw_ostream &os) {
-  auto n = [](int64_t v) { return std::to_string(v); };
+LogicalResult FunctionEmitter::emitParamAccess(Operation *op) {
   // The arena pointer of a parameter named by a symbol.
   auto symbol = [&](StringRef name) {
-    return "at(arena, " + std::to_string(*program.plan.offsetOf(name)) + ")";
+    return Code("at(arena, ") << *program.plan.offsetOf(name) << ")";
   };
-  std::string call;
   if (auto get = dyn_cast<GetParamRangeOp>(op)) {
-    FailureOr<std::string> at = indexExpr(get.getOffset());
+    // Checked here also for a view, whose uses print it.
+    FailureOr<Code> at = indexExpr(get.getOffset());
     if (failed(at))
       return failure();
     // A view of the parameter (the memory plan's, when nothing writes it
     // while the range is read): nothing to copy.
-    std::string range =
-        "advance(" + symbol(get.getParam()) + ", " + *at + " * " +
-        n(getElementBytes(get.getType().getElementType())) + ")";
-    if (fp.storage.lookup(get.getResult()).kind != Storage::Kind::ParamRange)
-      call = "braid_rt_copy(rt, " + ptr(get.getResult()) + ", " + range +
-             ", " + n(getTensorBytes(get.getType())) + ")";
-  } else {
-    // The memory plan stores the value in the parameter when it can (an
-    // all-gather then writes it in place): nothing to copy.
-    auto set = cast<SetParamOp>(op);
-    std::string param = symbol(set.getParam());
-    if (ptr(set.getValue()) != param)
-      call = "braid_rt_copy(rt, " + param + ", " + ptr(set.getValue()) +
-             ", " + n(getTensorBytes(set.getValue().getType())) + ")";
+    if (fp.storage.lookup(get.getResult()).kind == Storage::Kind::ParamRange)
+      return success();
+    emitBracketed(op, Code("braid_rt_copy(rt, ")
+                          << ptr(get.getResult()) << ", advance("
+                          << symbol(get.getParam()) << ", " << *at << " * "
+                          << getElementBytes(get.getType().getElementType())
+                          << "), " << getTensorBytes(get.getType()) << ")");
+    return success();
   }
-  if (!call.empty()) // a value in place already: no call
-    emitBracketed(op, call, os);
+  // The memory plan stores the value in the parameter when it can (an
+  // all-gather then writes it in place): nothing to copy.
+  auto set = cast<SetParamOp>(op);
+  const Storage &value = fp.storage.find(set.getValue())->second;
+  if (value.kind == Storage::Kind::Param &&
+      value.offset == *program.plan.offsetOf(set.getParam()))
+    return success();
+  emitBracketed(op, Code("braid_rt_copy(rt, ")
+                        << symbol(set.getParam()) << ", " << ptr(set.getValue())
+                        << ", " << getTensorBytes(set.getValue().getType())
+                        << ")");
   return success();
 }
 

@@ -23,10 +23,10 @@
 namespace braid::cpp {
 
 /// The block a rank holds when `replicas` consecutive ranks share one.
-static std::string blockOf(const std::string &coordinate, int64_t replicas) {
+static Code blockOf(const Code &coordinate, int64_t replicas) {
   if (replicas == 1)
     return coordinate;
-  return "(" + coordinate + " / " + std::to_string(replicas) + ")";
+  return Code("(") << coordinate << " / " << replicas << ")";
 }
 
 bool isSpmdOp(Operation *op) {
@@ -138,215 +138,52 @@ LogicalResult ProgramEmitter::collectSpmd() {
   return success();
 }
 
-std::optional<ShardedTensor> ProgramEmitter::gradSharding(StringRef name,
-                                                     RankedTensorType type) {
-  if (!name.consume_front("grad."))
-    return std::nullopt;
-  auto param = symbols.lookup<ParamOp>(name);
-  if (!param)
-    return std::nullopt;
-  RankedTensorType local = param.getTensorType();
-  auto sharded = shardings.find(name);
-  if (sharded != shardings.end() && type.getShape() == local.getShape())
-    return sharded->second;
-  // A ZeRO-2 gradient: this rank's range of the flat parameter.
-  auto zero = zeroGroups.find(name);
-  if (zero != zeroGroups.end() && type.getRank() == 1 &&
-      type.getNumElements() * zero->second.size() == local.getNumElements() &&
-      type.getNumElements() != local.getNumElements())
-    return ShardedTensor{
-        {local.getNumElements()},
-        ValueSharding{{AxisList(zero->second.positions.begin(),
-                                zero->second.positions.end())},
-                      {}}};
-  return std::nullopt;
-}
-
-std::optional<ShardedTensor>
-ProgramEmitter::activationSharding(Value value, RankedTensorType type,
-                                   std::string *partial) {
-  // What the partitioner recorded of the op's results (Partition.cpp,
-  // recordLayouts) or of a function's arguments; a call's result is what
-  // its callee returns (autodiff's forward functions return the saved
-  // activations). Passes after the partitioner may have changed an op, so
-  // the record is used only where it still describes this local type.
-  // Under a zigzag sequence layout a value's sequence may be in zigzag
-  // order without being split over the zigzag axis (keys gathered over
-  // cp): no layout says so, so such programs dump activations locally.
-  if (!devices || !zigzagAxis.empty())
-    return std::nullopt;
-  DictionaryAttr attrs;
-  for (int depth = 0; depth < 16 && !attrs; ++depth) {
-    if (auto arg = dyn_cast<BlockArgument>(value)) {
-      auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      if (!func || arg.getOwner() != &func.getBody().front())
-        return std::nullopt;
-      attrs = func.getArgAttrDict(arg.getArgNumber());
-      if (!attrs)
-        return std::nullopt;
-      break;
-    }
-    auto result = cast<OpResult>(value);
-    if (auto call = dyn_cast<func::CallOp>(result.getOwner())) {
-      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
-      if (!callee || callee.isExternal())
-        return std::nullopt;
-      auto ret = dyn_cast<func::ReturnOp>(
-          callee.getBody().back().getTerminator());
-      if (!ret || ret.getNumOperands() != call.getNumResults())
-        return std::nullopt;
-      value = ret.getOperand(result.getResultNumber());
-      continue;
-    }
-    auto layouts =
-        result.getOwner()->getAttrOfType<ArrayAttr>("braid.result_layouts");
-    if (!layouts || layouts.size() <= result.getResultNumber())
-      return std::nullopt;
-    attrs = dyn_cast<DictionaryAttr>(layouts[result.getResultNumber()]);
-  }
-  auto global = attrs ? attrs.getAs<DenseI64ArrayAttr>("braid.global_shape")
-                      : DenseI64ArrayAttr();
-  auto split = attrs ? attrs.getAs<ArrayAttr>("braid.split") : ArrayAttr();
-  int64_t rank = type.getRank();
-  if (!global || !split || static_cast<int64_t>(global.size()) != rank ||
-      static_cast<int64_t>(split.size()) != rank)
-    return std::nullopt;
-  ShardedTensor tensor;
-  tensor.globalShape = llvm::to_vector(global.asArrayRef());
-  tensor.sharding = ValueSharding::replicated(rank);
-  // A partial sum: the group its terms are summed over, in grid order.
-  if (auto axes = attrs.getAs<ArrayAttr>("braid.partial")) {
-    AxisList positions;
-    for (Attribute axis : axes) {
-      auto name = dyn_cast<StringAttr>(axis);
-      std::optional<int16_t> position =
-          name ? devices->find(name.getValue()) : std::nullopt;
-      if (!position)
-        return std::nullopt;
-      positions.push_back(*position);
-    }
-    llvm::sort(positions);
-    *partial = devices->describe(positions);
-  }
-  for (int64_t d = 0; d < rank; ++d) {
-    auto axes = dyn_cast<ArrayAttr>(split[d]);
-    if (!axes)
-      return std::nullopt;
-    for (Attribute axis : axes) {
-      auto name = dyn_cast<StringAttr>(axis);
-      std::optional<int16_t> position =
-          name ? devices->find(name.getValue()) : std::nullopt;
-      if (!position)
-        return std::nullopt;
-      tensor.sharding.split[d].push_back(*position);
-    }
-    int64_t parts = devices->size(tensor.sharding.split[d]);
-    int64_t whole = tensor.globalShape[d];
-    if (type.getDimSize(d) != (whole + parts - 1) / parts)
-      return std::nullopt;
-  }
-  return tensor;
-}
-
-std::optional<ProgramEmitter::ZeroBlockGrad>
-ProgramEmitter::zeroBlockGrad(StringRef name, RankedTensorType type) {
-  if (!name.consume_front("grad."))
-    return std::nullopt;
-  auto param = symbols.lookup<ParamOp>(name);
-  auto sharded = shardings.find(name);
-  auto zero = zeroGroups.find(name);
-  if (!param || sharded == shardings.end() || zero == zeroGroups.end())
-    return std::nullopt;
-  RankedTensorType local = param.getTensorType();
-  if (type.getRank() != 1 || type.getNumElements() == local.getNumElements() ||
-      type.getNumElements() * zero->second.size() != local.getNumElements())
-    return std::nullopt;
-  return ZeroBlockGrad{zero->second, sharded->second, llvm::to_vector(local.getShape())};
-}
-
 std::string FunctionEmitter::strings(ArrayRef<std::string> values) {
   std::string content = llvm::join(llvm::map_range(values, quoted), ", ");
   auto [it, inserted] = arrays.try_emplace("strings:" + content, "");
   if (!inserted)
     return it->second;
   it->second = "kS" + std::to_string(nextArray++);
-  body += "  static const char *const " + it->second + "[] = {" + content +
-          "};\n";
+  declarations += "  static const char *const " + it->second + "[] = {" +
+                  content + "};\n";
   return it->second;
 }
 
-std::string FunctionEmitter::coordinate(const GridGroup &group) {
+Code FunctionEmitter::coordinate(const GridGroup &group) {
+  auto communicatorRank = [](StringRef axes) {
+    return Code("coord(rt, ") << Code::string(axes) << ")";
+  };
   if (group.inGridOrder())
-    return "coord(rt, " + quoted(group.spec()) + ")";
-  std::string expr;
+    return communicatorRank(group.spec());
+  Code expr;
   for (auto [name, size] : llvm::zip_equal(group.names, group.sizes)) {
-    std::string axis = "coord(rt, " + quoted(name) + ")";
-    expr = expr.empty()
-               ? axis
-               : "(" + expr + " * " + std::to_string(size) + " + " + axis + ")";
+    Code axis = communicatorRank(name);
+    expr = expr.empty() ? axis
+                        : Code("(") << expr << " * " << size << " + " << axis
+                                    << ")";
   }
   return expr;
 }
 
-void FunctionEmitter::announce(Value result, raw_ostream &os, bool topLevel) {
-  auto type = cast<RankedTensorType>(result.getType());
-  std::string name = nameOf(result);
-  // A ZeRO range of a sharded weight's gradient: gathered into its block,
-  // then placed as the block (a flat layout cannot say both).
-  if (std::optional<ProgramEmitter::ZeroBlockGrad> zero = program.zeroBlockGrad(name, type)) {
-    os << "  braid_rt_value_zero_sharded(rt, " << (topLevel ? "\"\"" : "nullptr") << ", "
-       << quoted(name) << ", " << ptr(result) << ", " << dtypeName(type) << ", "
-       << type.getNumElements() << ", " << quoted(zero->group.spec()) << ", "
-       << zero->blockShape.size() << ", " << array(zero->blockShape) << ", "
-       << array(zero->block.globalShape) << ", "
-       << strings(splitSpecs(zero->block, *program.devices)) << ");\n";
-    return;
-  }
-  os << "  braid_rt_value";
-  std::string partial;
-  std::optional<ShardedTensor> sharding = program.gradSharding(name, type);
-  if (!sharding)
-    sharding = program.activationSharding(result, type, &partial);
-  if (!partial.empty())
-    os << "_partial";
-  else if (sharding)
-    os << "_sharded";
-  os << "(rt, " << (topLevel ? "\"\"" : "nullptr") << ", " << quoted(name) << ", "
-     << ptr(result) << ", "
-     << dtypeName(type) << ", " << type.getRank() << ", "
-     << array(type.getShape());
-  if (sharding)
-    os << ", " << array(sharding->globalShape) << ", "
-       << strings(splitSpecs(*sharding, *program.devices));
-  if (!partial.empty())
-    os << ", " << quoted(partial);
-  os << ");\n";
-}
-
-/// Sizes of a tensor of `shape` around dimension `dim`: the product of the
-/// dimensions before it and of those after it.
-static std::pair<int64_t, int64_t> outerInner(ArrayRef<int64_t> shape,
-                                              int64_t dim) {
+Code FunctionEmitter::blockCall(StringRef kernel, Value from, Value to,
+                                ArrayRef<int64_t> whole, int64_t dim,
+                                int64_t local, const Code &block) {
+  // The tensor viewed as [outer, whole[dim], inner].
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < dim; ++d)
-    outer *= shape[d];
-  for (int64_t d = dim + 1, e = shape.size(); d < e; ++d)
-    inner *= shape[d];
-  return {outer, inner};
+    outer *= whole[d];
+  for (int64_t d = dim + 1, e = whole.size(); d < e; ++d)
+    inner *= whole[d];
+  return Code(kernel) << "(rt, " << dtypeName(from.getType()) << ", "
+                      << ptr(from) << ", " << ptr(to) << ", " << outer << ", "
+                      << whole[dim] << ", " << local << ", " << inner << ", "
+                      << block << " * " << local << ")";
 }
 
-LogicalResult FunctionEmitter::emitSpmdOp(Operation *op, raw_ostream &os) {
-  std::string call;
-  auto p = [&](Value v) { return ptr(v); };
-  auto n = [](int64_t v) { return std::to_string(v); };
-  auto dt = [](Value v) { return dtypeName(v.getType()); };
+LogicalResult FunctionEmitter::emitSpmdOp(Operation *op) {
   auto error = [&] { return op->emitError(); };
-  // Statements after the first one start on a new line.
-  auto add = [&](const std::string &statement) {
-    call += (call.empty() ? "" : ";\n  ") + statement;
-  };
   // The group of a shard collective, which must be on the program's grid.
-  auto collectiveGroup = [&](auto c) -> FailureOr<GridGroup> {
+  auto collectiveGroup = [&](shard::AllSliceOp c) -> FailureOr<GridGroup> {
     shard::GridOp grid = getProgramGrid(op);
     if (!grid || c.getGrid() != grid.getSymName())
       return op->emitError("runs on grid @")
@@ -356,74 +193,59 @@ LogicalResult FunctionEmitter::emitSpmdOp(Operation *op, raw_ostream &os) {
       return op->emitError("the runtime's collectives keep the element type");
     return getGridGroup(op, c.getGridAttr(), c.getGridAxes(), error);
   };
-
-  // The group named by a braid op's attribute.
-  auto namedGroup = [&](ArrayAttr axes) {
-    return getGridGroup(op, axes, error);
+  // slice and unslice: the block of the rank's coordinate in the group of
+  // `axes`, `replicas` consecutive ranks sharing one.
+  auto sliceCall = [&](StringRef kernel, Value from, Value to, Value whole,
+                       int64_t dim, ArrayAttr axes,
+                       int64_t replicas) -> FailureOr<Code> {
+    FailureOr<GridGroup> group = getGridGroup(op, axes, error);
+    if (failed(group))
+      return failure();
+    // The block's rows: those of the tensor that is not the whole.
+    return blockCall(kernel, from, to, shapeOf(whole), dim,
+                     shapeOf(from == whole ? to : from)[dim],
+                     blockOf(coordinate(*group), replicas));
   };
-
-  LogicalResult result =
-      TypeSwitch<Operation *, LogicalResult>(op)
+  FailureOr<Code> call =
+      TypeSwitch<Operation *, FailureOr<Code>>(op)
           .Case<shard::AllReduceOp, shard::AllGatherOp,
                 shard::ReduceScatterOp, shard::AllToAllOp>([&](auto) {
             return op->emitError("a transfer reaches the emitter as a dist "
                                  "op: run --convert-braid-to-dist first");
           })
-          .Case([&](shard::AllSliceOp s) {
+          .Case([&](shard::AllSliceOp s) -> FailureOr<Code> {
             FailureOr<GridGroup> group = collectiveGroup(s);
             if (failed(group))
               return failure();
             int64_t dim = s.getSliceAxis().getSExtValue();
-            auto [outer, inner] = outerInner(shapeOf(s.getInput()), dim);
-            int64_t local = shapeOf(s.getResult())[dim];
-            add("braid_k_slice(rt, " + dt(s.getInput()) + ", " +
-                p(s.getInput()) + ", " + p(s.getResult()) + ", " + n(outer) +
-                ", " + n(shapeOf(s.getInput())[dim]) + ", " + n(local) + ", " +
-                n(inner) + ", " + coordinate(*group) + " * " + n(local) + ")");
-            return success();
+            return blockCall("braid_k_slice", s.getInput(), s.getResult(),
+                             shapeOf(s.getInput()), dim,
+                             shapeOf(s.getResult())[dim], coordinate(*group));
           })
           .Case([&](BiasAddOp b) {
-            add("braid_k_bias_add(rt, " + dt(b.getInput()) + ", " +
-                p(b.getInput()) + ", " + p(b.getBias()) + ", " +
-                p(b.getResult()) + ", " + n(numElements(b.getResult())) + ", " +
-                n(numElements(b.getBias())) + ")");
-            return success();
+            return Code("braid_k_bias_add(rt, ")
+                   << dtypeName(b.getInput().getType()) << ", "
+                   << ptr(b.getInput()) << ", " << ptr(b.getBias()) << ", "
+                   << ptr(b.getResult()) << ", " << numElements(b.getResult())
+                   << ", " << numElements(b.getBias()) << ")";
           })
           .Case([&](UnsliceOp u) {
-            FailureOr<GridGroup> group = namedGroup(u.getAxes());
-            if (failed(group))
-              return failure();
-            int64_t dim = u.getDim();
-            auto [outer, inner] = outerInner(shapeOf(u.getInput()), dim);
-            int64_t local = shapeOf(u.getInput())[dim];
-            add("braid_k_unslice(rt, " + dt(u.getInput()) + ", " +
-                p(u.getInput()) + ", " + p(u.getResult()) + ", " + n(outer) +
-                ", " + n(shapeOf(u.getResult())[dim]) + ", " + n(local) + ", " +
-                n(inner) + ", " + blockOf(coordinate(*group), u.getReplicas()) +
-                " * " + n(local) + ")");
-            return success();
+            return sliceCall("braid_k_unslice", u.getInput(), u.getResult(),
+                             u.getResult(), u.getDim(), u.getAxes(),
+                             u.getReplicas());
           })
-          .Case([&](SliceOp sl) {
-            FailureOr<GridGroup> group = namedGroup(sl.getAxes());
-            if (failed(group))
-              return failure();
-            int64_t dim = sl.getDim();
-            auto [outer, inner] = outerInner(shapeOf(sl.getInput()), dim);
-            int64_t local = shapeOf(sl.getResult())[dim];
-            add("braid_k_slice(rt, " + dt(sl.getInput()) + ", " +
-                p(sl.getInput()) + ", " + p(sl.getResult()) + ", " + n(outer) +
-                ", " + n(shapeOf(sl.getInput())[dim]) + ", " + n(local) + ", " +
-                n(inner) + ", " + blockOf(coordinate(*group), sl.getReplicas()) +
-                " * " + n(local) + ")");
-            return success();
+          .Case([&](SliceOp s) {
+            return sliceCall("braid_k_slice", s.getInput(), s.getResult(),
+                             s.getInput(), s.getDim(), s.getAxes(),
+                             s.getReplicas());
           })
           .Default([&](Operation *other) {
             return other->emitError("braid-translate cannot emit '")
                    << other->getName() << "'";
           });
-  if (failed(result))
+  if (failed(call))
     return failure();
-  emitBracketed(op, call, os);
+  emitBracketed(op, *call);
   return success();
 }
 

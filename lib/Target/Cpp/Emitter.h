@@ -1,22 +1,31 @@
 //===- Emitter.h - internals of the C++/CUDA emitter ------------*- C++ -*-===//
 //
 // Shared by the emitter's files: EmitCpp.cpp (program and functions),
-// EmitDescriptor.cpp (the descriptor the runtime reads), EmitRoll.cpp
-// (repeated statements as loops),
+// EmitDescriptor.cpp (the descriptor the runtime reads), Code.cpp and
+// EmitRoll.cpp (statements as data; repeated ones printed as loops),
 // EmitFusion.cpp (generated elementwise kernels), EmitKernelCalls.cpp (the
 // runtime calls each op describes through KernelCallOpInterface),
-// EmitParamAccess.cpp (ZeRO's parameter ranges), EmitSpmd.cpp (shard.all_slice, bias_add, slice
-// and unslice; the sharding of tensors in SPMD programs), EmitDist.cpp
-// (transfers, coordinates and index arithmetic).
+// EmitParamAccess.cpp (ZeRO's parameter ranges), EmitSpmd.cpp
+// (shard.all_slice, bias_add, slice and unslice; the sharding of tensors in
+// SPMD programs), EmitDist.cpp (transfers, coordinates and index
+// arithmetic).
+//
+// As CIRCT's ExportVerilog, emission decides nothing: the IR and the memory
+// plan hold every decision, and each op's printer turns it into statements
+// (Code, with its literals as data), which the function emitter prints once
+// the function is done.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BRAID_LIB_TARGET_CPP_EMITTER_H
 #define BRAID_LIB_TARGET_CPP_EMITTER_H
 
+#include "Code.h"
+
 #include "braid/Target/Cpp.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
 #include "dialects/braid/IR/BraidInterfaces.h"
+#include "dialects/dist/IR/DistDialect.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -64,14 +73,6 @@ bool isSpmdOp(Operation *op);
 bool isIndexOp(Operation *op);
 /// Every dist op: transfers, waits, micro-batches.
 bool isDistOp(Operation *op);
-
-class FunctionEmitter;
-
-/// Prints a function body's statements, each run of statement groups that
-/// repeat with different integer and string literals as one loop over a
-/// table of them (EmitRoll.cpp); the tables go to `tables`.
-std::string rollRepeats(StringRef text, std::string &tables,
-                        unsigned &nextTable);
 
 class ProgramEmitter {
 public:
@@ -160,52 +161,77 @@ public:
 private:
   ProgramEmitter &program;
   const FunctionPlan &fp;
-  std::string body;
+  /// What the body declares before its statements: static arrays, the
+  /// roller's tables, the transfers' event slots.
+  std::string declarations;
+  /// The body's statements in order: a line each, a call's block whole.
+  SmallVector<Code> statements;
   unsigned nextArray = 0, nextTable = 0;
   /// The static arrays of the body, by content.
   llvm::StringMap<std::string> arrays;
-  /// The event variable of each transfer's token (declared by its start).
-  llvm::DenseMap<Value, std::string> events;
+  /// The event slot of each transfer's token (taken by its start).
+  llvm::DenseMap<Value, unsigned> events;
 
+  /// Appends the statement `code;`.
+  void addStatement(const Code &code);
   /// The pointer expression of a stored value.
-  std::string ptr(Value value);
+  Code ptr(Value value);
   /// The name of a value for traces and dumps.
   std::string nameOf(Value value);
   /// The variable holding the runtime event of a transfer's `token`.
-  std::string event(Value token);
+  Code event(Value token);
   /// A static array of int64 in the body; returns its name.
   std::string array(ArrayRef<int64_t> values);
   /// A static array of C strings in the body; returns its name.
   std::string strings(ArrayRef<std::string> values);
   /// This rank's coordinate over `group` (an expression).
-  std::string coordinate(const GridGroup &group);
+  Code coordinate(const GridGroup &group);
+  /// The dumps' announcements of what `op` computed (EmitAnnounce.cpp).
+  void announceResults(Operation &op);
   /// Makes a dump announce `result` (braid_rt_value, or
-  /// braid_rt_value_sharded for a sharded gradient).
-  /// Dumps announce `result` under its name, inside the call path's scope
-  /// or, `topLevel`, as a value of the step itself.
-  void announce(Value result, raw_ostream &os, bool topLevel = false);
-  /// The call of `kernel` (braid_k_place, braid_k_slice) copying between
-  /// `from` and `to` the block (c + offset) mod n along `axis` of `whole`, c
-  /// the rank's coordinate in `group` of n ranks.
-  std::string blockCopy(StringRef kernel, Value from, Value to, Value whole, int64_t axis,
-                        int64_t offset, const GridGroup &group);
-  /// Writes `call` (one or more statements) bracketed for the trace.
-  void emitBracketed(Operation *op, StringRef call, raw_ostream &os);
+  /// braid_rt_value_sharded for a sharded gradient) under its name, inside
+  /// the call path's scope or, `topLevel`, as a value of the step itself.
+  void announce(Value result, bool topLevel = false);
+  /// The call of `kernel` (braid_k_slice, braid_k_unslice, braid_k_place)
+  /// copying between `from` and `to` the block `block` of `local` rows
+  /// along `dim` of a tensor of shape `whole`.
+  Code blockCall(StringRef kernel, Value from, Value to,
+                 ArrayRef<int64_t> whole, int64_t dim, int64_t local,
+                 const Code &block);
+  /// Writes `calls` bracketed for the trace.
+  void emitBracketed(Operation *op, ArrayRef<Code> calls);
 
-  LogicalResult emitOp(Operation *op, raw_ostream &os);
+  LogicalResult emitOp(Operation *op);
   /// The runtime calls an op describes (EmitKernelCalls.cpp).
-  LogicalResult emitKernelCalls(KernelCallOpInterface op, raw_ostream &os);
-  FailureOr<std::string> printKernelArg(const KernelArg &arg, Operation *op);
+  LogicalResult emitKernelCalls(KernelCallOpInterface op);
+  FailureOr<Code> printKernelArg(const KernelArg &arg, Operation *op);
   /// get_param_range and set_param (EmitParamAccess.cpp).
-  LogicalResult emitParamAccess(Operation *op, raw_ostream &os);
-  LogicalResult emitSpmdOp(Operation *op, raw_ostream &os);
-  LogicalResult emitDistOp(Operation *op, raw_ostream &os);
+  LogicalResult emitParamAccess(Operation *op);
+  LogicalResult emitSpmdOp(Operation *op);
+  LogicalResult emitFusedGroup(Operation *root);
+  LogicalResult emitCall(func::CallOp call);
+  std::string callScope(func::CallOp call);
+
+  /// Dist ops, a method per family (EmitDist.cpp).
+  LogicalResult emitDistOp(Operation *op);
+  /// all_reduce, all_gather, reduce_scatter, all_to_all, broadcast.
+  LogicalResult emitCollective(Operation *op);
+  LogicalResult emitShift(dist::ShiftOp shift);
+  /// send, recv.
+  LogicalResult emitPeerTransfer(Operation *op);
+  LogicalResult emitWait(dist::WaitOp wait);
+  /// assemble, block: blocks at the rank's coordinate.
+  LogicalResult emitBlockCopy(Operation *op);
+  /// pack, unpack: a bucket's tensors in and out.
+  LogicalResult emitBucketCopy(Operation *op);
+  LogicalResult emitMicrobatch(dist::MicrobatchOp microbatch);
+  /// `ev[k] = braid_<fn>(rt, <the communicator of group>, <args>)` after
+  /// the `prelude` statements, bracketed for the trace.
+  void emitTransferStart(Operation *op, const GridGroup &group, StringRef fn,
+                         const Code &args, ArrayRef<Code> prelude = {});
   /// The C++ expression of an index value: a dist.coordinate or arith
   /// arithmetic over them (EmitDist.cpp); such ops emit no statement.
-  FailureOr<std::string> indexExpr(Value value);
-  LogicalResult emitFusedGroup(Operation *root, raw_ostream &os);
-  LogicalResult emitCall(func::CallOp call, raw_ostream &os);
-  std::string callScope(func::CallOp call);
+  FailureOr<Code> indexExpr(Value value);
 };
 
 } // namespace braid::cpp
