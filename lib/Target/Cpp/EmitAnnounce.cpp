@@ -101,9 +101,7 @@ std::optional<ShardedTensor> ProgramEmitter::gradSharding(StringRef name,
     return sharded->second;
   // A ZeRO-2 gradient: this rank's range of the flat parameter.
   auto zero = zeroGroups.find(name);
-  if (zero != zeroGroups.end() && type.getRank() == 1 &&
-      type.getNumElements() * zero->second.size() == local.getNumElements() &&
-      type.getNumElements() != local.getNumElements())
+  if (zero != zeroGroups.end() && isZeroRange(type, local, zero->second))
     return ShardedTensor{
         {local.getNumElements()},
         ValueSharding{{AxisList(zero->second.positions.begin(),
@@ -112,48 +110,66 @@ std::optional<ShardedTensor> ProgramEmitter::gradSharding(StringRef name,
   return std::nullopt;
 }
 
-std::optional<ShardedTensor>
-ProgramEmitter::activationSharding(Value value, RankedTensorType type,
-                                   std::string *partial) {
-  // What the partitioner recorded of the op's results (Partition.cpp,
-  // recordLayouts) or of a function's arguments; a call's result is what
-  // its callee returns (autodiff's forward functions return the saved
-  // activations). Passes after the partitioner may have changed an op, so
-  // the record is used only where it still describes this local type.
-  // Under a zigzag sequence layout a value's sequence may be in zigzag
-  // order without being split over the zigzag axis (keys gathered over
-  // cp): no layout says so, so such programs dump activations locally.
-  if (!devices || !zigzagAxis.empty())
-    return std::nullopt;
-  DictionaryAttr attrs;
-  for (int depth = 0; depth < 16 && !attrs; ++depth) {
+/// The layout the partitioner recorded of `value` (Partition.cpp,
+/// recordLayouts): of an op's result, or of a function's argument; a call's
+/// result is what its callee returns (autodiff's forward functions return
+/// the saved activations). Null when none is recorded.
+static DictionaryAttr recordedLayout(Value value, SymbolTable &symbols) {
+  for (int depth = 0; depth < 16; ++depth) {
     if (auto arg = dyn_cast<BlockArgument>(value)) {
       auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
       if (!func || arg.getOwner() != &func.getBody().front())
-        return std::nullopt;
-      attrs = func.getArgAttrDict(arg.getArgNumber());
-      if (!attrs)
-        return std::nullopt;
-      break;
+        return {};
+      return func.getArgAttrDict(arg.getArgNumber());
     }
     auto result = cast<OpResult>(value);
     if (auto call = dyn_cast<func::CallOp>(result.getOwner())) {
       auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
       if (!callee || callee.isExternal())
-        return std::nullopt;
+        return {};
       auto ret = dyn_cast<func::ReturnOp>(
           callee.getBody().back().getTerminator());
       if (!ret || ret.getNumOperands() != call.getNumResults())
-        return std::nullopt;
+        return {};
       value = ret.getOperand(result.getResultNumber());
       continue;
     }
     auto layouts =
         result.getOwner()->getAttrOfType<ArrayAttr>("braid.result_layouts");
     if (!layouts || layouts.size() <= result.getResultNumber())
-      return std::nullopt;
-    attrs = dyn_cast<DictionaryAttr>(layouts[result.getResultNumber()]);
+      return {};
+    return dyn_cast<DictionaryAttr>(layouts[result.getResultNumber()]);
   }
+  return {};
+}
+
+/// The grid positions of the axes `names` names, nullopt if one is not a
+/// name of the grid's axes.
+static std::optional<AxisList> axisPositions(ArrayAttr names,
+                                             const Grid &devices) {
+  AxisList positions;
+  for (Attribute axis : names) {
+    auto name = dyn_cast<StringAttr>(axis);
+    std::optional<int16_t> position =
+        name ? devices.find(name.getValue()) : std::nullopt;
+    if (!position)
+      return std::nullopt;
+    positions.push_back(*position);
+  }
+  return positions;
+}
+
+std::optional<ShardedTensor>
+ProgramEmitter::activationSharding(Value value, RankedTensorType type,
+                                   std::string *partial) {
+  // Passes after the partitioner may have changed an op, so the record is
+  // used only where it still describes this local type. Under a zigzag
+  // sequence layout a value's sequence may be in zigzag order without being
+  // split over the zigzag axis (keys gathered over cp): no layout says so,
+  // so such programs dump activations locally.
+  if (!devices || !zigzagAxis.empty())
+    return std::nullopt;
+  DictionaryAttr attrs = recordedLayout(value, symbols);
   auto global = attrs ? attrs.getAs<DenseI64ArrayAttr>("braid.global_shape")
                       : DenseI64ArrayAttr();
   auto split = attrs ? attrs.getAs<ArrayAttr>("braid.split") : ArrayAttr();
@@ -166,30 +182,19 @@ ProgramEmitter::activationSharding(Value value, RankedTensorType type,
   tensor.sharding = ValueSharding::replicated(rank);
   // A partial sum: the group its terms are summed over, in grid order.
   if (auto axes = attrs.getAs<ArrayAttr>("braid.partial")) {
-    AxisList positions;
-    for (Attribute axis : axes) {
-      auto name = dyn_cast<StringAttr>(axis);
-      std::optional<int16_t> position =
-          name ? devices->find(name.getValue()) : std::nullopt;
-      if (!position)
-        return std::nullopt;
-      positions.push_back(*position);
-    }
-    llvm::sort(positions);
-    *partial = devices->describe(positions);
+    std::optional<AxisList> positions = axisPositions(axes, *devices);
+    if (!positions)
+      return std::nullopt;
+    llvm::sort(*positions);
+    *partial = devices->describe(*positions);
   }
   for (int64_t d = 0; d < rank; ++d) {
     auto axes = dyn_cast<ArrayAttr>(split[d]);
-    if (!axes)
+    std::optional<AxisList> positions =
+        axes ? axisPositions(axes, *devices) : std::nullopt;
+    if (!positions)
       return std::nullopt;
-    for (Attribute axis : axes) {
-      auto name = dyn_cast<StringAttr>(axis);
-      std::optional<int16_t> position =
-          name ? devices->find(name.getValue()) : std::nullopt;
-      if (!position)
-        return std::nullopt;
-      tensor.sharding.split[d].push_back(*position);
-    }
+    tensor.sharding.split[d] = *positions;
     int64_t parts = devices->size(tensor.sharding.split[d]);
     int64_t whole = tensor.globalShape[d];
     if (type.getDimSize(d) != (whole + parts - 1) / parts)
@@ -208,10 +213,10 @@ ProgramEmitter::zeroBlockGrad(StringRef name, RankedTensorType type) {
   if (!param || sharded == shardings.end() || zero == zeroGroups.end())
     return std::nullopt;
   RankedTensorType local = param.getTensorType();
-  if (type.getRank() != 1 || type.getNumElements() == local.getNumElements() ||
-      type.getNumElements() * zero->second.size() != local.getNumElements())
+  if (!isZeroRange(type, local, zero->second))
     return std::nullopt;
-  return ZeroBlockGrad{zero->second, sharded->second, llvm::to_vector(local.getShape())};
+  return ZeroBlockGrad{zero->second, sharded->second,
+                       llvm::to_vector(local.getShape())};
 }
 
 } // namespace braid::cpp

@@ -31,8 +31,7 @@ namespace braid::cpp {
 
 /// The runtime's name of an element type.
 std::string dtypeName(Type type) {
-  if (auto shaped = dyn_cast<ShapedType>(type))
-    type = shaped.getElementType();
+  type = getElementTypeOrSelf(type);
   if (type.isF32())
     return "BRAID_F32";
   if (type.isBF16())
@@ -46,8 +45,7 @@ std::string dtypeName(Type type) {
 
 /// The C++ storage type of a float element type in generated kernels.
 std::string storageType(Type type) {
-  if (auto shaped = dyn_cast<ShapedType>(type))
-    type = shaped.getElementType();
+  type = getElementTypeOrSelf(type);
   if (type.isBF16())
     return "braid::bf16";
   if (type.isF16())

@@ -57,10 +57,73 @@ static FailureOr<std::string> inputName(BlockArgument arg) {
             "the runtime cannot generate it";
 }
 
-LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
-  // The bound of token draws: the unpadded vocabulary when the model pads.
+namespace {
+
+/// A parameter's or state's initializer: the runtime's kind, a normal's
+/// standard deviation and s4d_real's period.
+struct Initializer {
+  StringRef kind = "BRAID_INIT_NORMAL";
+  double std = 0.0;
+  int64_t period = 0;
+};
+
+/// Prints the descriptor: first the arrays its tables point to (one per
+/// shape and per sharding, which a model's layers share), then the tables
+/// of persistent tensors, inputs and outputs, the functions the runtime
+/// calls and the braid_program itself.
+class DescriptorEmitter {
+public:
+  DescriptorEmitter(ProgramEmitter &program, raw_ostream &os)
+      : program(program), plan(program.plan), os(os) {
+    // Parameters and program state are both initialized by the runtime.
+    persistent.assign(plan.params.begin(), plan.params.end());
+    llvm::append_range(persistent, plan.states);
+  }
+
+  LogicalResult emit() {
+    int64_t bound = tokenBound();
+    if (failed(emitArrays()))
+      return failure();
+    emitPersistent();
+    if (failed(emitInputs(bound)))
+      return failure();
+    emitOutputs();
+    emitFunctions();
+    emitProgram();
+    return success();
+  }
+
+private:
+  int64_t tokenBound();
+  std::string shapeArray(RankedTensorType type);
+  std::string shardingArrays(const ShardedTensor *sharding);
+  std::string zeroBlockFields(const PersistentTensor &tensor);
+  Initializer initializerOf(const PersistentTensor &tensor);
+  LogicalResult emitArrays();
+  void emitPersistent();
+  LogicalResult emitInputs(int64_t bound);
+  void emitOutputs();
+  void emitFunctions();
+  void emitProgram();
+
+  ProgramEmitter &program;
+  ProgramPlan &plan;
+  raw_ostream &os;
+  SmallVector<PersistentTensor> persistent;
+  /// Each array's name (or a sharding's two), by content.
+  llvm::StringMap<std::string> arrays;
+  unsigned shapeId = 0, shardingId = 0;
+  /// The array fields of each persistent tensor, input and output.
+  SmallVector<std::string> paramShapes, paramShardings, zeroBlocks,
+      inputShapes, inputShardings, outputShapes;
+};
+
+} // namespace
+
+/// The bound of token draws: the unpadded vocabulary when the model pads.
+int64_t DescriptorEmitter::tokenBound() {
   int64_t bound = 0;
-  if (auto config = module->getAttrOfType<DictionaryAttr>(
+  if (auto config = program.module->getAttrOfType<DictionaryAttr>(
           BraidDialect::getModelAttrName()))
     for (StringRef key : {"vocab_unpadded", "vocab"})
       if (auto v = config.getAs<IntegerAttr>(key); v && bound == 0)
@@ -70,57 +133,77 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
       bound = shapeOf(e.getTable())[0];
       // A vocabulary-parallel table is a slice: draw from the global one.
       if (auto get = e.getTable().getDefiningOp<GetParamOp>())
-        if (auto it = shardings.find(get.getName()); it != shardings.end())
+        if (auto it = program.shardings.find(get.getName());
+            it != program.shardings.end())
           bound = it->second.globalShape[0];
     });
+  return bound;
+}
 
-  // One array per shape and per sharding: a model's layers share them.
-  llvm::StringMap<std::string> arrays;
-  unsigned shapeId = 0, shardingId = 0;
-  auto shapeArray = [&](RankedTensorType type) -> std::string {
-    if (type.getRank() == 0)
-      return "nullptr";
-    std::string content;
-    llvm::raw_string_ostream cs(content);
-    llvm::interleaveComma(type.getShape(), cs);
-    auto [it, inserted] = arrays.try_emplace("shape:" + content, "");
-    if (inserted) {
-      it->second = "kShape" + std::to_string(shapeId++);
-      os << "constexpr int64_t " << it->second << "[] = {" << content
-         << "};\n";
-    }
-    return it->second;
+std::string DescriptorEmitter::shapeArray(RankedTensorType type) {
+  if (type.getRank() == 0)
+    return "nullptr";
+  std::string content;
+  llvm::raw_string_ostream cs(content);
+  llvm::interleaveComma(type.getShape(), cs);
+  auto [it, inserted] = arrays.try_emplace("shape:" + content, "");
+  if (inserted) {
+    it->second = "kShape" + std::to_string(shapeId++);
+    os << "constexpr int64_t " << it->second << "[] = {" << content << "};\n";
+  }
+  return it->second;
+}
+
+/// A sharded tensor's global shape and split axes: ", kGlobalN, kSplitN".
+std::string DescriptorEmitter::shardingArrays(const ShardedTensor *sharding) {
+  if (!sharding)
+    return "";
+  std::string global, split;
+  llvm::raw_string_ostream gs(global), ss(split);
+  llvm::interleaveComma(sharding->globalShape, gs);
+  llvm::interleaveComma(splitSpecs(*sharding, *program.devices), ss,
+                        [&](const std::string &axes) { ss << quoted(axes); });
+  auto [it, inserted] =
+      arrays.try_emplace("sharding:" + global + ";" + split, "");
+  if (inserted) {
+    std::string id = std::to_string(shardingId++);
+    os << "constexpr int64_t kGlobal" << id << "[] = {" << global
+       << "};\nconst char *const kSplit" << id << "[] = {" << split << "};\n";
+    it->second = ", kGlobal" + id + ", kSplit" + id;
+  }
+  return it->second;
+}
+
+/// A ZeRO-1/2 moment of a tp-sharded weight (opt.m.W, opt.v.W) is a flat
+/// range of W's block, dumped through the block (runtime.h: zero_axes): its
+/// fields, "" for any other tensor.
+std::string DescriptorEmitter::zeroBlockFields(const PersistentTensor &tensor) {
+  StringRef name = tensor.name;
+  if (!name.consume_front("opt.m.") && !name.consume_front("opt.v."))
+    return "";
+  auto param = program.symbols.lookup<ParamOp>(name);
+  auto zero = program.zeroGroups.find(name);
+  auto block = program.shardings.find(name);
+  if (!param || zero == program.zeroGroups.end() ||
+      block == program.shardings.end())
+    return "";
+  RankedTensorType whole = param.getTensorType();
+  if (!isZeroRange(tensor.type, whole, zero->second))
+    return "";
+  std::string fields = ", " + quoted(zero->second.spec()) + ", " +
+                       std::to_string(whole.getRank()) + ", ";
+  fields += shapeArray(whole);
+  return fields + shardingArrays(&block->second); // ", kGlobalN, kSplitN"
+}
+
+LogicalResult DescriptorEmitter::emitArrays() {
+  auto shardingOf = [&](StringRef name) -> const ShardedTensor * {
+    auto it = program.shardings.find(name);
+    return it == program.shardings.end() ? nullptr : &it->second;
   };
-  // Parameters and program state are both initialized by the runtime.
-  SmallVector<PersistentTensor> persistent(plan.params);
-  llvm::append_range(persistent, plan.states);
-  // A sharded tensor's global shape and split axes: ", kGlobalN, kSplitN".
-  auto shardingArrays = [&](const ShardedTensor *sharding) -> std::string {
-    if (!sharding)
-      return "";
-    std::string global, split;
-    llvm::raw_string_ostream gs(global), ss(split);
-    llvm::interleaveComma(sharding->globalShape, gs);
-    llvm::interleaveComma(splitSpecs(*sharding, *devices), ss,
-                          [&](const std::string &axes) { ss << quoted(axes); });
-    auto [it, inserted] =
-        arrays.try_emplace("sharding:" + global + ";" + split, "");
-    if (inserted) {
-      std::string id = std::to_string(shardingId++);
-      os << "constexpr int64_t kGlobal" << id << "[] = {" << global
-         << "};\nconst char *const kSplit" << id << "[] = {" << split
-         << "};\n";
-      it->second = ", kGlobal" + id + ", kSplit" + id;
-    }
-    return it->second;
-  };
-  SmallVector<std::string> paramShapes, inputShapes, paramShardings,
-      inputShardings;
   for (const PersistentTensor &p : persistent) {
     paramShapes.push_back(shapeArray(p.type));
-    auto it = shardings.find(p.name);
-    paramShardings.push_back(
-        shardingArrays(it == shardings.end() ? nullptr : &it->second));
+    paramShardings.push_back(shardingArrays(shardingOf(p.name)));
   }
   for (auto [i, in] : llvm::enumerate(plan.inputs)) {
     inputShapes.push_back(shapeArray(in.type));
@@ -130,83 +213,77 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
       return failure();
     inputShardings.push_back(shardingArrays(*sharding ? &**sharding : nullptr));
   }
-  SmallVector<std::string> outputShapes;
   for (const PersistentTensor &out : plan.outputs)
     outputShapes.push_back(shapeArray(out.type));
+  // Their arrays defined before the descriptors.
+  for (const PersistentTensor &p : persistent)
+    zeroBlocks.push_back(zeroBlockFields(p));
+  return success();
+}
 
-  // A ZeRO-1/2 moment of a tp-sharded weight (opt.m.W, opt.v.W) is a flat
-  // range of W's block, dumped through the block (runtime.h: zero_axes):
-  // its fields, with their arrays defined before the descriptors.
-  SmallVector<std::string> zeroBlocks;
-  for (const PersistentTensor &p : persistent) {
-    std::string zeroBlock;
-    StringRef name = p.name;
-    if (name.consume_front("opt.m.") || name.consume_front("opt.v.")) {
-      auto param = symbols.lookup<ParamOp>(name);
-      auto zero = zeroGroups.find(name);
-      auto block = shardings.find(name);
-      if (param && zero != zeroGroups.end() && block != shardings.end() &&
-          p.type.getRank() == 1 &&
-          p.type.getNumElements() * zero->second.size() ==
-              param.getTensorType().getNumElements() &&
-          p.type.getNumElements() != param.getTensorType().getNumElements())
-        zeroBlock = ", " + quoted(zero->second.spec()) + ", " +
-                    std::to_string(param.getTensorType().getRank()) + ", " +
-                    shapeArray(param.getTensorType()) +
-                    shardingArrays(&block->second); // ", kGlobalN, kSplitN"
-    }
-    zeroBlocks.push_back(zeroBlock);
+Initializer DescriptorEmitter::initializerOf(const PersistentTensor &tensor) {
+  Initializer init;
+  InitKind kind;
+  if (auto param = program.symbols.lookup<ParamOp>(tensor.name)) {
+    kind = param.getInit();
+    if (FloatAttr attr = param.getInitStdAttr())
+      init.std = attr.getValueAsDouble();
+  } else {
+    kind = program.symbols.lookup<StateOp>(tensor.name).getInit();
   }
+  switch (kind) {
+  case InitKind::Normal:
+    break;
+  case InitKind::Zeros:
+    init.kind = "BRAID_INIT_ZEROS";
+    break;
+  case InitKind::Ones:
+    init.kind = "BRAID_INIT_ONES";
+    break;
+  case InitKind::S4DReal: {
+    // The period: the last dimension of the global tensor.
+    init.kind = "BRAID_INIT_S4D_REAL";
+    auto sharded = program.shardings.find(tensor.name);
+    init.period = sharded != program.shardings.end()
+                      ? sharded->second.globalShape.back()
+                      : tensor.type.getShape().back();
+    break;
+  }
+  case InitKind::MambaDt:
+    init.kind = "BRAID_INIT_MAMBA_DT";
+    break;
+  }
+  return init;
+}
 
+/// An empty table's one row (C has no empty arrays).
+static void emitEmptyRow(raw_ostream &os, StringRef dtype) {
+  os << "  {nullptr, " << dtype
+     << ", 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
+}
+
+void DescriptorEmitter::emitPersistent() {
   os << "\nconst braid_tensor_desc kParams[] = {\n";
   for (auto [i, p] : llvm::enumerate(persistent)) {
-    InitKind kind;
-    double std = 0.0;
-    if (auto param = symbols.lookup<ParamOp>(p.name)) {
-      kind = param.getInit();
-      if (FloatAttr attr = param.getInitStdAttr())
-        std = attr.getValueAsDouble();
-    } else {
-      kind = symbols.lookup<StateOp>(p.name).getInit();
-    }
-    std::string init = "BRAID_INIT_NORMAL";
-    // s4d_real's period: the last dimension of the global tensor.
-    int64_t bound = 0;
-    switch (kind) {
-    case InitKind::Normal:
-      break;
-    case InitKind::Zeros:
-      init = "BRAID_INIT_ZEROS";
-      break;
-    case InitKind::Ones:
-      init = "BRAID_INIT_ONES";
-      break;
-    case InitKind::S4DReal: {
-      init = "BRAID_INIT_S4D_REAL";
-      auto sharded = shardings.find(p.name);
-      bound = sharded != shardings.end() ? sharded->second.globalShape.back()
-                                         : p.type.getShape().back();
-      break;
-    }
-    case InitKind::MambaDt:
-      init = "BRAID_INIT_MAMBA_DT";
-      break;
-    }
+    Initializer init = initializerOf(p);
     os << "  {" << quoted(p.name) << ", " << dtypeName(p.type) << ", "
-       << p.type.getRank() << ", " << paramShapes[i] << ", " << init << ", "
-       << literal(std) << ", " << bound << ", " << p.offset
+       << p.type.getRank() << ", " << paramShapes[i] << ", " << init.kind
+       << ", " << literal(init.std) << ", " << init.period << ", " << p.offset
        << paramShardings[i];
-    const std::string &zeroBlock = zeroBlocks[i];
     // A lower pipeline rank holds this tensor too, and dumps it.
-    bool mirror = mirrors.contains(p.name);
-    if (mirror || !zeroBlock.empty())
+    bool mirror = program.mirrors.contains(p.name);
+    if (mirror || !zeroBlocks[i].empty())
       os << (paramShardings[i].empty() ? ", nullptr, nullptr" : "") << ", "
-         << (mirror ? 1 : 0) << zeroBlock;
+         << (mirror ? 1 : 0) << zeroBlocks[i];
     os << "},\n";
   }
   if (persistent.empty())
-    os << "  {nullptr, BRAID_F32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
-  os << "};\n\nconst braid_tensor_desc kInputs[] = {\n";
+    emitEmptyRow(os, "BRAID_F32");
+  os << "};\n\n";
+}
+
+LogicalResult DescriptorEmitter::emitInputs(int64_t bound) {
+  os << "const braid_tensor_desc kInputs[] = {\n";
   for (auto [i, in] : llvm::enumerate(plan.inputs)) {
     FailureOr<std::string> name = inputName(plan.entry.getArgument(i));
     if (failed(name))
@@ -217,30 +294,37 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
        << inputShardings[i] << "},\n";
   }
   if (plan.inputs.empty())
-    os << "  {nullptr, BRAID_I32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
-  // What a call writes: the entry's results, declared for the runtime.
-  os << "};\n\nconst braid_tensor_desc kOutputs[] = {\n";
-  for (auto [i, out] : llvm::enumerate(plan.outputs))
-    os << "  {nullptr, " << dtypeName(out.type) << ", " << out.type.getRank() << ", "
-       << outputShapes[i] << ", BRAID_INIT_ZEROS, 0, 0, " << out.offset << "},\n";
-  if (plan.outputs.empty())
-    os << "  {nullptr, BRAID_F32, 0, nullptr, BRAID_INIT_ZEROS, 0, 0, 0},\n";
+    emitEmptyRow(os, "BRAID_I32");
   os << "};\n\n";
+  return success();
+}
 
+void DescriptorEmitter::emitOutputs() {
+  // What a call writes: the entry's results, declared for the runtime.
+  os << "const braid_tensor_desc kOutputs[] = {\n";
+  for (auto [i, out] : llvm::enumerate(plan.outputs))
+    os << "  {nullptr, " << dtypeName(out.type) << ", " << out.type.getRank()
+       << ", " << outputShapes[i] << ", BRAID_INIT_ZEROS, 0, 0, " << out.offset
+       << "},\n";
+  if (plan.outputs.empty())
+    emitEmptyRow(os, "BRAID_F32");
+  os << "};\n\n";
+}
+
+void DescriptorEmitter::emitFunctions() {
   // One step: the entry over the persistent inputs. A partitioned program
   // computes the global loss itself (its IR reduces it over the grid).
+  auto pointers = [&](ArrayRef<PersistentTensor> tensors) {
+    llvm::interleaveComma(tensors, os, [&](const PersistentTensor &t) {
+      os << "arena + " << t.offset;
+    });
+    if (tensors.empty())
+      os << "nullptr";
+  };
   os << "void step(braid_rt *rt, char *arena) {\n  void *const args[] = {";
-  llvm::interleaveComma(plan.inputs, os, [&](const PersistentTensor &in) {
-    os << "arena + " << in.offset;
-  });
-  if (plan.inputs.empty())
-    os << "nullptr";
+  pointers(plan.inputs);
   os << "};\n  void *const results[] = {";
-  llvm::interleaveComma(plan.outputs, os, [&](const PersistentTensor &out) {
-    os << "arena + " << out.offset;
-  });
-  if (plan.outputs.empty())
-    os << "nullptr";
+  pointers(plan.outputs);
   os << "};\n";
   os << "  fn_" << identifier(plan.entry.getSymName()) << "(rt, arena, "
      << plan.persistentBytes << ", args, results);\n}\n\n";
@@ -248,34 +332,42 @@ LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
   // it reads them: dumps, the end of the run), in the entry's frame.
   if (plan.finish)
     os << "void finish(braid_rt *rt, char *arena) {\n  fn_"
-       << identifier(plan.finish.getSymName()) << "(rt, arena, " << plan.persistentBytes
-       << ", nullptr, nullptr);\n}\n\n";
+       << identifier(plan.finish.getSymName()) << "(rt, arena, "
+       << plan.persistentBytes << ", nullptr, nullptr);\n}\n\n";
+}
 
+void DescriptorEmitter::emitProgram() {
   std::string name = "braid";
-  if (auto config = module->getAttrOfType<DictionaryAttr>(
+  if (auto config = program.module->getAttrOfType<DictionaryAttr>(
           BraidDialect::getModelAttrName()))
     if (auto n = config.getAs<StringAttr>("name"))
       name = n.getValue().str();
+  ArrayRef<std::string> commGroups = program.commGroups;
   if (!commGroups.empty()) {
     os << "const char *const kCommGroups[] = {";
     llvm::interleaveComma(commGroups, os,
                           [&](const std::string &g) { os << quoted(g); });
     os << "};\n\n";
   }
+  auto stringOrNull = [](StringRef text) {
+    return text.empty() ? std::string("nullptr") : quoted(text);
+  };
   os << "const braid_program kProgram = {" << quoted(name) << ", "
      << plan.arenaBytes << ", " << persistent.size() << ", kParams, "
      << plan.inputs.size() << ", kInputs, "
      << (plan.kind == EntryKind::TrainStep ? plan.outputs.front().offset : -1)
-     << ", step, "
-     << (grid.empty() ? "nullptr" : quoted(grid)) << ", " << commGroups.size()
+     << ", step, " << stringOrNull(program.grid) << ", " << commGroups.size()
      << ", " << (commGroups.empty() ? "nullptr" : "kCommGroups") << ", "
-     << (onPipelineAxis ? "\"pp\"" : "nullptr") << ", "
-     << (onPipelineAxis ? *pipelineRank : 0) << ", "
-     << (zigzagAxis.empty() ? std::string("nullptr") : quoted(zigzagAxis)) << ", "
+     << (program.onPipelineAxis ? "\"pp\"" : "nullptr") << ", "
+     << (program.onPipelineAxis ? *program.pipelineRank : 0) << ", "
+     << stringOrNull(program.zigzagAxis) << ", "
      << (plan.finish ? "finish" : "nullptr") << ", BRAID_ENTRY_"
      << StringRef(stringifyEntryKind(plan.kind)).upper() << ", "
      << plan.outputs.size() << ", kOutputs};\n";
-  return success();
+}
+
+LogicalResult ProgramEmitter::emitDescriptor(raw_ostream &os) {
+  return DescriptorEmitter(*this, os).emit();
 }
 
 } // namespace braid::cpp

@@ -137,40 +137,42 @@ LogicalResult FunctionEmitter::emitCollective(Operation *op) {
   if (failed(group))
     return failure();
   Value input = op->getOperand(0), result = op->getResult(0);
-  // input, result, count and type, the reduction if any.
-  Code inOut = ptr(input) << ", " << ptr(result) << ", ";
-  TypeSwitch<Operation *>(op)
-      .Case([&](dist::AllReduceOp r) {
-        emitTransferStart(op, *group, "all_reduce",
-                          inOut << countAndType(numElements(input), input)
-                                << ", " << redop(r.getReduction()));
-      })
-      .Case([&](dist::AllGatherOp) {
-        emitTransferStart(op, *group, "all_gather",
-                          inOut << countAndType(numElements(input), input));
-      })
-      .Case([&](dist::ReduceScatterOp r) {
-        emitTransferStart(op, *group, "reduce_scatter",
-                          inOut << countAndType(numElements(result), input)
-                                << ", " << redop(r.getReduction()));
-      })
-      .Case([&](dist::AllToAllOp a) {
-        emitTransferStart(
-            op, *group, "all_to_all",
-            inOut << countAndType(numElements(input) / a.getGroupSize(), input));
-      })
-      .Case([&](dist::BroadcastOp b) {
-        // The runtime broadcasts in place: the input is copied to the result
-        // first (distinct buffers: the input stays live until the wait).
-        Code copy = Code("braid_rt_copy(rt, ")
-                    << ptr(result) << ", " << ptr(input) << ", "
-                    << getTensorBytes(input.getType()) << ")";
-        emitTransferStart(op, *group, "broadcast",
-                          ptr(result) << ", "
-                                      << countAndType(numElements(input), input)
-                                      << ", " << b.getRoot(),
-                          copy);
-      });
+  // Most take the input, the result, a count and type, and a reduction.
+  Code args = ptr(input) << ", " << ptr(result) << ", ";
+  SmallVector<Code, 1> prelude;
+  StringRef fn =
+      TypeSwitch<Operation *, StringRef>(op)
+          .Case([&](dist::AllReduceOp r) {
+            args << countAndType(numElements(input), input) << ", "
+                 << redop(r.getReduction());
+            return "all_reduce";
+          })
+          .Case([&](dist::AllGatherOp) {
+            args << countAndType(numElements(input), input);
+            return "all_gather";
+          })
+          .Case([&](dist::ReduceScatterOp r) {
+            args << countAndType(numElements(result), input) << ", "
+                 << redop(r.getReduction());
+            return "reduce_scatter";
+          })
+          .Case([&](dist::AllToAllOp a) {
+            args << countAndType(numElements(input) / a.getGroupSize(), input);
+            return "all_to_all";
+          })
+          .Case([&](dist::BroadcastOp b) {
+            // The runtime broadcasts in place: the input is copied to the
+            // result first (distinct buffers: the input stays live until the
+            // wait).
+            prelude.push_back(Code("braid_rt_copy(rt, ")
+                              << ptr(result) << ", " << ptr(input) << ", "
+                              << getTensorBytes(input.getType()) << ")");
+            args = ptr(result) << ", "
+                               << countAndType(numElements(input), input)
+                               << ", " << b.getRoot();
+            return "broadcast";
+          });
+  emitTransferStart(op, *group, fn, args, prelude);
   return success();
 }
 

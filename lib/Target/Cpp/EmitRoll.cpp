@@ -31,78 +31,91 @@ namespace {
 using Piece = Code::Piece;
 
 /// Prints a run of `reps` repetitions of `period` statements from `first`
-/// as a loop; its tables go to `tables`.
-void printLoop(ArrayRef<Code> statements, size_t first, size_t period,
-               size_t reps, std::string &tables, unsigned &nextTable,
-               std::string &out) {
-  std::string id = std::to_string(nextTable++);
-  std::string intTable = "kRoll" + id, stringTable = "kRollNames" + id;
-  SmallVector<SmallVector<std::string>> intRows(reps), stringRows(reps);
-  llvm::StringMap<unsigned> intColumns, stringColumns;
-  std::string body;
-  for (size_t j = 0; j < period; ++j) {
-    ArrayRef<Piece> lead = statements[first + j].getPieces();
-    Code rolled;
-    for (auto [index, piece] : llvm::enumerate(lead)) {
-      if (piece.kind == Code::Kind::Text) {
-        rolled << piece.text;
-        continue;
-      }
-      // Repetitions have the lead's shape: the same pieces.
-      auto at = [&, index = index](size_t t) -> const Piece & {
-        return statements[first + t * period + j].getPieces()[index];
-      };
-      const Piece &p0 = at(0);
-      bool constant = true;
-      for (size_t t = 1; t < reps && constant; ++t)
-        constant = at(t).text == p0.text;
-      if (constant) {
-        rolled << p0.text;
-        continue;
-      }
-      // A column per distinct sequence of literals: slots that change
-      // alike (a buffer's offset at its allocation, its uses and its free)
-      // share one.
-      auto column = [&](SmallVector<SmallVector<std::string>> &rows,
-                        llvm::StringMap<unsigned> &columns) {
-        std::string key;
-        for (size_t t = 0; t < reps; ++t)
-          key += at(t).text + ",";
-        auto [it, inserted] = columns.try_emplace(key, rows[0].size());
-        if (inserted)
-          for (size_t t = 0; t < reps; ++t)
-            rows[t].push_back(at(t).text);
-        return std::to_string(it->second);
-      };
-      if (piece.kind == Code::Kind::String) {
-        rolled << stringTable + "[rep][" + column(stringRows, stringColumns) +
-                      "]";
-        continue;
-      }
-      // An even step becomes `(first + step * rep)`. Differences that
-      // overflow are left to the table.
-      int64_t step = 0;
-      bool even = !llvm::SubOverflow(at(1).value, p0.value, step);
-      for (size_t t = 2; t < reps && even; ++t) {
-        int64_t d;
-        even = !llvm::SubOverflow(at(t).value, at(t - 1).value, d) && d == step;
-      }
-      if (even) {
-        // Slots are not negative, so -step cannot overflow.
-        rolled << "(" + p0.text + (step < 0 ? " - " : " + ") +
-                      (std::abs(step) == 1
-                           ? ""
-                           : std::to_string(std::abs(step)) + " * ") +
-                      "rep)";
-        continue;
-      }
-      rolled << intTable + "[rep][" + column(intRows, intColumns) + "]";
+/// as a loop whose body is the first repetition, each of its slots resolved
+/// across the repetitions.
+class LoopPrinter {
+public:
+  LoopPrinter(ArrayRef<Code> statements, size_t first, size_t period,
+              size_t reps, unsigned id)
+      : statements(statements), first(first), period(period), reps(reps),
+        intTable("kRoll" + std::to_string(id)),
+        stringTable("kRollNames" + std::to_string(id)), intRows(reps),
+        stringRows(reps) {}
+
+  /// Appends the loop to `out` and its tables to `tables`.
+  void print(std::string &tables, std::string &out) {
+    std::string body;
+    for (size_t j = 0; j < period; ++j) {
+      Code rolled;
+      for (auto [index, piece] : llvm::enumerate(at(0, j)))
+        rolled << (piece.kind == Code::Kind::Text ? piece.text
+                                                  : rollSlot(j, index));
+      // One level deeper inside the loop.
+      rolled.print(body, "  ");
     }
-    // One level deeper inside the loop.
-    rolled.print(body, "  ");
+    printTable("int64_t", intTable, intRows, tables);
+    printTable("char *const", stringTable, stringRows, tables);
+    out += "  for (int64_t rep = 0; rep < " + std::to_string(reps) +
+           "; ++rep) {\n" + body + "  }\n";
   }
-  auto table = [&](StringRef type, StringRef name,
-                   ArrayRef<SmallVector<std::string>> rows) {
+
+private:
+  using Rows = SmallVector<SmallVector<std::string>>;
+
+  /// The pieces of statement `j` of repetition `t`, which have the shape of
+  /// the first repetition's: the same pieces.
+  ArrayRef<Piece> at(size_t t, size_t j) const {
+    return statements[first + t * period + j].getPieces();
+  }
+
+  /// The slot `index` of statement `j` as one expression of `rep`: its
+  /// literal when every repetition has the same, `(first + step * rep)`
+  /// when it steps evenly, else a table column.
+  std::string rollSlot(size_t j, size_t index) {
+    auto slot = [&](size_t t) -> const Piece & { return at(t, j)[index]; };
+    const Piece &p0 = slot(0);
+    bool constant = true;
+    for (size_t t = 1; t < reps && constant; ++t)
+      constant = slot(t).text == p0.text;
+    if (constant)
+      return p0.text;
+    if (p0.kind == Code::Kind::String)
+      return stringTable + "[rep][" + column(stringRows, stringColumns, slot) +
+             "]";
+    // Differences that overflow are left to the table.
+    int64_t step = 0;
+    bool even = !llvm::SubOverflow(slot(1).value, p0.value, step);
+    for (size_t t = 2; t < reps && even; ++t) {
+      int64_t d;
+      even = !llvm::SubOverflow(slot(t).value, slot(t - 1).value, d) &&
+             d == step;
+    }
+    if (!even)
+      return intTable + "[rep][" + column(intRows, intColumns, slot) + "]";
+    // Slots are not negative, so -step cannot overflow.
+    return "(" + p0.text + (step < 0 ? " - " : " + ") +
+           (std::abs(step) == 1 ? "" : std::to_string(std::abs(step)) + " * ") +
+           "rep)";
+  }
+
+  /// The column of `rows` holding the slot's values. Slots that change
+  /// alike (a buffer's offset at its allocation, its uses and its free)
+  /// share one.
+  template <typename SlotFn>
+  std::string column(Rows &rows, llvm::StringMap<unsigned> &columns,
+                     SlotFn slot) {
+    std::string key;
+    for (size_t t = 0; t < reps; ++t)
+      key += slot(t).text + ",";
+    auto [it, inserted] = columns.try_emplace(key, rows[0].size());
+    if (inserted)
+      for (size_t t = 0; t < reps; ++t)
+        rows[t].push_back(slot(t).text);
+    return std::to_string(it->second);
+  }
+
+  void printTable(StringRef type, StringRef name, const Rows &rows,
+                  std::string &tables) {
     if (rows[0].empty())
       return;
     tables += "  static const " + type.str() + " " + name.str() + "[" +
@@ -111,12 +124,15 @@ void printLoop(ArrayRef<Code> statements, size_t first, size_t period,
     for (const SmallVector<std::string> &row : rows)
       tables += "    {" + llvm::join(row, ", ") + "},\n";
     tables += "  };\n";
-  };
-  table("int64_t", intTable, intRows);
-  table("char *const", stringTable, stringRows);
-  out += "  for (int64_t rep = 0; rep < " + std::to_string(reps) +
-         "; ++rep) {\n" + body + "  }\n";
-}
+  }
+
+  ArrayRef<Code> statements;
+  size_t first, period, reps;
+  std::string intTable, stringTable;
+  /// A row per repetition, a column per slot that varies in its own way.
+  Rows intRows, stringRows;
+  llvm::StringMap<unsigned> intColumns, stringColumns;
+};
 
 /// A statement's shape: its text with a marker for each slot.
 std::string shapeOf(const Code &statement) {
@@ -166,7 +182,8 @@ public:
         statements[i++].print(out);
         continue;
       }
-      printLoop(statements, i, run.period, run.reps, tables, nextTable, out);
+      LoopPrinter(statements, i, run.period, run.reps, nextTable++)
+          .print(tables, out);
       i += run.period * run.reps;
     }
     return out;

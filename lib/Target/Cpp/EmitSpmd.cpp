@@ -82,6 +82,13 @@ readSharding(DictionaryAttr attrs, RankedTensorType type, Operation *anchor) {
   return std::optional<ShardedTensor>(std::move(tensor));
 }
 
+bool isZeroRange(RankedTensorType range, RankedTensorType whole,
+                 const GridGroup &group) {
+  return range.getRank() == 1 &&
+         range.getNumElements() * group.size() == whole.getNumElements() &&
+         range.getNumElements() != whole.getNumElements();
+}
+
 SmallVector<std::string> splitSpecs(const ShardedTensor &tensor,
                                     const Grid &grid) {
   return llvm::to_vector(llvm::map_range(

@@ -60,6 +60,10 @@ ArrayRef<int64_t> shapeOf(Value value);
 FailureOr<std::optional<ShardedTensor>> readSharding(DictionaryAttr attrs,
                                                      RankedTensorType type,
                                                      Operation *anchor);
+/// Whether `range` is a ZeRO range of a tensor of type `whole`: a flat part
+/// of it, one of `group`'s.
+bool isZeroRange(RankedTensorType range, RankedTensorType whole,
+                 const GridGroup &group);
 /// Per dimension of `tensor`, the grid axes splitting it joined with ","
 /// ("" if none): braid_tensor_desc's split_axes.
 SmallVector<std::string> splitSpecs(const ShardedTensor &tensor,
