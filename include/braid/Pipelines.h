@@ -4,86 +4,106 @@
 // manager, and its registration for braid-opt (`--braid-training-pipeline`).
 // braid-run builds its pass manager with the same function, and takes the
 // struct's options as its own flags (addToCommandLine), as the C API takes
-// them in their textual form: each option is defined here once.
+// them in their textual form: each option is defined here once. An option
+// the pipeline hands to a pass takes that pass's default (Passes.td), and a
+// choice is one of BraidBase.td's enums, so that its keywords are the
+// passes', the plan file's and braid-plan's.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BRAID_PIPELINES_H
 #define BRAID_PIPELINES_H
 
+#include "braid/Conversion/Passes.h"
+#include "dialects/braid/Transforms/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace braid {
 
+/// The options of the passes the pipeline runs. A value-initialized one
+/// holds the pass's defaults, which are the pipeline's: each default is
+/// written once, in Passes.td.
+namespace pass_options {
+using Partition = mlir::braid::BraidPartitionPassOptions;
+using Autodiff = mlir::braid::BraidAutodiffPassOptions;
+using Optimizer = mlir::braid::BraidOptimizerPassOptions;
+using Microbatch = mlir::braid::BraidMicrobatchPassOptions;
+using PipelineStages = mlir::braid::BraidPipelineStagesPassOptions;
+using Pipeline = mlir::braid::BraidPipelinePassOptions;
+using CollectiveMatmul = BraidCollectiveMatmulPassOptions;
+using ScheduleOverlap = BraidScheduleOverlapPassOptions;
+} // namespace pass_options
+
 struct TrainingPipelineOptions
     : public mlir::PassPipelineOptions<TrainingPipelineOptions> {
-  Option<std::string> dtype{
+  // The choices (dtype, optimizer, recompute, plan, ...) are BraidBase.td's
+  // enums: each option lists its keywords in --help and refuses others.
+  Option<mlir::braid::Precision> dtype{
       *this, "dtype",
-      llvm::cl::desc("Float storage: f32 (as written), bf16 or f16 (mixed "
-                     "precision with f32 master weights when training)"),
-      llvm::cl::init("f32")};
-  Option<std::string> optimizer{
+      llvm::cl::desc("Float storage: f32 is the model as written; bf16 and "
+                     "f16 are mixed precision, with f32 master weights when "
+                     "training"),
+      llvm::cl::init(mlir::braid::Precision::F32)};
+  Option<mlir::braid::OptimizerKind> optimizer{
       *this, "optimizer",
-      llvm::cl::desc("adamw or sgd; none keeps the forward step only"),
-      llvm::cl::init("adamw")};
-  Option<std::string> recompute{
-      *this, "recompute",
-      llvm::cl::desc("Activation recompute: none, selective or full"),
-      llvm::cl::init("none")};
+      llvm::cl::desc("The update rule; none keeps the forward step only"),
+      llvm::cl::init(pass_options::Optimizer().kind)};
+  Option<mlir::braid::Recompute> recompute{
+      *this, "recompute", llvm::cl::desc("Activation recompute"),
+      llvm::cl::init(pass_options::Autodiff().recompute)};
   Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
-                    llvm::cl::init(1e-3)};
-  Option<double> weightDecay{*this, "weight-decay",
-                             llvm::cl::desc("Decoupled weight decay"),
-                             llvm::cl::init(0.1)};
+                    llvm::cl::init(pass_options::Optimizer().lr)};
+  Option<double> weightDecay{
+      *this, "weight-decay", llvm::cl::desc("Decoupled weight decay"),
+      llvm::cl::init(pass_options::Optimizer().weightDecay)};
   Option<double> eps{*this, "eps", llvm::cl::desc("AdamW epsilon"),
-                     llvm::cl::init(1e-8)};
+                     llvm::cl::init(pass_options::Optimizer().eps)};
   Option<double> maxNorm{*this, "max-norm",
                          llvm::cl::desc("Global-norm clipping (<= 0: off)"),
-                         llvm::cl::init(1.0)};
+                         llvm::cl::init(pass_options::Optimizer().maxNorm)};
   // SPMD partitioning (empty grid: one rank, nothing partitioned).
   Option<std::string> grid{
       *this, "grid",
       llvm::cl::desc("Device grid as AXIS=SIZE,... over pp, dp, ep, cp and tp in "
                      "any order (pp placed outermost; the last axis on "
-                     "neighbouring ranks), e.g. pp=2,dp=2,tp=2; empty: one rank")};
-  Option<std::string> plan{
+                     "neighbouring ranks), e.g. pp=2,dp=2,tp=2; empty: one rank"),
+      llvm::cl::init(pass_options::Partition().gridOption)};
+  Option<mlir::braid::ShardPlan> plan{
       *this, "plan",
       llvm::cl::desc("How unannotated weights are sharded: megatron (tensor "
                      "parallel over tp, vocabulary parallel, experts over "
                      "ep) or data (replicated)"),
-      llvm::cl::init("megatron")};
+      llvm::cl::init(pass_options::Partition().plan)};
   Option<int> zero{*this, "zero",
                    llvm::cl::desc("ZeRO stage over dp: 0, 1 (optimizer "
                                   "state), 2 (+ gradients), 3 (+ parameters)"),
-                   llvm::cl::init(0)};
+                   llvm::cl::init(pass_options::Partition().zero)};
   Option<bool> sequenceParallel{
       *this, "sequence-parallel",
       llvm::cl::desc("Shard norms and residuals over tp along the sequence"),
-      llvm::cl::init(false)};
-  Option<std::string> cpAttention{
-      *this, "cp-attention",
-      llvm::cl::desc("Attention under a cp axis: allgather, ulysses or ring"),
-      llvm::cl::init("allgather")};
-  Option<std::string> cpLayout{
-      *this, "cp-layout",
-      llvm::cl::desc("The sequence's cut over cp: contiguous, zigzag or auto"),
-      llvm::cl::init("auto")};
+      llvm::cl::init(pass_options::Partition().sequenceParallel)};
+  Option<mlir::braid::CpAttention> cpAttention{
+      *this, "cp-attention", llvm::cl::desc("Attention under a cp axis"),
+      llvm::cl::init(pass_options::Partition().cpAttention)};
+  Option<mlir::braid::CpLayout> cpLayout{
+      *this, "cp-layout", llvm::cl::desc("The sequence's cut over cp"),
+      llvm::cl::init(pass_options::Partition().cpLayout)};
   // Pipeline parallelism (a pp axis in the grid) and micro-batching.
   Option<int> microbatches{
       *this, "microbatches",
       llvm::cl::desc("Micro-batches per step: the batch is split into this "
                      "many, whose gradients are accumulated before the "
                      "optimizer step"),
-      llvm::cl::init(1)};
-  Option<std::string> schedule{
-      *this, "schedule",
-      llvm::cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved or zb-h1"),
-      llvm::cl::init("1f1b")};
+      llvm::cl::init(pass_options::Microbatch().count)};
+  Option<mlir::braid::ScheduleKind> schedule{
+      *this, "schedule", llvm::cl::desc("Pipeline schedule"),
+      llvm::cl::init(pass_options::Pipeline().schedule)};
   Option<int> virtualStages{
       *this, "virtual-stages",
       llvm::cl::desc("Model chunks per pipeline rank (interleaved 1F1B)"),
-      llvm::cl::init(1)};
+      llvm::cl::init(pass_options::PipelineStages().virtualStages)};
   ListOption<int64_t> ppLayout{
       *this, "pp-layout",
       llvm::cl::desc("Layers per model chunk, e.g. 7,8,8,7 (empty: balanced "
@@ -97,11 +117,12 @@ struct TrainingPipelineOptions
       llvm::cl::init(true)};
   // After the lowering: an all-gather feeding matrix products as a ring of
   // shifts and product chunks (--braid-collective-matmul).
-  Option<std::string> collectiveMatmul{
+  Option<mlir::braid::CollectiveMatmulMode> collectiveMatmul{
       *this, "collective-matmul",
-      llvm::cl::desc("All-gathers before matrix products as rings of shifts and "
-                     "product chunks: auto (the cost model chooses), always or never"),
-      llvm::cl::init("auto")};
+      llvm::cl::desc("All-gathers before matrix products as rings of shifts "
+                     "and product chunks (auto: where the cost model "
+                     "predicts them faster)"),
+      llvm::cl::init(pass_options::CollectiveMatmul().mode)};
   // After the lowering: transfers started early and waited for late
   // (--braid-schedule-overlap).
   Option<bool> scheduleOverlap{
@@ -114,18 +135,18 @@ struct TrainingPipelineOptions
   Option<double> bucketMb{
       *this, "bucket-mb",
       llvm::cl::desc("MiB a bucket of gradient reductions closes at (0: no buckets)"),
-      llvm::cl::init(25.0)};
+      llvm::cl::init(pass_options::ScheduleOverlap().bucketMb)};
   Option<double> firstBucketMb{
       *this, "first-bucket-mb",
       llvm::cl::desc("MiB the first bucket of a function closes at"),
-      llvm::cl::init(1.0)};
+      llvm::cl::init(pass_options::ScheduleOverlap().firstBucketMb)};
   // ZeRO-1/2's gathers of updated parameters in the next step (Megatron's
   // overlap-param-gather).
   Option<bool> deferParamGather{
       *this, "defer-param-gather",
       llvm::cl::desc("Gather ZeRO-1/2's updated parameters in the next step, "
                      "before each one's first read"),
-      llvm::cl::init(true)};
+      llvm::cl::init(pass_options::ScheduleOverlap().deferParamGather)};
   // The overlap scheduler's timing model: the hardware whose compute and
   // links it times, and for CPU ranks under the link emulator the links
   // (braid-run passes BRAID_LINK).
@@ -133,7 +154,7 @@ struct TrainingPipelineOptions
       *this, "schedule-hardware",
       llvm::cl::desc("Hardware the overlap scheduler times ops on: a name "
                      "(lib/CostModel/hardware) or a .json file"),
-      llvm::cl::init("h100-sxm")};
+      llvm::cl::init(pass_options::ScheduleOverlap().hardware)};
   // Where each split or partial value lies in its global tensor, recorded
   // on its op (braid.result_layouts) so that dumps of activations assemble
   // the global tensor; the driver (braid-run, the C API) turns it on, the
@@ -142,12 +163,12 @@ struct TrainingPipelineOptions
       *this, "record-layouts",
       llvm::cl::desc("Record each partitioned value's place in its global "
                      "tensor, for global dumps of activations"),
-      llvm::cl::init(false)};
+      llvm::cl::init(pass_options::Partition().recordLayouts)};
   Option<std::string> scheduleLink{
       *this, "schedule-link",
       llvm::cl::desc("Links per grid axis the overlap scheduler times transfers "
                      "on instead, as BRAID_LINK gives them (tp:2us,20GB/s;dp:...)"),
-      llvm::cl::init("")};
+      llvm::cl::init(pass_options::ScheduleOverlap().link)};
 
   /// Makes these options flags of the tool's top-level command line, in
   /// `category` (braid-run's --grid, --zero, ...: the options are defined

@@ -161,7 +161,7 @@ compileModel(ModuleOp module, const TrainingPipelineOptions &given,
     referencePipeline(given, pipeline);
   else
     pipeline.copyOptionValuesFrom(given);
-  pipeline.dtype = elementType.str();
+  pipeline.dtype = *mlir::braid::symbolizePrecision(elementType);
   // The program is scheduled for the links it runs on.
   const char *links = std::getenv("BRAID_LINK");
   pipeline.scheduleLink = links && !reference ? links : "";

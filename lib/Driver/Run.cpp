@@ -42,18 +42,12 @@ LogicalResult checkOptions(const TrainingPipelineOptions &pipeline,
   if (pipeline.zero < 0 || pipeline.zero > 3)
     return bad("--zero must be 0, 1, 2 or 3, found " +
                Twine(pipeline.zero.getValue()));
-  if (pipeline.plan != "megatron" && pipeline.plan != "data")
-    return bad("--plan must be megatron or data, found '" + pipeline.plan +
-               "'");
   if (pipeline.microbatches < 1)
     return bad("--microbatches must be at least 1, found " +
                Twine(pipeline.microbatches.getValue()));
   if (pipeline.virtualStages < 1)
     return bad("--virtual-stages must be at least 1, found " +
                Twine(pipeline.virtualStages.getValue()));
-  if (!mlir::braid::symbolizeScheduleKind(pipeline.schedule))
-    return bad("--schedule must be " + mlir::braid::enumKeywords<mlir::braid::ScheduleKind>() +
-               ", found '" + pipeline.schedule + "'");
   if (llvm::any_of(pipeline.ppLayout, [](int64_t n) { return n < 1; })) {
     std::string layout;
     for (int64_t n : pipeline.ppLayout)
@@ -252,7 +246,7 @@ int runModel(ModuleOp module, const TrainingPipelineOptions &given,
     pipeline.grid = partitionerGrid(pipeline.grid);
   }
   const std::string grid = pipeline.grid;
-  const std::string dtype = pipeline.dtype;
+  const std::string dtype = mlir::braid::stringifyPrecision(pipeline.dtype).str();
 
   // The 1-rank program --verify compares with: the same model, no grid.
   // At a reduced precision, also at f32: what rounding does to the model

@@ -22,97 +22,112 @@
 
 namespace braid {
 using namespace mlir;
+using mlir::braid::CollectiveMatmulMode;
+using mlir::braid::OptimizerKind;
+using mlir::braid::Precision;
+
+// Each pass's options, set from the pipeline's that mean the same (the
+// pass's others keep their defaults, which are the pipeline's too).
+
+static pass_options::Partition partitionOptions(const TrainingPipelineOptions &o) {
+  pass_options::Partition partition;
+  partition.gridOption = o.grid;
+  partition.plan = o.plan;
+  partition.zero = o.zero;
+  partition.sequenceParallel = o.sequenceParallel;
+  partition.cpAttention = o.cpAttention;
+  partition.cpLayout = o.cpLayout;
+  partition.recordLayouts = o.recordLayouts;
+  return partition;
+}
+
+static pass_options::Optimizer optimizerOptions(const TrainingPipelineOptions &o) {
+  pass_options::Optimizer optimizer;
+  optimizer.kind = o.optimizer;
+  optimizer.lr = o.lr;
+  optimizer.weightDecay = o.weightDecay;
+  optimizer.maxNorm = o.maxNorm;
+  optimizer.eps = o.eps;
+  return optimizer;
+}
+
+static pass_options::ScheduleOverlap overlapOptions(const TrainingPipelineOptions &o) {
+  pass_options::ScheduleOverlap overlap;
+  overlap.bucketMb = o.bucketMb;
+  overlap.firstBucketMb = o.firstBucketMb;
+  overlap.deferParamGather = o.deferParamGather;
+  overlap.hardware = o.scheduleHardware;
+  overlap.link = o.scheduleLink;
+  return overlap;
+}
 
 void buildDistLowering(OpPassManager &pm, const TrainingPipelineOptions &options) {
   pm.addPass(createConvertBraidToDistPass());
-  if (options.collectiveMatmul != "never") {
-    BraidCollectiveMatmulPassOptions ring;
+  if (options.collectiveMatmul != CollectiveMatmulMode::Never) {
+    pass_options::CollectiveMatmul ring;
     ring.mode = options.collectiveMatmul;
     pm.addPass(createBraidCollectiveMatmulPass(ring));
   }
-  if (options.scheduleOverlap) {
-    BraidScheduleOverlapPassOptions overlap;
-    overlap.bucketMb = options.bucketMb;
-    overlap.firstBucketMb = options.firstBucketMb;
-    overlap.deferParamGather = options.deferParamGather;
-    overlap.hardware = options.scheduleHardware;
-    overlap.link = options.scheduleLink;
-    pm.addPass(createBraidScheduleOverlapPass(overlap));
-  }
+  if (options.scheduleOverlap)
+    pm.addPass(createBraidScheduleOverlapPass(overlapOptions(options)));
+}
+
+/// The ranks of the grid's pp axis (1 without one; the grid's other checks
+/// are the partitioner's).
+static int64_t pipelineRanks(StringRef gridOption) {
+  std::string ignored;
+  FailureOr<mlir::braid::Grid> grid = mlir::braid::Grid::parse(gridOption, ignored);
+  if (failed(grid))
+    return 1;
+  std::optional<int16_t> axis = grid->find("pp");
+  return axis ? grid->sizes[*axis] : 1;
 }
 
 LogicalResult buildTrainingPipeline(OpPassManager &pm,
                                     const TrainingPipelineOptions &options,
                                     std::string *error) {
-  bool training = options.optimizer != "none";
-  // Pipeline ranks (the grid's pp axis); the grid's other checks are the
-  // partitioner's.
-  int64_t pp = 1;
-  {
-    std::string ignored;
-    if (FailureOr<mlir::braid::Grid> grid =
-            mlir::braid::Grid::parse(options.grid, ignored);
-        succeeded(grid))
-      if (std::optional<int16_t> axis = grid->find("pp"))
-        pp = grid->sizes[*axis];
-  }
+  bool training = options.optimizer != OptimizerKind::None;
+  int64_t pp = pipelineRanks(options.grid);
   bool pipelined = training && (pp > 1 || options.microbatches != 1);
   // Front ends' linalg and tensor ops become braid ops before anything
   // plans them (a module of braid ops passes through unchanged).
   pm.addPass(createRaiseLinalgToBraidPass());
   if (pipelined) {
-    mlir::braid::BraidMicrobatchPassOptions microbatch;
+    pass_options::Microbatch microbatch;
     microbatch.count = options.microbatches;
     pm.addPass(mlir::braid::createBraidMicrobatchPass(microbatch));
   }
-  mlir::braid::BraidPartitionPassOptions partition;
-  partition.gridOption = options.grid;
-  partition.plan = options.plan;
-  partition.zero = options.zero;
-  partition.sequenceParallel = options.sequenceParallel;
-  partition.cpAttention = options.cpAttention;
-  partition.cpLayout = options.cpLayout;
-  partition.recordLayouts = options.recordLayouts;
-  pm.addPass(mlir::braid::createBraidPartitionPass(partition));
+  pm.addPass(mlir::braid::createBraidPartitionPass(partitionOptions(options)));
   pm.addNestedPass<func::FuncOp>(mlir::braid::createBraidExpandExpertFFNPass());
-  // Other element types (bf16, f16) are checked by the conversion pass,
-  // which reports what it cannot do.
-  if (options.dtype != "f32") {
+  if (options.dtype != Precision::F32) {
     mlir::braid::BraidConvertElementTypePassOptions convert;
     convert.to = options.dtype;
     convert.masterWeights = training;
     pm.addPass(mlir::braid::createBraidConvertElementTypePass(convert));
   }
-  auto lower = [&] { buildDistLowering(pm, options); };
   if (!training) {
     if (options.lowerToDist)
-      lower();
+      buildDistLowering(pm, options);
     return success();
   }
-  mlir::braid::BraidAutodiffPassOptions autodiff;
-  autodiff.recompute = options.recompute;
   if (pipelined) {
-    mlir::braid::BraidPipelineStagesPassOptions stages;
+    pass_options::PipelineStages stages;
     stages.pp = pp;
     stages.virtualStages = options.virtualStages;
     stages.layout.assign(options.ppLayout.begin(), options.ppLayout.end());
     pm.addPass(mlir::braid::createBraidPipelineStagesPass(stages));
   }
+  pass_options::Autodiff autodiff;
+  autodiff.recompute = options.recompute;
   pm.addPass(mlir::braid::createBraidAutodiffPass(autodiff));
   if (pipelined) {
-    mlir::braid::BraidPipelinePassOptions pipeline;
+    pass_options::Pipeline pipeline;
     pipeline.schedule = options.schedule;
     pm.addPass(mlir::braid::createBraidPipelinePass(pipeline));
   }
-  mlir::braid::BraidOptimizerPassOptions optimizer;
-  optimizer.kind = options.optimizer;
-  optimizer.lr = options.lr;
-  optimizer.weightDecay = options.weightDecay;
-  optimizer.maxNorm = options.maxNorm;
-  optimizer.eps = options.eps;
-  pm.addPass(mlir::braid::createBraidOptimizerPass(optimizer));
+  pm.addPass(mlir::braid::createBraidOptimizerPass(optimizerOptions(options)));
   if (options.lowerToDist) {
-    lower();
+    buildDistLowering(pm, options);
     // Pipeline stages run programs of their own: each group's collectives
     // must come in one order in all of them.
     if (pipelined)

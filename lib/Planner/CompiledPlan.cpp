@@ -48,15 +48,7 @@ Expected<CompiledEstimate> braid::plan::compilePlan(mlir::ModuleOp model, const 
     full.layout = estimate.layout;
   RunFlags flags = runFlags(full, /*bf16=*/true);
   ::braid::TrainingPipelineOptions options;
-  options.grid = flags.grid;
-  options.zero = flags.zero;
-  options.recompute = flags.recompute;
-  options.microbatches = flags.microbatches;
-  options.schedule = flags.schedule;
-  options.virtualStages = flags.virtualStages;
-  options.ppLayout = ArrayRef<int64_t>(full.pp > 1 ? full.layout : std::vector<int64_t>());
-  options.sequenceParallel = flags.sequenceParallel;
-  options.dtype = flags.dtype;
+  flags.applyTo(options);
   options.scheduleHardware = hardwareName.str();
 
   mlir::OwningOpRef<mlir::ModuleOp> module = model.clone();

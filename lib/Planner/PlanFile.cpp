@@ -2,6 +2,8 @@
 
 #include "PlanFile.h"
 
+#include "braid/Pipelines.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -9,59 +11,123 @@
 
 using namespace braid::plan;
 using namespace llvm;
+using mlir::braid::Precision;
+using mlir::braid::Recompute;
+using mlir::braid::ScheduleKind;
 
 namespace {
 Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
 }
 
+/// "7,8,8,7", as --pp-layout takes it.
+std::string layoutText(ArrayRef<int64_t> layout) {
+  std::string text;
+  for (int64_t layers : layout)
+    text += (text.empty() ? "" : ",") + std::to_string(layers);
+  return text;
+}
+
 json::Object flagsJson(const RunFlags &f) {
+  std::string recompute = stringifyEnum(f.recompute).str();
+  std::string schedule = stringifyEnum(f.schedule).str();
+  std::string layout = layoutText(f.ppLayout);
+  std::string dtype = f.dtype ? stringifyEnum(*f.dtype).str() : "";
   json::Array argv{"--grid", f.grid, "--zero", std::to_string(f.zero), "--recompute",
-                   f.recompute, "--microbatches", std::to_string(f.microbatches)};
+                   recompute, "--microbatches", std::to_string(f.microbatches)};
   if (f.grid.find("pp=") != std::string::npos) {
     argv.push_back("--schedule");
-    argv.push_back(f.schedule);
+    argv.push_back(schedule);
     if (f.virtualStages > 1) {
       argv.push_back("--virtual-stages");
       argv.push_back(std::to_string(f.virtualStages));
     }
-    if (!f.ppLayout.empty()) {
+    if (!layout.empty()) {
       argv.push_back("--pp-layout");
-      argv.push_back(f.ppLayout);
+      argv.push_back(layout);
     }
   }
   if (f.sequenceParallel)
     argv.push_back("--sequence-parallel");
-  if (!f.dtype.empty()) {
+  if (f.dtype) {
     argv.push_back("--dtype");
-    argv.push_back(f.dtype);
+    argv.push_back(dtype);
   }
   return json::Object{{"grid", f.grid},
                       {"zero", f.zero},
-                      {"recompute", f.recompute},
+                      {"recompute", recompute},
                       {"microbatches", f.microbatches},
-                      {"schedule", f.schedule},
+                      {"schedule", schedule},
                       {"virtual_stages", f.virtualStages},
-                      {"pp_layout", f.ppLayout},
+                      {"pp_layout", layout},
                       {"sequence_parallel", f.sequenceParallel},
-                      {"dtype", f.dtype},
+                      {"dtype", dtype},
                       {"braid_run_flags", std::move(argv)}};
 }
+
+/// Where a plan file's values are read from, for messages.
+struct Section {
+  StringRef path, name;
+  const json::Object &values;
+
+  Error bad(const Twine &message) const {
+    return fail(path + ": section '" + name + "': " + message);
+  }
+
+  /// The value of `key`, one of enum E's keywords.
+  template <typename E> Expected<E> choice(StringRef key) const {
+    StringRef word = values.getString(key).value_or("");
+    if (std::optional<E> value = mlir::braid::symbolizeEnum<E>(word))
+      return *value;
+    return bad(key + " must be " + mlir::braid::enumKeywords<E>() + ", found '" + word + "'");
+  }
+
+  /// The layers per chunk of `pp_layout` ("7,8,8,7"; none when absent).
+  Expected<std::vector<int64_t>> layout() const {
+    StringRef text = values.getString("pp_layout").value_or("");
+    std::vector<int64_t> counts;
+    SmallVector<StringRef> items;
+    if (!text.empty())
+      text.split(items, ',');
+    for (StringRef item : items) {
+      int64_t n;
+      if (item.trim().getAsInteger(10, n) || n < 1)
+        return bad("pp_layout must list positive layer counts (e.g. 2,3), found '" + text +
+                   "'");
+      counts.push_back(n);
+    }
+    return counts;
+  }
+};
 } // namespace
+
+void RunFlags::applyTo(TrainingPipelineOptions &options) const {
+  options.grid = grid;
+  options.zero = zero;
+  options.recompute = recompute;
+  options.microbatches = int(microbatches);
+  options.schedule = schedule;
+  options.virtualStages = int(virtualStages);
+  options.ppLayout = ArrayRef<int64_t>(ppLayout);
+  options.sequenceParallel = sequenceParallel;
+  if (dtype)
+    options.dtype = *dtype;
+}
 
 RunFlags braid::plan::runFlags(const Plan &p, bool bf16) {
   RunFlags f;
   f.grid = p.gridString();
   f.zero = p.zero;
-  f.recompute = mlir::braid::stringifyRecompute(p.recompute).str();
+  f.recompute = p.recompute;
   f.microbatches = p.microbatches;
   f.virtualStages = p.vpp;
-  f.schedule = mlir::braid::stringifyScheduleKind(p.schedule()).str();
-  for (size_t i = 0; i < p.layout.size(); ++i)
-    f.ppLayout += (i ? "," : "") + std::to_string(p.layout[i]);
+  f.schedule = p.schedule();
+  // Chunks exist only in a pipeline.
+  if (p.pp > 1)
+    f.ppLayout = p.layout;
   f.sequenceParallel = p.sequenceParallel && p.tp > 1;
   if (bf16)
-    f.dtype = "bf16";
+    f.dtype = Precision::BF16;
   return f;
 }
 
@@ -163,24 +229,38 @@ Expected<RunFlags> braid::plan::readPlanFile(StringRef path, StringRef section) 
   const json::Object *s = root->getObject(section);
   if (!s)
     return fail(path + ": no '" + section + "' section");
-  RunFlags f;
-  std::optional<StringRef> grid = s->getString("grid"), recompute = s->getString("recompute"),
-                           schedule = s->getString("schedule");
+  std::optional<StringRef> grid = s->getString("grid");
   std::optional<int64_t> zero = s->getInteger("zero"), micro = s->getInteger("microbatches"),
                          vpp = s->getInteger("virtual_stages");
-  if (!grid || !recompute || !schedule || !zero || !micro || !vpp)
+  if (!grid || !s->getString("recompute") || !s->getString("schedule") || !zero || !micro ||
+      !vpp)
     return fail(path + ": section '" + section +
                 "' needs grid, zero, recompute, microbatches, schedule and virtual_stages");
+  Section in{path, section, *s};
+  RunFlags f;
   f.grid = grid->str();
-  f.recompute = recompute->str();
-  f.schedule = schedule->str();
   f.zero = int(*zero);
   f.microbatches = *micro;
   f.virtualStages = *vpp;
-  if (std::optional<StringRef> layout = s->getString("pp_layout"))
-    f.ppLayout = layout->str();
-  if (std::optional<StringRef> dtype = s->getString("dtype"))
-    f.dtype = dtype->str();
   f.sequenceParallel = s->getBoolean("sequence_parallel").value_or(false);
+  Expected<Recompute> recompute = in.choice<Recompute>("recompute");
+  if (!recompute)
+    return recompute.takeError();
+  f.recompute = *recompute;
+  Expected<ScheduleKind> schedule = in.choice<ScheduleKind>("schedule");
+  if (!schedule)
+    return schedule.takeError();
+  f.schedule = *schedule;
+  Expected<std::vector<int64_t>> layout = in.layout();
+  if (!layout)
+    return layout.takeError();
+  f.ppLayout = std::move(*layout);
+  // An empty dtype: the model's own element type.
+  if (!s->getString("dtype").value_or("").empty()) {
+    Expected<Precision> dtype = in.choice<Precision>("dtype");
+    if (!dtype)
+      return dtype.takeError();
+    f.dtype = *dtype;
+  }
   return f;
 }

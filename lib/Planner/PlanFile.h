@@ -17,16 +17,33 @@
 
 #include "Search.h"
 
+#include "dialects/braid/IR/BraidEnums.h"
+
 #include <map>
+#include <optional>
+
+namespace braid {
+struct TrainingPipelineOptions;
+} // namespace braid
 
 namespace braid::plan {
 
-/// What braid-run takes from a plan file's section.
+/// What braid-run takes from a plan file's section: a plan as the training
+/// pipeline's options (runFlags and readPlanFile set every field).
 struct RunFlags {
-  std::string grid, recompute = "none", schedule = "1f1b", ppLayout, dtype;
+  std::string grid;
   int zero = 0;
-  int64_t microbatches = 1, virtualStages = 1;
+  mlir::braid::Recompute recompute{};
+  int64_t microbatches = 0;
+  mlir::braid::ScheduleKind schedule{};
+  int64_t virtualStages = 0;
+  std::vector<int64_t> ppLayout;
   bool sequenceParallel = false;
+  /// The element type floats are stored in, where the plan names one.
+  std::optional<mlir::braid::Precision> dtype;
+
+  /// Sets these options of `options` (the others are left as they are).
+  void applyTo(TrainingPipelineOptions &options) const;
 };
 
 /// The plan as it runs at a reduced scale on CPU ranks (at most `maxRanks`),
@@ -45,7 +62,8 @@ llvm::Error writePlanFile(llvm::StringRef path, const ModelShape &model,
                           const RankedPlan &chosen);
 
 /// The flags of section `section` ("plan" or "reduced") of plan file `path`;
-/// a located message when the file is not a plan file.
+/// a message naming the file when it is not a plan file, or the key whose
+/// value is not one of its choices.
 llvm::Expected<RunFlags> readPlanFile(llvm::StringRef path, llvm::StringRef section);
 
 } // namespace braid::plan

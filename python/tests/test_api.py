@@ -93,6 +93,9 @@ def test_bad_model_and_option_are_python_exceptions():
         braid.compile("module { func.func @f( }")
     with pytest.raises(braid.BraidError, match="no-such-option"):
         braid.compile("llama-tiny", no_such_option=1)
+    with pytest.raises(braid.BraidError,
+                       match="--recompute option: expected none, selective or full, found 'some'"):
+        braid.compile("llama-tiny", recompute="some")
     with pytest.raises(braid.BraidError, match="--zero must be 0, 1, 2 or 3, found 7"):
         braid.run("llama-tiny", zero=7)
 

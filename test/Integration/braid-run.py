@@ -85,7 +85,7 @@ if r.returncode != 1 or not re.search(r"bad\.mlir:2:3: error: autodiff needs a s
                                       r"returning the scalar loss", r.stderr):
     failures.append(f"bad model to train: rc {r.returncode}, stderr:\n{r.stderr}")
 r = run(model, "--dtype", "f8")
-if r.returncode != 1 or "'to' must be bf16 or f16, found 'f8'" not in r.stderr:
+if r.returncode != 1 or "for the --dtype option: expected f32, bf16 or f16, found 'f8'" not in r.stderr:
     failures.append(f"bad dtype: rc {r.returncode}, stderr:\n{r.stderr}")
 
 # --grid and --verify. A 1-rank grid checks the whole --verify path without MPI:
@@ -128,10 +128,10 @@ for args, message in (
         (["--grid", "tp=2,tp=2"], "bad --grid 'tp=2,tp=2': axis tp appears twice"),
         (["--grid="], "--grid needs AXIS=SIZE"),
         (["--zero", "4"], "--zero must be 0, 1, 2 or 3, found 4"),
-        (["--plan", "fsdp"], "--plan must be megatron or data, found 'fsdp'"),
+        (["--plan", "fsdp"], "for the --plan option: expected megatron or data, found 'fsdp'"),
         (["--microbatches", "0"], "--microbatches must be at least 1, found 0"),
         (["--schedule", "zigzag"],
-         "--schedule must be gpipe, 1f1b, interleaved or zb-h1, found 'zigzag'"),
+         "for the --schedule option: expected gpipe, 1f1b, interleaved or zb-h1, found 'zigzag'"),
         (["--virtual-stages", "0"], "--virtual-stages must be at least 1, found 0"),
         # --pp-layout is the pipeline's list option: its parser reads the
         # numbers, the driver checks them.

@@ -1,7 +1,7 @@
 // RUN: braid-opt %s --split-input-file --braid-autodiff -verify-diagnostics
 // RUN: not braid-opt %s --split-input-file --braid-autodiff=recompute=some 2>&1 | FileCheck %s --check-prefix=OPTION
 
-// OPTION: error: --braid-autodiff: recompute must be none, selective or full, found 'some'
+// OPTION: for the --recompute option: expected none, selective or full, found 'some'
 
 // A forward entry point is not differentiated.
 // expected-error @+1 {{--braid-autodiff: no train_step entry point (a public func.func with a body marked braid.entry = "train_step")}}

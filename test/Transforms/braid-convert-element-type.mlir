@@ -1,10 +1,12 @@
 // RUN: braid-opt %s --braid-convert-element-type=to=bf16 | FileCheck %s
 // RUN: braid-opt %s --braid-convert-element-type=to=f16 | FileCheck %s --check-prefix=F16
 // RUN: not braid-opt %s --braid-convert-element-type=to=f64 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not braid-opt %s --braid-convert-element-type=to=f32 2>&1 | FileCheck %s --check-prefix=SAME
 
 // CHECK: braid.param @w normal(2.000000e-02) : tensor<8x8xbf16>
 // F16: braid.param @w normal(2.000000e-02) : tensor<8x8xf16>
-// BAD: error: --braid-convert-element-type: 'to' must be bf16 or f16, found 'f64'
+// BAD: for the --to option: expected f32, bf16 or f16, found 'f64'
+// SAME: error: --braid-convert-element-type: 'to' must be bf16 or f16, found 'f32' (the model's own)
 braid.param @w normal(0.02) : tensor<8x8xf32>
 
 // CHECK-LABEL: func.func private @layer

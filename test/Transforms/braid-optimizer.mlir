@@ -2,9 +2,11 @@
 // RUN: braid-opt %s --braid-autodiff --braid-optimizer="kind=sgd lr=0.5 weight-decay=0 max-norm=0" | FileCheck %s --check-prefix=SGD
 // RUN: not braid-opt %s --braid-optimizer 2>&1 | FileCheck %s --check-prefix=NOGRAD
 // RUN: not braid-opt %s --braid-autodiff --braid-optimizer=kind=lamb 2>&1 | FileCheck %s --check-prefix=KIND
+// RUN: not braid-opt %s --braid-autodiff --braid-optimizer=kind=none 2>&1 | FileCheck %s --check-prefix=NONE
 
 // NOGRAD: error: --braid-optimizer needs the gradients of a step function '@step' (run --braid-autodiff first)
-// KIND: error: --braid-optimizer: kind must be adamw or sgd, found 'lamb'
+// KIND: for the --kind option: expected adamw, sgd or none, found 'lamb'
+// NONE: error: --braid-optimizer: kind must be adamw or sgd, found 'none' (the pipeline's optimizer=none runs no optimizer)
 
 module {
   braid.param @wte normal(0.02) : tensor<10x8xf32>

@@ -140,14 +140,14 @@
 // ZIGZAG-FLOPS4-NEXT: attention_flops cp=3: 1152 per step
 // ZIGZAG-FLOPS4-NEXT: attention_flops busiest/mean: 1.000
 
-// BAD: error: --braid-partition: cp-attention must be allgather, ulysses or ring, found 'spiral'
+// BAD: for the --cp-attention option: expected allgather, ulysses or ring, found 'spiral'
 // ODD: error: the sequence (8) of input #0 is not a multiple of cp=3 (pad it to a multiple)
 // A sequence of 8 does not cut into 2 x 8 chunks: auto keeps contiguous
 // chunks, an explicit zigzag is an error.
 // AUTO-CONTIGUOUS-NOT: sequence_zigzag
 // AUTO-CONTIGUOUS: braid.attention {{.*}}query_offset_axes = ["cp"]
 // ODD-ZIGZAG: error: the sequence (8) of input #0 is not a multiple of 2 x cp=8 (zigzag balancing cuts it into 2 x cp chunks; pad it to a multiple or use cp-layout=contiguous)
-// BAD-LAYOUT: error: --braid-partition: cp-layout must be auto, contiguous or zigzag, found 'spiral'
+// BAD-LAYOUT: for the --cp-layout option: expected auto, contiguous or zigzag, found 'spiral'
 // POSITIONS: error: cp-layout=zigzag: 'braid.embedding' depends on the order of the sequence's chunks (only attention is told zigzag positions); use cp-layout=contiguous
 // POSITIONS-AUTO-NOT: sequence_zigzag
 // POSITIONS-AUTO-NOT: braid.zigzag_axis

@@ -15,7 +15,7 @@
 // TWICE: error: --braid-partition: grid axis 'dp' appears twice
 // SP: error: --braid-partition: sequence parallelism needs a tp axis
 // ZERO: error: --braid-partition: zero must be 0, 1, 2 or 3, found 4
-// PLAN: error: --braid-partition: plan must be megatron or data, found 'alpa'
+// PLAN: for the --plan option: expected megatron or data, found 'alpa'
 // ZERO1: error: --braid-partition: zero must be 0, 1, 2 or 3, found 7
 // AGAIN: error: --braid-partition: the module is already partitioned
 // SHAPE: warning: the megatron plan keeps this linear's weight whole: tp=3 does not divide every dimension its output is tied to (e.g. fewer key/value heads), so each tp rank computes all of it

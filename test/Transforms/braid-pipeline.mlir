@@ -106,4 +106,4 @@
 
 // NOSTAGES: error: --braid-pipeline needs the step's model chunks (run --braid-pipeline-stages first)
 // NOGRID: error: a pipeline of 2 ranks needs a grid whose pp axis has size 2
-// KIND: error: unknown pipeline schedule 'zigzag'; expected gpipe, 1f1b, interleaved or zb-h1
+// KIND: for the --schedule option: expected gpipe, 1f1b, interleaved or zb-h1, found 'zigzag'

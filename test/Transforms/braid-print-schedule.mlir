@@ -97,7 +97,7 @@
 // RUN: not braid-opt %t.model.mlir --braid-print-schedule="pp=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR-PP
 // ERR-PP: model.mlir:{{[0-9]+}}:{{[0-9]+}}: error: pipeline stages (pp) must be at least 1, got 0
 // RUN: not braid-opt %t.model.mlir --braid-print-schedule="pp=2 schedule=pipedream" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR-KIND
-// ERR-KIND: error: unknown pipeline schedule 'pipedream'; expected gpipe, 1f1b, interleaved or zb-h1
+// ERR-KIND: for the --schedule option: expected gpipe, 1f1b, interleaved or zb-h1, found 'pipedream'
 // RUN: not braid-opt %t.model.mlir --braid-print-schedule="pp=2 microbatches=3 schedule=interleaved virtual-stages=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR-DIV
 // ERR-DIV: error: the interleaved schedule needs microbatches divisible by pp, got microbatches=3 and pp=2
 // RUN: not braid-opt %t.model.mlir --braid-print-schedule="pp=2 virtual-stages=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR-V

@@ -44,4 +44,4 @@ module {
 // MIXED-NEXT: braid.linear %[[DLOGITS]], %[[W16]]
 // MIXED: braid.sgd_update @wte, %{{.*}}, %{{.*}} {{.*}} : tensor<10x8xf32>, tensor<f32>
 
-// BAD: error: --braid-convert-element-type: 'to' must be bf16 or f16, found 'f8'
+// BAD: for the --dtype option: expected f32, bf16 or f16, found 'f8'

@@ -53,7 +53,8 @@ static cl::opt<int64_t> gpus("gpus", cl::desc("GPUs of the cluster"), cl::init(0
                              cl::cat(planCategory));
 static cl::opt<std::string> hardwareName("hardware",
                                          cl::desc("h100-sxm, h200-sxm, a100-sxm or a .json"),
-                                         cl::init("h100-sxm"), cl::cat(planCategory));
+                                         cl::init(mlir::braid::kDefaultHardware),
+                                         cl::cat(planCategory));
 static cl::opt<std::string>
     calibrationName("calibration",
                     cl::desc("Compute calibration (default: the hardware's built-in one)"),

@@ -203,23 +203,27 @@ static cl::opt<bool> showProgress(
 /// ops), and the links it schedules for come from BRAID_LINK.
 static ::braid::TrainingPipelineOptions pipeline;
 
-/// Sets --pp-layout from a plan file's "7,8,8,7"; fails after a message.
-static LogicalResult setLayout(StringRef layout) {
-  SmallVector<int64_t> counts;
-  SmallVector<StringRef> items;
-  if (!layout.empty())
-    layout.split(items, ',');
-  for (StringRef item : items) {
-    int64_t n;
-    if (item.trim().getAsInteger(10, n) || n < 1)
-      return ::braid::driver::fail(
-                 "--pp-layout must list positive layer counts (e.g. 2,3), "
-                 "found '" +
-                 layout + "'"),
+/// Sets the options of the plan in --plan-file; fails after a message.
+static LogicalResult applyPlanFile() {
+  // A plan file sets the plan's options; giving one of them as well would
+  // leave which one runs unclear.
+  for (cl::Option *opt : std::initializer_list<cl::Option *>{
+           &pipeline.grid, &pipeline.zero, &pipeline.recompute, &pipeline.microbatches,
+           &pipeline.schedule, &pipeline.virtualStages,
+           static_cast<cl::Option *>(std::addressof(pipeline.ppLayout)),
+           &pipeline.sequenceParallel})
+    if (opt->getNumOccurrences())
+      return ::braid::driver::fail("--plan-file sets --" + opt->ArgStr +
+                                   "; give one or the other"),
              failure();
-    counts.push_back(n);
-  }
-  pipeline.ppLayout = ArrayRef<int64_t>(counts);
+  llvm::Expected<::braid::plan::RunFlags> flags =
+      ::braid::plan::readPlanFile(planFile, backend == "cuda" ? "plan" : "reduced");
+  if (!flags)
+    return ::braid::driver::fail(llvm::toString(flags.takeError())), failure();
+  // --dtype given with the plan file is the one that runs.
+  if (pipeline.dtype.getNumOccurrences())
+    flags->dtype.reset();
+  flags->applyTo(pipeline);
   return success();
 }
 
@@ -231,32 +235,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "Braid: compile and run a model\n");
   using ::braid::driver::fail;
 
-  // A plan file sets the plan's options; giving one of them as well would
-  // leave which one runs unclear.
-  if (!planFile.empty()) {
-    for (cl::Option *opt : std::initializer_list<cl::Option *>{
-             &pipeline.grid, &pipeline.zero, &pipeline.recompute, &pipeline.microbatches,
-             &pipeline.schedule, &pipeline.virtualStages,
-             static_cast<cl::Option *>(std::addressof(pipeline.ppLayout)),
-             &pipeline.sequenceParallel})
-      if (opt->getNumOccurrences())
-        return fail("--plan-file sets --" + opt->ArgStr + "; give one or the other");
-    llvm::Expected<::braid::plan::RunFlags> flags =
-        ::braid::plan::readPlanFile(planFile, backend == "cuda" ? "plan" : "reduced");
-    if (!flags)
-      return fail(llvm::toString(flags.takeError()));
-    pipeline.grid = flags->grid;
-    pipeline.zero = int(flags->zero);
-    pipeline.recompute = flags->recompute;
-    pipeline.microbatches = int(flags->microbatches);
-    pipeline.schedule = flags->schedule;
-    pipeline.virtualStages = int(flags->virtualStages);
-    if (failed(setLayout(flags->ppLayout)))
-      return 1;
-    pipeline.sequenceParallel = flags->sequenceParallel;
-    if (!flags->dtype.empty() && !pipeline.dtype.getNumOccurrences())
-      pipeline.dtype = flags->dtype;
-  }
+  if (!planFile.empty() && failed(applyPlanFile()))
+    return 1;
 
   // What only the command line can get wrong; the driver checks the values.
   if (pipeline.grid.getNumOccurrences() && pipeline.grid.empty())

@@ -83,8 +83,10 @@ def Braid_EntryKind : I32EnumAttr<"EntryKind", "kind of a program entry point", 
 }
 
 // Choices of the compiler, defined once: the passes' options, the training
-// pipeline's, braid-run's, braid-plan's and its plan file parse and print
-// them through the generated symbolize* / stringify* (BraidEnums.h).
+// pipeline's, braid-run's, braid-plan's and its plan file take them as these
+// types; their keywords (parsed and printed by the generated symbolize* /
+// stringify*, listed by the option parser of BraidEnums.h) are the command
+// lines' and plan files' words.
 
 // Activation recompute (--braid-autodiff): what the backward recomputes
 // instead of keeping from the forward.
@@ -108,6 +110,77 @@ def Braid_ScheduleKind : I32EnumAttr<"ScheduleKind", "pipeline schedule", [
     // ZB-H1 (Qi et al. 2023): the backward split into input and weight
     // gradients, which fill the 1F1B bubble.
     I32EnumAttrCase<"ZeroBubbleH1", 3, "zb-h1">
+  ]> {
+  let cppNamespace = "::mlir::braid";
+  let genSpecializedAttr = 0;
+}
+
+// The optimizer of the training step (--braid-optimizer). `none` is the
+// pipeline's alone: no backward, no update, the forward step only.
+def Braid_OptimizerKind : I32EnumAttr<"OptimizerKind", "optimizer", [
+    I32EnumAttrCase<"AdamW", 0, "adamw">,
+    I32EnumAttrCase<"SGD", 1, "sgd">,
+    I32EnumAttrCase<"None", 2, "none">
+  ]> {
+  let cppNamespace = "::mlir::braid";
+  let genSpecializedAttr = 0;
+}
+
+// The element type floats are stored in (the pipeline's dtype,
+// --braid-convert-element-type's `to`); f32 is the model as written.
+def Braid_Precision : I32EnumAttr<"Precision", "float storage type", [
+    I32EnumAttrCase<"F32", 0, "f32">,
+    I32EnumAttrCase<"BF16", 1, "bf16">,
+    I32EnumAttrCase<"F16", 2, "f16">
+  ]> {
+  let cppNamespace = "::mlir::braid";
+  let genSpecializedAttr = 0;
+}
+
+// How --braid-partition shards the weights no annotation places.
+def Braid_ShardPlan : I32EnumAttr<"ShardPlan", "sharding of unannotated weights", [
+    // Tensor parallel over tp, vocabulary parallel, experts over ep.
+    I32EnumAttrCase<"Megatron", 0, "megatron">,
+    // Replicated: data parallelism alone.
+    I32EnumAttrCase<"Data", 1, "data">
+  ]> {
+  let cppNamespace = "::mlir::braid";
+  let genSpecializedAttr = 0;
+}
+
+// Attention whose sequence is split over a cp axis (--braid-partition).
+def Braid_CpAttention : I32EnumAttr<"CpAttention", "context-parallel attention", [
+    // Keys and values gathered; the queries keep their chunk.
+    I32EnumAttrCase<"AllGather", 0, "allgather">,
+    // All-to-all from the sequence to the heads (DeepSpeed-Ulysses).
+    I32EnumAttrCase<"Ulysses", 1, "ulysses">,
+    // Key/value chunks passed around the group (ring attention).
+    I32EnumAttrCase<"Ring", 2, "ring">
+  ]> {
+  let cppNamespace = "::mlir::braid";
+  let genSpecializedAttr = 0;
+}
+
+// How the sequence is cut over a cp axis (--braid-partition).
+def Braid_CpLayout : I32EnumAttr<"CpLayout", "sequence layout over cp", [
+    // Zigzag where the model allows it, contiguous chunks elsewhere.
+    I32EnumAttrCase<"Auto", 0, "auto">,
+    I32EnumAttrCase<"Contiguous", 1, "contiguous">,
+    // Rank i holds chunks i and 2cp-1-i, balancing causal attention.
+    I32EnumAttrCase<"Zigzag", 2, "zigzag">
+  ]> {
+  let cppNamespace = "::mlir::braid";
+  let genSpecializedAttr = 0;
+}
+
+// When --braid-collective-matmul makes a collective a ring of product
+// chunks.
+def Braid_CollectiveMatmulMode
+    : I32EnumAttr<"CollectiveMatmulMode", "collective matmul choice", [
+    // Where the cost model predicts the ring faster.
+    I32EnumAttrCase<"Auto", 0, "auto">,
+    I32EnumAttrCase<"Always", 1, "always">,
+    I32EnumAttrCase<"Never", 2, "never">
   ]> {
   let cppNamespace = "::mlir::braid";
   let genSpecializedAttr = 0;

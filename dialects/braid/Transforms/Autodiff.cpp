@@ -501,18 +501,11 @@ struct BraidAutodiffPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<Recompute> policy = symbolizeRecompute(recompute);
-    if (!policy) {
-      module.emitError("--braid-autodiff: recompute must be ")
-          << enumKeywords<Recompute>() << ", found '"
-          << recompute << "'";
-      return signalPassFailure();
-    }
     FailureOr<func::FuncOp> step =
         getUniqueEntry(module, EntryKind::TrainStep, "--braid-autodiff");
     if (failed(step))
       return signalPassFailure();
-    if (failed(Autodiff(module, *policy).differentiateStep(*step)))
+    if (failed(Autodiff(module, recompute).differentiateStep(*step)))
       signalPassFailure();
   }
 };

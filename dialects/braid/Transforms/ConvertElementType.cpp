@@ -25,14 +25,13 @@ struct BraidConvertElementTypePass
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
     Type target;
-    if (to == "bf16")
+    if (to == Precision::BF16)
       target = BFloat16Type::get(context);
-    else if (to == "f16")
+    else if (to == Precision::F16)
       target = Float16Type::get(context);
     else {
       module.emitError("--braid-convert-element-type: 'to' must be bf16 or "
-                       "f16, found '")
-          << to << "'";
+                       "f16, found 'f32' (the model's own)");
       return signalPassFailure();
     }
     // f32 tensors take the target element type; others are left alone.

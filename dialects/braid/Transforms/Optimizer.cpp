@@ -62,9 +62,10 @@ struct BraidOptimizerPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     symbols.emplace(module);
-    if (kind != "adamw" && kind != "sgd") {
-      module.emitError("--braid-optimizer: kind must be adamw or sgd, found '")
-          << kind << "'";
+    if (kind == OptimizerKind::None) {
+      module.emitError("--braid-optimizer: kind must be adamw or sgd, found "
+                       "'none' (the pipeline's optimizer=none runs no "
+                       "optimizer)");
       return signalPassFailure();
     }
     // A pipelined module has a step function per pipeline rank, each
@@ -145,7 +146,7 @@ struct BraidOptimizerPass
     for (auto [name, grad, zeroAttr] : llvm::zip(names, grads, zeroAxes)) {
       auto param = cast<FlatSymbolRefAttr>(name);
       auto type = cast<RankedTensorType>(grad.getType());
-      if (kind == "sgd") {
+      if (kind == OptimizerKind::SGD) {
         SGDUpdateOp::create(b, loc, param, grad, coef, b.getF64FloatAttr(lr),
                             b.getF64FloatAttr(weightDecay), zeroAttr,
                             /*offset=*/Value(), /*range=*/IntegerAttr());

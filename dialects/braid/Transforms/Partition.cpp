@@ -230,7 +230,7 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
     if (auto cp = grid.find("cp"))
       if (const Seed *s = seedOf(attention.getQuery(), 1);
           s && llvm::is_contained(s->axes, *cp)) {
-        if (cpAttention == "ulysses") {
+        if (cpAttention == CpAttention::Ulysses) {
           // All-to-all from the sequence to the heads: every rank attends
           // over the whole sequence with its share of the heads.
           // (Fewer key/value heads than ranks: replicated below.)
@@ -244,21 +244,17 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
                    << globalType(attention.getQuery());
           if (globalType(attention.getKey()).getDimSize(2) % n == 0)
             (*axes)[hkv] = (*axes)[hq];
-        } else if (cpAttention == "allgather") {
+        } else if (cpAttention == CpAttention::AllGather) {
           // Keys and values gathered; the queries keep their chunk, whose
           // global positions the op is told.
           (*axes)[rule->factorOf(0, 1)] = {*cp};
           contextAxes = {*cp};
-        } else if (cpAttention == "ring") {
-          // Queries, keys and values all keep their chunk; the op passes
-          // the key/value chunks around the group.
+        } else {
+          // Ring: queries, keys and values all keep their chunk; the op
+          // passes the key/value chunks around the group.
           (*axes)[rule->factorOf(0, 1)] = {*cp};
           (*axes)[rule->factorOf(1, 1)] = {*cp};
           ringAxes = {*cp};
-        } else {
-          return attention.emitError("--braid-partition: cp-attention must "
-                                     "be allgather, ulysses or ring, found '")
-                 << cpAttention << "'";
         }
         zigzagged = zigzag > 0;
       }
@@ -514,10 +510,6 @@ Partitioner::partitionFunction(func::FuncOp func,
 //===----------------------------------------------------------------------===//
 
 LogicalResult Partitioner::run() {
-  if (plan != "megatron" && plan != "data")
-    return module.emitError("--braid-partition: plan must be megatron or "
-                            "data, found '")
-           << plan << "'";
   if (zero < 0 || zero > 3)
     return module.emitError("--braid-partition: zero must be 0, 1, 2 or 3, "
                             "found ")
@@ -625,12 +617,8 @@ LogicalResult Partitioner::run() {
 }
 
 LogicalResult Partitioner::chooseSequenceLayout() {
-  if (cpLayout != "auto" && cpLayout != "contiguous" && cpLayout != "zigzag")
-    return module.emitError("--braid-partition: cp-layout must be auto, "
-                            "contiguous or zigzag, found '")
-           << cpLayout << "'";
   std::optional<int16_t> cp = grid.find("cp");
-  if (!cp || grid.sizes[*cp] == 1 || cpLayout == "contiguous")
+  if (!cp || grid.sizes[*cp] == 1 || cpLayout == CpLayout::Contiguous)
     return success();
   // Zigzag order is invisible to every op but those that read token
   // positions: attention is told them; a learned position table and
@@ -647,7 +635,7 @@ LogicalResult Partitioner::chooseSequenceLayout() {
         if (!orderDependent)
           orderDependent = op;
     });
-  if (cpLayout == "auto") {
+  if (cpLayout == CpLayout::Auto) {
     // Zigzag also needs the sequence to cut into 2 x cp chunks; auto falls
     // back to contiguous chunks where it does not.
     bool cuts = llvm::all_of(functions.front().getArgumentTypes(), [&](Type t) {
@@ -694,12 +682,6 @@ struct BraidPartitionPass
     ModuleOp module = getOperation();
     // The options' ranges hold on one rank too (a bad value is a user's
     // mistake whichever grid it comes with).
-    if (plan != "megatron" && plan != "data") {
-      module.emitError("--braid-partition: plan must be megatron or data, "
-                       "found '")
-          << static_cast<std::string>(plan) << "'";
-      return signalPassFailure();
-    }
     if (zero < 0 || zero > 3) {
       module.emitError("--braid-partition: zero must be 0, 1, 2 or 3, found ")
           << static_cast<int64_t>(zero);

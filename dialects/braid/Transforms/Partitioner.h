@@ -11,6 +11,7 @@
 #ifndef BRAID_DIALECT_BRAID_TRANSFORMS_PARTITIONER_H
 #define BRAID_DIALECT_BRAID_TRANSFORMS_PARTITIONER_H
 
+#include "dialects/braid/IR/BraidEnums.h"
 #include "dialects/braid/Transforms/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -45,8 +46,8 @@ inline Location plain(Location loc) {
 
 class Partitioner {
 public:
-  Partitioner(ModuleOp module, Grid grid, StringRef plan, int zero,
-              bool sequenceParallel, StringRef cpAttention, StringRef cpLayout)
+  Partitioner(ModuleOp module, Grid grid, ShardPlan plan, int zero,
+              bool sequenceParallel, CpAttention cpAttention, CpLayout cpLayout)
       : module(module), grid(std::move(grid)), plan(plan),
         zero(zero), sequenceParallel(sequenceParallel),
         cpAttention(cpAttention), cpLayout(cpLayout) {}
@@ -96,10 +97,11 @@ private:
   ModuleOp module;
   SymbolTableCollection symbols;
   Grid grid;
-  std::string plan;
+  ShardPlan plan;
   int zero;
   bool sequenceParallel;
-  std::string cpAttention, cpLayout;
+  CpAttention cpAttention;
+  CpLayout cpLayout;
 
 public:
   /// Whether ops record their results' place in the global tensors

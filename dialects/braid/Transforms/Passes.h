@@ -2,6 +2,7 @@
 #ifndef BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_H
 #define BRAID_DIALECT_BRAID_TRANSFORMS_PASSES_H
 
+#include "dialects/braid/IR/BraidEnums.h"
 #include "dialects/dist/IR/DistDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/IR/BuiltinOps.h"

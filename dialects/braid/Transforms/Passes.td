@@ -42,8 +42,9 @@ def BraidAutodiffPass : Pass<"braid-autodiff", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
-           "Activation recompute: none, selective or full">,
+    Option<"recompute", "recompute", "::mlir::braid::Recompute",
+           /*default=*/"::mlir::braid::Recompute::None",
+           "What the backward recomputes instead of keeping it">,
   ];
 }
 
@@ -64,8 +65,9 @@ def BraidOptimizerPass : Pass<"braid-optimizer", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"kind", "kind", "std::string", /*default=*/"\"adamw\"",
-           "adamw or sgd">,
+    Option<"kind", "kind", "::mlir::braid::OptimizerKind",
+           /*default=*/"::mlir::braid::OptimizerKind::AdamW",
+           "The update rule (none is the pipeline's: no optimizer pass)">,
     Option<"lr", "lr", "double", /*default=*/"1e-3", "Learning rate">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.95", "AdamW beta2">,
@@ -104,8 +106,10 @@ def BraidConvertElementTypePass
     differentiated, the gradients come back to f32 through the converts.
   }];
   let options = [
-    Option<"to", "to", "std::string", /*default=*/"\"bf16\"",
-           "Element type to store floats in: bf16 or f16">,
+    Option<"to", "to", "::mlir::braid::Precision",
+           /*default=*/"::mlir::braid::Precision::BF16",
+           "Element type to store floats in (bf16 or f16; f32 is the "
+           "model's own)">,
     Option<"masterWeights", "master-weights", "bool", /*default=*/"false",
            "Keep parameters in f32 and compute with converted copies (mixed "
            "precision: the optimizer then updates f32 master weights)">,
@@ -229,20 +233,22 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
   let options = [
     Option<"gridOption", "grid", "std::string", /*default=*/"\"\"",
            "Device grid, e.g. dp=2,tp=2">,
-    Option<"plan", "plan", "std::string", /*default=*/"\"megatron\"",
-           "megatron or data: how unannotated weights are sharded">,
+    Option<"plan", "plan", "::mlir::braid::ShardPlan",
+           /*default=*/"::mlir::braid::ShardPlan::Megatron",
+           "How unannotated weights are sharded">,
     Option<"zero", "zero", "int", /*default=*/"0", "ZeRO stage over dp (0-3)">,
     Option<"sequenceParallel", "sequence-parallel", "bool",
            /*default=*/"false", "Split the sequence over tp around norms">,
-    Option<"cpAttention", "cp-attention", "std::string",
-           /*default=*/"\"allgather\"",
-           "Attention under a cp axis: allgather (keys and values gathered, "
-           "queries stay split), ulysses (all-to-all from sequence to "
-           "heads) or ring (key/value chunks passed around the cp group)">,
-    Option<"cpLayout", "cp-layout", "std::string", /*default=*/"\"auto\"",
-           "How the sequence is cut over cp: contiguous, zigzag (rank i "
-           "holds chunks i and 2cp-1-i, balancing causal attention) or auto "
-           "(zigzag where the model allows it)">,
+    Option<"cpAttention", "cp-attention", "::mlir::braid::CpAttention",
+           /*default=*/"::mlir::braid::CpAttention::AllGather",
+           "Attention under a cp axis: keys and values gathered (queries "
+           "stay split), all-to-all from sequence to heads, or key/value "
+           "chunks passed around the cp group">,
+    Option<"cpLayout", "cp-layout", "::mlir::braid::CpLayout",
+           /*default=*/"::mlir::braid::CpLayout::Auto",
+           "How the sequence is cut over cp (zigzag: rank i holds chunks i "
+           "and 2cp-1-i, balancing causal attention; auto: zigzag where the "
+           "model allows it)">,
     Option<"recordLayouts", "record-layouts", "bool", /*default=*/"false",
            "Record each split or partial value's place in its global tensor "
            "(braid.result_layouts), so that dumps of activations are global">,
@@ -276,7 +282,8 @@ def BraidPrintPlanPass : Pass<"braid-print-plan", "::mlir::ModuleOp"> {
     (BRAID_LINK) charges. Lines are `kind name: ...`; the IR is unchanged.
   }];
   let options = [
-    Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-sxm\"",
+    Option<"hardware", "hardware", "std::string",
+           /*default=*/"::mlir::braid::kDefaultHardware",
            "Hardware description for predicted times: h100-sxm, h200-sxm, "
            "a100-sxm (lib/CostModel/hardware) or a file.json of that form">,
     Option<"link", "link", "std::string", /*default=*/"\"\"",
@@ -337,8 +344,9 @@ def BraidPrintSchedulePass : Pass<"braid-print-schedule", "::mlir::ModuleOp"> {
     Option<"pp", "pp", "int64_t", /*default=*/"1", "Pipeline stages (ranks)">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
            "Microbatches per step">,
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b, interleaved or zb-h1">,
+    Option<"schedule", "schedule", "::mlir::braid::ScheduleKind",
+           /*default=*/"::mlir::braid::ScheduleKind::OneFOneB",
+           "Pipeline schedule">,
     Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"1",
            "Model chunks per rank (interleaved only)">,
     ListOption<"layout", "layout", "int64_t",
@@ -441,8 +449,9 @@ def BraidPipelinePass : Pass<"braid-pipeline", "::mlir::ModuleOp"> {
     `braid.pipeline_entries` lists the ranks' step functions.
   }];
   let options = [
-    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b, interleaved or zb-h1">,
+    Option<"schedule", "schedule", "::mlir::braid::ScheduleKind",
+           /*default=*/"::mlir::braid::ScheduleKind::OneFOneB",
+           "Pipeline schedule">,
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }

@@ -597,12 +597,6 @@ struct BraidPipelinePass
     int64_t microbatches = 1;
     if (auto attr = step->getAttrOfType<IntegerAttr>("braid.microbatches"))
       microbatches = attr.getInt();
-    std::optional<ScheduleKind> kind = symbolizeScheduleKind(schedule);
-    if (!kind) {
-      emitError(loc, "unknown pipeline schedule '")
-          << schedule << "'; expected " << enumKeywords<ScheduleKind>();
-      return signalPassFailure();
-    }
     FailureOr<std::optional<Grid>> gridOf = Grid::of(module);
     if (failed(gridOf))
       return signalPassFailure();
@@ -616,7 +610,7 @@ struct BraidPipelinePass
       }
     }
     FailureOr<PipelineSchedule> plan =
-        buildSchedule(*kind, pp, virtualStages, microbatches, loc);
+        buildSchedule(schedule, pp, virtualStages, microbatches, loc);
     if (failed(plan))
       return signalPassFailure();
     if (failed(PipelineBuilder(module, step, std::move(*plan), microbatches,

@@ -81,14 +81,9 @@ struct BraidPrintSchedulePass
       loc = steps.front().getLoc();
 
     // Options first: they are wrong whatever the model.
-    std::optional<ScheduleKind> kind = symbolizeScheduleKind(schedule);
-    if (!kind) {
-      emitError(loc, "unknown pipeline schedule '")
-          << schedule << "'; expected " << enumKeywords<ScheduleKind>();
-      return signalPassFailure();
-    }
+    ScheduleKind kind = schedule;
     FailureOr<PipelineSchedule> plan =
-        buildSchedule(*kind, pp, virtualStages, microbatches, loc);
+        buildSchedule(kind, pp, virtualStages, microbatches, loc);
     if (failed(plan))
       return signalPassFailure();
 
@@ -126,7 +121,7 @@ struct BraidPrintSchedulePass
       return signalPassFailure();
 
     llvm::raw_ostream &os = llvm::outs();
-    os << "schedule: " << stringifyScheduleKind(*kind) << "\n";
+    os << "schedule: " << stringifyScheduleKind(kind) << "\n";
     os << "layers: " << costs->size() << "\n";
     for (auto [index, chunk] : llvm::enumerate(*split)) {
       os << "stage " << index;
@@ -152,7 +147,7 @@ struct BraidPrintSchedulePass
     // The reference assumes equal chunks; the ZB-H1 formula takes the
     // F/B/W ratio, which is 1:1:1 in both timings above.
     line("textbook_bubble_fraction",
-         textbookBubbleFraction(*kind, pp, virtualStages, microbatches, 1.0,
+         textbookBubbleFraction(kind, pp, virtualStages, microbatches, 1.0,
                                 1.0, 1.0));
     for (auto [rank, peak] : llvm::enumerate(sim->peakLive))
       line("peak_live_microbatches rank " + Twine(rank), peak);

@@ -231,7 +231,7 @@ static bool isNormed(Value v) {
 }
 
 LogicalResult Partitioner::seedPlan() {
-  if (plan == "data")
+  if (plan == ShardPlan::Data)
     return success();
   std::optional<int16_t> tp = grid.find("tp"), ep = grid.find("ep");
   for (func::FuncOp f : functions) {

@@ -121,9 +121,12 @@ def BraidCollectiveMatmulPass
     `always` and `never` force it.
   }];
   let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
-           "auto (the cost model chooses), always or never">,
-    Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-sxm\"",
+    Option<"mode", "mode", "::mlir::braid::CollectiveMatmulMode",
+           /*default=*/"::mlir::braid::CollectiveMatmulMode::Auto",
+           "Whether a ring replaces the collective (auto: where the cost "
+           "model predicts it faster)">,
+    Option<"hardware", "hardware", "std::string",
+           /*default=*/"::mlir::braid::kDefaultHardware",
            "Hardware description for the choice (lib/CostModel/hardware)">,
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
@@ -245,7 +248,8 @@ def BraidScheduleOverlapPass
     Option<"deferParamGather", "defer-param-gather", "bool", /*default=*/"true",
            "Gather ZeRO-1/2's updated parameter ranges in the next step, "
            "before each parameter's first read, instead of at the step's end">,
-    Option<"hardware", "hardware", "std::string", /*default=*/"\"h100-sxm\"",
+    Option<"hardware", "hardware", "std::string",
+           /*default=*/"::mlir::braid::kDefaultHardware",
            "Hardware whose compute and links the list scheduler times "
            "(lib/CostModel/hardware)">,
     Option<"link", "link", "std::string", /*default=*/"\"\"",

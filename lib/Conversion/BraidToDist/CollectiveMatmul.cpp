@@ -481,12 +481,8 @@ struct BraidCollectiveMatmulPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (mode != "auto" && mode != "always" && mode != "never") {
-      module.emitError("--braid-collective-matmul: mode must be auto, always or never, not '")
-          << mode << "'";
-      return signalPassFailure();
-    }
-    if (mode == "never")
+    using mlir::braid::CollectiveMatmulMode;
+    if (mode == CollectiveMatmulMode::Never)
       return;
     llvm::Expected<::braid::cost::Hardware> hw = ::braid::cost::Hardware::named(hardware);
     if (!hw) {
@@ -498,7 +494,7 @@ struct BraidCollectiveMatmulPass
       if (gather.getGroupSize() <= 1)
         return;
       if (std::optional<Candidate> c = candidate(gather))
-        if (mode == "always" || worthIt(*c, *hw))
+        if (mode == CollectiveMatmulMode::Always || worthIt(*c, *hw))
           chosen.push_back(std::move(*c));
     });
     // A product both rings would take stays with the gather's.
@@ -512,7 +508,7 @@ struct BraidCollectiveMatmulPass
         return;
       if (std::optional<Scatter> c = scatterOf(rs))
         if (llvm::none_of(c->products, [&](LinearOp p) { return taken.contains(p); }) &&
-            (mode == "always" || worthIt(*c, *hw)))
+            (mode == CollectiveMatmulMode::Always || worthIt(*c, *hw)))
           scatters.push_back(std::move(*c));
     });
     for (Candidate &c : chosen)

@@ -35,7 +35,7 @@ module {
   }
 }
 
-// MODE: error: --braid-collective-matmul: mode must be auto, always or never, not 'sometimes'
+// MODE: for the --mode option: expected auto, always or never, found 'sometimes'
 
 // -----
 
