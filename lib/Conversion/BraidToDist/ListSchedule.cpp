@@ -88,9 +88,9 @@ struct Graph {
 /// The op of `block` holding `op` (itself, or an ancestor), or null.
 Operation *inBlock(Block &block, Operation *op) { return block.findAncestorOpInBlock(*op); }
 
-Graph build(Block &block, const mlir::braid::StepTiming *timing,
-            const ListScheduleRules &rules) {
-  Graph g;
+/// The block's ops, their kinds, their transfers' feeders and their costs.
+void classifyOps(Graph &g, Block &block, const mlir::braid::StepTiming *timing,
+                 const ListScheduleRules &rules) {
   for (Operation &op : block) {
     g.index[&op] = g.ops.size();
     g.ops.push_back(&op);
@@ -132,7 +132,14 @@ Graph build(Block &block, const mlir::braid::StepTiming *timing,
     else if ((k == Kind::Compute || k == Kind::Feeder) && timing)
       g.cost[i] = timing->computeSeconds(op);
   }
+}
 
+/// Every order the schedule must keep, as predecessors: definitions and
+/// uses, fences, calls against compute, ordered transfers per group, the
+/// parameters some op sets.
+void addDependences(Graph &g, Block &block, const ListScheduleRules &rules) {
+  size_t n = g.ops.size();
+  auto &feedersOf = g.feedersOf;
   auto dep = [&](unsigned i, unsigned j) {
     if (j < i)
       g.preds[i].push_back(j);
@@ -222,6 +229,13 @@ Graph build(Block &block, const mlir::braid::StepTiming *timing,
         lastOnGroup[group.getKey()] = i;
       }
   }
+}
+
+/// Successors, the transfers' reach across programs, what unlocks a
+/// transfer, and each op's height.
+void finishGraph(Graph &g, const ListScheduleRules &rules) {
+  size_t n = g.ops.size();
+  auto &feedersOf = g.feedersOf;
   for (unsigned i = 0; i < n; ++i) {
     llvm::sort(g.preds[i]);
     g.preds[i].erase(std::unique(g.preds[i].begin(), g.preds[i].end()), g.preds[i].end());
@@ -247,6 +261,14 @@ Graph build(Block &block, const mlir::braid::StepTiming *timing,
       longest = std::max(longest, g.height[s]);
     g.height[i] = g.cost[i] + longest;
   }
+}
+
+Graph build(Block &block, const mlir::braid::StepTiming *timing,
+            const ListScheduleRules &rules) {
+  Graph g;
+  classifyOps(g, block, timing, rules);
+  addDependences(g, block, rules);
+  finishGraph(g, rules);
   return g;
 }
 
