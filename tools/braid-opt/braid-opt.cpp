@@ -7,6 +7,7 @@
 
 #include "braid/InitAllDialects.h"
 #include "braid/InitAllPasses.h"
+#include "braid/Support/Debug.h"
 #include "test/lib/Transforms/InjectFault.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -14,6 +15,8 @@
 
 int main(int argc, char **argv) {
   braid::registerAllPasses();
+  // -debug-only=<pass flag>: why a pass decided what it did.
+  mlir::braid::registerDebugOptions();
   braid::test::registerTestPasses();
   mlir::DialectRegistry registry;
   braid::registerAllDialects(registry);

@@ -91,6 +91,7 @@
 #include "braid/Driver/Run.h"
 #include "braid/InitAllDialects.h"
 #include "braid/Pipelines.h"
+#include "braid/Support/Debug.h"
 #include "test/lib/Transforms/InjectFault.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -232,6 +233,8 @@ int main(int argc, char **argv) {
   pipeline.addToCommandLine(runCategory,
                             {"lower-to-dist", "schedule-link", "record-layouts"});
   cl::HideUnrelatedOptions(runCategory);
+  // After hiding: -debug-only stays in --help-hidden.
+  mlir::braid::registerDebugOptions();
   cl::ParseCommandLineOptions(argc, argv, "Braid: compile and run a model\n");
   using ::braid::driver::fail;
 
