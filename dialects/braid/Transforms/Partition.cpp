@@ -35,7 +35,12 @@
 #include "dialects/braid/Transforms/Partitioner.h"
 #include "dialects/braid/Transforms/Passes.h"
 
+#include "braid/Support/Debug.h"
 #include "dialects/braid/IR/BraidOps.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#define DEBUG_TYPE "braid-partition"
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_BRAIDPARTITIONPASS
@@ -45,6 +50,68 @@ namespace mlir::braid {
 using namespace mlir;
 using namespace mlir::braid;
 using namespace mlir::braid::partition;
+
+//===----------------------------------------------------------------------===//
+// Debug output
+//===----------------------------------------------------------------------===//
+
+std::string mlir::braid::partition::describe(Value v) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto get = v.getDefiningOp<GetParamOp>()) {
+    os << "@" << get.getName();
+  } else if (auto arg = dyn_cast<BlockArgument>(v)) {
+    os << "argument #" << arg.getArgNumber();
+    if (auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+      os << " of @" << f.getSymName();
+  } else {
+    Operation *def = v.getDefiningOp();
+    os << "'" << def->getName() << "'";
+    if (def->getNumResults() > 1)
+      os << " result #" << cast<OpResult>(v).getResultNumber();
+    os << " at " << def->getLoc();
+  }
+  return text;
+}
+
+static StringRef kindName(FactorKind kind) {
+  switch (kind) {
+  case FactorKind::Parallel:
+    return "parallel";
+  case FactorKind::Reduction:
+    return "reduction";
+  case FactorKind::Vocab:
+    return "vocabulary";
+  case FactorKind::Sequence:
+    return "sequence";
+  case FactorKind::Whole:
+    return "whole";
+  }
+  llvm_unreachable("a factor kind");
+}
+
+void Partitioner::logSplit(Operation *op, const ShardingRule &rule,
+                           const OpSplit &split) {
+  if (llvm::all_of(split.axes, [](const AxisList &a) { return a.empty(); }))
+    return;
+  llvm::dbgs() << "'" << op->getName() << "' at " << op->getLoc() << ":\n";
+  for (auto [i, factor] : llvm::enumerate(rule.factors)) {
+    if (split.axes[i].empty())
+      continue;
+    const TensorDim &td = factor.dims.front();
+    llvm::dbgs() << "  factor #" << i << " (" << kindName(factor.kind)
+                 << ", dimension " << td.dim << " of "
+                 << describe(tensorAt(op, rule, td.tensor)) << ") over "
+                 << grid.describe(split.axes[i]);
+    if (const Seed *s = seedOf(tensorAt(op, rule, td.tensor), td.dim))
+      llvm::dbgs() << " (its class seeded by " << s->source << ")";
+    llvm::dbgs() << "\n";
+  }
+  if (!split.partial.empty())
+    llvm::dbgs() << "  results partial over " << grid.describe(split.partial)
+                 << ": a split reduction's terms are summed where they are "
+                    "used\n";
+}
 
 //===----------------------------------------------------------------------===//
 // Partitioning
@@ -84,8 +151,25 @@ static void recordLayouts(Operation *local, ArrayRef<ValueSharding> shardings,
     local->setAttr("braid.result_layouts", ArrayAttr::get(context, layouts));
 }
 
-FailureOr<Value> Partitioner::use(OpBuilder &b, Location loc, Value global,
+/// Debug output: the collectives that moved a value, from `moved` back to
+/// `from` (each reads the previous as its operand #0).
+static std::string describeCollectives(Value moved, Value from,
+                                       const Grid &grid) {
+  SmallVector<std::string> steps;
+  for (Value v = moved; v != from && v.getDefiningOp();
+       v = v.getDefiningOp()->getOperand(0)) {
+    Operation *op = v.getDefiningOp();
+    std::string step = op->getName().getStringRef().str();
+    if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
+      step += " over " + grid.describe(axes.asArrayRef());
+    steps.push_back(step);
+  }
+  return llvm::join(llvm::reverse(steps), ", then ");
+}
+
+FailureOr<Value> Partitioner::use(OpBuilder &b, Operation *user, Value global,
                                   const ValueSharding &to) {
+  Location loc = user->getLoc();
   auto it = locals.find(global);
   if (it == locals.end())
     return emitError(loc, "internal: value used before it was partitioned");
@@ -101,6 +185,13 @@ FailureOr<Value> Partitioner::use(OpBuilder &b, Location loc, Value global,
                                    globalType(global), it->second.sharding,
                                    to, grid);
   if (succeeded(moved)) {
+    LLVM_DEBUG(llvm::dbgs()
+               << "reshard " << describe(global) << " for '"
+               << user->getName() << "' at " << loc << ": it is "
+               << it->second.sharding.describe(grid) << ", the op needs "
+               << to.describe(grid) << ": "
+               << describeCollectives(*moved, it->second.value, grid)
+               << "\n");
     resharded[global].push_back({to, *moved});
     if (auto result = dyn_cast<OpResult>(*moved))
       if (result.getOwner()->getNumResults() == 1)
@@ -112,10 +203,6 @@ FailureOr<Value> Partitioner::use(OpBuilder &b, Location loc, Value global,
 
 FailureOr<SmallVector<AxisList>>
 Partitioner::factorAxes(Operation *op, const ShardingRule &rule) {
-  auto tensorAt = [&](unsigned t) {
-    return t < rule.numOperands ? op->getOperand(t)
-                                : op->getResult(t - rule.numOperands);
-  };
   SmallVector<AxisList> axes(rule.factors.size());
   // Weight factors first, then reductions, then the rest: an axis goes to
   // the first factor claiming it.
@@ -127,7 +214,7 @@ Partitioner::factorAxes(Operation *op, const ShardingRule &rule) {
         factor.kind == FactorKind::Sequence || factor.dims.empty())
       continue;
     const TensorDim &td = factor.dims.front();
-    const Seed *s = seedOf(tensorAt(td.tensor), td.dim);
+    const Seed *s = seedOf(tensorAt(op, rule, td.tensor), td.dim);
     if (!s)
       continue;
     order.push_back({-s->priority,
@@ -138,10 +225,18 @@ Partitioner::factorAxes(Operation *op, const ShardingRule &rule) {
   AxisList used;
   for (auto [p, k, i] : order) {
     const TensorDim &td = rule.factors[i].dims.front();
-    for (int16_t axis : seedOf(tensorAt(td.tensor), td.dim)->axes)
+    for (int16_t axis : seedOf(tensorAt(op, rule, td.tensor), td.dim)->axes)
       if (!llvm::is_contained(used, axis)) {
         axes[i].push_back(axis);
         used.push_back(axis);
+      } else {
+        LLVM_DEBUG(llvm::dbgs()
+                   << "'" << op->getName() << "' at " << op->getLoc()
+                   << ": factor #" << i << " is not split over "
+                   << grid.describe(axis)
+                   << ": another factor took it first (a weight's before "
+                      "the sequence's before the batch's, reductions "
+                      "before parallel loops)\n");
       }
   }
   return axes;
@@ -170,7 +265,7 @@ LogicalResult Partitioner::partitionCall(OpBuilder &b, func::CallOp call) {
   SmallVector<Value> operands;
   for (auto [operand, sharding] :
        llvm::zip(call.getOperands(), argShardingsOf[callee])) {
-    FailureOr<Value> v = use(b, call.getLoc(), operand, sharding);
+    FailureOr<Value> v = use(b, call, operand, sharding);
     if (failed(v))
       return failure();
     operands.push_back(*v);
@@ -204,6 +299,20 @@ static LogicalResult checkCapacityGroups(Operation *op, int64_t global,
   return success();
 }
 
+/// The sharding of tensor `t` of an op (rank `rank`; numbered as its rule
+/// numbers them) when its factors are split over `axes`.
+static ValueSharding shardingOf(const ShardingRule &rule,
+                                ArrayRef<AxisList> axes, unsigned t,
+                                int64_t rank) {
+  ValueSharding s = ValueSharding::replicated(rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    int f = rule.factorOf(t, d);
+    if (f >= 0)
+      s.split[d] = axes[f];
+  }
+  return s;
+}
+
 LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
   if (auto call = dyn_cast<func::CallOp>(op))
     return partitionCall(b, call);
@@ -216,216 +325,277 @@ LogicalResult Partitioner::partitionOp(OpBuilder &b, Operation *op) {
   FailureOr<ShardingRule> rule = getShardingRule(op);
   if (failed(rule))
     return failure();
-  FailureOr<SmallVector<AxisList>> axes = factorAxes(op, *rule);
-  if (failed(axes))
+  FailureOr<OpSplit> split = splitOf(op, *rule);
+  if (failed(split))
     return failure();
-  // Attention: key/value heads follow the query heads' split; with fewer
-  // key/value heads than ranks, each rank takes its query heads' group.
-  int64_t kvReplicas = 0;
-  AxisList queryAxes, contextAxes, ringAxes;
-  bool zigzagged = false;
-  if (auto attention = dyn_cast<AttentionOp>(op)) {
-    int hq = rule->factorOf(0, 2), hkv = rule->factorOf(1, 2);
-    // Context parallelism: the queries' sequence is split over cp.
-    if (auto cp = grid.find("cp"))
-      if (const Seed *s = seedOf(attention.getQuery(), 1);
-          s && llvm::is_contained(s->axes, *cp)) {
-        if (cpAttention == CpAttention::Ulysses) {
-          // All-to-all from the sequence to the heads: every rank attends
-          // over the whole sequence with its share of the heads.
-          // (Fewer key/value heads than ranks: replicated below.)
-          if (!llvm::is_contained((*axes)[hq], *cp))
-            (*axes)[hq].push_back(*cp);
-          int64_t n = grid.size((*axes)[hq]);
-          if (globalType(attention.getQuery()).getDimSize(2) % n != 0)
-            return attention.emitError("Ulysses attention over ")
-                   << grid.describe((*axes)[hq]) << " (" << n
-                   << " ranks) needs the query heads divisible by it, found "
-                   << globalType(attention.getQuery());
-          if (globalType(attention.getKey()).getDimSize(2) % n == 0)
-            (*axes)[hkv] = (*axes)[hq];
-        } else if (cpAttention == CpAttention::AllGather) {
-          // Keys and values gathered; the queries keep their chunk, whose
-          // global positions the op is told.
-          (*axes)[rule->factorOf(0, 1)] = {*cp};
-          contextAxes = {*cp};
-        } else {
-          // Ring: queries, keys and values all keep their chunk; the op
-          // passes the key/value chunks around the group.
-          (*axes)[rule->factorOf(0, 1)] = {*cp};
-          (*axes)[rule->factorOf(1, 1)] = {*cp};
-          ringAxes = {*cp};
-        }
-        zigzagged = zigzag > 0;
-      }
-    queryAxes = (*axes)[hq];
-    if ((*axes)[hkv] != queryAxes) {
-      int64_t n = grid.size(queryAxes);
-      int64_t kvHeads = globalType(attention.getKey()).getDimSize(2);
-      if (!queryAxes.empty() && kvHeads % n != 0 && n % kvHeads == 0) {
-        (*axes)[hkv].clear();
-        kvReplicas = n / kvHeads;
-      } else {
-        (*axes)[hkv] = queryAxes;
-      }
-    }
-  }
-  // A recurrence's sequence under context parallelism stays split: the op
-  // takes `context_axes` (Mamba: the convolution takes a halo from the
-  // previous rank, the scan the state the previous ranks leave).
-  AxisList mixerContext;
-  if (auto cp = grid.find("cp"))
-    for (auto [f, factor] : llvm::enumerate(rule->factors)) {
-      if (factor.kind != FactorKind::Sequence)
-        continue;
-      const TensorDim &td = factor.dims.front();
-      Value v = td.tensor < rule->numOperands ? op->getOperand(td.tensor)
-                                              : op->getResult(td.tensor - rule->numOperands);
-      if (const Seed *s = seedOf(v, td.dim); s && llvm::is_contained(s->axes, *cp)) {
-        (*axes)[f] = {*cp};
-        mixerContext = {*cp};
-      }
-    }
-  unsigned numTensors = op->getNumOperands() + op->getNumResults();
-  auto shardingOf = [&](unsigned t, int64_t rank) {
-    ValueSharding s = ValueSharding::replicated(rank);
-    for (int64_t d = 0; d < rank; ++d) {
-      int f = rule->factorOf(t, d);
-      if (f >= 0)
-        s.split[d] = (*axes)[f];
-    }
-    return s;
-  };
-  (void)numTensors;
+  LLVM_DEBUG(logSplit(op, *rule, *split));
 
   // Operands in the op's compute sharding.
   IRMapping mapping;
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto type = globalType(operand.get());
-    FailureOr<Value> v = use(b, op->getLoc(), operand.get(),
-                             shardingOf(operand.getOperandNumber(), type.getRank()));
-    if (failed(v))
-      return failure();
-    mapping.map(operand.get(), *v);
-  }
-  if (kvReplicas)
-    for (Value kv : {op->getOperand(1), op->getOperand(2)}) {
-      auto whole = cast<RankedTensorType>(mapping.lookup(kv).getType());
-      SmallVector<int64_t> shape(whole.getShape());
-      shape[2] = 1;
-      mapping.map(kv, SliceOp::create(b, plain(op->getLoc()), whole.clone(shape),
-                                      mapping.lookup(kv),
-                                      grid.nameAttr(b.getContext(), queryAxes),
-                                      /*dim=*/2, kvReplicas)
-                          .getResult());
-    }
+  if (failed(mapOperands(b, op, *rule, *split, mapping)))
+    return failure();
   // Results: split like their factors, partial over split reductions.
-  AxisList partial;
-  for (auto [i, factor] : llvm::enumerate(rule->factors))
-    if (factor.kind == FactorKind::Reduction)
-      llvm::append_range(partial, (*axes)[i]);
-  llvm::sort(partial);
   SmallVector<ValueSharding> natural;
   for (OpResult result : op->getResults()) {
-    ValueSharding s = shardingOf(op->getNumOperands() + result.getResultNumber(),
-                                 globalType(result).getRank());
-    s.partial = partial;
+    ValueSharding s =
+        shardingOf(*rule, split->axes,
+                   op->getNumOperands() + result.getResultNumber(),
+                   globalType(result).getRank());
+    s.partial = split->partial;
     natural.push_back(s);
   }
 
   // Ops that change form when split.
-  auto localOf = [&](Value v) { return mapping.lookup(v); };
-  auto resultType = [&](unsigned i) {
-    return localType(globalType(op->getResult(i)), natural[i], grid);
-  };
-  if (auto linear = dyn_cast<LinearOp>(op); linear && linear.getBias() &&
-                                            !partial.empty()) {
-    // Row-parallel with bias: add the bias once, after the reduction.
-    auto local = LinearOp::create(b, linear.getLoc(), resultType(0),
-                                  localOf(linear.getInput()),
-                                  localOf(linear.getWeight()), Value(),
-                                  linear.getTransposeWeight());
-    locals[linear.getResult()] = {local.getResult(), natural[0]};
-    FailureOr<ValueSharding> want = canonical(linear.getResult());
-    if (failed(want))
-      return failure();
-    FailureOr<Value> reduced = use(b, linear.getLoc(), linear.getResult(), *want);
-    ValueSharding biasSharding = ValueSharding::replicated(1);
-    biasSharding.split[0] = want->split.back();
-    FailureOr<Value> bias = use(b, linear.getLoc(), linear.getBias(), biasSharding);
-    if (failed(reduced) || failed(bias))
-      return failure();
-    auto added = BiasAddOp::create(b, linear.getLoc(), *reduced, *bias);
-    locals[linear.getResult()] = {added.getResult(), *want};
-    if (recordingLayouts)
-      recordLayouts(added, {*want}, {globalType(linear.getResult())}, grid);
-    return success();
-  }
-  if (auto e = dyn_cast<EmbeddingOp>(op); e && !partial.empty()) {
-    // Vocabulary-parallel: each rank looks up its rows; positions are added
-    // once, after the partial lookups are summed.
-    auto local = EmbeddingOp::create(
-        b, e.getLoc(), resultType(0), localOf(e.getTokens()),
-        localOf(e.getTable()), Value(), grid.nameAttr(b.getContext(), partial));
-    locals[e.getResult()] = {local.getResult(), natural[0]};
-    if (!e.getPositionTable()) {
-      if (recordingLayouts)
-        recordLayouts(local, natural, {globalType(e.getResult())}, grid);
-      return success();
-    }
-    FailureOr<ValueSharding> want = canonical(e.getResult());
-    if (failed(want))
-      return failure();
-    auto pos = globalType(e.getPositionTable());
-    int64_t seq = globalType(e.getTokens()).getShape().back();
-    if (pos.getDimSize(0) != seq)
-      return e.emitError("a vocabulary-parallel embedding needs a position "
-                         "table of exactly the sequence length (")
-             << seq << "), found " << pos;
-    FailureOr<Value> reduced = use(b, e.getLoc(), e.getResult(), *want);
-    ValueSharding posSharding = ValueSharding::replicated(2);
-    posSharding.split[0] = want->split[want->split.size() - 2];
-    posSharding.split[1] = want->split.back();
-    FailureOr<Value> positions =
-        use(b, e.getLoc(), e.getPositionTable(), posSharding);
-    if (failed(reduced) || failed(positions))
-      return failure();
-    auto added = BiasAddOp::create(b, e.getLoc(), *reduced, *positions);
-    locals[e.getResult()] = {added.getResult(), *want};
-    if (recordingLayouts)
-      recordLayouts(added, {*want}, {globalType(e.getResult())}, grid);
-    return success();
-  }
-
+  if (auto linear = dyn_cast<LinearOp>(op);
+      linear && linear.getBias() && !split->partial.empty())
+    return partitionRowParallelLinear(b, linear, mapping, natural);
+  if (auto e = dyn_cast<EmbeddingOp>(op); e && !split->partial.empty())
+    return partitionVocabEmbedding(b, e, mapping, *split, natural);
   if (isa<DispatchOp, CombineOp>(op)) {
     Value indices = op->getOperand(isa<DispatchOp>(op) ? 1 : 2);
     if (failed(checkCapacityGroups(op, globalType(indices).getDimSize(0),
                                    mapping.lookup(indices))))
       return failure();
   }
+  return cloneLocal(b, op, *rule, *split, mapping, natural);
+}
 
+FailureOr<Partitioner::OpSplit>
+Partitioner::splitOf(Operation *op, const ShardingRule &rule) {
+  FailureOr<SmallVector<AxisList>> axes = factorAxes(op, rule);
+  if (failed(axes))
+    return failure();
+  OpSplit split;
+  split.axes = std::move(*axes);
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    if (failed(splitAttention(attention, rule, split)))
+      return failure();
+  splitRecurrence(op, rule, split);
+  for (auto [i, factor] : llvm::enumerate(rule.factors))
+    if (factor.kind == FactorKind::Reduction)
+      llvm::append_range(split.partial, split.axes[i]);
+  llvm::sort(split.partial);
+  return split;
+}
+
+/// Attention: key/value heads follow the query heads' split; with fewer
+/// key/value heads than ranks, each rank takes its query heads' group. Under
+/// context parallelism the queries' sequence is split over cp, and
+/// `cp-attention` says how the op attends over the whole sequence.
+LogicalResult Partitioner::splitAttention(AttentionOp attention,
+                                          const ShardingRule &rule,
+                                          OpSplit &split) {
+  SmallVector<AxisList> &axes = split.axes;
+  int hq = rule.factorOf(0, 2), hkv = rule.factorOf(1, 2);
+  if (auto cp = grid.find("cp"))
+    if (const Seed *s = seedOf(attention.getQuery(), 1);
+        s && llvm::is_contained(s->axes, *cp)) {
+      switch (cpAttention) {
+      case CpAttention::Ulysses: {
+        // All-to-all from the sequence to the heads: every rank attends
+        // over the whole sequence with its share of the heads.
+        // (Fewer key/value heads than ranks: replicated below.)
+        if (!llvm::is_contained(axes[hq], *cp))
+          axes[hq].push_back(*cp);
+        int64_t n = grid.size(axes[hq]);
+        if (globalType(attention.getQuery()).getDimSize(2) % n != 0)
+          return attention.emitError("Ulysses attention over ")
+                 << grid.describe(axes[hq]) << " (" << n
+                 << " ranks) needs the query heads divisible by it, found "
+                 << globalType(attention.getQuery());
+        if (globalType(attention.getKey()).getDimSize(2) % n == 0)
+          axes[hkv] = axes[hq];
+        break;
+      }
+      case CpAttention::AllGather:
+        // Keys and values gathered; the queries keep their chunk, whose
+        // global positions the op is told.
+        axes[rule.factorOf(0, 1)] = {*cp};
+        split.contextAxes = {*cp};
+        break;
+      case CpAttention::Ring:
+        // Queries, keys and values all keep their chunk; the op passes
+        // the key/value chunks around the group.
+        axes[rule.factorOf(0, 1)] = {*cp};
+        axes[rule.factorOf(1, 1)] = {*cp};
+        split.ringAxes = {*cp};
+        break;
+      }
+      split.zigzagged = zigzag > 0;
+      LLVM_DEBUG(llvm::dbgs()
+                 << "attention at " << attention.getLoc()
+                 << ": its query sequence is split over cp (" << s->source
+                 << "), so it attends by cp-attention="
+                 << stringifyEnum(cpAttention)
+                 << (split.zigzagged ? ", in zigzag order" : "") << "\n");
+    }
+  split.queryAxes = axes[hq];
+  if (axes[hkv] == split.queryAxes)
+    return success();
+  int64_t n = grid.size(split.queryAxes);
+  int64_t kvHeads = globalType(attention.getKey()).getDimSize(2);
+  if (!split.queryAxes.empty() && kvHeads % n != 0 && n % kvHeads == 0) {
+    axes[hkv].clear();
+    split.kvReplicas = n / kvHeads;
+    LLVM_DEBUG(llvm::dbgs()
+               << "attention at " << attention.getLoc() << ": " << kvHeads
+               << " key/value heads cannot be split over "
+               << grid.describe(split.queryAxes) << " (" << n
+               << " ranks): each rank takes the whole keys and values and "
+                  "slices the group of its query heads (1 of "
+               << kvHeads << ", shared by " << split.kvReplicas
+               << " ranks)\n");
+  } else {
+    axes[hkv] = split.queryAxes;
+  }
+  return success();
+}
+
+/// A recurrence's sequence under context parallelism stays split: the op
+/// takes `context_axes` (Mamba: the convolution takes a halo from the
+/// previous rank, the scan the state the previous ranks leave).
+void Partitioner::splitRecurrence(Operation *op, const ShardingRule &rule,
+                                  OpSplit &split) {
+  std::optional<int16_t> cp = grid.find("cp");
+  if (!cp)
+    return;
+  for (auto [f, factor] : llvm::enumerate(rule.factors)) {
+    if (factor.kind != FactorKind::Sequence)
+      continue;
+    const TensorDim &td = factor.dims.front();
+    if (const Seed *s = seedOf(tensorAt(op, rule, td.tensor), td.dim);
+        s && llvm::is_contained(s->axes, *cp)) {
+      split.axes[f] = {*cp};
+      split.mixerContext = {*cp};
+    }
+  }
+}
+
+LogicalResult Partitioner::mapOperands(OpBuilder &b, Operation *op,
+                                       const ShardingRule &rule,
+                                       const OpSplit &split,
+                                       IRMapping &mapping) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = globalType(operand.get());
+    FailureOr<Value> v =
+        use(b, op, operand.get(),
+            shardingOf(rule, split.axes, operand.getOperandNumber(),
+                       type.getRank()));
+    if (failed(v))
+      return failure();
+    mapping.map(operand.get(), *v);
+  }
+  if (!split.kvReplicas)
+    return success();
+  for (Value kv : {op->getOperand(1), op->getOperand(2)}) {
+    auto whole = cast<RankedTensorType>(mapping.lookup(kv).getType());
+    SmallVector<int64_t> shape(whole.getShape());
+    shape[2] = 1;
+    mapping.map(kv, SliceOp::create(b, plain(op->getLoc()), whole.clone(shape),
+                                    mapping.lookup(kv),
+                                    grid.nameAttr(b.getContext(),
+                                                  split.queryAxes),
+                                    /*dim=*/2, split.kvReplicas)
+                        .getResult());
+  }
+  return success();
+}
+
+/// Row-parallel with bias: the bias is added once, after the reduction.
+LogicalResult
+Partitioner::partitionRowParallelLinear(OpBuilder &b, LinearOp linear,
+                                        const IRMapping &mapping,
+                                        ArrayRef<ValueSharding> natural) {
+  auto local = LinearOp::create(
+      b, linear.getLoc(),
+      localType(globalType(linear.getResult()), natural[0], grid),
+      mapping.lookup(linear.getInput()), mapping.lookup(linear.getWeight()),
+      Value(), linear.getTransposeWeight());
+  locals[linear.getResult()] = {local.getResult(), natural[0]};
+  FailureOr<ValueSharding> want = canonical(linear.getResult());
+  if (failed(want))
+    return failure();
+  FailureOr<Value> reduced = use(b, linear, linear.getResult(), *want);
+  ValueSharding biasSharding = ValueSharding::replicated(1);
+  biasSharding.split[0] = want->split.back();
+  FailureOr<Value> bias = use(b, linear, linear.getBias(), biasSharding);
+  if (failed(reduced) || failed(bias))
+    return failure();
+  auto added = BiasAddOp::create(b, linear.getLoc(), *reduced, *bias);
+  locals[linear.getResult()] = {added.getResult(), *want};
+  if (recordingLayouts)
+    recordLayouts(added, {*want}, {globalType(linear.getResult())}, grid);
+  return success();
+}
+
+/// Vocabulary-parallel: each rank looks up its rows; positions are added
+/// once, after the partial lookups are summed.
+LogicalResult
+Partitioner::partitionVocabEmbedding(OpBuilder &b, EmbeddingOp e,
+                                     const IRMapping &mapping,
+                                     const OpSplit &split,
+                                     ArrayRef<ValueSharding> natural) {
+  auto local = EmbeddingOp::create(
+      b, e.getLoc(), localType(globalType(e.getResult()), natural[0], grid),
+      mapping.lookup(e.getTokens()), mapping.lookup(e.getTable()), Value(),
+      grid.nameAttr(b.getContext(), split.partial));
+  locals[e.getResult()] = {local.getResult(), natural[0]};
+  if (!e.getPositionTable()) {
+    if (recordingLayouts)
+      recordLayouts(local, natural, {globalType(e.getResult())}, grid);
+    return success();
+  }
+  FailureOr<ValueSharding> want = canonical(e.getResult());
+  if (failed(want))
+    return failure();
+  auto pos = globalType(e.getPositionTable());
+  int64_t seq = globalType(e.getTokens()).getShape().back();
+  if (pos.getDimSize(0) != seq)
+    return e.emitError("a vocabulary-parallel embedding needs a position "
+                       "table of exactly the sequence length (")
+           << seq << "), found " << pos;
+  FailureOr<Value> reduced = use(b, e, e.getResult(), *want);
+  ValueSharding posSharding = ValueSharding::replicated(2);
+  posSharding.split[0] = want->split[want->split.size() - 2];
+  posSharding.split[1] = want->split.back();
+  FailureOr<Value> positions = use(b, e, e.getPositionTable(), posSharding);
+  if (failed(reduced) || failed(positions))
+    return failure();
+  auto added = BiasAddOp::create(b, e.getLoc(), *reduced, *positions);
+  locals[e.getResult()] = {added.getResult(), *want};
+  if (recordingLayouts)
+    recordLayouts(added, {*want}, {globalType(e.getResult())}, grid);
+  return success();
+}
+
+/// The op itself on local shapes, told what its split needs it to know.
+LogicalResult Partitioner::cloneLocal(OpBuilder &b, Operation *op,
+                                      const ShardingRule &rule,
+                                      const OpSplit &split, IRMapping &mapping,
+                                      ArrayRef<ValueSharding> natural) {
   Operation *local = b.clone(*op, mapping);
   for (auto [i, result] : llvm::enumerate(local->getResults()))
-    result.setType(resultType(i));
-  if (!contextAxes.empty())
+    result.setType(localType(globalType(op->getResult(i)), natural[i], grid));
+  MLIRContext *context = b.getContext();
+  if (!split.contextAxes.empty())
     cast<AttentionOp>(local).setQueryOffsetAxesAttr(
-        grid.nameAttr(b.getContext(), contextAxes));
-  if (!ringAxes.empty())
+        grid.nameAttr(context, split.contextAxes));
+  if (!split.ringAxes.empty())
     cast<AttentionOp>(local).setRingAxesAttr(
-        grid.nameAttr(b.getContext(), ringAxes));
-  if (zigzagged)
+        grid.nameAttr(context, split.ringAxes));
+  if (split.zigzagged)
     cast<AttentionOp>(local).setSequenceZigzagAttr(b.getI64IntegerAttr(zigzag));
-  if (!mixerContext.empty())
-    local->setAttr("context_axes", grid.nameAttr(b.getContext(), mixerContext));
+  if (!split.mixerContext.empty())
+    local->setAttr("context_axes", grid.nameAttr(context, split.mixerContext));
   if (auto ce = dyn_cast<CrossEntropyOp>(local)) {
     auto logits = globalType(cast<CrossEntropyOp>(op).getLogits());
-    int f = rule->factorOf(0, logits.getRank() - 1);
-    if (!(*axes)[f].empty()) {
-      ce.setVocabAxesAttr(grid.nameAttr(b.getContext(), (*axes)[f]));
+    int f = rule.factorOf(0, logits.getRank() - 1);
+    if (!split.axes[f].empty()) {
+      ce.setVocabAxesAttr(grid.nameAttr(context, split.axes[f]));
       ce.setVocabSizeAttr(b.getI64IntegerAttr(logits.getShape().back()));
     }
     // A micro-batched loss already divides by the global batch's tokens.
-    if (!partial.empty() && !ce.getDenominator())
+    if (!split.partial.empty() && !ce.getDenominator())
       ce.setDenominatorAttr(b.getI64IntegerAttr(
           globalType(cast<CrossEntropyOp>(op).getLabels()).getNumElements()));
   }
@@ -486,7 +656,7 @@ Partitioner::partitionFunction(func::FuncOp func,
         return failure();
       want = *c;
     }
-    FailureOr<Value> v = use(b, ret.getLoc(), operand, want);
+    FailureOr<Value> v = use(b, ret, operand, want);
     if (failed(v))
       return failure();
     results.push_back(*v);
@@ -529,9 +699,17 @@ LogicalResult Partitioner::run() {
   if (failed(seedAnnotations()) || failed(seedPlan()) ||
       failed(seedBatchAndSequence()))
     return failure();
+  if (failed(chooseParamShardings()))
+    return failure();
+  FailureOr<SmallVector<ValueSharding>> inputs = inputShardings();
+  if (failed(inputs) || failed(partitionFunction(functions.front(), *inputs)))
+    return failure();
+  recordGlobalLayouts();
+  return success();
+}
 
-  // Parameter shardings: from their reads; ZeRO-3 adds dp to storage.
-  std::optional<int16_t> dp = grid.find("dp");
+LogicalResult Partitioner::chooseParamShardings() {
+  // From their reads' classes.
   for (func::FuncOp f : functions) {
     WalkResult walk = f.walk([&](GetParamOp get) {
       if (paramShardings.count(get.getName()))
@@ -540,26 +718,54 @@ LogicalResult Partitioner::run() {
       if (failed(s))
         return WalkResult::interrupt();
       paramShardings[get.getName()] = *s;
+      LLVM_DEBUG({
+        if (!s->isReplicated()) {
+          llvm::dbgs() << "parameter @" << get.getName() << ": stored "
+                       << s->describe(grid) << "\n";
+          for (auto [d, axes] : llvm::enumerate(s->split))
+            if (!axes.empty())
+              llvm::dbgs() << "  dimension " << d << " over "
+                           << grid.describe(axes) << ": its class seeded by "
+                           << seedOf(get.getResult(), d)->source << "\n";
+        }
+      });
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
       return failure();
   }
-  if (zero == 3 && dp)
-    for (auto &entry : paramShardings) {
-      ValueSharding &s = entry.second;
-      if (llvm::is_contained(s.usedAxes(), *dp))
-        continue;
-      RankedTensorType local = localType(paramGlobal[entry.first()], s, grid);
-      for (int64_t d = 0; d < local.getRank(); ++d) {
-        bool padded = paramGlobal[entry.first()].getDimSize(d) % grid.size(s.split[d]) != 0;
-        if (!padded && local.getDimSize(d) % grid.sizes[*dp] == 0) {
-          s.split[d].push_back(*dp);
-          break;
-        }
+  // ZeRO-3 adds dp to storage, on the first dimension it divides.
+  std::optional<int16_t> dp = grid.find("dp");
+  if (zero != 3 || !dp)
+    return success();
+  for (auto &entry : paramShardings) {
+    ValueSharding &s = entry.second;
+    if (llvm::is_contained(s.usedAxes(), *dp))
+      continue;
+    RankedTensorType local = localType(paramGlobal[entry.first()], s, grid);
+    bool stored = false;
+    for (int64_t d = 0; d < local.getRank() && !stored; ++d) {
+      bool padded = paramGlobal[entry.first()].getDimSize(d) % grid.size(s.split[d]) != 0;
+      if (!padded && local.getDimSize(d) % grid.sizes[*dp] == 0) {
+        s.split[d].push_back(*dp);
+        stored = true;
+        LLVM_DEBUG(llvm::dbgs()
+                   << "ZeRO-3: parameter @" << entry.first()
+                   << " stored split over dp on dimension " << d
+                   << ", the first whose local size (" << local.getDimSize(d)
+                   << ") dp=" << grid.sizes[*dp] << " divides\n");
       }
     }
+    LLVM_DEBUG(if (!stored) llvm::dbgs()
+               << "ZeRO-3: parameter @" << entry.first()
+               << " stays whole over dp: dp=" << grid.sizes[*dp]
+               << " divides no unpadded dimension of its local " << local
+               << "\n");
+  }
+  return success();
+}
 
+FailureOr<SmallVector<ValueSharding>> Partitioner::inputShardings() {
   // Inputs: their seeds (the batch split), nothing else.
   func::FuncOp step = functions.front();
   SmallVector<ValueSharding> inputs;
@@ -589,11 +795,15 @@ LogicalResult Partitioner::run() {
                           : " (pad it to a multiple)");
       s.split[1] = {*cp};
     }
+    LLVM_DEBUG(llvm::dbgs() << "input #" << arg.getArgNumber() << " of @"
+                            << step.getSymName() << ": " << s.describe(grid)
+                            << "\n");
     inputs.push_back(s);
   }
-  if (failed(partitionFunction(step, inputs)))
-    return failure();
+  return inputs;
+}
 
+void Partitioner::recordGlobalLayouts() {
   // Parameters: local types and where they lie in the global tensor.
   MLIRContext *context = module.getContext();
   for (ParamOp param : module.getOps<ParamOp>()) {
@@ -613,7 +823,6 @@ LogicalResult Partitioner::run() {
     module->setAttr("braid.zero", b.getI64IntegerAttr(zero));
   if (zigzag)
     module->setAttr("braid.zigzag_axis", b.getStringAttr("cp"));
-  return success();
 }
 
 LogicalResult Partitioner::chooseSequenceLayout() {
@@ -645,6 +854,23 @@ LogicalResult Partitioner::chooseSequenceLayout() {
     });
     if (causal && !orderDependent && cuts)
       zigzag = grid.sizes[*cp];
+    LLVM_DEBUG({
+      llvm::dbgs() << "cp-layout=auto: ";
+      if (zigzag)
+        llvm::dbgs() << "zigzag (causal attention, no op depends on the "
+                        "chunks' order, the sequence cuts into 2 x cp="
+                     << grid.sizes[*cp] << " chunks)\n";
+      else if (!causal)
+        llvm::dbgs() << "contiguous chunks: no causal attention to balance\n";
+      else if (orderDependent)
+        llvm::dbgs() << "contiguous chunks: '" << orderDependent->getName()
+                     << "' at " << orderDependent->getLoc()
+                     << " depends on the chunks' order\n";
+      else
+        llvm::dbgs() << "contiguous chunks: an input's sequence does not cut "
+                        "into 2 x cp="
+                     << grid.sizes[*cp] << " chunks\n";
+    });
     return success();
   }
   if (orderDependent)

@@ -12,15 +12,16 @@
 #define BRAID_DIALECT_BRAID_TRANSFORMS_PARTITIONER_H
 
 #include "dialects/braid/IR/BraidEnums.h"
+#include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/Transforms/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
 
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mlir::braid::partition {
-
 
 using DimKey = std::pair<Value, unsigned>;
 
@@ -35,6 +36,17 @@ struct Seed {
 inline RankedTensorType tensorTypeOf(Value v) {
   return dyn_cast<RankedTensorType>(v.getType());
 }
+
+/// Tensor `t` of `op` as its factor rule numbers them: an operand, or
+/// numOperands + a result.
+inline Value tensorAt(Operation *op, const ShardingRule &rule, unsigned t) {
+  return t < rule.numOperands ? op->getOperand(t)
+                              : op->getResult(t - rule.numOperands);
+}
+
+/// A value named for debug output: `@param` for a parameter read,
+/// `argument #i of @f`, else its op and location.
+std::string describe(Value v);
 
 /// The location without its name, for ops the partitioner adds (a NameLoc
 /// would make dumps show them under the name of the op they serve).
@@ -77,15 +89,60 @@ private:
     Value value;
     ValueSharding sharding;
   };
+  /// How one op is split: the axes of its factors, and what attention and
+  /// recurrences over a split sequence are told besides.
+  struct OpSplit {
+    SmallVector<AxisList> axes; ///< per factor of the op's rule
+    AxisList partial;           ///< of the results: split reductions' axes
+    /// Query heads per key/value head when there are fewer key/value heads
+    /// than ranks splitting the query heads (each rank slices its group's).
+    int64_t kvReplicas = 0;
+    AxisList queryAxes;    ///< attention's query heads
+    AxisList contextAxes;  ///< all-gather attention: the queries' chunk
+    AxisList ringAxes;     ///< ring attention: keys and values passed round
+    AxisList mixerContext; ///< a recurrence's sequence split over cp
+    bool zigzagged = false;
+  };
   LogicalResult partitionFunction(func::FuncOp func,
                                   ArrayRef<ValueSharding> argShardings);
   LogicalResult partitionOp(OpBuilder &b, Operation *op);
   LogicalResult partitionCall(OpBuilder &b, func::CallOp call);
-  FailureOr<Value> use(OpBuilder &b, Location loc, Value global,
+  /// `global` as `user` needs it, resharded (once per target) if its local
+  /// value has another sharding.
+  FailureOr<Value> use(OpBuilder &b, Operation *user, Value global,
                        const ValueSharding &to);
   FailureOr<SmallVector<AxisList>> factorAxes(Operation *op,
                                               const ShardingRule &rule);
+  FailureOr<OpSplit> splitOf(Operation *op, const ShardingRule &rule);
+  LogicalResult splitAttention(AttentionOp attention, const ShardingRule &rule,
+                               OpSplit &split);
+  void splitRecurrence(Operation *op, const ShardingRule &rule,
+                       OpSplit &split);
+  LogicalResult mapOperands(OpBuilder &b, Operation *op,
+                            const ShardingRule &rule, const OpSplit &split,
+                            IRMapping &mapping);
+  LogicalResult partitionRowParallelLinear(OpBuilder &b, LinearOp linear,
+                                           const IRMapping &mapping,
+                                           ArrayRef<ValueSharding> natural);
+  LogicalResult partitionVocabEmbedding(OpBuilder &b, EmbeddingOp e,
+                                        const IRMapping &mapping,
+                                        const OpSplit &split,
+                                        ArrayRef<ValueSharding> natural);
+  LogicalResult cloneLocal(OpBuilder &b, Operation *op,
+                           const ShardingRule &rule, const OpSplit &split,
+                           IRMapping &mapping,
+                           ArrayRef<ValueSharding> natural);
+  /// Debug output: how `op` is split and why.
+  void logSplit(Operation *op, const ShardingRule &rule, const OpSplit &split);
   ValueSharding paramStorage(StringRef name);
+  /// Each parameter's storage: its reads' canonical sharding, split over dp
+  /// too under ZeRO-3.
+  LogicalResult chooseParamShardings();
+  /// The step's inputs: split by their batch's and sequence's seeds.
+  FailureOr<SmallVector<ValueSharding>> inputShardings();
+  /// The grid, the parameters' local types and global places, the ZeRO
+  /// stage and the sequence layout, on the module.
+  void recordGlobalLayouts();
 
   /// The callee of `call` (hashed lookups: a scan of the module per call
   /// made partitioning quadratic in the layers).

@@ -10,10 +10,13 @@
 
 #include "dialects/braid/Transforms/Partitioner.h"
 
+#include "braid/Support/Debug.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/EntryPoints.h"
 
 #include "llvm/ADT/SetVector.h"
+
+#define DEBUG_TYPE "braid-partition"
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -164,6 +167,20 @@ LogicalResult Partitioner::seed(Value v, unsigned d, AxisList axes,
       seeds.try_emplace(leader, Seed{axes, priority, loc, source});
   if (inserted || it->second.axes == axes) {
     it->second.priority = std::max(it->second.priority, priority);
+    LLVM_DEBUG({
+      auto members = classes.members(node(v, d));
+      llvm::dbgs() << "seed: dimension " << d << " of " << describe(v)
+                   << " (a class of "
+                   << std::distance(members.begin(), members.end())
+                   << " tied dimensions) ";
+      if (inserted)
+        llvm::dbgs() << (axes.empty() ? std::string("kept whole")
+                                      : "split over " + grid.describe(axes))
+                     << ": " << source << "\n";
+      else
+        llvm::dbgs() << "already has these axes (" << it->second.source
+                     << "); " << source << " agrees\n";
+    });
     return success();
   }
   auto how = [&](ArrayRef<int16_t> a) {
@@ -247,8 +264,18 @@ LogicalResult Partitioner::seedPlan() {
         bool feedsRouter = llvm::any_of(linear->getUsers(), [](Operation *u) {
           return isa<RouterOp>(u);
         });
-        if (!isNormed(linear.getInput()) || feedsRouter)
+        if (!isNormed(linear.getInput()) || feedsRouter) {
+          LLVM_DEBUG(llvm::dbgs()
+                     << "the megatron plan leaves the linear at "
+                     << linear.getLoc() << " to propagation: "
+                     << (feedsRouter ? "it feeds a router, which needs its "
+                                       "experts whole"
+                                     : "its input is no norm's output; its "
+                                       "weight is split as the dimensions "
+                                       "tied to it are")
+                     << "\n");
           return WalkResult::advance();
+        }
         unsigned out = linear.getTransposeWeight() ? 0 : 1;
         // A split the shapes do not allow (fewer key/value heads than tp
         // ranks) leaves the weight whole: each rank then computes every
