@@ -20,9 +20,11 @@
 
 #include "dialects/braid/Transforms/Passes.h"
 
+#include "braid/Support/Debug.h"
 #include "dialects/braid/Analysis/PipelineSchedule.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/EntryPoints.h"
+#include "dialects/braid/IR/OpRules.h"
 #include "dialects/braid/Transforms/Pipelining.h"
 #include "dialects/braid/Transforms/Sharding.h"
 #include "dialects/dist/IR/DistDialect.h"
@@ -33,8 +35,11 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <map>
+
+#define DEBUG_TYPE "braid-pipeline"
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_BRAIDPIPELINEPASS
@@ -84,10 +89,12 @@ private:
   SmallVector<std::pair<Value, FlatSymbolRefAttr>> gradients;
 
   LogicalResult classify();
+  void computeCarries();
+  void collectOutputs();
   LogicalResult collectInputs(Piece &piece, int64_t chunk, bool isBackward);
   void splitBackward(int64_t chunk);
   func::FuncOp outline(StringRef name, Piece &piece);
-  LogicalResult buildRank(int64_t rank, SmallVector<Attribute> &entries);
+  friend class RankWriter;
 
   bool definedIn(Value v, int64_t chunk, bool isBackward) const {
     Operation *def = v.getDefiningOp();
@@ -202,9 +209,17 @@ void PipelineBuilder::splitBackward(int64_t chunk) {
   for (Value v : whole.outputs)
     (inInput.count(v.getDefiningOp()) ? input : weight).outputs.insert(v);
   // What the weight part reads of the input part is kept in between.
+  unsigned kept = 0;
   for (Value v : weight.inputs)
     if (v.getDefiningOp() && inInput.count(v.getDefiningOp()))
-      input.outputs.insert(v);
+      kept += input.outputs.insert(v);
+  LLVM_DEBUG(llvm::dbgs()
+             << "chunk " << chunk << ": of its " << whole.ops.size()
+             << " backward ops, " << input.ops.size()
+             << " make the cotangents the previous chunk waits for (B), "
+             << weight.ops.size()
+             << " only weight gradients, which can wait (W); " << kept
+             << " values are kept from B for W\n");
 }
 
 func::FuncOp PipelineBuilder::outline(StringRef name, Piece &piece) {
@@ -248,55 +263,101 @@ func::FuncOp PipelineBuilder::outline(StringRef name, Piece &piece) {
   return f;
 }
 
-LogicalResult PipelineBuilder::buildRank(int64_t rank,
-                                         SmallVector<Attribute> &entries) {
-  MLIRContext *context = module.getContext();
-  OpBuilder b(context);
-  b.setInsertionPoint(step);
-  Location loc = step.getLoc();
-  Block &body = step.getBody().front();
-  int64_t stages = schedule.stages;
-  std::optional<int16_t> ppAxis = grid ? grid->find("pp") : std::nullopt;
+namespace {
+/// Writes the step function of one pipeline rank: its actions in the
+/// schedule's order, each a call of a piece with the transfers between
+/// ranks around it, then the loss every rank reports and the gradients the
+/// rank holds (summed across ranks for a parameter several hold).
+class RankWriter {
+public:
+  RankWriter(PipelineBuilder &pipeline, int64_t rank)
+      : p(pipeline), rank(rank), context(p.module.getContext()), b(context),
+        loc(p.step.getLoc()),
+        ppAxis(p.grid ? p.grid->find("pp") : std::nullopt) {}
 
-  // The rank's chunks and the step inputs they read.
-  SmallVector<int64_t> mine;
-  for (int64_t c = 0; c < chunks; ++c)
-    if (schedule.rankOf(c) == rank)
-      mine.push_back(c);
-  llvm::SetVector<unsigned> usedArgs;
-  for (int64_t c : mine)
-    for (SmallVector<Piece> *pieces : {&forward, &backward})
-      for (Value v : (*pieces)[c].inputs)
-        if (auto arg = dyn_cast<BlockArgument>(v))
-          usedArgs.insert(arg.getArgNumber());
-  SmallVector<unsigned> args(usedArgs.begin(), usedArgs.end());
+  /// Writes the function and adds its name to `entries`.
+  void write(SmallVector<Attribute> &entries);
+
+private:
+  PipelineBuilder &p;
+  int64_t rank;
+  MLIRContext *context;
+  OpBuilder b;
+  Location loc;
+  std::optional<int16_t> ppAxis;
+
+  /// The step's arguments the rank's chunks read, in order.
+  SmallVector<unsigned> args;
+  /// The gradients this rank computes: parameter -> indices in gradients.
+  llvm::MapVector<StringRef, SmallVector<unsigned>> held;
+  func::FuncOp f;
+  Block *entry = nullptr;
+  /// Values of the step per micro-batch, as this rank has them.
+  std::map<std::pair<void *, int64_t>, Value> env;
+  Value lossSum;
+  /// Each held parameter's gradient summed over the micro-batches so far.
+  llvm::DenseMap<StringRef, Value> accumulated;
+
+  void collectArguments();
+  void createFunction();
+  static std::pair<void *, int64_t> key(Value v, int64_t mb) {
+    return std::make_pair(v.getAsOpaquePointer(), mb);
+  }
+  Value lookup(Value v, int64_t mb);
+  /// Transfers between pipeline ranks are tagged so that they match
+  /// whatever order the two ranks' schedules issue them in.
+  int64_t tag(int64_t boundary, int64_t mb, bool isBackward) const {
+    return 1 + 2 * (boundary * p.microbatches + mb) + (isBackward ? 1 : 0);
+  }
+  void send(Value v, int64_t peer, int64_t t);
+  Value recv(Type type, int64_t peer, int64_t t);
+  void call(Piece &piece, StringRef kind, int64_t chunk, int64_t mb);
+  void accumulate(Piece &piece, int64_t mb);
+  void runAction(const PipelineAction &action);
+  /// The gradients the rank returns (after the loss), and for each its
+  /// parameter and how many ranks hold a copy.
+  void collectGradients(SmallVectorImpl<Value> &results,
+                        SmallVectorImpl<Attribute> &names,
+                        SmallVectorImpl<int64_t> &copies);
+};
+} // namespace
+
+void RankWriter::collectArguments() {
+  llvm::SetVector<unsigned> used;
+  for (int64_t c = 0; c < p.chunks; ++c)
+    if (p.schedule.rankOf(c) == rank)
+      for (SmallVector<Piece> *pieces : {&p.forward, &p.backward})
+        for (Value v : (*pieces)[c].inputs)
+          if (auto arg = dyn_cast<BlockArgument>(v))
+            used.insert(arg.getArgNumber());
+  args.assign(used.begin(), used.end());
   llvm::sort(args);
+  for (auto [i, g] : llvm::enumerate(p.gradients))
+    if (p.schedule.rankOf(p.chunkOf.lookup(g.first.getDefiningOp())) == rank)
+      held[g.second.getValue()].push_back(i);
+}
 
+void RankWriter::createFunction() {
   // Arguments: the whole local batch (micro-batches times the step's).
+  Block &body = p.step.getBody().front();
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
   for (unsigned a : args) {
     auto type = cast<RankedTensorType>(body.getArgument(a).getType());
     SmallVector<int64_t> shape(type.getShape());
-    shape[0] *= microbatches;
+    shape[0] *= p.microbatches;
     argTypes.push_back(type.clone(shape));
-    NamedAttrList attrs(step.getArgAttrDict(a));
+    NamedAttrList attrs(p.step.getArgAttrDict(a));
     if (auto global = attrs.get("braid.global_shape")) {
       SmallVector<int64_t> g(cast<DenseI64ArrayAttr>(global).asArrayRef());
-      g[0] *= microbatches;
+      g[0] *= p.microbatches;
       attrs.set("braid.global_shape", DenseI64ArrayAttr::get(context, g));
     }
     argAttrs.push_back(attrs.getDictionary(context));
   }
-
-  // Gradients this rank computes, one accumulator per parameter.
-  llvm::MapVector<StringRef, SmallVector<unsigned>> held; // param -> indices
-  for (auto [i, g] : llvm::enumerate(gradients))
-    if (schedule.rankOf(chunkOf.lookup(g.first.getDefiningOp())) == rank)
-      held[g.second.getValue()].push_back(i);
-
-  std::string name = (step.getSymName() + ".pp" + Twine(rank)).str();
-  auto f = func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
+  b.setInsertionPoint(p.step);
+  std::string name = (p.step.getSymName() + ".pp" + Twine(rank)).str();
+  f = func::FuncOp::create(b, loc, name, b.getFunctionType(argTypes, {}));
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
     f.setArgAttrs(i, attrs);
   // Each rank's function is a program of its own, in place of the step.
@@ -306,154 +367,147 @@ LogicalResult PipelineBuilder::buildRank(int64_t rank,
   // whose saved activations are alive at once (m for GPipe, at most p for
   // 1F1B on the first rank). The memory plan of this function holds them.
   int64_t live = 0, peakLive = 0;
-  for (const PipelineAction &action : schedule.ranks[rank]) {
+  for (const PipelineAction &action : p.schedule.ranks[rank]) {
     if (action.kind == ActionKind::Forward)
       peakLive = std::max(peakLive, ++live);
     else if (action.kind == ActionKind::Backward)
       --live;
   }
   f->setAttr("braid.peak_live_microbatches", b.getI64IntegerAttr(peakLive));
-  Block *entry = f.addEntryBlock();
+  LLVM_DEBUG({
+    llvm::dbgs() << "rank " << rank << " runs";
+    for (const PipelineAction &action : p.schedule.ranks[rank])
+      llvm::dbgs() << " " << p.schedule.label(action);
+    llvm::dbgs() << "\n  at most " << peakLive
+                 << " micro-batch-chunks' activations alive at once (forward "
+                    "run, backward not yet)\n";
+  });
+  entry = f.addEntryBlock();
   b.setInsertionPointToStart(entry);
+}
 
-  // Values of the step per micro-batch, as this rank has them.
-  std::map<std::pair<void *, int64_t>, Value> env;
-  auto key = [](Value v, int64_t mb) {
-    return std::make_pair(v.getAsOpaquePointer(), mb);
-  };
-  auto lookup = [&](Value v, int64_t mb) -> Value {
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      auto found = env.find(key(v, mb));
-      if (found != env.end())
-        return found->second;
-      unsigned position = llvm::find(args, arg.getArgNumber()) - args.begin();
-      Value whole = entry->getArgument(position);
-      Value slice = whole;
-      if (microbatches > 1)
-        slice = dist::MicrobatchOp::create(
-            b, loc, cast<RankedTensorType>(arg.getType()), whole,
-            b.getI64IntegerAttr(mb), b.getI64IntegerAttr(microbatches));
-      env[key(v, mb)] = slice;
-      return slice;
-    }
+Value RankWriter::lookup(Value v, int64_t mb) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
     return env.at(key(v, mb));
-  };
-  // Transfers between pipeline ranks, tagged so that they match whatever
-  // order the two ranks' schedules issue them in.
-  auto tag = [&](int64_t boundary, int64_t mb, bool isBackward) {
-    return 1 + 2 * (boundary * microbatches + mb) + (isBackward ? 1 : 0);
-  };
-  auto axes = [&]() { return b.getDenseI16ArrayAttr({*ppAxis}); };
-  auto gridRef = [&]() {
-    return FlatSymbolRefAttr::get(context, grid->symbol);
-  };
-  // Each transfer is waited for where it is issued; the overlap scheduler
-  // is what moves waits later.
-  auto send = [&](Value v, int64_t peer, int64_t t) {
-    auto op = dist::SendOp::create(b, loc, dist::TokenType::get(context), v,
-                                   gridRef(), axes(),
-                                   b.getI64IntegerAttr(peer),
-                                   b.getI64IntegerAttr(t));
-    dist::WaitOp::create(b, loc, ValueRange{op.getToken()});
-  };
-  auto recv = [&](Type type, int64_t peer, int64_t t) -> Value {
-    auto op = dist::RecvOp::create(b, loc, type, dist::TokenType::get(context),
-                                   gridRef(), axes(),
-                                   b.getI64IntegerAttr(peer),
-                                   b.getI64IntegerAttr(t));
-    dist::WaitOp::create(b, loc, ValueRange{op.getToken()});
-    return op.getResult();
-  };
-  auto call = [&](Piece &piece, StringRef kind, int64_t chunk, int64_t mb) {
-    SmallVector<Value> operands;
-    for (Value v : piece.inputs)
-      operands.push_back(lookup(v, mb));
-    auto c = func::CallOp::create(b, loc, piece.function, operands);
-    c->setAttr("dist.action", b.getStringAttr(kind));
-    c->setAttr("dist.chunk", b.getI64IntegerAttr(chunk));
-    c->setAttr("dist.microbatch", b.getI64IntegerAttr(mb));
-    for (auto [v, result] : llvm::zip(piece.outputs, c.getResults()))
-      env[key(v, mb)] = result;
-  };
-  Value lossSum;
-  llvm::DenseMap<StringRef, Value> accumulated;
-  auto accumulate = [&](Piece &piece, int64_t mb) {
-    for (auto &[param, indices] : held)
-      for (unsigned i : indices)
-        if (piece.outputs.contains(gradients[i].first)) {
-          Value g = env.at(key(gradients[i].first, mb));
-          Value &acc = accumulated[param];
-          acc = acc ? AddOp::create(b, loc, acc, g).getResult() : g;
-        }
-  };
+  auto found = env.find(key(v, mb));
+  if (found != env.end())
+    return found->second;
+  unsigned position = llvm::find(args, arg.getArgNumber()) - args.begin();
+  Value slice = entry->getArgument(position);
+  if (p.microbatches > 1)
+    slice = dist::MicrobatchOp::create(
+        b, loc, cast<RankedTensorType>(arg.getType()), slice,
+        b.getI64IntegerAttr(mb), b.getI64IntegerAttr(p.microbatches));
+  env[key(v, mb)] = slice;
+  return slice;
+}
 
-  for (const PipelineAction &action : schedule.ranks[rank]) {
-    int64_t c = action.chunk, mb = action.microbatch;
-    bool fromOther = c > 0 && schedule.rankOf(c - 1) != rank;
-    bool toOther = c + 1 < chunks && schedule.rankOf(c + 1) != rank;
-    switch (action.kind) {
-    case ActionKind::Forward:
-      if (fromOther)
-        for (Value v : carry[c])
-          env[key(v, mb)] = recv(v.getType(), schedule.rankOf(c - 1),
-                                 tag(c, mb, false));
-      call(forward[c], "F", c, mb);
-      if (toOther)
-        for (Value v : carry[c + 1])
-          send(lookup(v, mb), schedule.rankOf(c + 1), tag(c + 1, mb, false));
-      if (c == chunks - 1) {
-        Value l = lookup(loss, mb);
-        lossSum = lossSum ? AddOp::create(b, loc, lossSum, l).getResult() : l;
+// Each transfer is waited for where it is issued; the overlap scheduler is
+// what moves waits later.
+void RankWriter::send(Value v, int64_t peer, int64_t t) {
+  auto op = dist::SendOp::create(
+      b, loc, dist::TokenType::get(context), v,
+      FlatSymbolRefAttr::get(context, p.grid->symbol),
+      b.getDenseI16ArrayAttr({*ppAxis}), b.getI64IntegerAttr(peer),
+      b.getI64IntegerAttr(t));
+  dist::WaitOp::create(b, loc, ValueRange{op.getToken()});
+}
+
+Value RankWriter::recv(Type type, int64_t peer, int64_t t) {
+  auto op = dist::RecvOp::create(
+      b, loc, type, dist::TokenType::get(context),
+      FlatSymbolRefAttr::get(context, p.grid->symbol),
+      b.getDenseI16ArrayAttr({*ppAxis}), b.getI64IntegerAttr(peer),
+      b.getI64IntegerAttr(t));
+  dist::WaitOp::create(b, loc, ValueRange{op.getToken()});
+  return op.getResult();
+}
+
+void RankWriter::call(Piece &piece, StringRef kind, int64_t chunk,
+                      int64_t mb) {
+  SmallVector<Value> operands;
+  for (Value v : piece.inputs)
+    operands.push_back(lookup(v, mb));
+  auto c = func::CallOp::create(b, loc, piece.function, operands);
+  c->setAttr("dist.action", b.getStringAttr(kind));
+  c->setAttr("dist.chunk", b.getI64IntegerAttr(chunk));
+  c->setAttr("dist.microbatch", b.getI64IntegerAttr(mb));
+  for (auto [v, result] : llvm::zip(piece.outputs, c.getResults()))
+    env[key(v, mb)] = result;
+}
+
+void RankWriter::accumulate(Piece &piece, int64_t mb) {
+  for (auto &[param, indices] : held)
+    for (unsigned i : indices)
+      if (piece.outputs.contains(p.gradients[i].first)) {
+        Value g = env.at(key(p.gradients[i].first, mb));
+        Value &acc = accumulated[param];
+        acc = acc ? AddOp::create(b, loc, acc, g).getResult() : g;
       }
-      break;
-    case ActionKind::Backward: {
-      if (toOther)
-        for (Value v : bcarry[c])
-          env[key(v, mb)] = recv(v.getType(), schedule.rankOf(c + 1),
-                                 tag(c, mb, true));
-      Piece &piece = schedule.splitBackward ? backwardInput[c] : backward[c];
-      call(piece, "B", c, mb);
-      if (fromOther)
-        for (Value v : bcarry[c - 1])
-          send(lookup(v, mb), schedule.rankOf(c - 1), tag(c - 1, mb, true));
-      accumulate(piece, mb);
-      break;
+}
+
+void RankWriter::runAction(const PipelineAction &action) {
+  const PipelineSchedule &schedule = p.schedule;
+  int64_t c = action.chunk, mb = action.microbatch;
+  bool fromOther = c > 0 && schedule.rankOf(c - 1) != rank;
+  bool toOther = c + 1 < p.chunks && schedule.rankOf(c + 1) != rank;
+  switch (action.kind) {
+  case ActionKind::Forward:
+    if (fromOther)
+      for (Value v : p.carry[c])
+        env[key(v, mb)] =
+            recv(v.getType(), schedule.rankOf(c - 1), tag(c, mb, false));
+    call(p.forward[c], "F", c, mb);
+    if (toOther)
+      for (Value v : p.carry[c + 1])
+        send(lookup(v, mb), schedule.rankOf(c + 1), tag(c + 1, mb, false));
+    if (c == p.chunks - 1) {
+      Value l = lookup(p.loss, mb);
+      lossSum = lossSum ? AddOp::create(b, loc, lossSum, l).getResult() : l;
     }
-    case ActionKind::Weight:
-      call(backwardWeight[c], "W", c, mb);
-      accumulate(backwardWeight[c], mb);
-      break;
-    }
+    break;
+  case ActionKind::Backward: {
+    if (toOther)
+      for (Value v : p.bcarry[c])
+        env[key(v, mb)] =
+            recv(v.getType(), schedule.rankOf(c + 1), tag(c, mb, true));
+    Piece &piece = schedule.splitBackward ? p.backwardInput[c] : p.backward[c];
+    call(piece, "B", c, mb);
+    if (fromOther)
+      for (Value v : p.bcarry[c - 1])
+        send(lookup(v, mb), schedule.rankOf(c - 1), tag(c - 1, mb, true));
+    accumulate(piece, mb);
+    break;
   }
+  case ActionKind::Weight:
+    call(p.backwardWeight[c], "W", c, mb);
+    accumulate(p.backwardWeight[c], mb);
+    break;
+  }
+}
 
-  // The loss: the last chunk's rank has it; every rank reports it.
-  auto scalar = RankedTensorType::get({}, b.getF32Type());
-  if (!lossSum)
-    lossSum = FillOp::create(b, loc, scalar, b.getF64FloatAttr(0.0));
-  if (stages > 1)
-    lossSum = shard::AllReduceOp::create(b, loc, scalar, grid->symbol,
-                                         {*ppAxis}, lossSum);
-
-  // Parameters several ranks hold (a tied embedding): each sends its sum to
-  // the others, and all add the parts in rank order, so that the copies stay
-  // bit-identical.
-  SmallVector<Value> results = {lossSum};
-  SmallVector<Attribute> names;
-  SmallVector<int64_t> copies;
-  int64_t tiedTag = tag(chunks, 0, false) + 2;
-  for (auto [index, entryPair] : llvm::enumerate(gradients)) {
+// Parameters several ranks hold (a tied embedding): each sends its sum to
+// the others, and all add the parts in rank order, so that the copies stay
+// bit-identical.
+void RankWriter::collectGradients(SmallVectorImpl<Value> &results,
+                                  SmallVectorImpl<Attribute> &names,
+                                  SmallVectorImpl<int64_t> &copies) {
+  int64_t tiedTag = tag(p.chunks, 0, false) + 2;
+  for (auto [index, entryPair] : llvm::enumerate(p.gradients)) {
     StringRef param = entryPair.second.getValue();
     if (!held.count(param) || held[param].front() != index)
       continue; // not ours, or not its first gradient here
     // The tag: the parameter's first gradient in the step, the same on
     // every rank.
-    int64_t first = llvm::find_if(gradients, [&](auto &g) {
+    int64_t first = llvm::find_if(p.gradients, [&](auto &g) {
                       return g.second.getValue() == param;
-                    }) - gradients.begin();
+                    }) - p.gradients.begin();
     SmallVector<int64_t> holders;
-    for (auto &g : gradients)
+    for (auto &g : p.gradients)
       if (g.second.getValue() == param) {
-        int64_t r = schedule.rankOf(chunkOf.lookup(g.first.getDefiningOp()));
+        int64_t r =
+            p.schedule.rankOf(p.chunkOf.lookup(g.first.getDefiningOp()));
         if (!llvm::is_contained(holders, r))
           holders.push_back(r);
       }
@@ -461,6 +515,16 @@ LogicalResult PipelineBuilder::buildRank(int64_t rank,
     Value total = accumulated.lookup(param);
     int64_t t = tiedTag + first;
     if (holders.size() > 1) {
+      LLVM_DEBUG(llvm::dbgs()
+                 << "rank " << rank << ": @" << param
+                 << " is read by chunks of ranks "
+                 << llvm::join(llvm::map_range(holders,
+                                               [](int64_t h) {
+                                                 return std::to_string(h);
+                                               }),
+                               ", ")
+                 << ": each sends its gradient to the others and all add "
+                    "the parts in rank order, so the copies stay equal\n");
       for (int64_t h : holders)
         if (h != rank)
           send(total, h, t);
@@ -483,18 +547,42 @@ LogicalResult PipelineBuilder::buildRank(int64_t rank,
     names.push_back(entryPair.second);
     copies.push_back(static_cast<int64_t>(holders.size()));
   }
+}
+
+void RankWriter::write(SmallVector<Attribute> &entries) {
+  collectArguments();
+  createFunction();
+  for (const PipelineAction &action : p.schedule.ranks[rank])
+    runAction(action);
+
+  // The loss: the last chunk's rank has it; every rank reports it.
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  if (!lossSum)
+    lossSum = FillOp::create(b, loc, scalar, b.getF64FloatAttr(0.0));
+  if (p.schedule.stages > 1)
+    lossSum = shard::AllReduceOp::create(b, loc, scalar, p.grid->symbol,
+                                         {*ppAxis}, lossSum);
+  SmallVector<Value> results = {lossSum};
+  SmallVector<Attribute> names;
+  SmallVector<int64_t> copies;
+  collectGradients(results, names, copies);
   func::ReturnOp::create(b, loc, results);
   SmallVector<Type> resultTypes;
   for (Value v : results)
     resultTypes.push_back(v.getType());
-  f.setType(b.getFunctionType(argTypes, resultTypes));
+  f.setType(b.getFunctionType(f.getArgumentTypes(), resultTypes));
   f->setAttr("braid.gradients", b.getArrayAttr(names));
   f->setAttr("braid.gradient_copies", b.getDenseI64ArrayAttr(copies));
   entries.push_back(FlatSymbolRefAttr::get(f.getSymNameAttr()));
-  return success();
 }
 
 LogicalResult PipelineBuilder::run() {
+  LLVM_DEBUG(llvm::dbgs() << "schedule " << stringifyEnum(schedule.kind)
+                          << ": " << schedule.stages << " ranks x "
+                          << schedule.virtualStages
+                          << " model chunks (chunk c on rank c mod "
+                          << schedule.stages << "), " << microbatches
+                          << " micro-batches\n");
   if (schedule.splitBackward)
     splitLayerBackwards(module, step);
   if (failed(classify()))
@@ -504,42 +592,8 @@ LogicalResult PipelineBuilder::run() {
         failed(collectInputs(backward[c], c, true)))
       return failure();
 
-  // Carries: every boundary a value crosses relays it.
-  carry.resize(chunks + 1);
-  bcarry.resize(chunks);
-  for (int64_t c = 0; c < chunks; ++c)
-    for (Piece *piece : {&forward[c], &backward[c]})
-      for (Value v : piece->inputs) {
-        Operation *def = v.getDefiningOp();
-        if (!def)
-          continue;
-        int64_t from = chunkOf.lookup(def);
-        if (!backwardOf.lookup(def))
-          for (int64_t k = from + 1; k <= c; ++k)
-            carry[k].insert(v);
-        else
-          for (int64_t k = c; k < from; ++k)
-            bcarry[k].insert(v);
-      }
-
-  // Outputs: what later pieces and the driver take.
-  for (int64_t c = 0; c < chunks; ++c) {
-    if (c == chunks - 1)
-      forward[c].outputs.insert(loss);
-    for (Value v : carry[c + 1])
-      if (definedIn(v, c, false))
-        forward[c].outputs.insert(v);
-    for (Value v : backward[c].inputs)
-      if (definedIn(v, c, false))
-        forward[c].outputs.insert(v);
-    if (c > 0)
-      for (Value v : bcarry[c - 1])
-        if (definedIn(v, c, true))
-          backward[c].outputs.insert(v);
-    for (auto &g : gradients)
-      if (definedIn(g.first, c, true))
-        backward[c].outputs.insert(g.first);
-  }
+  computeCarries();
+  collectOutputs();
 
   StringRef base = step.getSymName();
   if (schedule.splitBackward) {
@@ -560,12 +614,88 @@ LogicalResult PipelineBuilder::run() {
 
   SmallVector<Attribute> entries;
   for (int64_t r = 0; r < schedule.stages; ++r)
-    if (failed(buildRank(r, entries)))
-      return failure();
+    RankWriter(*this, r).write(entries);
   module->setAttr("braid.pipeline_entries",
                   ArrayAttr::get(module.getContext(), entries));
   step.erase();
   return success();
+}
+
+/// A value named for debug output: its name, else its op and location.
+static std::string describe(Value v) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  Operation *def = v.getDefiningOp();
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    os << "argument #" << arg.getArgNumber();
+  else if (auto name = dyn_cast<NameLoc>(def->getLoc()))
+    os << "%" << name.getName().getValue();
+  else
+    os << "'" << def->getName() << "' at " << def->getLoc();
+  return text;
+}
+
+/// Debug output: what crosses one boundary between chunks.
+static void logCarry(StringRef direction, int64_t boundary,
+                     const llvm::SetVector<Value> &values) {
+  if (values.empty())
+    return;
+  int64_t bytes = 0;
+  for (Value v : values)
+    if (auto type = dyn_cast<ShapedType>(v.getType());
+        type && type.hasStaticShape())
+      bytes += getTensorBytes(type);
+  llvm::dbgs() << "boundary " << boundary - 1 << "|" << boundary << ": "
+               << direction << " " << bytes << " bytes a micro-batch in "
+               << values.size() << " values: "
+               << llvm::join(llvm::map_range(values, describe), ", ") << "\n";
+}
+
+/// Carries: every boundary a value crosses relays it.
+void PipelineBuilder::computeCarries() {
+  carry.resize(chunks + 1);
+  bcarry.resize(chunks);
+  for (int64_t c = 0; c < chunks; ++c)
+    for (Piece *piece : {&forward[c], &backward[c]})
+      for (Value v : piece->inputs) {
+        Operation *def = v.getDefiningOp();
+        if (!def)
+          continue;
+        int64_t from = chunkOf.lookup(def);
+        if (!backwardOf.lookup(def))
+          for (int64_t k = from + 1; k <= c; ++k)
+            carry[k].insert(v);
+        else
+          for (int64_t k = c; k < from; ++k)
+            bcarry[k].insert(v);
+      }
+  LLVM_DEBUG({
+    for (int64_t k = 1; k < chunks; ++k) {
+      logCarry("forward carries", k, carry[k]);
+      logCarry("backward carries", k, bcarry[k - 1]);
+    }
+  });
+}
+
+/// Outputs: what later pieces and the driver take.
+void PipelineBuilder::collectOutputs() {
+  for (int64_t c = 0; c < chunks; ++c) {
+    if (c == chunks - 1)
+      forward[c].outputs.insert(loss);
+    for (Value v : carry[c + 1])
+      if (definedIn(v, c, false))
+        forward[c].outputs.insert(v);
+    for (Value v : backward[c].inputs)
+      if (definedIn(v, c, false))
+        forward[c].outputs.insert(v);
+    if (c > 0)
+      for (Value v : bcarry[c - 1])
+        if (definedIn(v, c, true))
+          backward[c].outputs.insert(v);
+    for (auto &g : gradients)
+      if (definedIn(g.first, c, true))
+        backward[c].outputs.insert(g.first);
+  }
 }
 
 namespace mlir::braid {

@@ -14,12 +14,15 @@
 #include "dialects/braid/Transforms/Passes.h"
 #include "dialects/braid/Transforms/Pipelining.h"
 
+#include "braid/Support/Debug.h"
 #include "dialects/braid/Analysis/PipelineSchedule.h"
 #include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+
+#define DEBUG_TYPE "braid-pipeline-stages"
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_BRAIDPIPELINESTAGESPASS
@@ -133,6 +136,11 @@ void Stamper::run(const llvm::DenseMap<Operation *, int64_t> &layerChunk) {
     // The first chunk keeps the op; the others get clones.
     auto it = uses.begin();
     stamp(op, it->first);
+    LLVM_DEBUG(if (uses.size() > 1) llvm::dbgs()
+               << "'" << op->getName() << "' at " << op->getLoc()
+               << " reads only parameters and inputs and " << uses.size()
+               << " chunks use it: chunk " << it->first
+               << " computes it, each other one a copy\n");
     OpBuilder b(op->getContext());
     b.setInsertionPointAfter(op);
     for (++it; it != uses.end(); ++it) {
@@ -193,6 +201,28 @@ struct BraidPipelineStagesPass
     if (failed(split))
       return signalPassFailure();
 
+    LLVM_DEBUG({
+      llvm::dbgs() << "layer costs (forward FLOPs, the embedding with the "
+                      "first layer, the head and loss with the last):";
+      for (int64_t cost : *costs)
+        llvm::dbgs() << " " << cost;
+      llvm::dbgs() << "\n"
+                   << chunks << " model chunks ("
+                   << static_cast<int64_t>(pp) << " ranks x "
+                   << static_cast<int64_t>(virtualStages) << ") "
+                   << (!layout.empty() ? "as the layout option gives them"
+                       : !counts.empty()
+                           ? "as the layers' braid.stage attributes give them"
+                           : "balanced: the largest chunk's cost is the "
+                             "smallest possible, earlier chunks taking as "
+                             "many layers as that allows")
+                   << "\n";
+      for (auto [chunk, c] : llvm::enumerate(*split))
+        llvm::dbgs() << "  chunk " << chunk << " (rank "
+                     << static_cast<int64_t>(chunk) % static_cast<int64_t>(pp)
+                     << "): layers " << c.begin << ".." << c.end - 1
+                     << ", cost " << c.cost << "\n";
+    });
     llvm::DenseMap<Operation *, int64_t> layerChunk;
     SmallVector<int64_t> layers;
     for (auto [chunk, c] : llvm::enumerate(*split)) {
