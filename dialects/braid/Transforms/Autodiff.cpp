@@ -24,8 +24,10 @@
 #include "dialects/braid/Transforms/Passes.h"
 #include "dialects/braid/Transforms/Pipelining.h"
 
+#include "braid/Support/Debug.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/EntryPoints.h"
+#include "dialects/braid/IR/OpRules.h"
 #include "dialects/braid/Transforms/VJPRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -34,8 +36,11 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
 
 #include <set>
+
+#define DEBUG_TYPE "braid-autodiff"
 
 namespace mlir::braid {
 #define GEN_PASS_DEF_BRAIDAUTODIFFPASS
@@ -116,6 +121,37 @@ private:
   StageStamper *stamper = nullptr;
 
   FailureOr<LayerVJP *> getLayerVJP(func::FuncOp f);
+  /// f.bwd for full recompute, (args..., dresults...) -> (dargs...): f's
+  /// forward body cloned (`forwardOps`), then its reverse pass.
+  FailureOr<func::FuncOp> buildVJP(func::FuncOp f,
+                                   SmallVectorImpl<Operation *> &forwardOps);
+  /// The forward ops of a layer's backward function (`forwardOps`) that it
+  /// redoes rather than being passed their values.
+  llvm::SetVector<Operation *>
+  chooseRecomputed(ArrayRef<Operation *> forwardOps);
+  /// Makes `forward` (f.fwd: f's results and the values the backward reads
+  /// that it does not redo) and reduces f.bwd to the reverse pass and the
+  /// recomputed ops, taking the saved values as arguments. Returns how many
+  /// values are saved.
+  FailureOr<unsigned> splitLayer(func::FuncOp f, func::FuncOp vjp,
+                                 ArrayRef<Operation *> forwardOps,
+                                 const llvm::SetVector<Operation *> &recomputed,
+                                 func::FuncOp &forward);
+  /// Layer calls in the step call their forward variants, which also return
+  /// saved values.
+  LogicalResult callForwardVariants(OpBuilder &b, Block &body,
+                                    StageStamper &stageStamper);
+  /// The cotangent the loss is seeded with: the share of it each rank
+  /// differentiates.
+  double lossShare();
+  void nameCotangents(ArrayRef<Operation *> forwardOps,
+                      const llvm::DenseMap<Value, Value> &cot);
+  /// Returns the loss and each parameter's gradient from the step
+  /// (braid.gradients names them).
+  void returnGradients(OpBuilder &b, func::FuncOp step,
+                       ArrayRef<Operation *> forwardOps,
+                       const llvm::DenseMap<Value, Value> &cot,
+                       StageStamper &stageStamper, bool staged);
   LogicalResult reverse(OpBuilder &b, ArrayRef<Operation *> ops,
                         llvm::DenseMap<Value, Value> &cot);
   void accumulate(OpBuilder &b, llvm::DenseMap<Value, Value> &cot,
@@ -186,16 +222,50 @@ FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
     return it->second.get();
   if (f.isExternal() || !f.getBody().hasOneBlock())
     return f.emitError("autodiff needs layer functions of one block");
-  Block &body = f.getBody().front();
-  for (Operation &op : body)
+  for (Operation &op : f.getBody().front())
     if (isa<func::CallOp>(op))
       return op.emitError("autodiff does not differentiate calls inside "
                           "layer functions yet");
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  FunctionType type = f.getFunctionType();
-  unsigned numArgs = type.getNumInputs(), numResults = type.getNumResults();
 
   // 1. f.vjp: the forward body cloned, then its reverse pass.
+  SmallVector<Operation *> forwardOps;
+  FailureOr<func::FuncOp> vjp = buildVJP(f, forwardOps);
+  if (failed(vjp))
+    return failure();
+  auto layer = std::make_unique<LayerVJP>();
+  layer->forward = f;
+  layer->backward = *vjp;
+  layer->numResults = f.getFunctionType().getNumResults();
+  LLVM_DEBUG(llvm::dbgs() << "layer @" << f.getSymName() << ", recompute="
+                          << stringifyEnum(policy) << ": "
+                          << forwardOps.size() << " forward ops"
+                          << (policy == Recompute::Full
+                                  ? "; the forward saves nothing, @" +
+                                        vjp->getSymName().str() +
+                                        " redoes them all\n"
+                                  : std::string("\n")));
+
+  // 2. Split: what the reverse part reads is saved by the forward call,
+  // except what recompute redoes in the backward function.
+  if (policy != Recompute::Full) {
+    llvm::SetVector<Operation *> recomputed = chooseRecomputed(forwardOps);
+    FailureOr<unsigned> numSaved =
+        splitLayer(f, *vjp, forwardOps, recomputed, layer->forward);
+    if (failed(numSaved))
+      return failure();
+    layer->numSaved = *numSaved;
+  }
+  LayerVJP *result = layer.get();
+  layers[f] = std::move(layer);
+  return result;
+}
+
+FailureOr<func::FuncOp>
+Autodiff::buildVJP(func::FuncOp f, SmallVectorImpl<Operation *> &forwardOps) {
+  Block &body = f.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  FunctionType type = f.getFunctionType();
+  unsigned numArgs = type.getNumInputs();
   OpBuilder b(module.getContext());
   b.setInsertionPointAfter(f);
   SmallVector<Type> inputs(type.getInputs());
@@ -211,7 +281,6 @@ FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
   b.setInsertionPointToStart(entry);
   IRMapping map;
   map.map(body.getArguments(), entry->getArguments().take_front(numArgs));
-  SmallVector<Operation *> forwardOps;
   for (Operation &op : body.without_terminator())
     forwardOps.push_back(b.clone(op, map));
   llvm::DenseMap<Value, Value> cot;
@@ -227,23 +296,16 @@ FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
     }
   func::ReturnOp::create(b, f.getLoc(), dargs);
   symbols.insert(vjp);
+  return vjp;
+}
 
-  auto layer = std::make_unique<LayerVJP>();
-  layer->forward = f;
-  layer->backward = vjp;
-  layer->numResults = numResults;
-  if (policy == Recompute::Full) {
-    LayerVJP *result = layer.get();
-    layers[f] = std::move(layer);
-    return result;
-  }
-
-  // 2. Split: what the reverse part reads is saved by the forward call,
-  // except what recompute redoes in the backward function.
+llvm::SetVector<Operation *>
+Autodiff::chooseRecomputed(ArrayRef<Operation *> forwardOps) {
   // Always redone: parameter reads and views of arguments or of redone
   // values (free, and a function cannot return them in place). Selective
   // recompute adds attention and the views of its results.
   llvm::SetVector<Operation *> recomputed;
+  unsigned reads = 0, gathers = 0, views = 0, attention = 0;
   for (Operation *op : forwardOps) {
     bool view = isa<ReshapeOp, TransposeOp>(op);
     Value input = view ? op->getOperand(0) : Value();
@@ -252,12 +314,54 @@ FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
     // the passes (as FSDP does).
     bool gatheredArgument = isa<shard::AllGatherOp>(op) &&
                             isa<BlockArgument>(op->getOperand(0));
-    if (isa<GetParamOp>(op) || gatheredArgument ||
-        (view && (isa<BlockArgument>(input) ||
-                  recomputed.contains(input.getDefiningOp()))) ||
-        (policy == Recompute::Selective && isa<AttentionOp>(op)))
+    bool redoneView = view && (isa<BlockArgument>(input) ||
+                               recomputed.contains(input.getDefiningOp()));
+    bool redoneAttention =
+        policy == Recompute::Selective && isa<AttentionOp>(op);
+    if (isa<GetParamOp>(op) || gatheredArgument || redoneView ||
+        redoneAttention)
       recomputed.insert(op);
+    reads += isa<GetParamOp>(op);
+    gathers += gatheredArgument;
+    views += redoneView;
+    attention += redoneAttention;
   }
+  LLVM_DEBUG(llvm::dbgs()
+             << "  redone in the backward: " << reads << " parameter reads, "
+             << gathers << " gathers of sharded arguments (ZeRO-3: only "
+             << "shards live between the passes), " << views
+             << " views of arguments or redone values (free), " << attention
+             << " attention cores (recompute=selective)\n");
+  return recomputed;
+}
+
+/// Debug output: the values a layer's forward saves for its backward, by
+/// the op making them.
+static void logSaved(ArrayRef<Value> saved) {
+  int64_t bytes = 0;
+  llvm::MapVector<StringRef, unsigned> byOp;
+  for (Value v : saved) {
+    if (auto type = dyn_cast<ShapedType>(v.getType());
+        type && type.hasStaticShape())
+      bytes += getTensorBytes(type);
+    ++byOp[v.getDefiningOp()->getName().getStringRef()];
+  }
+  llvm::dbgs() << "  saved for the backward: " << saved.size() << " values, "
+               << bytes << " bytes:";
+  for (auto [name, n] : byOp)
+    llvm::dbgs() << " " << n << " x " << name;
+  llvm::dbgs() << "\n";
+}
+
+FailureOr<unsigned>
+Autodiff::splitLayer(func::FuncOp f, func::FuncOp vjp,
+                     ArrayRef<Operation *> forwardOps,
+                     const llvm::SetVector<Operation *> &recomputed,
+                     func::FuncOp &forward) {
+  Block &body = f.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  FunctionType type = f.getFunctionType();
+  unsigned numArgs = type.getNumInputs();
   llvm::SetVector<Operation *> kept; // forward ops whose values are saved
   for (Operation *op : forwardOps)
     if (!recomputed.contains(op))
@@ -268,19 +372,21 @@ FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
       if (llvm::any_of(result.getUsers(),
                        [&](Operation *user) { return !kept.contains(user); }))
         saved.push_back(result);
+  LLVM_DEBUG(logSaved(saved));
 
   IRMapping inverse;
   for (auto [original, clone] : llvm::zip(body.without_terminator(), forwardOps))
     inverse.map(clone->getResults(), original.getResults());
 
   // f.fwd: f's body returning its results and the saved values.
+  OpBuilder b(module.getContext());
   b.setInsertionPointAfter(f);
   SmallVector<Type> fwdResults(type.getResults());
   for (Value v : saved)
     fwdResults.push_back(v.getType());
-  auto forward = func::FuncOp::create(b, f.getLoc(),
-                                      (f.getSymName() + ".fwd").str(),
-                                      b.getFunctionType(type.getInputs(), fwdResults));
+  forward = func::FuncOp::create(
+      b, f.getLoc(), (f.getSymName() + ".fwd").str(),
+      b.getFunctionType(type.getInputs(), fwdResults));
   forward.setPrivate();
   // Its arguments are f's, shardings included.
   if (ArrayAttr argAttrs = f.getArgAttrsAttr())
@@ -300,6 +406,7 @@ FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
   symbols.insert(forward);
 
   // f.bwd: saved values become arguments; the kept forward ops go.
+  Block *entry = &vjp.getBody().front();
   for (auto [i, v] : llvm::enumerate(saved)) {
     BlockArgument arg = entry->insertArgument(numArgs + i, v.getType(), v.getLoc());
     v.replaceAllUsesWith(arg);
@@ -310,13 +417,9 @@ FailureOr<LayerVJP *> Autodiff::getLayerVJP(func::FuncOp f) {
                            "and backward");
     op->erase();
   }
-  vjp.setType(b.getFunctionType(entry->getArgumentTypes(), outputs));
-
-  layer->forward = forward;
-  layer->numSaved = saved.size();
-  LayerVJP *result = layer.get();
-  layers[f] = std::move(layer);
-  return result;
+  vjp.setType(b.getFunctionType(entry->getArgumentTypes(),
+                                vjp.getFunctionType().getResults()));
+  return static_cast<unsigned>(saved.size());
 }
 
 /// The reverse pass (from `first` to `end`) makes again each mixed-precision
@@ -354,7 +457,6 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
                           "scalar loss (one tensor<f32>)");
   Value loss = ret.getOperand(0);
 
-  // Layer calls call their forward variants, which also return saved values.
   OpBuilder b(step.getContext());
   StageStamper stageStamper;
   bool staged = llvm::any_of(body.without_terminator(), [](Operation &op) {
@@ -362,6 +464,40 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
   });
   if (staged)
     b.setListener(&stageStamper);
+  if (failed(callForwardVariants(b, body, stageStamper)))
+    return failure();
+
+  SmallVector<Operation *> forwardOps;
+  for (Operation &op : body.without_terminator())
+    forwardOps.push_back(&op);
+  b.setInsertionPoint(ret);
+  llvm::DenseMap<Value, Value> cot;
+  stageStamper.backward = true;
+  stageStamper.stage = stageOf(loss.getDefiningOp());
+  Value seed = FillOp::create(b, plain(ret.getLoc()), loss.getType(),
+                              b.getF64FloatAttr(lossShare()));
+  accumulate(b, cot, loss, seed);
+  if (staged)
+    stamper = &stageStamper;
+  LogicalResult reversed = reverse(b, forwardOps, cot);
+  stamper = nullptr;
+  if (failed(reversed))
+    return failure();
+  recastWeights(seed.getDefiningOp(), ret);
+  nameCotangents(forwardOps, cot);
+  returnGradients(b, step, forwardOps, cot, stageStamper, staged);
+
+  // Layer functions that only their forward variants replaced are dead.
+  for (auto &[op, layer] : layers) {
+    auto f = cast<func::FuncOp>(op);
+    if (layer->forward != f && SymbolTable::symbolKnownUseEmpty(f, module))
+      f.erase();
+  }
+  return success();
+}
+
+LogicalResult Autodiff::callForwardVariants(OpBuilder &b, Block &body,
+                                            StageStamper &stageStamper) {
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
     auto call = dyn_cast<func::CallOp>(op);
     if (!call)
@@ -382,12 +518,10 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
     call.erase();
     callLayer[forward] = *layer;
   }
+  return success();
+}
 
-  SmallVector<Operation *> forwardOps;
-  for (Operation &op : body.without_terminator())
-    forwardOps.push_back(&op);
-  b.setInsertionPoint(ret);
-  llvm::DenseMap<Value, Value> cot;
+double Autodiff::lossShare() {
   // On a device grid every rank holds the same loss and differentiates its
   // share 1/ranks of it, so that the ranks' parameter cotangents sum to the
   // gradient (the convention the collectives' VJPs follow).
@@ -400,21 +534,18 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
           cast<StringAttr>(axes[i]).getValue() != "pp")
         share /= static_cast<double>(size);
   }
-  stageStamper.backward = true;
-  stageStamper.stage = stageOf(loss.getDefiningOp());
-  Value seed = FillOp::create(b, plain(ret.getLoc()), loss.getType(),
-                              b.getF64FloatAttr(share));
-  accumulate(b, cot, loss, seed);
-  if (staged)
-    stamper = &stageStamper;
-  LogicalResult reversed = reverse(b, forwardOps, cot);
-  stamper = nullptr;
-  if (failed(reversed))
-    return failure();
-  recastWeights(seed.getDefiningOp(), ret);
+  LLVM_DEBUG(if (share != 1.0) llvm::dbgs()
+             << "the loss's cotangent is " << llvm::format("%g", share)
+             << ": every rank holding a copy of the loss differentiates its "
+                "share, so that the ranks' parameter cotangents sum to the "
+                "gradient (pp ranks hold no copies)\n");
+  return share;
+}
 
-  // Name the cotangents of named values so that dumps show them.
-  MLIRContext *context = step.getContext();
+/// Names the cotangents of named values so that dumps show them.
+void Autodiff::nameCotangents(ArrayRef<Operation *> forwardOps,
+                              const llvm::DenseMap<Value, Value> &cot) {
+  MLIRContext *context = module.getContext();
   for (Operation *op : forwardOps)
     for (Value result : op->getResults()) {
       Value d = cot.lookup(result);
@@ -426,11 +557,18 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
           StringAttr::get(context, "grad." + name->str()),
           d.getDefiningOp()->getLoc()));
     }
+}
 
+void Autodiff::returnGradients(OpBuilder &b, func::FuncOp step,
+                               ArrayRef<Operation *> forwardOps,
+                               const llvm::DenseMap<Value, Value> &cot,
+                               StageStamper &stageStamper, bool staged) {
   // The gradient of each parameter: the sum over its reads (in a pipeline,
   // one sum per chunk reading it, in chunk order; an unread parameter's
   // zeros go with the first chunk).
-  SmallVector<Value> results = {loss};
+  MLIRContext *context = step.getContext();
+  auto ret = cast<func::ReturnOp>(step.getBody().front().getTerminator());
+  SmallVector<Value> results = {ret.getOperand(0)};
   llvm::DenseSet<Value> returned;
   SmallVector<Attribute> names;
   // Each parameter's reads, in program order (found once: a scan of the
@@ -471,6 +609,11 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
     if (staged)
       for (GetParamOp get : reads.lookup(param.getSymName()))
         chunks.insert(stageOf(get).value_or(0));
+    LLVM_DEBUG(if (chunks.size() > 1) llvm::dbgs()
+               << "@" << param.getSymName() << " is read in "
+               << chunks.size()
+               << " pipeline chunks: one gradient per chunk, so that each "
+                  "chunk's backward computes its own\n");
     if (chunks.empty())
       emitGradient(param, std::nullopt);
     for (int64_t chunk : chunks)
@@ -484,14 +627,6 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
     resultTypes.push_back(v.getType());
   step.setType(FunctionType::get(context, step.getArgumentTypes(), resultTypes));
   step->setAttr("braid.gradients", ArrayAttr::get(context, names));
-
-  // Layer functions that only their forward variants replaced are dead.
-  for (auto &[op, layer] : layers) {
-    auto f = cast<func::FuncOp>(op);
-    if (layer->forward != f && SymbolTable::symbolKnownUseEmpty(f, module))
-      f.erase();
-  }
-  return success();
 }
 
 namespace {
