@@ -35,6 +35,7 @@
 #include "BraidToDist.h"
 #include "LiveBytes.h"
 
+#include "braid/Support/Debug.h"
 #include "dialects/braid/Analysis/ElementwiseFusion.h"
 #include "dialects/braid/Analysis/PersistentEffects.h"
 #include "dialects/braid/Analysis/StepTiming.h"
@@ -45,11 +46,43 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
+
+#define DEBUG_TYPE "braid-schedule-overlap"
 
 using namespace mlir;
 using namespace mlir::braid;
 
 namespace {
+
+/// An op named for debug output: its name and location.
+std::string describe(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "'" << op->getName() << "' at " << op->getLoc();
+  return text;
+}
+
+/// Debug output: where the list scheduler left each transfer of `block`,
+/// between the op it starts after and the first op but waits after its wait.
+void logPlacement(Block &block, double seconds) {
+  llvm::dbgs() << "  list schedule, " << llvm::format("%.3g", seconds)
+               << " s predicted:\n";
+  for (Operation &op : block) {
+    Value token = dist::getToken(&op);
+    dist::WaitOp wait = token ? dist::getWait(token) : dist::WaitOp();
+    if (!wait || wait->getBlock() != &block)
+      continue;
+    Operation *before = op.getPrevNode(), *until = wait->getNextNode();
+    while (isa_and_nonnull<dist::WaitOp>(until))
+      until = until->getNextNode();
+    llvm::dbgs() << "    " << describe(&op) << ": starts "
+                 << (before ? "after " + describe(before)
+                            : std::string("at the block's start"))
+                 << ", waited for before "
+                 << (until ? describe(until) : std::string("the end")) << "\n";
+  }
+}
 
 /// Puts `block`'s ops in `order`.
 void reorder(Block &block, ArrayRef<Operation *> order) {
@@ -141,6 +174,12 @@ public:
     // The budget's base: the block's peak as the lowering ordered it.
     int64_t base = ::braid::conversion::LiveBytes::programOrderPeak(
         block, [&](Operation *op) { return callBytes(op, false); });
+    LLVM_DEBUG({
+      llvm::dbgs() << "scheduling";
+      if (auto func = dyn_cast<func::FuncOp>(block.getParentOp()))
+        llvm::dbgs() << " @" << func.getSymName();
+      llvm::dbgs() << "\n";
+    });
     reorder(block, hoistStarts(block));
     largestBucket = std::max(
         largestBucket, ::braid::conversion::bucketReductions(
@@ -163,6 +202,7 @@ public:
         slack < 0 ? -1 : base + slack};
     ::braid::conversion::ListScheduleResult result =
         ::braid::conversion::listSchedule(block, timing, rules);
+    LLVM_DEBUG(logPlacement(block, result.seconds));
     if (auto func = dyn_cast<func::FuncOp>(block.getParentOp())) {
       peaks[func] = {result.peak, base};
     }
@@ -209,6 +249,75 @@ private:
 
   static bool isTransfer(Operation *op) { return dist::getToken(op) != nullptr; }
 
+  /// Where hoistStarts puts a transfer: after the op at anchor index `a`
+  /// (-1: the block start), among the transfers anchored there in program
+  /// order. A key (anchor, index) orders ops of the new schedule: an op that
+  /// stays is (its index, -1).
+  using Key = std::pair<int64_t, int64_t>;
+
+  /// The latest op a transfer (and `chain`, what moves with it) must start
+  /// after, found among the ops of `block` placed so far (`key`).
+  struct StartPlace {
+    StartPlace(Block &block, ArrayRef<Operation *> chain,
+               const llvm::DenseMap<Operation *, Key> &key)
+        : block(block), chain(chain), inChain(chain.begin(), chain.end()),
+          key(key) {}
+
+    Key latest = {-1, -1};
+    /// What decided the place, for debug output.
+    Operation *anchor = nullptr;
+    StringRef why = "nothing it depends on comes earlier";
+
+    void after(Operation *dep, StringRef reason) {
+      if (dep && dep->getBlock() == &block && !inChain.contains(dep))
+        if (Key k = key.lookup(dep); latest < k) {
+          latest = k;
+          anchor = dep;
+          why = reason;
+        }
+    }
+    void afterOperands(Operation *user) {
+      for (Value operand : user->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        // A transfer's result is there once its wait has completed it.
+        if (Value token = def ? dist::getToken(def) : Value())
+          def = dist::getWait(token);
+        after(def, "it reads what that op makes");
+      }
+    }
+    /// After what `transfer` reads, the call a prefetch starts after, the
+    /// previous transfer on its group when the group keeps its order
+    /// (`previousOnGroup`), the last barrier and the last set of a
+    /// parameter it reads.
+    void afterDependencies(Scheduler &s, Operation *transfer,
+                           Operation *previousOnGroup, Operation *lastBarrier,
+                           const llvm::StringMap<Operation *> &lastSet) {
+      for (Operation *member : chain)
+        afterOperands(member);
+      afterOperands(transfer);
+      // A prefetch (a transfer of parameters only, which are there from
+      // the start: ZeRO-3's gathers) starts one call ahead of its first
+      // use, not at the start: while one layer computes, the next one's
+      // parameters arrive, and at most two layers' are gathered at once.
+      after(s.prefetchAnchor(transfer, chain, inChain),
+            "a prefetch of parameters starts a call ahead of its first use");
+      after(previousOnGroup, "its group's ranks run other programs: its "
+                             "transfers keep their order");
+      after(lastBarrier, "nothing crosses a write of persistent storage");
+      // A parameter a member reads is read after its last set.
+      for (Operation *member :
+           llvm::concat<Operation *const>(chain, ArrayRef(transfer)))
+        for (const auto &p : s.touchedParams(member))
+          after(lastSet.lookup(p.getKey()), "it reads a parameter that op sets");
+    }
+
+  private:
+    Block &block;
+    ArrayRef<Operation *> chain;
+    llvm::SmallPtrSet<Operation *, 8> inChain;
+    const llvm::DenseMap<Operation *, Key> &key;
+  };
+
   /// Every transfer right after the latest op it depends on.
   SmallVector<Operation *> hoistStarts(Block &block) {
     SmallVector<Operation *> ops;
@@ -217,11 +326,6 @@ private:
       index[&op] = ops.size();
       ops.push_back(&op);
     }
-    // Where a transfer goes: after the op at anchor index `a` (-1: the block
-    // start), among the transfers anchored there in program order. A key
-    // (anchor, index) orders ops of the new schedule: an op that stays is
-    // (its index, -1).
-    using Key = std::pair<int64_t, int64_t>;
     llvm::DenseMap<Operation *, Key> key;
     llvm::StringMap<Operation *> lastOnGroup, lastSet;
     Operation *lastBarrier = nullptr;
@@ -234,37 +338,17 @@ private:
         // What only this transfer reads (a gradient's copy, a reshape to
         // the flat form it sends) moves with it.
         SmallVector<Operation *> chain = feeders(op, block);
-        llvm::SmallPtrSet<Operation *, 8> inChain(chain.begin(), chain.end());
-        Key latest = {-1, -1};
-        auto after = [&](Operation *dep) {
-          if (dep && dep->getBlock() == &block && !inChain.contains(dep))
-            latest = std::max(latest, key.lookup(dep));
-        };
-        auto afterOperands = [&](Operation *user) {
-          for (Value operand : user->getOperands()) {
-            Operation *def = operand.getDefiningOp();
-            // A transfer's result is there once its wait has completed it.
-            if (Value token = def ? dist::getToken(def) : Value())
-              def = dist::getWait(token);
-            after(def);
-          }
-        };
-        for (Operation *member : chain)
-          afterOperands(member);
-        afterOperands(op);
-        // A prefetch (a transfer of parameters only, which are there from
-        // the start: ZeRO-3's gathers) starts one call ahead of its first
-        // use, not at the start: while one layer computes, the next one's
-        // parameters arrive, and at most two layers' are gathered at once.
-        after(prefetchAnchor(op, chain, inChain));
         std::string group = ::braid::conversion::transferGroupKey(op);
-        if (ordered(op))
-          after(lastOnGroup.lookup(group));
-        after(lastBarrier);
-        // A parameter a member reads is read after its last set.
-        for (Operation *member : llvm::concat<Operation *const>(chain, ArrayRef(op)))
-          for (const auto &p : touchedParams(member))
-            after(lastSet.lookup(p.getKey()));
+        StartPlace place(block, chain, key);
+        place.afterDependencies(*this, op,
+                                ordered(op) ? lastOnGroup.lookup(group) : nullptr,
+                                lastBarrier, lastSet);
+        Key latest = place.latest;
+        LLVM_DEBUG(llvm::dbgs()
+                   << "  start of " << describe(op) << " goes "
+                   << (place.anchor ? "right after " + describe(place.anchor)
+                                    : std::string("to the block's start"))
+                   << ": " << place.why << "\n");
         for (Operation *member : chain) {
           moved.insert(member);
           key[member] = {latest.first, index[member]};

@@ -27,6 +27,7 @@
 
 #include "BraidToDist.h"
 
+#include "braid/Support/Debug.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
 #include "dialects/braid/Analysis/StepTiming.h"
 #include "dialects/braid/IR/BraidOps.h"
@@ -35,8 +36,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/Format.h"
 
 #include <functional>
+
+#define DEBUG_TYPE "braid-schedule-overlap"
 
 namespace braid {
 #define GEN_PASS_DEF_BRAIDSCHEDULEOVERLAPPASS
@@ -81,6 +85,16 @@ struct BraidScheduleOverlapPass
       ::braid::conversion::deferParamGathers(module);
     std::optional<int64_t> before = arenaBytes(module);
     baseline = before;
+    LLVM_DEBUG({
+      if (before)
+        llvm::dbgs() << "unscheduled peak: " << *before
+                     << " bytes live; a schedule may add memory-growth="
+                     << llvm::format("%g", static_cast<double>(memoryGrowth))
+                     << " of it\n";
+      else
+        llvm::dbgs() << "the memory plan cannot plan the unscheduled "
+                        "program: any schedule fits\n";
+    });
     constexpr double kMiB = 1024.0 * 1024.0;
     ::braid::conversion::BucketSizes buckets{static_cast<int64_t>(bucketMb * kMiB),
                                              static_cast<int64_t>(firstBucketMb * kMiB)};
@@ -101,6 +115,8 @@ struct BraidScheduleOverlapPass
               attempt(module, before, buckets, hoisted, ahead, move, hoistable))
             return;
     // Nothing fits: every function keeps its order.
+    LLVM_DEBUG(llvm::dbgs() << "no schedule fits the memory budget: every "
+                               "function keeps its order\n");
   }
 
   /// The timing model of `hardware` (or `link`) over the module's grid;
@@ -150,30 +166,72 @@ struct BraidScheduleOverlapPass
   bool attempt(ModuleOp module, std::optional<int64_t> before,
                ::braid::conversion::BucketSizes buckets, bool hoisted, unsigned ahead,
                bool moveCompute, bool &hoistable) {
+    LLVM_DEBUG(llvm::dbgs()
+               << "try: ZeRO-3 gathers " << (hoisted ? "out of" : "in")
+               << " their layers, prefetch " << ahead
+               << " call(s) ahead, compute "
+               << (moveCompute ? "moved after the starts it does not feed"
+                               : "in program order")
+               << "\n");
     Try bucketed;
     if (buckets.bytes > 0) {
       bucketed = scheduled(module, hoisted, ahead, buckets, moveCompute);
       if (!bucketed.module) {
+        LLVM_DEBUG(llvm::dbgs() << "  no gather to move: the same as the "
+                                   "next try\n");
         hoistable = false; // no gather to move: the same as unmoved
         return false;
       }
+      LLVM_DEBUG(logFit("with buckets", bucketed, before,
+                        ahead ? bucketed.prefetch : 0));
       if (bucketed.largestBucket &&
           within(bucketed.peak, before, ahead ? bucketed.prefetch : 0)) {
+        LLVM_DEBUG(llvm::dbgs() << "  kept with buckets\n");
         replaceBody(module, *bucketed.module);
         return true;
       }
     }
     Try plain = scheduled(module, hoisted, ahead, {}, moveCompute);
     if (!plain.module) {
+      LLVM_DEBUG(llvm::dbgs() << "  no gather to move: the same as the "
+                                 "next try\n");
       hoistable = false;
       return false;
     }
+    LLVM_DEBUG(logFit("without buckets", plain, before,
+                      ahead ? plain.prefetch : 0));
     if (!within(plain.peak, before, ahead ? plain.prefetch : 0))
       return false;
     bool keep = bucketed.largestBucket &&
                 (!plain.peak || within(bucketed.peak, plain.peak, bucketed.largestBucket, 0.0));
+    LLVM_DEBUG(if (bucketed.largestBucket) llvm::dbgs()
+               << "  kept " << (keep ? "with" : "without")
+               << " buckets: they add "
+               << (keep ? "at most" : "more than")
+               << " their largest bucket to the peak\n");
     replaceBody(module, keep ? *bucketed.module : *plain.module);
     return true;
+  }
+
+  /// Debug output: a try's peak against the budget over `before`.
+  void logFit(StringRef what, const Try &t, std::optional<int64_t> before,
+              int64_t allowance) {
+    llvm::dbgs() << "  " << what << ": peak ";
+    if (t.peak)
+      llvm::dbgs() << *t.peak << " bytes";
+    else
+      llvm::dbgs() << "unplanned";
+    if (t.largestBucket)
+      llvm::dbgs() << " (largest bucket " << t.largestBucket << " bytes)";
+    if (before)
+      llvm::dbgs() << ", budget "
+                   << static_cast<int64_t>(static_cast<double>(*before) *
+                                               (1.0 + memoryGrowth) +
+                                           static_cast<double>(allowance))
+                   << " bytes";
+    llvm::dbgs() << ": "
+                 << (within(t.peak, before, allowance) ? "fits" : "too much")
+                 << "\n";
   }
 
   /// `module` scheduled on a copy, or no module for a try that would repeat
