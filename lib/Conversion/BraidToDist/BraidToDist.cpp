@@ -18,19 +18,25 @@ struct ConvertBraidToDistPass
     : ::braid::impl::ConvertBraidToDistPassBase<ConvertBraidToDistPass> {
   void runOnOperation() override {
     using namespace ::braid::conversion;
+    // The parameters' symbol table, built once (no lowering adds or removes
+    // a symbol).
+    SymbolTableCollection symbols;
+    auto lowerZero = [&](Operation *op) {
+      return lowerZeroUpdate(op, symbols);
+    };
     // Each protocol family: which ops it expands, and how.
-    using Lower = LogicalResult (*)(Operation *);
-    static constexpr std::pair<bool (*)(Operation *), Lower> kFamilies[] = {
+    using Lower = llvm::function_ref<LogicalResult(Operation *)>;
+    const std::pair<bool (*)(Operation *), Lower> families[] = {
         {isShardTransfer, lowerShardCollective},
         {isContextAttention, lowerContextAttention},
         {isSequenceChunked, lowerSequenceChunked},
         {isVocabParallel, lowerVocabParallel},
-        {isZeroUpdate, lowerZeroUpdate},
+        {isZeroUpdate, lowerZero},
     };
     // Collected first: a lowering inserts ops next to the one it replaces.
     SmallVector<std::pair<Operation *, Lower>> work;
     getOperation().walk([&](Operation *op) {
-      for (auto [matches, lower] : kFamilies)
+      for (auto [matches, lower] : families)
         if (matches(op)) {
           work.push_back({op, lower});
           break;

@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringSet.h"
@@ -60,8 +61,11 @@ mlir::LogicalResult lowerVocabParallel(mlir::Operation *op);
 bool isZeroUpdate(mlir::Operation *op);
 
 /// Replaces a ZeRO-sharded update by the update of this rank's range and
-/// the all-gather of the parameter (ZeroUpdate.cpp).
-mlir::LogicalResult lowerZeroUpdate(mlir::Operation *op);
+/// the all-gather of the parameter (ZeroUpdate.cpp). `symbols` caches the
+/// module's table: a lookup per update would scan the module, quadratic in
+/// layers.
+mlir::LogicalResult lowerZeroUpdate(mlir::Operation *op,
+                                    mlir::SymbolTableCollection &symbols);
 
 /// A group as dist ops state it: the program's grid and the group's axes in
 /// the listed order (grid order, where a dist transfer needs it).

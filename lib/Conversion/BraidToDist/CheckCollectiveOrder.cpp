@@ -51,16 +51,17 @@ using Transfers = std::map<std::pair<bool, int64_t>, SmallVector<Transfer>>;
 
 /// The collectives of `func`, its callees' inlined at their calls, in
 /// program order, by group (the grid axes in grid order); and its sends and
-/// receives along `pp` alone, by peer.
-void flatten(ModuleOp module, func::FuncOp func,
+/// receives along `pp` alone, by peer. Callees are found in `symbols`, the
+/// module's table: a lookup per call would scan the module.
+void flatten(const SymbolTable &symbols, func::FuncOp func,
              std::map<SmallVector<int16_t>, SmallVector<Collective>> &out,
              Transfers &transfers, int16_t pp, unsigned depth = 0) {
   if (depth > 64)
     return; // call chains are acyclic (the memory plan checks it)
   for (Operation &op : func.getBody().getOps()) {
     if (auto call = dyn_cast<func::CallOp>(op)) {
-      if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
-        flatten(module, callee, out, transfers, pp, depth + 1);
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        flatten(symbols, callee, out, transfers, pp, depth + 1);
       continue;
     }
     if (auto send = dyn_cast<dist::SendOp>(op)) {
@@ -159,8 +160,9 @@ struct DistCheckCollectiveOrderPass
     SmallVector<std::pair<func::FuncOp, std::map<SmallVector<int16_t>, SmallVector<Collective>>>>
         stages;
     SmallVector<Transfers> transfers;
+    SymbolTable symbols(module);
     for (Attribute entry : entries) {
-      auto func = module.lookupSymbol<func::FuncOp>(
+      auto func = symbols.lookup<func::FuncOp>(
           cast<FlatSymbolRefAttr>(entry).getValue());
       if (!func) {
         module.emitError("braid.pipeline_entries names no function: ") << entry;
@@ -168,7 +170,7 @@ struct DistCheckCollectiveOrderPass
       }
       stages.push_back({func, {}});
       transfers.emplace_back();
-      flatten(module, func, stages.back().second, transfers.back(), *pp);
+      flatten(symbols, func, stages.back().second, transfers.back(), *pp);
     }
     SmallVector<func::FuncOp> funcs;
     for (auto &stage : stages)

@@ -35,7 +35,8 @@ bool isZeroUpdate(Operation *op) {
   return isa<AdamWUpdateOp, SGDUpdateOp>(op) && op->hasAttr("zero_axes");
 }
 
-template <typename Update> static LogicalResult lowerUpdate(Update u) {
+template <typename Update>
+static LogicalResult lowerUpdate(Update u, SymbolTableCollection &symbols) {
   ArrayAttr names = u.getZeroAxesAttr();
   FailureOr<GridGroup> group =
       getGridGroup(u, names, [&] { return u.emitError(); });
@@ -45,7 +46,7 @@ template <typename Update> static LogicalResult lowerUpdate(Update u) {
     return u.emitError("zero_axes must list grid axes in grid order (the "
                        "communicator's rank order, in which the parameter "
                        "is all-gathered)");
-  auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(u, u.getParamAttr());
+  auto param = symbols.lookupNearestSymbolFrom<ParamOp>(u, u.getParamAttr());
   RankedTensorType type = param.getTensorType();
   int64_t whole = type.getNumElements(), ranks = group->size();
   if (whole % ranks != 0)
@@ -83,10 +84,10 @@ template <typename Update> static LogicalResult lowerUpdate(Update u) {
   return success();
 }
 
-LogicalResult lowerZeroUpdate(Operation *op) {
+LogicalResult lowerZeroUpdate(Operation *op, SymbolTableCollection &symbols) {
   if (auto u = dyn_cast<AdamWUpdateOp>(op))
-    return lowerUpdate(u);
-  return lowerUpdate(cast<SGDUpdateOp>(op));
+    return lowerUpdate(u, symbols);
+  return lowerUpdate(cast<SGDUpdateOp>(op), symbols);
 }
 
 } // namespace braid::conversion
