@@ -92,15 +92,16 @@ LiveBytes::LiveBytes(Block &block, std::function<int64_t(Operation *)> callBytes
   // The ops a stored value is live until: its readers (in-block ancestors),
   // a transfer's wait among them, and its own transfer's wait.
   SmallVector<llvm::SmallSetVector<unsigned, 4>> until(members.size());
-  auto waitOf = [&](Operation *op) -> std::optional<unsigned> {
+  // Each op's wait, found once per op: an op defines one stored value per
+  // result, and a call's results grow with the layers it runs.
+  SmallVector<std::optional<unsigned>> waitOf(ops.size());
+  for (auto [j, op] : llvm::enumerate(ops))
     if (Value token = dist::getToken(op))
       if (dist::WaitOp wait = dist::getWait(token))
         if (Operation *w = block.findAncestorOpInBlock(*wait))
-          return index[w];
-    return std::nullopt;
-  };
+          waitOf[j] = index[w];
   for (auto [s, def] : llvm::enumerate(definer))
-    if (std::optional<unsigned> w = waitOf(def))
+    if (std::optional<unsigned> w = waitOf[index[def]])
       until[s].insert(*w);
   // A fused group's members read their operands where the group runs: at
   // its root.
@@ -108,7 +109,7 @@ LiveBytes::LiveBytes(Block &block, std::function<int64_t(Operation *)> callBytes
     return fusion ? index[fusion->getExecutionPoint(op)] : index[op];
   };
   for (auto [j, op] : llvm::enumerate(ops)) {
-    std::optional<unsigned> w = waitOf(op);
+    std::optional<unsigned> w = waitOf[j];
     unsigned at = runsAt(op);
     op->walk([&](Operation *inner) {
       for (Value operand : inner->getOperands()) {
