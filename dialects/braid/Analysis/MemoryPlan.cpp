@@ -18,12 +18,8 @@ namespace {
 /// (FramePlan.h), so that a call can reserve its callee's frame.
 class MemoryPlanner {
 public:
-  MemoryPlanner(ModuleOp module, ProgramPlan &plan) : symbols(module), plan(plan) {
-    // ProgramPlan::offsetOf by name, hashed: a step reads every parameter.
-    for (const SmallVector<PersistentTensor> *list : {&plan.params, &plan.states})
-      for (const PersistentTensor &tensor : *list)
-        offsets.try_emplace(tensor.name, tensor.offset);
-  }
+  MemoryPlanner(ModuleOp module, ProgramPlan &plan)
+      : symbols(module), plan(plan) {}
 
   /// Plans `func` after every function it calls.
   LogicalResult planRecursively(func::FuncOp func);
@@ -33,7 +29,6 @@ private:
   ProgramPlan &plan;
   llvm::DenseSet<Operation *> onStack;
   PersistentEffects effects{symbols};
-  llvm::StringMap<int64_t> offsets;
 };
 } // namespace
 
@@ -57,7 +52,7 @@ LogicalResult MemoryPlanner::planRecursively(func::FuncOp func) {
   if (walk.wasInterrupted())
     return failure();
   FailureOr<std::unique_ptr<FunctionPlan>> frame =
-      planFrame(func, plan, symbols, effects, offsets);
+      planFrame(func, plan, symbols, effects, plan.persistentOffsets);
   if (failed(frame))
     return failure();
   plan.functions[func] = std::move(*frame);
@@ -65,11 +60,10 @@ LogicalResult MemoryPlanner::planRecursively(func::FuncOp func) {
 }
 
 std::optional<int64_t> ProgramPlan::offsetOf(StringRef name) const {
-  for (const SmallVector<PersistentTensor> *list : {&params, &states})
-    for (const PersistentTensor &tensor : *list)
-      if (tensor.name == name)
-        return tensor.offset;
-  return std::nullopt;
+  auto it = persistentOffsets.find(name);
+  if (it == persistentOffsets.end())
+    return std::nullopt;
+  return it->second;
 }
 
 namespace {
@@ -161,6 +155,9 @@ LogicalResult layOutPersistent(ModuleOp module, ProgramPlan &plan) {
     place(plan.outputs, "", resultType);
   }
   plan.persistentBytes = offset;
+  for (const SmallVector<PersistentTensor> *list : {&plan.params, &plan.states})
+    for (const PersistentTensor &tensor : *list)
+      plan.persistentOffsets.try_emplace(tensor.name, tensor.offset);
   return success();
 }
 } // namespace

@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <memory>
 #include <string>
@@ -124,6 +125,9 @@ struct ProgramPlan {
 
   /// The arena offset of the parameter or state `name`.
   std::optional<int64_t> offsetOf(StringRef name) const;
+  /// The offsets of `params` and `states` by name, for offsetOf: the
+  /// emitter and the frame planner ask for every parameter a step reads.
+  llvm::StringMap<int64_t> persistentOffsets;
 
   const FunctionPlan &get(func::FuncOp func) const {
     return *functions.find(func.getOperation())->second;
