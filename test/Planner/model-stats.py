@@ -3,20 +3,21 @@
 #
 # The planner's cost model counts a model's parameters and forward FLOPs from
 # its braid.model dictionary alone (lib/Planner/ModelShape.cpp); the counts
-# must equal what --braid-model-stats finds walking the IR the builder emits,
-# for every family, GQA, biases, tied heads, experts and hybrid layer plans.
+# must equal what --braid-model-stats finds walking the IR the builder emits
+# (each op's OpCostInterface), for every preset: every family, GQA, biases,
+# tied heads, experts and hybrid layer plans.
 import os
 import subprocess
 import sys
 
+from braid.presets import PRESETS
+
 work = sys.argv[1]
 KEYS = ("parameters", "parameters_active", "forward_flops_per_token")
-MODELS = [
-    ("gpt-tiny", []), ("llama-tiny", []), ("moe-tiny", []), ("mamba-tiny", []),
-    ("hybrid-tiny", []), ("gpt2-small", ["--layers", "2"]), ("llama3-8b", ["--layers", "2"]),
-    ("mixtral-8x7b", ["--layers", "2"]), ("mamba-1.4b", ["--layers", "2"]),
-    ("jamba-v0.1", ["--layers", "8"]),
-]
+# Every preset; the large ones cut to a few layers (a layer's counts do not
+# depend on how many there are; Jamba's 8 are one period of its layer plan).
+MODELS = [(name, [] if name.endswith("-tiny") else
+           ["--layers", "8" if name == "jamba-v0.1" else "2"]) for name in PRESETS]
 
 
 def stats(cmd):
