@@ -44,7 +44,7 @@ FailureOr<RankedTensorType> shrinkLeading(RankedTensorType type,
 class Microbatcher {
 public:
   Microbatcher(ModuleOp module, int64_t count)
-      : module(module), count(count) {}
+      : symbols(module), count(count) {}
 
   /// Re-types `f` for arguments of `inputs` types and returns its results'
   /// (`call`: where it is called from, for errors).
@@ -52,7 +52,8 @@ public:
                                       Operation *call = nullptr);
 
 private:
-  ModuleOp module;
+  /// The module's functions, hashed: one lookup per call, not a scan.
+  SymbolTable symbols;
   int64_t count;
   /// Functions already re-typed, with the argument types they got.
   llvm::DenseMap<Operation *, SmallVector<Type>> done;
@@ -63,7 +64,7 @@ private:
 
 LogicalResult Microbatcher::retypeOp(Operation &op) {
   if (auto call = dyn_cast<func::CallOp>(op)) {
-    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
     if (!callee || callee.isExternal())
       return call.emitError("cannot micro-batch a call to ")
              << call.getCalleeAttr() << ", which has no body";

@@ -494,23 +494,26 @@ void RankWriter::collectGradients(SmallVectorImpl<Value> &results,
                                   SmallVectorImpl<Attribute> &names,
                                   SmallVectorImpl<int64_t> &copies) {
   int64_t tiedTag = tag(p.chunks, 0, false) + 2;
+  // Each parameter's first gradient in the step and the ranks whose chunks
+  // hold one, in one pass over the gradients (a search per parameter would
+  // be quadratic in the layers).
+  llvm::StringMap<std::pair<int64_t, SmallVector<int64_t>>> byParam;
+  for (auto [i, g] : llvm::enumerate(p.gradients)) {
+    auto [it, fresh] = byParam.try_emplace(g.second.getValue());
+    if (fresh)
+      it->second.first = i;
+    int64_t r = p.schedule.rankOf(p.chunkOf.lookup(g.first.getDefiningOp()));
+    if (!llvm::is_contained(it->second.second, r))
+      it->second.second.push_back(r);
+  }
   for (auto [index, entryPair] : llvm::enumerate(p.gradients)) {
     StringRef param = entryPair.second.getValue();
     if (!held.count(param) || held[param].front() != index)
       continue; // not ours, or not its first gradient here
     // The tag: the parameter's first gradient in the step, the same on
     // every rank.
-    int64_t first = llvm::find_if(p.gradients, [&](auto &g) {
-                      return g.second.getValue() == param;
-                    }) - p.gradients.begin();
-    SmallVector<int64_t> holders;
-    for (auto &g : p.gradients)
-      if (g.second.getValue() == param) {
-        int64_t r =
-            p.schedule.rankOf(p.chunkOf.lookup(g.first.getDefiningOp()));
-        if (!llvm::is_contained(holders, r))
-          holders.push_back(r);
-      }
+    int64_t first = byParam[param].first;
+    SmallVector<int64_t> holders = byParam[param].second;
     llvm::sort(holders);
     Value total = accumulated.lookup(param);
     int64_t t = tiedTag + first;
