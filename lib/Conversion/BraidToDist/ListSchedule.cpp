@@ -73,6 +73,9 @@ struct Graph {
   /// The seconds each op takes: compute for compute and calls, the link for
   /// a transfer, nothing for a wait.
   SmallVector<double> cost;
+  /// A transfer's token (null for other ops), found once: a call's uses
+  /// would otherwise scan its results per operand.
+  SmallVector<Value> token;
   /// The longest path from an op to the block's end, its own cost included.
   SmallVector<double> height;
   /// A transfer's feeders, in program order: placed with it, just before.
@@ -101,11 +104,14 @@ void classifyOps(Graph &g, Block &block, const mlir::braid::StepTiming *timing,
   g.succs.resize(n);
   g.cost.assign(n, 0.0);
   g.height.assign(n, 0.0);
+  g.token.resize(n);
+  for (auto [i, op] : llvm::enumerate(g.ops))
+    g.token[i] = dist::getToken(op);
 
   auto &feedersOf = g.feedersOf;
   llvm::DenseSet<unsigned> isFeeder;
   for (auto [i, op] : llvm::enumerate(g.ops))
-    if (dist::getToken(op))
+    if (g.token[i])
       for (Operation *f : rules.feeders(op))
         if (auto it = g.index.find(f); it != g.index.end()) {
           feedersOf[i].push_back(it->second);
@@ -113,7 +119,7 @@ void classifyOps(Graph &g, Block &block, const mlir::braid::StepTiming *timing,
         }
   for (auto [i, op] : llvm::enumerate(g.ops)) {
     Kind k = Kind::Compute;
-    if (dist::getToken(op))
+    if (g.token[i])
       k = Kind::Start;
     else if (isa<dist::WaitOp>(op))
       k = Kind::Wait;
@@ -175,7 +181,7 @@ void addDependences(Graph &g, Block &block, const ListScheduleRules &rules) {
         Operation *holder = inBlock(block, def);
         if (!holder || holder == op)
           continue;
-        if (Value token = dist::getToken(holder); token && operand != token)
+        if (Value token = g.token[g.index[holder]]; token && operand != token)
           if (dist::WaitOp wait = dist::getWait(token); wait && wait->getBlock() == &block) {
             dep(i, g.index[wait]);
             continue;
