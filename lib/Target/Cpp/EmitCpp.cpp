@@ -119,10 +119,13 @@ std::string FunctionEmitter::nameOf(Value value) {
   std::string name = "v" + std::to_string(fp.position.lookup(op));
   if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
     name = loc.getName().str();
-  // Results are numbered when there are several, a transfer's token aside.
-  if (llvm::count_if(op->getResultTypes(), [](Type t) {
-        return !isa<dist::TokenType>(t);
-      }) > 1)
+  // Results are numbered when there are several, a transfer's token aside
+  // (counted up to two: a stage call has hundreds of results).
+  unsigned values = 0;
+  for (Type type : op->getResultTypes())
+    if (!isa<dist::TokenType>(type) && ++values > 1)
+      break;
+  if (values > 1)
     name += "." + std::to_string(result.getResultNumber());
   return name;
 }
@@ -337,6 +340,7 @@ collectCommGroups(mlir::ModuleOp module, mlir::func::FuncOp entry,
                   std::set<std::string> &groups) {
   using namespace mlir;
   llvm::SmallPtrSet<Operation *, 16> seen;
+  SymbolTable symbols(module); // one hashed lookup per call, not a scan
   SmallVector<func::FuncOp> work = {entry};
   auto add = [&](const mlir::braid::GridGroup &group) {
     if (group.inGridOrder()) {
@@ -352,7 +356,7 @@ collectCommGroups(mlir::ModuleOp module, mlir::func::FuncOp entry,
       continue;
     WalkResult walk = func.walk([&](Operation *op) {
       if (auto call = dyn_cast<func::CallOp>(op)) {
-        if (auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee()))
+        if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
           work.push_back(callee);
         return WalkResult::advance();
       }
