@@ -75,6 +75,8 @@ if(EXISTS ${BRAID_GPU_BENCH_DIR}/kernel_test.cu)
     string(REPLACE "_" "-" name ${test})
     add_executable(${name}-cudasim ${generated})
     braid_runtime_target(${name}-cudasim)
+    # The rewritten headers of src/cuda (they launch kernels) before src.
+    target_include_directories(${name}-cudasim BEFORE PRIVATE ${BRAID_CUDASIM_GEN})
     target_include_directories(${name}-cudasim PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src
                                                        ${BRAID_GPU_BENCH_DIR})
     target_compile_definitions(${name}-cudasim PRIVATE BRAID_RUNTIME_CUDA)

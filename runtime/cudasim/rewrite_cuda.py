@@ -7,6 +7,10 @@ compiler builds it: the two constructs that are not C++.
   extern __shared__ T name[];
       -> T *name = ::cudasim::dynamicShared<T>();
 
+A launch on the line after a comment `// cudasim-label: NAME` is labelled by
+the expression NAME (a `const char *` in scope) instead of its own text: a
+helper that launches the kernel it is given names the launch after its caller.
+
 Line numbers are kept (a #line directive names the original file), so that
 compiler messages and assertion failures point into the .cu source.
 
@@ -15,7 +19,8 @@ usage: rewrite_cuda.py INPUT.cu OUTPUT.cpp
 import re
 import sys
 
-LAUNCH = re.compile(r"(?P<name>\b[A-Za-z_][\w:]*(?:<[^<>;(){}]*>)?)\s*<<<(?P<config>.*?)>>>\s*\(",
+LAUNCH = re.compile(r"(?P<labelled>//[ \t]*cudasim-label:[ \t]*(?P<label>\w+)[^\n]*\n\s*)?"
+                    r"(?P<name>\b[A-Za-z_][\w:]*(?:<[^<>;(){}]*>)?)\s*<<<(?P<config>.*?)>>>\s*\(",
                     re.S)
 DYNAMIC_SHARED = re.compile(
     r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?(?P<type>[\w:]+(?:\s+[\w:]+)*?)"
@@ -27,9 +32,10 @@ def rewrite(text):
         name = m.group("name")
         rest = text[m.end():]
         no_args = rest.lstrip().startswith(")")
-        label = re.sub(r"\s+", " ", name)
-        return '::cudasim::Launch("%s", %s)(%s%s' % (label, m.group("config"), name,
-                                                    "" if no_args else ", ")
+        label = m.group("label") or '"%s"' % re.sub(r"\s+", " ", name)
+        return '%s::cudasim::Launch(%s, %s)(%s%s' % (m.group("labelled") or "", label,
+                                                   m.group("config"), name,
+                                                   "" if no_args else ", ")
 
     out = LAUNCH.sub(launch, text)
     out = DYNAMIC_SHARED.sub(

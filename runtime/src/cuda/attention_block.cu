@@ -151,9 +151,8 @@ extern "C" void braid_k_sequence_positions(braid_rt *rt, int64_t *pos, int64_t c
   if (count == 0)
     return;
   const int64_t c = zigzag_ranks > 0 ? seq / (2 * zigzag_ranks) : 0;
-  sequencePositionsKernel<<<gridFor(count, 256), 256, 0, streamOf(rt)>>>(pos, count, start,
-                                                                          zigzag_ranks, c);
-  BRAID_CUDA_CHECK_LAUNCH();
+  launchElements("sequence_positions", count, streamOf(rt), sequencePositionsKernel, pos, count,
+                 start, zigzag_ranks, c);
 }
 
 extern "C" void braid_k_attention_block(braid_rt *rt, braid_dtype dt, const void *q,
@@ -183,9 +182,8 @@ extern "C" void braid_k_attention_merge(braid_rt *rt, float *out, float *lse,
   using namespace braid::cuda;
   if (!attn::checkRowShape("attention_merge", rows, v_head_dim))
     return;
-  attentionMergeKernel<<<gridFor(rows, kRowWarps), kRowWarps * 32, 0, streamOf(rt)>>>(
-      out, lse, block_out, block_lse, rows, static_cast<int>(v_head_dim));
-  BRAID_CUDA_CHECK_LAUNCH();
+  launch("attention_merge", gridFor(rows, kRowWarps), kRowWarps * 32, streamOf(rt),
+         attentionMergeKernel, out, lse, block_out, block_lse, rows, v_head_dim);
 }
 
 extern "C" void braid_k_attention_delta(braid_rt *rt, braid_dtype dt, const void *dout,
@@ -194,10 +192,8 @@ extern "C" void braid_k_attention_delta(braid_rt *rt, braid_dtype dt, const void
   using namespace braid::cuda;
   if (!attn::checkRowShape("attention_delta", rows, v_head_dim))
     return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    attentionDeltaKernel<T><<<gridFor(rows, kRowWarps), kRowWarps * 32, 0, stream>>>(
-        static_cast<const T *>(dout), out, delta, rows, static_cast<int>(v_head_dim));
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launch("attention_delta", gridFor(rows, kRowWarps), kRowWarps * 32,
+                              streamOf(rt), attentionDeltaKernel<T>, dout, out, delta, rows,
+                              v_head_dim));
 }

@@ -11,24 +11,21 @@
 #ifndef BRAID_RUNTIME_CUDA_CHECK_H
 #define BRAID_RUNTIME_CUDA_CHECK_H
 
+#include "abort_message.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 
 namespace braid::cuda {
 
 [[noreturn]] inline void fatal(const char *file, int line, const char *format, ...) {
-  std::fflush(stdout);
-  std::fprintf(stderr, "braid runtime (cuda): %s:%d: ", file, line);
+  char prefix[512];
+  std::snprintf(prefix, sizeof prefix, "braid runtime (cuda): %s:%d: ", file, line);
   va_list args;
   va_start(args, format);
-  std::vfprintf(stderr, format, args);
-  va_end(args);
-  std::fputc('\n', stderr);
-  std::fflush(stderr);
-  std::abort();
+  abortWithMessage(prefix, format, args);
 }
 
 inline void check(cudaError_t error, const char *expr, const char *file, int line) {

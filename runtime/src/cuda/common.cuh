@@ -1,8 +1,10 @@
 //===- common.cuh - shared helpers of the Braid CUDA kernels ----*- CUDA -*-===//
 //
 // Storage types (f32, bf16, f16: arithmetic always in f32), dtype dispatch,
-// activations, warp/block reductions, the kernel stream, and two resources the
-// runtime owns outside the planned arena (see cuda_backend.cu):
+// activations, warp/block reductions, the kernel stream, the launches every
+// kernel goes through (launch, launchElements, launchRows: the configuration,
+// the arguments' casts and the launch check written once), and two resources
+// the runtime owns outside the planned arena (see cuda_backend.cu):
 //  - a device error record that kernels set when an index operand is out of
 //    range (tokens, labels, expert indices); the backend checks it after every
 //    synchronize and aborts with a message naming the kernel and the value;
@@ -114,43 +116,69 @@ __device__ __forceinline__ float applyAct(int act, float x) {
   }
 }
 
+/// Stops with a message on an activation outside braid_act.
+inline void checkAct(const char *kernel, braid_act act) {
+  if (static_cast<int>(act) < BRAID_ACT_SILU || static_cast<int>(act) > BRAID_ACT_NEG)
+    BRAID_CUDA_FATAL("%s: unknown activation %d", kernel, static_cast<int>(act));
+}
+
 //===--- Reductions --------------------------------------------------------===//
 
-__device__ __forceinline__ float warpSum(float v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float warpMax(float v) {
-  for (int o = 16; o > 0; o >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
+/// Threads per block of the one-dimensional kernels (grid-stride loops over
+/// elements, one block per row).
+constexpr int kThreads = 256;
 
-/// Sum over the block (blockDim.x a multiple of 32, <= 1024); every thread
-/// gets the result. `shared` holds 32 floats. Deterministic order.
-__device__ inline float blockSum(float v, float *shared) {
+struct SumOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct MaxOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+/// `op` over the 32 lanes of the warp (butterfly order); every lane gets it.
+template <typename Op> __device__ __forceinline__ float warpReduce(float v, Op op) {
+  for (int o = 16; o > 0; o >>= 1)
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warpSum(float v) { return warpReduce(v, SumOp()); }
+__device__ __forceinline__ float warpMax(float v) { return warpReduce(v, MaxOp()); }
+
+/// `op` over the block (blockDim.x a multiple of 32, <= 1024), `identity` its
+/// neutral value; every thread gets the result. `shared` holds 32 floats.
+/// Deterministic order.
+template <typename Op>
+__device__ inline float blockReduce(float v, float *shared, float identity, Op op) {
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  v = warpSum(v);
+  v = warpReduce(v, op);
   __syncthreads();
   if (lane == 0)
     shared[warp] = v;
   __syncthreads();
-  v = lane < warps ? shared[lane] : 0.0f;
-  return warpSum(v);
+  v = lane < warps ? shared[lane] : identity;
+  return warpReduce(v, op);
+}
+__device__ inline float blockSum(float v, float *shared) {
+  return blockReduce(v, shared, 0.0f, SumOp());
 }
 __device__ inline float blockMax(float v, float *shared) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  v = warpMax(v);
-  __syncthreads();
-  if (lane == 0)
-    shared[warp] = v;
-  __syncthreads();
-  v = lane < warps ? shared[lane] : -INFINITY;
-  return warpMax(v);
+  return blockReduce(v, shared, -INFINITY, MaxOp());
 }
 
-//===--- Launch helpers ----------------------------------------------------===//
+/// Sum over a block of kThreads threads in f64, in a fixed tree order; the
+/// result is valid in thread 0. `partial` holds kThreads doubles.
+__device__ inline double blockSumF64(double v, double *partial) {
+  partial[threadIdx.x] = v;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+    if ((int)threadIdx.x < stride)
+      partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  return partial[0];
+}
+
+//===--- Launches ----------------------------------------------------------===//
 
 /// Stops with a message when a one-block-per-row kernel has more rows than
 /// a grid's x dimension holds (2^31 - 1 blocks).
@@ -166,29 +194,81 @@ inline unsigned gridFor(int64_t n, int threads, int64_t maxBlocks = 65536 * 8) {
   return static_cast<unsigned>(blocks < maxBlocks ? blocks : maxBlocks);
 }
 
+/// Launches kernel(args...) in `grid` blocks of `threads` on `stream` and
+/// checks the launch. Each argument is converted with static_cast to its
+/// parameter's type, so untyped buffers (`const void *`) pass as the kernel's
+/// `const T *`. `name` labels the launch in cudasim's traces and reports.
+template <typename... P, typename... A>
+void launch(const char *name, dim3 grid, int threads, cudaStream_t stream, void (*kernel)(P...),
+            const A &...args) {
+  static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong argument count");
+  (void)name;
+  // cudasim-label: name
+  kernel<<<grid, threads, 0, stream>>>(static_cast<P>(args)...);
+  BRAID_CUDA_CHECK_LAUNCH();
+}
+
+/// out[i] = 0 for i < n, in the storage type.
+template <typename T>
+__global__ void zeroKernel(T *__restrict__ out, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    out[i] = fromF<T>(0.0f);
+}
+
+/// One thread per element of [0, n) for a grid-stride kernel; none for n <= 0.
+template <typename... P, typename... A>
+void launchElements(const char *name, int64_t n, cudaStream_t stream, void (*kernel)(P...),
+                    const A &...args) {
+  if (n > 0)
+    launch(name, gridFor(n, kThreads), kThreads, stream, kernel, args...);
+}
+
+/// One block per row; none for rows <= 0.
+template <typename... P, typename... A>
+void launchRows(const char *name, int64_t rows, cudaStream_t stream, void (*kernel)(P...),
+                const A &...args) {
+  checkRows(name, rows);
+  if (rows > 0)
+    launch(name, static_cast<unsigned>(rows), kThreads, stream, kernel, args...);
+}
+
 } // namespace braid::cuda
 
-/// Runs the statement with `T` bound to the storage type of float dtype `dt`.
-#define BRAID_DISPATCH_FLOAT(dt, T, ...)                                                         \
+/// One case of the dispatch macros below: runs the statement with `T` = `Type`.
+#define BRAID_DISPATCH_CASE(label, T, Type, ...)                                                 \
+  case label: {                                                                                  \
+    using T = Type;                                                                              \
+    __VA_ARGS__;                                                                                 \
+    break;                                                                                       \
+  }
+
+/// Runs the statement with `T` bound to the storage type of float dtype `dt`;
+/// stops with a message naming `kernel` on any other dtype.
+#define BRAID_DISPATCH_FLOAT_IN(kernel, dt, T, ...)                                              \
   do {                                                                                           \
     switch (dt) {                                                                                \
-    case BRAID_F32: {                                                                            \
-      using T = float;                                                                           \
-      __VA_ARGS__;                                                                               \
-      break;                                                                                     \
-    }                                                                                            \
-    case BRAID_BF16: {                                                                           \
-      using T = __nv_bfloat16;                                                                   \
-      __VA_ARGS__;                                                                               \
-      break;                                                                                     \
-    }                                                                                            \
-    case BRAID_F16: {                                                                            \
-      using T = __half;                                                                          \
-      __VA_ARGS__;                                                                               \
-      break;                                                                                     \
-    }                                                                                            \
+      BRAID_DISPATCH_CASE(BRAID_F32, T, float, __VA_ARGS__)                                      \
+      BRAID_DISPATCH_CASE(BRAID_BF16, T, __nv_bfloat16, __VA_ARGS__)                             \
+      BRAID_DISPATCH_CASE(BRAID_F16, T, __half, __VA_ARGS__)                                     \
     default:                                                                                     \
-      BRAID_CUDA_FATAL("%s: unsupported float dtype %d", __func__, static_cast<int>(dt));        \
+      BRAID_CUDA_FATAL("%s: unsupported float dtype %d", kernel, static_cast<int>(dt));          \
+    }                                                                                            \
+  } while (0)
+/// The same in an entry point, which the message names.
+#define BRAID_DISPATCH_FLOAT(dt, T, ...) BRAID_DISPATCH_FLOAT_IN(__func__, dt, T, __VA_ARGS__)
+
+/// Runs the statement with `E` an unsigned integer of the element size of
+/// `dt` (kernels that move elements without looking at them).
+#define BRAID_DISPATCH_BITS_IN(kernel, dt, E, ...)                                               \
+  do {                                                                                           \
+    switch (braid_dtype_size(dt)) {                                                              \
+      BRAID_DISPATCH_CASE(1, E, uint8_t, __VA_ARGS__)                                            \
+      BRAID_DISPATCH_CASE(2, E, uint16_t, __VA_ARGS__)                                           \
+      BRAID_DISPATCH_CASE(4, E, uint32_t, __VA_ARGS__)                                           \
+      BRAID_DISPATCH_CASE(8, E, uint64_t, __VA_ARGS__)                                           \
+    default:                                                                                     \
+      BRAID_CUDA_FATAL("%s: unknown dtype %d", kernel, static_cast<int>(dt));                    \
     }                                                                                            \
   } while (0)
 

@@ -168,22 +168,15 @@ public:
     }
   }
 
-  // Host buffers may be pageable and reused by the caller right after the
-  // call returns: both copies complete before returning.
   void copyToDevice(void *dst, const void *src, int64_t bytes) override {
-    if (bytes <= 0)
-      return;
-    BRAID_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes),
-                                     cudaMemcpyHostToDevice, compute_));
-    BRAID_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    if (bytes > 0)
+      copyWithHost(dst, src, bytes, cudaMemcpyHostToDevice);
   }
 
   void copyToHost(void *dst, const void *src, int64_t bytes) override {
     if (bytes <= 0)
       return;
-    BRAID_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes),
-                                     cudaMemcpyDeviceToHost, compute_));
-    BRAID_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    copyWithHost(dst, src, bytes, cudaMemcpyDeviceToHost);
     checkDeviceError();
   }
 
@@ -250,6 +243,14 @@ public:
   }
 
 private:
+  /// A copy between a host buffer and the device on the compute stream,
+  /// complete when it returns: host buffers may be pageable and reused by
+  /// the caller right after the call.
+  void copyWithHost(void *dst, const void *src, int64_t bytes, cudaMemcpyKind kind) {
+    BRAID_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), kind, compute_));
+    BRAID_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  }
+
   void ensureEvents(int64_t id) {
     if (id < 0)
       BRAID_CUDA_FATAL("negative kernel id %lld", static_cast<long long>(id));

@@ -12,7 +12,6 @@
 namespace braid::cuda {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kMaxRank = 8;
 
 template <typename T>
@@ -61,11 +60,6 @@ __global__ void transposeKernel(const E *__restrict__ x, E *__restrict__ y, Tran
   }
 }
 
-void checkAct(const char *op, braid_act act) {
-  if (static_cast<int>(act) < BRAID_ACT_SILU || static_cast<int>(act) > BRAID_ACT_NEG)
-    BRAID_CUDA_FATAL("%s: unknown activation %d", op, static_cast<int>(act));
-}
-
 } // namespace
 } // namespace braid::cuda
 
@@ -77,12 +71,8 @@ void braid_k_unary(braid_rt *rt, braid_dtype dt, braid_act act, const void *x, v
   checkAct("unary", act);
   if (n <= 0)
     return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    unaryKernel<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<int>(act), static_cast<const T *>(x), static_cast<T *>(y), n);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("unary", n, streamOf(rt), unaryKernel<T>, act, x, y, n));
 }
 
 void braid_k_binary(braid_rt *rt, braid_dtype dt, braid_binop op, const void *a, const void *b,
@@ -92,13 +82,8 @@ void braid_k_binary(braid_rt *rt, braid_dtype dt, braid_binop op, const void *a,
     BRAID_CUDA_FATAL("binary: unknown op %d", static_cast<int>(op));
   if (n <= 0)
     return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    binaryKernel<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<int>(op), static_cast<const T *>(a), static_cast<const T *>(b),
-        static_cast<T *>(y), n);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("binary", n, streamOf(rt), binaryKernel<T>, op, a, b, y, n));
 }
 
 void braid_k_glu(braid_rt *rt, braid_dtype dt, braid_act act, const void *gate, const void *up,
@@ -107,13 +92,8 @@ void braid_k_glu(braid_rt *rt, braid_dtype dt, braid_act act, const void *gate, 
   checkAct("glu", act);
   if (n <= 0)
     return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    gluKernel<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<int>(act), static_cast<const T *>(gate), static_cast<const T *>(up),
-        static_cast<T *>(y), n);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("glu", n, streamOf(rt), gluKernel<T>, act, gate, up, y, n));
 }
 
 void braid_k_transpose(braid_rt *rt, braid_dtype dt, const void *x, void *y, int32_t rank,
@@ -140,31 +120,9 @@ void braid_k_transpose(braid_rt *rt, braid_dtype dt, const void *x, void *y, int
   }
   if (n <= 0)
     return;
-  cudaStream_t stream = streamOf(rt);
-  int64_t size = braid_dtype_size(dt);
-  unsigned grid = gridFor(n, kThreads);
-  switch (size) {
-  case 1:
-    transposeKernel<uint8_t><<<grid, kThreads, 0, stream>>>(
-        static_cast<const uint8_t *>(x), static_cast<uint8_t *>(y), dims, n);
-    break;
-  case 2:
-    transposeKernel<uint16_t><<<grid, kThreads, 0, stream>>>(
-        static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y), dims, n);
-    break;
-  case 4:
-    transposeKernel<uint32_t><<<grid, kThreads, 0, stream>>>(
-        static_cast<const uint32_t *>(x), static_cast<uint32_t *>(y), dims, n);
-    break;
-  case 8:
-    transposeKernel<uint64_t><<<grid, kThreads, 0, stream>>>(
-        static_cast<const uint64_t *>(x), static_cast<uint64_t *>(y), dims, n);
-    break;
-  default:
-    BRAID_CUDA_FATAL("transpose: unsupported element size %lld (dtype %d)",
-                     static_cast<long long>(size), static_cast<int>(dt));
-  }
-  BRAID_CUDA_CHECK_LAUNCH();
+  BRAID_DISPATCH_BITS_IN("transpose", dt, E,
+                         launchElements("transpose", n, streamOf(rt), transposeKernel<E>, x, y,
+                                        dims, n));
 }
 
 } // extern "C"

@@ -11,8 +11,6 @@
 namespace braid::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
 template <typename T>
 __global__ void embeddingKernel(const void *__restrict__ tokens, int index64,
                                 const T *__restrict__ table, const T *__restrict__ pos,
@@ -50,13 +48,9 @@ extern "C" void braid_k_embedding(braid_rt *rt, braid_dtype dt, braid_dtype inde
   if (pos && seq <= 0)
     BRAID_CUDA_FATAL("embedding: seq %lld must be positive with a position table",
                      static_cast<long long>(seq));
-  cudaStream_t stream = streamOf(rt);
-  DeviceError *error = deviceErrorRecord();
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    embeddingKernel<T><<<gridFor(num_tokens * hidden, kThreads), kThreads, 0, stream>>>(
-        tokens, index_dt == BRAID_I64, static_cast<const T *>(table),
-        static_cast<const T *>(pos), static_cast<T *>(out), num_tokens, seq, vocab, hidden,
-        error);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("embedding", num_tokens * hidden, streamOf(rt),
+                                      embeddingKernel<T>, tokens, index_dt == BRAID_I64, table,
+                                      pos, out, num_tokens, seq, vocab, hidden,
+                                      deviceErrorRecord()));
 }

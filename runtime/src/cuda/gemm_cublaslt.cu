@@ -200,13 +200,6 @@ __global__ void addBiasKernel(T *y, const T *b, int64_t rows, int64_t n) {
     y[i] = fromF<T>(toF(y[i]) + toF(b[i % n]));
 }
 
-template <typename T>
-__global__ void fillZeroKernel(T *y, int64_t total) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x)
-    y[i] = fromF<T>(0.0f);
-}
-
 /// C[batch, m, n] = op(A) op(B) (+ bias[n]) on `stream`.
 void gemm(cudaStream_t stream, braid_dtype dt, const void *a, const void *b, const void *bias,
           void *c, int64_t batch, int64_t m, int64_t k, int64_t n, int transA, int transB) {
@@ -214,14 +207,9 @@ void gemm(cudaStream_t stream, braid_dtype dt, const void *a, const void *b, con
     return;
   if (k <= 0) { // empty contraction: C = 0 (+ bias)
     BRAID_DISPATCH_FLOAT(dt, T, {
-      fillZeroKernel<T><<<gridFor(batch * m * n, 256), 256, 0, stream>>>(static_cast<T *>(c),
-                                                                          batch * m * n);
-      BRAID_CUDA_CHECK_LAUNCH();
-      if (bias) {
-        addBiasKernel<T><<<gridFor(batch * m * n, 256), 256, 0, stream>>>(
-            static_cast<T *>(c), static_cast<const T *>(bias), batch * m, n);
-        BRAID_CUDA_CHECK_LAUNCH();
-      }
+      launchElements("gemm", batch * m * n, stream, zeroKernel<T>, c, batch * m * n);
+      if (bias)
+        launchElements("gemm", batch * m * n, stream, addBiasKernel<T>, c, bias, batch * m, n);
     });
     return;
   }
@@ -240,11 +228,9 @@ void gemm(cudaStream_t stream, braid_dtype dt, const void *a, const void *b, con
                                     plan.layoutB, &beta, c, plan.layoutC, c, plan.layoutC,
                                     &plan.algo, ctx.workspace, kWorkspaceBytes, stream));
   if (bias && !plan.biasInEpilogue) {
-    BRAID_DISPATCH_FLOAT(dt, T, {
-      addBiasKernel<T><<<gridFor(batch * m * n, 256), 256, 0, stream>>>(
-          static_cast<T *>(c), static_cast<const T *>(bias), batch * m, n);
-      BRAID_CUDA_CHECK_LAUNCH();
-    });
+    BRAID_DISPATCH_FLOAT(dt, T,
+                         launchElements("gemm", batch * m * n, stream, addBiasKernel<T>, c, bias,
+                                        batch * m, n));
   }
 }
 

@@ -19,10 +19,36 @@
 
 namespace braid::cuda::grad {
 
-constexpr int kThreads = 256;
+using cuda::kThreads;
 constexpr int64_t kRowsPerChunk = 64;
 
 inline int64_t chunksFor(int64_t rows) { return (rows + kRowsPerChunk - 1) / kRowsPerChunk; }
+
+/// The chunks of `rows` for pass 1, stopping with a message when they exceed
+/// the grid's y dimension.
+inline int64_t checkedChunks(const char *kernel, int64_t rows) {
+  const int64_t chunks = chunksFor(rows);
+  if (chunks > 65535)
+    BRAID_CUDA_FATAL("%s: %lld rows exceed the grid", kernel, static_cast<long long>(rows));
+  return chunks;
+}
+
+/// The grid of pass 1: x over the `columns` (kThreads each), y over the chunks.
+inline dim3 chunkGrid(int64_t columns, int64_t chunks) {
+  return dim3(static_cast<unsigned>((columns + kThreads - 1) / kThreads),
+              static_cast<unsigned>(chunks));
+}
+
+struct ColumnChunk {
+  int64_t column, firstRow, endRow;
+};
+
+/// The column this thread of pass 1 owns and the rows [firstRow, endRow) of
+/// its chunk (the column may lie past the last one: the caller checks).
+__device__ __forceinline__ ColumnChunk columnChunk(int64_t rows) {
+  const int64_t r0 = blockIdx.y * kRowsPerChunk;
+  return {blockIdx.x * (int64_t)blockDim.x + threadIdx.x, r0, min(rows, r0 + kRowsPerChunk)};
+}
 
 /// out[c] = sum over k < chunks of partial[k * n + c] (in order), for c < n.
 template <typename T>
@@ -40,9 +66,8 @@ __global__ void reduceChunksKernel(const float *__restrict__ partial, T *__restr
 template <typename T>
 void launchReduceChunks(cudaStream_t stream, const float *partial, void *out, int64_t chunks,
                         int64_t n) {
-  reduceChunksKernel<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(
-      partial, static_cast<T *>(out), chunks, n);
-  BRAID_CUDA_CHECK_LAUNCH();
+  launch("reduce_chunks", gridFor(n, kThreads), kThreads, stream, reduceChunksKernel<T>, partial,
+         out, chunks, n);
 }
 
 /// Rounds a byte count up to a multiple of 256 (scratch sub-buffer alignment).

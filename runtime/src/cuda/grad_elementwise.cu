@@ -20,16 +20,12 @@
 namespace braid::cuda {
 namespace {
 
-using grad::kThreads;
-
 template <typename T>
 __global__ void sumRowsPartialKernel(const T *__restrict__ x, float *__restrict__ partial,
                                      T *__restrict__ direct, int64_t rows, int64_t n) {
-  const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const auto [c, r0, r1] = grad::columnChunk(rows);
   if (c >= n)
     return;
-  const int64_t r0 = blockIdx.y * grad::kRowsPerChunk;
-  const int64_t r1 = min(rows, r0 + grad::kRowsPerChunk);
   float acc = 0.0f;
   for (int64_t r = r0; r < r1; ++r)
     acc += toF(x[r * n + c]);
@@ -93,17 +89,13 @@ void braid_k_sum_rows(braid_rt *rt, braid_dtype dt, const void *x, void *y, int6
     BRAID_CUDA_CHECK(cudaMemsetAsync(y, 0, static_cast<size_t>(n * braid_dtype_size(dt)), stream));
     return;
   }
-  int64_t chunks = grad::chunksFor(rows);
-  if (chunks > 65535)
-    BRAID_CUDA_FATAL("sum_rows: %lld rows exceed the grid", static_cast<long long>(rows));
+  const int64_t chunks = grad::checkedChunks("sum_rows", rows);
   float *partial = nullptr;
   if (chunks > 1)
     partial = static_cast<float *>(scratch(stream, chunks * n * static_cast<int64_t>(sizeof(float))));
-  dim3 grid(static_cast<unsigned>((n + kThreads - 1) / kThreads), static_cast<unsigned>(chunks));
   BRAID_DISPATCH_FLOAT(dt, T, {
-    sumRowsPartialKernel<T><<<grid, kThreads, 0, stream>>>(
-        static_cast<const T *>(x), partial, chunks > 1 ? nullptr : static_cast<T *>(y), rows, n);
-    BRAID_CUDA_CHECK_LAUNCH();
+    launch("sum_rows", grad::chunkGrid(n, chunks), kThreads, stream, sumRowsPartialKernel<T>, x,
+           partial, chunks > 1 ? nullptr : y, rows, n);
     if (chunks > 1)
       grad::launchReduceChunks<T>(stream, partial, y, chunks, n);
   });
@@ -112,17 +104,12 @@ void braid_k_sum_rows(braid_rt *rt, braid_dtype dt, const void *x, void *y, int6
 void braid_k_activation_grad(braid_rt *rt, braid_dtype dt, braid_act act, const void *x,
                              const void *dy, void *dx, int64_t n) {
   using namespace braid::cuda;
-  if (static_cast<int>(act) < BRAID_ACT_SILU || static_cast<int>(act) > BRAID_ACT_NEG)
-    BRAID_CUDA_FATAL("activation_grad: unknown activation %d", static_cast<int>(act));
+  checkAct("activation_grad", act);
   if (n <= 0)
     return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    activationGradKernel<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<int>(act), static_cast<const T *>(x), static_cast<const T *>(dy),
-        static_cast<T *>(dx), n);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("activation_grad", n, streamOf(rt), activationGradKernel<T>,
+                                      act, x, dy, dx, n));
 }
 
 } // extern "C"

@@ -172,22 +172,16 @@ static void embeddingGradRows(braid_rt *rt, braid_dtype dt, braid_dtype index_dt
   auto *starts = reinterpret_cast<int32_t *>(base + 4 * arrBytes);
   void *temp = base + 4 * arrBytes + startsBytes;
 
-  tokenKeysKernel<<<gridFor(num_tokens, kThreads), kThreads, 0, stream>>>(
-      tokens, index_dt == BRAID_I64, keysIn, valsIn, num_tokens, vocab, offset,
-      reportOutside ? deviceErrorRecord() : nullptr);
-  BRAID_CUDA_CHECK_LAUNCH();
+  launchElements(what, num_tokens, stream, tokenKeysKernel, tokens, index_dt == BRAID_I64, keysIn,
+                 valsIn, num_tokens, vocab, offset, reportOutside ? deviceErrorRecord() : nullptr);
   BRAID_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, tempBytes,
                                                    static_cast<const int32_t *>(keysIn), keysOut,
                                                    static_cast<const int32_t *>(valsIn), valsOut,
                                                    n, 0, endBit, stream));
-  segmentStartsKernel<<<gridFor(vocab + 1, kThreads), kThreads, 0, stream>>>(keysOut, starts,
-                                                                             num_tokens, vocab);
-  BRAID_CUDA_CHECK_LAUNCH();
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    embeddingGradKernel<T><<<gridFor(vocab * hidden, kThreads), kThreads, 0, stream>>>(
-        starts, valsOut, static_cast<const T *>(dy), static_cast<T *>(dtable), vocab, hidden);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  launchElements(what, vocab + 1, stream, segmentStartsKernel, keysOut, starts, num_tokens, vocab);
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements(what, vocab * hidden, stream, embeddingGradKernel<T>, starts,
+                                      valsOut, dy, dtable, vocab, hidden));
 }
 
 void braid_k_embedding_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
@@ -217,12 +211,10 @@ void braid_k_position_grad(braid_rt *rt, braid_dtype dt, const void *dy, void *d
     return;
   if (seq <= 0)
     BRAID_CUDA_FATAL("position_grad: seq %lld must be positive", static_cast<long long>(seq));
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    positionGradKernel<T><<<gridFor(positions * hidden, kThreads), kThreads, 0, stream>>>(
-        static_cast<const T *>(dy), static_cast<T *>(dpos), num_tokens, seq, positions, hidden);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("position_grad", positions * hidden, streamOf(rt),
+                                      positionGradKernel<T>, dy, dpos, num_tokens, seq, positions,
+                                      hidden));
 }
 
 void braid_k_cross_entropy_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
@@ -230,20 +222,11 @@ void braid_k_cross_entropy_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_
                                 void *dlogits, int64_t rows, int64_t vocab) {
   using namespace braid::cuda;
   BRAID_CHECK_INDEX_DTYPE(index_dt);
-  if (rows <= 0 || vocab <= 0)
-    BRAID_CUDA_FATAL("cross_entropy_grad: needs rows and vocab > 0, got %lld and %lld",
-                     static_cast<long long>(rows), static_cast<long long>(vocab));
-  if (rows > 0x7fffffffLL)
-    BRAID_CUDA_FATAL("cross_entropy_grad: %lld rows exceed the grid",
-                     static_cast<long long>(rows));
-  cudaStream_t stream = streamOf(rt);
-  DeviceError *error = deviceErrorRecord();
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    crossEntropyGradKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(logits), labels, index_dt == BRAID_I64, dloss,
-        static_cast<T *>(dlogits), rows, vocab, error);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  checkLossShape("cross_entropy_grad", rows, vocab);
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchRows("cross_entropy_grad", rows, streamOf(rt),
+                                  crossEntropyGradKernel<T>, logits, labels, index_dt == BRAID_I64,
+                                  dloss, dlogits, rows, vocab, deviceErrorRecord()));
 }
 
 } // extern "C"

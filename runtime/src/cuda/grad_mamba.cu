@@ -18,7 +18,6 @@
 namespace braid::cuda {
 namespace {
 
-using grad::kThreads;
 constexpr int kMaxConvK = 32;
 
 template <typename T>
@@ -46,11 +45,9 @@ __global__ void conv1dGradParamKernel(const T *__restrict__ x, const T *__restri
                                       float *__restrict__ partW, float *__restrict__ partB,
                                       T *__restrict__ dw, T *__restrict__ db, int64_t rows,
                                       int64_t seq, int64_t channels, int kernel) {
-  const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const auto [c, r0, r1] = grad::columnChunk(rows);
   if (c >= channels)
     return;
-  const int64_t r0 = blockIdx.y * grad::kRowsPerChunk;
-  const int64_t r1 = min(rows, r0 + grad::kRowsPerChunk);
   float acc[kMaxConvK];
 #pragma unroll
   for (int j = 0; j < kMaxConvK; ++j)
@@ -109,9 +106,7 @@ void braid_k_conv1d_grad(braid_rt *rt, braid_dtype dt, const void *x, const void
       BRAID_CUDA_CHECK(cudaMemsetAsync(db, 0, channels * braid_dtype_size(dt), stream));
     return;
   }
-  const int64_t chunks = grad::chunksFor(rows);
-  if (chunks > 65535)
-    BRAID_CUDA_FATAL("conv1d_grad: %lld rows exceed the grid", static_cast<long long>(rows));
+  const int64_t chunks = grad::checkedChunks("conv1d_grad", rows);
   float *partW = nullptr, *partB = nullptr;
   const bool wantParams = dw || db;
   if (wantParams && chunks > 1) {
@@ -122,20 +117,12 @@ void braid_k_conv1d_grad(braid_rt *rt, braid_dtype dt, const void *x, const void
     partB = reinterpret_cast<float *>(base + wBytes);
   }
   BRAID_DISPATCH_FLOAT(dt, T, {
-    if (dx) {
-      conv1dGradXKernel<T><<<gridFor(rows * channels, kThreads), kThreads, 0, stream>>>(
-          static_cast<const T *>(w), static_cast<const T *>(dy), static_cast<T *>(dx), seq,
-          channels, kernel, rows * channels);
-      BRAID_CUDA_CHECK_LAUNCH();
-    }
+    if (dx)
+      launchElements("conv1d_grad", rows * channels, stream, conv1dGradXKernel<T>, w, dy, dx, seq,
+                     channels, kernel, rows * channels);
     if (wantParams) {
-      dim3 grid(static_cast<unsigned>((channels + kThreads - 1) / kThreads),
-                static_cast<unsigned>(chunks));
-      conv1dGradParamKernel<T><<<grid, kThreads, 0, stream>>>(
-          static_cast<const T *>(x), static_cast<const T *>(dy), partW, partB,
-          static_cast<T *>(dw), static_cast<T *>(db), rows, seq, channels,
-          static_cast<int>(kernel));
-      BRAID_CUDA_CHECK_LAUNCH();
+      launch("conv1d_grad", grad::chunkGrid(channels, chunks), kThreads, stream,
+             conv1dGradParamKernel<T>, x, dy, partW, partB, dw, db, rows, seq, channels, kernel);
       if (chunks > 1) {
         if (dw)
           grad::launchReduceChunks<T>(stream, partW, dw, chunks, channels * kernel);

@@ -28,8 +28,6 @@
 namespace braid::cuda {
 namespace {
 
-using grad::kThreads;
-
 template <typename T>
 __global__ void routerGradKernel(const T *__restrict__ logits, const int32_t *__restrict__ indices,
                                  const T *__restrict__ dweights, T *__restrict__ dlogits,
@@ -40,12 +38,8 @@ __global__ void routerGradKernel(const T *__restrict__ logits, const int32_t *__
   const T *row = logits + t * experts;
   const int32_t *idx = indices + t * topK;
   const T *dw = dweights + t * topK;
-  float m = -INFINITY;
-  for (int64_t e = 0; e < experts; ++e)
-    m = fmaxf(m, toF(row[e]));
-  float sum = 0.0f;
-  for (int64_t e = 0; e < experts; ++e)
-    sum += expf(toF(row[e]) - m);
+  float m, sum;
+  routerSoftmaxStats(row, experts, m, sum);
   const float inv = 1.0f / sum;
   auto prob = [&](int64_t e) { return expf(toF(row[e]) - m) * inv; };
   // Picked mass and (normalize) sum_k dw_k w_k.
@@ -82,46 +76,6 @@ __global__ void routerGradKernel(const T *__restrict__ logits, const int32_t *__
 }
 
 template <typename T>
-__global__ void dispatchGradKernel(const T *__restrict__ dd, const int32_t *__restrict__ indices,
-                                   const int32_t *__restrict__ slots, T *__restrict__ dx,
-                                   int64_t tokens, int64_t hidden, int64_t topK,
-                                   int64_t rows) {
-  const int64_t total = tokens * hidden;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t t = i / hidden, c = i - t * hidden;
-    float acc = 0.0f;
-    for (int64_t j = 0; j < topK; ++j) {
-      int64_t a = t * topK + j;
-      int32_t slot = slots[a];
-      if (slot >= 0)
-        acc += toF(dd[(static_cast<int64_t>(indices[a]) * rows + slot) * hidden + c]);
-    }
-    dx[i] = fromF<T>(acc);
-  }
-}
-
-template <typename T>
-__global__ void combineGradExpertKernel(const T *__restrict__ weights,
-                                        const int32_t *__restrict__ indices,
-                                        const int32_t *__restrict__ slots,
-                                        const T *__restrict__ dy, T *__restrict__ dexpert,
-                                        int64_t tokens, int64_t hidden, int64_t topK,
-                                        int64_t rows) {
-  const int64_t total = tokens * topK * hidden;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t a = i / hidden, c = i - a * hidden;
-    int32_t slot = slots[a];
-    if (slot < 0)
-      continue;
-    int64_t t = a / topK;
-    dexpert[(static_cast<int64_t>(indices[a]) * rows + slot) * hidden + c] =
-        fromF<T>(toF(weights[a]) * toF(dy[t * hidden + c]));
-  }
-}
-
-template <typename T>
 __global__ void combineGradWeightKernel(const T *__restrict__ expertOut,
                                         const int32_t *__restrict__ indices,
                                         const int32_t *__restrict__ slots,
@@ -132,10 +86,9 @@ __global__ void combineGradWeightKernel(const T *__restrict__ expertOut,
   const int64_t warpsTotal = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t a = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
        a < tokens * topK; a += warpsTotal) {
-    int32_t slot = slots[a];
+    const T *eo = slotRow(expertOut, indices, slots, a, rows, hidden);
     float acc = 0.0f;
-    if (slot >= 0) {
-      const T *eo = expertOut + (static_cast<int64_t>(indices[a]) * rows + slot) * hidden;
+    if (eo) {
       const T *g = dy + (a / topK) * hidden;
       for (int64_t c = lane; c < hidden; c += 32)
         acc = fmaf(toF(g[c]), toF(eo[c]), acc);
@@ -160,31 +113,17 @@ void braid_k_router_grad(braid_rt *rt, braid_dtype dt, const void *logits,
                      static_cast<long long>(top_k), static_cast<long long>(experts));
   if (tokens <= 0)
     return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    routerGradKernel<T><<<gridFor(tokens, 128), 128, 0, stream>>>(
-        static_cast<const T *>(logits), indices, static_cast<const T *>(dweights),
-        static_cast<T *>(dlogits), tokens, experts, top_k, normalize ? 1 : 0);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launch("router_grad", gridFor(tokens, kRouterThreads), kRouterThreads,
+                              streamOf(rt), routerGradKernel<T>, logits, indices, dweights,
+                              dlogits, tokens, experts, top_k, normalize ? 1 : 0));
 }
 
 void braid_k_dispatch_grad(braid_rt *rt, braid_dtype dt, const void *ddispatched,
                            const int32_t *indices, void *dx, int64_t tokens, int64_t hidden,
                            int64_t top_k, int64_t experts, int64_t capacity, int64_t groups) {
-  using namespace braid::cuda;
-  checkMoe("dispatch_grad", experts, capacity, top_k, tokens, groups);
-  const int64_t rows = capacity * groups; // per expert
-  if (tokens <= 0 || hidden <= 0)
-    return;
-  cudaStream_t stream = streamOf(rt);
-  int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity, groups);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    dispatchGradKernel<T><<<gridFor(tokens * hidden, kThreads), kThreads, 0, stream>>>(
-        static_cast<const T *>(ddispatched), indices, slots, static_cast<T *>(dx), tokens,
-        hidden, top_k, rows);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  braid::cuda::gatherPicks("dispatch_grad", rt, dt, ddispatched, nullptr, indices, dx, tokens,
+                           hidden, top_k, experts, capacity, groups);
 }
 
 void braid_k_combine_grad(braid_rt *rt, braid_dtype dt, const void *expert_out,
@@ -196,12 +135,10 @@ void braid_k_combine_grad(braid_rt *rt, braid_dtype dt, const void *expert_out,
   const int64_t rows = capacity * groups; // per expert
   cudaStream_t stream = streamOf(rt);
   int64_t expertElems = experts * rows * hidden;
-  if (dexpert_out && expertElems > 0)
-    BRAID_DISPATCH_FLOAT(dt, T, {
-      zeroKernel<T><<<gridFor(expertElems, kThreads), kThreads, 0, stream>>>(
-          static_cast<T *>(dexpert_out), expertElems);
-      BRAID_CUDA_CHECK_LAUNCH();
-    });
+  if (dexpert_out)
+    BRAID_DISPATCH_FLOAT(dt, T,
+                         launchElements("combine_grad", expertElems, stream, zeroKernel<T>,
+                                        dexpert_out, expertElems));
   if (tokens <= 0)
     return;
   if (hidden <= 0) {
@@ -212,19 +149,12 @@ void braid_k_combine_grad(braid_rt *rt, braid_dtype dt, const void *expert_out,
   }
   int32_t *slots = assignSlots(stream, indices, tokens, top_k, experts, capacity, groups);
   BRAID_DISPATCH_FLOAT(dt, T, {
-    if (dexpert_out) {
-      combineGradExpertKernel<T>
-          <<<gridFor(tokens * top_k * hidden, kThreads), kThreads, 0, stream>>>(
-              static_cast<const T *>(weights), indices, slots, static_cast<const T *>(dy),
-              static_cast<T *>(dexpert_out), tokens, hidden, top_k, rows);
-      BRAID_CUDA_CHECK_LAUNCH();
-    }
-    if (dweights) {
-      combineGradWeightKernel<T><<<gridFor(tokens * top_k * 32, kThreads), kThreads, 0, stream>>>(
-          static_cast<const T *>(expert_out), indices, slots, static_cast<const T *>(dy),
-          static_cast<T *>(dweights), tokens, hidden, top_k, rows);
-      BRAID_CUDA_CHECK_LAUNCH();
-    }
+    if (dexpert_out)
+      launchElements("combine_grad", tokens * top_k * hidden, stream, scatterPicksKernel<T>, dy,
+                     weights, indices, slots, dexpert_out, tokens, hidden, top_k, rows);
+    if (dweights)
+      launchElements("combine_grad", tokens * top_k * 32, stream, combineGradWeightKernel<T>,
+                     expert_out, indices, slots, dy, dweights, tokens, hidden, top_k, rows);
   });
 }
 

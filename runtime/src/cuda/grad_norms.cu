@@ -19,8 +19,6 @@
 namespace braid::cuda {
 namespace {
 
-using grad::kThreads;
-
 template <typename T, bool kLayer>
 __global__ void __launch_bounds__(kThreads)
     normGradRowKernel(const T *__restrict__ x, const T *__restrict__ gamma,
@@ -70,11 +68,9 @@ __global__ void normGradParamKernel(const T *__restrict__ x, const T *__restrict
                                     const float2 *__restrict__ stats, float *__restrict__ partial,
                                     float *__restrict__ partialBeta, T *__restrict__ dgamma,
                                     T *__restrict__ dbeta, int64_t rows, int64_t hidden) {
-  const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  const auto [c, r0, r1] = grad::columnChunk(rows);
   if (c >= hidden)
     return;
-  const int64_t r0 = blockIdx.y * grad::kRowsPerChunk;
-  const int64_t r1 = min(rows, r0 + grad::kRowsPerChunk);
   float g = 0.0f, b = 0.0f;
   for (int64_t r = r0; r < r1; ++r) {
     float2 st = stats[r];
@@ -107,19 +103,13 @@ void normGrad(cudaStream_t stream, const void *x, const void *gamma, const void 
   float *partial = reinterpret_cast<float *>(base + statsBytes);
   float *partialBeta = reinterpret_cast<float *>(base + statsBytes + partBytes);
 
-  normGradRowKernel<T, kLayer><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-      static_cast<const T *>(x), static_cast<const T *>(gamma), static_cast<const T *>(dy),
-      static_cast<T *>(dx), stats, hidden, static_cast<float>(epsilon));
-  BRAID_CUDA_CHECK_LAUNCH();
+  const char *name = kLayer ? "layer_norm_grad" : "rms_norm_grad";
+  launchRows(name, rows, stream, normGradRowKernel<T, kLayer>, x, gamma, dy, dx, stats, hidden,
+             epsilon);
   if (!wantParams)
     return;
-  dim3 grid(static_cast<unsigned>((hidden + kThreads - 1) / kThreads),
-            static_cast<unsigned>(chunks));
-  normGradParamKernel<T><<<grid, kThreads, 0, stream>>>(
-      static_cast<const T *>(x), static_cast<const T *>(dy), stats, partial,
-      dbeta ? partialBeta : nullptr, static_cast<T *>(dgamma), static_cast<T *>(dbeta), rows,
-      hidden);
-  BRAID_CUDA_CHECK_LAUNCH();
+  launch(name, grad::chunkGrid(hidden, chunks), kThreads, stream, normGradParamKernel<T>, x, dy,
+         stats, partial, dbeta ? partialBeta : nullptr, dgamma, dbeta, rows, hidden);
   if (chunks > 1) {
     if (dgamma)
       grad::launchReduceChunks<T>(stream, partial, dgamma, chunks, hidden);
@@ -128,9 +118,22 @@ void normGrad(cudaStream_t stream, const void *x, const void *gamma, const void 
   }
 }
 
-void checkNorm(const char *op, int64_t rows) {
-  if (rows > 0x7fffffffLL || rows > 65535LL * grad::kRowsPerChunk)
-    BRAID_CUDA_FATAL("%s: %lld rows exceed the grid", op, static_cast<long long>(rows));
+/// The start of a norm's gradient: false when there is nothing to compute
+/// (the parameter gradients of zero rows are zeros); stops when the rows
+/// exceed the grids.
+bool startNormGrad(const char *kernel, cudaStream_t stream, braid_dtype dt, void *dgamma,
+                   void *dbeta, int64_t rows, int64_t hidden) {
+  if (hidden <= 0)
+    return false;
+  if (rows <= 0) {
+    for (void *param : {dgamma, dbeta})
+      if (param)
+        BRAID_CUDA_CHECK(cudaMemsetAsync(param, 0, hidden * braid_dtype_size(dt), stream));
+    return false;
+  }
+  checkRows(kernel, rows);
+  grad::checkedChunks(kernel, rows);
+  return true;
 }
 
 } // namespace
@@ -142,38 +145,22 @@ void braid_k_rms_norm_grad(braid_rt *rt, braid_dtype dt, const void *x, const vo
                            const void *dy, void *dx, void *dgamma, int64_t rows, int64_t hidden,
                            double epsilon) {
   using namespace braid::cuda;
-  if (hidden <= 0)
-    return;
   cudaStream_t stream = streamOf(rt);
-  if (rows <= 0) {
-    if (dgamma)
-      BRAID_CUDA_CHECK(cudaMemsetAsync(dgamma, 0, hidden * braid_dtype_size(dt), stream));
-    return;
-  }
-  checkNorm("rms_norm_grad", rows);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    normGrad<T, false>(stream, x, gamma, dy, dx, dgamma, nullptr, rows, hidden, epsilon);
-  });
+  if (startNormGrad("rms_norm_grad", stream, dt, dgamma, nullptr, rows, hidden))
+    BRAID_DISPATCH_FLOAT(dt, T,
+                         normGrad<T, false>(stream, x, gamma, dy, dx, dgamma, nullptr, rows,
+                                            hidden, epsilon));
 }
 
 void braid_k_layer_norm_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
                              const void *dy, void *dx, void *dgamma, void *dbeta, int64_t rows,
                              int64_t hidden, double epsilon) {
   using namespace braid::cuda;
-  if (hidden <= 0)
-    return;
   cudaStream_t stream = streamOf(rt);
-  if (rows <= 0) {
-    if (dgamma)
-      BRAID_CUDA_CHECK(cudaMemsetAsync(dgamma, 0, hidden * braid_dtype_size(dt), stream));
-    if (dbeta)
-      BRAID_CUDA_CHECK(cudaMemsetAsync(dbeta, 0, hidden * braid_dtype_size(dt), stream));
-    return;
-  }
-  checkNorm("layer_norm_grad", rows);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    normGrad<T, true>(stream, x, gamma, dy, dx, dgamma, dbeta, rows, hidden, epsilon);
-  });
+  if (startNormGrad("layer_norm_grad", stream, dt, dgamma, dbeta, rows, hidden))
+    BRAID_DISPATCH_FLOAT(dt, T,
+                         normGrad<T, true>(stream, x, gamma, dy, dx, dgamma, dbeta, rows, hidden,
+                                           epsilon));
 }
 
 } // extern "C"

@@ -14,8 +14,6 @@
 namespace braid::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     rowLossKernel(const T *__restrict__ logits, const void *__restrict__ labels, int index64,
@@ -42,15 +40,9 @@ __global__ void __launch_bounds__(kThreads)
   double sum = 0.0;
   for (int64_t i = threadIdx.x; i < rows; i += blockDim.x)
     sum += rowLoss[i];
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
-    if ((int)threadIdx.x < stride)
-      partial[threadIdx.x] += partial[threadIdx.x + stride];
-    __syncthreads();
-  }
+  sum = blockSumF64(sum, partial);
   if (threadIdx.x == 0)
-    *loss = static_cast<float>(partial[0] / static_cast<double>(rows));
+    *loss = static_cast<float>(sum / static_cast<double>(rows));
 }
 
 } // namespace
@@ -61,19 +53,11 @@ extern "C" void braid_k_cross_entropy(braid_rt *rt, braid_dtype dt, braid_dtype 
                                       int64_t rows, int64_t vocab) {
   using namespace braid::cuda;
   BRAID_CHECK_INDEX_DTYPE(index_dt);
-  if (rows <= 0 || vocab <= 0)
-    BRAID_CUDA_FATAL("cross_entropy: needs rows and vocab > 0, got %lld and %lld",
-                     static_cast<long long>(rows), static_cast<long long>(vocab));
-  if (rows > 0x7fffffffLL)
-    BRAID_CUDA_FATAL("cross_entropy: %lld rows exceed the grid", static_cast<long long>(rows));
+  checkLossShape("cross_entropy", rows, vocab);
   cudaStream_t stream = streamOf(rt);
   float *rowLoss = static_cast<float *>(scratch(stream, rows * static_cast<int64_t>(sizeof(float))));
-  DeviceError *error = deviceErrorRecord();
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    rowLossKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(logits), labels, index_dt == BRAID_I64, rowLoss, vocab, error);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
-  meanKernel<<<1, kThreads, 0, stream>>>(rowLoss, loss, rows);
-  BRAID_CUDA_CHECK_LAUNCH();
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchRows("cross_entropy", rows, stream, rowLossKernel<T>, logits, labels,
+                                  index_dt == BRAID_I64, rowLoss, vocab, deviceErrorRecord()));
+  launch("cross_entropy", 1, kThreads, stream, meanKernel, rowLoss, loss, rows);
 }

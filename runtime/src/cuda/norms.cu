@@ -11,8 +11,6 @@
 namespace braid::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     rmsNormKernel(const T *__restrict__ x, const T *__restrict__ gamma, T *__restrict__ y,
@@ -64,14 +62,9 @@ void braid_k_rms_norm(braid_rt *rt, braid_dtype dt, const void *x, const void *g
   using namespace braid::cuda;
   if (rows <= 0 || hidden <= 0)
     return;
-  checkRows("rms_norm", rows);
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    rmsNormKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(x), static_cast<const T *>(gamma), static_cast<T *>(y), hidden,
-        static_cast<float>(epsilon));
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchRows("rms_norm", rows, streamOf(rt), rmsNormKernel<T>, x, gamma, y,
+                                  hidden, epsilon));
 }
 
 void braid_k_layer_norm(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
@@ -79,14 +72,9 @@ void braid_k_layer_norm(braid_rt *rt, braid_dtype dt, const void *x, const void 
   using namespace braid::cuda;
   if (rows <= 0 || hidden <= 0)
     return;
-  checkRows("layer_norm", rows);
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    layerNormKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(x), static_cast<const T *>(gamma), static_cast<const T *>(beta),
-        static_cast<T *>(y), hidden, static_cast<float>(epsilon));
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchRows("layer_norm", rows, streamOf(rt), layerNormKernel<T>, x, gamma,
+                                  beta, y, hidden, epsilon));
 }
 
 } // extern "C"

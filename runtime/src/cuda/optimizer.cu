@@ -25,7 +25,6 @@
 namespace braid::cuda {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kMaxSumBlocks = 1024;
 
 template <typename T>
@@ -125,19 +124,15 @@ void braid_k_sum_squares(braid_rt *rt, braid_dtype dt, const void *x, float *sum
   cudaStream_t stream = streamOf(rt);
   int blocks = static_cast<int>(gridFor(n, kThreads, kMaxSumBlocks));
   float *partial = static_cast<float *>(scratch(stream, blocks * static_cast<int64_t>(sizeof(float))));
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    sumSquaresPartialKernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T *>(x),
-                                                                partial, n);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
-  sumSquaresFinalKernel<<<1, kThreads, 0, stream>>>(partial, blocks, sumsq);
-  BRAID_CUDA_CHECK_LAUNCH();
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launch("sum_squares", blocks, kThreads, stream, sumSquaresPartialKernel<T>,
+                              x, partial, n));
+  launch("sum_squares", 1, kThreads, stream, sumSquaresFinalKernel, partial, blocks, sumsq);
 }
 
 void braid_k_clip_coefficient(braid_rt *rt, const float *sumsq, float *coef, double max_norm) {
   using namespace braid::cuda;
-  clipCoefficientKernel<<<1, 1, 0, streamOf(rt)>>>(sumsq, coef, max_norm);
-  BRAID_CUDA_CHECK_LAUNCH();
+  launch("clip_coefficient", 1, 1, streamOf(rt), clipCoefficientKernel, sumsq, coef, max_norm);
 }
 
 void braid_k_sgd_update(braid_rt *rt, braid_dtype dt, void *param, const void *grad,
@@ -145,13 +140,9 @@ void braid_k_sgd_update(braid_rt *rt, braid_dtype dt, void *param, const void *g
   using namespace braid::cuda;
   if (n <= 0)
     return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    sgdKernel<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<T *>(param), static_cast<const T *>(grad), coef, n, static_cast<float>(lr),
-        static_cast<float>(weight_decay));
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("sgd_update", n, streamOf(rt), sgdKernel<T>, param, grad,
+                                      coef, n, lr, weight_decay));
 }
 
 void braid_k_adamw_update(braid_rt *rt, braid_dtype dt, void *param, const void *grad, float *m,
@@ -162,20 +153,14 @@ void braid_k_adamw_update(braid_rt *rt, braid_dtype dt, void *param, const void 
     return;
   if (!step)
     BRAID_CUDA_FATAL("adamw_update: the step counter is NULL");
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    adamwKernel<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<T *>(param), static_cast<const T *>(grad), m, v, coef, step, n,
-        static_cast<float>(lr), beta1, beta2, static_cast<float>(eps),
-        static_cast<float>(weight_decay));
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("adamw_update", n, streamOf(rt), adamwKernel<T>, param, grad,
+                                      m, v, coef, step, n, lr, beta1, beta2, eps, weight_decay));
 }
 
 void braid_k_increment(braid_rt *rt, float *step) {
   using namespace braid::cuda;
-  incrementKernel<<<1, 1, 0, streamOf(rt)>>>(step);
-  BRAID_CUDA_CHECK_LAUNCH();
+  launch("increment", 1, 1, streamOf(rt), incrementKernel, step);
 }
 
 void braid_k_convert(braid_rt *rt, braid_dtype from, braid_dtype to, const void *x, void *y,
@@ -190,11 +175,8 @@ void braid_k_convert(braid_rt *rt, braid_dtype from, braid_dtype to, const void 
     return;
   }
   BRAID_DISPATCH_FLOAT(from, F, {
-    BRAID_DISPATCH_FLOAT(to, U, {
-      convertKernel<F, U><<<gridFor(n, kThreads), kThreads, 0, stream>>>(
-          static_cast<const F *>(x), static_cast<U *>(y), n);
-      BRAID_CUDA_CHECK_LAUNCH();
-    });
+    BRAID_DISPATCH_FLOAT(to, U,
+                         launchElements("convert", n, stream, convertKernel<F, U>, x, y, n));
   });
 }
 

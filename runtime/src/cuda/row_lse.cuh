@@ -14,6 +14,15 @@
 
 namespace braid::cuda {
 
+/// The shape checks of cross_entropy and its gradient (one block per row of
+/// a non-empty [rows, vocab]).
+inline void checkLossShape(const char *kernel, int64_t rows, int64_t vocab) {
+  if (rows <= 0 || vocab <= 0)
+    BRAID_CUDA_FATAL("%s: needs rows and vocab > 0, got %lld and %lld", kernel,
+                     static_cast<long long>(rows), static_cast<long long>(vocab));
+  checkRows(kernel, rows);
+}
+
 /// (m, s) := the merge of the online pairs (m, s) and (m2, s2).
 __device__ __forceinline__ void mergeLse(float &m, float &s, float m2, float s2) {
   if (m2 == -INFINITY)

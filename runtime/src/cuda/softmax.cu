@@ -11,8 +11,6 @@
 namespace braid::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_t n) {
@@ -55,13 +53,7 @@ void braid_k_softmax(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64
   using namespace braid::cuda;
   if (rows <= 0 || n <= 0)
     return;
-  checkRows("softmax", rows);
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    softmaxKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(x), static_cast<T *>(y), n);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T, launchRows("softmax", rows, streamOf(rt), softmaxKernel<T>, x, y, n));
 }
 
 void braid_k_softmax_grad(braid_rt *rt, braid_dtype dt, const void *y, const void *dy, void *dx,
@@ -69,13 +61,9 @@ void braid_k_softmax_grad(braid_rt *rt, braid_dtype dt, const void *y, const voi
   using namespace braid::cuda;
   if (rows <= 0 || n <= 0)
     return;
-  checkRows("softmax_grad", rows);
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    softmaxGradKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(y), static_cast<const T *>(dy), static_cast<T *>(dx), n);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchRows("softmax_grad", rows, streamOf(rt), softmaxGradKernel<T>, y, dy,
+                                  dx, n));
 }
 
 } // extern "C"

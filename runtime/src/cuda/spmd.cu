@@ -26,8 +26,6 @@
 namespace braid::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
 /// How many of the `local` indices from global index `first` on lie below
 /// `valid` (the rest are padding).
 __host__ __device__ inline int64_t realCount(int64_t local, int64_t first, int64_t valid) {
@@ -103,15 +101,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
     sum += static_cast<double>(rowMax[r]) + log(static_cast<double>(stats[2 * r])) -
            static_cast<double>(stats[2 * r + 1]);
-  partial[threadIdx.x] = sum;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
-    if ((int)threadIdx.x < stride)
-      partial[threadIdx.x] += partial[threadIdx.x + stride];
-    __syncthreads();
-  }
+  sum = blockSumF64(sum, partial);
   if (threadIdx.x == 0)
-    *loss = static_cast<float>(partial[0] / static_cast<double>(denominator));
+    *loss = static_cast<float>(sum / static_cast<double>(denominator));
 }
 
 template <typename T>
@@ -185,42 +177,37 @@ void checkDenominator(const char *kernel, int64_t denominator) {
                      static_cast<long long>(denominator));
 }
 
-void checkExtents(const char *kernel, int64_t outer, int64_t dim, int64_t dimLocal,
-                  int64_t inner, int64_t start) {
+enum class Move { Slice, Unslice, Place };
+
+/// slice, unslice and place: checks the extents, then moves the elements of
+/// y's (slice, unslice) or x's (place) whole extent with the kernel of `move`.
+template <Move move>
+void moveRows(const char *kernel, braid_rt *rt, braid_dtype dt, const void *x, void *y,
+              int64_t outer, int64_t dim, int64_t dimLocal, int64_t inner, int64_t start) {
   if (outer < 0 || dim < 0 || dimLocal < 0 || inner < 0 || start < 0)
     BRAID_CUDA_FATAL("%s: negative extent (outer %lld, dim %lld, dim_local %lld, inner %lld, "
                      "start %lld)",
                      kernel, static_cast<long long>(outer), static_cast<long long>(dim),
                      static_cast<long long>(dimLocal), static_cast<long long>(inner),
                      static_cast<long long>(start));
+  if (move == Move::Place && start + dimLocal > dim)
+    BRAID_CUDA_FATAL("%s: rows [%lld, %lld) are not in the %lld rows of the result", kernel,
+                     static_cast<long long>(start), static_cast<long long>(start + dimLocal),
+                     static_cast<long long>(dim));
+  const int64_t total = outer * (move == Move::Unslice ? dim : dimLocal) * inner;
+  if (total == 0)
+    return;
+  BRAID_DISPATCH_BITS_IN(kernel, dt, E, {
+    auto *kernelOfE = move == Move::Slice     ? sliceKernel<E>
+                      : move == Move::Unslice ? unsliceKernel<E>
+                                              : placeKernel<E>;
+    launchElements(kernel, total, streamOf(rt), kernelOfE, x, y, outer, dim, dimLocal, inner,
+                   start);
+  });
 }
 
 } // namespace
 } // namespace braid::cuda
-
-/// Runs the statement with `E` an unsigned integer of the element size of `dt`.
-#define BRAID_DISPATCH_BITS(dt, E, ...)                                                          \
-  do {                                                                                           \
-    switch (braid_dtype_size(dt)) {                                                              \
-    case 2: {                                                                                    \
-      using E = uint16_t;                                                                        \
-      __VA_ARGS__;                                                                               \
-      break;                                                                                     \
-    }                                                                                            \
-    case 4: {                                                                                    \
-      using E = uint32_t;                                                                        \
-      __VA_ARGS__;                                                                               \
-      break;                                                                                     \
-    }                                                                                            \
-    case 8: {                                                                                    \
-      using E = uint64_t;                                                                        \
-      __VA_ARGS__;                                                                               \
-      break;                                                                                     \
-    }                                                                                            \
-    default:                                                                                     \
-      BRAID_CUDA_FATAL("%s: unknown dtype %d", __func__, static_cast<int>(dt));                  \
-    }                                                                                            \
-  } while (0)
 
 extern "C" {
 
@@ -233,13 +220,10 @@ void braid_k_embedding_shard(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
   checkShard("embedding_shard", vocab_local, offset);
   if (num_tokens <= 0 || hidden <= 0)
     return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    embeddingShardKernel<T><<<gridFor(num_tokens * hidden, kThreads), kThreads, 0, stream>>>(
-        tokens, index_dt == BRAID_I64, static_cast<const T *>(table), static_cast<T *>(out),
-        num_tokens, vocab_local, hidden, offset);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("embedding_shard", num_tokens * hidden, streamOf(rt),
+                                      embeddingShardKernel<T>, tokens, index_dt == BRAID_I64,
+                                      table, out, num_tokens, vocab_local, hidden, offset));
 }
 
 void braid_k_bias_add(braid_rt *rt, braid_dtype dt, const void *x, const void *bias, void *y,
@@ -250,12 +234,9 @@ void braid_k_bias_add(braid_rt *rt, braid_dtype dt, const void *x, const void *b
   if (n_bias <= 0 || n % n_bias != 0)
     BRAID_CUDA_FATAL("bias_add: %lld elements are not a whole number of bias vectors of %lld",
                      static_cast<long long>(n), static_cast<long long>(n_bias));
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    biasAddKernel<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(
-        static_cast<const T *>(x), static_cast<const T *>(bias), static_cast<T *>(y), n, n_bias);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("bias_add", n, streamOf(rt), biasAddKernel<T>, x, bias, y, n,
+                                      n_bias));
 }
 
 void braid_k_ce_shard_max(braid_rt *rt, braid_dtype dt, const void *logits, float *row_max,
@@ -265,13 +246,9 @@ void braid_k_ce_shard_max(braid_rt *rt, braid_dtype dt, const void *logits, floa
   checkRows("ce_shard_max", rows);
   if (rows <= 0)
     return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    ceShardMaxKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(logits), row_max, vocab_local,
-        realCount(vocab_local, offset, valid));
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchRows("ce_shard_max", rows, streamOf(rt), ceShardMaxKernel<T>, logits,
+                                  row_max, vocab_local, realCount(vocab_local, offset, valid)));
 }
 
 void braid_k_ce_shard_stats(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
@@ -284,23 +261,19 @@ void braid_k_ce_shard_stats(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
   checkRows("ce_shard_stats", rows);
   if (rows <= 0)
     return;
-  cudaStream_t stream = streamOf(rt);
-  DeviceError *error = deviceErrorRecord();
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    ceShardStatsKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(logits), labels, index_dt == BRAID_I64, row_max, stats,
-        vocab_local, offset, valid, realCount(vocab_local, offset, valid), error);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchRows("ce_shard_stats", rows, streamOf(rt), ceShardStatsKernel<T>,
+                                  logits, labels, index_dt == BRAID_I64, row_max, stats,
+                                  vocab_local, offset, valid,
+                                  realCount(vocab_local, offset, valid), deviceErrorRecord()));
 }
 
 void braid_k_ce_shard_loss(braid_rt *rt, const float *row_max, const float *stats, float *loss,
                            int64_t rows, int64_t denominator) {
   using namespace braid::cuda;
   checkDenominator("ce_shard_loss", denominator);
-  ceShardLossKernel<<<1, kThreads, 0, streamOf(rt)>>>(row_max, stats, loss,
-                                                      rows < 0 ? 0 : rows, denominator);
-  BRAID_CUDA_CHECK_LAUNCH();
+  launch("ce_shard_loss", 1, kThreads, streamOf(rt), ceShardLossKernel, row_max, stats, loss,
+         rows < 0 ? 0 : rows, denominator);
 }
 
 void braid_k_ce_shard_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
@@ -314,64 +287,30 @@ void braid_k_ce_shard_grad(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
   checkDenominator("ce_shard_grad", denominator);
   if (rows <= 0 || vocab_local <= 0)
     return;
-  cudaStream_t stream = streamOf(rt);
-  DeviceError *error = deviceErrorRecord();
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    ceShardGradKernel<T><<<gridFor(rows * vocab_local, kThreads), kThreads, 0, stream>>>(
-        static_cast<const T *>(logits), labels, index_dt == BRAID_I64, row_max, stats, dloss,
-        static_cast<T *>(dlogits), rows, vocab_local, offset, valid,
-        realCount(vocab_local, offset, valid), denominator, error);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("ce_shard_grad", rows * vocab_local, streamOf(rt),
+                                      ceShardGradKernel<T>, logits, labels, index_dt == BRAID_I64,
+                                      row_max, stats, dloss, dlogits, rows, vocab_local, offset,
+                                      valid, realCount(vocab_local, offset, valid), denominator,
+                                      deviceErrorRecord()));
 }
 
 void braid_k_slice(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t outer,
                    int64_t dim, int64_t dim_local, int64_t inner, int64_t start) {
   using namespace braid::cuda;
-  checkExtents("slice", outer, dim, dim_local, inner, start);
-  const int64_t total = outer * dim_local * inner;
-  if (total == 0)
-    return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_BITS(dt, E, {
-    sliceKernel<E><<<gridFor(total, kThreads), kThreads, 0, stream>>>(
-        static_cast<const E *>(x), static_cast<E *>(y), outer, dim, dim_local, inner, start);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  moveRows<Move::Slice>("slice", rt, dt, x, y, outer, dim, dim_local, inner, start);
 }
 
 void braid_k_unslice(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t outer,
                      int64_t dim, int64_t dim_local, int64_t inner, int64_t start) {
   using namespace braid::cuda;
-  checkExtents("unslice", outer, dim, dim_local, inner, start);
-  const int64_t total = outer * dim * inner;
-  if (total == 0)
-    return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_BITS(dt, E, {
-    unsliceKernel<E><<<gridFor(total, kThreads), kThreads, 0, stream>>>(
-        static_cast<const E *>(x), static_cast<E *>(y), outer, dim, dim_local, inner, start);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  moveRows<Move::Unslice>("unslice", rt, dt, x, y, outer, dim, dim_local, inner, start);
 }
 
 void braid_k_place(braid_rt *rt, braid_dtype dt, const void *x, void *y, int64_t outer,
                    int64_t dim, int64_t dim_local, int64_t inner, int64_t start) {
   using namespace braid::cuda;
-  checkExtents("place", outer, dim, dim_local, inner, start);
-  if (start + dim_local > dim)
-    BRAID_CUDA_FATAL("place: rows [%lld, %lld) are not in the %lld rows of the result",
-                     static_cast<long long>(start), static_cast<long long>(start + dim_local),
-                     static_cast<long long>(dim));
-  const int64_t total = outer * dim_local * inner;
-  if (total == 0)
-    return;
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_BITS(dt, E, {
-    placeKernel<E><<<gridFor(total, kThreads), kThreads, 0, stream>>>(
-        static_cast<const E *>(x), static_cast<E *>(y), outer, dim, dim_local, inner, start);
-    BRAID_CUDA_CHECK_LAUNCH();
-  });
+  moveRows<Move::Place>("place", rt, dt, x, y, outer, dim, dim_local, inner, start);
 }
 
 } // extern "C"
