@@ -58,6 +58,18 @@ public:
   virtual std::shared_ptr<DeviceSpan> deviceSpan() const { return nullptr; }
 };
 
+/// The checks every communicator makes of a collective's buffers (`what` on
+/// the group `axes`): a count >= 0, a known dtype, both buffers when there
+/// is data; aborts with a message otherwise.
+void checkCollectiveArgs(const char *what, const std::string &axes, const void *send,
+                         const void *recv, int64_t count, braid_dtype dtype);
+
+/// Whether the byte ranges [a, a + aBytes) and [b, b + bBytes) overlap.
+inline bool overlaps(const void *a, int64_t aBytes, const void *b, int64_t bBytes) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return aBytes > 0 && bBytes > 0 && x < y + uintptr_t(bBytes) && y < x + uintptr_t(aBytes);
+}
+
 class Communicator {
 public:
   virtual ~Communicator() = default;

@@ -50,11 +50,6 @@ MPI_Op reduceOp(braid_redop op) {
   return MPI_OP_NULL;
 }
 
-bool overlaps(const void *a, int64_t aBytes, const void *b, int64_t bBytes) {
-  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return aBytes > 0 && bBytes > 0 && x < y + uintptr_t(bBytes) && y < x + uintptr_t(aBytes);
-}
-
 class MpiCommunicator final : public Communicator {
 public:
   /// `group` is the canonical key of the group (GroupSplit::key), whose
@@ -301,12 +296,7 @@ private:
     if (std::strcmp(backend.name(), "cpu") != 0)
       fatal("%s on '%s': the MPI communicator works on host memory (cpu backend), not %s",
             what, axes_.c_str(), backend.name());
-    if (count < 0)
-      fatal("%s on '%s': negative count %lld", what, axes_.c_str(), (long long)count);
-    if (braid_dtype_size(dtype) <= 0)
-      fatal("%s on '%s': unknown dtype %d", what, axes_.c_str(), int(dtype));
-    if (count > 0 && (!send || !recv))
-      fatal("%s on '%s': null buffer", what, axes_.c_str());
+    checkCollectiveArgs(what, axes_, send, recv, count, dtype);
     return lock;
   }
   void checkIntCount(const char *what, int64_t count) {

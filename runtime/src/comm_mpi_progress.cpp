@@ -26,24 +26,28 @@ void check(int code, const char *what, const std::string &axes) {
     fatal("%s on '%s': MPI error: %s", what, axes.c_str(), errorString(code).c_str());
 }
 
-void toF32(braid_dtype dtype, const void *src, float *dst, int64_t n) {
-  const uint16_t *bits = static_cast<const uint16_t *>(src);
+namespace {
+/// fn(T()) with T the storage type of the 16-bit float dtype (bf16 or f16).
+template <typename Fn> void withFloat16(braid_dtype dtype, Fn &&fn) {
   if (dtype == BRAID_BF16)
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = bf16_to_float(bits[i]);
+    fn(braid::bf16());
   else
+    fn(braid::f16());
+}
+} // namespace
+
+void toF32(braid_dtype dtype, const void *src, float *dst, int64_t n) {
+  withFloat16(dtype, [&](auto t) {
     for (int64_t i = 0; i < n; ++i)
-      dst[i] = f16_to_float(bits[i]);
+      dst[i] = braid::load(static_cast<const decltype(t) *>(src), i);
+  });
 }
 
 void fromF32(braid_dtype dtype, const float *src, void *dst, int64_t n) {
-  uint16_t *bits = static_cast<uint16_t *>(dst);
-  if (dtype == BRAID_BF16)
+  withFloat16(dtype, [&](auto t) {
     for (int64_t i = 0; i < n; ++i)
-      bits[i] = float_to_bf16(src[i]);
-  else
-    for (int64_t i = 0; i < n; ++i)
-      bits[i] = float_to_f16(src[i]);
+      braid::store(static_cast<decltype(t) *>(dst), i, src[i]);
+  });
 }
 
 using Clock = std::chrono::steady_clock;

@@ -49,7 +49,7 @@ public:
   }
   std::unique_ptr<Event> broadcast(Backend &, void *buffer, int64_t count, braid_dtype dtype,
                                    int32_t root) override {
-    checkCount("braid_broadcast", buffer, buffer, count, dtype);
+    checkCollectiveArgs("braid_broadcast", axes_, buffer, buffer, count, dtype);
     if (root != 0)
       fatal("braid_broadcast on '%s': root %d is not a rank of a communicator of size 1",
             axes_.c_str(), int(root));
@@ -73,18 +73,9 @@ private:
     if (op != BRAID_RED_SUM && op != BRAID_RED_MAX && op != BRAID_RED_MIN)
       fatal("%s on '%s': unknown reduction %d", what, axes_.c_str(), int(op));
   }
-  void checkCount(const char *what, const void *send, void *recv, int64_t count,
-                  braid_dtype dtype) {
-    if (count < 0)
-      fatal("%s on '%s': negative count %lld", what, axes_.c_str(), (long long)count);
-    if (braid_dtype_size(dtype) <= 0)
-      fatal("%s on '%s': unknown dtype %d", what, axes_.c_str(), int(dtype));
-    if (count > 0 && (!send || !recv))
-      fatal("%s on '%s': null buffer", what, axes_.c_str());
-  }
   std::unique_ptr<Event> copy(Backend &backend, const char *what, const void *send, void *recv,
                               int64_t count, braid_dtype dtype) {
-    checkCount(what, send, recv, count, dtype);
+    checkCollectiveArgs(what, axes_, send, recv, count, dtype);
     if (send != recv) // in place: nothing to move
       copyOnDevice(backend, recv, send, count * braid_dtype_size(dtype));
     return makeCompletedEvent();
@@ -131,6 +122,16 @@ std::vector<std::string> splitCommas(const std::string &text) {
 }
 
 } // namespace
+
+void checkCollectiveArgs(const char *what, const std::string &axes, const void *send,
+                         const void *recv, int64_t count, braid_dtype dtype) {
+  if (count < 0)
+    fatal("%s on '%s': negative count %lld", what, axes.c_str(), (long long)count);
+  if (braid_dtype_size(dtype) <= 0)
+    fatal("%s on '%s': unknown dtype %d", what, axes.c_str(), int(dtype));
+  if (count > 0 && (!send || !recv))
+    fatal("%s on '%s': null buffer", what, axes.c_str());
+}
 
 int64_t Grid::ranks() const {
   int64_t n = 1;

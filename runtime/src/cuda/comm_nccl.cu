@@ -88,11 +88,6 @@ ncclDataType_t dataType(braid_dtype dtype) {
   return ncclNumTypes;
 }
 
-bool overlaps(const void *a, int64_t aBytes, const void *b, int64_t bBytes) {
-  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-  return aBytes > 0 && bBytes > 0 && x < y + uintptr_t(bBytes) && y < x + uintptr_t(aBytes);
-}
-
 //===--- Events ----------------------------------------------------------===//
 
 /// cudaEvents (timing disabled) reused across collectives; `timed` when the
@@ -435,12 +430,9 @@ private:
     if (!compute || !stream)
       fatal("%s on '%s': the NCCL communicator works on device memory (cuda backend), not %s",
             what, axes_.c_str(), backend.name());
-    if (count < 0)
-      fatal("%s on '%s': negative count %lld", what, axes_.c_str(), (long long)count);
-    if (braid_dtype_size(dtype) <= 0 || dataType(dtype) == ncclNumTypes)
+    checkCollectiveArgs(what, axes_, send, recv, count, dtype);
+    if (dataType(dtype) == ncclNumTypes)
       fatal("%s on '%s': unknown dtype %d", what, axes_.c_str(), int(dtype));
-    if (count > 0 && (!send || !recv))
-      fatal("%s on '%s': null buffer", what, axes_.c_str());
     // cudaStreamWaitEvent takes the event's state at the call: it can go back
     // to the pool at once.
     cudaEvent_t ready = pool_->acquire();
