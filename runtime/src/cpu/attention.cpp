@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attention_gemm.h"
+#include "attention_ref.h"
 #include "common.h"
 #include "parallel.h"
 #include "rope.h"
@@ -31,11 +32,6 @@ using namespace braid::cpu;
 
 namespace {
 
-// Query rows per block: as many as fit (up to 64) in the fixed buffers, so that
-// each key row is rotated once per block.
-constexpr int64_t kMaxQB = 64;
-constexpr int64_t kBufFloats = 8192;
-
 template <typename T>
 void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t S, int64_t Skv,
                    int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, bool causal, float scale,
@@ -43,8 +39,7 @@ void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t 
   const Rope rope(theta, D);
   const int64_t group = Hq / Hkv;
 
-  int64_t QB = kBufFloats / (D > Dv ? (D > 0 ? D : 1) : (Dv > 0 ? Dv : 1));
-  QB = QB > kMaxQB ? kMaxQB : QB; // >= 8 since D, Dv <= kMaxHeadDim
+  const int64_t QB = queryBlock(D, Dv);
 
   // (batch, head) pairs write disjoint outputs: split over the rank's threads.
   parallelFor(B * Hq, [&](int64_t begin, int64_t end) {
@@ -75,19 +70,7 @@ void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t 
           for (int64_t r = 0; r < qb; ++r) {
             if (causal && t > qOff + s0 + r)
               continue;
-            const float score = scale * dot(qbuf + r * D, kbuf, D);
-            float *a = acc + r * Dv;
-            if (score > mx[r]) {
-              const float corr = std::exp(mx[r] - score); // 0 for the first key
-              l[r] *= corr;
-              for (int64_t e = 0; e < Dv; ++e)
-                a[e] *= corr;
-              mx[r] = score;
-            }
-            const float p = std::exp(score - mx[r]);
-            l[r] += p;
-            for (int64_t e = 0; e < Dv; ++e)
-              a[e] += p * vbuf[e];
+            foldKey(scale * dot(qbuf + r * D, kbuf, D), vbuf, Dv, mx[r], l[r], acc + r * Dv);
           }
         }
         for (int64_t r = 0; r < qb; ++r) {
@@ -109,28 +92,12 @@ extern "C" void braid_k_attention_offset(braid_rt *, braid_dtype dt, const void 
                                          int64_t kv_heads, int64_t head_dim, int64_t v_head_dim,
                                          int32_t causal, double scale, double rope_theta,
                                          int64_t q_offset) {
-  if (kv_heads <= 0 || heads % kv_heads != 0)
-    fail("attention", "%lld query heads are not a multiple of %lld kv heads", (long long)heads,
-         (long long)kv_heads);
-  if (head_dim > kMaxHeadDim || v_head_dim > kMaxHeadDim)
-    fail("attention", "head dims %lld / %lld exceed the supported %lld", (long long)head_dim,
-         (long long)v_head_dim, (long long)kMaxHeadDim);
-  if (q_offset < 0)
-    fail("attention", "negative query offset %lld", (long long)q_offset);
-  if (causal && q_offset + seq > seq_kv)
-    fail("attention",
-         "causal attention needs q_offset + seq <= seq_kv, got %lld + %lld and %lld",
-         (long long)q_offset, (long long)seq, (long long)seq_kv);
-  if (rope_theta > 0.0 && head_dim % 2 != 0)
-    fail("attention", "rotary embedding needs an even head dim, got %lld", (long long)head_dim);
+  const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
+                           head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
+  checkAttention("attention", dims, q_offset);
   if (attentionByGemm(dt, head_dim, v_head_dim)) {
-    const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
-                             head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
-    StagedF32 staged(dt, "attention",
-                     {{q, batch * seq * heads * head_dim},
-                      {k, batch * seq_kv * kv_heads * head_dim},
-                      {v, batch * seq_kv * kv_heads * v_head_dim}},
-                     {{o, batch * seq * heads * v_head_dim}});
+    StagedF32 staged(dt, "attention", {{q, dims.qElems()}, {k, dims.kElems()}, {v, dims.vElems()}},
+                     {{o, dims.outElems()}});
     attentionGemm(dims, staged.in(0), staged.in(1), staged.in(2), nullptr, nullptr, q_offset,
                   staged.out(0), nullptr);
     return staged.finish();
@@ -148,9 +115,7 @@ extern "C" void braid_k_attention(braid_rt *rt, braid_dtype dt, const void *q, c
                                   int64_t seq_kv, int64_t heads, int64_t kv_heads,
                                   int64_t head_dim, int64_t v_head_dim, int32_t causal,
                                   double scale, double rope_theta) {
-  if (causal && seq != seq_kv)
-    fail("attention", "causal attention needs seq == seq_kv, got %lld and %lld",
-         (long long)seq, (long long)seq_kv);
+  checkCausalSquare("attention", causal, seq, seq_kv);
   braid_k_attention_offset(rt, dt, q, k, v, o, batch, seq, seq_kv, heads, kv_heads, head_dim,
                            v_head_dim, causal, scale, rope_theta, 0);
 }

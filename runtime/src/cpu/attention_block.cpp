@@ -49,6 +49,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attention_gemm.h"
+#include "attention_ref.h"
 #include "common.h"
 #include "rope.h"
 #include "staged_f32.h"
@@ -59,15 +60,6 @@ using namespace braid::cpu;
 
 namespace {
 
-constexpr int64_t kMaxQB = 64;
-constexpr int64_t kBufFloats = 8192;
-
-/// Query rows per block: as many as fit (up to 64) in the fixed buffers.
-inline int64_t queryBlock(int64_t D, int64_t Dv) {
-  const int64_t m = D > Dv ? (D > 0 ? D : 1) : (Dv > 0 ? Dv : 1);
-  return kBufFloats / m < kMaxQB ? kBufFloats / m : kMaxQB; // >= 8
-}
-
 void checkShapes(const char *kernel, int64_t heads, int64_t kv_heads, int64_t head_dim,
                  int64_t v_head_dim, double rope_theta, int64_t batch, int64_t seq,
                  int64_t seq_kv) {
@@ -75,14 +67,19 @@ void checkShapes(const char *kernel, int64_t heads, int64_t kv_heads, int64_t he
     fail(kernel, "negative size (batch %lld, seq %lld, seq_kv %lld, head dims %lld / %lld)",
          (long long)batch, (long long)seq, (long long)seq_kv, (long long)head_dim,
          (long long)v_head_dim);
-  if (kv_heads <= 0 || heads % kv_heads != 0)
-    fail(kernel, "%lld query heads are not a multiple of %lld kv heads", (long long)heads,
-         (long long)kv_heads);
-  if (head_dim > kMaxHeadDim || v_head_dim > kMaxHeadDim)
-    fail(kernel, "head dims %lld / %lld exceed the supported %lld", (long long)head_dim,
-         (long long)v_head_dim, (long long)kMaxHeadDim);
-  if (rope_theta > 0.0 && head_dim % 2 != 0)
-    fail(kernel, "rotary embedding needs an even head dim, got %lld", (long long)head_dim);
+  checkHeads(kernel, heads, kv_heads, head_dim, v_head_dim);
+  checkRope(kernel, rope_theta, head_dim);
+}
+
+/// Calls block(b, h, hk, s0, qb) for every block of up to QB query rows
+/// [s0, s0 + qb) of each (batch, query head) in order; hk is the head's kv head.
+template <typename Block>
+void forEachQueryBlock(int64_t B, int64_t Hq, int64_t Hkv, int64_t S, int64_t QB, Block &&block) {
+  const int64_t group = Hq / Hkv;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t s0 = 0; s0 < S; s0 += QB)
+        block(b, h, h / group, s0, S - s0 < QB ? S - s0 : QB);
 }
 
 template <typename T>
@@ -91,7 +88,6 @@ void attentionBlockImpl(const T *q, const T *k, const T *v, const int64_t *qPos,
                         int64_t Skv, int64_t Hq, int64_t Hkv, int64_t D, int64_t Dv, bool causal,
                         float scale, double theta) {
   const Rope rope(theta, D);
-  const int64_t group = Hq / Hkv;
   const int64_t QB = queryBlock(D, Dv);
   float qbuf[kBufFloats], acc[kBufFloats];
   float kbuf[kMaxHeadDim], vbuf[kMaxHeadDim];
@@ -99,60 +95,43 @@ void attentionBlockImpl(const T *q, const T *k, const T *v, const int64_t *qPos,
   float mx[kMaxQB];
   double l[kMaxQB];
 
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < Hq; ++h) {
-      const int64_t hk = h / group;
-      for (int64_t s0 = 0; s0 < S; s0 += QB) {
-        const int64_t qb = S - s0 < QB ? S - s0 : QB;
-        int64_t qMax = INT64_MIN;
-        for (int64_t r = 0; r < qb; ++r) {
-          const int64_t s = s0 + r;
-          rotate(q + ((b * S + s) * Hq + h) * D, qbuf + r * D, qAngles.cosOf(s),
-                 qAngles.sinOf(s), rope);
-          qMax = qPos[s] > qMax ? qPos[s] : qMax;
-          mx[r] = -INFINITY;
-          l[r] = 0.0;
-          for (int64_t e = 0; e < Dv; ++e)
-            acc[r * Dv + e] = 0.0f;
-        }
-        for (int64_t t = 0; t < Skv; ++t) {
-          const int64_t kp = kPos[t];
-          if (causal && kp > qMax) // no row of the block sees key t
-            continue;
-          rotate(k + ((b * Skv + t) * Hkv + hk) * D, kbuf, kAngles.cosOf(t), kAngles.sinOf(t),
-                 rope);
-          const T *vrow = v + ((b * Skv + t) * Hkv + hk) * Dv;
-          for (int64_t e = 0; e < Dv; ++e)
-            vbuf[e] = braid::load(vrow, e);
-          for (int64_t r = 0; r < qb; ++r) {
-            if (causal && kp > qPos[s0 + r])
-              continue;
-            const float score = scale * dot(qbuf + r * D, kbuf, D);
-            float *a = acc + r * Dv;
-            if (score > mx[r]) {
-              const float corr = std::exp(mx[r] - score); // 0 for the first key
-              l[r] *= corr;
-              for (int64_t e = 0; e < Dv; ++e)
-                a[e] *= corr;
-              mx[r] = score;
-            }
-            const float p = std::exp(score - mx[r]);
-            l[r] += p;
-            for (int64_t e = 0; e < Dv; ++e)
-              a[e] += p * vbuf[e];
-          }
-        }
-        for (int64_t r = 0; r < qb; ++r) {
-          const int64_t row = (b * S + s0 + r) * Hq + h;
-          float *dst = o + row * Dv;
-          const bool any = l[r] > 0.0;
-          const float inv = any ? float(1.0 / l[r]) : 0.0f;
-          for (int64_t e = 0; e < Dv; ++e)
-            dst[e] = acc[r * Dv + e] * inv;
-          lse[row] = any ? float(double(mx[r]) + std::log(l[r])) : -INFINITY;
-        }
+  forEachQueryBlock(B, Hq, Hkv, S, QB, [&](auto b, auto h, auto hk, auto s0, auto qb) {
+    int64_t qMax = INT64_MIN;
+    for (int64_t r = 0; r < qb; ++r) {
+      const int64_t s = s0 + r;
+      rotate(q + ((b * S + s) * Hq + h) * D, qbuf + r * D, qAngles.cosOf(s),
+             qAngles.sinOf(s), rope);
+      qMax = qPos[s] > qMax ? qPos[s] : qMax;
+      mx[r] = -INFINITY;
+      l[r] = 0.0;
+      for (int64_t e = 0; e < Dv; ++e)
+        acc[r * Dv + e] = 0.0f;
+    }
+    for (int64_t t = 0; t < Skv; ++t) {
+      const int64_t kp = kPos[t];
+      if (causal && kp > qMax) // no row of the block sees key t
+        continue;
+      rotate(k + ((b * Skv + t) * Hkv + hk) * D, kbuf, kAngles.cosOf(t), kAngles.sinOf(t),
+             rope);
+      const T *vrow = v + ((b * Skv + t) * Hkv + hk) * Dv;
+      for (int64_t e = 0; e < Dv; ++e)
+        vbuf[e] = braid::load(vrow, e);
+      for (int64_t r = 0; r < qb; ++r) {
+        if (causal && kp > qPos[s0 + r])
+          continue;
+        foldKey(scale * dot(qbuf + r * D, kbuf, D), vbuf, Dv, mx[r], l[r], acc + r * Dv);
       }
     }
+    for (int64_t r = 0; r < qb; ++r) {
+      const int64_t row = (b * S + s0 + r) * Hq + h;
+      float *dst = o + row * Dv;
+      const bool any = l[r] > 0.0;
+      const float inv = any ? float(1.0 / l[r]) : 0.0f;
+      for (int64_t e = 0; e < Dv; ++e)
+        dst[e] = acc[r * Dv + e] * inv;
+      lse[row] = any ? float(double(mx[r]) + std::log(l[r])) : -INFINITY;
+    }
+  });
 }
 
 template <typename T>
@@ -162,7 +141,6 @@ void attentionBlockGradImpl(const T *q, const T *k, const T *v, const T *dout,
                             int64_t S, int64_t Skv, int64_t Hq, int64_t Hkv, int64_t D,
                             int64_t Dv, bool causal, float scale, double theta) {
   const Rope rope(theta, D);
-  const int64_t group = Hq / Hkv;
   const int64_t QB = queryBlock(D, Dv);
   float qbuf[kBufFloats], dobuf[kBufFloats], dqacc[kBufFloats];
   float kr[kMaxHeadDim], vr[kMaxHeadDim], dkacc[kMaxHeadDim], dvacc[kMaxHeadDim];
@@ -170,77 +148,72 @@ void attentionBlockGradImpl(const T *q, const T *k, const T *v, const T *dout,
   float rowLse[kMaxQB], rowDelta[kMaxQB];
   bool live[kMaxQB];
 
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < Hq; ++h) {
-      const int64_t hk = h / group;
-      for (int64_t s0 = 0; s0 < S; s0 += QB) {
-        const int64_t qb = S - s0 < QB ? S - s0 : QB;
-        int64_t qMax = INT64_MIN;
-        bool anyLive = false;
-        for (int64_t r = 0; r < qb; ++r) {
-          const int64_t s = s0 + r, row = (b * S + s) * Hq + h;
-          rowLse[r] = lse[row];
-          rowDelta[r] = delta[row];
-          live[r] = rowLse[r] != -INFINITY; // -inf: the row sees no key at all
-          if (!live[r])
-            continue;
-          anyLive = true;
-          qMax = qPos[s] > qMax ? qPos[s] : qMax;
-          rotate(q + row * D, qbuf + r * D, qAngles.cosOf(s), qAngles.sinOf(s), rope);
-          const T *dr = dout + row * Dv;
-          for (int64_t e = 0; e < Dv; ++e)
-            dobuf[r * Dv + e] = braid::load(dr, e);
-          for (int64_t i = 0; i < D; ++i)
-            dqacc[r * D + i] = 0.0f;
-        }
-        if (!anyLive)
-          continue;
-        for (int64_t t = 0; t < Skv; ++t) {
-          const int64_t kp = kPos[t];
-          if (causal && kp > qMax)
-            continue;
-          const int64_t kvRow = (b * Skv + t) * Hkv + hk;
-          const float *kc = kAngles.cosOf(t), *ks = kAngles.sinOf(t);
-          rotate(k + kvRow * D, kr, kc, ks, rope);
-          const T *vrow = v + kvRow * Dv;
-          for (int64_t e = 0; e < Dv; ++e) {
-            vr[e] = braid::load(vrow, e);
-            dvacc[e] = 0.0f;
-          }
-          for (int64_t i = 0; i < D; ++i)
-            dkacc[i] = 0.0f;
-          bool touched = false;
-          for (int64_t r = 0; r < qb; ++r) {
-            if (!live[r] || (causal && kp > qPos[s0 + r]))
-              continue;
-            touched = true;
-            const float *qr = qbuf + r * D, *dor = dobuf + r * Dv;
-            const float p = std::exp(scale * dot(qr, kr, D) - rowLse[r]);
-            const float ds = p * (dot(dor, vr, Dv) - rowDelta[r]);
-            float *a = dqacc + r * D;
-            for (int64_t i = 0; i < D; ++i) {
-              a[i] += ds * kr[i];
-              dkacc[i] += ds * qr[i];
-            }
-            for (int64_t e = 0; e < Dv; ++e)
-              dvacc[e] += p * dor[e];
-          }
-          if (!touched)
-            continue;
-          addUnrotated(dkacc, dk + kvRow * D, scale, kc, ks, rope);
-          float *dvrow = dv + kvRow * Dv;
-          for (int64_t e = 0; e < Dv; ++e)
-            dvrow[e] += dvacc[e];
-        }
-        for (int64_t r = 0; r < qb; ++r) {
-          if (!live[r])
-            continue;
-          const int64_t s = s0 + r;
-          addUnrotated(dqacc + r * D, dq + ((b * S + s) * Hq + h) * D, scale, qAngles.cosOf(s),
-                       qAngles.sinOf(s), rope);
-        }
-      }
+  forEachQueryBlock(B, Hq, Hkv, S, QB, [&](auto b, auto h, auto hk, auto s0, auto qb) {
+    int64_t qMax = INT64_MIN;
+    bool anyLive = false;
+    for (int64_t r = 0; r < qb; ++r) {
+      const int64_t s = s0 + r, row = (b * S + s) * Hq + h;
+      rowLse[r] = lse[row];
+      rowDelta[r] = delta[row];
+      live[r] = rowLse[r] != -INFINITY; // -inf: the row sees no key at all
+      if (!live[r])
+        continue;
+      anyLive = true;
+      qMax = qPos[s] > qMax ? qPos[s] : qMax;
+      rotate(q + row * D, qbuf + r * D, qAngles.cosOf(s), qAngles.sinOf(s), rope);
+      const T *dr = dout + row * Dv;
+      for (int64_t e = 0; e < Dv; ++e)
+        dobuf[r * Dv + e] = braid::load(dr, e);
+      for (int64_t i = 0; i < D; ++i)
+        dqacc[r * D + i] = 0.0f;
     }
+    if (!anyLive)
+      return;
+    for (int64_t t = 0; t < Skv; ++t) {
+      const int64_t kp = kPos[t];
+      if (causal && kp > qMax)
+        continue;
+      const int64_t kvRow = (b * Skv + t) * Hkv + hk;
+      const float *kc = kAngles.cosOf(t), *ks = kAngles.sinOf(t);
+      rotate(k + kvRow * D, kr, kc, ks, rope);
+      const T *vrow = v + kvRow * Dv;
+      for (int64_t e = 0; e < Dv; ++e) {
+        vr[e] = braid::load(vrow, e);
+        dvacc[e] = 0.0f;
+      }
+      for (int64_t i = 0; i < D; ++i)
+        dkacc[i] = 0.0f;
+      bool touched = false;
+      for (int64_t r = 0; r < qb; ++r) {
+        if (!live[r] || (causal && kp > qPos[s0 + r]))
+          continue;
+        touched = true;
+        const float *qr = qbuf + r * D, *dor = dobuf + r * Dv;
+        const float p = std::exp(scale * dot(qr, kr, D) - rowLse[r]);
+        const float ds = p * (dot(dor, vr, Dv) - rowDelta[r]);
+        float *a = dqacc + r * D;
+        for (int64_t i = 0; i < D; ++i) {
+          a[i] += ds * kr[i];
+          dkacc[i] += ds * qr[i];
+        }
+        for (int64_t e = 0; e < Dv; ++e)
+          dvacc[e] += p * dor[e];
+      }
+      if (!touched)
+        continue;
+      addUnrotated(dkacc, dk + kvRow * D, scale, kc, ks, rope);
+      float *dvrow = dv + kvRow * Dv;
+      for (int64_t e = 0; e < Dv; ++e)
+        dvrow[e] += dvacc[e];
+    }
+    for (int64_t r = 0; r < qb; ++r) {
+      if (!live[r])
+        continue;
+      const int64_t s = s0 + r;
+      addUnrotated(dqacc + r * D, dq + ((b * S + s) * Hq + h) * D, scale, qAngles.cosOf(s),
+                   qAngles.sinOf(s), rope);
+    }
+  });
 }
 
 } // namespace
@@ -282,10 +255,7 @@ extern "C" void braid_k_attention_block(braid_rt *, braid_dtype dt, const void *
                              head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
     // out and lse are f32 in every storage type: only the inputs are staged.
     StagedF32 staged(dt, "attention_block",
-                     {{q, batch * seq * heads * head_dim},
-                      {k, batch * seq_kv * kv_heads * head_dim},
-                      {v, batch * seq_kv * kv_heads * v_head_dim}},
-                     {});
+                     {{q, dims.qElems()}, {k, dims.kElems()}, {v, dims.vElems()}}, {});
     return attentionGemm(dims, staged.in(0), staged.in(1), staged.in(2), q_pos, k_pos, 0, out,
                          lse);
   }
@@ -361,12 +331,9 @@ extern "C" void braid_k_attention_block_grad(braid_rt *, braid_dtype dt, const v
     const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
                              head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
     // dq, dk, dv are f32 accumulators in every storage type.
-    StagedF32 staged(dt, "attention_block_grad",
-                     {{q, batch * seq * heads * head_dim},
-                      {k, batch * seq_kv * kv_heads * head_dim},
-                      {v, batch * seq_kv * kv_heads * v_head_dim},
-                      {dout, batch * seq * heads * v_head_dim}},
-                     {});
+    StagedF32 staged(
+        dt, "attention_block_grad",
+        {{q, dims.qElems()}, {k, dims.kElems()}, {v, dims.vElems()}, {dout, dims.outElems()}}, {});
     return attentionGradGemm(dims, staged.in(0), staged.in(1), staged.in(2), staged.in(3),
                              q_pos, k_pos, 0, lse, delta, dq, dk, dv);
   }

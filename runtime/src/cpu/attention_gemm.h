@@ -26,6 +26,13 @@ struct AttentionDims {
   bool causal;
   float scale;
   double ropeTheta;
+
+  /// Elements of q [B,S,Hq,D], k [B,Skv,Hkv,D], v [B,Skv,Hkv,Dv] and of the
+  /// output (and dout) [B,S,Hq,Dv].
+  int64_t qElems() const { return batch * seq * heads * headDim; }
+  int64_t kElems() const { return batch * seqKv * kvHeads * headDim; }
+  int64_t vElems() const { return batch * seqKv * kvHeads * vHeadDim; }
+  int64_t outElems() const { return batch * seq * heads * vHeadDim; }
 };
 
 /// Forward. Query row s is at position qPos[s] and key t at kPos[t]; null

@@ -15,6 +15,8 @@
 #ifndef BRAID_RUNTIME_CPU_COMMON_H
 #define BRAID_RUNTIME_CPU_COMMON_H
 
+// Relative: the kernel tests build src/cpu with runtime/include alone.
+#include "../abort_message.h"
 #include "braid/numeric.h"
 #include "braid/runtime.h"
 
@@ -30,14 +32,11 @@ namespace braid::cpu {
 /// program (out-of-range tokens, labels, experts; unsupported dtypes), never
 /// of the user.
 [[noreturn]] inline void fail(const char *kernel, const char *fmt, ...) {
-  std::fprintf(stderr, "braid: %s: ", kernel);
+  char prefix[256];
+  std::snprintf(prefix, sizeof prefix, "braid: %s: ", kernel);
   va_list args;
   va_start(args, fmt);
-  std::vfprintf(stderr, fmt, args);
-  va_end(args);
-  std::fputc('\n', stderr);
-  std::fflush(stderr);
-  std::abort();
+  abortWithMessage(prefix, fmt, args);
 }
 
 /// Calls fn(T{}) with T the storage type of `dt` (float, bf16, f16).
@@ -50,6 +49,26 @@ template <typename Fn> inline void withFloatType(braid_dtype dt, const char *ker
   }
 }
 
+/// Bytes of one element of `dt`.
+inline int64_t elementBytes(braid_dtype dt, const char *kernel) {
+  switch (dt) {
+  case BRAID_F32: case BRAID_I32: return 4;
+  case BRAID_BF16: case BRAID_F16: return 2;
+  case BRAID_I64: return 8;
+  }
+  fail(kernel, "unknown dtype %d", int(dt));
+}
+
+/// Calls fn(E{}) with E an unsigned integer of the size of `dt`'s elements:
+/// kernels that move elements without looking at them.
+template <typename Fn> inline void withElementType(braid_dtype dt, const char *kernel, Fn &&fn) {
+  switch (elementBytes(dt, kernel)) {
+  case 2: fn(uint16_t{}); return;
+  case 4: fn(uint32_t{}); return;
+  case 8: fn(uint64_t{}); return;
+  }
+}
+
 /// Element i of an i32 or i64 index tensor.
 inline int64_t loadIndex(const void *p, braid_dtype dt, int64_t i, const char *kernel) {
   if (dt == BRAID_I32)
@@ -57,6 +76,16 @@ inline int64_t loadIndex(const void *p, braid_dtype dt, int64_t i, const char *k
   if (dt == BRAID_I64)
     return static_cast<const int64_t *>(p)[i];
   fail(kernel, "index dtype %d is neither i32 nor i64", int(dt));
+}
+
+/// Label r of a cross-entropy, which must lie in [0, valid).
+inline int64_t loadLabel(const void *labels, braid_dtype index_dt, int64_t r, int64_t valid,
+                         const char *kernel) {
+  const int64_t label = loadIndex(labels, index_dt, r, kernel);
+  if (label < 0 || label >= valid)
+    fail(kernel, "label %lld of row %lld is outside [0, %lld)", (long long)label, (long long)r,
+         (long long)valid);
+  return label;
 }
 
 inline void checkAct(int act, const char *kernel) {

@@ -31,6 +31,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attention_gemm.h"
+#include "attention_ref.h"
 #include "common.h"
 #include "parallel.h"
 #include "rope.h"
@@ -42,8 +43,6 @@ using namespace braid::cpu;
 
 namespace {
 
-constexpr int64_t kMaxQB = 64;
-constexpr int64_t kBufFloats = 8192;
 constexpr int64_t kStatRows = 8192;
 
 struct RowStats {
@@ -75,13 +74,19 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
                        int64_t Dv, bool causal, float scale, double theta, int64_t qOff) {
   const Rope rope(theta, D);
   const int64_t group = Hq / Hkv;
-  const int64_t M = D > Dv ? (D > 0 ? D : 1) : (Dv > 0 ? Dv : 1);
-  const int64_t QB = kBufFloats / M < kMaxQB ? kBufFloats / M : kMaxQB; // >= 8
-  const int64_t KB = kBufFloats / M;                                    // >= 8
+  const int64_t QB = queryBlock(D, Dv);
+  const int64_t KB = kBufFloats / widestHeadDim(D, Dv); // >= 8
   const bool cached = group * S <= kStatRows;
 
   auto qRow = [&](int64_t b, int64_t s, int64_t h) { return ((b * S + s) * Hq + h); };
   auto kvRow = [&](int64_t b, int64_t t, int64_t g) { return ((b * Skv + t) * Hkv + g); };
+  // kr = key t of kv head g rotated to its position, vr = its value row (f32).
+  auto loadKeyValue = [&](int64_t b, int64_t t, int64_t g, float *kr, float *vr) {
+    loadRotated(k + kvRow(b, t, g) * D, kr, t, rope);
+    const T *vrow = v + kvRow(b, t, g) * Dv;
+    for (int64_t e = 0; e < Dv; ++e)
+      vr[e] = braid::load(vrow, e);
+  };
 
   // (batch, kv head) pairs write disjoint dq, dk, dv (a kv head collects its
   // group's query heads): split over the rank's threads.
@@ -112,10 +117,7 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
           }
           const int64_t tEnd = causal && qOff + s0 + qb < Skv ? qOff + s0 + qb : Skv;
           for (int64_t t = 0; t < tEnd; ++t) {
-            loadRotated(k + kvRow(b, t, g) * D, kr, t, rope);
-            const T *vrow = v + kvRow(b, t, g) * Dv;
-            for (int64_t e = 0; e < Dv; ++e)
-              vr[e] = braid::load(vrow, e);
+            loadKeyValue(b, t, g, kr, vr);
             for (int64_t r = 0; r < qb; ++r) {
               if (causal && t > qOff + s0 + r)
                 continue;
@@ -126,10 +128,7 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
           for (int64_t r = 0; r < qb; ++r)
             rs[r] = finish(mx[r], l[r], dl[r]);
           for (int64_t t = 0; t < tEnd; ++t) {
-            loadRotated(k + kvRow(b, t, g) * D, kr, t, rope);
-            const T *vrow = v + kvRow(b, t, g) * Dv;
-            for (int64_t e = 0; e < Dv; ++e)
-              vr[e] = braid::load(vrow, e);
+            loadKeyValue(b, t, g, kr, vr);
             for (int64_t r = 0; r < qb; ++r) {
               if (causal && t > qOff + s0 + r)
                 continue;
@@ -184,10 +183,7 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
               double ll = 0.0, dd = 0.0;
               const int64_t tEnd = causal && pos + 1 < Skv ? pos + 1 : Skv;
               for (int64_t t = 0; t < tEnd; ++t) {
-                loadRotated(k + kvRow(b, t, g) * D, kr, t, rope);
-                const T *vrow = v + kvRow(b, t, g) * Dv;
-                for (int64_t e = 0; e < Dv; ++e)
-                  vr[e] = braid::load(vrow, e);
+                loadKeyValue(b, t, g, kr, vr);
                 onlineAdd(scale * dot(qr, kr, D), dot(dor, vr, Dv), m, ll, dd);
               }
               st = finish(m, ll, dd);
@@ -224,31 +220,14 @@ extern "C" void braid_k_attention_grad_offset(braid_rt *, braid_dtype dt, const 
                                               int64_t kv_heads, int64_t head_dim,
                                               int64_t v_head_dim, int32_t causal, double scale,
                                               double rope_theta, int64_t q_offset) {
-  if (kv_heads <= 0 || heads % kv_heads != 0)
-    fail("attention_grad", "%lld query heads are not a multiple of %lld kv heads",
-         (long long)heads, (long long)kv_heads);
-  if (head_dim > kMaxHeadDim || v_head_dim > kMaxHeadDim)
-    fail("attention_grad", "head dims %lld / %lld exceed the supported %lld",
-         (long long)head_dim, (long long)v_head_dim, (long long)kMaxHeadDim);
-  if (q_offset < 0)
-    fail("attention_grad", "negative query offset %lld", (long long)q_offset);
-  if (causal && q_offset + seq > seq_kv)
-    fail("attention_grad",
-         "causal attention needs q_offset + seq <= seq_kv, got %lld + %lld and %lld",
-         (long long)q_offset, (long long)seq, (long long)seq_kv);
-  if (rope_theta > 0.0 && head_dim % 2 != 0)
-    fail("attention_grad", "rotary embedding needs an even head dim, got %lld",
-         (long long)head_dim);
+  const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
+                           head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
+  checkAttention("attention_grad", dims, q_offset);
   if (attentionByGemm(dt, head_dim, v_head_dim)) {
-    const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
-                             head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
-    const int64_t qElems = batch * seq * heads * head_dim,
-                  kElems = batch * seq_kv * kv_heads * head_dim,
-                  vElems = batch * seq_kv * kv_heads * v_head_dim;
-    StagedF32 staged(dt, "attention_grad",
-                     {{q, qElems}, {k, kElems}, {v, vElems},
-                      {dout, batch * seq * heads * v_head_dim}},
-                     {{dq, qElems}, {dk, kElems}, {dv, vElems}});
+    StagedF32 staged(
+        dt, "attention_grad",
+        {{q, dims.qElems()}, {k, dims.kElems()}, {v, dims.vElems()}, {dout, dims.outElems()}},
+        {{dq, dims.qElems()}, {dk, dims.kElems()}, {dv, dims.vElems()}});
     attentionGradGemm(dims, staged.in(0), staged.in(1), staged.in(2), staged.in(3), nullptr,
                       nullptr, q_offset, nullptr, nullptr, staged.out(0), staged.out(1),
                       staged.out(2));
@@ -268,9 +247,7 @@ extern "C" void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void 
                                        int64_t seq_kv, int64_t heads, int64_t kv_heads,
                                        int64_t head_dim, int64_t v_head_dim, int32_t causal,
                                        double scale, double rope_theta) {
-  if (causal && seq != seq_kv)
-    fail("attention_grad", "causal attention needs seq == seq_kv, got %lld and %lld",
-         (long long)seq, (long long)seq_kv);
+  checkCausalSquare("attention_grad", causal, seq, seq_kv);
   braid_k_attention_grad_offset(rt, dt, q, k, v, dout, dq, dk, dv, batch, seq, seq_kv, heads,
                                 kv_heads, head_dim, v_head_dim, causal, scale, rope_theta, 0);
 }

@@ -1,20 +1,18 @@
 //===- grad_embedding_loss.cpp - CPU backward kernels: embedding, loss ----===//
 //
-// embedding_grad: the table cotangent is zeroed, then each distinct token's
-// rows of dy are summed in double (kColBlock columns at a time) and stored once,
-// so bf16/f16 tables see one rounding per element, not one per occurrence.
-// Grouping scans the tokens (O(num_tokens x distinct tokens) index
-// comparisons, no scratch). position_grad: strided column sums in double.
+// embedding_grad: the tokens are checked, then each distinct token's rows of
+// dy are summed into its table row (embedding_grad.h). position_grad: strided
+// column sums in double.
 // cross_entropy_grad: softmax per row in double (max in f32 as the forward),
 // rows over the rank's threads.
 //
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "embedding_grad.h"
 #include "parallel.h"
 
 #include <cmath>
-#include <cstring>
 
 using namespace braid::cpu;
 
@@ -31,27 +29,8 @@ void embeddingGradImpl(braid_dtype index_dt, const void *tokens, const T *dy, T 
       fail("embedding_grad", "token %lld at position %lld is outside [0, %lld)", (long long)tok,
            (long long)t, (long long)vocab);
   }
-  std::memset(static_cast<void *>(dtable), 0, size_t(vocab * H) * sizeof(T)); // all-zero bits
-  double acc[kColBlock];
-  for (int64_t t = 0; t < T_; ++t) {
-    const int64_t tok = loadIndex(tokens, index_dt, t, "embedding_grad");
-    bool seen = false; // an earlier occurrence already summed this token's rows
-    for (int64_t u = 0; u < t && !seen; ++u)
-      seen = loadIndex(tokens, index_dt, u, "embedding_grad") == tok;
-    if (seen)
-      continue;
-    for (int64_t h0 = 0; h0 < H; h0 += kColBlock) {
-      const int64_t hb = H - h0 < kColBlock ? H - h0 : kColBlock;
-      for (int64_t h = 0; h < hb; ++h)
-        acc[h] = braid::load(dy + t * H + h0, h);
-      for (int64_t u = t + 1; u < T_; ++u)
-        if (loadIndex(tokens, index_dt, u, "embedding_grad") == tok)
-          for (int64_t h = 0; h < hb; ++h)
-            acc[h] += braid::load(dy + u * H + h0, h);
-      for (int64_t h = 0; h < hb; ++h)
-        braid::store(dtable + tok * H + h0, h, float(acc[h]));
-    }
-  }
+  auto rowOf = [&](int64_t t) { return loadIndex(tokens, index_dt, t, "embedding_grad"); };
+  sumRowsByToken(rowOf, dy, dtable, T_, vocab, H);
 }
 
 template <typename T>
@@ -78,10 +57,7 @@ void crossEntropyGradImpl(braid_dtype index_dt, const T *x, const void *labels, 
   // Rows are independent: split over the rank's threads (same results).
   parallelFor(rows, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const int64_t label = loadIndex(labels, index_dt, r, "cross_entropy_grad");
-      if (label < 0 || label >= V)
-        fail("cross_entropy_grad", "label %lld of row %lld is outside [0, %lld)", (long long)label,
-             (long long)r, (long long)V);
+      const int64_t label = loadLabel(labels, index_dt, r, V, "cross_entropy_grad");
       const T *row = x + r * V;
       const RowStats stats = rowStats(row, V);
       const float mx = stats.max;

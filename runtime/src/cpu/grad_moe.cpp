@@ -22,8 +22,6 @@ using namespace braid::cpu;
 
 namespace {
 
-constexpr int64_t HB = 256; // hidden columns per f32 accumulator block
-
 template <typename T>
 void routerGradImpl(const T *logits, const int32_t *indices, const T *dweights, T *dlogits,
                     int64_t tokens, int64_t E, int64_t K, bool normalize) {
@@ -35,17 +33,12 @@ void routerGradImpl(const T *logits, const int32_t *indices, const T *dweights, 
       if (sel[j] < 0 || sel[j] >= E)
         fail("router_grad", "expert index %lld of token %lld (choice %lld) is outside [0, %lld)",
              (long long)sel[j], (long long)t, (long long)j, (long long)E);
-    float mx = -INFINITY;
-    for (int64_t e = 0; e < E; ++e) {
-      const float v = braid::load(x, e);
-      mx = v > mx ? v : mx;
-    }
-    double sum = 0.0, chosen = 0.0;
-    for (int64_t e = 0; e < E; ++e)
-      sum += std::exp(double(braid::load(x, e)) - double(mx));
+    const RowStats stats = rowStats(x, E);
+    const float mx = stats.max;
+    double chosen = 0.0;
     for (int64_t j = 0; j < K; ++j)
       chosen += std::exp(double(braid::load(x, sel[j])) - double(mx));
-    const double denom = normalize ? chosen : sum;
+    const double denom = normalize ? chosen : stats.sum;
     // U = sum_j dw_j w_j.
     double U = 0.0;
     for (int64_t j = 0; j < K; ++j)
@@ -65,34 +58,6 @@ void routerGradImpl(const T *logits, const int32_t *indices, const T *dweights, 
       else
         v = pe / denom * (g - U);
       braid::store(dlogits + t * E, e, float(v));
-    }
-  }
-}
-
-template <typename T>
-void dispatchGradImpl(const T *dd, const int32_t *indices, T *dx, int64_t tokens, int64_t H,
-                      int64_t K, int64_t E, int64_t C, int64_t G) {
-  MoeSlots slots("dispatch_grad", indices, tokens, K, E, C, G);
-  const int64_t S = G * C; // rows per expert
-  const T *rows[kMaxTopK];
-  float acc[HB];
-  for (int64_t t = 0; t < tokens; ++t) {
-    int64_t kept = 0;
-    for (int64_t j = 0; j < K; ++j) {
-      const int64_t e = indices[t * K + j];
-      const int64_t slot = slots.take(t, j, e);
-      if (slot >= 0)
-        rows[kept++] = dd + (e * S + slot) * H;
-    }
-    for (int64_t h0 = 0; h0 < H; h0 += HB) {
-      const int64_t hb = H - h0 < HB ? H - h0 : HB;
-      for (int64_t h = 0; h < hb; ++h)
-        acc[h] = 0.0f;
-      for (int64_t r = 0; r < kept; ++r)
-        for (int64_t h = 0; h < hb; ++h)
-          acc[h] += braid::load(rows[r], h0 + h);
-      for (int64_t h = 0; h < hb; ++h)
-        braid::store(dx + t * H, h0 + h, acc[h]);
     }
   }
 }
@@ -148,8 +113,8 @@ void braid_k_dispatch_grad(braid_rt *, braid_dtype dt, const void *ddispatched,
                            int64_t top_k, int64_t experts, int64_t capacity, int64_t groups) {
   withFloatType(dt, "dispatch_grad", [&](auto tag) {
     using T = decltype(tag);
-    dispatchGradImpl<T>(in<T>(ddispatched), indices, out<T>(dx), tokens, hidden, top_k, experts,
-                        capacity, groups);
+    gatherPicks<T>("dispatch_grad", in<T>(ddispatched), nullptr, indices, out<T>(dx), tokens,
+                   hidden, top_k, experts, capacity, groups);
   });
 }
 

@@ -36,15 +36,6 @@ void gluImpl(int act, const T *gate, const T *up, T *y, int64_t n) {
     braid::store(y, i, braid::activation(act, braid::load(gate, i)) * braid::load(up, i));
 }
 
-int64_t elementBytes(braid_dtype dt, const char *kernel) {
-  switch (dt) {
-  case BRAID_F32: case BRAID_I32: return 4;
-  case BRAID_BF16: case BRAID_F16: return 2;
-  case BRAID_I64: return 8;
-  }
-  fail(kernel, "unknown dtype %d", int(dt));
-}
-
 template <typename E>
 void transposeImpl(const E *x, E *y, int32_t rank, const int64_t *shape, const int64_t *perm) {
   // Input strides, then the input stride of each output dimension.
@@ -153,11 +144,10 @@ void braid_k_transpose(braid_rt *, braid_dtype dt, const void *x, void *y, int32
       fail("transpose", "the permutation is not a permutation of rank %d", int(rank));
     seen |= 1u << perm[d];
   }
-  switch (elementBytes(dt, "transpose")) {
-  case 2: transposeImpl(in<uint16_t>(x), out<uint16_t>(y), rank, shape, perm); break;
-  case 4: transposeImpl(in<uint32_t>(x), out<uint32_t>(y), rank, shape, perm); break;
-  case 8: transposeImpl(in<uint64_t>(x), out<uint64_t>(y), rank, shape, perm); break;
-  }
+  withElementType(dt, "transpose", [&](auto tag) {
+    using E = decltype(tag);
+    transposeImpl(in<E>(x), out<E>(y), rank, shape, perm);
+  });
 }
 
 void braid_k_embedding(braid_rt *, braid_dtype dt, braid_dtype index_dt, const void *tokens,

@@ -26,10 +26,7 @@ extern "C" void braid_k_cross_entropy(braid_rt *, braid_dtype dt, braid_dtype in
     double *term = reinterpret_cast<double *>(scratch.shared());
     parallelFor(rows, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        const int64_t label = loadIndex(labels, index_dt, r, "cross_entropy");
-        if (label < 0 || label >= vocab)
-          fail("cross_entropy", "label %lld of row %lld is outside [0, %lld)", (long long)label,
-               (long long)r, (long long)vocab);
+        const int64_t label = loadLabel(labels, index_dt, r, vocab, "cross_entropy");
         const T *row = x + r * vocab;
         const RowStats stats = rowStats(row, vocab);
         const double lse = double(stats.max) + std::log(stats.sum);

@@ -158,15 +158,6 @@ void lowPrecisionGemm(const T *a, int64_t aRow, int64_t aCol, const T *b, int64_
 /// a thread costs tens of microseconds, a 2 MFLOP item takes about as long.
 constexpr int64_t kMinThreadedMacs = int64_t(1) << 20;
 
-/// Runs item(i) for i in [0, batch), over the rank's threads when the batch
-/// is large enough.
-template <typename Item> void forEachItem(int64_t batch, int64_t macsPerItem, Item &&item) {
-  parallelForAbove(batch, batch * macsPerItem, kMinThreadedMacs, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      item(i);
-  });
-}
-
 } // namespace
 
 extern "C" {
@@ -209,7 +200,7 @@ void braid_k_batch_matmul(braid_rt *, braid_dtype dt, const void *a, const void 
                               bCol, nullptr, out<T>(c) + i * m * n, m, k, n);
         return;
       }
-    forEachItem(batch, m * k * n, [&](int64_t i) {
+    parallelForEachAbove(batch, batch * m * k * n, kMinThreadedMacs, [&](int64_t i) {
       gemm<T>(in<T>(a) + i * m * k, aRow, aCol, in<T>(b) + i * k * n, bRow, bCol, nullptr,
               out<T>(c) + i * m * n, m, k, n);
     });

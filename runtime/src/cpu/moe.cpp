@@ -28,14 +28,8 @@ void routerImpl(const T *logits, T *weights, int32_t *indices, int64_t tokens, i
   for (int64_t t = 0; t < tokens; ++t) {
     const T *x = logits + t * E;
     int32_t *sel = indices + t * K;
-    float mx = -INFINITY;
-    for (int64_t e = 0; e < E; ++e) {
-      const float v = braid::load(x, e);
-      mx = v > mx ? v : mx;
-    }
-    double sum = 0.0;
-    for (int64_t e = 0; e < E; ++e)
-      sum += std::exp(double(braid::load(x, e)) - double(mx));
+    const RowStats stats = rowStats(x, E);
+    const float mx = stats.max;
     // Softmax is increasing in the logit: the k largest probabilities are the
     // k largest logits, equal probabilities exactly equal logits. Ties go to
     // the lower index (strict > over increasing e); NaN ranks last.
@@ -56,7 +50,7 @@ void routerImpl(const T *logits, T *weights, int32_t *indices, int64_t tokens, i
       chosen += std::exp(double(bv) - double(mx));
     }
     // p_j = e^(x_j - max) / sum; renormalized: e^(x_j - max) / chosen.
-    const double denom = normalize ? chosen : sum;
+    const double denom = normalize ? chosen : stats.sum;
     for (int64_t j = 0; j < K; ++j)
       braid::store(weights + t * K, j,
                    float(std::exp(double(braid::load(x, sel[j])) - double(mx)) / denom));
@@ -77,38 +71,6 @@ void dispatchImpl(const T *x, const int32_t *indices, T *out, int64_t tokens, in
         std::memcpy(static_cast<void *>(out + (e * S + slot) * H),
                     static_cast<const void *>(x + t * H), size_t(H) * sizeof(T));
     }
-}
-
-template <typename T>
-void combineImpl(const T *eo, const T *weights, const int32_t *indices, T *out, int64_t tokens,
-                 int64_t H, int64_t K, int64_t E, int64_t C, int64_t G) {
-  constexpr int64_t HB = 256;
-  MoeSlots slots("combine", indices, tokens, K, E, C, G);
-  const int64_t S = G * C; // rows per expert
-  const T *rows[kMaxTopK];
-  float w[kMaxTopK];
-  float acc[HB];
-  for (int64_t t = 0; t < tokens; ++t) {
-    int64_t kept = 0;
-    for (int64_t j = 0; j < K; ++j) {
-      const int64_t e = indices[t * K + j];
-      const int64_t slot = slots.take(t, j, e);
-      if (slot >= 0) {
-        rows[kept] = eo + (e * S + slot) * H;
-        w[kept++] = braid::load(weights, t * K + j);
-      }
-    }
-    for (int64_t h0 = 0; h0 < H; h0 += HB) {
-      const int64_t hb = H - h0 < HB ? H - h0 : HB;
-      for (int64_t h = 0; h < hb; ++h)
-        acc[h] = 0.0f;
-      for (int64_t r = 0; r < kept; ++r)
-        for (int64_t h = 0; h < hb; ++h)
-          acc[h] += w[r] * braid::load(rows[r], h0 + h);
-      for (int64_t h = 0; h < hb; ++h)
-        braid::store(out + t * H, h0 + h, acc[h]);
-    }
-  }
 }
 
 } // namespace
@@ -142,8 +104,8 @@ void braid_k_combine(braid_rt *, braid_dtype dt, const void *expert_out, const v
                      int64_t top_k, int64_t experts, int64_t capacity, int64_t groups) {
   withFloatType(dt, "combine", [&](auto tag) {
     using T = decltype(tag);
-    combineImpl<T>(in<T>(expert_out), in<T>(weights), indices, out<T>(out_), tokens, hidden,
-                   top_k, experts, capacity, groups);
+    gatherPicks<T>("combine", in<T>(expert_out), in<T>(weights), indices, out<T>(out_), tokens,
+                   hidden, top_k, experts, capacity, groups);
   });
 }
 

@@ -89,6 +89,42 @@ private:
   }
 };
 
+/// out [tokens, H] = for each token the sum over its kept picks j (in order)
+/// of weights[t, j] times its expert row of `buffer` [E, C G, H], in f32 per
+/// block of columns: combine, and with weights null (every weight 1, a
+/// product that is exact) dispatch_grad.
+template <typename T>
+void gatherPicks(const char *kernel, const T *buffer, const T *weights, const int32_t *indices,
+                 T *out, int64_t tokens, int64_t H, int64_t K, int64_t E, int64_t C, int64_t G) {
+  constexpr int64_t HB = 256; // hidden columns per f32 accumulator block
+  MoeSlots slots(kernel, indices, tokens, K, E, C, G);
+  const int64_t S = G * C; // rows per expert
+  const T *rows[kMaxTopK];
+  float w[kMaxTopK];
+  float acc[HB];
+  for (int64_t t = 0; t < tokens; ++t) {
+    int64_t kept = 0;
+    for (int64_t j = 0; j < K; ++j) {
+      const int64_t e = indices[t * K + j];
+      const int64_t slot = slots.take(t, j, e);
+      if (slot >= 0) {
+        rows[kept] = buffer + (e * S + slot) * H;
+        w[kept++] = weights ? braid::load(weights, t * K + j) : 1.0f;
+      }
+    }
+    for (int64_t h0 = 0; h0 < H; h0 += HB) {
+      const int64_t hb = H - h0 < HB ? H - h0 : HB;
+      for (int64_t h = 0; h < hb; ++h)
+        acc[h] = 0.0f;
+      for (int64_t r = 0; r < kept; ++r)
+        for (int64_t h = 0; h < hb; ++h)
+          acc[h] += w[r] * braid::load(rows[r], h0 + h);
+      for (int64_t h = 0; h < hb; ++h)
+        braid::store(out + t * H, h0 + h, acc[h]);
+    }
+  }
+}
+
 } // namespace braid::cpu
 
 #endif // BRAID_RUNTIME_CPU_MOE_SLOTS_H

@@ -44,14 +44,6 @@ void layerNormRow(const T *xr, const T *gamma, const T *beta, T *yr, int64_t hid
                  (braid::load(xr, i) - m) * inv * braid::load(gamma, i) + braid::load(beta, i));
 }
 
-/// Runs row(r) for every row, over the rank's threads when the norm is large.
-template <typename Row> void forEachRow(int64_t rows, int64_t hidden, Row &&row) {
-  parallelForAbove(rows, rows * hidden, kMinThreadedElems, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r)
-      row(r);
-  });
-}
-
 } // namespace
 
 extern "C" {
@@ -60,7 +52,7 @@ void braid_k_rms_norm(braid_rt *, braid_dtype dt, const void *x, const void *gam
                       int64_t rows, int64_t hidden, double epsilon) {
   withFloatType(dt, "rms_norm", [&](auto tag) {
     using T = decltype(tag);
-    forEachRow(rows, hidden, [&](int64_t r) {
+    parallelForEachAbove(rows, rows * hidden, kMinThreadedElems, [&](int64_t r) {
       rmsNormRow<T>(in<T>(x) + r * hidden, in<T>(gamma), out<T>(y) + r * hidden, hidden,
                     epsilon);
     });
@@ -71,7 +63,7 @@ void braid_k_layer_norm(braid_rt *, braid_dtype dt, const void *x, const void *g
                         const void *beta, void *y, int64_t rows, int64_t hidden, double epsilon) {
   withFloatType(dt, "layer_norm", [&](auto tag) {
     using T = decltype(tag);
-    forEachRow(rows, hidden, [&](int64_t r) {
+    parallelForEachAbove(rows, rows * hidden, kMinThreadedElems, [&](int64_t r) {
       layerNormRow<T>(in<T>(x) + r * hidden, in<T>(gamma), in<T>(beta),
                       out<T>(y) + r * hidden, hidden, epsilon);
     });

@@ -20,15 +20,6 @@ namespace {
 
 constexpr int64_t kChunk = int64_t(1) << 16; // elements per thread's work item
 
-int64_t bytesOf(braid_dtype dt, const char *kernel) {
-  switch (dt) {
-  case BRAID_F32: case BRAID_I32: return 4;
-  case BRAID_BF16: case BRAID_F16: return 2;
-  case BRAID_I64: return 8;
-  }
-  fail(kernel, "unknown dtype %d", int(dt));
-}
-
 template <typename T> void sgdImpl(T *p, const T *g, double coef, int64_t n, double lr, double wd) {
   for (int64_t i = 0; i < n; ++i) {
     const double pv = braid::load(p, i);
@@ -113,7 +104,7 @@ void braid_k_increment(braid_rt *, float *step) { *step += 1.0f; }
 void braid_k_convert(braid_rt *, braid_dtype from, braid_dtype to, const void *x, void *y,
                      int64_t n) {
   if (from == to) { // bit-exact copy (NaN payloads included)
-    std::memcpy(y, x, size_t(n * bytesOf(from, "convert")));
+    std::memcpy(y, x, size_t(n * elementBytes(from, "convert")));
     return;
   }
   withFloatType(from, "convert", [&](auto stag) {
@@ -126,7 +117,7 @@ void braid_k_convert(braid_rt *, braid_dtype from, braid_dtype to, const void *x
 }
 
 void braid_k_zero(braid_rt *, braid_dtype dt, void *y, int64_t n) {
-  std::memset(y, 0, size_t(n * bytesOf(dt, "zero"))); // 0.0 and 0 are all-zero bits
+  std::memset(y, 0, size_t(n * elementBytes(dt, "zero"))); // 0.0 and 0 are all-zero bits
 }
 
 } // extern "C"

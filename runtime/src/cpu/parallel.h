@@ -72,6 +72,16 @@ void parallelForAbove(int64_t items, int64_t work, int64_t minWork, Work &&fn) {
   parallelFor(items, std::forward<Work>(fn));
 }
 
+/// Calls item(i) for every i in [0, items), over the rank's threads when the
+/// work is worth them (parallelForAbove).
+template <typename Item>
+void parallelForEachAbove(int64_t items, int64_t work, int64_t minWork, Item &&item) {
+  parallelForAbove(items, work, minWork, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      item(i);
+  });
+}
+
 } // namespace braid::cpu
 
 #endif // BRAID_RUNTIME_CPU_PARALLEL_H

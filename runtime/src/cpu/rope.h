@@ -83,24 +83,6 @@ inline void addUnrotated(const float *g, float *dst, float scale, const float *c
   }
 }
 
-/// dst[0..D) = scale * g rotated back from position p (stored as T).
-template <typename T>
-inline void storeUnrotated(const float *g, T *dst, float scale, int64_t p, const Rope &r) {
-  if (!r.on) {
-    for (int64_t i = 0; i < r.d; ++i)
-      braid::store(dst, i, scale * g[i]);
-    return;
-  }
-  float c[kMaxHeadDim / 2], s[kMaxHeadDim / 2];
-  r.angles(p, c, s);
-  const int64_t half = r.d / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const float lo = g[i], hi = g[i + half];
-    braid::store(dst, i, scale * (lo * c[i] + hi * s[i]));
-    braid::store(dst, i + half, scale * (hi * c[i] - lo * s[i]));
-  }
-}
-
 /// dst[0..D) = scale * g rotated back by the angles (c, s) (stored as T).
 template <typename T>
 inline void storeUnrotated(const float *g, T *dst, float scale, const float *c, const float *s,
@@ -116,6 +98,15 @@ inline void storeUnrotated(const float *g, T *dst, float scale, const float *c, 
     braid::store(dst, i, scale * (lo * c[i] + hi * s[i]));
     braid::store(dst, i + half, scale * (hi * c[i] - lo * s[i]));
   }
+}
+
+/// dst[0..D) = scale * g rotated back from position p (stored as T).
+template <typename T>
+inline void storeUnrotated(const float *g, T *dst, float scale, int64_t p, const Rope &r) {
+  float c[kMaxHeadDim / 2], s[kMaxHeadDim / 2];
+  if (r.on)
+    r.angles(p, c, s);
+  storeUnrotated(g, dst, scale, c, s, r);
 }
 
 /// The cos / sin of every row's angles, computed once per call: a key row

@@ -24,16 +24,14 @@ void braid_k_softmax(braid_rt *, braid_dtype dt, const void *x, void *y, int64_t
     using T = decltype(tag);
     const T *input = in<T>(x);
     T *output = out<T>(y);
-    parallelForAbove(rows, rows * n, kMinThreadedElems, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const T *row = input + r * n;
-        T *result = output + r * n;
-        const RowStats stats = rowStats(row, n);
-        const double inv = 1.0 / stats.sum;
-        for (int64_t i = 0; i < n; ++i)
-          braid::store(result, i,
-                       float(std::exp(double(braid::load(row, i)) - double(stats.max)) * inv));
-      }
+    parallelForEachAbove(rows, rows * n, kMinThreadedElems, [&](int64_t r) {
+      const T *row = input + r * n;
+      T *result = output + r * n;
+      const RowStats stats = rowStats(row, n);
+      const double inv = 1.0 / stats.sum;
+      for (int64_t i = 0; i < n; ++i)
+        braid::store(result, i,
+                     float(std::exp(double(braid::load(row, i)) - double(stats.max)) * inv));
     });
   });
 }
@@ -45,16 +43,14 @@ void braid_k_softmax_grad(braid_rt *, braid_dtype dt, const void *y, const void 
     const T *prob = in<T>(y);
     const T *grad = in<T>(dy);
     T *result = out<T>(dx);
-    parallelForAbove(rows, rows * n, kMinThreadedElems, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const T *p = prob + r * n, *g = grad + r * n;
-        double dot = 0.0;
-        for (int64_t i = 0; i < n; ++i)
-          dot += double(braid::load(g, i)) * double(braid::load(p, i));
-        for (int64_t i = 0; i < n; ++i)
-          braid::store(result + r * n, i,
-                       float(double(braid::load(p, i)) * (double(braid::load(g, i)) - dot)));
-      }
+    parallelForEachAbove(rows, rows * n, kMinThreadedElems, [&](int64_t r) {
+      const T *p = prob + r * n, *g = grad + r * n;
+      double dot = 0.0;
+      for (int64_t i = 0; i < n; ++i)
+        dot += double(braid::load(g, i)) * double(braid::load(p, i));
+      for (int64_t i = 0; i < n; ++i)
+        braid::store(result + r * n, i,
+                     float(double(braid::load(p, i)) * (double(braid::load(g, i)) - dot)));
     });
   });
 }

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "common.h"
+#include "embedding_grad.h"
 
 #include <cmath>
 #include <cstring>
@@ -24,18 +25,6 @@
 using namespace braid::cpu;
 
 namespace {
-
-constexpr int64_t kColBlock = 2048;
-
-/// Calls fn(E{}) with E an unsigned integer of the size of `dt`'s elements.
-template <typename Fn> void withElementType(braid_dtype dt, const char *kernel, Fn &&fn) {
-  switch (dt) {
-  case BRAID_F32: case BRAID_I32: fn(uint32_t{}); return;
-  case BRAID_BF16: case BRAID_F16: fn(uint16_t{}); return;
-  case BRAID_I64: fn(uint64_t{}); return;
-  }
-  fail(kernel, "unknown dtype %d", int(dt));
-}
 
 /// How many of the `local` indices from global index `first` on lie below
 /// `valid` (the rest are padding).
@@ -48,15 +37,6 @@ void checkShard(const char *kernel, int64_t vocabLocal, int64_t offset) {
   if (vocabLocal < 0 || offset < 0)
     fail(kernel, "shard [%lld, %lld + %lld) is not a range of global indices",
          (long long)offset, (long long)offset, (long long)vocabLocal);
-}
-
-int64_t loadLabel(const void *labels, braid_dtype index_dt, int64_t r, int64_t valid,
-                  const char *kernel) {
-  const int64_t label = loadIndex(labels, index_dt, r, kernel);
-  if (label < 0 || label >= valid)
-    fail(kernel, "label %lld of row %lld is outside [0, %lld)", (long long)label, (long long)r,
-         (long long)valid);
-  return label;
 }
 
 template <typename T>
@@ -76,33 +56,11 @@ void embeddingShardImpl(braid_dtype index_dt, const void *tokens, const T *table
 template <typename T>
 void embeddingGradShardImpl(braid_dtype index_dt, const void *tokens, const T *dy, T *dtable,
                             int64_t T_, int64_t V, int64_t H, int64_t offset) {
-  auto localOf = [&](int64_t t) {
+  auto rowOf = [&](int64_t t) { // -1: another rank's token
     const int64_t local = loadIndex(tokens, index_dt, t, "embedding_grad_shard") - offset;
     return local >= 0 && local < V ? local : int64_t(-1);
   };
-  std::memset(static_cast<void *>(dtable), 0, size_t(V * H) * sizeof(T));
-  double acc[kColBlock];
-  for (int64_t t = 0; t < T_; ++t) {
-    const int64_t local = localOf(t);
-    if (local < 0)
-      continue;
-    bool seen = false; // an earlier occurrence already summed this token's rows
-    for (int64_t u = 0; u < t && !seen; ++u)
-      seen = localOf(u) == local;
-    if (seen)
-      continue;
-    for (int64_t h0 = 0; h0 < H; h0 += kColBlock) {
-      const int64_t hb = H - h0 < kColBlock ? H - h0 : kColBlock;
-      for (int64_t h = 0; h < hb; ++h)
-        acc[h] = braid::load(dy + t * H + h0, h);
-      for (int64_t u = t + 1; u < T_; ++u)
-        if (localOf(u) == local)
-          for (int64_t h = 0; h < hb; ++h)
-            acc[h] += braid::load(dy + u * H + h0, h);
-      for (int64_t h = 0; h < hb; ++h)
-        braid::store(dtable + local * H + h0, h, float(acc[h]));
-    }
-  }
+  sumRowsByToken(rowOf, dy, dtable, T_, V, H);
 }
 
 template <typename T>
@@ -183,12 +141,27 @@ void placeImpl(const E *x, E *y, int64_t outer, int64_t dim, int64_t dimLocal, i
                 size_t(dimLocal * inner) * sizeof(E));
 }
 
-void checkExtents(const char *kernel, int64_t outer, int64_t dim, int64_t dimLocal,
-                  int64_t inner, int64_t start) {
+enum class Move { Slice, Unslice, Place };
+
+/// slice, unslice and place: checks the extents, then moves the elements with
+/// the implementation of `move` (any dtype: by element size).
+template <Move move>
+void moveRows(const char *kernel, braid_dtype dt, const void *x, void *y, int64_t outer,
+              int64_t dim, int64_t dimLocal, int64_t inner, int64_t start) {
   if (outer < 0 || dim < 0 || dimLocal < 0 || inner < 0 || start < 0)
     fail(kernel, "negative extent (outer %lld, dim %lld, dim_local %lld, inner %lld, start %lld)",
          (long long)outer, (long long)dim, (long long)dimLocal, (long long)inner,
          (long long)start);
+  if (move == Move::Place && start + dimLocal > dim)
+    fail(kernel, "rows [%lld, %lld) are not in the %lld rows of the result", (long long)start,
+         (long long)(start + dimLocal), (long long)dim);
+  withElementType(dt, kernel, [&](auto tag) {
+    using E = decltype(tag);
+    auto *impl = move == Move::Slice     ? sliceImpl<E>
+                 : move == Move::Unslice ? unsliceImpl<E>
+                                         : placeImpl<E>;
+    impl(in<E>(x), out<E>(y), outer, dim, dimLocal, inner, start);
+  });
 }
 
 } // namespace
@@ -284,32 +257,17 @@ void braid_k_ce_shard_grad(braid_rt *, braid_dtype dt, braid_dtype index_dt,
 
 void braid_k_slice(braid_rt *, braid_dtype dt, const void *x, void *y, int64_t outer,
                    int64_t dim, int64_t dim_local, int64_t inner, int64_t start) {
-  checkExtents("slice", outer, dim, dim_local, inner, start);
-  withElementType(dt, "slice", [&](auto tag) {
-    using E = decltype(tag);
-    sliceImpl(in<E>(x), out<E>(y), outer, dim, dim_local, inner, start);
-  });
+  moveRows<Move::Slice>("slice", dt, x, y, outer, dim, dim_local, inner, start);
 }
 
 void braid_k_unslice(braid_rt *, braid_dtype dt, const void *x, void *y, int64_t outer,
                      int64_t dim, int64_t dim_local, int64_t inner, int64_t start) {
-  checkExtents("unslice", outer, dim, dim_local, inner, start);
-  withElementType(dt, "unslice", [&](auto tag) {
-    using E = decltype(tag);
-    unsliceImpl(in<E>(x), out<E>(y), outer, dim, dim_local, inner, start);
-  });
+  moveRows<Move::Unslice>("unslice", dt, x, y, outer, dim, dim_local, inner, start);
 }
 
 void braid_k_place(braid_rt *, braid_dtype dt, const void *x, void *y, int64_t outer,
                    int64_t dim, int64_t dim_local, int64_t inner, int64_t start) {
-  checkExtents("place", outer, dim, dim_local, inner, start);
-  if (start + dim_local > dim)
-    fail("place", "rows [%lld, %lld) are not in the %lld rows of the result",
-         (long long)start, (long long)(start + dim_local), (long long)dim);
-  withElementType(dt, "place", [&](auto tag) {
-    using E = decltype(tag);
-    placeImpl(in<E>(x), out<E>(y), outer, dim, dim_local, inner, start);
-  });
+  moveRows<Move::Place>("place", dt, x, y, outer, dim, dim_local, inner, start);
 }
 
 } // extern "C"
