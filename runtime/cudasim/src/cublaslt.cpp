@@ -60,6 +60,21 @@ void store(cudaDataType_t t, void *p, int64_t i, float v) {
   cudasim::storeScalar(scalar(t), p, size_t(i), v);
 }
 
+/// The Create calls: a new T of `args`.
+template <typename T, typename... A> cublasStatus_t create(T **object, A... args) {
+  *object = new T{args...};
+  return CUBLAS_STATUS_SUCCESS;
+}
+/// The Destroy calls.
+template <typename T> cublasStatus_t destroy(T *object) {
+  delete object;
+  return CUBLAS_STATUS_SUCCESS;
+}
+/// The SetAttribute calls: whether the attribute was known and its size right.
+cublasStatus_t setStatus(bool ok) {
+  return ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+
 cublasStatus_t invalid(const char *why) {
   std::fprintf(stderr, "cudasim: cublasLtMatmul: %s\n", why);
   return CUBLAS_STATUS_INVALID_VALUE;
@@ -90,38 +105,23 @@ const char *checkShapes(const MatmulDesc &desc, const Layout &a, const Layout &b
 }
 } // namespace
 
-cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
-  *handle = new Handle;
-  return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
-  delete handle;
-  return CUBLAS_STATUS_SUCCESS;
-}
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) { return create(handle); }
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) { return destroy(handle); }
 const char *cublasLtGetStatusString(cublasStatus_t status) {
-  switch (status) {
-  case CUBLAS_STATUS_SUCCESS:
-    return "CUBLAS_STATUS_SUCCESS";
-  case CUBLAS_STATUS_NOT_INITIALIZED:
-    return "CUBLAS_STATUS_NOT_INITIALIZED";
-  case CUBLAS_STATUS_INVALID_VALUE:
-    return "CUBLAS_STATUS_INVALID_VALUE";
-  case CUBLAS_STATUS_NOT_SUPPORTED:
-    return "CUBLAS_STATUS_NOT_SUPPORTED";
-  }
-  return "CUBLAS_STATUS_UNKNOWN";
+  static constexpr cudasim::StatusText<cublasStatus_t> kTexts[] = {
+      {CUBLAS_STATUS_SUCCESS, "CUBLAS_STATUS_SUCCESS"},
+      {CUBLAS_STATUS_NOT_INITIALIZED, "CUBLAS_STATUS_NOT_INITIALIZED"},
+      {CUBLAS_STATUS_INVALID_VALUE, "CUBLAS_STATUS_INVALID_VALUE"},
+      {CUBLAS_STATUS_NOT_SUPPORTED, "CUBLAS_STATUS_NOT_SUPPORTED"}};
+  return cudasim::textOf(kTexts, status, "CUBLAS_STATUS_UNKNOWN");
 }
 cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc, cublasComputeType_t compute,
                                         cudaDataType_t scale) {
   if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F)
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  *desc = new MatmulDesc;
-  return CUBLAS_STATUS_SUCCESS;
+  return create(desc);
 }
-cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
-  delete desc;
-  return CUBLAS_STATUS_SUCCESS;
-}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) { return destroy(desc); }
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
                                               cublasLtMatmulDescAttributes_t attr,
                                               const void *buf, size_t bytes) {
@@ -144,16 +144,14 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     desc->biasTypeSet = ok;
     break;
   }
-  return ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  return setStatus(ok);
 }
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType_t type,
                                           uint64_t rows, uint64_t cols, int64_t ld) {
-  *layout = new Layout{type, rows, cols, ld};
-  return CUBLAS_STATUS_SUCCESS;
+  return create(layout, type, rows, cols, ld);
 }
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
-  delete layout;
-  return CUBLAS_STATUS_SUCCESS;
+  return destroy(layout);
 }
 cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
                                                 cublasLtMatrixLayoutAttribute_t attr,
@@ -163,15 +161,13 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
     ok = set(layout->batch, buf, bytes) && layout->batch >= 1;
   else if (attr == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET)
     ok = set(layout->stride, buf, bytes);
-  return ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  return setStatus(ok);
 }
 cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref) {
-  *pref = new Preference;
-  return CUBLAS_STATUS_SUCCESS;
+  return create(pref);
 }
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
-  delete pref;
-  return CUBLAS_STATUS_SUCCESS;
+  return destroy(pref);
 }
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
                                                     cublasLtMatmulPreferenceAttributes_t attr,
@@ -188,7 +184,7 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
     ok = set(pref->align[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES], buf, bytes);
     break;
   }
-  return ok ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  return setStatus(ok);
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(

@@ -6,25 +6,19 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "abort_message.h"
 #include "cudasim/cudasim.h"
 #include "internal.h"
 
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 
 namespace cudasim {
 
 void fail(const char *format, ...) {
-  std::fflush(stdout);
-  std::fprintf(stderr, "cudasim: ");
   va_list args;
   va_start(args, format);
-  std::vfprintf(stderr, format, args);
-  va_end(args);
-  std::fputc('\n', stderr);
-  std::fflush(stderr);
-  std::abort();
+  braid::abortWithMessage("cudasim: ", format, args);
 }
 
 namespace {
@@ -35,51 +29,33 @@ void setLastError(cudaError_t error) { lastError = error; }
 
 } // namespace cudasim
 
+namespace {
+struct ErrorText {
+  cudaError_t value;
+  const char *name, *message;
+};
+constexpr ErrorText kErrorTexts[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration",
+     "invalid configuration argument"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidDevicePointer, "cudaErrorInvalidDevicePointer", "invalid device pointer"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection",
+     "invalid copy direction for memcpy"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+};
+} // namespace
+
 const char *cudaGetErrorName(cudaError_t error) {
-  switch (error) {
-  case cudaSuccess:
-    return "cudaSuccess";
-  case cudaErrorInvalidValue:
-    return "cudaErrorInvalidValue";
-  case cudaErrorMemoryAllocation:
-    return "cudaErrorMemoryAllocation";
-  case cudaErrorInvalidConfiguration:
-    return "cudaErrorInvalidConfiguration";
-  case cudaErrorInvalidDevice:
-    return "cudaErrorInvalidDevice";
-  case cudaErrorInvalidDevicePointer:
-    return "cudaErrorInvalidDevicePointer";
-  case cudaErrorInvalidMemcpyDirection:
-    return "cudaErrorInvalidMemcpyDirection";
-  case cudaErrorInvalidResourceHandle:
-    return "cudaErrorInvalidResourceHandle";
-  case cudaErrorNotReady:
-    return "cudaErrorNotReady";
-  }
-  return "cudaErrorUnknown";
+  const ErrorText *row = cudasim::findRow(kErrorTexts, error);
+  return row ? row->name : "cudaErrorUnknown";
 }
 const char *cudaGetErrorString(cudaError_t error) {
-  switch (error) {
-  case cudaSuccess:
-    return "no error";
-  case cudaErrorInvalidValue:
-    return "invalid argument";
-  case cudaErrorMemoryAllocation:
-    return "out of memory";
-  case cudaErrorInvalidConfiguration:
-    return "invalid configuration argument";
-  case cudaErrorInvalidDevice:
-    return "invalid device ordinal";
-  case cudaErrorInvalidDevicePointer:
-    return "invalid device pointer";
-  case cudaErrorInvalidMemcpyDirection:
-    return "invalid copy direction for memcpy";
-  case cudaErrorInvalidResourceHandle:
-    return "invalid resource handle";
-  case cudaErrorNotReady:
-    return "device not ready";
-  }
-  return "unknown error";
+  const ErrorText *row = cudasim::findRow(kErrorTexts, error);
+  return row ? row->message : "unknown error";
 }
 cudaError_t cudaGetLastError() {
   cudaError_t e = cudasim::lastError;

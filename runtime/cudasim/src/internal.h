@@ -28,6 +28,29 @@ double loadScalar(Scalar t, const void *p, size_t i);
 /// truncated.
 void storeScalar(Scalar t, void *p, size_t i, double v);
 
+/// The row of `table` whose `value` is `value`, or null: the names and
+/// messages of the emulated libraries' status codes.
+template <typename Row, size_t N, typename Value>
+const Row *findRow(const Row (&table)[N], Value value) {
+  for (const Row &row : table)
+    if (row.value == value)
+      return &row;
+  return nullptr;
+}
+
+/// A status code and its text.
+template <typename Value> struct StatusText {
+  Value value;
+  const char *text;
+};
+
+/// The text of `value` in `table`, or `unknown`.
+template <typename Value, size_t N>
+const char *textOf(const StatusText<Value> (&table)[N], Value value, const char *unknown) {
+  const StatusText<Value> *row = findRow(table, value);
+  return row ? row->text : unknown;
+}
+
 /// Aborts with `message` (printf format) prefixed by "cudasim: ".
 [[noreturn]] void fail(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

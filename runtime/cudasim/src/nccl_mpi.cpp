@@ -227,18 +227,12 @@ using cudasim::nccl::Comm;
 namespace sim = cudasim::nccl;
 
 const char *ncclGetErrorString(ncclResult_t result) {
-  switch (result) {
-  case ncclSuccess:
-    return "no error";
-  case ncclInvalidArgument:
-    return "invalid argument";
-  case ncclInvalidUsage:
-    return "invalid usage";
-  case ncclInProgress:
-    return "operation in progress";
-  default:
-    return "internal error";
-  }
+  static constexpr cudasim::StatusText<ncclResult_t> kTexts[] = {
+      {ncclSuccess, "no error"},
+      {ncclInvalidArgument, "invalid argument"},
+      {ncclInvalidUsage, "invalid usage"},
+      {ncclInProgress, "operation in progress"}};
+  return cudasim::textOf(kTexts, result, "internal error");
 }
 const char *ncclGetLastError(ncclComm_t) { return ""; }
 

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 float __half2float(__half h) {
   uint32_t sign = uint32_t(h.bits & 0x8000) << 16, exp = (h.bits >> 10) & 0x1f,
@@ -46,74 +47,60 @@ __half __float2half_rn(float f) {
 }
 
 namespace cudasim {
+namespace {
+
+/// fn(C()) with C the C++ type of t's elements.
+template <typename Fn> auto withScalar(Scalar t, Fn &&fn) {
+  switch (t) {
+  case Scalar::F64:
+    return fn(double());
+  case Scalar::F16:
+    return fn(__half());
+  case Scalar::BF16:
+    return fn(__nv_bfloat16());
+  case Scalar::I8:
+    return fn(int8_t());
+  case Scalar::U8:
+    return fn(uint8_t());
+  case Scalar::I32:
+    return fn(int32_t());
+  case Scalar::U32:
+    return fn(uint32_t());
+  case Scalar::F32:
+    break;
+  }
+  return fn(float());
+}
+
+template <typename C> double toDouble(C v) { return static_cast<double>(v); }
+double toDouble(__half v) { return __half2float(v); }
+double toDouble(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+/// v as a C: the 16-bit floats from v rounded to f32 first.
+template <typename C> C fromDouble(double v) {
+  if constexpr (std::is_same_v<C, __half>)
+    return __float2half_rn(static_cast<float>(v));
+  else if constexpr (std::is_same_v<C, __nv_bfloat16>)
+    return __float2bfloat16_rn(static_cast<float>(v));
+  else
+    return static_cast<C>(v);
+}
+
+} // namespace
 
 size_t scalarBytes(Scalar t) {
-  switch (t) {
-  case Scalar::I8:
-  case Scalar::U8:
-    return 1;
-  case Scalar::F16:
-  case Scalar::BF16:
-    return 2;
-  case Scalar::F32:
-  case Scalar::I32:
-  case Scalar::U32:
-    return 4;
-  case Scalar::F64:
-    return 8;
-  }
-  return 0;
+  return withScalar(t, [](auto c) { return sizeof(c); });
 }
 
 double loadScalar(Scalar t, const void *p, size_t i) {
-  switch (t) {
-  case Scalar::F32:
-    return static_cast<const float *>(p)[i];
-  case Scalar::F64:
-    return static_cast<const double *>(p)[i];
-  case Scalar::F16:
-    return __half2float(static_cast<const __half *>(p)[i]);
-  case Scalar::BF16:
-    return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
-  case Scalar::I8:
-    return static_cast<const int8_t *>(p)[i];
-  case Scalar::U8:
-    return static_cast<const uint8_t *>(p)[i];
-  case Scalar::I32:
-    return static_cast<const int32_t *>(p)[i];
-  case Scalar::U32:
-    return static_cast<const uint32_t *>(p)[i];
-  }
-  return 0;
+  return withScalar(t, [&](auto c) { return toDouble(static_cast<const decltype(c) *>(p)[i]); });
 }
 
 void storeScalar(Scalar t, void *p, size_t i, double v) {
-  switch (t) {
-  case Scalar::F32:
-    static_cast<float *>(p)[i] = static_cast<float>(v);
-    return;
-  case Scalar::F64:
-    static_cast<double *>(p)[i] = v;
-    return;
-  case Scalar::F16:
-    static_cast<__half *>(p)[i] = __float2half_rn(static_cast<float>(v));
-    return;
-  case Scalar::BF16:
-    static_cast<__nv_bfloat16 *>(p)[i] = __float2bfloat16_rn(static_cast<float>(v));
-    return;
-  case Scalar::I8:
-    static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
-    return;
-  case Scalar::U8:
-    static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
-    return;
-  case Scalar::I32:
-    static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
-    return;
-  case Scalar::U32:
-    static_cast<uint32_t *>(p)[i] = static_cast<uint32_t>(v);
-    return;
-  }
+  withScalar(t, [&](auto c) {
+    using C = decltype(c);
+    static_cast<C *>(p)[i] = fromDouble<C>(v);
+  });
 }
 
 } // namespace cudasim

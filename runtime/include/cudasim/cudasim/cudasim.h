@@ -316,38 +316,31 @@ inline void __threadfence() {}
 inline void __threadfence_block() {}
 inline void __threadfence_system() {}
 
+namespace cudasim {
+/// Each lane gets `value` of lane srcLane(lane) of its warp (every lane of
+/// the warp calls it): the shuffles below.
+template <typename T, typename SrcLane> T shuffle(T value, SrcLane srcLane) {
+  auto call = +[](int lane, void *f) { return (*static_cast<SrcLane *>(f))(lane); };
+  return fromBits<T>(exchange(toBits(value), call, &srcLane));
+}
+} // namespace cudasim
+
+// Beyond a lane's segment of `width`, CUDA returns the lane's own value.
 template <typename T> T __shfl_xor_sync(unsigned, T value, int laneMask, int width = 32) {
-  struct Arg {
-    int mask, width;
-  } arg{laneMask, width};
-  auto src = +[](int lane, void *p) {
-    auto *a = static_cast<Arg *>(p);
-    int s = lane ^ a->mask;
-    // Beyond the lane's segment of `width`, CUDA returns the lane's own value.
-    return (s / a->width == lane / a->width) ? s : lane;
-  };
-  return cudasim::fromBits<T>(cudasim::exchange(cudasim::toBits(value), src, &arg));
+  return cudasim::shuffle(value, [=](int lane) {
+    int s = lane ^ laneMask;
+    return (s / width == lane / width) ? s : lane;
+  });
 }
 template <typename T> T __shfl_sync(unsigned, T value, int srcLane, int width = 32) {
-  struct Arg {
-    int src, width;
-  } arg{srcLane, width};
-  auto src = +[](int lane, void *p) {
-    auto *a = static_cast<Arg *>(p);
-    return (lane / a->width) * a->width + (a->src % a->width);
-  };
-  return cudasim::fromBits<T>(cudasim::exchange(cudasim::toBits(value), src, &arg));
+  return cudasim::shuffle(value,
+                          [=](int lane) { return (lane / width) * width + (srcLane % width); });
 }
 template <typename T> T __shfl_down_sync(unsigned, T value, unsigned delta, int width = 32) {
-  struct Arg {
-    int delta, width;
-  } arg{static_cast<int>(delta), width};
-  auto src = +[](int lane, void *p) {
-    auto *a = static_cast<Arg *>(p);
-    int s = lane + a->delta;
-    return (s / a->width == lane / a->width) ? s : lane;
-  };
-  return cudasim::fromBits<T>(cudasim::exchange(cudasim::toBits(value), src, &arg));
+  return cudasim::shuffle(value, [=](int lane) {
+    int s = lane + static_cast<int>(delta);
+    return (s / width == lane / width) ? s : lane;
+  });
 }
 int __any_sync(unsigned mask, int predicate);
 int __all_sync(unsigned mask, int predicate);
