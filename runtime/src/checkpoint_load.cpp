@@ -227,37 +227,41 @@ struct Fill {
 
   /// The same shape: the box `need` of the global tensor.
   bool box(const Placed &need, std::string *error) {
-    for (const Piece &piece : saved.pieces) {
-      Box common = need.global.intersect(piece.box);
-      if (common.numel() == 0)
-        continue;
-      const std::vector<char> *bytes = reader.read(saved, piece, error);
-      if (!bytes)
-        return false;
-      copyBox({bytes->data(), piece.box.shape, minus(common.start, piece.box.start), 0, host,
-               slice.block->local, plus(need.local, minus(common.start, need.global.start)),
-               slice.base, common.shape, elementSize});
-      covered += common.numel();
-    }
-    return true;
+    return copyOverlaps(
+        need.global, error, [&](const Piece &piece, const Box &common, const char *data) {
+          copyBox({data, piece.box.shape, minus(common.start, piece.box.start), 0, host,
+                   slice.block->local, plus(need.local, minus(common.start, need.global.start)),
+                   slice.base, common.shape, elementSize});
+        });
   }
 
   /// Another shape of the same elements: the flat run [flat, flat + count)
   /// of the global tensor, at `at` in the local buffer.
   bool run(int64_t flat, int64_t count, int64_t at, std::string *error) {
     for (const Box &part : flatRangeBoxes(saved.shape, flat, flat + count))
-      for (const Piece &piece : saved.pieces) {
-        Box common = part.intersect(piece.box);
-        if (common.numel() == 0)
-          continue;
-        const std::vector<char> *bytes = reader.read(saved, piece, error);
-        if (!bytes)
-          return false;
-        // The buffer seen as the saved shape, its element `flat` at `at`.
-        copyBox({bytes->data(), piece.box.shape, minus(common.start, piece.box.start), 0, host,
-                 saved.shape, common.start, flat - at, common.shape, elementSize});
-        covered += common.numel();
-      }
+      if (!copyOverlaps(part, error, [&](const Piece &piece, const Box &common, const char *data) {
+            // The buffer seen as the saved shape, its element `flat` at `at`.
+            copyBox({data, piece.box.shape, minus(common.start, piece.box.start), 0, host,
+                     saved.shape, common.start, flat - at, common.shape, elementSize});
+          }))
+        return false;
+    return true;
+  }
+
+  /// copy(piece, common, piece's bytes) for each saved piece that overlaps
+  /// `box` in `common`, then counts `common` as covered; false when a piece
+  /// cannot be read.
+  template <typename Copy> bool copyOverlaps(const Box &box, std::string *error, Copy &&copy) {
+    for (const Piece &piece : saved.pieces) {
+      Box common = box.intersect(piece.box);
+      if (common.numel() == 0)
+        continue;
+      const std::vector<char> *bytes = reader.read(saved, piece, error);
+      if (!bytes)
+        return false;
+      copy(piece, common, bytes->data());
+      covered += common.numel();
+    }
     return true;
   }
 };

@@ -56,6 +56,14 @@ private:
       ++pos_;
   }
 
+  /// Steps over `c` when it comes next.
+  bool consume(char c) {
+    if (pos_ >= text_.size() || text_[pos_] != c)
+      return false;
+    ++pos_;
+    return true;
+  }
+
   bool fail(const char *message) {
     message_ = message;
     return false;
@@ -98,8 +106,7 @@ private:
 
   bool number(Value *out) {
     size_t begin = pos_;
-    if (pos_ < text_.size() && text_[pos_] == '-')
-      ++pos_;
+    consume('-');
     while (pos_ < text_.size() && std::strchr("0123456789.eE+-", text_[pos_]) && text_[pos_])
       ++pos_;
     out->kind = Value::Number;
@@ -209,23 +216,17 @@ private:
     out->kind = Value::Array;
     ++pos_;
     skip();
-    if (pos_ < text_.size() && text_[pos_] == ']') {
-      ++pos_;
+    if (consume(']'))
       return true;
-    }
     while (true) {
       out->items.emplace_back();
       if (!value(&out->items.back(), depth + 1))
         return false;
       skip();
-      if (pos_ < text_.size() && text_[pos_] == ',') {
-        ++pos_;
+      if (consume(','))
         continue;
-      }
-      if (pos_ < text_.size() && text_[pos_] == ']') {
-        ++pos_;
+      if (consume(']'))
         return true;
-      }
       return fail("expected ',' or ']'");
     }
   }
@@ -234,10 +235,8 @@ private:
     out->kind = Value::Object;
     ++pos_;
     skip();
-    if (pos_ < text_.size() && text_[pos_] == '}') {
-      ++pos_;
+    if (consume('}'))
       return true;
-    }
     while (true) {
       skip();
       if (pos_ >= text_.size() || text_[pos_] != '"')
@@ -246,21 +245,16 @@ private:
       if (!string(&key))
         return false;
       skip();
-      if (pos_ >= text_.size() || text_[pos_] != ':')
+      if (!consume(':'))
         return fail("expected ':'");
-      ++pos_;
       out->members.emplace_back(std::move(key), Value());
       if (!value(&out->members.back().second, depth + 1))
         return false;
       skip();
-      if (pos_ < text_.size() && text_[pos_] == ',') {
-        ++pos_;
+      if (consume(','))
         continue;
-      }
-      if (pos_ < text_.size() && text_[pos_] == '}') {
-        ++pos_;
+      if (consume('}'))
         return true;
-      }
       return fail("expected ',' or '}'");
     }
   }

@@ -288,6 +288,25 @@ bool dumpsThisStep(const braid_rt *rt) {
   return rt->step == 0 || rt->step >= rt->options.lastStep ||
          (rt->options.dumpFirstStep && rt->step == rt->options.firstStep);
 }
+/// Whether a sharded value is dumped this step (checked or written): the
+/// layout is parsed only then.
+bool dumpsShardedValue(const braid_rt *rt) {
+  return rt && (rt->options.dumping || !rt->options.dumpDir.empty()) && dumpsThisStep(rt);
+}
+
+/// The layout of a sharded value's dump `file`; `kernel` names the entry
+/// point in the message of a layout that does not fit the grid.
+ShardLayout layoutOf(const braid_rt *rt, const char *kernel, const std::string &file,
+                     int32_t rank, const int64_t *shape, const int64_t *globalShape,
+                     const char *const *splitAxes) {
+  numElements(file.c_str(), rank, shape);
+  ShardLayout layout;
+  std::string error;
+  if (!shardLayout(rt->grid, rank, shape, globalShape, splitAxes, &layout, &error))
+    fatal("%s %s: %s", kernel, file.c_str(), error.c_str());
+  return layout;
+}
+
 } // namespace
 
 void braid_rt_value(braid_rt *rt, const char *scope, const char *name, const void *data,
@@ -309,23 +328,18 @@ void braid_rt_value(braid_rt *rt, const char *scope, const char *name, const voi
 void braid_rt_value_sharded(braid_rt *rt, const char *scope, const char *name, const void *data,
                             braid_dtype dtype, int32_t rank, const int64_t *shape,
                             const int64_t *global_shape, const char *const *split_axes) {
-  // Cheap unless dumping: the layout is only parsed for a dump.
-  if (!rt || (!rt->options.dumping && rt->options.dumpDir.empty()) || !dumpsThisStep(rt))
+  if (!dumpsShardedValue(rt))
     return;
   std::string file = valueFile(rt, scope, name);
-  numElements(file.c_str(), rank, shape);
-  ShardLayout layout;
-  std::string error;
-  if (!shardLayout(rt->grid, rank, shape, global_shape, split_axes, &layout, &error))
-    fatal("braid_rt_value_sharded %s: %s", file.c_str(), error.c_str());
-  dumpSharded(rt, file, data, dtype, layout);
+  dumpSharded(rt, file, data, dtype,
+              layoutOf(rt, "braid_rt_value_sharded", file, rank, shape, global_shape, split_axes));
 }
 
 void braid_rt_value_partial(braid_rt *rt, const char *scope, const char *name, const void *data,
                             braid_dtype dtype, int32_t rank, const int64_t *shape,
                             const int64_t *global_shape, const char *const *split_axes,
                             const char *partial_axes) {
-  if (!rt || (!rt->options.dumping && rt->options.dumpDir.empty()) || !dumpsThisStep(rt))
+  if (!dumpsShardedValue(rt))
     return;
   std::string file = valueFile(rt, scope, name);
   int64_t count = numElements(file.c_str(), rank, shape);
@@ -351,15 +365,12 @@ void braid_rt_value_zero_sharded(braid_rt *rt, const char *scope, const char *na
                                  const void *data, braid_dtype dtype, int64_t count,
                                  const char *zero_axes, int32_t rank, const int64_t *shape,
                                  const int64_t *global_shape, const char *const *split_axes) {
-  if (!rt || (!rt->options.dumping && rt->options.dumpDir.empty()) || !dumpsThisStep(rt))
+  if (!dumpsShardedValue(rt))
     return;
   std::string file = valueFile(rt, scope, name);
-  numElements(file.c_str(), rank, shape);
-  ShardLayout layout;
-  std::string error;
-  if (!shardLayout(rt->grid, rank, shape, global_shape, split_axes, &layout, &error))
-    fatal("braid_rt_value_zero_sharded %s: %s", file.c_str(), error.c_str());
-  dumpZeroBlock(rt, file, data, dtype, count, zero_axes, layout);
+  dumpZeroBlock(rt, file, data, dtype, count, zero_axes,
+                layoutOf(rt, "braid_rt_value_zero_sharded", file, rank, shape, global_shape,
+                         split_axes));
 }
 
 void braid_rt_push_scope(braid_rt *rt, const char *scope) {

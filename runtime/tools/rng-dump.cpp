@@ -24,6 +24,15 @@
 
 using namespace braid::rt;
 
+namespace {
+/// Element i of the values in `buffer`, read as a T.
+template <typename T> T elementAt(const std::vector<char> &buffer, unsigned long long i) {
+  T value;
+  std::memcpy(&value, buffer.data() + sizeof(T) * i, sizeof(T));
+  return value;
+}
+} // namespace
+
 int main(int argc, char **argv) {
   unsigned long long seed = 0, start = 0, count = 1;
   std::string name, init = "normal", dtype = "f32";
@@ -98,36 +107,21 @@ int main(int argc, char **argv) {
   char line[64];
   for (unsigned long long i = 0; i < count; ++i) {
     switch (dt) {
-    case BRAID_F32: {
-      uint32_t u;
-      std::memcpy(&u, buffer.data() + 4 * i, 4);
-      std::snprintf(line, sizeof line, "0x%08x\n", u);
+    case BRAID_F32:
+      std::snprintf(line, sizeof line, "0x%08x\n", elementAt<uint32_t>(buffer, i));
       break;
-    }
-    case BRAID_BF16: {
-      uint16_t h;
-      std::memcpy(&h, buffer.data() + 2 * i, 2);
-      std::snprintf(line, sizeof line, "0x%08x\n", uint32_t(h) << 16);
+    case BRAID_BF16:
+      std::snprintf(line, sizeof line, "0x%08x\n", uint32_t(elementAt<uint16_t>(buffer, i)) << 16);
       break;
-    }
-    case BRAID_F16: {
-      uint16_t h;
-      std::memcpy(&h, buffer.data() + 2 * i, 2);
-      std::snprintf(line, sizeof line, "0x%04x\n", h);
+    case BRAID_F16:
+      std::snprintf(line, sizeof line, "0x%04x\n", elementAt<uint16_t>(buffer, i));
       break;
-    }
-    case BRAID_I32: {
-      int32_t v;
-      std::memcpy(&v, buffer.data() + 4 * i, 4);
-      std::snprintf(line, sizeof line, "%d\n", v);
+    case BRAID_I32:
+      std::snprintf(line, sizeof line, "%d\n", elementAt<int32_t>(buffer, i));
       break;
-    }
-    case BRAID_I64: {
-      int64_t v;
-      std::memcpy(&v, buffer.data() + 8 * i, 8);
-      std::snprintf(line, sizeof line, "%lld\n", (long long)v);
+    case BRAID_I64:
+      std::snprintf(line, sizeof line, "%lld\n", (long long)elementAt<int64_t>(buffer, i));
       break;
-    }
     }
     out += line;
   }

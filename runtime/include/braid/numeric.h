@@ -40,25 +40,17 @@ struct f16 {
 
 //===--- Bit casts ---------------------------------------------------------===//
 
-BRAID_HD inline uint32_t float_bits(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-#endif
+/// The bits of `from` read as a To of the same size (std::bit_cast of C++20;
+/// memcpy compiles to a register move on the host and the device alike).
+template <typename To, typename From> BRAID_HD inline To bit_cast(From from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast between types of different sizes");
+  To to;
+  memcpy(&to, &from, sizeof to);
+  return to;
 }
 
-BRAID_HD inline float bits_float(uint32_t u) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-#endif
-}
+BRAID_HD inline uint32_t float_bits(float f) { return bit_cast<uint32_t>(f); }
+BRAID_HD inline float bits_float(uint32_t u) { return bit_cast<float>(u); }
 
 //===--- Conversions -------------------------------------------------------===//
 
