@@ -374,8 +374,9 @@ __global__ void __launch_bounds__(kBlockThreads)
 template <int DPL, typename T, typename Mask, typename Epilogue>
 void launchForward(cudaStream_t stream, const AttentionShape &sh, const AttentionInputs<T> &in,
                    const Mask &mask, const Epilogue &epilogue) {
-  launchTiles(attentionForwardKernel<T, DPL, Mask, Epilogue>, tileGrid(sh.S, sh.Hq, sh.batch),
-              forwardSmemBytes(sh), stream, sh, in, mask, epilogue);
+  launchTiles("attention", attentionForwardKernel<T, DPL, Mask, Epilogue>,
+              tileGrid(sh.S, sh.Hq, sh.batch), forwardSmemBytes(sh), stream, sh, in, mask,
+              epilogue);
 }
 
 } // namespace braid::cuda::attn

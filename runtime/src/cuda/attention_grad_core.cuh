@@ -185,8 +185,9 @@ __global__ void __launch_bounds__(kBlockThreads)
 template <int DPL, typename T, typename Mask, typename Grad>
 void launchGradQuery(cudaStream_t stream, const AttentionShape &sh, const AttentionInputs<T> &in,
                      const Mask &mask, const Grad &grad) {
-  launchTiles(attentionGradQueryKernel<T, DPL, Mask, Grad>, tileGrid(sh.S, sh.Hq, sh.batch),
-              gradQuerySmemBytes(sh, Grad::kKeyGrads), stream, sh, in, mask, grad);
+  launchTiles("attention_grad (queries)", attentionGradQueryKernel<T, DPL, Mask, Grad>,
+              tileGrid(sh.S, sh.Hq, sh.batch), gradQuerySmemBytes(sh, Grad::kKeyGrads), stream, sh,
+              in, mask, grad);
 }
 
 } // namespace braid::cuda::attn

@@ -125,16 +125,15 @@ inline dim3 tileGrid(int rows, int heads, int batch) {
               static_cast<unsigned>(heads), static_cast<unsigned>(batch));
 }
 
-/// kernel<<<grid, kBlockThreads, smemBytes, stream>>>(args...), opted into
-/// more than 48 KiB of dynamic shared memory when it needs it.
+/// kernel(args...) in `grid` blocks of kBlockThreads with `smemBytes` of
+/// dynamic shared memory, opted into more than 48 KiB when it needs it.
 template <typename... P, typename... A>
-void launchTiles(void (*kernel)(P...), dim3 grid, size_t smemBytes, cudaStream_t stream,
-                 const A &...args) {
+void launchTiles(const char *name, void (*kernel)(P...), dim3 grid, size_t smemBytes,
+                 cudaStream_t stream, const A &...args) {
   if (smemBytes > 48 * 1024)
     BRAID_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(smemBytes)));
-  kernel<<<grid, kBlockThreads, smemBytes, stream>>>(args...);
-  BRAID_CUDA_CHECK_LAUNCH();
+  launchWithShared(name, grid, kBlockThreads, smemBytes, stream, kernel, args...);
 }
 
 /// Calls f(std::integral_constant<int, DPL>()) with DPL, the values per lane

@@ -194,18 +194,26 @@ inline unsigned gridFor(int64_t n, int threads, int64_t maxBlocks = 65536 * 8) {
   return static_cast<unsigned>(blocks < maxBlocks ? blocks : maxBlocks);
 }
 
-/// Launches kernel(args...) in `grid` blocks of `threads` on `stream` and
-/// checks the launch. Each argument is converted with static_cast to its
-/// parameter's type, so untyped buffers (`const void *`) pass as the kernel's
-/// `const T *`. `name` labels the launch in cudasim's traces and reports.
+/// Launches kernel(args...) in `grid` blocks of `threads` with `smemBytes` of
+/// dynamic shared memory on `stream`, and checks the launch. Each argument is
+/// converted with static_cast to its parameter's type, so untyped buffers
+/// (`const void *`) pass as the kernel's `const T *`. `name` labels the
+/// launch in cudasim's traces and reports.
 template <typename... P, typename... A>
-void launch(const char *name, dim3 grid, int threads, cudaStream_t stream, void (*kernel)(P...),
-            const A &...args) {
+void launchWithShared(const char *name, dim3 grid, int threads, size_t smemBytes,
+                      cudaStream_t stream, void (*kernel)(P...), const A &...args) {
   static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong argument count");
   (void)name;
   // cudasim-label: name
-  kernel<<<grid, threads, 0, stream>>>(static_cast<P>(args)...);
+  kernel<<<grid, threads, smemBytes, stream>>>(static_cast<P>(args)...);
   BRAID_CUDA_CHECK_LAUNCH();
+}
+
+/// The same without dynamic shared memory.
+template <typename... P, typename... A>
+void launch(const char *name, dim3 grid, int threads, cudaStream_t stream, void (*kernel)(P...),
+            const A &...args) {
+  launchWithShared(name, grid, threads, 0, stream, kernel, args...);
 }
 
 /// out[i] = 0 for i < n, in the storage type.

@@ -198,9 +198,9 @@ void launchAttentionGrad(cudaStream_t stream, const AttentionShape &sh,
       sizeof(float) * static_cast<size_t>(kBlockK * sh.D + kBlockK * sh.Dv +
                                           kBlockQ * (sh.D + 1) + kBlockQ * (sh.Dv + 1) +
                                           2 * kBlockQ);
-  launchTiles(attentionGradKeyKernel<T, DPL, SequenceMask>, tileGrid(sh.Skv, sh.Hkv, sh.batch),
-              keySmem, stream, sh, in, mask, lse, delta, static_cast<T *>(dk),
-              static_cast<T *>(dv));
+  launchTiles("attention_grad (keys)", attentionGradKeyKernel<T, DPL, SequenceMask>,
+              tileGrid(sh.Skv, sh.Hkv, sh.batch), keySmem, stream, sh, in, mask, lse, delta, dk,
+              dv);
 }
 
 } // namespace
