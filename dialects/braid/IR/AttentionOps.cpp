@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/braid/IR/AttentionKernelArgs.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/Grid.h"
 
@@ -16,22 +17,6 @@ using namespace mlir;
 using namespace mlir::braid;
 
 using P = std::pair<Value, int64_t>;
-
-/// Appends the trailing arguments attention and its gradient share: the
-/// shape (B, S, Skv, Hq, Hkv, D, Dv), the mask, the scale and RoPE's theta
-/// (0 without RoPE).
-template <typename Op>
-static void appendAttentionDims(Op op, SmallVectorImpl<KernelArg> &args) {
-  ArrayRef<int64_t> q = op.getQuery().getType().getShape();
-  ArrayRef<int64_t> k = op.getKey().getType().getShape();
-  ArrayRef<int64_t> v = op.getValue().getType().getShape();
-  double theta = 0.0;
-  if (FloatAttr attr = op.getRopeThetaAttr())
-    theta = attr.getValueAsDouble();
-  args.append({q[0], q[1], k[1], q[2], k[2], q[3], v[3], op.getCausal(),
-               KernelArg::real(op.getScaleOrDefault()),
-               KernelArg::real(theta)});
-}
 
 //===----------------------------------------------------------------------===//
 // AttentionOp
@@ -89,7 +74,7 @@ OpCost AttentionOp::getCost() {
 LogicalResult AttentionOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
   SmallVector<KernelArg> args = {KernelArg::dtype(getType()), getQuery(),
                                  getKey(), getValue(), getResult()};
-  appendAttentionDims(*this, args);
+  appendAttentionDims(*this, getScaleOrDefault(), args);
   calls.emplace_back("braid_k_attention", std::move(args));
   return success();
 }
@@ -118,7 +103,7 @@ AttentionGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
   SmallVector<KernelArg> args = {
       KernelArg::dtype(getQuery().getType()), getQuery(), getKey(),
       getValue(), getGrad(), getDquery(), getDkey(), getDvalue()};
-  appendAttentionDims(*this, args);
+  appendAttentionDims(*this, getScaleOrDefault(), args);
   calls.emplace_back("braid_k_attention_grad", std::move(args));
   return success();
 }

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/braid/IR/AttentionKernelArgs.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/VerifierHelpers.h"
 
@@ -58,22 +59,6 @@ FailureOr<BlockShapes> verifyBlockOperands(Operation *op, Value q, Value k,
 }
 
 } // namespace
-
-/// Appends the trailing arguments of a block op's kernel: the shape (B, S,
-/// Skv, Hq, Hkv, D, Dv), the mask, the scale and RoPE's theta (0 without
-/// RoPE).
-template <typename Op>
-static void appendBlockDims(Op op, SmallVectorImpl<KernelArg> &args) {
-  ArrayRef<int64_t> q = op.getQuery().getType().getShape();
-  ArrayRef<int64_t> k = op.getKey().getType().getShape();
-  ArrayRef<int64_t> v = op.getValue().getType().getShape();
-  double theta = 0.0;
-  if (FloatAttr attr = op.getRopeThetaAttr())
-    theta = attr.getValueAsDouble();
-  args.append({q[0], q[1], k[1], q[2], k[2], q[3], v[3], op.getCausal(),
-               KernelArg::real(op.getScale().convertToDouble()),
-               KernelArg::real(theta)});
-}
 
 /// The operands a block op shares with attention, checked.
 template <typename Op> static FailureOr<BlockShapes> verifyBlock(Op op) {
@@ -152,7 +137,7 @@ AttentionBlockOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
       KernelArg::buffer(getKeyPositions(), "int64_t *"),
       KernelArg::buffer(getOut(), "float *"),
       KernelArg::buffer(getLse(), "float *")};
-  appendBlockDims(*this, args);
+  appendAttentionDims(*this, getScale().convertToDouble(), args);
   calls.emplace_back("braid_k_attention_block", std::move(args));
   return success();
 }
@@ -267,7 +252,7 @@ AttentionBlockGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
       KernelArg::buffer(getDquery(), "float *"),
       KernelArg::buffer(getDkey(), "float *"),
       KernelArg::buffer(getDvalue(), "float *")};
-  appendBlockDims(*this, args);
+  appendAttentionDims(*this, getScale().convertToDouble(), args);
   calls.emplace_back("braid_k_attention_block_grad", std::move(args));
   return success();
 }
