@@ -28,18 +28,6 @@ static OpCost floatOperandsCost(Operation *op) {
   return cost;
 }
 
-/// The program's grid (Grid.h), or a located error.
-static FailureOr<Grid> gridOf(Operation *op) {
-  FailureOr<std::optional<Grid>> grid =
-      Grid::of(op->getParentOfType<ModuleOp>());
-  if (failed(grid))
-    return failure();
-  if (*grid)
-    return **grid;
-  return op->emitError("a collective or sharded op, but the module has no "
-                       "shard.grid with braid.axes");
-}
-
 //===----------------------------------------------------------------------===//
 // EmbeddingOp
 //===----------------------------------------------------------------------===//
@@ -152,7 +140,7 @@ CrossEntropyOp::emitVJP(OpBuilder &b, Location loc,
   // the logits (through the op's internal reductions): the cotangent of
   // this shard sums the ranks' loss cotangents.
   if (ArrayAttr axes = getVocabAxesAttr()) {
-    FailureOr<Grid> grid = gridOf(*this);
+    FailureOr<Grid> grid = Grid::required(*this);
     if (failed(grid))
       return failure();
     AxisList group;

@@ -49,6 +49,16 @@ FailureOr<Grid> Grid::parse(StringRef text, std::string &error) {
   return grid;
 }
 
+FailureOr<Grid> Grid::required(Operation *op) {
+  FailureOr<std::optional<Grid>> grid = of(op->getParentOfType<ModuleOp>());
+  if (failed(grid))
+    return failure();
+  if (*grid)
+    return **grid;
+  return op->emitError("a collective or sharded op, but the module has no "
+                       "shard.grid with braid.axes");
+}
+
 FailureOr<std::optional<Grid>> Grid::of(ModuleOp module) {
   for (auto op : module.getOps<shard::GridOp>()) {
     auto names = op->getAttrOfType<ArrayAttr>("braid.axes");

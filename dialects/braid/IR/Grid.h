@@ -62,6 +62,9 @@ struct Grid {
   /// none; failure, with an error at the grid, when an axis has a dynamic
   /// size or one below 1.
   static FailureOr<std::optional<Grid>> of(ModuleOp module);
+  /// The grid of `op`'s module, which a collective or sharded op needs: a
+  /// located error at `op` when the module has none.
+  static FailureOr<Grid> required(Operation *op);
   /// The grid `op` declares; failure (reported through `emitError` when
   /// given) without braid.axes naming each of its static axes.
   static FailureOr<Grid> get(shard::GridOp op,

@@ -94,16 +94,12 @@ struct AllSliceVJP : VJPModel<AllSliceVJP, shard::AllSliceOp> {
                                         Location loc,
                                         ArrayRef<Value> cotangents) const {
     auto s = cast<shard::AllSliceOp>(op);
-    FailureOr<std::optional<Grid>> grid =
-        Grid::of(op->getParentOfType<ModuleOp>());
+    FailureOr<Grid> grid = Grid::required(op);
     if (failed(grid))
       return failure();
-    if (!*grid)
-      return op->emitError("a collective or sharded op, but the module has "
-                           "no shard.grid with braid.axes");
     return SmallVector<Value>{UnsliceOp::create(
         b, loc, s.getInput().getType(), cotangents[0],
-        (*grid)->nameAttr(b.getContext(), s.getGridAxes()),
+        grid->nameAttr(b.getContext(), s.getGridAxes()),
         s.getSliceAxisAttr().getInt(), /*replicas=*/1)};
   }
 };
