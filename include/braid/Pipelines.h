@@ -15,6 +15,7 @@
 #define BRAID_PIPELINES_H
 
 #include "braid/Conversion/Passes.h"
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -184,7 +185,7 @@ struct TrainingPipelineOptions
 /// = the rank's coordinate on the pp axis). braid-translate emits each as its
 /// own program (`--braid-entry`), and braid-run launches them side by side.
 inline constexpr llvm::StringLiteral kPipelineEntriesAttr =
-    "braid.pipeline_entries";
+    mlir::braid::kPipelineEntriesAttrName;
 
 /// Lowers a model description to the step braid-translate emits: expert FFNs
 /// expanded, floats converted when asked, for training the backward pass and

@@ -151,9 +151,6 @@ FailureOr<ProgramPlan> planProgram(ModuleOp module, func::FuncOp entry,
 FailureOr<int64_t> peakArenaBytes(ModuleOp module,
                                   PlanDetail detail = PlanDetail::PeakLiveBytes);
 
-/// The name of the entry attribute naming its finish function.
-constexpr StringLiteral kFinishAttrName = "braid.finish";
-
 //===----------------------------------------------------------------------===//
 // SPMD programs: block re-layouts (BlockRelayout.cpp)
 //===----------------------------------------------------------------------===//

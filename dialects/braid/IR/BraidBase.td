@@ -29,10 +29,72 @@ def Braid_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  // The discardable `braid.*` attributes that passes leave for later passes,
+  // the emitter and the runtime. Each is named once here (BraidAttributes.h
+  // gives the C++ spellings) and verified where it appears by
+  // BraidAttributes.cpp: the type below and the kind of op that may carry it.
+  let discardableAttrs = (ins
+    // The program an entry function is (EntryKind's keyword) on a func.func
+    // (EntryPoints.h).
+    "::mlir::StringAttr":$entry,
+    // The model's hyper-parameters on the module: a flat dictionary of
+    // scalars and arrays of scalars with a string `name` and `family`.
+    "::mlir::DictionaryAttr":$model,
+    // The names of a shard.grid's axes, in order.
+    "::mlir::ArrayAttr":$axes,
+
+    // Partitioning (--braid-partition). Per dimension, the grid axis names
+    // splitting a braid.param, a braid.state or a step argument, and its
+    // global (unsplit) shape beside it.
+    "::mlir::ArrayAttr":$split,
+    "::mlir::DenseI64ArrayAttr":$global_shape,
+    // One dictionary per result of an op (record-layouts): empty, or the
+    // result's global_shape and split, and `partial` (the grid axes of a
+    // partial sum), which is a key of these dictionaries only.
+    "::mlir::ArrayAttr":$result_layouts,
+    "::mlir::ArrayAttr":$partial,
+    // The ZeRO stage (0-3) of the module's optimizer update.
+    "::mlir::IntegerAttr":$zero,
+    // The grid axes a braid.param's update is ZeRO-sharded over (set by
+    // --convert-braid-to-dist).
+    "::mlir::ArrayAttr":$zero_axes,
+    // The module's grid axis whose splits hold sequences in zigzag order
+    // (context parallelism with load balancing).
+    "::mlir::StringAttr":$zigzag_axis,
+
+    // Training. The parameters whose gradients a differentiated step returns
+    // after its loss, in order (--braid-autodiff, read by --braid-optimizer).
+    "::mlir::ArrayAttr":$gradients,
+    // Per gradient of a pipelined step, how many copies of it the step
+    // returns (one per model chunk that reads its parameter).
+    "::mlir::DenseI64ArrayAttr":$gradient_copies,
+    // What completes a step's persistent tensors after it: a func.func of no
+    // arguments and no results (--braid-schedule-overlap).
+    "::mlir::FlatSymbolRefAttr":$finish,
+
+    // Pipeline parallelism (PipelineStages.cpp, Autodiff.cpp, Microbatch.cpp
+    // and Pipeline.cpp). The model chunk an op of the step belongs to, and
+    // the mark of the ops the reverse pass created.
+    "::mlir::IntegerAttr":$stage,
+    "::mlir::UnitAttr":$backward,
+    // The step's micro-batch count (--braid-microbatch).
+    "::mlir::IntegerAttr":$microbatches,
+    // The step's model chunks (--braid-pipeline-stages, read by
+    // --braid-pipeline).
+    "::mlir::DictionaryAttr":$pipeline,
+    // On a pipelined module: each pipeline rank's step function, in rank
+    // order; on each such function its rank and the largest number of
+    // micro-batches it holds in flight.
+    "::mlir::ArrayAttr":$pipeline_entries,
+    "::mlir::IntegerAttr":$pipeline_rank,
+    "::mlir::IntegerAttr":$peak_live_microbatches,
+    // Marks a function that runs one model chunk of a pipeline rank.
+    "::mlir::UnitAttr":$pipeline_chunk
+  );
   let extraClassDeclaration = [{
     /// Name of the module attribute holding the model's hyper-parameters.
     static constexpr ::llvm::StringLiteral getModelAttrName() {
-      return ::llvm::StringLiteral("braid.model");
+      return ModelAttrHelper::getNameStr();
     }
   }];
 }

@@ -74,7 +74,7 @@ mlir::braid::getUniqueEntry(ModuleOp module, std::optional<EntryKind> kind,
 }
 
 SmallVector<func::FuncOp> mlir::braid::getPrograms(ModuleOp module) {
-  auto ranks = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries");
+  auto ranks = module->getAttrOfType<ArrayAttr>(kPipelineEntriesAttrName);
   if (!ranks)
     return getEntries(module);
   SymbolTable symbols(module);
@@ -88,7 +88,7 @@ SmallVector<func::FuncOp> mlir::braid::getPrograms(ModuleOp module) {
 
 FailureOr<func::FuncOp> mlir::braid::getProgram(ModuleOp module, int64_t rank,
                                                 StringRef purpose) {
-  if (!module->hasAttr("braid.pipeline_entries")) {
+  if (!module->hasAttr(kPipelineEntriesAttrName)) {
     if (rank != 0)
       return module.emitError(purpose)
              << ": pipeline rank " << rank

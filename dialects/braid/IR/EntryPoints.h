@@ -11,6 +11,7 @@
 #ifndef BRAID_DIALECT_BRAID_IR_ENTRYPOINTS_H
 #define BRAID_DIALECT_BRAID_IR_ENTRYPOINTS_H
 
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,10 +20,6 @@
 #include <optional>
 
 namespace mlir::braid {
-
-/// The function attribute that marks an entry point; its value is the
-/// EntryKind's keyword (a string).
-constexpr StringLiteral kEntryAttrName = "braid.entry";
 
 /// The kind `func` is marked with, or nullopt when it is not marked (or the
 /// mark names no kind: the dialect's verifier rejects that).

@@ -2,6 +2,8 @@
 
 #include "dialects/braid/IR/Grid.h"
 
+#include "dialects/braid/IR/BraidAttributes.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -61,7 +63,7 @@ FailureOr<Grid> Grid::required(Operation *op) {
 
 FailureOr<std::optional<Grid>> Grid::of(ModuleOp module) {
   for (auto op : module.getOps<shard::GridOp>()) {
-    auto names = op->getAttrOfType<ArrayAttr>("braid.axes");
+    auto names = op->getAttrOfType<ArrayAttr>(kAxesAttrName);
     if (!names || names.size() != op.getShape().size())
       continue;
     Grid grid;
@@ -129,7 +131,7 @@ void Grid::declare(OpBuilder &b, Location loc) const {
   SmallVector<Attribute> attrs;
   for (const std::string &name : names)
     attrs.push_back(b.getStringAttr(name));
-  op->setAttr("braid.axes", b.getArrayAttr(attrs));
+  op->setAttr(kAxesAttrName, b.getArrayAttr(attrs));
 }
 
 //===----------------------------------------------------------------------===//
@@ -187,7 +189,7 @@ shard::GridOp mlir::braid::getProgramGrid(Operation *op) {
 
 FailureOr<SmallVector<std::string>>
 mlir::braid::getGridAxisNames(shard::GridOp grid) {
-  auto names = grid->getAttrOfType<ArrayAttr>("braid.axes");
+  auto names = grid->getAttrOfType<ArrayAttr>(kAxesAttrName);
   SmallVector<std::string> out;
   if (names && static_cast<int64_t>(names.size()) == grid.getRank())
     for (Attribute name : names)
@@ -271,7 +273,7 @@ GridGroup Grid::group(ArrayRef<int16_t> axes) const {
 
 FailureOr<Grid> Grid::get(shard::GridOp op,
                           function_ref<InFlightDiagnostic()> emitError) {
-  auto names = op->getAttrOfType<ArrayAttr>("braid.axes");
+  auto names = op->getAttrOfType<ArrayAttr>(kAxesAttrName);
   if (!names || static_cast<int64_t>(names.size()) != op.getRank() ||
       !llvm::all_of(names, llvm::IsaPred<StringAttr>) ||
       llvm::any_of(op.getShape(), ShapedType::isDynamic)) {

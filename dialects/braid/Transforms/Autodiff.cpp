@@ -25,6 +25,7 @@
 #include "dialects/braid/Transforms/Pipelining.h"
 
 #include "braid/Support/Debug.h"
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/braid/IR/OpRules.h"
@@ -54,7 +55,7 @@ namespace {
 
 std::optional<int64_t> stageOf(Operation *op) {
   if (op)
-    if (auto attr = op->getAttrOfType<IntegerAttr>(kStageAttr))
+    if (auto attr = op->getAttrOfType<IntegerAttr>(kStageAttrName))
       return attr.getInt();
   return std::nullopt;
 }
@@ -68,11 +69,11 @@ struct StageStamper : public OpBuilder::Listener {
   void notifyOperationInserted(Operation *op,
                                OpBuilder::InsertPoint previous) override {
     if (stage)
-      op->setAttr(kStageAttr,
+      op->setAttr(kStageAttrName,
                   IntegerAttr::get(IntegerType::get(op->getContext(), 64),
                                    *stage));
     if (backward)
-      op->setAttr(kBackwardAttr, UnitAttr::get(op->getContext()));
+      op->setAttr(kBackwardAttrName, UnitAttr::get(op->getContext()));
   }
 };
 
@@ -460,7 +461,7 @@ LogicalResult Autodiff::differentiateStep(func::FuncOp step) {
   OpBuilder b(step.getContext());
   StageStamper stageStamper;
   bool staged = llvm::any_of(body.without_terminator(), [](Operation &op) {
-    return op.hasAttr(kStageAttr);
+    return op.hasAttr(kStageAttrName);
   });
   if (staged)
     b.setListener(&stageStamper);
@@ -528,7 +529,7 @@ double Autodiff::lossShare() {
   // Pipeline ranks (pp) are not copies: each holds its own chunks.
   double share = 1.0;
   for (auto grid : module.getOps<shard::GridOp>()) {
-    auto axes = grid->getAttrOfType<ArrayAttr>("braid.axes");
+    auto axes = grid->getAttrOfType<ArrayAttr>(kAxesAttrName);
     for (auto [i, size] : llvm::enumerate(grid.getShape()))
       if (!axes || i >= axes.size() ||
           cast<StringAttr>(axes[i]).getValue() != "pp")
@@ -626,7 +627,7 @@ void Autodiff::returnGradients(OpBuilder &b, func::FuncOp step,
   for (Value v : results)
     resultTypes.push_back(v.getType());
   step.setType(FunctionType::get(context, step.getArgumentTypes(), resultTypes));
-  step->setAttr("braid.gradients", ArrayAttr::get(context, names));
+  step->setAttr(kGradientsAttrName, ArrayAttr::get(context, names));
 }
 
 namespace {

@@ -38,7 +38,7 @@ void mlir::braid::splitLayerBackwards(ModuleOp module, func::FuncOp step) {
   // gradients.
   llvm::DenseSet<Value> weights;
   for (Operation &op : body.without_terminator())
-    if (!op.hasAttr(kBackwardAttr) && op.getNumResults() > 0 &&
+    if (!op.hasAttr(kBackwardAttrName) && op.getNumResults() > 0 &&
         llvm::all_of(op.getOperands(),
                      [&](Value v) { return weights.contains(v); }) &&
         !isa<func::CallOp>(op))
@@ -47,7 +47,7 @@ void mlir::braid::splitLayerBackwards(ModuleOp module, func::FuncOp step) {
 
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
     auto call = dyn_cast<func::CallOp>(op);
-    if (!call || !op.hasAttr(kBackwardAttr) ||
+    if (!call || !op.hasAttr(kBackwardAttrName) ||
         !call.getCallee().ends_with(".bwd"))
       continue;
     auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());

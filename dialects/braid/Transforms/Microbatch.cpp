@@ -13,6 +13,7 @@
 
 #include "dialects/braid/Transforms/Passes.h"
 
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidDialect.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/EntryPoints.h"
@@ -197,7 +198,7 @@ struct BraidMicrobatchPass
     }
     if (failed(Microbatcher(module, static_cast<int64_t>(count)).retype(step, inputs)))
       return signalPassFailure();
-    step->setAttr("braid.microbatches",
+    step->setAttr(kMicrobatchesAttrName,
                   IntegerAttr::get(IntegerType::get(&getContext(), 64), count));
   }
 };

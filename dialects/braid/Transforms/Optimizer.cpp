@@ -3,6 +3,7 @@
 #include "dialects/braid/Transforms/Passes.h"
 #include "dialects/braid/Transforms/Sharding.h"
 
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/EntryPoints.h"
 
@@ -25,7 +26,7 @@ AxisList replicatedAxes(SymbolTable &symbols, const Grid &grid,
                         StringRef param) {
   AxisList used;
   if (auto op = symbols.lookup<ParamOp>(param))
-    if (auto split = op->getAttrOfType<ArrayAttr>("braid.split"))
+    if (auto split = op->getAttrOfType<ArrayAttr>(kSplitAttrName))
       for (Attribute dim : split)
         for (Attribute name : cast<ArrayAttr>(dim))
           used.push_back(*grid.find(cast<StringAttr>(name).getValue()));
@@ -72,7 +73,7 @@ struct BraidOptimizerPass
     // updating its own parameters.
     SmallVector<func::FuncOp> steps;
     if (auto entries = module->getAttrOfType<ArrayAttr>(
-            "braid.pipeline_entries")) {
+            kPipelineEntriesAttrName)) {
       for (Attribute e : entries)
         steps.push_back(symbols->lookup<func::FuncOp>(
             cast<FlatSymbolRefAttr>(e).getValue()));
@@ -91,7 +92,7 @@ struct BraidOptimizerPass
   LogicalResult updateStep(func::FuncOp step) {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
-    auto names = step ? step->getAttrOfType<ArrayAttr>("braid.gradients")
+    auto names = step ? step->getAttrOfType<ArrayAttr>(kGradientsAttrName)
                       : ArrayAttr();
     if (!names)
       return module.emitError("--braid-optimizer needs the gradients of a "
@@ -131,7 +132,7 @@ struct BraidOptimizerPass
     if (grid) {
       SmallVector<int64_t> copies(grads.size(), 1);
       if (auto attr = step->getAttrOfType<DenseI64ArrayAttr>(
-              "braid.gradient_copies"))
+              kGradientCopiesAttrName))
         copies.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
       if (failed(reduceGradients(b, *grid, names, grads, copies, zeroAxes,
                                  sumsq)))
@@ -168,16 +169,16 @@ struct BraidOptimizerPass
           declare(("opt.v." + param.getValue()).str(), moments);
       // The moments lie over the grid like their parameter.
       auto paramOp = symbols->lookup<ParamOp>(param.getValue());
-      if (!zeroAttr && paramOp->hasAttr("braid.split"))
+      if (!zeroAttr && paramOp->hasAttr(kSplitAttrName))
         for (FlatSymbolRefAttr state : {m, v})
-          for (StringRef attr : {"braid.split", "braid.global_shape"})
+          for (StringRef attr : {kSplitAttrName, kGlobalShapeAttrName})
             symbols->lookup(state.getValue())
                 ->setAttr(attr, paramOp->getAttr(attr));
       if (zeroAttr)
         for (FlatSymbolRefAttr state : {m, v}) {
           Operation *op = symbols->lookup(state.getValue());
-          op->setAttr("braid.split", b.getArrayAttr({zeroAttr}));
-          op->setAttr("braid.global_shape",
+          op->setAttr(kSplitAttrName, b.getArrayAttr({zeroAttr}));
+          op->setAttr(kGlobalShapeAttrName,
                       b.getDenseI64ArrayAttr(
                           {moments.getNumElements() *
                            grid->size(*grid->find("dp"))}));
@@ -193,8 +194,8 @@ struct BraidOptimizerPass
     ret.erase();
     step.setType(FunctionType::get(context, step.getArgumentTypes(),
                                    loss.getType()));
-    step->removeAttr("braid.gradients");
-    step->removeAttr("braid.gradient_copies");
+    step->removeAttr(kGradientsAttrName);
+    step->removeAttr(kGradientCopiesAttrName);
     return success();
   }
 
@@ -218,7 +219,7 @@ struct BraidOptimizerPass
     Location loc = module.getLoc();
     auto f32 = RankedTensorType::get({}, b.getF32Type());
     int64_t stage = 0;
-    if (auto attr = module->getAttrOfType<IntegerAttr>("braid.zero"))
+    if (auto attr = module->getAttrOfType<IntegerAttr>(kZeroAttrName))
       stage = attr.getInt();
     std::optional<int16_t> dp = grid.find("dp");
     // Gradients grouped by how many ranks hold each of their elements.

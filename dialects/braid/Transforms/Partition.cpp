@@ -36,6 +36,7 @@
 #include "dialects/braid/Transforms/Passes.h"
 
 #include "braid/Support/Debug.h"
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -136,19 +137,19 @@ static void recordLayouts(Operation *local, ArrayRef<ValueSharding> shardings,
   for (auto [sharding, global] : llvm::zip_equal(shardings, globals)) {
     SmallVector<NamedAttribute> entries;
     if (global && !sharding.isReplicated()) {
-      entries.emplace_back(StringAttr::get(context, "braid.global_shape"),
+      entries.emplace_back(StringAttr::get(context, kGlobalShapeAttrName),
                            DenseI64ArrayAttr::get(context, global.getShape()));
-      entries.emplace_back(StringAttr::get(context, "braid.split"),
+      entries.emplace_back(StringAttr::get(context, kSplitAttrName),
                            splitAttr(context, sharding, grid));
     }
     if (global && !sharding.partial.empty())
-      entries.emplace_back(StringAttr::get(context, "braid.partial"),
+      entries.emplace_back(StringAttr::get(context, kPartialAttrName),
                            grid.nameAttr(context, sharding.partial));
     any |= !entries.empty();
     layouts.push_back(DictionaryAttr::get(context, entries));
   }
   if (any)
-    local->setAttr("braid.result_layouts", ArrayAttr::get(context, layouts));
+    local->setAttr(kResultLayoutsAttrName, ArrayAttr::get(context, layouts));
 }
 
 /// Debug output: the collectives that moved a value, from `moved` back to
@@ -623,9 +624,9 @@ Partitioner::partitionFunction(func::FuncOp func,
     locals[arg] = {arg, sharding};
     arg.setType(localType(global, sharding, grid));
     if (!sharding.isReplicated()) {
-      func.setArgAttr(arg.getArgNumber(), "braid.split",
+      func.setArgAttr(arg.getArgNumber(), kSplitAttrName,
                       splitAttr(context, sharding, grid));
-      func.setArgAttr(arg.getArgNumber(), "braid.global_shape",
+      func.setArgAttr(arg.getArgNumber(), kGlobalShapeAttrName,
                       DenseI64ArrayAttr::get(context, global.getShape()));
     }
   }
@@ -812,17 +813,17 @@ void Partitioner::recordGlobalLayouts() {
       continue;
     RankedTensorType global = param.getTensorType();
     param.setTypeAttr(TypeAttr::get(localType(global, s, grid)));
-    param->setAttr("braid.split", splitAttr(context, s, grid));
-    param->setAttr("braid.global_shape",
+    param->setAttr(kSplitAttrName, splitAttr(context, s, grid));
+    param->setAttr(kGlobalShapeAttrName,
                    DenseI64ArrayAttr::get(context, global.getShape()));
   }
   OpBuilder b(context);
   b.setInsertionPointToStart(module.getBody());
   grid.declare(b, module.getLoc());
   if (zero > 0)
-    module->setAttr("braid.zero", b.getI64IntegerAttr(zero));
+    module->setAttr(kZeroAttrName, b.getI64IntegerAttr(zero));
   if (zigzag)
-    module->setAttr("braid.zigzag_axis", b.getStringAttr("cp"));
+    module->setAttr(kZigzagAxisAttrName, b.getStringAttr("cp"));
 }
 
 LogicalResult Partitioner::chooseSequenceLayout() {

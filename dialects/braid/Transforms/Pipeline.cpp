@@ -22,6 +22,7 @@
 
 #include "braid/Support/Debug.h"
 #include "dialects/braid/Analysis/PipelineSchedule.h"
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/braid/IR/OpRules.h"
@@ -109,7 +110,7 @@ LogicalResult PipelineBuilder::classify() {
   forward.resize(chunks);
   backward.resize(chunks);
   for (Operation &op : body.without_terminator()) {
-    auto attr = op.getAttrOfType<IntegerAttr>(kStageAttr);
+    auto attr = op.getAttrOfType<IntegerAttr>(kStageAttrName);
     if (!attr)
       return op.emitError("this op has no pipeline chunk (braid.stage): run "
                           "--braid-pipeline-stages before --braid-autodiff");
@@ -117,7 +118,7 @@ LogicalResult PipelineBuilder::classify() {
     if (chunk < 0 || chunk >= chunks)
       return op.emitError("pipeline chunk ")
              << chunk << " is not one of the " << chunks << " model chunks";
-    bool isBackward = op.hasAttr(kBackwardAttr);
+    bool isBackward = op.hasAttr(kBackwardAttrName);
     chunkOf[&op] = chunk;
     backwardOf[&op] = isBackward;
     // Parameter reads and their compute copies are views of the rank's
@@ -128,7 +129,7 @@ LogicalResult PipelineBuilder::classify() {
     (isBackward ? backward : forward)[chunk].ops.push_back(&op);
   }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  auto names = step->getAttrOfType<ArrayAttr>("braid.gradients");
+  auto names = step->getAttrOfType<ArrayAttr>(kGradientsAttrName);
   if (!names || ret.getNumOperands() != names.size() + 1)
     return step.emitError("--braid-pipeline needs the differentiated step: "
                           "the loss and the gradients of braid.gradients "
@@ -234,7 +235,7 @@ func::FuncOp PipelineBuilder::outline(StringRef name, Piece &piece) {
   auto f = func::FuncOp::create(b, step.getLoc(), name,
                                 b.getFunctionType(inputs, outputs));
   f.setPrivate();
-  f->setAttr("braid.pipeline_chunk", UnitAttr::get(context));
+  f->setAttr(kPipelineChunkAttrName, UnitAttr::get(context));
   Block *entry = f.addEntryBlock();
   b.setInsertionPointToStart(entry);
   IRMapping map;
@@ -244,16 +245,16 @@ func::FuncOp PipelineBuilder::outline(StringRef name, Piece &piece) {
   // stage's weights once per micro-batch in flight: 13.6 GB per GPU on
   // Llama 3 70B's first stage of pp=4 with ZeRO-1).
   auto unstage = [](Operation *clone) {
-    clone->removeAttr(kStageAttr);
-    clone->removeAttr(kBackwardAttr);
+    clone->removeAttr(kStageAttrName);
+    clone->removeAttr(kBackwardAttrName);
   };
   for (Operation *op : piece.ops) {
     for (Value operand : op->getOperands())
       if (Operation *def = operand.getDefiningOp(); def && isParamView(def))
         cloneParamView(b, operand, map, unstage);
     Operation *clone = b.clone(*op, map);
-    clone->removeAttr(kStageAttr);
-    clone->removeAttr(kBackwardAttr);
+    clone->removeAttr(kStageAttrName);
+    clone->removeAttr(kBackwardAttrName);
   }
   SmallVector<Value> results;
   for (Value v : piece.outputs)
@@ -348,10 +349,10 @@ void RankWriter::createFunction() {
     shape[0] *= p.microbatches;
     argTypes.push_back(type.clone(shape));
     NamedAttrList attrs(p.step.getArgAttrDict(a));
-    if (auto global = attrs.get("braid.global_shape")) {
+    if (auto global = attrs.get(kGlobalShapeAttrName)) {
       SmallVector<int64_t> g(cast<DenseI64ArrayAttr>(global).asArrayRef());
       g[0] *= p.microbatches;
-      attrs.set("braid.global_shape", DenseI64ArrayAttr::get(context, g));
+      attrs.set(kGlobalShapeAttrName, DenseI64ArrayAttr::get(context, g));
     }
     argAttrs.push_back(attrs.getDictionary(context));
   }
@@ -362,7 +363,7 @@ void RankWriter::createFunction() {
     f.setArgAttrs(i, attrs);
   // Each rank's function is a program of its own, in place of the step.
   setEntryKind(f, EntryKind::TrainStep);
-  f->setAttr("braid.pipeline_rank", b.getI64IntegerAttr(rank));
+  f->setAttr(kPipelineRankAttrName, b.getI64IntegerAttr(rank));
   // The most micro-batch-chunks whose forward has run and backward not:
   // whose saved activations are alive at once (m for GPipe, at most p for
   // 1F1B on the first rank). The memory plan of this function holds them.
@@ -373,7 +374,7 @@ void RankWriter::createFunction() {
     else if (action.kind == ActionKind::Backward)
       --live;
   }
-  f->setAttr("braid.peak_live_microbatches", b.getI64IntegerAttr(peakLive));
+  f->setAttr(kPeakLiveMicrobatchesAttrName, b.getI64IntegerAttr(peakLive));
   LLVM_DEBUG({
     llvm::dbgs() << "rank " << rank << " runs";
     for (const PipelineAction &action : p.schedule.ranks[rank])
@@ -574,8 +575,8 @@ void RankWriter::write(SmallVector<Attribute> &entries) {
   for (Value v : results)
     resultTypes.push_back(v.getType());
   f.setType(b.getFunctionType(f.getArgumentTypes(), resultTypes));
-  f->setAttr("braid.gradients", b.getArrayAttr(names));
-  f->setAttr("braid.gradient_copies", b.getDenseI64ArrayAttr(copies));
+  f->setAttr(kGradientsAttrName, b.getArrayAttr(names));
+  f->setAttr(kGradientCopiesAttrName, b.getDenseI64ArrayAttr(copies));
   entries.push_back(FlatSymbolRefAttr::get(f.getSymNameAttr()));
 }
 
@@ -618,7 +619,7 @@ LogicalResult PipelineBuilder::run() {
   SmallVector<Attribute> entries;
   for (int64_t r = 0; r < schedule.stages; ++r)
     RankWriter(*this, r).write(entries);
-  module->setAttr("braid.pipeline_entries",
+  module->setAttr(kPipelineEntriesAttrName,
                   ArrayAttr::get(module.getContext(), entries));
   step.erase();
   return success();
@@ -719,7 +720,7 @@ struct BraidPipelinePass
       return signalPassFailure();
     }
     Location loc = step.getLoc();
-    auto config = step->getAttrOfType<DictionaryAttr>("braid.pipeline");
+    auto config = step->getAttrOfType<DictionaryAttr>(kPipelineAttrName);
     if (!config) {
       emitError(loc, "--braid-pipeline needs the step's model chunks (run "
                      "--braid-pipeline-stages first)");
@@ -728,7 +729,7 @@ struct BraidPipelinePass
     int64_t pp = config.getAs<IntegerAttr>("pp").getInt();
     int64_t virtualStages = config.getAs<IntegerAttr>("virtual_stages").getInt();
     int64_t microbatches = 1;
-    if (auto attr = step->getAttrOfType<IntegerAttr>("braid.microbatches"))
+    if (auto attr = step->getAttrOfType<IntegerAttr>(kMicrobatchesAttrName))
       microbatches = attr.getInt();
     FailureOr<std::optional<Grid>> gridOf = Grid::of(module);
     if (failed(gridOf))

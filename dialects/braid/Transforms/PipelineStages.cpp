@@ -16,6 +16,7 @@
 
 #include "braid/Support/Debug.h"
 #include "dialects/braid/Analysis/PipelineSchedule.h"
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/braid/IR/BraidOps.h"
 
@@ -41,7 +42,7 @@ layoutFromAttributes(ArrayRef<func::CallOp> calls, int64_t chunks) {
   SmallVector<int64_t> counts(chunks, 0);
   int64_t given = 0, last = 0;
   for (func::CallOp call : calls) {
-    auto attr = call->getAttrOfType<IntegerAttr>(kStageAttr);
+    auto attr = call->getAttrOfType<IntegerAttr>(kStageAttrName);
     if (!attr)
       continue;
     ++given;
@@ -60,7 +61,7 @@ layoutFromAttributes(ArrayRef<func::CallOp> calls, int64_t chunks) {
     return SmallVector<int64_t>();
   if (given != static_cast<int64_t>(calls.size()))
     for (func::CallOp call : calls)
-      if (!call->hasAttr(kStageAttr))
+      if (!call->hasAttr(kStageAttrName))
         return call.emitError("this layer has no braid.stage while others "
                               "do: give every layer its stage, or none");
   for (auto [stage, n] : llvm::enumerate(counts))
@@ -84,12 +85,12 @@ private:
   int64_t lastChunk;
 
   static std::optional<int64_t> stampOf(Operation *op) {
-    if (auto attr = op->getAttrOfType<IntegerAttr>(kStageAttr))
+    if (auto attr = op->getAttrOfType<IntegerAttr>(kStageAttrName))
       return attr.getInt();
     return std::nullopt;
   }
   static void stamp(Operation *op, int64_t chunk) {
-    op->setAttr(kStageAttr,
+    op->setAttr(kStageAttrName,
                 IntegerAttr::get(IntegerType::get(op->getContext(), 64), chunk));
   }
 };
@@ -101,7 +102,7 @@ void Stamper::run(const llvm::DenseMap<Operation *, int64_t> &layerChunk) {
   // goes with the latest such chunk; the rest float for now.
   llvm::SmallPtrSet<Operation *, 32> floating;
   for (Operation &op : body.without_terminator()) {
-    op.removeAttr(kStageAttr);
+    op.removeAttr(kStageAttrName);
     if (auto it = layerChunk.find(&op); it != layerChunk.end()) {
       stamp(&op, it->second);
       continue;
@@ -233,7 +234,7 @@ struct BraidPipelineStagesPass
     Stamper(step, chunks - 1).run(layerChunk);
     MLIRContext *context = &getContext();
     Builder b(context);
-    step->setAttr("braid.pipeline",
+    step->setAttr(kPipelineAttrName,
                   b.getDictionaryAttr({
                       b.getNamedAttr("pp", b.getI64IntegerAttr(pp)),
                       b.getNamedAttr("virtual_stages",

@@ -11,17 +11,14 @@
 #ifndef BRAID_DIALECT_BRAID_TRANSFORMS_PIPELINING_H
 #define BRAID_DIALECT_BRAID_TRANSFORMS_PIPELINING_H
 
+#include "dialects/braid/IR/BraidAttributes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 
 namespace mlir::braid {
-
-/// The model chunk of an op of the step (i64).
-inline constexpr StringLiteral kStageAttr = "braid.stage";
-/// Marks the step's ops that the reverse pass created (unit).
-inline constexpr StringLiteral kBackwardAttr = "braid.backward";
 
 /// A view of the rank's parameters: a parameter read (braid.get_param), or
 /// the mixed-precision compute copy of one (braid.convert of a

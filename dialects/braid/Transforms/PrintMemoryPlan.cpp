@@ -3,6 +3,7 @@
 #include "dialects/braid/Transforms/Passes.h"
 
 #include "dialects/braid/Analysis/MemoryPlan.h"
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/EntryPoints.h"
 
 #include "mlir/IR/Location.h"
@@ -50,7 +51,7 @@ struct BraidPrintMemoryPlanPass
     // A pipeline rank's step: how many micro-batches' activations its
     // schedule keeps alive at once (the plan above holds them).
     if (auto live = plan->entry->getAttrOfType<IntegerAttr>(
-            "braid.peak_live_microbatches"))
+            kPeakLiveMicrobatchesAttrName))
       os << "peak_live_microbatches: " << live.getInt() << "\n";
     for (const PersistentTensor &p : plan->params)
       os << "param @" << p.name << " offset " << p.offset << " bytes "

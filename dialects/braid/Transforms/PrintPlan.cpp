@@ -20,6 +20,7 @@
 
 #include "dialects/braid/Analysis/OpCost.h"
 #include "dialects/braid/Analysis/StepTiming.h"
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/EntryPoints.h"
 
@@ -258,7 +259,7 @@ struct BraidPrintPlanPass
       return signalPassFailure();
     std::optional<Grid> grid = *gridOf;
     // A pipelined module: one program per stage, each with its transfers.
-    auto stages = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries");
+    auto stages = module->getAttrOfType<ArrayAttr>(kPipelineEntriesAttrName);
     if (stages && grid) {
       if (failed(printStages(module, *grid, stages, os)))
         return signalPassFailure();
@@ -274,7 +275,7 @@ struct BraidPrintPlanPass
       return;
     }
     int64_t zero = 0;
-    if (auto attr = module->getAttrOfType<IntegerAttr>("braid.zero"))
+    if (auto attr = module->getAttrOfType<IntegerAttr>(kZeroAttrName))
       zero = attr.getInt();
     SmallVector<std::string> axes;
     for (auto [name, size] : llvm::zip(grid->names, grid->sizes))
@@ -286,8 +287,8 @@ struct BraidPrintPlanPass
     int64_t localBytes = 0, globalBytes = 0;
     auto persistent = [&](Operation *op, StringRef kind, StringRef name,
                           RankedTensorType local) {
-      auto split = op->getAttrOfType<ArrayAttr>("braid.split");
-      auto global = op->getAttrOfType<DenseI64ArrayAttr>("braid.global_shape");
+      auto split = op->getAttrOfType<ArrayAttr>(kSplitAttrName);
+      auto global = op->getAttrOfType<DenseI64ArrayAttr>(kGlobalShapeAttrName);
       ArrayRef<int64_t> globalShape = global ? global.asArrayRef() : local.getShape();
       int64_t bytes = bytesOf(local);
       localBytes += bytes;
@@ -317,8 +318,8 @@ struct BraidPrintPlanPass
         if (operand.getDefiningOp<GetParamOp>())
           continue;
         auto type = cast<RankedTensorType>(operand.getType());
-        auto split = callee.getArgAttrOfType<ArrayAttr>(i, "braid.split");
-        auto global = callee.getArgAttrOfType<DenseI64ArrayAttr>(i, "braid.global_shape");
+        auto split = callee.getArgAttrOfType<ArrayAttr>(i, kSplitAttrName);
+        auto global = callee.getArgAttrOfType<DenseI64ArrayAttr>(i, kGlobalShapeAttrName);
         os << "boundary @" << callee.getSymName() << " arg " << i << ": "
            << shapeText(global ? global.asArrayRef() : type.getShape()) << " "
            << splitText(split) << " -> " << shapeText(type.getShape()) << "\n";

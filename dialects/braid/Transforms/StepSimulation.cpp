@@ -7,6 +7,7 @@
 
 #include "dialects/braid/Transforms/StepSimulation.h"
 
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/EntryPoints.h"
 #include "dialects/dist/IR/DistDialect.h"
@@ -263,7 +264,7 @@ mlir::braid::simulateStep(ModuleOp module,
   if (!*grid)
     return module.emitError("simulating the step: the module is not partitioned (no grid)");
   SmallVector<func::FuncOp> funcs;
-  if (auto stages = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries")) {
+  if (auto stages = module->getAttrOfType<ArrayAttr>(kPipelineEntriesAttrName)) {
     for (Attribute stage : stages) {
       auto ref = dyn_cast<FlatSymbolRefAttr>(stage);
       auto func = ref ? module.lookupSymbol<func::FuncOp>(ref) : func::FuncOp();

@@ -10,6 +10,7 @@
 
 #include "Emitter.h"
 
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 
 namespace braid::cpp {
@@ -135,7 +136,7 @@ static DictionaryAttr recordedLayout(Value value, SymbolTable &symbols) {
       continue;
     }
     auto layouts =
-        result.getOwner()->getAttrOfType<ArrayAttr>("braid.result_layouts");
+        result.getOwner()->getAttrOfType<ArrayAttr>(kResultLayoutsAttrName);
     if (!layouts || layouts.size() <= result.getResultNumber())
       return {};
     return dyn_cast<DictionaryAttr>(layouts[result.getResultNumber()]);
@@ -170,9 +171,9 @@ ProgramEmitter::activationSharding(Value value, RankedTensorType type,
   if (!devices || !zigzagAxis.empty())
     return std::nullopt;
   DictionaryAttr attrs = recordedLayout(value, symbols);
-  auto global = attrs ? attrs.getAs<DenseI64ArrayAttr>("braid.global_shape")
+  auto global = attrs ? attrs.getAs<DenseI64ArrayAttr>(kGlobalShapeAttrName)
                       : DenseI64ArrayAttr();
-  auto split = attrs ? attrs.getAs<ArrayAttr>("braid.split") : ArrayAttr();
+  auto split = attrs ? attrs.getAs<ArrayAttr>(kSplitAttrName) : ArrayAttr();
   int64_t rank = type.getRank();
   if (!global || !split || static_cast<int64_t>(global.size()) != rank ||
       static_cast<int64_t>(split.size()) != rank)
@@ -181,7 +182,7 @@ ProgramEmitter::activationSharding(Value value, RankedTensorType type,
   tensor.globalShape = llvm::to_vector(global.asArrayRef());
   tensor.sharding = ValueSharding::replicated(rank);
   // A partial sum: the group its terms are summed over, in grid order.
-  if (auto axes = attrs.getAs<ArrayAttr>("braid.partial")) {
+  if (auto axes = attrs.getAs<ArrayAttr>(kPartialAttrName)) {
     std::optional<AxisList> positions = axisPositions(axes, *devices);
     if (!positions)
       return std::nullopt;

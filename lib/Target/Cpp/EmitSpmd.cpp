@@ -15,6 +15,7 @@
 #include "Emitter.h"
 
 #include "dialects/braid/Analysis/OpCost.h"
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -39,8 +40,8 @@ bool isSpmdOp(Operation *op) {
 
 FailureOr<std::optional<ShardedTensor>>
 readSharding(DictionaryAttr attrs, RankedTensorType type, Operation *anchor) {
-  Attribute global = attrs ? attrs.get("braid.global_shape") : Attribute();
-  Attribute split = attrs ? attrs.get("braid.split") : Attribute();
+  Attribute global = attrs ? attrs.get(kGlobalShapeAttrName) : Attribute();
+  Attribute split = attrs ? attrs.get(kSplitAttrName) : Attribute();
   if (!global && !split)
     return std::optional<ShardedTensor>();
   auto globalShape = dyn_cast_or_null<DenseI64ArrayAttr>(global);
@@ -110,7 +111,7 @@ LogicalResult ProgramEmitter::collectSpmd() {
     devices = *parsed;
     for (auto [name, size] : llvm::zip_equal(*names, gridOp.getShape()))
       grid += (grid.empty() ? "" : ",") + name + "=" + std::to_string(size);
-    if (auto axis = module->getAttrOfType<StringAttr>("braid.zigzag_axis")) {
+    if (auto axis = module->getAttrOfType<StringAttr>(kZigzagAxisAttrName)) {
       if (!llvm::is_contained(*names, axis.getValue()))
         return module.emitError("braid.zigzag_axis '")
                << axis.getValue() << "' is not an axis of the program's grid";
@@ -133,7 +134,7 @@ LogicalResult ProgramEmitter::collectSpmd() {
   // The ZeRO group of each parameter whose update --convert-braid-to-dist
   // sharded (ZeroUpdate.cpp records it), for ZeRO-2 gradient dumps.
   for (ParamOp param : module.getOps<ParamOp>()) {
-    auto axes = param->getAttrOfType<ArrayAttr>("braid.zero_axes");
+    auto axes = param->getAttrOfType<ArrayAttr>(kZeroAxesAttrName);
     if (!axes)
       continue;
     FailureOr<GridGroup> group = getGridGroup(
