@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/braid/Transforms/EntryPass.h"
 #include "dialects/braid/Transforms/Passes.h"
 #include "dialects/braid/Transforms/Pipelining.h"
 
@@ -632,17 +633,12 @@ void Autodiff::returnGradients(OpBuilder &b, func::FuncOp step,
 
 namespace {
 struct BraidAutodiffPass
-    : braid::impl::BraidAutodiffPassBase<BraidAutodiffPass> {
-  using Base::Base;
+    : EntryPass<BraidAutodiffPass, braid::impl::BraidAutodiffPassBase,
+                EntryKind::TrainStep> {
+  using EntryPass::EntryPass;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> step =
-        getUniqueEntry(module, EntryKind::TrainStep, "--braid-autodiff");
-    if (failed(step))
-      return signalPassFailure();
-    if (failed(Autodiff(module, recompute).differentiateStep(*step)))
-      signalPassFailure();
+  LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {
+    return Autodiff(module, recompute).differentiateStep(step);
   }
 };
 } // namespace

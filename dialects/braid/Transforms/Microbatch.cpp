@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/braid/Transforms/EntryPass.h"
 #include "dialects/braid/Transforms/Passes.h"
 
 #include "dialects/braid/IR/BraidAttributes.h"
@@ -165,41 +166,35 @@ FailureOr<SmallVector<Type>> Microbatcher::retype(func::FuncOp f,
 namespace mlir::braid {
 namespace {
 struct BraidMicrobatchPass
-    : braid::impl::BraidMicrobatchPassBase<BraidMicrobatchPass> {
-  using Base::Base;
+    : EntryPass<BraidMicrobatchPass, braid::impl::BraidMicrobatchPassBase,
+                EntryKind::TrainStep> {
+  using EntryPass::EntryPass;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> entry =
-        getUniqueEntry(module, EntryKind::TrainStep, "--braid-microbatch");
-    if (failed(entry))
-      return signalPassFailure();
-    func::FuncOp step = *entry;
-    if (count < 1) {
-      step.emitError("--braid-microbatch: count must be at least 1, found ")
-          << static_cast<int64_t>(count);
-      return signalPassFailure();
-    }
+  LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {
+    if (count < 1)
+      return step.emitError(
+                 "--braid-microbatch: count must be at least 1, found ")
+             << static_cast<int64_t>(count);
     if (count == 1)
-      return;
+      return success();
     SmallVector<Type> inputs;
     for (BlockArgument arg : step.getArguments()) {
       FailureOr<RankedTensorType> local =
           shrinkLeading(cast<RankedTensorType>(arg.getType()), count);
-      if (failed(local)) {
-        step.emitError("the batch (")
-            << cast<RankedTensorType>(arg.getType()).getDimSize(0)
-            << ") of input #" << arg.getArgNumber()
-            << " is not a multiple of the " << static_cast<int64_t>(count)
-            << " micro-batches";
-        return signalPassFailure();
-      }
+      if (failed(local))
+        return step.emitError("the batch (")
+               << cast<RankedTensorType>(arg.getType()).getDimSize(0)
+               << ") of input #" << arg.getArgNumber()
+               << " is not a multiple of the " << static_cast<int64_t>(count)
+               << " micro-batches";
       inputs.push_back(*local);
     }
-    if (failed(Microbatcher(module, static_cast<int64_t>(count)).retype(step, inputs)))
-      return signalPassFailure();
+    if (failed(Microbatcher(module, static_cast<int64_t>(count))
+                   .retype(step, inputs)))
+      return failure();
     step->setAttr(kMicrobatchesAttrName,
                   IntegerAttr::get(IntegerType::get(&getContext(), 64), count));
+    return success();
   }
 };
 } // namespace

@@ -1,5 +1,6 @@
 //===- ModelStats.cpp - the --braid-model-stats pass ----------------------===//
 
+#include "dialects/braid/Transforms/EntryPass.h"
 #include "dialects/braid/Transforms/Passes.h"
 
 #include "dialects/braid/Analysis/ModelStats.h"
@@ -43,18 +44,13 @@ static void printAttribute(llvm::raw_ostream &os, Attribute attr) {
 namespace mlir::braid {
 namespace {
 struct BraidModelStatsPass
-    : braid::impl::BraidModelStatsPassBase<BraidModelStatsPass> {
-  using Base::Base;
+    : EntryPass<BraidModelStatsPass, braid::impl::BraidModelStatsPassBase> {
+  using EntryPass::EntryPass;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> step =
-        getUniqueEntry(module, std::nullopt, "--braid-model-stats");
-    if (failed(step))
-      return signalPassFailure();
-    FailureOr<ModelStats> stats = computeModelStats(module, *step);
+  LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {
+    FailureOr<ModelStats> stats = computeModelStats(module, step);
     if (failed(stats))
-      return signalPassFailure();
+      return failure();
 
     llvm::raw_ostream &os = llvm::outs();
     auto line = [&](const Twine &name, double value) {
@@ -62,8 +58,7 @@ struct BraidModelStatsPass
       printValue(os, value);
       os << "\n";
     };
-    if (auto config = module->getAttrOfType<DictionaryAttr>(
-            BraidDialect::getModelAttrName())) {
+    if (auto config = module->getAttrOfType<DictionaryAttr>(kModelAttrName)) {
       for (NamedAttribute entry : config) {
         os << "config." << entry.getName().getValue() << ": ";
         printAttribute(os, entry.getValue());
@@ -97,6 +92,7 @@ struct BraidModelStatsPass
     }
     os.flush();
     markAllAnalysesPreserved();
+    return success();
   }
 };
 } // namespace

@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/braid/Transforms/EntryPass.h"
 #include "dialects/braid/Transforms/Passes.h"
 
 #include "braid/Support/Debug.h"
@@ -705,27 +706,18 @@ void PipelineBuilder::collectOutputs() {
 namespace mlir::braid {
 namespace {
 struct BraidPipelinePass
-    : braid::impl::BraidPipelinePassBase<BraidPipelinePass> {
-  using Base::Base;
+    : EntryPass<BraidPipelinePass, braid::impl::BraidPipelinePassBase,
+                EntryKind::TrainStep> {
+  using EntryPass::EntryPass;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> entry =
-        getUniqueEntry(module, EntryKind::TrainStep, "--braid-pipeline");
-    if (failed(entry))
-      return signalPassFailure();
-    func::FuncOp step = *entry;
-    if (!step.getBody().hasOneBlock()) {
-      step.emitError("--braid-pipeline: the step must be one block");
-      return signalPassFailure();
-    }
+  LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {
+    if (failed(checkOneBlock(step, getArgument())))
+      return failure();
     Location loc = step.getLoc();
     auto config = step->getAttrOfType<DictionaryAttr>(kPipelineAttrName);
-    if (!config) {
-      emitError(loc, "--braid-pipeline needs the step's model chunks (run "
-                     "--braid-pipeline-stages first)");
-      return signalPassFailure();
-    }
+    if (!config)
+      return emitError(loc, "--braid-pipeline needs the step's model chunks "
+                            "(run --braid-pipeline-stages first)");
     int64_t pp = config.getAs<IntegerAttr>("pp").getInt();
     int64_t virtualStages = config.getAs<IntegerAttr>("virtual_stages").getInt();
     int64_t microbatches = 1;
@@ -733,24 +725,21 @@ struct BraidPipelinePass
       microbatches = attr.getInt();
     FailureOr<std::optional<Grid>> gridOf = Grid::of(module);
     if (failed(gridOf))
-      return signalPassFailure();
+      return failure();
     std::optional<Grid> grid = *gridOf;
     if (pp > 1) {
       std::optional<int16_t> axis = grid ? grid->find("pp") : std::nullopt;
-      if (!axis || grid->sizes[*axis] != pp) {
-        emitError(loc, "a pipeline of ")
-            << pp << " ranks needs a grid whose pp axis has size " << pp;
-        return signalPassFailure();
-      }
+      if (!axis || grid->sizes[*axis] != pp)
+        return emitError(loc, "a pipeline of ")
+               << pp << " ranks needs a grid whose pp axis has size " << pp;
     }
     FailureOr<PipelineSchedule> plan =
         buildSchedule(schedule, pp, virtualStages, microbatches, loc);
     if (failed(plan))
-      return signalPassFailure();
-    if (failed(PipelineBuilder(module, step, std::move(*plan), microbatches,
-                               std::move(grid))
-                   .run()))
-      signalPassFailure();
+      return failure();
+    return PipelineBuilder(module, step, std::move(*plan), microbatches,
+                           std::move(grid))
+        .run();
   }
 };
 } // namespace

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/braid/Transforms/EntryPass.h"
 #include "dialects/braid/Transforms/Passes.h"
 #include "dialects/braid/Transforms/Pipelining.h"
 
@@ -157,32 +158,24 @@ void Stamper::run(const llvm::DenseMap<Operation *, int64_t> &layerChunk) {
 namespace mlir::braid {
 namespace {
 struct BraidPipelineStagesPass
-    : braid::impl::BraidPipelineStagesPassBase<BraidPipelineStagesPass> {
-  using Base::Base;
+    : EntryPass<BraidPipelineStagesPass,
+                braid::impl::BraidPipelineStagesPassBase,
+                EntryKind::TrainStep> {
+  using EntryPass::EntryPass;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    FailureOr<func::FuncOp> entry = getUniqueEntry(
-        module, EntryKind::TrainStep, "--braid-pipeline-stages");
-    if (failed(entry))
-      return signalPassFailure();
-    func::FuncOp step = *entry;
-    if (!step.getBody().hasOneBlock()) {
-      step.emitError("--braid-pipeline-stages: the step must be one block");
-      return signalPassFailure();
-    }
+  LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {
+    if (failed(checkOneBlock(step, getArgument())))
+      return failure();
     Location loc = step.getLoc();
-    if (pp < 1 || virtualStages < 1) {
-      emitError(loc, "--braid-pipeline-stages: pp and virtual-stages must be "
-                     "at least 1, found ")
-          << static_cast<int64_t>(pp) << " and "
-          << static_cast<int64_t>(virtualStages);
-      return signalPassFailure();
-    }
+    if (pp < 1 || virtualStages < 1)
+      return emitError(loc, "--braid-pipeline-stages: pp and virtual-stages "
+                            "must be at least 1, found ")
+             << static_cast<int64_t>(pp) << " and "
+             << static_cast<int64_t>(virtualStages);
     int64_t chunks = pp * virtualStages;
     FailureOr<SmallVector<int64_t>> costs = computeLayerCosts(module, step);
     if (failed(costs))
-      return signalPassFailure();
+      return failure();
     SmallVector<func::CallOp> calls;
     for (auto call : step.getBody().front().getOps<func::CallOp>())
       calls.push_back(call);
@@ -193,14 +186,14 @@ struct BraidPipelineStagesPass
       FailureOr<SmallVector<int64_t>> given =
           layoutFromAttributes(calls, chunks);
       if (failed(given))
-        return signalPassFailure();
+        return failure();
       counts = *given;
     }
     FailureOr<SmallVector<LayerChunk>> split =
         counts.empty() ? balanceLayers(*costs, chunks, loc)
                        : layoutLayers(*costs, counts, chunks, loc);
     if (failed(split))
-      return signalPassFailure();
+      return failure();
 
     LLVM_DEBUG({
       llvm::dbgs() << "layer costs (forward FLOPs, the embedding with the "
@@ -241,6 +234,7 @@ struct BraidPipelineStagesPass
                                      b.getI64IntegerAttr(virtualStages)),
                       b.getNamedAttr("layers", b.getDenseI64ArrayAttr(layers)),
                   }));
+    return success();
   }
 };
 } // namespace

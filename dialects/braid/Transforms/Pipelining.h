@@ -42,6 +42,14 @@ Value cloneParamView(OpBuilder &b, Value view, IRMapping &map,
 /// no input operand, or whose backward returns an argument, stay whole.
 void splitLayerBackwards(ModuleOp module, func::FuncOp step);
 
+/// Fails with "--<flag>: the step must be one block" unless it is: the
+/// pipeline passes cut the step's one block into model chunks.
+inline LogicalResult checkOneBlock(func::FuncOp step, StringRef flag) {
+  if (step.getBody().hasOneBlock())
+    return success();
+  return step.emitError("--") << flag << ": the step must be one block";
+}
+
 } // namespace mlir::braid
 
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_PIPELINING_H
