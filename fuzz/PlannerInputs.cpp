@@ -15,9 +15,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../lib/CostModel/ComputeCost.h"
-#include "../lib/CostModel/Hardware.h"
-#include "../lib/Planner/Search.h"
+#include "braid/CostModel/ComputeCost.h"
+#include "braid/CostModel/Hardware.h"
+#include "braid/Planner/Search.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"

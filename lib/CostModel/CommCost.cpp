@@ -1,6 +1,6 @@
 //===- CommCost.cpp - alpha-beta times of transfers -----------------------===//
 
-#include "CommCost.h"
+#include "braid/CostModel/CommCost.h"
 
 #include <algorithm>
 #include <cmath>

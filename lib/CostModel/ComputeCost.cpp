@@ -1,6 +1,6 @@
 //===- ComputeCost.cpp - achievable compute rates of a GPU kind -----------===//
 
-#include "ComputeCost.h"
+#include "braid/CostModel/ComputeCost.h"
 
 #include "DataFiles.h"
 

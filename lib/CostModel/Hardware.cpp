@@ -1,6 +1,6 @@
 //===- Hardware.cpp - hardware descriptions for the cost model ------------===//
 
-#include "Hardware.h"
+#include "braid/CostModel/Hardware.h"
 
 #include "DataFiles.h"
 

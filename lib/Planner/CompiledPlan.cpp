@@ -1,10 +1,9 @@
 //===- CompiledPlan.cpp - a plan measured on its compiled program ---------===//
 
-#include "CompiledPlan.h"
-
-#include "PlanFile.h"
+#include "braid/Planner/CompiledPlan.h"
 
 #include "braid/Pipelines.h"
+#include "braid/Planner/PlanFile.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
 #include "dialects/braid/Transforms/StepSimulation.h"
 

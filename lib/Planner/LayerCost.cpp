@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PlanCost.h"
+#include "braid/Planner/PlanCost.h"
 
-#include "../CostModel/CommCost.h"
+#include "braid/CostModel/CommCost.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,6 +1,6 @@
 //===- ModelShape.cpp - the sizes of a model, as the planner sees it ------===//
 
-#include "ModelShape.h"
+#include "braid/Planner/ModelShape.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"

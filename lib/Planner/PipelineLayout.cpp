@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PlanCost.h"
+#include "braid/Planner/PlanCost.h"
 
 #include "llvm/ADT/Hashing.h"
 

@@ -1,9 +1,8 @@
 //===- PlanCost.cpp - the step time and memory of a parallel plan ---------===//
 
-#include "PlanCost.h"
+#include "braid/Planner/PlanCost.h"
 
-#include "../CostModel/CommCost.h"
-
+#include "braid/CostModel/CommCost.h"
 #include "dialects/braid/Analysis/PipelineSchedule.h"
 
 #include "mlir/IR/Location.h"

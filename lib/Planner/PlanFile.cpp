@@ -1,6 +1,6 @@
 //===- PlanFile.cpp - a chosen plan, written for braid-run ----------------===//
 
-#include "PlanFile.h"
+#include "braid/Planner/PlanFile.h"
 
 #include "braid/Pipelines.h"
 

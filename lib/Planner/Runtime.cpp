@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PlanCost.h"
+#include "braid/Planner/PlanCost.h"
 
 using namespace braid;
 using namespace braid::plan;

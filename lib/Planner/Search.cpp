@@ -1,6 +1,6 @@
 //===- Search.cpp - the planner's search over parallel plans -------------===//
 
-#include "Search.h"
+#include "braid/Planner/Search.h"
 
 #include <algorithm>
 #include <chrono>

@@ -10,7 +10,7 @@
 #ifndef BRAID_TOOLS_BRAID_PLAN_PLANREPORT_H
 #define BRAID_TOOLS_BRAID_PLAN_PLANREPORT_H
 
-#include "../../lib/Planner/Search.h"
+#include "braid/Planner/Search.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"

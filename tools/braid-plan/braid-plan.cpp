@@ -14,9 +14,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../../lib/Planner/CompiledPlan.h"
-#include "../../lib/Planner/Search.h"
-#include "../../lib/Planner/PlanFile.h"
+#include "braid/Planner/CompiledPlan.h"
+#include "braid/Planner/Search.h"
+#include "braid/Planner/PlanFile.h"
 #include "PlanReport.h"
 
 #include "braid/InitAllDialects.h"

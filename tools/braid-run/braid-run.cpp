@@ -86,7 +86,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../../lib/Planner/PlanFile.h"
+#include "braid/Planner/PlanFile.h"
 #include "braid/Driver/Progress.h"
 #include "braid/Driver/Run.h"
 #include "braid/InitAllDialects.h"

@@ -18,9 +18,9 @@
 
 #include "dialects/braid/IR/Grid.h"
 
-#include "lib/CostModel/CommCost.h"
-#include "lib/CostModel/ComputeCost.h"
-#include "lib/CostModel/Hardware.h"
+#include "braid/CostModel/CommCost.h"
+#include "braid/CostModel/ComputeCost.h"
+#include "braid/CostModel/Hardware.h"
 
 #include "braid/link_model.h"
 

@@ -24,7 +24,7 @@
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/EntryPoints.h"
 
-#include "lib/CostModel/CommCost.h"
+#include "braid/CostModel/CommCost.h"
 
 #include "braid/link_model.h"
 

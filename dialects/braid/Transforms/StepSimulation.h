@@ -17,8 +17,8 @@
 
 #include "dialects/braid/Analysis/StepTiming.h"
 
-#include "lib/CostModel/ComputeCost.h"
-#include "lib/CostModel/Hardware.h"
+#include "braid/CostModel/ComputeCost.h"
+#include "braid/CostModel/Hardware.h"
 
 #include "braid/link_model.h"
 

@@ -14,7 +14,7 @@
 #include "dialects/braid/Analysis/MemoryPlan.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
-#include "lib/CostModel/CommCost.h"
+#include "braid/CostModel/CommCost.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"

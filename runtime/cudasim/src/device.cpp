@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "abort_message.h"
+#include "braid/abort_message.h"
 #include "cudasim/cudasim.h"
 #include "internal.h"
 

@@ -15,8 +15,8 @@
 #ifndef BRAID_RUNTIME_CPU_COMMON_H
 #define BRAID_RUNTIME_CPU_COMMON_H
 
-// Relative: the kernel tests build src/cpu with runtime/include alone.
-#include "../abort_message.h"
+// The runtime's public root: the kernel tests build src/cpu with runtime/include alone.
+#include "braid/abort_message.h"
 #include "braid/numeric.h"
 #include "braid/runtime.h"
 

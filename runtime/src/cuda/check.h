@@ -11,7 +11,7 @@
 #ifndef BRAID_RUNTIME_CUDA_CHECK_H
 #define BRAID_RUNTIME_CUDA_CHECK_H
 
-#include "abort_message.h"
+#include "braid/abort_message.h"
 
 #include <cuda_runtime.h>
 

@@ -36,10 +36,9 @@
 #ifndef BRAID_LIB_PLANNER_PLANCOST_H
 #define BRAID_LIB_PLANNER_PLANCOST_H
 
-#include "ModelShape.h"
-
-#include "../CostModel/CommCost.h"
-#include "../CostModel/ComputeCost.h"
+#include "braid/CostModel/CommCost.h"
+#include "braid/CostModel/ComputeCost.h"
+#include "braid/Planner/ModelShape.h"
 #include "dialects/braid/IR/BraidEnums.h"
 
 #include "llvm/ADT/DenseMap.h"

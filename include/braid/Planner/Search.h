@@ -13,7 +13,7 @@
 #ifndef BRAID_LIB_PLANNER_SEARCH_H
 #define BRAID_LIB_PLANNER_SEARCH_H
 
-#include "PlanCost.h"
+#include "braid/Planner/PlanCost.h"
 
 #include <functional>
 

@@ -15,7 +15,7 @@
 #ifndef BRAID_LIB_PLANNER_PLANFILE_H
 #define BRAID_LIB_PLANNER_PLANFILE_H
 
-#include "Search.h"
+#include "braid/Planner/Search.h"
 
 #include "dialects/braid/IR/BraidEnums.h"
 

@@ -20,7 +20,7 @@
 #ifndef BRAID_LIB_COSTMODEL_COMPUTECOST_H
 #define BRAID_LIB_COSTMODEL_COMPUTECOST_H
 
-#include "Hardware.h"
+#include "braid/CostModel/Hardware.h"
 
 #include <string>
 #include <vector>

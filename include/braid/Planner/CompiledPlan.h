@@ -15,7 +15,7 @@
 #ifndef BRAID_LIB_PLANNER_COMPILEDPLAN_H
 #define BRAID_LIB_PLANNER_COMPILEDPLAN_H
 
-#include "PlanCost.h"
+#include "braid/Planner/PlanCost.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -15,7 +15,7 @@
 #ifndef BRAID_LIB_COSTMODEL_COMMCOST_H
 #define BRAID_LIB_COSTMODEL_COMMCOST_H
 
-#include "Hardware.h"
+#include "braid/CostModel/Hardware.h"
 
 #include "llvm/ADT/ArrayRef.h"
 
