@@ -643,4 +643,7 @@ void braid_k_zero(braid_rt *rt, braid_dtype dt, void *y, int64_t n);
 } /* extern "C" */
 #endif
 
+/* The KV cache and generation kernels (prefill and decode programs). */
+#include "braid/runtime_inference.h"
+
 #endif /* BRAID_RUNTIME_H */

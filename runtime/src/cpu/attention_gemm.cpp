@@ -43,7 +43,7 @@
 #include "parallel.h"
 #include "rope.h"
 #include "scratch.h"
-#include "vexp.h"
+#include "softmax_rows.h"
 
 #include <algorithm>
 #include <cmath>
@@ -54,43 +54,6 @@ namespace braid::cpu {
 namespace {
 
 constexpr int64_t kQB = 64; // query rows per block
-
-/// max of row[0, n) over 8 lanes (lane j takes t = j mod 8).
-inline float rowMax(const float *row, int64_t n) {
-  float lane[8];
-  std::fill(lane, lane + 8, -INFINITY);
-  int64_t t = 0;
-  for (; t + 8 <= n; t += 8)
-    for (int64_t j = 0; j < 8; ++j)
-      lane[j] = row[t + j] > lane[j] ? row[t + j] : lane[j];
-  for (int64_t j = 0; t < n; ++t, ++j)
-    lane[j] = row[t] > lane[j] ? row[t] : lane[j];
-  float m = lane[0];
-  for (int64_t j = 1; j < 8; ++j)
-    m = lane[j] > m ? lane[j] : m;
-  return m;
-}
-
-/// row[t] <- e^(row[t] - c) over [0, n); returns the sum in double (8 lanes).
-inline double expRow(float *row, int64_t n, float c) {
-  double lane[8] = {};
-  int64_t t = 0;
-  for (; t + 8 <= n; t += 8)
-    for (int64_t j = 0; j < 8; ++j) {
-      const float p = expLanes(row[t + j] - c);
-      row[t + j] = p;
-      lane[j] += p;
-    }
-  for (int64_t j = 0; t < n; ++t, ++j) {
-    const float p = expLanes(row[t] - c);
-    row[t] = p;
-    lane[j] += p;
-  }
-  double sum = 0.0;
-  for (int64_t j = 0; j < 8; ++j)
-    sum += lane[j];
-  return sum;
-}
 
 /// sum_t a[t] b[t] over [0, n) in double (8 lanes).
 inline double dotDouble(const float *a, const float *b, int64_t n) {
@@ -164,18 +127,6 @@ struct Problem {
     std::fill(row + n, row + tEnd, 0.0f);
     return n;
   }
-
-  /// The softmax numerators of a scaled row: row[0, n) <- e^(row - m) with
-  /// m its max; returns (m, sum). A row that sees no key: zeros, (-inf, 0).
-  static void softmaxRow(float *row, int64_t n, float &m, double &l) {
-    m = rowMax(row, n);
-    l = 0.0;
-    if (m == -INFINITY) {
-      std::fill(row, row + n, 0.0f);
-      return;
-    }
-    l = expRow(row, n, m);
-  }
 };
 
 /// Fills qPos / kPos with qOffset + s and t where the caller gave none.
@@ -231,7 +182,7 @@ void forwardItem(const Problem &p, const float *q, const float *k, const float *
         p.scores(qr, kr, qb, tEnd, sc);
         for (int64_t r = 0; r < qb; ++r) {
           float *row = sc + r * tEnd;
-          Problem::softmaxRow(row, p.scaleRow(row, s0 + r, tEnd), rowM[r], rowL[r]);
+          softmaxRow(row, p.scaleRow(row, s0 + r, tEnd), rowM[r], rowL[r]);
         }
         sgemm(false, false, qb, Dv, tEnd, sc, tEnd, vf, Dv, 0.0f, ob, Dv); // O = P V
       }
@@ -298,7 +249,7 @@ void backwardItem(const Problem &p, const float *q, const float *k, const float 
         } else {
           float m;
           double l;
-          Problem::softmaxRow(pr, n, m, l);
+          softmaxRow(pr, n, m, l);
           const float inv = l > 0.0 ? float(1.0 / l) : 0.0f;
           for (int64_t t = 0; t < n; ++t)
             pr[t] *= inv;

@@ -25,6 +25,7 @@ __all__ = [
     "gelu", "silu", "sigmoid", "exp", "neg", "add", "mul", "relu", "relu_squared", "softplus",
     "activation", "glu", "reshape", "transpose", "cross_entropy", "conv1d",
     "selective_scan", "router", "assign_slots", "dispatch", "expert_ffn", "combine",
+    "cache_write", "cache_attention", "take_rows", "add_positions",
     "ACTIVATIONS",
 ]
 
@@ -123,20 +124,25 @@ def batch_matmul(lhs, rhs, transpose_a: bool = False, transpose_b: bool = False)
     return np.matmul(a, b).astype(lhs.dtype)
 
 
-def rope(x, theta: float) -> np.ndarray:
-    """Rotate-half rotary embedding of x [B, S, H, D] at positions 0..S-1, in float64:
-    with f_i = theta^(-2i/D), i < D/2, x'[i] = x[i] cos(p f_i) - x[i+D/2] sin(p f_i)
-    and x'[i+D/2] = x[i+D/2] cos(p f_i) + x[i] sin(p f_i)."""
-    x = _f64(x)
+def _rotate(x: np.ndarray, theta: float, positions: np.ndarray) -> np.ndarray:
+    """x [..., D] (float64) rotated rotate-half to positions [...] (x's leading shape,
+    broadcast): with f_i = theta^(-2i/D), i < D/2, angle a = p f_i,
+    x'[i] = x[i] cos a - x[i+D/2] sin a, x'[i+D/2] = x[i+D/2] cos a + x[i] sin a."""
     d = x.shape[-1]
     _check(d % 2 == 0, f"rope: head dim {d} must be even")
     half = d // 2
     freq = float(theta) ** (-2.0 * np.arange(half) / d)            # [D/2]
-    angle = np.arange(x.shape[1])[:, None] * freq[None, :]          # [S, D/2]
-    cos = np.cos(angle)[None, :, None, :]
-    sin = np.sin(angle)[None, :, None, :]
+    angle = np.asarray(positions, dtype=np.float64)[..., None] * freq
+    cos, sin = np.cos(angle), np.sin(angle)
     lo, hi = x[..., :half], x[..., half:]
     return np.concatenate([lo * cos - hi * sin, hi * cos + lo * sin], axis=-1)
+
+
+def rope(x, theta: float) -> np.ndarray:
+    """Rotate-half rotary embedding of x [B, S, H, D] at positions 0..S-1, in float64
+    (see _rotate)."""
+    x = _f64(x)
+    return _rotate(x, theta, np.arange(x.shape[1])[None, :, None])
 
 
 def attention(query, key, value, causal: bool = False, scale=None, rope_theta=None) -> np.ndarray:
@@ -495,3 +501,89 @@ def combine(expert_output, weights, indices, groups: int = 1) -> np.ndarray:
     for t, j in zip(*np.nonzero(slot >= 0)):
         out[t] += w64[t, j] * eo64[idx[t, j], slot[t, j]]
     return out.astype(eo.dtype)
+
+
+# --------------------------------------------------------------------------
+# KV cache and generation (runtime/include/braid/runtime_inference.h)
+# --------------------------------------------------------------------------
+
+def _sequence_rows(positions, batch: int, seq: int, rows: int, what: str) -> np.ndarray:
+    """[B, S] rows positions[b] + s, which must lie in [0, rows)."""
+    pos = np.asarray(positions)
+    _check(np.issubdtype(pos.dtype, np.integer) and pos.shape == (batch,),
+           f"{what}: positions must be [{batch}] integers, got {pos.shape} {pos.dtype}")
+    at = pos.astype(np.int64)[:, None] + np.arange(seq)[None, :]
+    for b in range(batch):
+        _check(seq == 0 or (at[b, 0] >= 0 and at[b, -1] < rows),
+               f"{what}: sequence {b} at positions {at[b, 0]}..{at[b, -1]} is outside "
+               f"[0, {rows})")
+    return at
+
+
+def _rotated(x: np.ndarray, rope_theta, positions: np.ndarray) -> np.ndarray:
+    """x [B, S, H, D] (float64) rotated to positions [B, S]; rope_theta None or <= 0: x."""
+    if rope_theta is None or rope_theta <= 0:
+        return x
+    return _rotate(x, rope_theta, positions[:, :, None])
+
+
+def cache_write(cache, rows, positions, rope_theta=None) -> np.ndarray:
+    """cache [B, C, H, D], rows [B, S, H, D], positions [B] -> the cache with
+    cache[b, p] = rows[b, s] rotated to p, p = positions[b] + s (keys are cached after
+    RoPE; rope_theta None or <= 0: copied)."""
+    cache = _float(cache, "cache_write cache")
+    rows = _float(rows, "cache_write rows")
+    _check(cache.ndim == 4 and rows.ndim == 4 and rows.shape[0] == cache.shape[0]
+           and rows.shape[2:] == cache.shape[2:],
+           f"cache_write: rows {rows.shape} do not fit the cache {cache.shape}")
+    b, s = rows.shape[:2]
+    at = _sequence_rows(positions, b, s, cache.shape[1], "cache_write")
+    out = _f64(cache).copy()
+    out[np.arange(b)[:, None], at] = _rotated(_f64(rows), rope_theta, at)
+    return out.astype(cache.dtype)
+
+
+def cache_attention(q, k_cache, v_cache, positions, scale=None, rope_theta=None) -> np.ndarray:
+    """q [B, S, Hq, D] over k_cache [B, C, Hkv, D] (keys already rotated) and v_cache
+    [B, C, Hkv, Dv] -> [B, S, Hq, Dv]: query s of sequence b sits at p = positions[b] + s,
+    is rotated to p and attends to the cache rows t <= p; query head h reads kv head
+    h // (Hq/Hkv)."""
+    q = _float(q, "cache_attention query")
+    k = _float(k_cache, "cache_attention k_cache")
+    v = _float(v_cache, "cache_attention v_cache")
+    _check(q.ndim == 4 and k.ndim == 4 and v.ndim == 4 and k.shape[:3] == v.shape[:3]
+           and k.shape[0] == q.shape[0] and k.shape[3] == q.shape[3],
+           f"cache_attention: q {q.shape}, k_cache {k.shape}, v_cache {v.shape} do not fit")
+    b, s, hq, d = q.shape
+    c, hkv = k.shape[1], k.shape[2]
+    _check(hkv >= 1 and hq % hkv == 0, f"cache_attention: {hq} query heads not a multiple "
+           f"of {hkv}")
+    at = _sequence_rows(positions, b, s, c, "cache_attention")
+    qf = _rotated(_f64(q), rope_theta, at)
+    kv_head = np.arange(hq) // (hq // hkv)
+    kf, vf = _f64(k)[:, :, kv_head], _f64(v)[:, :, kv_head]        # [B, C, Hq, .]
+    sc = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    scores = sc * np.einsum("bshd,bthd->bhst", qf, kf)               # [B, Hq, S, C]
+    later = np.arange(c)[None, None, None, :] > at[:, None, :, None]  # t > p
+    p = _softmax(np.where(later, -np.inf, scores), axis=-1)
+    return np.einsum("bhst,bthe->bshe", p, vf).astype(q.dtype)
+
+
+def take_rows(x, index) -> np.ndarray:
+    """x [B, S, H], index [B] in [0, S) -> [B, H]: out[b] = x[b, index[b]]."""
+    x = _float(x, "take_rows input")
+    _check(x.ndim == 3, f"take_rows: input must be [B, S, H], got {x.shape}")
+    idx = _index(index, "take_rows index", x.shape[1])
+    _check(idx.shape == (x.shape[0],), f"take_rows: index {idx.shape} must be [{x.shape[0]}]")
+    return x[np.arange(x.shape[0]), idx].copy()
+
+
+def add_positions(x, table, positions) -> np.ndarray:
+    """x [B, S, H] + table [P, H] at each sequence's own offset:
+    out[b, s] = x[b, s] + table[positions[b] + s]."""
+    x = _float(x, "add_positions input")
+    table = _float(table, "add_positions table")
+    _check(x.ndim == 3 and table.ndim == 2 and table.shape[1] == x.shape[2],
+           f"add_positions: input {x.shape} and table {table.shape} do not fit")
+    at = _sequence_rows(positions, x.shape[0], x.shape[1], table.shape[0], "add_positions")
+    return (_f64(x) + _f64(table)[at]).astype(x.dtype)

@@ -1,0 +1,82 @@
+/*===- runtime_inference.h - Braid runtime: KV cache and generation kernels -===*
+ *
+ * The kernels of prefill and decode programs (issue 42), part of the C ABI of
+ * runtime.h, which includes this header at its end. Conventions as there:
+ * tensors are row-major, `dt` is the storage type of the float tensors (f32,
+ * bf16, f16; arithmetic in f32), positions and indices are int32 (the model's
+ * token type) in backend memory, and a bad position or index is a located
+ * fatal error (the CPU kernels abort at the call; the CUDA kernels record it
+ * on the device and the backend aborts at its next synchronization), never an
+ * out-of-bounds access.
+ *
+ * The KV cache of an attention layer is one state tensor per K and V:
+ * k_cache [B, C, Hkv, D], v_cache [B, C, Hkv, Dv] in the model's dtype, with
+ * B sequences (batch slots) of C rows (the context). It holds keys AFTER
+ * RoPE (rotated at their positions), so that decode rotates only the query.
+ * RoPE is the attention kernels' (braid_k_attention): rotate-half, angle
+ * p theta^(-2i/D); rope_theta <= 0: none.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef BRAID_RUNTIME_INFERENCE_H
+#define BRAID_RUNTIME_INFERENCE_H
+
+/* braid_rt, braid_dtype; a no-op when runtime.h includes this header. */
+#include "braid/runtime.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===--- KV cache and generation ------------------------------------------===*/
+
+/* cache[b, p, h, :] = rotate(rows[b, s, h, :], p) for p = positions[b] + s,
+ * s < seq, written in place; rotate is the attention kernels' RoPE at
+ * position p (rope_theta <= 0: a copy). cache [batch, cache_len, heads,
+ * head_dim], rows [batch, seq, heads, head_dim]. Positions with
+ * p >= cache_len or p < 0 are a fatal error naming the sequence. */
+void braid_k_cache_write(braid_rt *rt, braid_dtype dt, void *cache, const void *rows,
+                         const int32_t *positions, int64_t batch, int64_t cache_len,
+                         int64_t seq, int64_t heads, int64_t head_dim, double rope_theta);
+
+/* Attention of `seq` new query rows per sequence over its cache: query s of
+ * sequence b is at position p = positions[b] + s, rotated to p (RoPE as the
+ * attention kernels), and attends to the cache rows t <= p:
+ *   out[b,s,h,:] = sum_{t<=p} softmax_t(scale * q'[b,s,h,:] . k_cache[b,t,h/g,:])
+ *                  v_cache[b,t,h/g,:]
+ * with g = heads / kv_heads (grouped-query attention). q [batch, seq, heads,
+ * head_dim], out [batch, seq, heads, v_head_dim]. Softmax in f32, out in dt.
+ * p >= cache_len or p < 0 is a fatal error naming the sequence. With
+ * positions 0 and seq = S, braid_k_cache_write of k followed by this equals
+ * braid_k_attention (causal) of the same q, k, v up to the order of f32 sums
+ * (and, below f32, the rounding of the stored rotated keys). */
+typedef struct braid_cache_attention_shape {
+  int64_t batch, seq, cache_len, heads, kv_heads, head_dim, v_head_dim;
+  double scale, rope_theta;
+} braid_cache_attention_shape;
+void braid_k_cache_attention(braid_rt *rt, braid_dtype dt, const void *q, const void *k_cache,
+                             const void *v_cache, const int32_t *positions, void *out,
+                             const braid_cache_attention_shape *shape);
+
+/* out[b, :] = x[b, index[b], :]: x [batch, seq, hidden] -> out [batch, hidden]
+ * (a sequence's last prompt row); index outside [0, seq) is a fatal error
+ * naming the sequence. */
+void braid_k_take_rows(braid_rt *rt, braid_dtype dt, const void *x, const int32_t *index,
+                       void *out, int64_t batch, int64_t seq, int64_t hidden);
+
+/* out[b, s, :] = x[b, s, :] + table[positions[b] + s, :] (learned position
+ * embeddings at a sequence's own offset, GPT's at decode); x, out [batch,
+ * seq, hidden], table [table_rows, hidden]; positions[b] + s outside
+ * [0, table_rows) is a fatal error naming the sequence. out may equal x. The
+ * sum is one f32 addition rounded to dt, what braid_k_embedding with a
+ * position table computes. */
+void braid_k_add_positions(braid_rt *rt, braid_dtype dt, const void *x, const void *table,
+                           const int32_t *positions, void *out, int64_t batch, int64_t seq,
+                           int64_t table_rows, int64_t hidden);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* BRAID_RUNTIME_INFERENCE_H */

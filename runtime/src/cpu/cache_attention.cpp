@@ -1,0 +1,239 @@
+//===- cache_attention.cpp - CPU kernel: attention over a KV cache --------===//
+//
+// braid_k_cache_attention (runtime_inference.h): the `seq` new query rows of
+// each sequence, query s at position p = positions[b] + s, rotated to p,
+// against the sequence's cache rows t <= p, which hold keys already rotated
+// (braid_k_cache_write). The arithmetic is attention.cpp's, so that prefill
+// through the cache (positions 0) equals braid_k_attention (causal):
+//  - with BLAS (BRAID_CPU_ACCUMULATE=f32) the blocked GEMM form of
+//    attention_gemm.cpp: scores S = Q' K^T (sgemm), scaled and masked, the
+//    softmax numerators of softmax_rows.h, O = P V (sgemm), out = O / l;
+//  - otherwise (f64 accumulation) the reference loop of attention.cpp: every
+//    key folded into each query row's running max, sum and accumulator
+//    (attention_ref.h's foldKey).
+// Work is split over the rank's threads by (sequence, kv head). An item's
+// query rows are all the (query head of the group, s) pairs, taken in blocks,
+// so that at decode (seq = 1) the whole group is one block: the sequence's
+// cache rows of that kv head are read once for all its query heads (the
+// decode step is bound by the cache's bytes, not by arithmetic). In f32 the
+// GEMMs read the cache in place (leading dimension Hkv D); bf16 and f16 rows
+// are converted once per item to f32 scratch.
+//
+// Memory (GEMM form): scratch per thread from the arena (scratch.h), in
+// floats, kQB (D + Dv + T) plus T (D + Dv) for bf16 / f16, T the longest
+// sequence's last position + 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attention_gemm.h"
+#include "attention_ref.h"
+#include "blas.h"
+#include "common.h"
+#include "parallel.h"
+#include "rope.h"
+#include "scratch.h"
+#include "softmax_rows.h"
+#include "to_f32.h"
+
+#include <algorithm>
+
+using namespace braid::cpu;
+
+namespace {
+
+constexpr const char *kKernel = "cache_attention";
+constexpr int64_t kQB = 64; // query rows per GEMM block
+
+/// One call's shapes and operands; an item is (sequence b, kv head g), its
+/// rows r < group * seq the pairs (query head g * group + r / seq, s = r % seq).
+template <typename T> struct CacheProblem {
+  const braid_cache_attention_shape &sh;
+  const T *q, *k, *v;
+  const int32_t *positions;
+  T *out;
+  Rope rope;
+  int64_t group;
+
+  int64_t rows() const { return group * sh.seq; }
+  int64_t headOf(int64_t g, int64_t r) const { return g * group + r / sh.seq; }
+  /// Position of item row r of sequence b.
+  int64_t posOf(int64_t b, int64_t r) const { return positions[b] + r % sh.seq; }
+  /// Keys [0, keysOf(b, r0, n)) hold every key that rows [r0, r0 + n) see.
+  int64_t keysOf(int64_t b, int64_t r0, int64_t n) const {
+    return positions[b] + std::min(sh.seq - 1, r0 % sh.seq + n - 1) + 1;
+  }
+  int64_t qRow(int64_t b, int64_t s, int64_t h) const { return (b * sh.seq + s) * sh.heads + h; }
+  int64_t cacheRow(int64_t b, int64_t t, int64_t g) const {
+    return (b * sh.cache_len + t) * sh.kv_heads + g;
+  }
+  /// q row r of item (b, g) rotated to its position into dst [D].
+  void loadQuery(int64_t b, int64_t g, int64_t r, float *dst) const {
+    loadRotated(q + qRow(b, r % sh.seq, headOf(g, r)) * sh.head_dim, dst, posOf(b, r), rope);
+  }
+  T *outRow(int64_t b, int64_t g, int64_t r) const {
+    return out + qRow(b, r % sh.seq, headOf(g, r)) * sh.v_head_dim;
+  }
+};
+
+//===--- Reference form (f64 accumulation): keys folded one at a time ------===//
+
+template <typename T> void referenceItem(const CacheProblem<T> &p, int64_t b, int64_t g) {
+  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim, R = p.rows();
+  const int64_t QB = queryBlock(D, Dv);
+  const float scale = float(p.sh.scale);
+  float qbuf[kBufFloats], acc[kBufFloats];
+  float kbuf[kMaxHeadDim], vbuf[kMaxHeadDim];
+  float mx[kMaxQB];
+  double l[kMaxQB];
+  int64_t pos[kMaxQB];
+  for (int64_t r0 = 0; r0 < R; r0 += QB) {
+    const int64_t qb = std::min(QB, R - r0);
+    int64_t tEnd = 0;
+    for (int64_t i = 0; i < qb; ++i) {
+      p.loadQuery(b, g, r0 + i, qbuf + i * D);
+      pos[i] = p.posOf(b, r0 + i);
+      tEnd = std::max(tEnd, pos[i] + 1);
+      mx[i] = -INFINITY;
+      l[i] = 0.0;
+      std::fill(acc + i * Dv, acc + (i + 1) * Dv, 0.0f);
+    }
+    for (int64_t t = 0; t < tEnd; ++t) {
+      const int64_t row = p.cacheRow(b, t, g);
+      for (int64_t e = 0; e < D; ++e)
+        kbuf[e] = braid::load(p.k + row * D, e);
+      for (int64_t e = 0; e < Dv; ++e)
+        vbuf[e] = braid::load(p.v + row * Dv, e);
+      for (int64_t i = 0; i < qb; ++i)
+        if (t <= pos[i])
+          foldKey(scale * dot(qbuf + i * D, kbuf, D), vbuf, Dv, mx[i], l[i], acc + i * Dv);
+    }
+    for (int64_t i = 0; i < qb; ++i) {
+      T *dst = p.outRow(b, g, r0 + i);
+      const float inv = l[i] > 0.0 ? float(1.0 / l[i]) : 0.0f;
+      for (int64_t e = 0; e < Dv; ++e)
+        braid::store(dst, e, acc[i * Dv + e] * inv);
+    }
+  }
+}
+
+//===--- GEMM form (BLAS) ----------------------------------------------------===//
+
+/// The cache rows [0, keys) of one (sequence, kv head) as f32 matrices with
+/// leading dimensions: the cache itself in f32, a converted copy otherwise.
+struct KeyRows {
+  const float *k, *v;
+  int64_t ldk, ldv;
+};
+
+template <typename T>
+KeyRows keyRows(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t keys, float *ws) {
+  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim;
+  const int64_t first = p.cacheRow(b, 0, g);
+  if constexpr (std::is_same_v<T, float>)
+    return {p.k + first * D, p.v + first * Dv, p.sh.kv_heads * D, p.sh.kv_heads * Dv};
+  float *kf = ws, *vf = ws + keys * D;
+  for (int64_t t = 0; t < keys; ++t) {
+    const int64_t row = p.cacheRow(b, t, g);
+    toF32(p.k + row * D, kf + t * D, D);
+    toF32(p.v + row * Dv, vf + t * Dv, Dv);
+  }
+  return {kf, vf, D, Dv};
+}
+
+/// Floats of keyRows' copy (none in f32).
+template <typename T> int64_t keyRowFloats(int64_t keys, int64_t D, int64_t Dv) {
+  return std::is_same_v<T, float> ? 0 : keys * (D + Dv);
+}
+
+template <typename T>
+void gemmItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxKeys, float *ws) {
+  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim, R = p.rows();
+  const KeyRows kv = keyRows(p, b, g, p.keysOf(b, 0, R), ws);
+  float *qr = ws + keyRowFloats<T>(maxKeys, D, Dv), *ob = qr + kQB * D, *sc = ob + kQB * Dv;
+  float rowM[kQB];
+  double rowL[kQB];
+  for (int64_t r0 = 0; r0 < R; r0 += kQB) {
+    const int64_t qb = std::min(kQB, R - r0);
+    const int64_t tEnd = p.keysOf(b, r0, qb);
+    for (int64_t i = 0; i < qb; ++i)
+      p.loadQuery(b, g, r0 + i, qr + i * D);
+    sgemm(false, true, qb, tEnd, D, qr, D, kv.k, kv.ldk, 0.0f, sc, tEnd); // S = Q' K^T
+    for (int64_t i = 0; i < qb; ++i) {
+      float *row = sc + i * tEnd;
+      const int64_t n = p.posOf(b, r0 + i) + 1; // keys t <= p
+      for (int64_t t = 0; t < n; ++t)
+        row[t] = float(p.sh.scale) * row[t];
+      std::fill(row + n, row + tEnd, 0.0f);
+      softmaxRow(row, n, rowM[i], rowL[i]);
+    }
+    sgemm(false, false, qb, Dv, tEnd, sc, tEnd, kv.v, kv.ldv, 0.0f, ob, Dv); // O = P V
+    for (int64_t i = 0; i < qb; ++i) {
+      T *dst = p.outRow(b, g, r0 + i);
+      const float inv = rowL[i] > 0.0 ? float(1.0 / rowL[i]) : 0.0f;
+      for (int64_t e = 0; e < Dv; ++e)
+        braid::store(dst, e, ob[i * Dv + e] * inv);
+    }
+  }
+}
+
+//===--- Entry ---------------------------------------------------------------===//
+
+/// Every sequence's query positions lie in the cache; returns the longest
+/// key range, max over b of positions[b] + seq.
+int64_t checkPositions(const braid_cache_attention_shape &sh, const int32_t *positions) {
+  int64_t maxKeys = 0;
+  for (int64_t b = 0; b < sh.batch; ++b) {
+    const int64_t first = positions[b], last = first + sh.seq - 1;
+    if (first < 0 || last >= sh.cache_len)
+      fail(kKernel, "sequence %lld attends at positions %lld..%lld, outside the cache's "
+                    "[0, %lld)",
+           (long long)b, (long long)first, (long long)last, (long long)sh.cache_len);
+    maxKeys = std::max(maxKeys, last + 1);
+  }
+  return maxKeys;
+}
+
+template <typename T>
+void cacheAttention(braid_dtype dt, const CacheProblem<T> &p, int64_t maxKeys) {
+  const braid_cache_attention_shape &sh = p.sh;
+  const int64_t items = sh.batch * sh.kv_heads;
+  if (!attentionByGemm(dt, sh.head_dim, sh.v_head_dim))
+    return parallelFor(items, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        referenceItem(p, i / sh.kv_heads, i % sh.kv_heads);
+    });
+  const int64_t threads = parallelThreads(items);
+  const int64_t slot = keyRowFloats<T>(maxKeys, sh.head_dim, sh.v_head_dim) +
+                       kQB * (sh.head_dim + sh.v_head_dim + maxKeys);
+  Scratch scratch(0, threads, slot * int64_t(sizeof(float)));
+  const SerialBlas serial(threads > 1);
+  parallelForSlots(items, [&](int64_t s, int64_t begin, int64_t end) {
+    float *ws = reinterpret_cast<float *>(scratch.slot(s));
+    for (int64_t i = begin; i < end; ++i)
+      gemmItem(p, i / sh.kv_heads, i % sh.kv_heads, maxKeys, ws);
+  });
+}
+
+} // namespace
+
+extern "C" void braid_k_cache_attention(braid_rt *, braid_dtype dt, const void *q,
+                                        const void *k_cache, const void *v_cache,
+                                        const int32_t *positions, void *out,
+                                        const braid_cache_attention_shape *shape) {
+  const braid_cache_attention_shape &sh = *shape;
+  if (sh.batch < 0 || sh.seq < 0 || sh.cache_len < 0 || sh.heads < 0)
+    fail(kKernel, "negative size (batch %lld, seq %lld, cache_len %lld, heads %lld)",
+         (long long)sh.batch, (long long)sh.seq, (long long)sh.cache_len, (long long)sh.heads);
+  if (sh.batch == 0 || sh.seq == 0 || sh.heads == 0)
+    return;
+  checkHeads(kKernel, sh.heads, sh.kv_heads, sh.head_dim, sh.v_head_dim);
+  checkRope(kKernel, sh.rope_theta, sh.head_dim);
+  const int64_t maxKeys = checkPositions(sh, positions);
+  withFloatType(dt, kKernel, [&](auto tag) {
+    using T = decltype(tag);
+    const CacheProblem<T> p{sh,        in<T>(q),   in<T>(k_cache),
+                            in<T>(v_cache), positions, braid::cpu::out<T>(out),
+                            Rope(sh.rope_theta, sh.head_dim), sh.heads / sh.kv_heads};
+    cacheAttention(dt, p, maxKeys);
+  });
+}
