@@ -344,7 +344,10 @@ __device__ __forceinline__ void attendQueryTile(const AttentionShape &sh,
     }
     float p[kRowsPerWarp];
     onlineSoftmaxStep(score, st, p);
-    accumulateShuffled(p, sV, Dv, Dv, min(kBlockK, sh.Skv - k0), st.acc);
+    // Keys from kEnd on are seen by no row (p = 0): not added, so that what
+    // lies there (a KV cache's rows past the positions) cannot enter as
+    // 0 * inf or 0 * NaN.
+    accumulateShuffled(p, sV, Dv, Dv, min(kBlockK, kEnd - k0), st.acc);
   }
 }
 

@@ -45,6 +45,11 @@ enum DeviceErrorCode : int {
   kTokenOutOfRange = 1,  // embedding
   kLabelOutOfRange = 2,  // cross_entropy
   kExpertOutOfRange = 3, // dispatch / combine
+  // The KV cache and generation kernels (cache.cu); `where` is the sequence.
+  kCacheWritePosition = 4,
+  kCacheAttentionPosition = 5,
+  kTakeRowsIndex = 6,
+  kAddPositionsRow = 7,
 };
 
 struct DeviceError {

@@ -42,16 +42,29 @@ DeviceError *deviceErrorPointer = nullptr; // device view of the same memory
 void *scratchPointer = nullptr;
 int64_t scratchBytes = 0;
 
-const char *errorKernel(int code) {
+/// What a device error record's code names: the kernel and its index, and
+/// what its `where` counts.
+struct ErrorText {
+  const char *what, *where;
+};
+ErrorText errorText(int code) {
   switch (code) {
   case kTokenOutOfRange:
-    return "embedding: token";
+    return {"embedding: token", "at flat position"};
   case kLabelOutOfRange:
-    return "cross_entropy: label";
+    return {"cross_entropy: label", "at flat position"};
   case kExpertOutOfRange:
-    return "dispatch/combine: expert index";
+    return {"dispatch/combine: expert index", "at flat position"};
+  case kCacheWritePosition:
+    return {"cache_write: position", "of sequence"};
+  case kCacheAttentionPosition:
+    return {"cache_attention: position", "of sequence"};
+  case kTakeRowsIndex:
+    return {"take_rows: index", "of sequence"};
+  case kAddPositionsRow:
+    return {"add_positions: position", "of sequence"};
   default:
-    return "kernel: index";
+    return {"kernel: index", "at flat position"};
   }
 }
 
@@ -76,10 +89,12 @@ void checkDeviceError() {
   if (!record)
     return;
   volatile DeviceError *v = record;
-  if (v->code != kNoError)
-    BRAID_CUDA_FATAL("%s %lld at flat position %lld is out of range [0, %lld)",
-                     errorKernel(v->code), static_cast<long long>(v->value),
+  if (v->code != kNoError) {
+    const ErrorText text = errorText(v->code);
+    BRAID_CUDA_FATAL("%s %lld %s %lld is out of range [0, %lld)", text.what,
+                     static_cast<long long>(v->value), text.where,
                      static_cast<long long>(v->where), static_cast<long long>(v->bound));
+  }
 }
 
 void *scratch(cudaStream_t stream, int64_t bytes) {
