@@ -17,6 +17,7 @@
 #include "braid/Conversion/Passes.h"
 #include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/dist/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -33,8 +34,8 @@ using Optimizer = mlir::braid::BraidOptimizerPassOptions;
 using Microbatch = mlir::braid::BraidMicrobatchPassOptions;
 using PipelineStages = mlir::braid::BraidPipelineStagesPassOptions;
 using Pipeline = mlir::braid::BraidPipelinePassOptions;
-using CollectiveMatmul = BraidCollectiveMatmulPassOptions;
-using ScheduleOverlap = BraidScheduleOverlapPassOptions;
+using CollectiveMatmul = mlir::dist::BraidCollectiveMatmulPassOptions;
+using ScheduleOverlap = mlir::dist::BraidScheduleOverlapPassOptions;
 } // namespace pass_options
 
 struct TrainingPipelineOptions

@@ -16,6 +16,7 @@
 
 #include "dialects/braid/Transforms/Passes.h"
 #include "dialects/braid/Transforms/Sharding.h"
+#include "dialects/dist/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -66,10 +67,10 @@ void buildDistLowering(OpPassManager &pm, const TrainingPipelineOptions &options
   if (options.collectiveMatmul != CollectiveMatmulMode::Never) {
     pass_options::CollectiveMatmul ring;
     ring.mode = options.collectiveMatmul;
-    pm.addPass(createBraidCollectiveMatmulPass(ring));
+    pm.addPass(mlir::dist::createBraidCollectiveMatmulPass(ring));
   }
   if (options.scheduleOverlap)
-    pm.addPass(createBraidScheduleOverlapPass(overlapOptions(options)));
+    pm.addPass(mlir::dist::createBraidScheduleOverlapPass(overlapOptions(options)));
 }
 
 /// The ranks of the grid's pp axis (1 without one; the grid's other checks
@@ -131,7 +132,7 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
     // Pipeline stages run programs of their own: each group's collectives
     // must come in one order in all of them.
     if (pipelined)
-      pm.addPass(createDistCheckCollectiveOrderPass());
+      pm.addPass(mlir::dist::createDistCheckCollectiveOrderPass());
   }
   return success();
 }

@@ -5,6 +5,7 @@
 #include "braid/Conversion/Passes.h"
 #include "braid/Pipelines.h"
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/dist/Transforms/Passes.h"
 
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
@@ -15,6 +16,7 @@ void braid::registerAllPasses() {
   // Upstream sharding propagation and partitioning.
   mlir::shard::registerShardPasses();
   mlir::braid::registerBraidPasses();
+  mlir::dist::registerDistPasses();
   braid::registerBraidConversionPasses();
   braid::registerTrainingPipeline();
 }

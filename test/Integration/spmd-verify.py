@@ -65,7 +65,7 @@ MATRIX += [
     ("gpt-tiny-b6", ["--grid", "dp=2", "--zero", "3"]),
     # Activations large enough next to the parameters that the overlap
     # scheduler moves ZeRO-3's gathers out of the layers and prefetches them
-    # a layer ahead (test/Conversion/BraidToDist/schedule-overlap-zero3.mlir).
+    # a layer ahead (test/Dialect/Dist/schedule-overlap-zero3.mlir).
     ("llama-tiny-b16-s64", ["--grid", "dp=2", "--zero", "3"]),
     ("mamba-tiny-b6", ["--grid", "dp=2,tp=2", "--seed", "3"]),
     # Collective matmul (--braid-collective-matmul, which the cost model

@@ -1,7 +1,7 @@
 //===- Groups.cpp - what every protocol family's lowering shares -----------===//
 //
 // A group in the form dist ops state it, the rank's coordinate over a
-// group, and the location of the ops an expansion adds.
+// group, and the replacement of a lowered op by its expansion.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,23 +15,6 @@ using namespace mlir;
 using namespace mlir::braid;
 
 namespace braid::conversion {
-
-std::string transferGroupKey(Operation *op) {
-  std::string key;
-  if (auto grid = op->getAttrOfType<FlatSymbolRefAttr>("grid"))
-    key = grid.getValue().str();
-  key += ":";
-  if (auto axes = op->getAttrOfType<DenseI16ArrayAttr>("grid_axes"))
-    for (int16_t axis : axes.asArrayRef())
-      key += std::to_string(axis) + ",";
-  return key;
-}
-
-Location unnamed(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getChildLoc();
-  return loc;
-}
 
 void replaceLowered(Operation *op, Value result) {
   Operation *producer = result.getDefiningOp();

@@ -32,7 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BraidToDist.h"
+#include "ScheduleOverlap.h"
 #include "LiveBytes.h"
 
 #include "braid/Support/Debug.h"
@@ -41,6 +41,7 @@
 #include "dialects/braid/Analysis/StepTiming.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
+#include "dialects/dist/IR/DistUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
@@ -97,7 +98,7 @@ public:
   /// `slack`: the bytes a function's peak of live bytes may exceed its
   /// program order's by (negative: no budget).
   Scheduler(ModuleOp module, unsigned prefetchAhead,
-            ::braid::conversion::BucketSizes buckets, bool moveCompute,
+            dist::BucketSizes buckets, bool moveCompute,
             const StepTiming *timing, int64_t slack)
       : module(module), symbols(module), prefetchAhead(prefetchAhead), buckets(buckets),
         moveCompute(moveCompute), timing(timing), slack(slack) {
@@ -117,7 +118,7 @@ public:
     llvm::StringSet<> g;
     func.walk([&](Operation *op) {
       if (isTransfer(op))
-        g.insert(::braid::conversion::transferGroupKey(op));
+        g.insert(dist::transferGroupKey(op));
       if (auto call = dyn_cast<func::CallOp>(op))
         if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
           for (const auto &k : groupsOf(callee))
@@ -172,7 +173,7 @@ public:
   /// model (ListSchedule.cpp). Returns the block's predicted seconds.
   double schedule(Block &block) {
     // The budget's base: the block's peak as the lowering ordered it.
-    int64_t base = ::braid::conversion::LiveBytes::programOrderPeak(
+    int64_t base = dist::LiveBytes::programOrderPeak(
         block, [&](Operation *op) { return callBytes(op, false); });
     LLVM_DEBUG({
       llvm::dbgs() << "scheduling";
@@ -182,9 +183,9 @@ public:
     });
     reorder(block, hoistStarts(block));
     largestBucket = std::max(
-        largestBucket, ::braid::conversion::bucketReductions(
-                           block, buckets, [&](Operation *op) { return ordered(op); },
-                           [&](Operation *op) { return isBarrier(op); }));
+        largestBucket,
+        dist::bucketReductions(block, buckets, [&](Operation *op) { return ordered(op); },
+                               [&](Operation *op) { return isBarrier(op); }));
     // What moves with a transfer is found afresh in the new order.
     moved.clear();
     auto barrier = [&](Operation *op) { return isBarrier(op); };
@@ -196,12 +197,12 @@ public:
     auto touched = [&](Operation *op) { return touchedParams(op); };
     auto sets = [&](Operation *op) { return setParams(op); };
     auto frame = [&](Operation *op, bool scheduled) { return callBytes(op, scheduled); };
-    ::braid::conversion::ListScheduleRules rules{
+    dist::ListScheduleRules rules{
         barrier, keepsOrder, groups, moving,     anchor,
         callTime, touched, sets, moveCompute, frame,
         slack < 0 ? -1 : base + slack};
-    ::braid::conversion::ListScheduleResult result =
-        ::braid::conversion::listSchedule(block, timing, rules);
+    dist::ListScheduleResult result =
+        dist::listSchedule(block, timing, rules);
     LLVM_DEBUG(logPlacement(block, result.seconds));
     if (auto func = dyn_cast<func::FuncOp>(block.getParentOp())) {
       peaks[func] = {result.peak, base};
@@ -219,7 +220,7 @@ private:
   /// The pp axis of a pipelined module.
   std::optional<int16_t> pp;
   unsigned prefetchAhead;
-  ::braid::conversion::BucketSizes buckets;
+  dist::BucketSizes buckets;
   bool moveCompute;
   /// What ops and transfers cost (null: nothing, program order).
   const StepTiming *timing;
@@ -338,7 +339,7 @@ private:
         // What only this transfer reads (a gradient's copy, a reshape to
         // the flat form it sends) moves with it.
         SmallVector<Operation *> chain = feeders(op, block);
-        std::string group = ::braid::conversion::transferGroupKey(op);
+        std::string group = dist::transferGroupKey(op);
         StartPlace place(block, chain, key);
         place.afterDependencies(*this, op,
                                 ordered(op) ? lastOnGroup.lookup(group) : nullptr,
@@ -498,7 +499,7 @@ private:
 
 } // namespace
 
-namespace braid::conversion {
+namespace mlir::dist {
 
 int64_t scheduleFunctions(ModuleOp module, unsigned prefetchAhead, BucketSizes buckets,
                           bool moveCompute, const StepTiming *timing, int64_t slack) {
@@ -507,4 +508,4 @@ int64_t scheduleFunctions(ModuleOp module, unsigned prefetchAhead, BucketSizes b
   return scheduler.largestBucket;
 }
 
-} // namespace braid::conversion
+} // namespace mlir::dist

@@ -35,10 +35,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BraidToDist.h"
+#include "ScheduleOverlap.h"
 #include "LiveBytes.h"
 
 #include "dialects/dist/IR/DistDialect.h"
+#include "dialects/dist/IR/DistUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -52,7 +53,7 @@
 
 using namespace mlir;
 
-namespace braid::conversion {
+namespace mlir::dist {
 
 namespace {
 
@@ -669,4 +670,4 @@ ListScheduleResult listSchedule(Block &block, const mlir::braid::StepTiming *tim
   return ReadyList(block, timing, rules).run();
 }
 
-} // namespace braid::conversion
+} // namespace mlir::dist

@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BRAID_LIB_CONVERSION_BRAIDTODIST_LIVEBYTES_H
-#define BRAID_LIB_CONVERSION_BRAIDTODIST_LIVEBYTES_H
+#ifndef BRAID_DIALECT_DIST_TRANSFORMS_LIVEBYTES_H
+#define BRAID_DIALECT_DIST_TRANSFORMS_LIVEBYTES_H
 
 #include "mlir/IR/Block.h"
 #include "llvm/ADT/DenseMap.h"
@@ -25,7 +25,7 @@
 
 #include <functional>
 
-namespace braid::conversion {
+namespace mlir::dist {
 
 class LiveBytes {
 public:
@@ -65,6 +65,6 @@ private:
   int64_t liveBytes = 0, peakBytes = 0;
 };
 
-} // namespace braid::conversion
+} // namespace mlir::dist
 
-#endif // BRAID_LIB_CONVERSION_BRAIDTODIST_LIVEBYTES_H
+#endif // BRAID_DIALECT_DIST_TRANSFORMS_LIVEBYTES_H

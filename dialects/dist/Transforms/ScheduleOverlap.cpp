@@ -23,9 +23,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "braid/Conversion/Passes.h"
+#include "dialects/dist/Transforms/Passes.h"
 
-#include "BraidToDist.h"
+#include "ScheduleOverlap.h"
 
 #include "braid/Support/Debug.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
@@ -42,10 +42,10 @@
 
 #define DEBUG_TYPE "braid-schedule-overlap"
 
-namespace braid {
+namespace mlir::dist {
 #define GEN_PASS_DEF_BRAIDSCHEDULEOVERLAPPASS
-#include "braid/Conversion/Passes.h.inc"
-} // namespace braid
+#include "dialects/dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -72,7 +72,7 @@ std::optional<int64_t> arenaBytes(ModuleOp module) {
 }
 
 struct BraidScheduleOverlapPass
-    : ::braid::impl::BraidScheduleOverlapPassBase<BraidScheduleOverlapPass> {
+    : mlir::dist::impl::BraidScheduleOverlapPassBase<BraidScheduleOverlapPass> {
   using BraidScheduleOverlapPassBase::BraidScheduleOverlapPassBase;
 
   void runOnOperation() override {
@@ -82,7 +82,7 @@ struct BraidScheduleOverlapPass
     // Memory-neutral (each gather writes its parameter in place from a view
     // of it): the budget's baseline is the deferred program's.
     if (deferParamGather)
-      ::braid::conversion::deferParamGathers(module);
+      dist::deferParamGathers(module);
     std::optional<int64_t> before = arenaBytes(module);
     baseline = before;
     LLVM_DEBUG({
@@ -96,8 +96,8 @@ struct BraidScheduleOverlapPass
                         "program: any schedule fits\n";
     });
     constexpr double kMiB = 1024.0 * 1024.0;
-    ::braid::conversion::BucketSizes buckets{static_cast<int64_t>(bucketMb * kMiB),
-                                             static_cast<int64_t>(firstBucketMb * kMiB)};
+    dist::BucketSizes buckets{static_cast<int64_t>(bucketMb * kMiB),
+                              static_cast<int64_t>(firstBucketMb * kMiB)};
     // Each try schedules a copy of the module, kept if its peak of live
     // bytes fits the budget: ZeRO-3's gathers moved out of their layers'
     // functions (held through the call, a layer's gathered parameters cost
@@ -164,7 +164,7 @@ struct BraidScheduleOverlapPass
   /// result if it fits the budget over `before`; false leaves `module` as it
   /// was (and clears `hoistable` when there was no gather to move).
   bool attempt(ModuleOp module, std::optional<int64_t> before,
-               ::braid::conversion::BucketSizes buckets, bool hoisted, unsigned ahead,
+               dist::BucketSizes buckets, bool hoisted, unsigned ahead,
                bool moveCompute, bool &hoistable) {
     LLVM_DEBUG(llvm::dbgs()
                << "try: ZeRO-3 gathers " << (hoisted ? "out of" : "in")
@@ -238,20 +238,20 @@ struct BraidScheduleOverlapPass
   /// another (`hoisted` with no gather to move). `hoisted`: ZeRO-3's gathers
   /// first leave their functions; with `buckets`, reductions are bucketed.
   Try scheduled(ModuleOp module, bool hoisted, unsigned ahead,
-                ::braid::conversion::BucketSizes buckets, bool moveCompute) {
+                dist::BucketSizes buckets, bool moveCompute) {
     Try t;
     t.module = module.clone();
-    if (hoisted && !(t.prefetch = ::braid::conversion::hoistArgumentGathers(*t.module)))
+    if (hoisted && !(t.prefetch = dist::hoistArgumentGathers(*t.module)))
       return Try();
     // The clone's grid is the module's (read by makeTiming).
     if ((*t.module)->hasAttr("braid.pipeline_entries") && grid)
-      ::braid::conversion::specializeLastBackward(*t.module, grid->find("pp"));
+      dist::specializeLastBackward(*t.module, grid->find("pp"));
     int64_t slack = -1;
     if (baseline)
       slack = static_cast<int64_t>(static_cast<double>(*baseline) * memoryGrowth) +
               (ahead ? t.prefetch : 0);
-    t.largestBucket = ::braid::conversion::scheduleFunctions(*t.module, ahead, buckets,
-                                                             moveCompute, timing.get(), slack);
+    t.largestBucket = dist::scheduleFunctions(*t.module, ahead, buckets, moveCompute,
+                                              timing.get(), slack);
     t.peak = arenaBytes(*t.module);
     return t;
   }

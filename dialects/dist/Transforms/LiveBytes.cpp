@@ -19,7 +19,7 @@
 using namespace mlir;
 using namespace mlir::braid;
 
-namespace braid::conversion {
+namespace mlir::dist {
 
 LiveBytes::LiveBytes(Block &block, std::function<int64_t(Operation *)> callBytes)
     : callBytes(std::move(callBytes)) {
@@ -185,4 +185,4 @@ int64_t LiveBytes::programOrderPeak(Block &block,
   return live.peak();
 }
 
-} // namespace braid::conversion
+} // namespace mlir::dist

@@ -7,26 +7,25 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BraidToDist.h"
+#include "dialects/dist/Transforms/Passes.h"
 
-#include "braid/Conversion/Passes.h"
-
+#include "braid/CostModel/CommCost.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
-#include "braid/CostModel/CommCost.h"
+#include "dialects/dist/IR/DistUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 
-namespace braid {
+namespace mlir::dist {
 #define GEN_PASS_DEF_BRAIDCOLLECTIVEMATMULPASS
-#include "braid/Conversion/Passes.h.inc"
-} // namespace braid
+#include "dialects/dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
 
 using namespace mlir;
 using namespace mlir::braid;
-using ::braid::conversion::unnamed;
+using dist::unnamed;
 
 namespace {
 
@@ -476,7 +475,7 @@ void decompose(Scatter c) {
 }
 
 struct BraidCollectiveMatmulPass
-    : ::braid::impl::BraidCollectiveMatmulPassBase<BraidCollectiveMatmulPass> {
+    : mlir::dist::impl::BraidCollectiveMatmulPassBase<BraidCollectiveMatmulPass> {
   using BraidCollectiveMatmulPassBase::BraidCollectiveMatmulPassBase;
 
   void runOnOperation() override {

@@ -2,13 +2,13 @@
 //
 // Two rewrites that --braid-schedule-overlap (ScheduleOverlap.cpp) runs
 // before it orders a function, each putting transfers where the schedule can
-// start them early (BraidToDist.h): a pipeline stage's gradient reductions
+// start them early (ScheduleOverlap.h): a pipeline stage's gradient reductions
 // into a copy of its chunk's last backward, ZeRO-3's gathers out of the
 // layers' functions into their callers.
 //
 //===----------------------------------------------------------------------===//
 
-#include "BraidToDist.h"
+#include "ScheduleOverlap.h"
 
 #include "dialects/braid/Analysis/ElementwiseFusion.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
@@ -99,7 +99,7 @@ SmallVector<Reduction> reductionsAfter(func::CallOp call, std::optional<int16_t>
 /// keeps its attributes (the pipeline action the trace brackets).
 } // namespace
 
-namespace braid::conversion {
+namespace mlir::dist {
 
 void specializeLastBackward(ModuleOp module, std::optional<int16_t> pp) {
   auto entries = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries");
@@ -291,4 +291,4 @@ int64_t hoistArgumentGathers(ModuleOp module) {
   return largest;
 }
 
-} // namespace braid::conversion
+} // namespace mlir::dist

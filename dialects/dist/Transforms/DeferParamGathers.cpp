@@ -25,7 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BraidToDist.h"
+#include "ScheduleOverlap.h"
 
 #include "dialects/braid/Analysis/PersistentEffects.h"
 #include "dialects/braid/IR/BraidOps.h"
@@ -239,7 +239,7 @@ private:
 
 } // namespace
 
-namespace braid::conversion {
+namespace mlir::dist {
 
 unsigned deferParamGathers(ModuleOp module) {
   Deferral deferral(module);
@@ -249,4 +249,4 @@ unsigned deferParamGathers(ModuleOp module) {
   return moved;
 }
 
-} // namespace braid::conversion
+} // namespace mlir::dist

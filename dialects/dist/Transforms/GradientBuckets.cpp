@@ -27,11 +27,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "BraidToDist.h"
+#include "ScheduleOverlap.h"
 
 #include "dialects/braid/Analysis/MemoryPlan.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
+#include "dialects/dist/IR/DistUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
@@ -74,7 +75,7 @@ Value bucketableInput(Operation *op) {
 /// element type.
 std::string classOf(Operation *op, Value input) {
   std::string key = op->getName().getStringRef().str() + "|" +
-                    ::braid::conversion::transferGroupKey(op);
+                    dist::transferGroupKey(op);
   llvm::raw_string_ostream os(key);
   os << "|" << op->getAttr("reduction") << "|"
      << cast<RankedTensorType>(input.getType()).getElementType();
@@ -161,7 +162,7 @@ void materialize(const Bucket &bucket) {
 
 } // namespace
 
-namespace braid::conversion {
+namespace mlir::dist {
 
 int64_t bucketReductions(Block &block, BucketSizes sizes,
                          llvm::function_ref<bool(Operation *)> ordered,
@@ -219,4 +220,4 @@ int64_t bucketReductions(Block &block, BucketSizes sizes,
   return largest;
 }
 
-} // namespace braid::conversion
+} // namespace mlir::dist

@@ -8,17 +8,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "braid/Conversion/Passes.h"
+#include "dialects/dist/Transforms/Passes.h"
 
-#include "BraidToDist.h"
+#include "dialects/braid/IR/Grid.h"
+#include "dialects/dist/IR/DistDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-namespace braid {
+namespace mlir::dist {
 #define GEN_PASS_DEF_DISTCHECKCOLLECTIVEORDERPASS
-#include "braid/Conversion/Passes.h.inc"
-} // namespace braid
+#include "dialects/dist/Transforms/Passes.h.inc"
+} // namespace mlir::dist
 
 using namespace mlir;
 
@@ -142,7 +143,7 @@ LogicalResult checkTransfers(ArrayRef<func::FuncOp> stages, ArrayRef<Transfers> 
 }
 
 struct DistCheckCollectiveOrderPass
-    : ::braid::impl::DistCheckCollectiveOrderPassBase<
+    : mlir::dist::impl::DistCheckCollectiveOrderPassBase<
           DistCheckCollectiveOrderPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
