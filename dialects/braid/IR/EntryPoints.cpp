@@ -86,6 +86,17 @@ SmallVector<func::FuncOp> mlir::braid::getPrograms(ModuleOp module) {
   return programs;
 }
 
+FailureOr<SmallVector<func::FuncOp>>
+mlir::braid::getRankSteps(ModuleOp module, std::optional<EntryKind> kind,
+                          StringRef purpose) {
+  if (module->hasAttr(kPipelineEntriesAttrName))
+    return getPrograms(module);
+  FailureOr<func::FuncOp> entry = getUniqueEntry(module, kind, purpose);
+  if (failed(entry))
+    return failure();
+  return SmallVector<func::FuncOp>{*entry};
+}
+
 FailureOr<func::FuncOp> mlir::braid::getProgram(ModuleOp module, int64_t rank,
                                                 StringRef purpose) {
   if (!module->hasAttr(kPipelineEntriesAttrName)) {

@@ -42,6 +42,13 @@ FailureOr<func::FuncOp> getUniqueEntry(ModuleOp module,
                                        std::optional<EntryKind> kind,
                                        StringRef purpose);
 
+/// The step functions of a module's ranks: a pipelined module's ranks'
+/// entries in rank order (`braid.pipeline_entries`), else its one entry point
+/// (of `kind`, when given; getUniqueEntry's error beginning with `purpose`
+/// when there is not exactly one).
+FailureOr<SmallVector<func::FuncOp>>
+getRankSteps(ModuleOp module, std::optional<EntryKind> kind, StringRef purpose);
+
 /// The program of pipeline rank `rank` (getPrograms); in a module without a
 /// pipeline, rank 0 is its one entry point. A located error beginning with
 /// `purpose` otherwise.

@@ -2,6 +2,7 @@
 
 #include "dialects/braid/Transforms/EntryPass.h"
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/ReportNumbers.h"
 
 #include "dialects/braid/Analysis/ModelStats.h"
 #include "dialects/braid/IR/BraidOps.h"
@@ -19,14 +20,6 @@ namespace mlir::braid {
 
 using namespace mlir;
 using namespace mlir::braid;
-
-/// Prints integers exactly and other values with 6 decimals.
-static void printValue(llvm::raw_ostream &os, double value) {
-  if (value == std::floor(value) && std::fabs(value) < 9.0e15)
-    os << static_cast<int64_t>(value);
-  else
-    os << llvm::format("%.6f", value);
-}
 
 static void printAttribute(llvm::raw_ostream &os, Attribute attr) {
   if (auto str = dyn_cast<StringAttr>(attr))
@@ -55,7 +48,7 @@ struct BraidModelStatsPass
     llvm::raw_ostream &os = llvm::outs();
     auto line = [&](const Twine &name, double value) {
       os << name << ": ";
-      printValue(os, value);
+      printReportNumber(os, value);
       os << "\n";
     };
     if (auto config = module->getAttrOfType<DictionaryAttr>(kModelAttrName)) {

@@ -71,20 +71,11 @@ struct BraidOptimizerPass
     }
     // A pipelined module has a step function per pipeline rank, each
     // updating its own parameters.
-    SmallVector<func::FuncOp> steps;
-    if (auto entries = module->getAttrOfType<ArrayAttr>(
-            kPipelineEntriesAttrName)) {
-      for (Attribute e : entries)
-        steps.push_back(symbols->lookup<func::FuncOp>(
-            cast<FlatSymbolRefAttr>(e).getValue()));
-    } else {
-      FailureOr<func::FuncOp> step =
-          getUniqueEntry(module, EntryKind::TrainStep, "--braid-optimizer");
-      if (failed(step))
-        return signalPassFailure();
-      steps.push_back(*step);
-    }
-    for (func::FuncOp step : steps)
+    FailureOr<SmallVector<func::FuncOp>> steps =
+        getRankSteps(module, EntryKind::TrainStep, "--braid-optimizer");
+    if (failed(steps))
+      return signalPassFailure();
+    for (func::FuncOp step : *steps)
       if (failed(updateStep(step)))
         return signalPassFailure();
   }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/ReportNumbers.h"
 
 #include "dialects/braid/Analysis/PipelineSchedule.h"
 #include "dialects/braid/IR/EntryPoints.h"
@@ -26,14 +27,6 @@ namespace mlir::braid {
 
 using namespace mlir;
 using namespace mlir::braid;
-
-/// Integers exactly, other values with 6 decimals (as --braid-model-stats).
-static void printValue(llvm::raw_ostream &os, double value) {
-  if (value == std::floor(value) && std::fabs(value) < 9.0e15)
-    os << static_cast<int64_t>(value);
-  else
-    os << llvm::format("%.6f", value);
-}
 
 /// Chrome/Perfetto JSON, the format runtime/src/trace.cpp writes: one
 /// complete event per action, a thread per rank.
@@ -138,7 +131,7 @@ struct BraidPrintSchedulePass
     }
     auto line = [&](const Twine &name, double value) {
       os << name << ": ";
-      printValue(os, value);
+      printReportNumber(os, value);
       os << "\n";
     };
     line("makespan", sim->makespan);

@@ -219,10 +219,24 @@ LogicalResult partitionOp(Operation *op, ArrayRef<Value> partitionedOperands,
             "--braid-partition";
 }
 
+/// A model of the upstream interface whose partitioning is partitionOp.
+template <typename Model, typename ConcreteOp>
+struct PartitionedModel
+    : public shard::ShardingInterface::ExternalModel<Model, ConcreteOp> {
+  LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
+                          ArrayRef<Sharding> operandShardings,
+                          ArrayRef<Sharding> resultShardings,
+                          IRMapping &partitionMap,
+                          SymbolTableCollection &symbolTable,
+                          OpBuilder &builder) const {
+    return partitionOp(op, partitionedOperands, operandShardings,
+                       resultShardings, partitionMap, symbolTable, builder);
+  }
+};
+
 /// The model of any op with a factor rule (ShardingRuleOpInterface).
 struct FactorRuleShardingModel
-    : public shard::ShardingInterface::ExternalModel<FactorRuleShardingModel,
-                                                     ShardingRuleOpInterface> {
+    : PartitionedModel<FactorRuleShardingModel, ShardingRuleOpInterface> {
   SmallVector<IteratorType> getLoopIteratorTypes(Operation *op) const {
     FailureOr<LoopNest> nest = getLoopNest(op);
     return succeeded(nest) ? nest->iteratorTypes : SmallVector<IteratorType>();
@@ -245,16 +259,6 @@ struct FactorRuleShardingModel
                     ArrayRef<Sharding> resultShardings) const {
     return getRuleShardingOption(op, operandShardings, resultShardings);
   }
-
-  LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
-                          ArrayRef<Sharding> operandShardings,
-                          ArrayRef<Sharding> resultShardings,
-                          IRMapping &partitionMap,
-                          SymbolTableCollection &symbolTable,
-                          OpBuilder &builder) const {
-    return partitionOp(op, partitionedOperands, operandShardings,
-                       resultShardings, partitionMap, symbolTable, builder);
-  }
 };
 
 /// braid.get_param has no rule (it computes nothing) but starts the chains
@@ -262,24 +266,13 @@ struct FactorRuleShardingModel
 /// upstream models tensor.empty. Its result must keep the declared type, so
 /// only a replicated read is partitioned upstream.
 struct GetParamShardingModel
-    : public shard::ShardingInterface::ExternalModel<GetParamShardingModel,
-                                                     GetParamOp> {
+    : PartitionedModel<GetParamShardingModel, GetParamOp> {
   SmallVector<IteratorType> getLoopIteratorTypes(Operation *op) const {
     return SmallVector<IteratorType>(rank(op), IteratorType::parallel);
   }
 
   SmallVector<AffineMap> getIndexingMaps(Operation *op) const {
     return {AffineMap::getMultiDimIdentityMap(rank(op), op->getContext())};
-  }
-
-  LogicalResult partition(Operation *op, ArrayRef<Value> partitionedOperands,
-                          ArrayRef<Sharding> operandShardings,
-                          ArrayRef<Sharding> resultShardings,
-                          IRMapping &partitionMap,
-                          SymbolTableCollection &symbolTable,
-                          OpBuilder &builder) const {
-    return partitionOp(op, partitionedOperands, operandShardings,
-                       resultShardings, partitionMap, symbolTable, builder);
   }
 
 private:

@@ -263,24 +263,13 @@ mlir::braid::simulateStep(ModuleOp module,
     return failure();
   if (!*grid)
     return module.emitError("simulating the step: the module is not partitioned (no grid)");
-  SmallVector<func::FuncOp> funcs;
-  if (auto stages = module->getAttrOfType<ArrayAttr>(kPipelineEntriesAttrName)) {
-    for (Attribute stage : stages) {
-      auto ref = dyn_cast<FlatSymbolRefAttr>(stage);
-      auto func = ref ? module.lookupSymbol<func::FuncOp>(ref) : func::FuncOp();
-      if (!func)
-        return module.emitError("simulating the step: a stage names no function: ") << stage;
-      funcs.push_back(func);
-    }
-  } else {
-    FailureOr<func::FuncOp> step =
-        getUniqueEntry(module, std::nullopt, "simulating the step");
-    if (failed(step))
-      return failure();
-    funcs.push_back(*step);
-  }
+  // The verifier has checked that braid.pipeline_entries names functions.
+  FailureOr<SmallVector<func::FuncOp>> funcs =
+      getRankSteps(module, std::nullopt, "simulating the step");
+  if (failed(funcs))
+    return failure();
   StepTiming timing(**grid, hardware, links, calibration);
-  std::optional<SmallVector<SimulatedProgram>> out = simulatePrograms(module, funcs, timing);
+  std::optional<SmallVector<SimulatedProgram>> out = simulatePrograms(module, *funcs, timing);
   if (!out)
     return module.emitError("simulating the step: the stages wait for each other forever");
   return std::move(*out);
