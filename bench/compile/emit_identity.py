@@ -61,26 +61,44 @@ def preset(out_dir, name, *extra):
     return path
 
 
-def programs(module):
-    with open(module) as f:
-        head = f.read(8192)
-    m = re.search(r"braid\.pipeline_entries = \[([^\]]*)\]", head)
-    return re.findall(r"@([\w.]+)", m.group(1)) if m else [""]
-
-
 def compile_one(bin_dir, out_dir, name, model, options):
-    """Partitions `model` under `options` and emits every program; returns
-    an error line or None."""
+    """Partitions `model` under `options` and emits every program as
+    `name`.<program>.cpp (`name`.step.cpp for a module's only program);
+    returns an error line or None."""
     module = os.path.join(out_dir, f"{name}.mlir")
     r = subprocess.run([os.path.join(bin_dir, "braid-opt"), model,
                         f"--braid-training-pipeline={options}", "-o", module],
                        capture_output=True, text=True)
     if r.returncode:
         return f"braid-opt failed: {name}: {r.stderr.strip()[-400:]}"
-    for program in programs(module):
+    translate = [os.path.join(bin_dir, "braid-translate"), "--braid-to-cpp", module]
+    with open(module) as f:
+        pipelined = "braid.pipeline_entries = [" in f.read(8192)
+    # Every program from one parse of the module (--braid-output-dir).
+    with tempfile.TemporaryDirectory(dir=out_dir) as programs_dir:
+        r = subprocess.run(translate + [f"--braid-output-dir={programs_dir}"],
+                           capture_output=True, text=True)
+        if "Unknown command line argument '--braid-output-dir" in r.stderr:
+            return compile_each(translate, out_dir, name, module)  # an older build
+        if r.returncode:
+            return f"braid-translate failed: {name}: {r.stderr.strip()[-400:]}"
+        files = sorted(os.listdir(programs_dir))
+        if not pipelined and len(files) != 1:
+            return f"braid-translate: {name}: {len(files)} programs in a module without a pipeline"
+        for file in files:
+            program = file[:-len(".cpp")] if pipelined else "step"
+            os.replace(os.path.join(programs_dir, file),
+                       os.path.join(out_dir, f"{name}.{program}.cpp"))
+    return None
+
+
+def compile_each(translate, out_dir, name, module):
+    """Builds before --braid-output-dir: one braid-translate run per program."""
+    with open(module) as f:
+        m = re.search(r"braid\.pipeline_entries = \[([^\]]*)\]", f.read(8192))
+    for program in re.findall(r"@([\w.]+)", m.group(1)) if m else [""]:
         cpp = os.path.join(out_dir, f"{name}.{program or 'step'}.cpp")
-        r = subprocess.run([os.path.join(bin_dir, "braid-translate"), "--braid-to-cpp",
-                            f"--braid-program={program}", module, "-o", cpp],
+        r = subprocess.run(translate + [f"--braid-program={program}", "-o", cpp],
                            capture_output=True, text=True)
         if r.returncode:
             return f"braid-translate failed: {name} {program}: {r.stderr.strip()[-400:]}"

@@ -3,8 +3,9 @@ number of layers, under the configurations the planner chooses.
 
 Builds GPT-3 175B (d 12288, 96 heads, bf16) at several layer counts and, for
 each configuration, runs `braid-opt --braid-training-pipeline` with
--mlir-timing and then `braid-translate --braid-to-cpp` on every program it
-produced (a pipeline's ranks each get one). It prints each pass's seconds per
+-mlir-timing and then `braid-translate --braid-to-cpp --braid-output-dir`,
+which emits every program it produced (a pipeline's ranks each get one) from
+one parse of the module. It prints each pass's seconds per
 layer count, the emitter's and the total, and each one's log-log slope over
 the layer counts (a least-squares fit: 1.0 is linear in the model, 2.0
 quadratic), and judges them against the bar: every pass and the emitter at
@@ -57,15 +58,6 @@ def build_model(tmp, layers):
     return path
 
 
-def programs(module):
-    """The programs braid-translate emits from `module`: a pipeline's rank
-    steps by name, else the only one (an empty name)."""
-    with open(module) as f:
-        head = f.read(4096)
-    m = re.search(r"braid\.pipeline_entries = \[([^\]]*)\]", head)
-    return re.findall(r"@([\w.]+)", m.group(1)) if m else [""]
-
-
 def run_once(bin_dir, model, options, out):
     """Seconds per pass (-mlir-timing), of the emitter and in total."""
     r = subprocess.run([os.path.join(bin_dir, "braid-opt"), model,
@@ -80,14 +72,14 @@ def run_once(bin_dir, model, options, out):
             times[m.group(2)] = times.get(m.group(2), 0.0) + float(m.group(1))
     total = re.search(r"Total Execution Time: ([\d.]+) seconds", r.stderr)
     times["pipeline"] = float(total.group(1))
+    # Every program (a pipeline's ranks) from one parse of the module, as
+    # braid-run emits them.
+    programs_dir = out + ".programs"
     start = time.perf_counter()
-    for program in programs(out):
-        cmd = [os.path.join(bin_dir, "braid-translate"), "--braid-to-cpp", out, "-o", os.devnull]
-        if program:
-            cmd.insert(2, f"--braid-program={program}")
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"braid-translate failed on {options}:\n{r.stderr[-2000:]}")
+    r = subprocess.run([os.path.join(bin_dir, "braid-translate"), "--braid-to-cpp",
+                        f"--braid-output-dir={programs_dir}", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"braid-translate failed on {options}:\n{r.stderr[-2000:]}")
     times["braid-translate"] = time.perf_counter() - start
     times["total"] = times["pipeline"] + times["braid-translate"]
     return times

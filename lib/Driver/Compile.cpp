@@ -190,18 +190,21 @@ compileModel(ModuleOp module, const TrainingPipelineOptions &given,
   // leaves one).
   const bool staged = entries->size() > 1;
   // Every source is emitted (and written) before any is built, so that
-  // --emit-cpp shows all stages when one fails to build.
-  SmallVector<std::string> sources;
+  // --emit-cpp shows all stages when one fails to build. All of them come
+  // from one call, as from `braid-translate --braid-output-dir`: what the
+  // stages share is computed once.
   if (options.progress)
     options.progress->phase("emitting C++");
+  ::braid::CppEmitOptions emitOptions;
+  emitOptions.rollRepeats = options.rollRepeats;
+  FailureOr<SmallVector<::braid::EmittedProgram>> emitted =
+      ::braid::emitProgramsAsCpp(module, emitOptions);
+  if (failed(emitted))
+    return failure();
+  SmallVector<std::string> sources;
   std::string error;
-  for (auto [stage, name] : llvm::enumerate(*entries)) {
-    std::string &source = sources.emplace_back();
-    llvm::raw_string_ostream os(source);
-    ::braid::CppEmitOptions emitOptions;
-    emitOptions.rollRepeats = options.rollRepeats;
-    if (failed(::braid::emitProgramAsCpp(module, name, os, emitOptions)))
-      return failure();
+  for (auto [stage, program] : llvm::enumerate(*emitted)) {
+    std::string &source = sources.emplace_back(std::move(program.source));
     if (emit && !options.emitCpp.empty()) {
       auto out = openOutputFile(
           staged ? stageFile(options.emitCpp, stage) : options.emitCpp, &error);

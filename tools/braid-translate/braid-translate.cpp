@@ -1,7 +1,10 @@
 //===- braid-translate.cpp - Braid's translation driver -------------------===//
 //
 // Translates braid programs out of MLIR, in the manner of mlir-translate:
-// `braid-translate --braid-to-cpp program.mlir -o program.cpp`.
+// `braid-translate --braid-to-cpp program.mlir -o program.cpp`, one program
+// (--braid-program=NAME when the module has several), or every program of
+// a module from one parse of it, one file each (a pipeline's ranks):
+// `braid-translate --braid-to-cpp --braid-output-dir=DIR module.mlir`.
 //
 //===----------------------------------------------------------------------===//
 

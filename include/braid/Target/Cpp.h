@@ -3,8 +3,11 @@
 #define BRAID_TARGET_CPP_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <string>
 
 namespace braid {
 
@@ -26,7 +29,24 @@ mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef prog
                                      llvm::raw_ostream &os,
                                      const CppEmitOptions &options = {});
 
-/// Registers the `--braid-to-cpp` translation.
+/// One program of a module and its C++ source.
+struct EmittedProgram {
+  /// Its function's name (a pipeline rank's step, or an entry point).
+  std::string name;
+  std::string source;
+};
+
+/// Emits every program of `module` (mlir::braid::getPrograms: a pipeline's
+/// ranks in rank order, else its entry points), each as emitProgramAsCpp
+/// would, byte for byte; what a pipeline's programs share (the
+/// communicators every rank creates, which rank dumps a tensor) is computed
+/// once rather than once per program.
+mlir::FailureOr<llvm::SmallVector<EmittedProgram>>
+emitProgramsAsCpp(mlir::ModuleOp module, const CppEmitOptions &options = {});
+
+/// Registers the `--braid-to-cpp` translation: the program --braid-program
+/// names (or the module's only one) to the output, or, with
+/// --braid-output-dir=DIR, every program to DIR/<name>.cpp from one parse.
 void registerToCppTranslation();
 
 } // namespace braid

@@ -391,48 +391,46 @@ static mlir::FailureOr<mlir::func::FuncOp> findProgram(mlir::ModuleOp module,
     if (programs.size() == 1)
       return programs.front();
     if (programs.empty())
-      return module.emitError("no program to emit: no entry point (a public "
-                              "func.func with a body marked braid.entry)");
-    return module.emitError("the module has ")
+      return mlir::emitError(module.getLoc(),
+                             "no program to emit: no entry point (a public "
+                             "func.func with a body marked braid.entry)");
+    return mlir::emitError(module.getLoc(), "the module has ")
            << programs.size()
-           << " programs (entry points or pipeline ranks): name the one to emit";
+           << " programs (entry points or pipeline ranks): name the one to "
+              "emit";
   }
   for (mlir::func::FuncOp program : programs)
     if (program.getSymName() == name)
       return program;
-  return module.emitError("no program @")
+  return mlir::emitError(module.getLoc(), "no program @")
          << name << " to emit: the module's programs are its entry points "
          << "(braid.entry) or its pipeline ranks (braid.pipeline_entries)";
 }
 
-mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef program,
-                                     llvm::raw_ostream &os,
-                                     const CppEmitOptions &options) {
-  mlir::FailureOr<mlir::func::FuncOp> entry = findProgram(module, program);
-  if (mlir::failed(entry))
-    return mlir::failure();
-  mlir::FailureOr<mlir::braid::ProgramPlan> plan = mlir::braid::planProgram(module, *entry);
-  if (mlir::failed(plan))
-    return mlir::failure();
-  cpp::ProgramEmitter emitter(module, *plan, options);
-  auto entries = module->getAttrOfType<mlir::ArrayAttr>(kPipelineEntriesAttr);
-  if (!entries)
-    return emitter.emit(os);
+namespace {
+/// What the programs of a pipelined module share, computed once per module
+/// however many of its programs are emitted: the communicators every rank
+/// creates (in one order: creating one is collective over all ranks) and
+/// the lowest rank holding each persistent tensor (the one that dumps it).
+struct PipelineShared {
+  llvm::SmallVector<std::string> commGroups;
+  llvm::StringMap<int64_t> lowestHolder;
+  /// Whether the ranks lie along a pp axis of the grid.
+  bool onPipelineAxis = false;
+};
+} // namespace
 
-  // A pipeline: every rank's program creates the communicators any of them
-  // uses (creating one is collective over all ranks), in one order, plus
-  // the group of its own stage (every axis but pp), which dumps use; the
-  // lowest rank holding a tensor dumps it.
-  auto rank = plan->entry->getAttrOfType<mlir::IntegerAttr>("braid.pipeline_rank");
-  if (!rank)
-    return plan->entry.emitError("a pipelined module's programs are the "
-                                 "functions of braid.pipeline_entries");
-  emitter.pipelineRank = rank.getInt();
+static mlir::FailureOr<PipelineShared>
+collectPipelineShared(mlir::ModuleOp module, mlir::ArrayAttr entries) {
+  PipelineShared shared;
   std::set<std::string> groups;
-  llvm::StringMap<int64_t> lowest;
+  mlir::SymbolTable symbols(module);
   for (auto [k, e] : llvm::enumerate(entries)) {
-    auto stage = module.lookupSymbol<mlir::func::FuncOp>(
-        llvm::cast<mlir::FlatSymbolRefAttr>(e).getValue());
+    auto name = llvm::cast<mlir::FlatSymbolRefAttr>(e).getValue();
+    auto stage = symbols.lookup<mlir::func::FuncOp>(name);
+    if (!stage)
+      return mlir::emitError(module.getLoc(), "braid.pipeline_entries names @")
+             << name << ", which is not a function of the module";
     // Its persistent tensors only: its frames are its own emission's.
     mlir::FailureOr<mlir::braid::ProgramPlan> other =
         mlir::braid::planProgram(module, stage,
@@ -441,12 +439,14 @@ mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef prog
       return mlir::failure();
     for (const auto *list : {&other->params, &other->states})
       for (const mlir::braid::PersistentTensor &t : *list)
-        lowest.try_emplace(t.name, static_cast<int64_t>(k));
+        shared.lowestHolder.try_emplace(t.name, static_cast<int64_t>(k));
     if (mlir::failed(collectCommGroups(module, other->entry, groups)))
       return mlir::failure();
   }
+  // Plus the group of a rank's own stage (every axis but pp), which dumps use.
   if (mlir::shard::GridOp grid = mlir::braid::getProgramGrid(module)) {
-    mlir::FailureOr<llvm::SmallVector<std::string>> names = mlir::braid::getGridAxisNames(grid);
+    mlir::FailureOr<llvm::SmallVector<std::string>> names =
+        mlir::braid::getGridAxisNames(grid);
     if (mlir::failed(names))
       return mlir::failure();
     std::string stage;
@@ -454,15 +454,82 @@ mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef prog
       if (axis != "pp")
         stage += (stage.empty() ? "" : ",") + axis;
       else
-        emitter.onPipelineAxis = true;
+        shared.onPipelineAxis = true;
     if (!stage.empty())
       groups.insert(stage);
   }
-  emitter.commGroups.assign(groups.begin(), groups.end());
+  shared.commGroups.assign(groups.begin(), groups.end());
+  return shared;
+}
+
+/// Emits the program `entry`. `shared` caches what a pipeline's programs
+/// share: the first of them to be emitted fills it.
+static mlir::LogicalResult emitProgram(mlir::ModuleOp module,
+                                       mlir::func::FuncOp entry,
+                                       std::optional<PipelineShared> &shared,
+                                       llvm::raw_ostream &os,
+                                       const CppEmitOptions &options) {
+  mlir::FailureOr<mlir::braid::ProgramPlan> plan =
+      mlir::braid::planProgram(module, entry);
+  if (mlir::failed(plan))
+    return mlir::failure();
+  cpp::ProgramEmitter emitter(module, *plan, options);
+  auto entries = module->getAttrOfType<mlir::ArrayAttr>(kPipelineEntriesAttr);
+  if (!entries)
+    return emitter.emit(os);
+
+  // A pipeline: every rank's program creates the communicators any of them
+  // uses, in one order, and the lowest rank holding a tensor dumps it.
+  auto rank =
+      plan->entry->getAttrOfType<mlir::IntegerAttr>("braid.pipeline_rank");
+  if (!rank)
+    return plan->entry.emitError("a pipelined module's programs are the "
+                                 "functions of braid.pipeline_entries");
+  emitter.pipelineRank = rank.getInt();
+  if (!shared) {
+    mlir::FailureOr<PipelineShared> collected =
+        collectPipelineShared(module, entries);
+    if (mlir::failed(collected))
+      return mlir::failure();
+    shared = std::move(*collected);
+  }
+  emitter.onPipelineAxis = shared->onPipelineAxis;
+  emitter.commGroups = shared->commGroups;
   for (const auto *list : {&plan->params, &plan->states})
     for (const mlir::braid::PersistentTensor &t : *list)
-      if (lowest.lookup(t.name) < rank.getInt())
+      if (shared->lowestHolder.lookup(t.name) < rank.getInt())
         emitter.mirrors.insert(t.name);
   return emitter.emit(os);
+}
+
+mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module,
+                                     llvm::StringRef program,
+                                     llvm::raw_ostream &os,
+                                     const CppEmitOptions &options) {
+  mlir::FailureOr<mlir::func::FuncOp> entry = findProgram(module, program);
+  if (mlir::failed(entry))
+    return mlir::failure();
+  std::optional<PipelineShared> shared;
+  return emitProgram(module, *entry, shared, os, options);
+}
+
+mlir::FailureOr<llvm::SmallVector<EmittedProgram>>
+emitProgramsAsCpp(mlir::ModuleOp module, const CppEmitOptions &options) {
+  llvm::SmallVector<mlir::func::FuncOp> programs =
+      mlir::braid::getPrograms(module);
+  if (programs.empty()) {
+    (void)findProgram(module, ""); // says why there is none
+    return mlir::failure();
+  }
+  std::optional<PipelineShared> shared;
+  llvm::SmallVector<EmittedProgram> emitted;
+  for (mlir::func::FuncOp program : programs) {
+    EmittedProgram &out = emitted.emplace_back();
+    out.name = program.getSymName().str();
+    llvm::raw_string_ostream os(out.source);
+    if (mlir::failed(emitProgram(module, program, shared, os, options)))
+      return mlir::failure();
+  }
+  return emitted;
 }
 } // namespace braid
