@@ -30,9 +30,16 @@ def child(lib_path, b, s, hq, hkv, d, repeat, dtype):
 
     lib = ctypes.CDLL(lib_path)
     P, I, I4, D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_double
-    lib.braid_k_attention.argtypes = [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D]
-    lib.braid_k_attention_grad.argtypes = [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I,
-                                           I4, D, D]
+
+    class Params(ctypes.Structure):  # braid_attention_params (runtime.h)
+        _fields_ = [("batch", I), ("seq", I), ("seq_kv", I), ("heads", I), ("kv_heads", I),
+                    ("head_dim", I), ("v_head_dim", I), ("causal", I4), ("scale", D),
+                    ("rope_theta", D), ("q_offset", I)]
+
+    AP = ctypes.POINTER(Params)
+    lib.braid_k_attention.argtypes = [P, I4, P, P, P, P, AP]
+    lib.braid_k_attention_grad.argtypes = [P, I4, P, P, P, P, P, P, P, AP]
+    p = ctypes.byref(Params(b, s, s, hq, hkv, d, d, 1, d ** -0.5, 10000.0, 0))
     rng = np.random.default_rng(0)
     q, do = (rng.standard_normal((b, s, hq, d)).astype(np.float32) for _ in range(2))
     k, v = (rng.standard_normal((b, s, hkv, d)).astype(np.float32) for _ in range(2))
@@ -46,12 +53,10 @@ def child(lib_path, b, s, hq, hkv, d, repeat, dtype):
     fwd = bwd = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()
-        lib.braid_k_attention(None, code, a(q), a(k), a(v), a(o), b, s, s, hq, hkv, d, d, 1,
-                              d ** -0.5, 10000.0)
+        lib.braid_k_attention(None, code, a(q), a(k), a(v), a(o), p)
         fwd = min(fwd, time.perf_counter() - t)
         t = time.perf_counter()
-        lib.braid_k_attention_grad(None, code, a(q), a(k), a(v), a(o), a(dq), a(dk), a(dv), b, s,
-                                   s, hq, hkv, d, d, 1, d ** -0.5, 10000.0)
+        lib.braid_k_attention_grad(None, code, a(q), a(k), a(v), a(o), a(dq), a(dk), a(dv), p)
         bwd = min(bwd, time.perf_counter() - t)
     print(fwd, bwd)
 

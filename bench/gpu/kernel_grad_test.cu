@@ -106,8 +106,18 @@ void testAttentionGrad(int B, int S, int Skv, int H, int Hkv, int D, int Dv, int
   double scale = 1.0 / std::sqrt((double)D);
   float *pq = dev(q), *pk = dev(k), *pv = dev(v), *pg = dev(g);
   float *dq = devz<float>(q.size()), *dk = devz<float>(k.size()), *dv = devz<float>(v.size());
-  braid_k_attention_grad(nullptr, BRAID_F32, pq, pk, pv, pg, dq, dk, dv, B, S, Skv, H, Hkv, D, Dv,
-                         causal, scale, theta);
+  const braid_attention_params p = {.batch = B,
+                                    .seq = S,
+                                    .seq_kv = Skv,
+                                    .heads = H,
+                                    .kv_heads = Hkv,
+                                    .head_dim = D,
+                                    .v_head_dim = Dv,
+                                    .causal = causal,
+                                    .scale = scale,
+                                    .rope_theta = theta,
+                                    .q_offset = 0};
+  braid_k_attention_grad(nullptr, BRAID_F32, pq, pk, pv, pg, dq, dk, dv, &p);
   V gq = host(dq, q.size()), gk = host(dk, k.size()), gv = host(dv, v.size());
   auto f = [&](const DV &a, const DV &b, const DV &c) {
     return dotD(hostAttention(a, b, c, B, S, Skv, H, Hkv, D, Dv, causal, scale, theta), g);
@@ -144,12 +154,22 @@ void testAttentionBlockGrad(int B, int S, int blocks, int H, int Hkv, int D, int
   float *out = devz<float>(rows * Dv), *lse = devz<float>(rows);
   float *bOut = devz<float>(rows * Dv), *bLse = devz<float>(rows), *delta = devz<float>(rows);
   std::vector<float *> pk(blocks), pv(blocks);
+  const braid_attention_params p = {.batch = B,
+                                    .seq = S,
+                                    .seq_kv = Sb,
+                                    .heads = H,
+                                    .kv_heads = Hkv,
+                                    .head_dim = D,
+                                    .v_head_dim = Dv,
+                                    .causal = causal,
+                                    .scale = scale,
+                                    .rope_theta = theta,
+                                    .q_offset = 0};
   for (int j = 0; j < blocks; ++j) {
     pk[j] = dev(block(k, D, j));
     pv[j] = dev(block(v, Dv, j));
     braid_k_attention_block(nullptr, BRAID_F32, pq, pk[j], pv[j], pos, pos + (size_t)j * Sb,
-                            j == 0 ? out : bOut, j == 0 ? lse : bLse, B, S, Sb, H, Hkv, D, Dv,
-                            causal, scale, theta);
+                            j == 0 ? out : bOut, j == 0 ? lse : bLse, &p);
     if (j > 0)
       braid_k_attention_merge(nullptr, out, lse, bOut, bLse, (int64_t)rows, Dv);
   }
@@ -163,8 +183,7 @@ void testAttentionBlockGrad(int B, int S, int blocks, int H, int Hkv, int D, int
     BRAID_CUDA_CHECK(cudaMemset(dk, 0, sizeof(float) * nk));
     BRAID_CUDA_CHECK(cudaMemset(dv, 0, sizeof(float) * nv));
     braid_k_attention_block_grad(nullptr, BRAID_F32, pq, pk[j], pv[j], pg, pos,
-                                 pos + (size_t)j * Sb, lse, delta, dq, dk, dv, B, S, Sb, H, Hkv,
-                                 D, Dv, causal, scale, theta);
+                                 pos + (size_t)j * Sb, lse, delta, dq, dk, dv, &p);
     V hk = host(dk, nk), hv = host(dv, nv);
     for (int b = 0; b < B; ++b) {
       std::copy_n(&hk[(size_t)b * Sb * Hkv * D], (size_t)Sb * Hkv * D,

@@ -23,8 +23,18 @@ void testAttention(int B, int S, int Skv, int H, int Hkv, int D, int Dv, int cau
     v = randv((size_t)B * Skv * Hkv * Dv);
   float *dq = dev(q), *dk = dev(k), *dv = dev(v), *dout = devz<float>((size_t)B * S * H * Dv);
   double scale = 1.0 / std::sqrt((double)D);
-  braid_k_attention(nullptr, BRAID_F32, dq, dk, dv, dout, B, S, Skv, H, Hkv, D, Dv, causal, scale,
-                    theta);
+  const braid_attention_params p = {.batch = B,
+                                    .seq = S,
+                                    .seq_kv = Skv,
+                                    .heads = H,
+                                    .kv_heads = Hkv,
+                                    .head_dim = D,
+                                    .v_head_dim = Dv,
+                                    .causal = causal,
+                                    .scale = scale,
+                                    .rope_theta = theta,
+                                    .q_offset = 0};
+  braid_k_attention(nullptr, BRAID_F32, dq, dk, dv, dout, &p);
   V got = host(dout, (size_t)B * S * H * Dv);
   auto rope = [&](const float *x, int pos, std::vector<double> &o) {
     ropeRef(x, pos, D, theta, o);
@@ -150,9 +160,19 @@ void testAttentionBlocks(int B, int seq, int ranks, int H, int Hkv, int D, int D
                   &vb[(size_t)b * S * Hkv * Dv]);
     }
     float *dk = dev(kb), *dv = dev(vb);
+    const braid_attention_params p = {.batch = B,
+                                      .seq = S,
+                                      .seq_kv = S,
+                                      .heads = H,
+                                      .kv_heads = Hkv,
+                                      .head_dim = D,
+                                      .v_head_dim = Dv,
+                                      .causal = causal,
+                                      .scale = scale,
+                                      .rope_theta = theta,
+                                      .q_offset = 0};
     braid_k_attention_block(nullptr, BRAID_F32, dq, dk, dv, dqPos, dpos + (size_t)blk * S,
-                            r == 0 ? runOut : blkOut, r == 0 ? runLse : blkLse, B, S, S, H, Hkv,
-                            D, Dv, causal, scale, theta);
+                            r == 0 ? runOut : blkOut, r == 0 ? runLse : blkLse, &p);
     if (r > 0) {
       // The batch-major key block of the reference: rows blk*S.. of every
       // batch, so the reference runs per batch over the stored rows.

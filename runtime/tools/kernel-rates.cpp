@@ -99,15 +99,22 @@ void step(braid_rt *rt, char *arena) {
     // The products over the causal half: 4 S (S + 1) / 2 H D.
     double flops = 4.0 * double(s) * double(s + 1) / 2 * double(kHeads * kHeadDim);
     int64_t heads = s * kHeads * kHeadDim * kElementBytes;
-    double scale = 1.0 / 8.0;
-    op(rt, "attention", label, flops, [&] {
-      braid_k_attention(rt, kType, at(0), at(heads), at(2 * heads), out, 1, s, s, kHeads,
-                        kHeads, kHeadDim, kHeadDim, 1, scale, 0.0);
-    });
+    const braid_attention_params p = {.batch = 1,
+                                      .seq = s,
+                                      .seq_kv = s,
+                                      .heads = kHeads,
+                                      .kv_heads = kHeads,
+                                      .head_dim = kHeadDim,
+                                      .v_head_dim = kHeadDim,
+                                      .causal = 1,
+                                      .scale = 1.0 / 8.0,
+                                      .rope_theta = 0.0,
+                                      .q_offset = 0};
+    op(rt, "attention", label, flops,
+       [&] { braid_k_attention(rt, kType, at(0), at(heads), at(2 * heads), out, &p); });
     op(rt, "attention_grad", label, 2.0 * flops, [&] {
       braid_k_attention_grad(rt, kType, at(0), at(heads), at(2 * heads), at(3 * heads), out,
-                             out + heads, out + 2 * heads, 1, s, s, kHeads, kHeads, kHeadDim,
-                             kHeadDim, 1, scale, 0.0);
+                             out + heads, out + 2 * heads, &p);
     });
   }
   std::string stream = "n=" + std::to_string(kStream);

@@ -49,18 +49,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inp
 import numpy as np  # noqa: E402
 
 import kernel_harness  # noqa: E402
-from kernel_harness import (DTN, DTYPES, F32, D, I, I4, P, call,  # noqa: E402
+from kernel_harness import (AP, DTN, DTYPES, F32, I, I4, P, attn, call,  # noqa: E402
                             declare, empty, main, rel, store)
 
 RNG = np.random.default_rng(4242)
 
 declare(["braid_k_attention"], {
     "braid_k_sequence_positions": [P, P, I, I, I, I],
-    "braid_k_attention_block": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I4, D, D],
+    "braid_k_attention_block": [P, I4, P, P, P, P, P, P, P, AP],
     "braid_k_attention_merge": [P, P, P, P, P, I, I],
     "braid_k_attention_delta": [P, I4, P, P, P, I, I],
-    "braid_k_attention_block_grad": [P, I4, P, P, P, P, P, P, P, P, P, P, P, I, I, I, I, I, I,
-                                     I, I4, D, D],
+    "braid_k_attention_block_grad": [P, I4, P, P, P, P, P, P, P, P, P, P, P, AP],
 })
 
 
@@ -160,8 +159,8 @@ def ring_forward(dt, qs, ks, vs, qpos_ranks, kpos_ranks, shape, causal, scale, t
             bo = kernel_harness.poisoned((b, n, hq, dv), F32)
             bl = kernel_harness.poisoned((b, n, hq), F32)
             call("braid_k_attention_block", dt, qs[r], ks[j], vs[j], qpos_ranks[r],
-                 kpos_ranks[j], bo, bl, b, n, nk, hq, hkv, d, dv, int(causal), scale,
-                 theta or 0.0)
+                 kpos_ranks[j], bo, bl,
+                 attn(b, n, nk, hq, hkv, d, dv, int(causal), scale, theta or 0.0))
             assert not np.isnan(bo).any() and not np.isnan(bl).any(), "unwritten block output"
             call("braid_k_attention_merge", o, lse, bo, bl, b * n * hq, dv)
         res.append((o, lse))
@@ -184,8 +183,8 @@ def ring_backward(dt, qs, ks, vs, dos, fwd, qpos_ranks, kpos_ranks, shape, causa
         for step in range(cp):
             j = (r - step) % cp
             call("braid_k_attention_block_grad", dt, qs[r], ks[j], vs[j], dos[r],
-                 qpos_ranks[r], kpos_ranks[j], lse, delta, dqs[r], dks[j], dvs[j], b, n,
-                 ks[j].shape[1], hq, hkv, d, dv, int(causal), scale, theta or 0.0)
+                 qpos_ranks[r], kpos_ranks[j], lse, delta, dqs[r], dks[j], dvs[j],
+                 attn(b, n, ks[j].shape[1], hq, hkv, d, dv, int(causal), scale, theta or 0.0))
     return dqs, dks, dvs
 
 
@@ -282,8 +281,8 @@ class Forward(Case):
                                        theta)
                     o = kernel_harness.poisoned((b, 8, hq, dv), F32)
                     lse = kernel_harness.poisoned((b, 8, hq), F32)
-                    call("braid_k_attention_block", F32, qr, kr, vr, pr[r], pr[j], o, lse, b, 8,
-                         8, hq, hkv, d, dv, int(causal), scale, theta)
+                    call("braid_k_attention_block", F32, qr, kr, vr, pr[r], pr[j], o, lse,
+                         attn(b, 8, 8, hq, hkv, d, dv, int(causal), scale, theta))
                     blind = np.isneginf(rl)
                     if causal and r == 0 and j == 2:  # rank 0 holds 0..3, 20..23; 2 holds 8..15
                         self.assertTrue(blind.any() and not blind.all())
@@ -324,11 +323,11 @@ class Forward(Case):
             pos = np.arange(s, dtype=np.int64)
             o = empty((b, s, hq, dv), F32)
             lse = empty((b, s, hq), F32)
-            call("braid_k_attention_block", F32, q, k, v, pos, pos, o, lse, b, s, s, hq, hkv, d,
-                 dv, int(causal), scale, theta or 0.0)
+            call("braid_k_attention_block", F32, q, k, v, pos, pos, o, lse,
+                 attn(b, s, s, hq, hkv, d, dv, int(causal), scale, theta or 0.0))
             o0 = empty((b, s, hq, dv), F32)
-            call("braid_k_attention", F32, q, k, v, o0, b, s, s, hq, hkv, d, dv, int(causal),
-                 scale, theta or 0.0)
+            call("braid_k_attention", F32, q, k, v, o0,
+                 attn(b, s, s, hq, hkv, d, dv, int(causal), scale, theta or 0.0))
             self.assertLessEqual(rel(o, o0), 1e-6)
 
     def test_wrong_positions_fail(self):
@@ -454,7 +453,7 @@ class Backward(Case):
         for causal in (0, 1):
             dq, dk, dv_ = (np.zeros(a.shape, np.float32) for a in (q, k, v))
             call("braid_k_attention_block_grad", F32, q, k, v, do, pos, pos, lse, delta, dq, dk,
-                 dv_, b, s, s, hq, hkv, d, dv, causal, 0.5, 1e4)
+                 dv_, attn(b, s, s, hq, hkv, d, dv, causal, 0.5, 1e4))
             for a in (dq, dk, dv_):
                 np.testing.assert_array_equal(a, 0)
         # Adds into the accumulators: twice = 2x (from a non-zero start).
@@ -467,11 +466,11 @@ class Backward(Case):
         call("braid_k_attention_delta", F32, do, o32, delta, b * s * hq, dv)
         one = [np.zeros(a.shape, np.float32) for a in (q, k, v)]
         call("braid_k_attention_block_grad", F32, q, k, v, do, pos, pos, lse, delta, *one,
-             b, s, s, hq, hkv, d, dv, 1, 0.5, 1e4)
+             attn(b, s, s, hq, hkv, d, dv, 1, 0.5, 1e4))
         base = [np.full(a.shape, 1.5, np.float32) for a in (q, k, v)]
         for _ in range(2):
             call("braid_k_attention_block_grad", F32, q, k, v, do, pos, pos, lse, delta, *base,
-                 b, s, s, hq, hkv, d, dv, 1, 0.5, 1e4)
+                 attn(b, s, s, hq, hkv, d, dv, 1, 0.5, 1e4))
         for got, g1 in zip(base, one):
             self.assertLessEqual(rel(got - 1.5, 2 * g1), 1e-6)
 
@@ -484,19 +483,23 @@ P, I, I4, D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_double
 which = sys.argv[2]
 a = lambda x: x.ctypes.data
 lib.braid_k_sequence_positions.argtypes = [P, P, I, I, I, I]
-lib.braid_k_attention_block.argtypes = [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I4,
-                                        D, D]
-lib.braid_k_attention_block_grad.argtypes = [P, I4] + [P] * 11 + [I] * 7 + [I4, D, D]
+class Params(ctypes.Structure):  # braid_attention_params
+    _fields_ = [(n, I) for n in ("batch", "seq", "seq_kv", "heads", "kv_heads", "head_dim",
+                                 "v_head_dim")] + [("causal", I4), ("scale", D),
+                                                   ("rope_theta", D), ("q_offset", I)]
+AP = ctypes.POINTER(Params)
+lib.braid_k_attention_block.argtypes = [P, I4, P, P, P, P, P, P, P, AP]
+lib.braid_k_attention_block_grad.argtypes = [P, I4] + [P] * 11 + [AP]
 pos = np.zeros(64, np.int64)
 buf = np.zeros(1 << 16, np.float32)
-def block(heads, kv_heads, d, dv, theta, grad=False):
+def block(heads, kv_heads, d, dv, theta, grad=False, q_offset=0):
+    p = ctypes.byref(Params(1, 2, 2, heads, kv_heads, d, dv, 1, 0.5, theta, q_offset))
     if grad:
         lib.braid_k_attention_block_grad(None, 0, *([a(buf)] * 4), a(pos), a(pos),
-                                         *([a(buf)] * 5), 1, 2, 2, heads, kv_heads, d, dv, 1,
-                                         0.5, theta)
+                                         *([a(buf)] * 5), p)
     else:
         lib.braid_k_attention_block(None, 0, a(buf), a(buf), a(buf), a(pos), a(pos), a(buf),
-                                    a(buf), 1, 2, 2, heads, kv_heads, d, dv, 1, 0.5, theta)
+                                    a(buf), p)
 if which == "zigzag_seq":
     lib.braid_k_sequence_positions(None, a(pos), 4, 0, 12, 4)
 elif which == "past_end":
@@ -515,6 +518,10 @@ elif which == "grad_heads":
     block(4, 3, 4, 4, 0.0, grad=True)
 elif which == "grad_odd_rope":
     block(2, 2, 3, 4, 1e4, grad=True)
+elif which == "offset":
+    block(2, 1, 4, 4, 0.0, q_offset=4)
+elif which == "grad_offset":
+    block(2, 1, 4, 4, 0.0, grad=True, q_offset=4)
 print("returned")
 """
 
@@ -534,6 +541,11 @@ class Aborts(Case):
             ("grad_heads", "braid: attention_block_grad: 4 query heads are not a multiple of 3"),
             ("grad_odd_rope", "braid: attention_block_grad: rotary embedding needs an even "
                               "head dim, got 3"),
+            # The rows' positions are the arrays: a query offset is refused.
+            ("offset", "braid: attention_block: query offset 4: the key-block kernels take "
+                       "positions instead"),
+            ("grad_offset", "braid: attention_block_grad: query offset 4: the key-block "
+                            "kernels take positions instead"),
         ))
 
 

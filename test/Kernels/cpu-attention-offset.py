@@ -1,5 +1,6 @@
-# The query-offset attention kernels of runtime/src/cpu (braid_k_attention_offset,
-# braid_k_attention_grad_offset: context parallelism, a chunk of the queries at
+# The query offset of the CPU attention kernels of runtime/src/cpu
+# (braid_k_attention and braid_k_attention_grad with the q_offset field of
+# braid_attention_params: context parallelism, a chunk of the queries at
 # global positions q_offset.. against all keys and values) against a float64
 # numpy attention over the whole sequence written here (independent of the
 # kernels and of test/lib/braid_ref). Compiled here with the host compiler, so
@@ -19,7 +20,7 @@
 #   chunk's contribution carries the f32 accumulation error of
 #   cpu-grad-transformer.py, ~1e-7 of its largest element; a sum of <= 4 adds
 #   a few of those);
-# - q_offset = 0 gives exactly braid_k_attention(_grad);
+# - q_offset = 0 over the whole sequence is whole-sequence attention;
 # - the check can fail: a later chunk passed with q_offset 0 (wrong RoPE
 #   angle, wrong causal horizon) is off by more than 5% of the output;
 # - causal with q_offset + S > Skv and a negative q_offset abort.
@@ -33,13 +34,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inp
 import numpy as np  # noqa: E402
 
 import kernel_harness  # noqa: E402
-from kernel_harness import (BF16, DTYPES, F16, F32, call, declare, empty, main, rel,  # noqa: E402
-                            store, values)
+from kernel_harness import (BF16, DTYPES, F16, F32, attn, call, declare, empty, main,  # noqa: E402
+                            rel, store, values)
 
 RNG = np.random.default_rng(90210)
 
-declare(["braid_k_attention", "braid_k_attention_offset", "braid_k_attention_grad",
-         "braid_k_attention_grad_offset"])
+declare(["braid_k_attention", "braid_k_attention_grad"])
 
 
 # --- float64 reference over the whole sequence ------------------------------------
@@ -131,8 +131,9 @@ class AttentionOffset(Case):
         for c, (off, n) in enumerate(parts):
             qc = np.ascontiguousarray(qs[:, off:off + n])
             o = empty((b, n, hq, dv), dt)
-            call("braid_k_attention_offset", dt, qc, ks, vs, o, b, n, skv, hq, hkv, d, dv,
-                 int(causal), scale, theta or 0.0, 0 if c == wrong else off)
+            call("braid_k_attention", dt, qc, ks, vs, o,
+                 attn(b, n, skv, hq, hkv, d, dv, int(causal), scale, theta or 0.0,
+                      0 if c == wrong else off))
             outs.append(values(o, dt).astype(np.float64))
         return np.concatenate(outs, axis=1)
 
@@ -146,8 +147,9 @@ class AttentionOffset(Case):
             gq = kernel_harness.poisoned((b, n, hq, d), F32)
             gk = kernel_harness.poisoned((b, skv, hkv, d), F32)
             gv = kernel_harness.poisoned((b, skv, hkv, dv), F32)
-            call("braid_k_attention_grad_offset", F32, qc, ks, vs, doc, gq, gk, gv, b, n, skv,
-                 hq, hkv, d, dv, int(causal), scale, theta or 0.0, 0 if c == wrong else off)
+            call("braid_k_attention_grad", F32, qc, ks, vs, doc, gq, gk, gv,
+                 attn(b, n, skv, hq, hkv, d, dv, int(causal), scale, theta or 0.0,
+                      0 if c == wrong else off))
             for a in (gq, gk, gv):
                 self.assertFalse(np.isnan(a).any(), "attention_grad_offset: NaN (unwritten)")
             dqs.append(gq.astype(np.float64))
@@ -176,13 +178,10 @@ class AttentionOffset(Case):
                                      f"attention_offset {key[1]}{what}: rel error {err:.3g}")
                 if dt != F32:
                     continue
-                # q_offset = 0 over the whole sequence is braid_k_attention, bit for bit.
-                o0, o1 = empty((b, s, hq, dv), dt), empty((b, s, hq, dv), dt)
-                call("braid_k_attention", dt, qs, ks, vs, o0, b, s, s, hq, hkv, d, dv,
-                     int(causal), scale, theta or 0.0)
-                call("braid_k_attention_offset", dt, qs, ks, vs, o1, b, s, s, hq, hkv, d, dv,
-                     int(causal), scale, theta or 0.0, 0)
-                np.testing.assert_array_equal(o0, o1)
+                # q_offset = 0 over the whole sequence is whole-sequence attention.
+                o0 = empty((b, s, hq, dv), dt)
+                call("braid_k_attention", dt, qs, ks, vs, o0,
+                     attn(b, s, s, hq, hkv, d, dv, int(causal), scale, theta or 0.0, 0))
                 self.assertLessEqual(rel(o0, ref), 1e-5, what)
                 # The check can fail: the last chunk at offset 0.
                 bad = self.chunks_forward(dt, qs, ks, vs, shape, causal, scale, theta, parts,
@@ -207,16 +206,6 @@ class AttentionOffset(Case):
                 kernel_harness.MAX_ERR[key] = max(kernel_harness.MAX_ERR.get(key, 0.0), err)
                 self.assertLessEqual(err, 1e-5, f"attention_grad_offset.{name}{what}: "
                                      f"rel error {err:.3g}")
-            # q_offset = 0 over the whole sequence is braid_k_attention_grad, bit for bit.
-            outs = []
-            for fn, extra in (("braid_k_attention_grad", ()),
-                              ("braid_k_attention_grad_offset", (0,))):
-                g = (empty(q.shape, F32), empty(k.shape, F32), empty(v.shape, F32))
-                call(fn, F32, q, k, v, do, *g, b, s, s, hq, hkv, d, dv, int(causal), scale,
-                     theta or 0.0, *extra)
-                outs.append(g)
-            for a0, a1 in zip(*outs):
-                np.testing.assert_array_equal(a0, a1)
             # The check can fail: the last chunk at offset 0.
             bq, bk, bv = self.chunks_backward(q, k, v, do, shape, causal, scale, theta, parts,
                                               wrong=len(parts) - 1)
@@ -244,10 +233,9 @@ class AttentionOffset(Case):
         q, k, v, do = (self.randn(b, s, h, e) for h, e in ((hq, d), (hkv, d), (hkv, dv),
                                                            (hq, dv)))
         o0, o1 = empty((b, s, hq, dv), F32), empty((b, s, hq, dv), F32)
-        call("braid_k_attention_offset", F32, q, k, v, o0, b, s, s, hq, hkv, d, dv, 0, 0.3,
-             0.0, 0)
-        call("braid_k_attention_offset", F32, q, k, v, o1, b, s, s, hq, hkv, d, dv, 0, 0.3,
-             0.0, 1000)
+        call("braid_k_attention", F32, q, k, v, o0, attn(b, s, s, hq, hkv, d, dv, 0, 0.3, 0.0, 0))
+        call("braid_k_attention", F32, q, k, v, o1,
+             attn(b, s, s, hq, hkv, d, dv, 0, 0.3, 0.0, 1000))
         np.testing.assert_array_equal(o0, o1)
 
 
@@ -261,21 +249,27 @@ q = np.zeros((1, 4, 2, 4), np.float32); k = np.zeros((1, 8, 1, 4), np.float32)
 v = np.zeros((1, 8, 1, 4), np.float32); o = np.zeros((1, 4, 2, 4), np.float32)
 dk = np.zeros_like(k); dv = np.zeros_like(v)
 a = lambda x: x.ctypes.data
-lib.braid_k_attention_offset.argtypes = [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D, I]
-lib.braid_k_attention_grad_offset.argtypes = [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I,
-                                              I4, D, D, I]
-lib.braid_k_attention.argtypes = [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D]
+class Params(ctypes.Structure):  # braid_attention_params
+    _fields_ = [(n, I) for n in ("batch", "seq", "seq_kv", "heads", "kv_heads", "head_dim",
+                                 "v_head_dim")] + [("causal", I4), ("scale", D),
+                                                   ("rope_theta", D), ("q_offset", I)]
+AP = ctypes.POINTER(Params)
+lib.braid_k_attention.argtypes = [P, I4, P, P, P, P, AP]
+lib.braid_k_attention_grad.argtypes = [P, I4, P, P, P, P, P, P, P, AP]
+def params(*fields):
+    return ctypes.byref(Params(*fields))
 if which == "past_end":    # rows 5..8 of 8 keys
-    lib.braid_k_attention_offset(None, 0, a(q), a(k), a(v), a(o), 1, 4, 8, 2, 1, 4, 4, 1,
-                                 0.5, 0.0, 5)
+    lib.braid_k_attention(None, 0, a(q), a(k), a(v), a(o), params(1, 4, 8, 2, 1, 4, 4, 1, 0.5,
+                                                                  0.0, 5))
 elif which == "grad_past_end":
-    lib.braid_k_attention_grad_offset(None, 0, a(q), a(k), a(v), a(o), a(o), a(dk), a(dv), 1, 4,
-                                      8, 2, 1, 4, 4, 1, 0.5, 0.0, 5)
+    lib.braid_k_attention_grad(None, 0, a(q), a(k), a(v), a(o), a(o), a(dk), a(dv),
+                               params(1, 4, 8, 2, 1, 4, 4, 1, 0.5, 0.0, 5))
 elif which == "negative":
-    lib.braid_k_attention_offset(None, 0, a(q), a(k), a(v), a(o), 1, 4, 8, 2, 1, 4, 4, 0,
-                                 0.5, 0.0, -1)
-elif which == "plain_causal":  # braid_k_attention keeps S == Skv for causal
-    lib.braid_k_attention(None, 0, a(q), a(k), a(v), a(o), 1, 4, 8, 2, 1, 4, 4, 1, 0.5, 0.0)
+    lib.braid_k_attention(None, 0, a(q), a(k), a(v), a(o), params(1, 4, 8, 2, 1, 4, 4, 0, 0.5,
+                                                                  0.0, -1))
+elif which == "short_keys":  # causal at offset 0: a row must see its own key
+    lib.braid_k_attention(None, 0, a(q), a(k), a(v), a(o), params(1, 4, 2, 2, 1, 4, 4, 1, 0.5,
+                                                                  0.0, 0))
 print("returned")
 """
 
@@ -288,8 +282,8 @@ class Aborts(Case):
             ("grad_past_end", "braid: attention_grad: causal attention needs q_offset + seq <= "
                               "seq_kv, got 5 + 4 and 8"),
             ("negative", "braid: attention: negative query offset -1"),
-            ("plain_causal", "braid: attention: causal attention needs seq == seq_kv, "
-                             "got 4 and 8")))
+            ("short_keys", "braid: attention: causal attention needs q_offset + seq <= "
+                           "seq_kv, got 0 + 4 and 2")))
 
 
 if __name__ == "__main__":

@@ -43,8 +43,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inp
 import numpy as np  # noqa: E402
 
 import kernel_harness  # noqa: E402
-from kernel_harness import (BF16, DTYPES, F16, F32, I32, I64, call, declare, fd_check,  # noqa: E402
-                            main)
+from kernel_harness import (BF16, DTYPES, F16, F32, I32, I64, attn, call, declare,  # noqa: E402
+                            fd_check, main)
 from kernel_harness import poisoned as empty, store64 as store, values64 as values  # noqa: E402
 
 RNG = np.random.default_rng(7351)
@@ -293,16 +293,16 @@ class Attention(Case):
         if fd:
             q, k, v, do = (a.astype(np.float64) for a in (q32, k32, v32, do32))
             o = np.zeros((b, s, hq, dv), np.float32)
-            call("braid_k_attention", F32, q32, k32, v32, o, b, s, skv, hq, hkv, d, dv,
-                 int(causal), scale, theta or 0.0)
+            call("braid_k_attention", F32, q32, k32, v32, o,
+                 attn(b, s, skv, hq, hkv, d, dv, int(causal), scale, theta or 0.0))
             self.fwd_close("attention", o, attn_fwd(q, k, v, causal, scale, theta), what)
             fd_check(self, "attention", lambda a, c, e: attn_fwd(a, c, e, causal, scale, theta),
                      [q, k, v], [0, 1, 2], attn_vjp(q, k, v, do, causal, scale, theta), do)
         for dt in dts:
             (qs, q), (ks, k), (vs, v), (dos, do) = (store(a, dt) for a in (q32, k32, v32, do32))
             dq, dk, dvv = empty(q.shape, dt), empty(k.shape, dt), empty(v.shape, dt)
-            call("braid_k_attention_grad", dt, qs, ks, vs, dos, dq, dk, dvv, b, s, skv, hq, hkv,
-                 d, dv, int(causal), scale, theta or 0.0)
+            call("braid_k_attention_grad", dt, qs, ks, vs, dos, dq, dk, dvv,
+                 attn(b, s, skv, hq, hkv, d, dv, int(causal), scale, theta or 0.0))
             if skv == 0:  # no keys: the output and dq are 0
                 rq, rk, rv = np.zeros(q.shape), k, v
             else:

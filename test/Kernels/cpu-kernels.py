@@ -36,7 +36,8 @@ import numpy as np  # noqa: E402
 
 from braid_ref import ops, vjp  # noqa: E402
 from kernel_harness import (BF16, DTYPES, F16, F32, I32, I64, LIB, MAX_ERR, P, I,  # noqa: E402
-                            call, declare, empty, from_bf16, main, rel, store, to_bf16, values)
+                            attn, call, declare, empty, from_bf16, main, rel, store, to_bf16,
+                            values)
 import kernel_harness  # noqa: E402
 
 RNG = np.random.default_rng(20240611)
@@ -241,8 +242,10 @@ class Attention(Case):
         ks, k = store(self.randn(b, skv, hkv, d, scale=qscale), dt)
         vs, v = store(self.randn(b, skv, hkv, dv), dt)
         o = empty((b, s, hq, dv), dt)
-        call("braid_k_attention", dt, qs, ks, vs, o, b, s, skv, hq, hkv, d, dv, int(causal),
-             1.0 / math.sqrt(d) if scale is None else scale, 0.0 if theta is None else theta)
+        call("braid_k_attention", dt, qs, ks, vs, o,
+             attn(b, s, skv, hq, hkv, d, dv, int(causal),
+                  1.0 / math.sqrt(d) if scale is None else scale,
+                  0.0 if theta is None else theta))
         ref = ops.attention(q, k, v, causal, scale, theta)
         self.close("attention", dt, o, ref,
                    f" b={b} s={s} skv={skv} hq={hq} hkv={hkv} d={d} dv={dv} causal={causal} "

@@ -12,7 +12,7 @@
 #             sums of those errors times |k'|, |q'|, |do| plus gamma of the
 #             sum's length, and the transposed rotation's mixing of halves.
 # Cases: whole sequence (braid_k_attention[_grad]), a query chunk at an offset
-# (_offset), key blocks with positions (_block, _block_grad: zigzag rows,
+# (their q_offset), key blocks with positions (_block, _block_grad: zigzag rows,
 # unsorted key positions, a block no query sees); causal and not, RoPE and
 # not, GQA / MQA, Dv != D, batch 2, sequences not multiples of the 64-row
 # query block. Also:
@@ -32,15 +32,26 @@ import sys
 import numpy as np
 
 P, I, I4, D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_double
+
+
+class Params(ctypes.Structure):
+    """braid_attention_params (runtime.h)."""
+    _fields_ = [("batch", I), ("seq", I), ("seq_kv", I), ("heads", I), ("kv_heads", I),
+                ("head_dim", I), ("v_head_dim", I), ("causal", I4), ("scale", D),
+                ("rope_theta", D), ("q_offset", I)]
+
+
+def params(*fields):
+    """The attention kernels' last argument, by reference."""
+    return ctypes.byref(Params(*fields))
+
+
+AP = ctypes.POINTER(Params)
 SIGS = {
-    "braid_k_attention": [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D],
-    "braid_k_attention_offset": [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D, I],
-    "braid_k_attention_grad": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I4, D, D],
-    "braid_k_attention_grad_offset": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I4, D,
-                                      D, I],
-    "braid_k_attention_block": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I4, D, D],
-    "braid_k_attention_block_grad": [P, I4, P, P, P, P, P, P, P, P, P, P, P, I, I, I, I, I, I,
-                                     I, I4, D, D],
+    "braid_k_attention": [P, I4, P, P, P, P, AP],
+    "braid_k_attention_grad": [P, I4, P, P, P, P, P, P, P, AP],
+    "braid_k_attention_block": [P, I4, P, P, P, P, P, P, P, AP],
+    "braid_k_attention_block_grad": [P, I4, P, P, P, P, P, P, P, P, P, P, P, AP],
 }
 U = 2.0 ** -24
 
@@ -95,19 +106,9 @@ def run_child(lib_file, out_file):
         scale = 1.0 / np.sqrt(d) * 1.1
         o = np.full((b, s, hq, dv), np.nan, np.float32)
         dq, dk, dvv = (np.full(x.shape, np.nan, np.float32) for x in (q, k, v))
-        lib.braid_k_attention_offset(None, 0, a(q), a(k), a(v), a(o), b, s, skv, hq, hkv, d,
-                                     dv, causal, scale, theta, off)
-        lib.braid_k_attention_grad_offset(None, 0, a(q), a(k), a(v), a(do), a(dq), a(dk),
-                                          a(dvv), b, s, skv, hq, hkv, d, dv, causal, scale,
-                                          theta, off)
-        if off == 0:  # the plain entry points give the same
-            o2, dq2, dk2, dv2 = (np.full(x.shape, np.nan, np.float32) for x in (o, q, k, v))
-            lib.braid_k_attention(None, 0, a(q), a(k), a(v), a(o2), b, s, skv, hq, hkv, d, dv,
-                                  causal, scale, theta)
-            lib.braid_k_attention_grad(None, 0, a(q), a(k), a(v), a(do), a(dq2), a(dk2),
-                                       a(dv2), b, s, skv, hq, hkv, d, dv, causal, scale, theta)
-            for x, y in ((o, o2), (dq, dq2), (dk, dk2), (dvv, dv2)):
-                assert np.array_equal(x, y, equal_nan=True), name
+        p = params(b, s, skv, hq, hkv, d, dv, causal, scale, theta, off)
+        lib.braid_k_attention(None, 0, a(q), a(k), a(v), a(o), p)
+        lib.braid_k_attention_grad(None, 0, a(q), a(k), a(v), a(do), a(dq), a(dk), a(dvv), p)
         res.update({f"{i}.out": o, f"{i}.dq": dq, f"{i}.dk": dk, f"{i}.dv": dvv})
     for i, (name, b, hq, hkv, d, dv, causal, theta, qp, kp) in enumerate(block_cases()):
         s, skv = len(qp), len(kp)
@@ -116,16 +117,15 @@ def run_child(lib_file, out_file):
         scale = 1.0 / np.sqrt(d)
         o = np.full((b, s, hq, dv), np.nan, np.float32)
         lse = np.full((b, s, hq), np.nan, np.float32)
-        lib.braid_k_attention_block(None, 0, a(q), a(k), a(v), a(qp), a(kp), a(o), a(lse), b, s,
-                                    skv, hq, hkv, d, dv, causal, scale, theta)
+        p = params(b, s, skv, hq, hkv, d, dv, causal, scale, theta, 0)
+        lib.braid_k_attention_block(None, 0, a(q), a(k), a(v), a(qp), a(kp), a(o), a(lse), p)
         # The backward's statistics: this block's lse plus other blocks' share.
         glse = np.where(np.isfinite(lse), lse + np.float32(0.3), -np.inf).astype(np.float32)
         delta = rng.standard_normal((b, s, hq)).astype(np.float32)
         acc = [(rng.standard_normal(x.shape) * 1e-3).astype(np.float32) for x in (q, k, v)]
         res.update({f"b{i}.acc0.{j}": x.copy() for j, x in enumerate(acc)})
         lib.braid_k_attention_block_grad(None, 0, a(q), a(k), a(v), a(do), a(qp), a(kp),
-                                         a(glse), a(delta), a(acc[0]), a(acc[1]), a(acc[2]), b,
-                                         s, skv, hq, hkv, d, dv, causal, scale, theta)
+                                         a(glse), a(delta), a(acc[0]), a(acc[1]), a(acc[2]), p)
         res.update({f"b{i}.out": o, f"b{i}.lse": lse, f"b{i}.glse": glse,
                     f"b{i}.delta": delta, f"b{i}.dq": acc[0], f"b{i}.dk": acc[1],
                     f"b{i}.dv": acc[2]})

@@ -4,7 +4,7 @@
 # kernel's output on the same values rounded once (to nearest even) to the
 # storage type; the block kernels' f32 outputs (out, lse) and accumulators
 # (dq, dk, dv) must equal the f32 call's exactly. Every entry point:
-# attention[_offset], attention_grad[_offset], attention_block[_grad] (zigzag
+# attention and attention_grad (with query offsets), attention_block[_grad] (zigzag
 # positions), causal and not, GQA, RoPE, Dv != D; with 1 and 2 threads.
 # Results are the same with 1 and 2 threads. The check can fail: under
 # BRAID_CPU_ACCUMULATE=f64 the reference kernels run (their sums in another
@@ -21,15 +21,26 @@ import sys
 import numpy as np
 
 P, I, I4, D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_double
+
+
+class Params(ctypes.Structure):
+    """braid_attention_params (runtime.h)."""
+    _fields_ = [("batch", I), ("seq", I), ("seq_kv", I), ("heads", I), ("kv_heads", I),
+                ("head_dim", I), ("v_head_dim", I), ("causal", I4), ("scale", D),
+                ("rope_theta", D), ("q_offset", I)]
+
+
+def params(*fields):
+    """The attention kernels' last argument, by reference."""
+    return ctypes.byref(Params(*fields))
+
+
+AP = ctypes.POINTER(Params)
 SIGS = {
-    "braid_k_attention_offset": [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D, I],
-    "braid_k_attention_grad_offset": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I4, D,
-                                      D, I],
-    "braid_k_attention": [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D],
-    "braid_k_attention_grad": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I4, D, D],
-    "braid_k_attention_block": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I4, D, D],
-    "braid_k_attention_block_grad": [P, I4, P, P, P, P, P, P, P, P, P, P, P, I, I, I, I, I, I,
-                                     I, I4, D, D],
+    "braid_k_attention": [P, I4, P, P, P, P, AP],
+    "braid_k_attention_grad": [P, I4, P, P, P, P, P, P, P, AP],
+    "braid_k_attention_block": [P, I4, P, P, P, P, P, P, P, AP],
+    "braid_k_attention_block_grad": [P, I4, P, P, P, P, P, P, P, P, P, P, P, AP],
 }
 F32, BF16, F16 = 0, 1, 2
 
@@ -85,14 +96,13 @@ def run(lib_path):
             q, k, v, do = f(b, s, hq, d), f(b, skv, hkv, d), f(b, skv, hkv, dv), f(b, s, hq, dv)
             scale = 1.0 / np.sqrt(d)
             def offset_calls(c, q, k, v, do):
-                """attention_offset and its gradient in storage type c."""
+                """attention at the query offset and its gradient in storage type c."""
                 o = np.empty((b, s, hq, dv), q.dtype)
                 g = [np.empty(x.shape, q.dtype) for x in (q, k, v)]
-                lib.braid_k_attention_offset(None, c, a(q), a(k), a(v), a(o), b, s, skv, hq,
-                                             hkv, d, dv, causal, scale, theta, off)
-                lib.braid_k_attention_grad_offset(None, c, a(q), a(k), a(v), a(do), a(g[0]),
-                                                  a(g[1]), a(g[2]), b, s, skv, hq, hkv, d, dv,
-                                                  causal, scale, theta, off)
+                p = params(b, s, skv, hq, hkv, d, dv, causal, scale, theta, off)
+                lib.braid_k_attention(None, c, a(q), a(k), a(v), a(o), p)
+                lib.braid_k_attention_grad(None, c, a(q), a(k), a(v), a(do), a(g[0]), a(g[1]),
+                                           a(g[2]), p)
                 return o, g
 
             # The f32 kernel on the storage type's values, then the type's own call.
@@ -102,17 +112,6 @@ def run(lib_path):
             same(f"{tname} {name} out", o, store(o32))
             for gname, x, y in zip(("dq", "dk", "dv"), g, g32):
                 same(f"{tname} {name} {gname}", x, store(y))
-            if off == 0:  # the plain entry points
-                o2 = np.empty(o.shape, o.dtype)
-                g2 = [np.empty(x.shape, x.dtype) for x in g]
-                lib.braid_k_attention(None, code, a(qs), a(ks), a(vs), a(o2), b, s, skv, hq,
-                                      hkv, d, dv, causal, scale, theta)
-                lib.braid_k_attention_grad(None, code, a(qs), a(ks), a(vs), a(dos), a(g2[0]),
-                                           a(g2[1]), a(g2[2]), b, s, skv, hq, hkv, d, dv,
-                                           causal, scale, theta)
-                same(f"{tname} {name} plain out", o2, o)
-                for gname, x, y in zip(("dq", "dk", "dv"), g2, g):
-                    same(f"{tname} {name} plain {gname}", x, y)
         # Context parallelism's blocks: f32 outputs and accumulators.
         z = zigzag(260, 2)
         for j, (qp, kp, causal) in enumerate([(z[:130], z[:130], 1), (z[:130], z[130:], 1),
@@ -129,14 +128,13 @@ def run(lib_path):
             for c, args in ((F32, (q, k, v, do)), (code, tuple(store(x) for x in (q, k, v, do)))):
                 o = np.empty((b, s, hq, dv), np.float32)
                 lse = np.empty((b, s, hq), np.float32)
+                p = params(b, s, skv, hq, hkv, d, dv, causal, scale, theta, 0)
                 lib.braid_k_attention_block(None, c, a(args[0]), a(args[1]), a(args[2]), a(qp),
-                                            a(kp), a(o), a(lse), b, s, skv, hq, hkv, d, dv,
-                                            causal, scale, theta)
+                                            a(kp), a(o), a(lse), p)
                 acc = [np.full(x.shape, 0.25, np.float32) for x in (q, k, v)]
                 lib.braid_k_attention_block_grad(None, c, a(args[0]), a(args[1]), a(args[2]),
                                                  a(args[3]), a(qp), a(kp), a(lse_in), a(delta),
-                                                 a(acc[0]), a(acc[1]), a(acc[2]), b, s, skv,
-                                                 hq, hkv, d, dv, causal, scale, theta)
+                                                 a(acc[0]), a(acc[1]), a(acc[2]), p)
                 outs[c] = [o, lse] + acc
             for oname, x, y in zip(("out", "lse", "dq", "dk", "dv"), outs[code], outs[F32]):
                 same(f"{tname} block {j} {oname}", x, y)

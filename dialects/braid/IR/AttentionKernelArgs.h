@@ -2,7 +2,7 @@
 //
 // Whole-sequence attention, its gradient and the key-block pieces of context
 // parallelism call kernels of one core (runtime/src/cuda/attention_core.cuh)
-// and end their calls alike.
+// and end their calls alike: with a braid_attention_params (braid/runtime.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,19 +16,29 @@
 
 namespace mlir::braid {
 
-/// Appends the shape (B, S, Skv, Hq, Hkv, D, Dv), the mask, `scale` and
-/// RoPE's theta (0 without RoPE) of an op with query, key and value.
-template <typename Op>
-void appendAttentionDims(Op op, double scale,
-                         SmallVectorImpl<KernelArg> &args) {
+/// The braid_attention_params of an op with query, key and value: the shape
+/// (B, S, Skv, Hq, Hkv, D, Dv), the mask, `scale` and RoPE's theta (0 without
+/// RoPE). The query offset stays 0: a chunk of the queries runs as key
+/// blocks with explicit positions (BraidBlockAttentionOps.cpp).
+template <typename Op> KernelArg attentionParams(Op op, double scale) {
   ArrayRef<int64_t> q = op.getQuery().getType().getShape();
   ArrayRef<int64_t> k = op.getKey().getType().getShape();
   ArrayRef<int64_t> v = op.getValue().getType().getShape();
   double theta = 0.0;
   if (FloatAttr attr = op.getRopeThetaAttr())
     theta = attr.getValueAsDouble();
-  args.append({q[0], q[1], k[1], q[2], k[2], q[3], v[3], op.getCausal(),
-               KernelArg::real(scale), KernelArg::real(theta)});
+  return KernelArg::params(
+      "braid_attention_params",
+      {{"batch", q[0]},
+       {"seq", q[1]},
+       {"seq_kv", k[1]},
+       {"heads", q[2]},
+       {"kv_heads", k[2]},
+       {"head_dim", q[3]},
+       {"v_head_dim", v[3]},
+       {"causal", KernelArg::enumerator("int32_t", op.getCausal())},
+       {"scale", KernelArg::real(scale)},
+       {"rope_theta", KernelArg::real(theta)}});
 }
 
 } // namespace mlir::braid

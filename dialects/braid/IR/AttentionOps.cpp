@@ -3,7 +3,7 @@
 // Scaled dot-product attention and its gradient: the sharding rule (batch
 // and heads split, the sequences whole), the vector-Jacobian product (one
 // attention_grad), costs counted over the full score matrix, and the runtime
-// calls, which share their trailing arguments. (A chunk of the queries,
+// calls, which share their params struct. (A chunk of the queries,
 // context parallelism, is attention by key blocks after
 // --convert-braid-to-dist: BraidBlockAttentionOps.cpp.)
 //
@@ -72,10 +72,9 @@ OpCost AttentionOp::getCost() {
 }
 
 LogicalResult AttentionOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
-  SmallVector<KernelArg> args = {KernelArg::dtype(getType()), getQuery(),
-                                 getKey(), getValue(), getResult()};
-  appendAttentionDims(*this, getScaleOrDefault(), args);
-  calls.emplace_back("braid_k_attention", std::move(args));
+  calls.push_back({"braid_k_attention",
+                   {KernelArg::dtype(getType()), getQuery(), getKey(), getValue(),
+                    getResult(), attentionParams(*this, getScaleOrDefault())}});
   return success();
 }
 
@@ -100,10 +99,9 @@ OpCost AttentionGradOp::getCost() {
 
 LogicalResult
 AttentionGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
-  SmallVector<KernelArg> args = {
-      KernelArg::dtype(getQuery().getType()), getQuery(), getKey(),
-      getValue(), getGrad(), getDquery(), getDkey(), getDvalue()};
-  appendAttentionDims(*this, getScaleOrDefault(), args);
-  calls.emplace_back("braid_k_attention_grad", std::move(args));
+  calls.push_back({"braid_k_attention_grad",
+                   {KernelArg::dtype(getQuery().getType()), getQuery(), getKey(),
+                    getValue(), getGrad(), getDquery(), getDkey(), getDvalue(),
+                    attentionParams(*this, getScaleOrDefault())}});
   return success();
 }

@@ -136,8 +136,8 @@ AttentionBlockOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
       KernelArg::buffer(getQueryPositions(), "int64_t *"),
       KernelArg::buffer(getKeyPositions(), "int64_t *"),
       KernelArg::buffer(getOut(), "float *"),
-      KernelArg::buffer(getLse(), "float *")};
-  appendAttentionDims(*this, getScale().convertToDouble(), args);
+      KernelArg::buffer(getLse(), "float *"),
+      attentionParams(*this, getScale().convertToDouble())};
   calls.emplace_back("braid_k_attention_block", std::move(args));
   return success();
 }
@@ -251,8 +251,8 @@ AttentionBlockGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
       KernelArg::buffer(getDelta(), "float *"),
       KernelArg::buffer(getDquery(), "float *"),
       KernelArg::buffer(getDkey(), "float *"),
-      KernelArg::buffer(getDvalue(), "float *")};
-  appendAttentionDims(*this, getScale().convertToDouble(), args);
+      KernelArg::buffer(getDvalue(), "float *"),
+      attentionParams(*this, getScale().convertToDouble())};
   calls.emplace_back("braid_k_attention_block_grad", std::move(args));
   return success();
 }

@@ -106,6 +106,22 @@ KernelArg KernelArg::enumerator(StringRef cType, int64_t value) {
   return arg;
 }
 
+KernelArg
+KernelArg::params(StringRef cType,
+                  ArrayRef<std::pair<StringRef, KernelArg>> fields) {
+  KernelArg arg(Kind::Struct);
+  arg.text = cType.str();
+  auto named = std::make_shared<std::vector<std::pair<std::string, KernelArg>>>();
+  for (const auto &[name, value] : fields) {
+    assert((value.kind == Kind::Integer || value.kind == Kind::Enum ||
+            value.kind == Kind::Real) &&
+           "a params struct holds scalars");
+    named->emplace_back(name.str(), value);
+  }
+  arg.fields = std::move(named);
+  return arg;
+}
+
 KernelArg KernelArg::advancedBy(Value index,
                                 std::optional<int64_t> elementBytes) const {
   KernelArg arg = *this;

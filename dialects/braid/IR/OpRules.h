@@ -17,8 +17,11 @@
 #include "mlir/IR/Builders.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mlir::braid {
 
@@ -80,6 +83,7 @@ public:
     Shape,   ///< a static array of integers in the function body
     Index,   ///< the expression of an index value (a rank's offset)
     Enum,    ///< `static_cast<C enum type>(N)`
+    Struct,  ///< a C params struct of named scalars, passed by const pointer
   };
 
   /// The buffer of `value`.
@@ -101,6 +105,12 @@ public:
   static KernelArg shape(ArrayRef<int64_t> values);
   static KernelArg index(Value value);
   static KernelArg enumerator(StringRef cType, int64_t value);
+  /// The address of a C struct `cType` (a kernel's params struct, e.g.
+  /// braid_attention_params) built in the call from `fields`, named as the
+  /// header names them, in its order; fields left out are zero. Fields are
+  /// scalars: Integer for the int64_t ones, Enum for narrower integers, Real.
+  static KernelArg params(StringRef cType,
+                          ArrayRef<std::pair<StringRef, KernelArg>> fields);
 
   /// This address advanced by `index` elements (an index value) of
   /// `elementBytes` bytes each; without `elementBytes`, those of the symbol's
@@ -116,7 +126,7 @@ public:
   double realValue = 0.0;
   /// DType: the element type (of a shaped type).
   Type type;
-  /// Symbol: the name; Enum: the C enum type.
+  /// Symbol: the name; Enum: the C enum type; Struct: the C struct type.
   std::string text;
   /// Buffer and Symbol: the C pointer type to cast to, none when empty.
   std::string cType;
@@ -125,6 +135,9 @@ public:
   /// For an advanced address: the index value and the element size.
   Value offset;
   std::optional<int64_t> offsetElementBytes;
+  /// Struct: the fields' names and values, shared by the argument's copies
+  /// (a pointer keeps KernelArg, and so KernelCall, small).
+  std::shared_ptr<const std::vector<std::pair<std::string, KernelArg>>> fields;
 
 private:
   explicit KernelArg(Kind kind) : kind(kind) {}

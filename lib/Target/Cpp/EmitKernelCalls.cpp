@@ -25,6 +25,29 @@ static std::optional<int64_t> symbolElementBytes(SymbolTable &symbols,
   return std::nullopt;
 }
 
+/// `braid::params(T{.field = value, ...})`: the address of a params struct
+/// that lives until the end of the call (braid/codegen.h). Integer fields
+/// are slots, so that calls differing in sizes still roll; a real is its
+/// exact literal as text, since a rolled slot (an int64_t table entry) would
+/// be a narrowing conversion to double inside the braces.
+FailureOr<Code> FunctionEmitter::printParams(const KernelArg &arg,
+                                             Operation *op) {
+  Code code = Code("braid::params(") << arg.text << "{";
+  for (auto [index, named] : llvm::enumerate(*arg.fields)) {
+    const auto &[name, field] = named;
+    code << (index ? ", ." : ".") << name << " = ";
+    if (field.kind == KernelArg::Kind::Real) {
+      code << formatReal(field.realValue);
+      continue;
+    }
+    FailureOr<Code> value = printKernelArg(field, op);
+    if (failed(value))
+      return failure();
+    code << *value;
+  }
+  return code << "})";
+}
+
 FailureOr<Code> FunctionEmitter::printKernelArg(const KernelArg &arg,
                                                 Operation *op) {
   Code code;
@@ -52,6 +75,8 @@ FailureOr<Code> FunctionEmitter::printKernelArg(const KernelArg &arg,
     return indexExpr(arg.value);
   case KernelArg::Kind::Enum:
     return Code("static_cast<") << arg.text << ">(" << arg.integer << ")";
+  case KernelArg::Kind::Struct:
+    return printParams(arg, op);
   }
   if (arg.offset) {
     FailureOr<Code> at = indexExpr(arg.offset);

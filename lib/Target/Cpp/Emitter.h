@@ -209,6 +209,7 @@ private:
   /// The runtime calls an op describes (EmitKernelCalls.cpp).
   LogicalResult emitKernelCalls(KernelCallOpInterface op);
   FailureOr<Code> printKernelArg(const KernelArg &arg, Operation *op);
+  FailureOr<Code> printParams(const KernelArg &arg, Operation *op);
   /// get_param_range and set_param (EmitParamAccess.cpp).
   LogicalResult emitParamAccess(Operation *op);
   LogicalResult emitSpmdOp(Operation *op);

@@ -16,6 +16,9 @@
 // - braid::silu, gelu, gelu_tanh, sigmoid, relu, exp, softplus, neg: the
 //   formulas of the CPU kernels (braid/numeric.h), so fused and unfused code
 //   agree bit for bit on the CPU.
+// - braid::params(braid_attention_params{.batch = 2, ...}): the address of a
+//   kernel's params struct built in the call; the temporary lives until the
+//   end of the call's full expression.
 // - braid::launch_elementwise(rt, n, f): calls f(i) for every i in [0, n).
 //   Host compiler: a plain loop. nvcc: a __global__ kernel of 256-thread
 //   blocks on the runtime's compute stream (braid_rt_compute_stream, which the
@@ -45,6 +48,10 @@
 extern "C" void *braid_rt_compute_stream(braid_rt *rt);
 
 namespace braid {
+
+/// The address of `value`, a params struct written in the call that reads it:
+/// braid_k_attention(rt, ..., braid::params(braid_attention_params{...})).
+template <typename T> const T *params(const T &value) { return &value; }
 
 #ifdef BRAID_CODEGEN_DEVICE
 

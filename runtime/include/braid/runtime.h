@@ -313,21 +313,32 @@ void braid_k_linear(braid_rt *rt, braid_dtype dt, const void *x, const void *w, 
 void braid_k_batch_matmul(braid_rt *rt, braid_dtype dt, const void *a, const void *b, void *c,
                           int64_t batch, int64_t m, int64_t k, int64_t n, int32_t transpose_a,
                           int32_t transpose_b);
-/* q [B, S, Hq, D], k [B, Skv, Hkv, D], v [B, Skv, Hkv, Dv] -> out [B, S, Hq, Dv];
- * rope_theta <= 0 means no rotary embedding. */
+/* The sizes and options of an attention call, passed by const pointer to the
+ * attention kernels (the tensors stay explicit arguments, so that a call shows
+ * which buffers it reads and writes): q [B, S, Hq, D], k [B, Skv, Hkv, D],
+ * v [B, Skv, Hkv, Dv], out [B, S, Hq, Dv]; Hq a multiple of Hkv (GQA);
+ * rope_theta <= 0 means no rotary embedding.
+ * Query row s sits at global position q_offset + s (context parallelism: a
+ * chunk of the queries against all keys) for its RoPE angle and causal
+ * horizon (keys t > q_offset + s are masked); keys keep positions 0..Skv-1.
+ * q_offset >= 0, and causal needs q_offset + S <= Skv. The key-block kernels
+ * take explicit positions per row instead and need q_offset = 0.
+ * Growth: fields are only ever added at the end, with zero meaning today's
+ * behaviour (callers initialize the struct with designated fields, the rest
+ * zero), so attention over a KV cache can add its per-sequence key lengths and
+ * query positions (device arrays, NULL: every sequence has Skv keys) without
+ * changing the entry points. */
+typedef struct braid_attention_params {
+  int64_t batch, seq, seq_kv, heads, kv_heads, head_dim, v_head_dim;
+  int32_t causal;
+  double scale;
+  double rope_theta;
+  int64_t q_offset;
+} braid_attention_params;
+
+/* out = softmax(scale q'k'^T + mask) v, q' and k' rotated by RoPE. */
 void braid_k_attention(braid_rt *rt, braid_dtype dt, const void *q, const void *k, const void *v,
-                       void *out, int64_t batch, int64_t seq, int64_t seq_kv, int64_t heads,
-                       int64_t kv_heads, int64_t head_dim, int64_t v_head_dim, int32_t causal,
-                       double scale, double rope_theta);
-/* Attention of a chunk of the queries (context parallelism): query row s has
- * global position q_offset + s for RoPE and for the causal mask (keys t >
- * q_offset + s are masked); keys keep positions 0..Skv-1. q_offset >= 0, and
- * causal needs q_offset + S <= Skv. braid_k_attention is q_offset = 0. */
-void braid_k_attention_offset(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
-                              const void *v, void *out, int64_t batch, int64_t seq,
-                              int64_t seq_kv, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                              int64_t v_head_dim, int32_t causal, double scale,
-                              double rope_theta, int64_t q_offset);
+                       void *out, const braid_attention_params *p);
 void braid_k_rms_norm(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma, void *y,
                       int64_t rows, int64_t hidden, double epsilon);
 void braid_k_layer_norm(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
@@ -408,21 +419,13 @@ void braid_k_activation_grad(braid_rt *rt, braid_dtype dt, braid_act act, const 
                              const void *dy, void *dx, int64_t n);
 /* Attention backward (recomputes the softmax; no saved scores): dq [B,S,Hq,D],
  * dk [B,Skv,Hkv,D], dv [B,Skv,Hkv,Dv]; GQA sums over the heads of a group;
- * with RoPE, dq/dk are with respect to the unrotated q/k. */
+ * with RoPE, dq/dk are with respect to the unrotated q/k. With p->q_offset
+ * (a chunk of the queries, as braid_k_attention): dq for the chunk's rows; dk,
+ * dv are this chunk's contribution only (summed over the chunks by the
+ * caller). */
 void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
                             const void *v, const void *dout, void *dq, void *dk, void *dv,
-                            int64_t batch, int64_t seq, int64_t seq_kv, int64_t heads,
-                            int64_t kv_heads, int64_t head_dim, int64_t v_head_dim,
-                            int32_t causal, double scale, double rope_theta);
-/* braid_k_attention_grad for a chunk of the queries at global positions
- * q_offset.. (as braid_k_attention_offset): dq for the chunk's rows; dk, dv
- * are this chunk's contribution only (summed over the chunks by the caller). */
-void braid_k_attention_grad_offset(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
-                                   const void *v, const void *dout, void *dq, void *dk,
-                                   void *dv, int64_t batch, int64_t seq, int64_t seq_kv,
-                                   int64_t heads, int64_t kv_heads, int64_t head_dim,
-                                   int64_t v_head_dim, int32_t causal, double scale,
-                                   double rope_theta, int64_t q_offset);
+                            const braid_attention_params *p);
 /*===--- Attention by key blocks (context parallelism: ring, zigzag) ------===*
  * Query rows and key rows carry explicit global positions (int64 arrays in
  * backend memory, q_pos [seq], k_pos [seq_kv]): the RoPE angle of a row is
@@ -444,10 +447,7 @@ void braid_k_sequence_positions(braid_rt *rt, int64_t *pos, int64_t count, int64
  * row when it sees none). */
 void braid_k_attention_block(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
                              const void *v, const int64_t *q_pos, const int64_t *k_pos,
-                             float *out, float *lse, int64_t batch, int64_t seq, int64_t seq_kv,
-                             int64_t heads, int64_t kv_heads, int64_t head_dim,
-                             int64_t v_head_dim, int32_t causal, double scale,
-                             double rope_theta);
+                             float *out, float *lse, const braid_attention_params *p);
 /* The online-softmax merge of a block's (out, lse) into the running (out,
  * lse), rows x Dv: lse' = log(e^lse + e^block_lse), out' = e^(lse - lse') out
  * + e^(block_lse - lse') block_out; two -inf statistics leave (0, -inf). */
@@ -464,10 +464,8 @@ void braid_k_attention_delta(braid_rt *rt, braid_dtype dt, const void *dout, con
 void braid_k_attention_block_grad(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
                                   const void *v, const void *dout, const int64_t *q_pos,
                                   const int64_t *k_pos, const float *lse, const float *delta,
-                                  float *dq, float *dk, float *dv, int64_t batch, int64_t seq,
-                                  int64_t seq_kv, int64_t heads, int64_t kv_heads,
-                                  int64_t head_dim, int64_t v_head_dim, int32_t causal,
-                                  double scale, double rope_theta);
+                                  float *dq, float *dk, float *dv,
+                                  const braid_attention_params *p);
 void braid_k_rms_norm_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *gamma,
                            const void *dy, void *dx, void *dgamma, int64_t rows, int64_t hidden,
                            double epsilon);

@@ -9,7 +9,7 @@
 // and out = acc / l. Rotation angles p f_i are formed in double (positions
 // can be large: p f_0 = p radians) and f_i = theta^(-2i/D) is computed once.
 // Query row s sits at global position qOff + s (qOff = q_offset, context
-// parallelism; 0 for braid_k_attention): its RoPE angle and causal horizon
+// parallelism; 0 for the whole sequence): its RoPE angle and causal horizon
 // (keys t <= qOff + s) use that position, keys keep positions 0..Skv-1.
 //
 // With BLAS (the default: BRAID_CPU_ACCUMULATE=f32) every storage type runs
@@ -86,36 +86,21 @@ void attentionImpl(const T *q, const T *k, const T *v, T *o, int64_t B, int64_t 
 
 } // namespace
 
-extern "C" void braid_k_attention_offset(braid_rt *, braid_dtype dt, const void *q,
-                                         const void *k, const void *v, void *o, int64_t batch,
-                                         int64_t seq, int64_t seq_kv, int64_t heads,
-                                         int64_t kv_heads, int64_t head_dim, int64_t v_head_dim,
-                                         int32_t causal, double scale, double rope_theta,
-                                         int64_t q_offset) {
-  const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
-                           head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
-  checkAttention("attention", dims, q_offset);
-  if (attentionByGemm(dt, head_dim, v_head_dim)) {
+extern "C" void braid_k_attention(braid_rt *, braid_dtype dt, const void *q, const void *k,
+                                  const void *v, void *o, const braid_attention_params *p) {
+  const AttentionDims dims = AttentionDims::of(*p);
+  checkAttention("attention", dims, p->q_offset);
+  if (attentionByGemm(dt, dims.headDim, dims.vHeadDim)) {
     StagedF32 staged(dt, "attention", {{q, dims.qElems()}, {k, dims.kElems()}, {v, dims.vElems()}},
                      {{o, dims.outElems()}});
-    attentionGemm(dims, staged.in(0), staged.in(1), staged.in(2), nullptr, nullptr, q_offset,
+    attentionGemm(dims, staged.in(0), staged.in(1), staged.in(2), nullptr, nullptr, p->q_offset,
                   staged.out(0), nullptr);
     return staged.finish();
   }
   withFloatType(dt, "attention", [&](auto tag) {
     using T = decltype(tag);
-    attentionImpl<T>(in<T>(q), in<T>(k), in<T>(v), out<T>(o), batch, seq, seq_kv, heads,
-                     kv_heads, head_dim, v_head_dim, causal != 0, float(scale), rope_theta,
-                     q_offset);
+    attentionImpl<T>(in<T>(q), in<T>(k), in<T>(v), out<T>(o), dims.batch, dims.seq, dims.seqKv,
+                     dims.heads, dims.kvHeads, dims.headDim, dims.vHeadDim, dims.causal,
+                     dims.scale, dims.ropeTheta, p->q_offset);
   });
-}
-
-extern "C" void braid_k_attention(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
-                                  const void *v, void *o, int64_t batch, int64_t seq,
-                                  int64_t seq_kv, int64_t heads, int64_t kv_heads,
-                                  int64_t head_dim, int64_t v_head_dim, int32_t causal,
-                                  double scale, double rope_theta) {
-  checkCausalSquare("attention", causal, seq, seq_kv);
-  braid_k_attention_offset(rt, dt, q, k, v, o, batch, seq, seq_kv, heads, kv_heads, head_dim,
-                           v_head_dim, causal, scale, rope_theta, 0);
 }

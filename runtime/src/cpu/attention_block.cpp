@@ -60,15 +60,17 @@ using namespace braid::cpu;
 
 namespace {
 
-void checkShapes(const char *kernel, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                 int64_t v_head_dim, double rope_theta, int64_t batch, int64_t seq,
-                 int64_t seq_kv) {
-  if (batch < 0 || seq < 0 || seq_kv < 0 || head_dim < 0 || v_head_dim < 0)
+void checkShapes(const char *kernel, const braid_attention_params &p) {
+  if (p.batch < 0 || p.seq < 0 || p.seq_kv < 0 || p.head_dim < 0 || p.v_head_dim < 0)
     fail(kernel, "negative size (batch %lld, seq %lld, seq_kv %lld, head dims %lld / %lld)",
-         (long long)batch, (long long)seq, (long long)seq_kv, (long long)head_dim,
-         (long long)v_head_dim);
-  checkHeads(kernel, heads, kv_heads, head_dim, v_head_dim);
-  checkRope(kernel, rope_theta, head_dim);
+         (long long)p.batch, (long long)p.seq, (long long)p.seq_kv, (long long)p.head_dim,
+         (long long)p.v_head_dim);
+  checkHeads(kernel, p.heads, p.kv_heads, p.head_dim, p.v_head_dim);
+  checkRope(kernel, p.rope_theta, p.head_dim);
+  // The rows' positions are the arrays: an offset would be a second source.
+  if (p.q_offset != 0)
+    fail(kernel, "query offset %lld: the key-block kernels take positions instead",
+         (long long)p.q_offset);
 }
 
 /// Calls block(b, h, hk, s0, qb) for every block of up to QB query rows
@@ -244,15 +246,10 @@ extern "C" void braid_k_sequence_positions(braid_rt *, int64_t *pos, int64_t cou
 extern "C" void braid_k_attention_block(braid_rt *, braid_dtype dt, const void *q, const void *k,
                                         const void *v, const int64_t *q_pos,
                                         const int64_t *k_pos, float *out, float *lse,
-                                        int64_t batch, int64_t seq, int64_t seq_kv,
-                                        int64_t heads, int64_t kv_heads, int64_t head_dim,
-                                        int64_t v_head_dim, int32_t causal, double scale,
-                                        double rope_theta) {
-  checkShapes("attention_block", heads, kv_heads, head_dim, v_head_dim, rope_theta, batch, seq,
-              seq_kv);
-  if (attentionByGemm(dt, head_dim, v_head_dim)) {
-    const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
-                             head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
+                                        const braid_attention_params *p) {
+  checkShapes("attention_block", *p);
+  const AttentionDims dims = AttentionDims::of(*p);
+  if (attentionByGemm(dt, dims.headDim, dims.vHeadDim)) {
     // out and lse are f32 in every storage type: only the inputs are staged.
     StagedF32 staged(dt, "attention_block",
                      {{q, dims.qElems()}, {k, dims.kElems()}, {v, dims.vElems()}}, {});
@@ -261,9 +258,9 @@ extern "C" void braid_k_attention_block(braid_rt *, braid_dtype dt, const void *
   }
   withFloatType(dt, "attention_block", [&](auto tag) {
     using T = decltype(tag);
-    attentionBlockImpl<T>(in<T>(q), in<T>(k), in<T>(v), q_pos, k_pos, out, lse, batch, seq,
-                          seq_kv, heads, kv_heads, head_dim, v_head_dim, causal != 0,
-                          float(scale), rope_theta);
+    attentionBlockImpl<T>(in<T>(q), in<T>(k), in<T>(v), q_pos, k_pos, out, lse, dims.batch,
+                          dims.seq, dims.seqKv, dims.heads, dims.kvHeads, dims.headDim,
+                          dims.vHeadDim, dims.causal, dims.scale, dims.ropeTheta);
   });
 }
 
@@ -321,15 +318,11 @@ extern "C" void braid_k_attention_block_grad(braid_rt *, braid_dtype dt, const v
                                              const void *k, const void *v, const void *dout,
                                              const int64_t *q_pos, const int64_t *k_pos,
                                              const float *lse, const float *delta, float *dq,
-                                             float *dk, float *dv, int64_t batch, int64_t seq,
-                                             int64_t seq_kv, int64_t heads, int64_t kv_heads,
-                                             int64_t head_dim, int64_t v_head_dim,
-                                             int32_t causal, double scale, double rope_theta) {
-  checkShapes("attention_block_grad", heads, kv_heads, head_dim, v_head_dim, rope_theta, batch,
-              seq, seq_kv);
-  if (attentionByGemm(dt, head_dim, v_head_dim)) {
-    const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
-                             head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
+                                             float *dk, float *dv,
+                                             const braid_attention_params *p) {
+  checkShapes("attention_block_grad", *p);
+  const AttentionDims dims = AttentionDims::of(*p);
+  if (attentionByGemm(dt, dims.headDim, dims.vHeadDim)) {
     // dq, dk, dv are f32 accumulators in every storage type.
     StagedF32 staged(
         dt, "attention_block_grad",
@@ -340,7 +333,8 @@ extern "C" void braid_k_attention_block_grad(braid_rt *, braid_dtype dt, const v
   withFloatType(dt, "attention_block_grad", [&](auto tag) {
     using T = decltype(tag);
     attentionBlockGradImpl<T>(in<T>(q), in<T>(k), in<T>(v), in<T>(dout), q_pos, k_pos, lse,
-                              delta, dq, dk, dv, batch, seq, seq_kv, heads, kv_heads, head_dim,
-                              v_head_dim, causal != 0, float(scale), rope_theta);
+                              delta, dq, dk, dv, dims.batch, dims.seq, dims.seqKv, dims.heads,
+                              dims.kvHeads, dims.headDim, dims.vHeadDim, dims.causal, dims.scale,
+                              dims.ropeTheta);
   });
 }

@@ -20,12 +20,18 @@ namespace braid::cpu {
 /// bit) and non-empty head dims; bf16 and f16 on f32 copies (staged_f32.h).
 bool attentionByGemm(braid_dtype dt, int64_t headDim, int64_t vHeadDim);
 
-/// Shapes and options of one attention call (as the kernels' arguments).
+/// Shapes and options of one attention call (braid_attention_params less the
+/// query offset, which the kernels take with the row positions).
 struct AttentionDims {
   int64_t batch, seq, seqKv, heads, kvHeads, headDim, vHeadDim;
   bool causal;
   float scale;
   double ropeTheta;
+
+  static AttentionDims of(const braid_attention_params &p) {
+    return {p.batch,    p.seq,        p.seq_kv,      p.heads,          p.kv_heads,
+            p.head_dim, p.v_head_dim, p.causal != 0, float(p.scale), p.rope_theta};
+  }
 
   /// Elements of q [B,S,Hq,D], k [B,Skv,Hkv,D], v [B,Skv,Hkv,Dv] and of the
   /// output (and dout) [B,S,Hq,Dv].
@@ -44,7 +50,7 @@ void attentionGemm(const AttentionDims &dims, const float *q, const float *k, co
                    float *lse);
 
 /// Backward. Without lse / delta (null) the softmax statistics are computed
-/// here and dq, dk, dv are written (braid_k_attention_grad[_offset]); with
+/// here and dq, dk, dv are written (braid_k_attention_grad); with
 /// them (braid_k_attention_block_grad) rows with lse = -inf are skipped and
 /// dq, dk, dv are f32 accumulators added to.
 void attentionGradGemm(const AttentionDims &dims, const float *q, const float *k,

@@ -63,14 +63,6 @@ inline void checkAttention(const char *kernel, const AttentionDims &d, int64_t q
   checkRope(kernel, d.ropeTheta, d.headDim);
 }
 
-/// The entry points without a query offset: a causal mask needs the query
-/// and key rows to be the same positions.
-inline void checkCausalSquare(const char *kernel, bool causal, int64_t seq, int64_t seqKv) {
-  if (causal && seq != seqKv)
-    fail(kernel, "causal attention needs seq == seq_kv, got %lld and %lld", (long long)seq,
-         (long long)seqKv);
-}
-
 /// Folds key t (its score and value row v) into a query row's running max m,
 /// sum l and accumulator acc [Dv]: m' = max(m, score), acc = acc e^(m - m') +
 /// e^(score - m') v, l likewise.

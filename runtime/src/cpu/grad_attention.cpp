@@ -9,7 +9,7 @@
 // and dq, dk are dq', dk' rotated back (the inverse rotation, the transpose).
 // GQA: key/value head g = h / (Hq / Hkv) collects the group's query heads.
 // Query row s sits at global position qOff + s (qOff = q_offset, context
-// parallelism; 0 for braid_k_attention_grad): RoPE and the causal horizon
+// parallelism; 0 for the whole sequence): RoPE and the causal horizon
 // t <= qOff + s use it; dk, dv are the contribution of these query rows.
 //
 // Pass 1, per (b, h) and block of up to 64 query rows: one sweep over the
@@ -213,41 +213,26 @@ void attentionGradImpl(const T *q, const T *k, const T *v, const T *dout, T *dq,
 
 } // namespace
 
-extern "C" void braid_k_attention_grad_offset(braid_rt *, braid_dtype dt, const void *q,
-                                              const void *k, const void *v, const void *dout,
-                                              void *dq, void *dk, void *dv, int64_t batch,
-                                              int64_t seq, int64_t seq_kv, int64_t heads,
-                                              int64_t kv_heads, int64_t head_dim,
-                                              int64_t v_head_dim, int32_t causal, double scale,
-                                              double rope_theta, int64_t q_offset) {
-  const AttentionDims dims{batch,    seq,        seq_kv,        heads,       kv_heads,
-                           head_dim, v_head_dim, causal != 0,   float(scale), rope_theta};
-  checkAttention("attention_grad", dims, q_offset);
-  if (attentionByGemm(dt, head_dim, v_head_dim)) {
+extern "C" void braid_k_attention_grad(braid_rt *, braid_dtype dt, const void *q,
+                                       const void *k, const void *v, const void *dout, void *dq,
+                                       void *dk, void *dv, const braid_attention_params *p) {
+  const AttentionDims dims = AttentionDims::of(*p);
+  checkAttention("attention_grad", dims, p->q_offset);
+  if (attentionByGemm(dt, dims.headDim, dims.vHeadDim)) {
     StagedF32 staged(
         dt, "attention_grad",
         {{q, dims.qElems()}, {k, dims.kElems()}, {v, dims.vElems()}, {dout, dims.outElems()}},
         {{dq, dims.qElems()}, {dk, dims.kElems()}, {dv, dims.vElems()}});
     attentionGradGemm(dims, staged.in(0), staged.in(1), staged.in(2), staged.in(3), nullptr,
-                      nullptr, q_offset, nullptr, nullptr, staged.out(0), staged.out(1),
+                      nullptr, p->q_offset, nullptr, nullptr, staged.out(0), staged.out(1),
                       staged.out(2));
     return staged.finish();
   }
   withFloatType(dt, "attention_grad", [&](auto tag) {
     using T = decltype(tag);
     attentionGradImpl<T>(in<T>(q), in<T>(k), in<T>(v), in<T>(dout), out<T>(dq), out<T>(dk),
-                         out<T>(dv), batch, seq, seq_kv, heads, kv_heads, head_dim, v_head_dim,
-                         causal != 0, float(scale), rope_theta, q_offset);
+                         out<T>(dv), dims.batch, dims.seq, dims.seqKv, dims.heads, dims.kvHeads,
+                         dims.headDim, dims.vHeadDim, dims.causal, dims.scale, dims.ropeTheta,
+                         p->q_offset);
   });
-}
-
-extern "C" void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void *q,
-                                       const void *k, const void *v, const void *dout, void *dq,
-                                       void *dk, void *dv, int64_t batch, int64_t seq,
-                                       int64_t seq_kv, int64_t heads, int64_t kv_heads,
-                                       int64_t head_dim, int64_t v_head_dim, int32_t causal,
-                                       double scale, double rope_theta) {
-  checkCausalSquare("attention_grad", causal, seq, seq_kv);
-  braid_k_attention_grad_offset(rt, dt, q, k, v, dout, dq, dk, dv, batch, seq, seq_kv, heads,
-                                kv_heads, head_dim, v_head_dim, causal, scale, rope_theta, 0);
 }

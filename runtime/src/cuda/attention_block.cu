@@ -158,20 +158,15 @@ extern "C" void braid_k_sequence_positions(braid_rt *rt, int64_t *pos, int64_t c
 extern "C" void braid_k_attention_block(braid_rt *rt, braid_dtype dt, const void *q,
                                         const void *k, const void *v, const int64_t *q_pos,
                                         const int64_t *k_pos, float *out, float *lse,
-                                        int64_t batch, int64_t seq, int64_t seq_kv,
-                                        int64_t heads, int64_t kv_heads, int64_t head_dim,
-                                        int64_t v_head_dim, int32_t causal, double scale,
-                                        double rope_theta) {
+                                        const braid_attention_params *p) {
   using namespace braid::cuda;
   using namespace braid::cuda::attn;
-  if (!checkBlockShape("attention_block", batch, seq, seq_kv, heads, kv_heads, head_dim,
-                       v_head_dim, rope_theta))
+  if (!checkBlockShape("attention_block", *p))
     return;
-  const AttentionShape sh = narrowShape(batch, seq, seq_kv, heads, kv_heads, head_dim,
-                                        v_head_dim, scale, rope_theta);
-  const PositionMask mask{q_pos, k_pos, causal};
+  const AttentionShape sh = narrowShape(*p);
+  const PositionMask mask{q_pos, k_pos, p->causal};
   cudaStream_t stream = streamOf(rt);
-  dispatchAttention(dt, v_head_dim, q, k, v, nullptr, [&](const auto &in, auto dpl) {
+  dispatchAttention(dt, p->v_head_dim, q, k, v, nullptr, [&](const auto &in, auto dpl) {
     launchForward<decltype(dpl)::value>(stream, sh, in, mask, StoreOutputLse{out, lse});
   });
 }

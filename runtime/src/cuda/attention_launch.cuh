@@ -40,12 +40,12 @@ template <typename T> struct AttentionInputs {
 };
 
 /// The shape of sizes the entry point has checked.
-inline AttentionShape narrowShape(int64_t batch, int64_t seq, int64_t seqKv, int64_t heads,
-                                  int64_t kvHeads, int64_t headDim, int64_t vHeadDim,
-                                  double scale, double theta) {
-  return {static_cast<int>(batch),   static_cast<int>(seq),     static_cast<int>(seqKv),
-          static_cast<int>(heads),   static_cast<int>(kvHeads), static_cast<int>(headDim),
-          static_cast<int>(vHeadDim), static_cast<float>(scale), theta};
+inline AttentionShape narrowShape(const braid_attention_params &p) {
+  return {static_cast<int>(p.batch),    static_cast<int>(p.seq),
+          static_cast<int>(p.seq_kv),   static_cast<int>(p.heads),
+          static_cast<int>(p.kv_heads), static_cast<int>(p.head_dim),
+          static_cast<int>(p.v_head_dim), static_cast<float>(p.scale),
+          p.rope_theta};
 }
 
 //===--- Checks of the entry points' arguments -------------------------------===//
@@ -81,13 +81,6 @@ inline void checkQueryOffset(const char *kernel, int64_t qOffset, int64_t seq, i
                      static_cast<long long>(seqKv));
 }
 
-/// Without an offset, a causal mask needs as many queries as keys.
-inline void checkCausalSquare(const char *kernel, int64_t seq, int64_t seqKv, int32_t causal) {
-  if (causal && seq != seqKv)
-    BRAID_CUDA_FATAL("%s: causal needs S == Skv, got %lld and %lld", kernel,
-                     static_cast<long long>(seq), static_cast<long long>(seqKv));
-}
-
 /// Validates the rows of attention_merge / attention_delta; false: nothing
 /// to do.
 inline bool checkRowShape(const char *kernel, int64_t rows, int64_t vHeadDim) {
@@ -98,22 +91,24 @@ inline bool checkRowShape(const char *kernel, int64_t rows, int64_t vHeadDim) {
 }
 
 /// Validates the shape of attention_block(_grad); false: nothing to do.
-inline bool checkBlockShape(const char *kernel, int64_t batch, int64_t seq, int64_t seqKv,
-                            int64_t heads, int64_t kvHeads, int64_t headDim, int64_t vHeadDim,
-                            double theta) {
-  if (batch < 0 || seq < 0 || seqKv < 0 || heads < 0)
+inline bool checkBlockShape(const char *kernel, const braid_attention_params &p) {
+  if (p.batch < 0 || p.seq < 0 || p.seq_kv < 0 || p.heads < 0)
     BRAID_CUDA_FATAL("%s: negative size (batch %lld, seq %lld, seq_kv %lld, heads %lld)", kernel,
-                     static_cast<long long>(batch), static_cast<long long>(seq),
-                     static_cast<long long>(seqKv), static_cast<long long>(heads));
-  if (batch == 0 || seq == 0 || heads == 0)
+                     static_cast<long long>(p.batch), static_cast<long long>(p.seq),
+                     static_cast<long long>(p.seq_kv), static_cast<long long>(p.heads));
+  // The rows' positions are the arrays: an offset would be a second source.
+  if (p.q_offset != 0)
+    BRAID_CUDA_FATAL("%s: query offset %lld: the key-block kernels take positions instead",
+                     kernel, static_cast<long long>(p.q_offset));
+  if (p.batch == 0 || p.seq == 0 || p.heads == 0)
     return false;
-  checkHeads(kernel, heads, kvHeads);
-  checkRope(kernel, theta, headDim);
-  checkHeadDims(kernel, headDim, vHeadDim);
-  if (seq > INT32_MAX || seqKv > INT32_MAX || heads > 65535 || batch > 65535)
+  checkHeads(kernel, p.heads, p.kv_heads);
+  checkRope(kernel, p.rope_theta, p.head_dim);
+  checkHeadDims(kernel, p.head_dim, p.v_head_dim);
+  if (p.seq > INT32_MAX || p.seq_kv > INT32_MAX || p.heads > 65535 || p.batch > 65535)
     BRAID_CUDA_FATAL("%s: grid too large (S %lld, Skv %lld, H %lld, B %lld)", kernel,
-                     static_cast<long long>(seq), static_cast<long long>(seqKv),
-                     static_cast<long long>(heads), static_cast<long long>(batch));
+                     static_cast<long long>(p.seq), static_cast<long long>(p.seq_kv),
+                     static_cast<long long>(p.heads), static_cast<long long>(p.batch));
   return true;
 }
 

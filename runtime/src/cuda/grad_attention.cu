@@ -29,8 +29,8 @@
 // written.
 //
 // All three take the sequence mask: query row s has global position qOff + s
-// (q_offset of braid_k_attention_grad_offset, context parallelism; 0 for
-// braid_k_attention_grad) for its RoPE, its rotation back and the causal mask
+// (the call's q_offset, context parallelism; 0 for the whole sequence) for
+// its RoPE, its rotation back and the causal mask
 // t <= qOff + s; dk / dv are then the contribution of these query rows.
 //
 // Limits: head dims D, Dv <= 256 (accumulators of DPL = 1, 2, 4, 8 values per
@@ -206,20 +206,18 @@ void launchAttentionGrad(cudaStream_t stream, const AttentionShape &sh,
 } // namespace
 } // namespace braid::cuda
 
-extern "C" void braid_k_attention_grad_offset(braid_rt *rt, braid_dtype dt, const void *q,
-                                              const void *k, const void *v, const void *dout,
-                                              void *dq, void *dk, void *dv, int64_t batch,
-                                              int64_t seq, int64_t seq_kv, int64_t heads,
-                                              int64_t kv_heads, int64_t head_dim,
-                                              int64_t v_head_dim, int32_t causal, double scale,
-                                              double rope_theta, int64_t q_offset) {
+extern "C" void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void *q,
+                                       const void *k, const void *v, const void *dout, void *dq,
+                                       void *dk, void *dv, const braid_attention_params *p) {
   using namespace braid::cuda;
   using namespace braid::cuda::attn;
+  const int64_t batch = p->batch, seq = p->seq, seq_kv = p->seq_kv, heads = p->heads,
+                kv_heads = p->kv_heads, head_dim = p->head_dim, v_head_dim = p->v_head_dim;
   if (batch <= 0 || heads <= 0)
     return;
   checkHeads("attention_grad", heads, kv_heads);
-  checkQueryOffset("attention_grad", q_offset, seq, seq_kv, causal);
-  checkRope("attention_grad", rope_theta, head_dim);
+  checkQueryOffset("attention_grad", p->q_offset, seq, seq_kv, p->causal);
+  checkRope("attention_grad", p->rope_theta, head_dim);
   checkHeadDims("attention_grad", head_dim, v_head_dim);
   if (seq > 65535LL * kBlockQ || seq_kv > 65535LL * kBlockK || heads > 65535 || batch > 65535)
     BRAID_CUDA_FATAL("attention_grad: grid too large (S %lld, Skv %lld, H %lld, B %lld)",
@@ -244,24 +242,11 @@ extern "C" void braid_k_attention_grad_offset(braid_rt *rt, braid_dtype dt, cons
   float *lse = static_cast<float *>(
       scratch(stream, 2 * rowsStats * static_cast<int64_t>(sizeof(float))));
   float *delta = lse + rowsStats;
-  const AttentionShape sh = narrowShape(batch, seq, seq_kv, heads, kv_heads, head_dim,
-                                        v_head_dim, scale, rope_theta);
-  const SequenceMask mask{causal, static_cast<int>(q_offset)};
+  const AttentionShape sh = narrowShape(*p);
+  const SequenceMask mask{p->causal, static_cast<int>(p->q_offset)};
   dispatchAttention(dt, head_dim > v_head_dim ? head_dim : v_head_dim, q, k, v, dout,
                     [&](const auto &in, auto dpl) {
                       launchAttentionGrad<decltype(dpl)::value>(stream, sh, in, mask, lse,
                                                                 delta, dq, dk, dv);
                     });
-}
-
-extern "C" void braid_k_attention_grad(braid_rt *rt, braid_dtype dt, const void *q,
-                                       const void *k, const void *v, const void *dout, void *dq,
-                                       void *dk, void *dv, int64_t batch, int64_t seq,
-                                       int64_t seq_kv, int64_t heads, int64_t kv_heads,
-                                       int64_t head_dim, int64_t v_head_dim, int32_t causal,
-                                       double scale, double rope_theta) {
-  if (batch > 0 && heads > 0)
-    braid::cuda::attn::checkCausalSquare("attention_grad", seq, seq_kv, causal);
-  braid_k_attention_grad_offset(rt, dt, q, k, v, dout, dq, dk, dv, batch, seq, seq_kv, heads,
-                                kv_heads, head_dim, v_head_dim, causal, scale, rope_theta, 0);
 }

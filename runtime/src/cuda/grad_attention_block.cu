@@ -37,23 +37,19 @@ extern "C" void braid_k_attention_block_grad(braid_rt *rt, braid_dtype dt, const
                                              const void *k, const void *v, const void *dout,
                                              const int64_t *q_pos, const int64_t *k_pos,
                                              const float *lse, const float *delta, float *dq,
-                                             float *dk, float *dv, int64_t batch, int64_t seq,
-                                             int64_t seq_kv, int64_t heads, int64_t kv_heads,
-                                             int64_t head_dim, int64_t v_head_dim,
-                                             int32_t causal, double scale, double rope_theta) {
+                                             float *dk, float *dv,
+                                             const braid_attention_params *p) {
   using namespace braid::cuda;
   using namespace braid::cuda::attn;
-  if (!checkBlockShape("attention_block_grad", batch, seq, seq_kv, heads, kv_heads, head_dim,
-                       v_head_dim, rope_theta))
+  if (!checkBlockShape("attention_block_grad", *p))
     return;
-  if (seq_kv == 0) // no keys: nothing to add
+  if (p->seq_kv == 0) // no keys: nothing to add
     return;
-  const AttentionShape sh = narrowShape(batch, seq, seq_kv, heads, kv_heads, head_dim,
-                                        v_head_dim, scale, rope_theta);
-  const PositionMask mask{q_pos, k_pos, causal};
+  const AttentionShape sh = narrowShape(*p);
+  const PositionMask mask{q_pos, k_pos, p->causal};
   const AddBlockGrad grad{lse, delta, dq, dk, dv};
   cudaStream_t stream = streamOf(rt);
-  dispatchAttention(dt, head_dim > v_head_dim ? head_dim : v_head_dim, q, k, v, dout,
+  dispatchAttention(dt, p->head_dim > p->v_head_dim ? p->head_dim : p->v_head_dim, q, k, v, dout,
                     [&](const auto &in, auto dpl) {
                       launchGradQuery<decltype(dpl)::value>(stream, sh, in, mask, grad);
                     });

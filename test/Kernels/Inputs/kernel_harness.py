@@ -26,13 +26,31 @@ FD_ERR = {}   # op -> largest finite-difference discrepancy of a numpy VJP
 # --- the kernel library --------------------------------------------------------
 
 P, I, I4, D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_double
+
+
+class AttentionParams(ctypes.Structure):
+    """braid_attention_params (runtime.h): the sizes and options of an attention call."""
+    _fields_ = [("batch", I), ("seq", I), ("seq_kv", I), ("heads", I), ("kv_heads", I),
+                ("head_dim", I), ("v_head_dim", I), ("causal", I4), ("scale", D),
+                ("rope_theta", D), ("q_offset", I)]
+
+
+AP = ctypes.POINTER(AttentionParams)
+
+
+def attn(batch, seq, seq_kv, heads, kv_heads, head_dim, v_head_dim, causal, scale, rope_theta,
+         q_offset=0):
+    """The attention kernels' last argument: a braid_attention_params by reference."""
+    return ctypes.byref(AttentionParams(batch, seq, seq_kv, heads, kv_heads, head_dim,
+                                        v_head_dim, int(causal), scale, rope_theta, q_offset))
+
+
 SIGS = {
     # forward
     "braid_k_embedding": [P, I4, I4, P, P, P, P, I, I, I, I],
     "braid_k_linear": [P, I4, P, P, P, P, I, I, I, I4],
     "braid_k_batch_matmul": [P, I4, P, P, P, I, I, I, I, I4, I4],
-    "braid_k_attention": [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D],
-    "braid_k_attention_offset": [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D, I],
+    "braid_k_attention": [P, I4, P, P, P, P, AP],
     "braid_k_rms_norm": [P, I4, P, P, P, I, I, D],
     "braid_k_layer_norm": [P, I4, P, P, P, P, I, I, D],
     "braid_k_softmax": [P, I4, P, P, I, I],
@@ -58,9 +76,7 @@ SIGS = {
     # backward
     "braid_k_sum_rows": [P, I4, P, P, I, I],
     "braid_k_activation_grad": [P, I4, I4, P, P, P, I],
-    "braid_k_attention_grad": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I4, D, D],
-    "braid_k_attention_grad_offset": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I, I, I, I4, D,
-                                      D, I],
+    "braid_k_attention_grad": [P, I4, P, P, P, P, P, P, P, AP],
     "braid_k_rms_norm_grad": [P, I4, P, P, P, P, P, I, I, D],
     "braid_k_layer_norm_grad": [P, I4, P, P, P, P, P, P, I, I, D],
     "braid_k_embedding_grad": [P, I4, I4, P, P, P, I, I, I],
