@@ -189,7 +189,9 @@ LogicalResult FramePlanner::assignPositions() {
   return success();
 }
 
-// Values sharing storage: a reshape and its input.
+// Values sharing storage: a reshape and its input; a cache write's result
+// and the cache it updates in place (a state, or the argument that carries
+// one: its verifier makes it the cache's only use).
 void FramePlanner::groupReshapes() {
   for (BlockArgument arg : block.getArguments())
     classes.insert(arg);
@@ -198,6 +200,8 @@ void FramePlanner::groupReshapes() {
       classes.insert(result);
       if (auto reshape = dyn_cast<ReshapeOp>(op))
         classes.unionSets(result, reshape.getInput());
+      else if (auto write = dyn_cast<CacheWriteOp>(op))
+        classes.unionSets(result, write.getCache());
     }
 }
 

@@ -113,3 +113,18 @@ FailureOr<func::FuncOp> mlir::braid::getProgram(ModuleOp module, int64_t rank,
            << programs.size() << " ranks";
   return programs[rank];
 }
+
+FailureOr<func::FuncOp> mlir::braid::getProgramNamed(ModuleOp module,
+                                                     StringRef name,
+                                                     StringRef purpose) {
+  SmallVector<func::FuncOp> programs = getPrograms(module);
+  for (func::FuncOp program : programs)
+    if (program.getSymName() == name)
+      return program;
+  InFlightDiagnostic error = module.emitError(purpose)
+                             << ": no program @" << name << "; the module's: ";
+  llvm::interleaveComma(programs, error, [&](func::FuncOp program) {
+    error << "@" << program.getSymName();
+  });
+  return failure();
+}

@@ -55,6 +55,12 @@ getRankSteps(ModuleOp module, std::optional<EntryKind> kind, StringRef purpose);
 FailureOr<func::FuncOp> getProgram(ModuleOp module, int64_t rank,
                                    StringRef purpose);
 
+/// The program named `name` among getPrograms(module) (an inference
+/// module's `prefill` or `decode`, a pipeline rank's step). A located error
+/// beginning with `purpose` that lists the programs otherwise.
+FailureOr<func::FuncOp> getProgramNamed(ModuleOp module, StringRef name,
+                                        StringRef purpose);
+
 /// The programs the emitter and the runtime run: a pipelined module's ranks'
 /// entries in rank order (`braid.pipeline_entries`), else every entry point
 /// of the module.

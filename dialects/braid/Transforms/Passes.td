@@ -197,6 +197,9 @@ def BraidPrintMemoryPlanPass
   let options = [
     Option<"pipelineRank", "pipeline-rank", "int64_t", /*default=*/"0",
            "A pipelined module's rank whose program is planned">,
+    Option<"program", "program", "std::string", /*default=*/"",
+           "The program to plan by name (a module with several entry points: "
+           "prefill, decode)">,
   ];
 }
 
@@ -364,6 +367,46 @@ def BraidPrintSchedulePass : Pass<"braid-print-schedule", "::mlir::ModuleOp"> {
 //===----------------------------------------------------------------------===//
 // Pipeline parallelism and micro-batching
 //===----------------------------------------------------------------------===//
+
+def BraidDeriveInferencePass
+    : Pass<"braid-derive-inference", "::mlir::ModuleOp"> {
+  let summary = "Derive the prefill, decode and forward programs from the training step";
+  let description = [{
+    From the model's training step (the `train_step` entry: tokens and
+    labels to the loss) and the layer functions it calls, builds three entry
+    points that share the model's parameters (the first two also a KV
+    cache):
+
+    - `@prefill(tokens [B, L], positions [B], last [B]) -> logits [B, V]`
+      (`braid.entry = "prefill"`): the prompts, padded to L rows, written
+      into the cache from each sequence's `positions` (0 for a new prompt);
+      the logits of each prompt's row `last` (its length - 1), the final
+      norm and LM head run on that row only;
+    - `@decode(tokens [B, 1], positions [B]) -> logits [B, V]`
+      (`braid.entry = "decode"`): one new token per sequence at its position;
+    - `@forward(tokens [B, C]) -> logits [B, C, V]` (`braid.entry =
+      "forward"`): the step's forward pass over the whole context, without
+      a cache: what generation is verified against (teacher forcing).
+
+    Every attention layer's keys and values go to `braid.state`s
+    `cache.layers.<n>.k` / `.v` of [B, C, Hkv, D] (n the layer's call in the
+    step; C = `context`), written by braid.cache_write (keys rotated) and
+    read by braid.cache_attention; learned positions are added at each
+    sequence's offset (braid.add_positions). Layer functions are cloned per
+    program (`@<layer>.prefill`, `@<layer>.decode`) with the cache and the
+    positions as extra arguments. The training step and what only it used
+    are removed. `batch` = 0 keeps the step's batch, `context` = 0 the
+    model's sequence length, `prompt-len` = 0 the context.
+  }];
+  let options = [
+    Option<"batch", "batch", "int64_t", /*default=*/"0",
+           "Sequences per program (0: the training step's batch)">,
+    Option<"context", "context", "int64_t", /*default=*/"0",
+           "KV cache rows per sequence (0: the model's sequence length)">,
+    Option<"promptLen", "prompt-len", "int64_t", /*default=*/"0",
+           "Rows of the prefill program's padded prompts (0: the context)">,
+  ];
+}
 
 def BraidMicrobatchPass : Pass<"braid-microbatch", "::mlir::ModuleOp"> {
   let summary = "Make the step compute one micro-batch of its batch";

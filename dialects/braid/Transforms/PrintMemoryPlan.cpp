@@ -38,8 +38,10 @@ struct BraidPrintMemoryPlanPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    const char *flag = "--braid-print-memory-plan";
     FailureOr<func::FuncOp> program =
-        getProgram(module, pipelineRank, "--braid-print-memory-plan");
+        this->program.empty() ? getProgram(module, pipelineRank, flag)
+                              : getProgramNamed(module, this->program, flag);
     if (failed(program))
       return signalPassFailure();
     FailureOr<ProgramPlan> plan = planProgram(module, *program);

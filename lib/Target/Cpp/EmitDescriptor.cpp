@@ -20,7 +20,8 @@ using namespace mlir::braid;
 namespace braid::cpp {
 
 /// How a step input is generated: tokens for an embedding, labels for the
-/// loss; both uniform below the vocabulary the model draws from. A
+/// loss; both uniform below the vocabulary the model draws from. An
+/// inference program's positions and last rows are the driver's. A
 /// partitioned program may first move the input through collectives.
 static std::optional<std::string> inputRole(Value value) {
   for (Operation *user : value.getUsers()) {
@@ -29,6 +30,19 @@ static std::optional<std::string> inputRole(Value value) {
     if (isa<CrossEntropyOp, CrossEntropyStatsOp>(user) &&
         user->getOperand(1) == value)
       return std::string("labels");
+    // Inference programs: each sequence's first position, and the row of
+    // each prompt whose logits prefill returns (the driver fills both).
+    if (auto write = dyn_cast<CacheWriteOp>(user);
+        write && write.getPositions() == value)
+      return std::string("positions");
+    if (auto attention = dyn_cast<CacheAttentionOp>(user);
+        attention && attention.getPositions() == value)
+      return std::string("positions");
+    if (auto shift = dyn_cast<AddPositionsOp>(user);
+        shift && shift.getPositions() == value)
+      return std::string("positions");
+    if (auto take = dyn_cast<TakeRowsOp>(user); take && take.getIndex() == value)
+      return std::string("last_rows");
     if (isa_and_nonnull<shard::ShardDialect, dist::DistDialect>(
             user->getDialect()) ||
         isa<ReshapeOp, TransposeOp>(user))

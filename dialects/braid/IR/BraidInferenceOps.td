@@ -1,0 +1,140 @@
+//===- BraidInferenceOps.td - KV cache and generation ops --*- tablegen -*-===//
+//
+// The ops of the inference programs (`prefill`, `decode`) that
+// --braid-derive-inference makes from a model's training step: the KV cache
+// is persistent program state (braid.state, read by braid.get_param like any
+// state), written in place by braid.cache_write and read by
+// braid.cache_attention; a prompt's last row is picked by braid.take_rows;
+// learned positions at a sequence's own offset are braid.add_positions.
+// Included by BraidOps.td. Their rules are in InferenceOps.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_DIALECT_BRAID_IR_BRAIDINFERENCEOPS_TD
+#define BRAID_DIALECT_BRAID_IR_BRAIDINFERENCEOPS_TD
+
+def Braid_CacheWriteOp : Braid_Op<"cache_write",
+    [MemoryEffects<[MemWrite]>, AllTypesMatch<["cache", "result"]>,
+     Braid_ShardingRule, Braid_Cost, Braid_KernelCall]> {
+  let summary = "writes new rows into a KV cache, in place";
+  let description = [{
+    `cache` [B, C, H, D] holds C rows per sequence; `rows` [B, S, H, D] are
+    the new rows of each sequence and `positions` [B] (i32) their first
+    position: `result = cache` except that, for s < S and p = positions[b] + s,
+    `result[b, p, h, :] = rotate(rows[b, s, h, :], p)`. With `rope_theta`,
+    `rotate` is the rotary embedding braid.attention applies to a key at
+    position p (so the cache holds keys as attention compares them and a
+    decode step rotates only its query); without it, a copy. A position
+    outside [0, C) is a fatal runtime error naming the sequence (the runtime
+    refuses a request that would reach it before it runs).
+
+    The result is the cache itself, updated in place: the memory plan gives
+    it the cache's storage (a state, or the argument that carries one into a
+    layer function), so the cache operand must have no other use. The write
+    persists after the program returns, so the op is not pure.
+
+    ```mlir
+    %kc1 = braid.cache_write %kc, %k, %pos {rope_theta = 1.000000e+04 : f64}
+        : tensor<2x64x2x16xf32>, tensor<2x1x2x16xf32>, tensor<2xi32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$cache, Braid_FloatTensor:$rows,
+                       Braid_IndexTensor:$positions,
+                       OptionalAttr<F64Attr>:$rope_theta);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $cache `,` $rows `,` $positions attr-dict `:` type($cache) `,` type($rows)
+    `,` type($positions)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_CacheAttentionOp : Braid_InferredOp<"cache_attention",
+    [Braid_ShardingRule, Braid_Cost, Braid_KernelCall]> {
+  let summary = "attention of new query rows over a KV cache";
+  let description = [{
+    `query` [B, S, Hq, D], `key_cache` [B, C, Hkv, D], `value_cache`
+    [B, C, Hkv, Dv], `positions` [B] (i32), Hq a multiple of Hkv
+    (g = Hq / Hkv: grouped-query attention as braid.attention).
+
+    Query s of sequence b is at position p = positions[b] + s: it is rotated
+    to p (with `rope_theta`, as braid.attention rotates a query) and attends
+    causally to the cache rows t <= p, whose keys braid.cache_write stored
+    already rotated:
+    `score[t] = scale * sum_d q'[b, s, h, d] * key_cache[b, t, h/g, d]`,
+    `scale` defaulting to 1/sqrt(D), and
+    `result[b, s, h, :] = sum_{t <= p} softmax(score)[t] * value_cache[b, t, h/g, :]`,
+    the softmax in f32. Rows beyond p (a shorter prompt's padding, another
+    request's leftovers) are never read. With positions 0 and the rows of
+    the cache written from the same keys, this is braid.attention with
+    `causal`. A position at or beyond C is a fatal runtime error.
+
+    ```mlir
+    %o = braid.cache_attention %q, %kc, %vc, %pos {rope_theta = 1.000000e+04 : f64}
+        : tensor<2x1x4x16xf32>, tensor<2x64x2x16xf32>, tensor<2x64x2x16xf32>,
+          tensor<2xi32> -> tensor<2x1x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$query, Braid_FloatTensor:$key_cache,
+                       Braid_FloatTensor:$value_cache,
+                       Braid_IndexTensor:$positions,
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<F64Attr>:$rope_theta);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key_cache `,` $value_cache `,` $positions attr-dict `:`
+    type($query) `,` type($key_cache) `,` type($value_cache) `,`
+    type($positions) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// `scale`, or 1/sqrt(head dim).
+    double getScaleOrDefault();
+  }];
+}
+
+def Braid_TakeRowsOp : Braid_InferredOp<"take_rows",
+    [Braid_ShardingRule, Braid_Cost, Braid_KernelCall]> {
+  let summary = "one row of each sequence";
+  let description = [{
+    `input` [B, S, H], `index` [B] (i32): `result[b, :] = input[b, index[b], :]`,
+    [B, H]. Prefill picks each prompt's last row with it, before the final
+    norm and the LM head, so their work is one row per sequence. An index
+    outside [0, S) is a fatal runtime error naming the sequence.
+
+    ```mlir
+    %last = braid.take_rows %h, %idx : tensor<2x16x64xf32>, tensor<2xi32> -> tensor<2x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_IndexTensor:$index);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $index attr-dict `:` type($input) `,` type($index) `->`
+    type($result)
+  }];
+}
+
+def Braid_AddPositionsOp : Braid_InferredOp<"add_positions",
+    [Braid_ShardingRule, Braid_Cost, Braid_KernelCall]> {
+  let summary = "adds learned position embeddings at each sequence's offset";
+  let description = [{
+    `input` [B, S, H], `table` [P, H], `positions` [B] (i32):
+    `result[b, s, :] = input[b, s, :] + table[positions[b] + s, :]`, one f32
+    addition rounded to the element type: braid.embedding with a position
+    table computes the same sum for positions 0. A row outside [0, P) is a
+    fatal runtime error.
+
+    ```mlir
+    %h = braid.add_positions %x, %wpe, %pos
+        : tensor<2x1x64xf32>, tensor<16x64xf32>, tensor<2xi32> -> tensor<2x1x64xf32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$input, Braid_FloatTensor:$table,
+                       Braid_IndexTensor:$positions);
+  let results = (outs Braid_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $table `,` $positions attr-dict `:` type($input) `,`
+    type($table) `,` type($positions) `->` type($result)
+  }];
+}
+
+#endif // BRAID_DIALECT_BRAID_IR_BRAIDINFERENCEOPS_TD

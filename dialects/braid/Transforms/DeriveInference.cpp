@@ -1,0 +1,553 @@
+//===- DeriveInference.cpp - the --braid-derive-inference pass ------------===//
+//
+// A model is written once, as its training step. Inference runs the same
+// layers in two other shapes: prefill (a batch of prompts padded to L rows)
+// and decode (one row per sequence), with each attention layer's keys and
+// values kept between calls in a KV cache. This pass clones the step into
+// the two programs, re-types them (their shapes follow from the tokens, as
+// --braid-microbatch re-types a micro-batch), threads the cache through the
+// layer functions as arguments, and replaces each causal attention by a
+// write of the new rows into the cache and attention over it. Both programs
+// share the parameters and the cache states, so a runtime that keeps one
+// arena runs prefill, then decode steps, on the same cache.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/braid/Transforms/Passes.h"
+
+#include "dialects/braid/IR/BraidDialect.h"
+#include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+
+namespace mlir::braid {
+#define GEN_PASS_DEF_BRAIDDERIVEINFERENCEPASS
+#include "dialects/braid/Transforms/Passes.h.inc"
+} // namespace mlir::braid
+
+using namespace mlir;
+using namespace mlir::braid;
+
+namespace {
+
+/// The token shape of a program: its sequences and rows per sequence.
+struct TokenShape {
+  int64_t batch = 0, rows = 0;
+};
+
+/// One program to derive.
+struct ProgramSpec {
+  EntryKind kind;
+  StringRef name;
+  TokenShape shape;
+};
+
+/// The extra arguments a function takes in an inference program: its
+/// sequences' positions, then one cache per slot (its attention layers' key
+/// and value caches, its callees' after its own, in op order).
+struct CacheSlots {
+  SmallVector<std::string> names;
+  SmallVector<RankedTensorType> types;
+};
+
+class InferenceDeriver {
+public:
+  InferenceDeriver(ModuleOp module, func::FuncOp step, TokenShape train,
+                   int64_t context)
+      : module(module), symbols(module), step(step), train(train),
+        context(context) {}
+
+  /// Derives one program from the step.
+  LogicalResult derive(const ProgramSpec &spec);
+  /// Removes the step and the functions only it called.
+  void eraseTrainingStep();
+
+private:
+  ModuleOp module;
+  SymbolTable symbols;
+  func::FuncOp step;
+  TokenShape train;
+  int64_t context;
+
+  // Per program.
+  const ProgramSpec *spec = nullptr;
+  llvm::DenseMap<Operation *, func::FuncOp> clones;
+  llvm::DenseMap<Operation *, CacheSlots> slotsOf;
+  llvm::DenseMap<Operation *, bool> attends;
+  llvm::SetVector<func::FuncOp> originals;
+
+  /// Whether `f` or a function it calls has an attention layer.
+  bool needsCaches(func::FuncOp f);
+
+  FailureOr<func::FuncOp> cloneCallee(func::FuncOp callee, TypeRange inputs,
+                                      Operation *call);
+  LogicalResult retype(func::FuncOp f, TypeRange inputs);
+  LogicalResult retypeOp(Operation &op);
+  FailureOr<RankedTensorType> retypeTokens(RankedTensorType type,
+                                           Operation *op);
+  LogicalResult rewriteOutput(func::FuncOp entry, Value lastRows);
+  FailureOr<Value> pickRows(CrossEntropyOp loss, Value lastRows);
+  FailureOr<CacheSlots> threadCaches(func::FuncOp f, Value positions);
+  LogicalResult replaceAttention(AttentionOp attention, Value positions,
+                                 Value keyCache, Value valueCache);
+  LogicalResult addPositionsAtOffsets(func::FuncOp entry, Value positions);
+  void declareState(StringRef name, RankedTensorType type);
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Re-typing
+//===----------------------------------------------------------------------===//
+
+// The token dimensions lead every activation: [B, S, ...] or, flattened,
+// [B * S, ...]. A reshape's result is the one type that does not follow
+// from its operands.
+FailureOr<RankedTensorType>
+InferenceDeriver::retypeTokens(RankedTensorType type, Operation *op) {
+  SmallVector<int64_t> shape(type.getShape());
+  TokenShape to = spec->shape;
+  if (shape.size() >= 2 && shape[0] == train.batch && shape[1] == train.rows) {
+    shape[0] = to.batch;
+    shape[1] = to.rows;
+  } else if (!shape.empty() && shape[0] == train.batch * train.rows) {
+    shape[0] = to.batch * to.rows;
+  } else {
+    return op->emitError("--braid-derive-inference: cannot re-type ")
+           << type << ": its leading dimensions are not the step's tokens ["
+           << train.batch << ", " << train.rows << "]";
+  }
+  return type.clone(shape);
+}
+
+LogicalResult InferenceDeriver::retypeOp(Operation &op) {
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee || callee.isExternal())
+      return call.emitError("--braid-derive-inference: cannot derive a call "
+                            "to ")
+             << call.getCalleeAttr() << ", which has no body";
+    FailureOr<func::FuncOp> clone =
+        cloneCallee(callee, call.getOperandTypes(), call);
+    if (failed(clone))
+      return failure();
+    call.setCallee(clone->getSymName());
+    for (auto [result, type] :
+         llvm::zip(call.getResults(), clone->getResultTypes()))
+      result.setType(type);
+    return success();
+  }
+  if (isa<Conv1dOp, SelectiveScanOp>(op))
+    return op.emitError("--braid-derive-inference: Mamba layers carry their "
+                        "conv and SSM state between decode steps, which is not "
+                        "derived yet");
+  if (isa<DispatchOp>(op))
+    return op.emitError("--braid-derive-inference: MoE layers (braid.dispatch) "
+                        "are not derived yet");
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    FailureOr<RankedTensorType> type =
+        retypeTokens(cast<RankedTensorType>(reshape.getType()), reshape);
+    if (failed(type))
+      return failure();
+    reshape.getResult().setType(*type);
+    return success();
+  }
+  if (op.getNumOperands() == 0)
+    return success(); // parameter reads: no tokens
+  auto infer = dyn_cast<InferTypeOpInterface>(op);
+  if (!infer)
+    return op.emitError("--braid-derive-inference: cannot re-type '")
+           << op.getName() << "': it does not infer its result types";
+  SmallVector<Type> types;
+  if (failed(infer.inferReturnTypes(
+          op.getContext(), op.getLoc(), op.getOperands(),
+          op.getAttrDictionary(), op.getPropertiesStorage(), op.getRegions(),
+          types)))
+    return op.emitError("--braid-derive-inference: this op's result types do "
+                        "not follow from the program's shapes");
+  for (auto [result, type] : llvm::zip(op.getResults(), types))
+    result.setType(type);
+  return success();
+}
+
+LogicalResult InferenceDeriver::retype(func::FuncOp f, TypeRange inputs) {
+  if (!f.getBody().hasOneBlock())
+    return f.emitError("--braid-derive-inference: a function of several "
+                       "blocks");
+  Block &body = f.getBody().front();
+  for (auto [arg, type] : llvm::zip(body.getArguments(), inputs))
+    arg.setType(type);
+  for (Operation &op : body.without_terminator())
+    if (failed(retypeOp(op)))
+      return failure();
+  f.setType(FunctionType::get(f.getContext(), inputs,
+                              body.getTerminator()->getOperandTypes()));
+  return success();
+}
+
+// Each layer function is cloned once per program: the prefill and decode
+// shapes differ, and the clone gains the cache arguments.
+FailureOr<func::FuncOp> InferenceDeriver::cloneCallee(func::FuncOp callee,
+                                                      TypeRange inputs,
+                                                      Operation *call) {
+  if (auto it = clones.find(callee); it != clones.end()) {
+    if (TypeRange(it->second.getArgumentTypes()) != inputs)
+      return call->emitError("--braid-derive-inference: @")
+             << callee.getSymName()
+             << " is called with shapes that differ in the "
+             << spec->name << " program";
+    return it->second;
+  }
+  func::FuncOp clone = callee.clone();
+  clone.setSymName((callee.getSymName() + "." + spec->name).str());
+  symbols.insert(clone, Block::iterator(callee));
+  clones[callee] = clone;
+  originals.insert(callee);
+  if (failed(retype(clone, inputs)))
+    return failure();
+  return clone;
+}
+
+//===----------------------------------------------------------------------===//
+// The program's output
+//===----------------------------------------------------------------------===//
+
+// The loss goes; the program returns its logits: all of them (forward), or
+// those of one row per sequence (prefill, decode). The row is picked before
+// the ops that work row by row on the last layer's output (final norm, LM
+// head, a conversion), so they run on that row only.
+LogicalResult InferenceDeriver::rewriteOutput(func::FuncOp entry,
+                                              Value lastRows) {
+  Block &body = entry.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  auto loss = ret.getNumOperands() == 1
+                  ? ret.getOperand(0).getDefiningOp<CrossEntropyOp>()
+                  : CrossEntropyOp();
+  if (!loss)
+    return entry.emitError("--braid-derive-inference: the training step must "
+                           "return the cross-entropy of its logits");
+  Value logits = loss.getLogits();
+  if (spec->kind != EntryKind::Forward) {
+    FailureOr<Value> picked = pickRows(loss, lastRows);
+    if (failed(picked))
+      return failure();
+    logits = *picked;
+  }
+  ret->setOperands(logits);
+  Value labels = loss.getLabels();
+  loss.erase();
+  if (auto arg = dyn_cast<BlockArgument>(labels); arg && arg.use_empty())
+    body.eraseArgument(arg.getArgNumber());
+  else
+    return entry.emitError("--braid-derive-inference: the labels must be the "
+                           "step's argument, used by the loss alone");
+  return success();
+}
+
+FailureOr<Value> InferenceDeriver::pickRows(CrossEntropyOp loss,
+                                            Value lastRows) {
+  Value rows = loss.getLogits();
+  Operation *firstRowwise = nullptr;
+  while (Operation *def = rows.getDefiningOp()) {
+    if (!isa<RMSNormOp, LayerNormOp, LinearOp, ConvertOp>(def) ||
+        !def->getOperand(0).hasOneUse())
+      break;
+    firstRowwise = def;
+    rows = def->getOperand(0);
+  }
+  OpBuilder b(loss.getContext());
+  if (Operation *def = rows.getDefiningOp())
+    b.setInsertionPointAfter(def);
+  else
+    b.setInsertionPointToStart(loss->getBlock());
+  auto type = cast<RankedTensorType>(rows.getType());
+  Value picked =
+      lastRows ? TakeRowsOp::create(b, loss.getLoc(), rows, lastRows).getResult()
+               : ReshapeOp::create(b, loss.getLoc(),
+                                   type.clone({type.getDimSize(0),
+                                               type.getDimSize(2)}),
+                                   rows)
+                     .getResult();
+  if (!firstRowwise)
+    return picked;
+  firstRowwise->setOperand(0, picked);
+  // The row-wise ops re-infer their types on one row per sequence.
+  for (Operation *op = firstRowwise; op != loss; op = op->getNextNode())
+    if (failed(retypeOp(*op)))
+      return failure();
+  return loss.getLogits();
+}
+
+//===----------------------------------------------------------------------===//
+// The KV cache
+//===----------------------------------------------------------------------===//
+
+void InferenceDeriver::declareState(StringRef name, RankedTensorType type) {
+  if (symbols.lookup(name))
+    return; // the other program declared it (the same type: same batch)
+  // Beside the other declarations, before the first function.
+  OpBuilder b(module.getContext());
+  auto functions = module.getOps<func::FuncOp>();
+  b.setInsertionPoint(*functions.begin());
+  auto state = StateOp::create(b, step.getLoc(), name, type, InitKind::Zeros);
+  symbols.insert(state);
+}
+
+LogicalResult InferenceDeriver::replaceAttention(AttentionOp attention,
+                                                 Value positions,
+                                                 Value keyCache,
+                                                 Value valueCache) {
+  if (!attention.getCausal())
+    return attention.emitError("--braid-derive-inference: generation needs "
+                               "causal attention");
+  OpBuilder b(attention);
+  Location loc = attention.getLoc();
+  Value keys = CacheWriteOp::create(b, loc, keyCache.getType(), keyCache,
+                                    attention.getKey(), positions,
+                                    attention.getRopeThetaAttr());
+  Value values = CacheWriteOp::create(b, loc, valueCache.getType(), valueCache,
+                                      attention.getValue(), positions,
+                                      FloatAttr());
+  Value out = CacheAttentionOp::create(b, loc, attention.getQuery(), keys,
+                                       values, positions,
+                                       attention.getScaleAttr(),
+                                       attention.getRopeThetaAttr());
+  attention.replaceAllUsesWith(out);
+  attention.erase();
+  return success();
+}
+
+/// The cache of `rows` [B, S, H, D] for `context` rows per sequence.
+static RankedTensorType cacheType(Value rows, int64_t context) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  return type.clone({type.getDimSize(0), context, type.getDimSize(2),
+                     type.getDimSize(3)});
+}
+
+bool InferenceDeriver::needsCaches(func::FuncOp f) {
+  if (auto it = attends.find(f); it != attends.end())
+    return it->second;
+  attends[f] = false; // a recursive call adds nothing
+  bool found = false;
+  f.walk([&](Operation *op) {
+    if (isa<AttentionOp>(op))
+      found = true;
+    else if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        found |= needsCaches(callee);
+  });
+  return attends[f] = found;
+}
+
+// A layer function gets its caches as arguments (after the positions) and
+// passes its callees theirs; the entry reads each from its state, named by
+// the call's layer.
+FailureOr<CacheSlots> InferenceDeriver::threadCaches(func::FuncOp f,
+                                                     Value entryPositions) {
+  if (auto it = slotsOf.find(f); it != slotsOf.end())
+    return it->second;
+  bool isEntry = static_cast<bool>(entryPositions);
+  Block &body = f.getBody().front();
+  CacheSlots slots;
+  SmallVector<AttentionOp> attentions;
+  SmallVector<func::CallOp> calls;
+  for (Operation &op : body.without_terminator()) {
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      attentions.push_back(attention);
+    else if (auto call = dyn_cast<func::CallOp>(op))
+      calls.push_back(call);
+  }
+  Value positions = entryPositions;
+  if (!isEntry && needsCaches(f))
+    positions = body.addArgument(
+        RankedTensorType::get({spec->shape.batch},
+                              IntegerType::get(f.getContext(), 32)),
+        f.getLoc());
+  auto addSlot = [&](std::string name, RankedTensorType type) -> Value {
+    slots.names.push_back(name);
+    slots.types.push_back(type);
+    if (isEntry) {
+      declareState(name, type);
+      return Value();
+    }
+    return body.addArgument(type, f.getLoc());
+  };
+  OpBuilder b(f.getContext());
+  for (auto [j, attention] : llvm::enumerate(attentions)) {
+    std::string prefix = attentions.size() == 1 ? "" : "a" + std::to_string(j) + ".";
+    if (isEntry)
+      prefix = "cache." + prefix;
+    RankedTensorType k = cacheType(attention.getKey(), context);
+    RankedTensorType v = cacheType(attention.getValue(), context);
+    Value kc = addSlot(prefix + "k", k), vc = addSlot(prefix + "v", v);
+    if (isEntry) {
+      b.setInsertionPoint(attention);
+      kc = GetParamOp::create(b, attention.getLoc(), k, slots.names.end()[-2]);
+      vc = GetParamOp::create(b, attention.getLoc(), v, slots.names.back());
+    }
+    if (failed(replaceAttention(attention, positions, kc, vc)))
+      return failure();
+  }
+  for (auto [n, call] : llvm::enumerate(calls)) {
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!needsCaches(callee))
+      continue;
+    FailureOr<CacheSlots> inner = threadCaches(callee, Value());
+    if (failed(inner))
+      return failure();
+    SmallVector<Value> operands(call.getOperands());
+    operands.push_back(positions);
+    b.setInsertionPoint(call);
+    for (auto [name, type] : llvm::zip(inner->names, inner->types)) {
+      std::string slot = (isEntry ? "cache.layers." + std::to_string(n) + "."
+                                  : "l" + std::to_string(n) + ".") +
+                         name;
+      Value cache = addSlot(slot, type);
+      if (isEntry)
+        cache = GetParamOp::create(b, call.getLoc(), type, slot);
+      operands.push_back(cache);
+    }
+    call->setOperands(operands);
+  }
+  if (!isEntry)
+    f.setType(FunctionType::get(f.getContext(), body.getArgumentTypes(),
+                                f.getResultTypes()));
+  return slotsOf[f] = slots;
+}
+
+// GPT's learned positions: the embedding adds rows 0..S-1 of its table; a
+// program whose rows start at a sequence's position adds the rows from
+// there.
+LogicalResult InferenceDeriver::addPositionsAtOffsets(func::FuncOp entry,
+                                                      Value positions) {
+  SmallVector<EmbeddingOp> lookups;
+  entry.walk([&](EmbeddingOp op) {
+    if (op.getPositionTable())
+      lookups.push_back(op);
+  });
+  for (EmbeddingOp lookup : lookups) {
+    OpBuilder b(lookup);
+    Value table = lookup.getPositionTable();
+    int64_t learned = cast<RankedTensorType>(table.getType()).getDimSize(0);
+    if (learned < context)
+      return lookup.emitError("--braid-derive-inference: a context of ")
+             << context << " rows exceeds the model's " << learned
+             << " learned positions";
+    auto plain = EmbeddingOp::create(b, lookup.getLoc(), lookup.getTokens(),
+                                     lookup.getTable(), Value(),
+                                     lookup.getVocabAxesAttr());
+    auto shifted = AddPositionsOp::create(b, lookup.getLoc(), plain, table,
+                                          positions);
+    lookup.replaceAllUsesWith(shifted.getResult());
+    lookup.erase();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// A program
+//===----------------------------------------------------------------------===//
+
+LogicalResult InferenceDeriver::derive(const ProgramSpec &program) {
+  spec = &program;
+  clones.clear();
+  slotsOf.clear();
+  attends.clear();
+  func::FuncOp entry = step.clone();
+  entry.setSymName(program.name);
+  symbols.insert(entry, Block::iterator(step));
+  setEntryKind(entry, program.kind);
+  Block &body = entry.getBody().front();
+  MLIRContext *ctx = entry.getContext();
+  auto perSequence =
+      RankedTensorType::get({program.shape.batch}, IntegerType::get(ctx, 32));
+  // The forward program is the step's forward pass returning its logits
+  // (what generation is verified against): no cache, no positions.
+  bool cached = program.kind != EntryKind::Forward;
+  Value positions =
+      cached ? body.addArgument(perSequence, entry.getLoc()) : Value();
+  Value last = program.kind == EntryKind::Prefill
+                   ? body.addArgument(perSequence, entry.getLoc())
+                   : Value();
+  // Tokens first, re-typed to the program's; the labels keep theirs until
+  // the loss that reads them goes.
+  SmallVector<Type> inputs(body.getArgumentTypes());
+  auto tokens = cast<RankedTensorType>(inputs[0]);
+  inputs[0] = tokens.clone({program.shape.batch, program.shape.rows});
+  inputs[1] = inputs[0];
+  // Learned positions move to the rows' offsets before the shapes change
+  // (a lookup's own table would have to cover the prompt's rows).
+  if (cached && failed(addPositionsAtOffsets(entry, positions)))
+    return failure();
+  if (failed(retype(entry, inputs)) || failed(rewriteOutput(entry, last)))
+    return failure();
+  if (cached && failed(threadCaches(entry, positions)))
+    return failure();
+  entry.setType(FunctionType::get(ctx, body.getArgumentTypes(),
+                                  body.getTerminator()->getOperandTypes()));
+  return success();
+}
+
+void InferenceDeriver::eraseTrainingStep() {
+  step.erase();
+  for (func::FuncOp f : originals)
+    if (f && SymbolTable::symbolKnownUseEmpty(f, module))
+      f.erase();
+  originals.clear();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace mlir::braid {
+namespace {
+struct BraidDeriveInferencePass
+    : braid::impl::BraidDeriveInferencePassBase<BraidDeriveInferencePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    const char *flag = "--braid-derive-inference";
+    FailureOr<func::FuncOp> entry =
+        getUniqueEntry(module, EntryKind::TrainStep, flag);
+    if (failed(entry))
+      return signalPassFailure();
+    func::FuncOp step = *entry;
+    auto tokens = step.getNumArguments() == 2
+                      ? dyn_cast<RankedTensorType>(step.getArgumentTypes()[0])
+                      : RankedTensorType();
+    if (!tokens || tokens.getRank() != 2 ||
+        !isa<IntegerType>(tokens.getElementType())) {
+      step.emitError(flag) << ": the training step must take tokens [B, S] "
+                              "and labels";
+      return signalPassFailure();
+    }
+    TokenShape train{tokens.getDimSize(0), tokens.getDimSize(1)};
+    int64_t sequences = batch ? static_cast<int64_t>(batch) : train.batch;
+    int64_t rows = context ? static_cast<int64_t>(context) : train.rows;
+    int64_t prompt = promptLen ? static_cast<int64_t>(promptLen) : rows;
+    if (sequences < 1 || rows < 1 || prompt < 1 || prompt > rows) {
+      step.emitError(flag) << ": needs batch >= 1, context >= 1 and "
+                              "1 <= prompt-len <= context, found batch "
+                           << sequences << ", context " << rows
+                           << ", prompt-len " << prompt;
+      return signalPassFailure();
+    }
+    InferenceDeriver deriver(module, step, train, rows);
+    ProgramSpec programs[] = {
+        {EntryKind::Prefill, "prefill", {sequences, prompt}},
+        {EntryKind::Decode, "decode", {sequences, 1}},
+        {EntryKind::Forward, "forward", {sequences, rows}}};
+    for (const ProgramSpec &program : programs)
+      if (failed(deriver.derive(program)))
+        return signalPassFailure();
+    deriver.eraseTrainingStep();
+  }
+};
+} // namespace
+} // namespace mlir::braid
