@@ -4,9 +4,10 @@
 // (attendQueryTile: the online softmax over key tiles, RoPE applied while
 // loading q and k tiles, q scaled on load) with the sequence mask, whose
 // query row s sits at position qOff + s (the call's q_offset, context
-// parallelism; 0 for the whole sequence) for its RoPE and causal mask; this file's epilogue normalizes and stores the
-// output. One block per (query tile of 32 rows, query head, batch), 8 warps
-// of 4 rows.
+// parallelism; 0 for the whole sequence) for its RoPE and causal mask, and
+// the core's StoreOutput epilogue, which normalizes and stores the output.
+// One block per (query tile of 32 rows, query head, batch), 8 warps of 4
+// rows.
 //
 // Limits: value head dim Dv <= 256 (DPL in {1, 2, 4, 8}); D <= 1024 is a
 // runtime loop. Shared memory: 4 * (32 D + 32 (D + 1) + 32 Dv) bytes
@@ -15,27 +16,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda/attention_core.cuh"
-
-namespace braid::cuda {
-namespace {
-
-using namespace attn;
-
-/// The forward epilogue of braid_k_attention: the normalized output in the
-/// storage type T of the operands.
-struct StoreOutput {
-  void *out;
-
-  template <typename T, int DPL>
-  __device__ void operator()(const AttentionShape &sh, const AttentionInputs<T> &, int b, int h,
-                             int s, float, float l, const float (&acc)[DPL]) const {
-    storeNormalized(static_cast<T *>(out) + rowOffset(b, s, sh.S, sh.Hq, h, sh.Dv), acc,
-                    l > 0.0f ? 1.0f / l : 0.0f, sh.Dv);
-  }
-};
-
-} // namespace
-} // namespace braid::cuda
 
 extern "C" void braid_k_attention(braid_rt *rt, braid_dtype dt, const void *q, const void *k,
                                   const void *v, void *out, const braid_attention_params *p) {

@@ -281,6 +281,20 @@ __device__ __forceinline__ void storeNormalized(Out *row, const float (&acc)[DPL
   }
 }
 
+/// The forward epilogue of braid_k_attention and braid_k_cache_attention:
+/// the normalized output, out [B, S, Hq, Dv], in the storage type T of the
+/// operands.
+struct StoreOutput {
+  void *out;
+
+  template <typename T, int DPL>
+  __device__ void operator()(const AttentionShape &sh, const AttentionInputs<T> &, int b, int h,
+                             int s, float, float l, const float (&acc)[DPL]) const {
+    storeNormalized(static_cast<T *>(out) + rowOffset(b, s, sh.S, sh.Hq, h, sh.Dv), acc,
+                    l > 0.0f ? 1.0f / l : 0.0f, sh.Dv);
+  }
+};
+
 /// Dynamic shared memory of the forward: sQ [kBlockQ][D], sK [kBlockK][D + 1]
 /// (padded: lanes read rows), sV [kBlockK][Dv].
 inline size_t forwardSmemBytes(const AttentionShape &sh) {

@@ -91,18 +91,6 @@ struct CacheMask {
   __device__ Pos tileKeyPos(const Shared &, int, int t) const { return t; }
 };
 
-/// The epilogue: the normalized output in the storage type T.
-struct StoreCacheOutput {
-  void *out;
-
-  template <typename T, int DPL>
-  __device__ void operator()(const AttentionShape &sh, const AttentionInputs<T> &, int b, int h,
-                             int s, float, float l, const float (&acc)[DPL]) const {
-    storeNormalized(static_cast<T *>(out) + rowOffset(b, s, sh.S, sh.Hq, h, sh.Dv), acc,
-                    l > 0.0f ? 1.0f / l : 0.0f, sh.Dv);
-  }
-};
-
 /// The checks of braid_k_cache_attention; false: nothing to do.
 bool checkCacheShape(const braid_cache_attention_shape &sh) {
   if (sh.batch < 0 || sh.seq < 0 || sh.cache_len < 0 || sh.heads < 0)
@@ -202,9 +190,9 @@ extern "C" void braid_k_cache_attention(braid_rt *rt, braid_dtype dt, const void
                       using T = std::remove_cv_t<std::remove_pointer_t<decltype(in.q)>>;
                       constexpr int kDpl = decltype(dpl)::value;
                       launchTiles("cache_attention",
-                                  attentionForwardKernel<T, kDpl, CacheMask, StoreCacheOutput>,
+                                  attentionForwardKernel<T, kDpl, CacheMask, StoreOutput>,
                                   tileGrid(sh.S, sh.Hq, sh.batch), forwardSmemBytes(sh), stream,
-                                  sh, in, mask, StoreCacheOutput{out});
+                                  sh, in, mask, StoreOutput{out});
                     });
 }
 

@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 
 from braid_ref import ops  # noqa: E402
 import kernel_harness  # noqa: E402
-from kernel_harness import BF16, DTN, DTYPES, F16, F32, I, I4, LIB, P, D, rel, store, values  # noqa: E402,E501
+from kernel_harness import DTN, DTYPES, F32, I, I4, LIB, P, D, rel, store, values  # noqa: E402
 
 DEVICE = "--device" in sys.argv
 RNG = np.random.default_rng(4242)
@@ -51,19 +51,12 @@ class CacheShape(ctypes.Structure):
                [("scale", ctypes.c_double), ("rope_theta", ctypes.c_double)]
 
 
-class AttentionParams(ctypes.Structure):  # braid_attention_params (runtime.h)
-    _fields_ = [(n, ctypes.c_int64) for n in ("batch", "seq", "seq_kv", "heads", "kv_heads",
-                                             "head_dim", "v_head_dim")] + \
-               [("causal", ctypes.c_int32), ("scale", ctypes.c_double),
-                ("rope_theta", ctypes.c_double), ("q_offset", ctypes.c_int64)]
-
-
 SIGS = {
     "braid_k_cache_write": [P, I4, P, P, P, I, I, I, I, I, D],
     "braid_k_cache_attention": [P, I4, P, P, P, P, P, ctypes.POINTER(CacheShape)],
     "braid_k_take_rows": [P, I4, P, P, P, I, I, I],
     "braid_k_add_positions": [P, I4, P, P, P, P, I, I, I, I],
-    "braid_k_attention": [P, I4, P, P, P, P, ctypes.POINTER(AttentionParams)],
+    "braid_k_attention": kernel_harness.SIGS["braid_k_attention"],
     "braid_k_embedding": kernel_harness.SIGS["braid_k_embedding"],
 }
 SHIM = {"braid_test_device_alloc": ([I], P), "braid_test_device_free": ([P], None),
@@ -121,23 +114,12 @@ def cache_attention(dt, q, kc, vc, positions, scale, theta):
     return out
 
 
-# braid_k_attention with its sizes as arguments: the ABI before
-# braid_attention_params, whose libraries still export braid_k_attention_offset.
-POSITIONAL_ATTENTION = LIB is not None and hasattr(LIB, "braid_k_attention_offset")
-if POSITIONAL_ATTENTION:
-    LIB.braid_k_attention.argtypes = [P, I4, P, P, P, P, I, I, I, I, I, I, I, I4, D, D]
-
-
 def attention(dt, q, k, v, scale, theta):
     """braid_k_attention (causal) of q, k, v."""
     b, s, hq, d = q.shape
-    sizes = (b, s, s, hq, k.shape[2], d, v.shape[3])
     out = kernel_harness.poisoned((b, s, hq, v.shape[3]), dt)
-    if POSITIONAL_ATTENTION:
-        call("braid_k_attention", dt, q, k, v, out, *sizes, 1, scale, theta or 0.0)
-    else:
-        params = AttentionParams(*sizes, 1, scale, theta or 0.0, 0)
-        call("braid_k_attention", dt, q, k, v, out, ctypes.byref(params))
+    call("braid_k_attention", dt, q, k, v, out,
+         kernel_harness.attn(b, s, s, hq, k.shape[2], d, v.shape[3], True, scale, theta or 0.0))
     return out
 
 
