@@ -10,6 +10,7 @@
 
 #include "dialects/dist/Transforms/Passes.h"
 
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/Grid.h"
 #include "dialects/dist/IR/DistDialect.h"
 
@@ -147,7 +148,8 @@ struct DistCheckCollectiveOrderPass
           DistCheckCollectiveOrderPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto entries = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries");
+    auto entries = module->getAttrOfType<ArrayAttr>(
+        mlir::braid::kPipelineEntriesAttrName);
     FailureOr<std::optional<mlir::braid::Grid>> gridOf =
         mlir::braid::Grid::of(module);
     if (failed(gridOf))

@@ -12,6 +12,7 @@
 
 #include "dialects/braid/Analysis/ElementwiseFusion.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
 
@@ -102,7 +103,7 @@ SmallVector<Reduction> reductionsAfter(func::CallOp call, std::optional<int16_t>
 namespace mlir::dist {
 
 void specializeLastBackward(ModuleOp module, std::optional<int16_t> pp) {
-  auto entries = module->getAttrOfType<ArrayAttr>("braid.pipeline_entries");
+  auto entries = module->getAttrOfType<ArrayAttr>(kPipelineEntriesAttrName);
   if (!entries)
     return;
   SymbolTable symbols(module);
@@ -282,8 +283,8 @@ int64_t hoistArgumentGathers(ModuleOp module) {
       wait.erase();
       gather.erase();
       // The argument is whole now: no sharding to describe.
-      func.removeArgAttr(arg.getArgNumber(), "braid.split");
-      func.removeArgAttr(arg.getArgNumber(), "braid.global_shape");
+      func.removeArgAttr(arg.getArgNumber(), kSplitAttrName);
+      func.removeArgAttr(arg.getArgNumber(), kGlobalShapeAttrName);
     }
     func.setFunctionType(FunctionType::get(module.getContext(), body.getArgumentTypes(),
                                            func.getResultTypes()));

@@ -39,6 +39,7 @@
 #include "dialects/braid/Analysis/ElementwiseFusion.h"
 #include "dialects/braid/Analysis/PersistentEffects.h"
 #include "dialects/braid/Analysis/StepTiming.h"
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
 #include "dialects/dist/IR/DistUtils.h"
@@ -103,7 +104,7 @@ public:
       : module(module), symbols(module), prefetchAhead(prefetchAhead), buckets(buckets),
         moveCompute(moveCompute), timing(timing), slack(slack) {
     // The pass read the grid first (an invalid one stopped it there).
-    if (module->hasAttr("braid.pipeline_entries"))
+    if (module->hasAttr(kPipelineEntriesAttrName))
       if (FailureOr<std::optional<Grid>> grid = Grid::of(module);
           succeeded(grid) && *grid)
         pp = (*grid)->find("pp");

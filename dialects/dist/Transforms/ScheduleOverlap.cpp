@@ -30,6 +30,7 @@
 #include "braid/Support/Debug.h"
 #include "dialects/braid/Analysis/MemoryPlan.h"
 #include "dialects/braid/Analysis/StepTiming.h"
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
 
@@ -244,7 +245,7 @@ struct BraidScheduleOverlapPass
     if (hoisted && !(t.prefetch = dist::hoistArgumentGathers(*t.module)))
       return Try();
     // The clone's grid is the module's (read by makeTiming).
-    if ((*t.module)->hasAttr("braid.pipeline_entries") && grid)
+    if ((*t.module)->hasAttr(kPipelineEntriesAttrName) && grid)
       dist::specializeLastBackward(*t.module, grid->find("pp"));
     int64_t slack = -1;
     if (baseline)

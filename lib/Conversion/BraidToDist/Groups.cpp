@@ -7,6 +7,7 @@
 
 #include "BraidToDist.h"
 
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/dist/IR/DistDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -19,12 +20,12 @@ namespace braid::conversion {
 void replaceLowered(Operation *op, Value result) {
   Operation *producer = result.getDefiningOp();
   producer->setLoc(op->getLoc());
-  if (auto layouts = op->getAttrOfType<ArrayAttr>("braid.result_layouts");
+  if (auto layouts = op->getAttrOfType<ArrayAttr>(kResultLayoutsAttrName);
       layouts && result.getType() == op->getResult(0).getType()) {
     SmallVector<Attribute> moved(producer->getNumResults(),
                                  DictionaryAttr::get(op->getContext()));
     moved[cast<OpResult>(result).getResultNumber()] = layouts[0];
-    producer->setAttr("braid.result_layouts",
+    producer->setAttr(kResultLayoutsAttrName,
                       ArrayAttr::get(op->getContext(), moved));
   }
   op->getResult(0).replaceAllUsesWith(result);

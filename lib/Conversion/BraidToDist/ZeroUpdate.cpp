@@ -21,6 +21,7 @@
 
 #include "BraidToDist.h"
 
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
 
@@ -69,7 +70,7 @@ static LogicalResult lowerUpdate(Update u, SymbolTableCollection &symbols) {
   u.getOffsetMutable().assign(offset);
   u.setRangeAttr(b.getI64IntegerAttr(range));
   u.removeZeroAxesAttr();
-  param->setAttr("braid.zero_axes", names);
+  param->setAttr(kZeroAxesAttrName, names);
 
   b.setInsertionPointAfter(u);
   auto part = GetParamRangeOp::create(b, loc, type.clone(ArrayRef<int64_t>{range}),

@@ -480,8 +480,8 @@ static mlir::LogicalResult emitProgram(mlir::ModuleOp module,
 
   // A pipeline: every rank's program creates the communicators any of them
   // uses, in one order, and the lowest rank holding a tensor dumps it.
-  auto rank =
-      plan->entry->getAttrOfType<mlir::IntegerAttr>("braid.pipeline_rank");
+  auto rank = plan->entry->getAttrOfType<mlir::IntegerAttr>(
+      mlir::braid::kPipelineRankAttrName);
   if (!rank)
     return plan->entry.emitError("a pipelined module's programs are the "
                                  "functions of braid.pipeline_entries");
