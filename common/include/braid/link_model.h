@@ -3,7 +3,8 @@
 // The link model that the CPU ranks' link emulator (BRAID_LINK, comm_mpi.cpp)
 // charges and that --braid-print-plan's link= option predicts with, in one
 // place so that the two cannot drift apart. Header only, the C++ standard
-// library only: the runtime and the compiler both include it.
+// library only: the runtime and the compiler both include it, through the
+// CMake target BraidLinkModel (common/CMakeLists.txt).
 //
 // A description names a link per grid axis:
 //
