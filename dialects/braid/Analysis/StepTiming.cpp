@@ -29,33 +29,32 @@ AxisList axesOf(ArrayRef<int16_t> indices) { return AxisList(indices.begin(), in
 } // namespace
 
 std::optional<StepTiming::Block> StepTiming::blockOf(Operation *op) const {
+  // A collective's blocks over its ring, as the link model counts them; the
+  // kind is the runtime's name of the collective.
+  auto ring = [&](StringRef kind, ArrayRef<int16_t> gridAxes, double bytes) {
+    AxisList axes = axesOf(gridAxes);
+    return Block{kind, axes, bytes, ringBlocks(kind, axes)};
+  };
   return TypeSwitch<Operation *, std::optional<Block>>(op)
       .Case<shard::AllReduceOp, dist::AllReduceOp>([&](auto r) {
-        AxisList axes = axesOf(r.getGridAxes());
-        return Block{"all_reduce", axes, tensorBytes(r.getResult()),
-                     ringBlocks("all_reduce", axes)};
+        return ring("all_reduce", r.getGridAxes(), tensorBytes(r.getResult()));
       })
       .Case<shard::AllGatherOp, dist::AllGatherOp>([&](auto g) {
-        AxisList axes = axesOf(g.getGridAxes());
-        return Block{"all_gather", axes, tensorBytes(g.getInput()),
-                     ringBlocks("all_gather", axes)};
+        return ring("all_gather", g.getGridAxes(), tensorBytes(g.getInput()));
       })
       .Case<shard::ReduceScatterOp, dist::ReduceScatterOp>([&](auto r) {
-        AxisList axes = axesOf(r.getGridAxes());
-        return Block{"reduce_scatter", axes, tensorBytes(r.getResult()),
-                     ringBlocks("reduce_scatter", axes)};
+        return ring("reduce_scatter", r.getGridAxes(),
+                    tensorBytes(r.getResult()));
       })
       .Case<shard::AllToAllOp, dist::AllToAllOp>([&](auto a) {
-        AxisList axes = axesOf(a.getGridAxes());
-        return Block{"all_to_all", axes, tensorBytes(a.getInput()) / double(grid.size(axes)),
-                     ringBlocks("all_to_all", axes)};
+        double ranks = grid.size(axesOf(a.getGridAxes()));
+        return ring("all_to_all", a.getGridAxes(),
+                    tensorBytes(a.getInput()) / ranks);
       })
       // A chain: every rank but the last forwards the whole buffer (the
       // runtime counts it so).
       .Case([&](dist::BroadcastOp b) {
-        AxisList axes = axesOf(b.getGridAxes());
-        return Block{"broadcast", axes, tensorBytes(b.getInput()),
-                     ringBlocks("broadcast", axes)};
+        return ring("broadcast", b.getGridAxes(), tensorBytes(b.getInput()));
       })
       // A pipeline stage's activations and cotangents to its neighbours
       // (what a rank receives is its neighbour's send).

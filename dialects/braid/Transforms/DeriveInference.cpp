@@ -13,7 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/braid/Transforms/EntryPass.h"
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/Retype.h"
 
 #include "dialects/braid/IR/BraidDialect.h"
 #include "dialects/braid/IR/BraidOps.h"
@@ -158,20 +160,9 @@ LogicalResult InferenceDeriver::retypeOp(Operation &op) {
   }
   if (op.getNumOperands() == 0)
     return success(); // parameter reads: no tokens
-  auto infer = dyn_cast<InferTypeOpInterface>(op);
-  if (!infer)
-    return op.emitError("--braid-derive-inference: cannot re-type '")
-           << op.getName() << "': it does not infer its result types";
-  SmallVector<Type> types;
-  if (failed(infer.inferReturnTypes(
-          op.getContext(), op.getLoc(), op.getOperands(),
-          op.getAttrDictionary(), op.getPropertiesStorage(), op.getRegions(),
-          types)))
-    return op.emitError("--braid-derive-inference: this op's result types do "
-                        "not follow from the program's shapes");
-  for (auto [result, type] : llvm::zip(op.getResults(), types))
-    result.setType(type);
-  return success();
+  return reinferResultTypes(op, "--braid-derive-inference: cannot re-type",
+                            "--braid-derive-inference: this op's result types "
+                            "do not follow from the program's shapes");
 }
 
 LogicalResult InferenceDeriver::retype(func::FuncOp f, TypeRange inputs) {
@@ -507,37 +498,29 @@ void InferenceDeriver::eraseTrainingStep() {
 namespace mlir::braid {
 namespace {
 struct BraidDeriveInferencePass
-    : braid::impl::BraidDeriveInferencePassBase<BraidDeriveInferencePass> {
-  using Base::Base;
+    : EntryPass<BraidDeriveInferencePass,
+                braid::impl::BraidDeriveInferencePassBase,
+                EntryKind::TrainStep> {
+  using EntryPass::EntryPass;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
+  LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {
     const char *flag = "--braid-derive-inference";
-    FailureOr<func::FuncOp> entry =
-        getUniqueEntry(module, EntryKind::TrainStep, flag);
-    if (failed(entry))
-      return signalPassFailure();
-    func::FuncOp step = *entry;
     auto tokens = step.getNumArguments() == 2
                       ? dyn_cast<RankedTensorType>(step.getArgumentTypes()[0])
                       : RankedTensorType();
     if (!tokens || tokens.getRank() != 2 ||
-        !isa<IntegerType>(tokens.getElementType())) {
-      step.emitError(flag) << ": the training step must take tokens [B, S] "
-                              "and labels";
-      return signalPassFailure();
-    }
+        !isa<IntegerType>(tokens.getElementType()))
+      return step.emitError(flag) << ": the training step must take tokens "
+                                     "[B, S] and labels";
     TokenShape train{tokens.getDimSize(0), tokens.getDimSize(1)};
     int64_t sequences = batch ? static_cast<int64_t>(batch) : train.batch;
     int64_t rows = context ? static_cast<int64_t>(context) : train.rows;
     int64_t prompt = promptLen ? static_cast<int64_t>(promptLen) : rows;
-    if (sequences < 1 || rows < 1 || prompt < 1 || prompt > rows) {
-      step.emitError(flag) << ": needs batch >= 1, context >= 1 and "
-                              "1 <= prompt-len <= context, found batch "
-                           << sequences << ", context " << rows
-                           << ", prompt-len " << prompt;
-      return signalPassFailure();
-    }
+    if (sequences < 1 || rows < 1 || prompt < 1 || prompt > rows)
+      return step.emitError(flag)
+             << ": needs batch >= 1, context >= 1 and 1 <= prompt-len <= "
+                "context, found batch "
+             << sequences << ", context " << rows << ", prompt-len " << prompt;
     InferenceDeriver deriver(module, step, train, rows);
     ProgramSpec programs[] = {
         {EntryKind::Prefill, "prefill", {sequences, prompt}},
@@ -545,8 +528,9 @@ struct BraidDeriveInferencePass
         {EntryKind::Forward, "forward", {sequences, rows}}};
     for (const ProgramSpec &program : programs)
       if (failed(deriver.derive(program)))
-        return signalPassFailure();
+        return failure();
     deriver.eraseTrainingStep();
+    return success();
   }
 };
 } // namespace

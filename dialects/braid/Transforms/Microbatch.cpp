@@ -13,6 +13,7 @@
 
 #include "dialects/braid/Transforms/EntryPass.h"
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/Retype.h"
 
 #include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidDialect.h"
@@ -121,20 +122,9 @@ LogicalResult Microbatcher::retypeOp(Operation &op) {
   }
   if (op.getNumOperands() == 0)
     return success(); // parameter reads, constants: no batch
-  auto infer = dyn_cast<InferTypeOpInterface>(op);
-  if (!infer)
-    return op.emitError("cannot micro-batch '")
-           << op.getName() << "': it does not infer its result types";
-  SmallVector<Type> types;
-  if (failed(infer.inferReturnTypes(
-          op.getContext(), op.getLoc(), op.getOperands(),
-          op.getAttrDictionary(), op.getPropertiesStorage(), op.getRegions(),
-          types)))
-    return op.emitError("cannot micro-batch this op: its result types do not "
-                        "follow from the micro-batch's operands");
-  for (auto [result, type] : llvm::zip(op.getResults(), types))
-    result.setType(type);
-  return success();
+  return reinferResultTypes(op, "cannot micro-batch",
+                            "cannot micro-batch this op: its result types do "
+                            "not follow from the micro-batch's operands");
 }
 
 FailureOr<SmallVector<Type>> Microbatcher::retype(func::FuncOp f,

@@ -516,16 +516,23 @@ Partitioner::partitionRowParallelLinear(OpBuilder &b, LinearOp linear,
   FailureOr<ValueSharding> want = canonical(linear.getResult());
   if (failed(want))
     return failure();
-  FailureOr<Value> reduced = use(b, linear, linear.getResult(), *want);
   ValueSharding biasSharding = ValueSharding::replicated(1);
   biasSharding.split[0] = want->split.back();
-  FailureOr<Value> bias = use(b, linear, linear.getBias(), biasSharding);
-  if (failed(reduced) || failed(bias))
+  return addAfterSum(b, linear, *want, linear.getBias(), biasSharding);
+}
+
+LogicalResult Partitioner::addAfterSum(OpBuilder &b, Operation *op,
+                                       const ValueSharding &want, Value addend,
+                                       const ValueSharding &addendSharding) {
+  Value result = op->getResult(0);
+  FailureOr<Value> reduced = use(b, op, result, want);
+  FailureOr<Value> local = use(b, op, addend, addendSharding);
+  if (failed(reduced) || failed(local))
     return failure();
-  auto added = BiasAddOp::create(b, linear.getLoc(), *reduced, *bias);
-  locals[linear.getResult()] = {added.getResult(), *want};
+  auto added = BiasAddOp::create(b, op->getLoc(), *reduced, *local);
+  locals[result] = {added.getResult(), want};
   if (recordingLayouts)
-    recordLayouts(added, {*want}, {globalType(linear.getResult())}, grid);
+    recordLayouts(added, {want}, {globalType(result)}, grid);
   return success();
 }
 
@@ -555,18 +562,10 @@ Partitioner::partitionVocabEmbedding(OpBuilder &b, EmbeddingOp e,
     return e.emitError("a vocabulary-parallel embedding needs a position "
                        "table of exactly the sequence length (")
            << seq << "), found " << pos;
-  FailureOr<Value> reduced = use(b, e, e.getResult(), *want);
   ValueSharding posSharding = ValueSharding::replicated(2);
   posSharding.split[0] = want->split[want->split.size() - 2];
   posSharding.split[1] = want->split.back();
-  FailureOr<Value> positions = use(b, e, e.getPositionTable(), posSharding);
-  if (failed(reduced) || failed(positions))
-    return failure();
-  auto added = BiasAddOp::create(b, e.getLoc(), *reduced, *positions);
-  locals[e.getResult()] = {added.getResult(), *want};
-  if (recordingLayouts)
-    recordLayouts(added, {*want}, {globalType(e.getResult())}, grid);
-  return success();
+  return addAfterSum(b, e, *want, e.getPositionTable(), posSharding);
 }
 
 /// The op itself on local shapes, told what its split needs it to know.

@@ -124,6 +124,12 @@ private:
   LogicalResult partitionRowParallelLinear(OpBuilder &b, LinearOp linear,
                                            const IRMapping &mapping,
                                            ArrayRef<ValueSharding> natural);
+  /// Completes an op whose local result is a partial sum and to which an
+  /// `addend` (a bias, positions) is added once, after the sum: the sum as
+  /// `want` shards it plus the addend (a braid.bias_add).
+  LogicalResult addAfterSum(OpBuilder &b, Operation *op,
+                            const ValueSharding &want, Value addend,
+                            const ValueSharding &addendSharding);
   LogicalResult partitionVocabEmbedding(OpBuilder &b, EmbeddingOp e,
                                         const IRMapping &mapping,
                                         const OpSplit &split,
