@@ -10,6 +10,7 @@
 //   driver_state.cpp       the persistent state: initialized or resumed,
 //                          dumped; calling the program's functions
 //   driver_train_step.cpp  the run loop of a train_step entry
+//   driver_generate.cpp    the run loop of generation (prefill + decode)
 //   driver_teardown.cpp    the closing report and the exit status
 // A driver for another entry kind (prefill, decode) is a run loop beside
 // driver_train_step.cpp and a line of main.cpp's table; the other parts are
@@ -55,6 +56,14 @@ struct Args {
   bool checkReplicas = false; ///< dump how far every copy is from rank 0's
   std::string checkpointDir, resume;
   int64_t checkpointEvery = 0; ///< 0: only after the last step
+  // Generation (driver_generate.cpp).
+  int64_t generate = 8;       ///< --generate N: tokens per request
+  std::string promptsFile;    ///< --prompts FILE: one request per line
+  int64_t promptLen = 0;      ///< --prompt-len L of drawn prompts; 0: prefill's
+  double temperature = 0;     ///< 0: greedy
+  int64_t topK = 0;           ///< 0: no top-k cut
+  double topP = 1;            ///< 1: no top-p cut
+  bool verifyForward = false; ///< teacher forcing against the forward program
 };
 
 /// The command line; --help prints the usage and exits 0, a bad argument
@@ -177,6 +186,22 @@ void dumpParameters(Session &s, const std::string &prefix);
 /// Runs a train_step entry (driver_train_step.cpp): steps, losses, dumps,
 /// checkpoints; the exit status.
 int runTrainSteps(Session &s);
+
+/// The programs of a generation binary (weak getters, main.cpp): prefill and
+/// decode, and forward when linked (teacher forcing).
+struct InferencePrograms {
+  const braid_program *prefill = nullptr, *decode = nullptr, *forward = nullptr;
+};
+
+/// Runs generation (driver_generate.cpp) with `programs`; s.program must be
+/// mergedProgram's description of them. The exit status.
+int runGeneration(Session &s, const InferencePrograms &programs);
+
+/// One description of the programs for placement and the runtime: prefill's
+/// parameters and states (checked to lie where decode's and forward's do),
+/// no inputs (each call allocates its own), the largest arena. Fatal when
+/// the programs disagree.
+braid_program mergedProgram(const InferencePrograms &programs);
 
 //===----------------------------------------------------------------------===//
 // Teardown (driver_teardown.cpp)

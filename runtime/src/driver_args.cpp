@@ -6,6 +6,8 @@
 //           [--dump-first-step] [--check-replicas]
 //           [--checkpoint-dir D] [--checkpoint-every K] [--resume D]
 //           [--threads N]
+//           [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T]
+//           [--top-k K] [--top-p P] [--verify-forward]      (generation binaries)
 //
 // Every flag takes its value as the next argument or after '='. A bad
 // argument prints the usage and exits with status 2; --help prints it on
@@ -31,7 +33,9 @@ void usage(const char *argv0, FILE *out) {
                "       [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks] "
                "[--dump-first-step] [--check-replicas]\n"
                "       [--checkpoint-dir D] [--checkpoint-every K] [--resume D] "
-               "[--threads N]\n",
+               "[--threads N]\n"
+               "       [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T] "
+               "[--top-k K] [--top-p P] [--verify-forward]\n",
                argv0);
 }
 
@@ -101,6 +105,7 @@ constexpr std::pair<const char *, bool Args::*> kSwitches[] = {
     {"--dump-all-ranks", &Args::dumpAllRanks},
     {"--dump-first-step", &Args::dumpFirstStep},
     {"--check-replicas", &Args::checkReplicas},
+    {"--verify-forward", &Args::verifyForward},
 };
 
 /// The flags that take a string, and the message for an empty one (null:
@@ -117,6 +122,7 @@ const StringFlag kStringFlags[] = {
     {"--grid", &Args::grid, "--grid needs AXIS=SIZE[,AXIS=SIZE...]"},
     {"--checkpoint-dir", &Args::checkpointDir, "--checkpoint-dir needs a directory"},
     {"--resume", &Args::resume, "--resume needs a checkpoint directory"},
+    {"--prompts", &Args::promptsFile, "--prompts needs a file"},
 };
 
 /// A flag of kSwitches or kStringFlags; false when it is none of them.
@@ -134,6 +140,40 @@ bool parseSwitchOrString(ArgReader &reader, Args &args) {
       return true;
     }
   return false;
+}
+
+/// A real number in [lo, hi]; else exits with `message`.
+double realValue(ArgReader &reader, double lo, double hi, const char *message) {
+  std::string text = reader.next();
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || errno || *end || !(v >= lo && v <= hi))
+    reader.fail(message);
+  return v;
+}
+
+/// A flag of generation; false when the flag is none of them.
+bool parseGenerationNumber(ArgReader &reader, Args &args) {
+  const std::string &flag = reader.name();
+  if (flag == "--generate") {
+    args.generate = int64_t(reader.unsignedValue(1ull << 30, "--generate needs a positive integer"));
+    if (args.generate < 1)
+      reader.fail("--generate needs a positive integer");
+  } else if (flag == "--prompt-len") {
+    args.promptLen = int64_t(reader.unsignedValue(1ull << 30, "--prompt-len needs a positive integer"));
+    if (args.promptLen < 1)
+      reader.fail("--prompt-len needs a positive integer");
+  } else if (flag == "--top-k") {
+    args.topK = int64_t(reader.unsignedValue(1ull << 31, "--top-k needs a non-negative integer"));
+  } else if (flag == "--temperature") {
+    args.temperature = realValue(reader, 0, 1e6, "--temperature needs a number >= 0");
+  } else if (flag == "--top-p") {
+    args.topP = realValue(reader, 1e-9, 1, "--top-p needs a number in (0, 1]");
+  } else {
+    return false;
+  }
+  return true;
 }
 
 /// A numeric flag; false when the flag is none of them.
@@ -178,7 +218,8 @@ Args parseArgs(int argc, char **argv) {
       usage(reader.argv0(), stdout);
       std::exit(0);
     }
-    if (!parseSwitchOrString(reader, args) && !parseNumber(reader, args))
+    if (!parseSwitchOrString(reader, args) && !parseNumber(reader, args) &&
+        !parseGenerationNumber(reader, args))
       reader.fail("unknown argument '" + flag + "'");
   }
   return args;

@@ -9,7 +9,8 @@
 // A small driver over the program's description (braid_program_get): it
 // checks the description, picks the run loop of the program's entry kind
 // (a train_step entry's: driver_train_step.cpp; another kind is refused by
-// name) and runs the parts of driver.h in order: the command line, the
+// name; a binary holding prefill and decode programs (braid_program_get_
+// prefill/_decode, weak symbols) runs generation: driver_generate.cpp) and runs the parts of driver.h in order: the command line, the
 // ranks and the program's place on the grid, the runtime context with the
 // planned arena and its communicators, the persistent state (initialized
 // from the deterministic rng, or resumed from a checkpoint), the entry's
@@ -70,6 +71,18 @@
 
 #include "driver.h"
 
+// The programs a binary may hold, resolved at link time: a training binary
+// defines braid_program_get, a generation binary (braid-run --generate) the
+// inference entry points' own getters (the emitter names them after the
+// program), linked from several sources into one binary. An absent one is
+// null.
+#pragma weak braid_program_get
+extern "C" {
+const braid_program *braid_program_get_prefill(void) __attribute__((weak));
+const braid_program *braid_program_get_decode(void) __attribute__((weak));
+const braid_program *braid_program_get_forward(void) __attribute__((weak));
+}
+
 using namespace braid::rt;
 using namespace braid::rt::driver;
 
@@ -87,11 +100,10 @@ constexpr EntryDriver kEntryDrivers[] = {
     {BRAID_ENTRY_TRAIN_STEP, runTrainSteps},
 };
 
-/// The program's description, its tables checked (a fatal error otherwise).
-const braid_program *describedProgram() {
-  const braid_program *program = braid_program_get();
+/// A program's description, its tables checked (a fatal error otherwise).
+const braid_program *checkedProgram(const braid_program *program, const char *getter) {
   if (!program || !program->step)
-    fatal("braid_program_get returned no program");
+    fatal("%s returned no program", getter);
   const char *name = program->name ? program->name : "?";
   if ((program->num_params && !program->params) || (program->num_inputs && !program->inputs) ||
       program->num_params < 0 || program->num_inputs < 0)
@@ -101,6 +113,27 @@ const braid_program *describedProgram() {
   if (program->num_outputs < 0 || (program->num_outputs && !program->outputs))
     fatal("program %s: bad output table", name);
   return program;
+}
+
+/// The inference programs the binary holds (prefill and decode, with
+/// forward when linked), each checked; none when it holds a training step.
+InferencePrograms inferencePrograms() {
+  InferencePrograms programs;
+  if (!braid_program_get_prefill || !braid_program_get_decode) {
+    if (!braid_program_get)
+      fatal("this binary holds no program (braid_program_get) and no generation programs "
+            "(braid_program_get_prefill and _decode)");
+    return programs;
+  }
+  programs.prefill = checkedProgram(braid_program_get_prefill(), "braid_program_get_prefill");
+  programs.decode = checkedProgram(braid_program_get_decode(), "braid_program_get_decode");
+  if (braid_program_get_forward)
+    programs.forward = checkedProgram(braid_program_get_forward(), "braid_program_get_forward");
+  if (programs.prefill->entry_kind != BRAID_ENTRY_PREFILL ||
+      programs.decode->entry_kind != BRAID_ENTRY_DECODE ||
+      (programs.forward && programs.forward->entry_kind != BRAID_ENTRY_FORWARD))
+    fatal("the generation programs' entry kinds are not prefill, decode and forward");
+  return programs;
 }
 
 /// The run loop of the program's entry kind; another kind is refused by
@@ -122,11 +155,20 @@ int main(int argc, char **argv) {
   s.ranks = startRanks(&argc, &argv);
   s.argv0 = argv[0];
   reportTermination();
-  s.program = describedProgram();
+  // A generation binary runs prefill and decode (driver_generate.cpp) over
+  // one description of their shared state.
+  InferencePrograms inference = inferencePrograms();
+  braid_program merged{};
+  if (inference.prefill) {
+    merged = mergedProgram(inference);
+    s.program = &merged;
+  } else {
+    s.program = checkedProgram(braid_program_get(), "braid_program_get");
+  }
   s.programName = s.program->name ? s.program->name : "?";
-  const EntryDriver &driver = driverFor(*s.program, s.programName);
+  const EntryDriver *driver = inference.prefill ? nullptr : &driverFor(*s.program, s.programName);
   if (int status = place(s))
     return status;
   startRuntime(s);
-  return driver.run(s);
+  return driver ? driver->run(s) : runGeneration(s, inference);
 }

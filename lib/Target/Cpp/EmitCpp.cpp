@@ -322,8 +322,14 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
           "[[maybe_unused]] inline void *advance(void *base, int64_t bytes) {\n"
           "  return static_cast<char *>(base) + bytes;\n}\n\n";
   os << kernels << functions << descriptor;
-  os << "\n} // namespace\n\nextern \"C\" const braid_program "
-        "*braid_program_get(void) { return &kProgram; }\n";
+  // Inference programs (prefill, decode, forward) are linked into one binary,
+  // so each exports a getter of its own name (braid_program_get_decode); a
+  // training step is the binary's one program.
+  std::string getter = "braid_program_get";
+  if (plan.kind != EntryKind::TrainStep)
+    getter += "_" + identifier(plan.entry.getSymName());
+  os << "\n} // namespace\n\nextern \"C\" const braid_program *" << getter
+     << "(void) { return &kProgram; }\n";
   return success();
 }
 

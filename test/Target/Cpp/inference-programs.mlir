@@ -26,3 +26,8 @@
 // DECODE-NEXT: {"positions", BRAID_I32, 1,
 // DECODE-NEXT: };
 // DECODE: BRAID_ENTRY_DECODE, 1, kOutputs};
+
+// Each inference program exports a getter of its own name: the three are
+// linked into one binary (braid-run --generate).
+// PREFILL: extern "C" const braid_program *braid_program_get_prefill(void)
+// DECODE: extern "C" const braid_program *braid_program_get_decode(void)

@@ -1,0 +1,479 @@
+//===- driver_generate.cpp - the run loop of generation -------------------===//
+//
+//   PROGRAM [--generate N] [--prompts FILE | --prompt-len L] [--seed S]
+//           [--temperature T] [--top-k K] [--top-p P] [--verify-forward]
+//
+// A generation binary holds the prefill and decode programs of a model
+// (braid-opt --braid-derive-inference) and, for --verify-forward, its
+// forward program; they share the parameters and the KV cache (states
+// cache.*) at the same arena offsets, and each has its own inputs and logits
+// after them (a call allocates and frees its own).
+//
+// Requests: one per line of --prompts FILE (token ids separated by spaces),
+// or B prompts (the programs' batch) of --prompt-len L tokens (default:
+// prefill's prompt length) where token j of request r is rng.h's integer
+// draw j in [0, vocab) of stream "prompt.<r>" under the seed: a prompt does
+// not depend on the batch. Requests run in waves of B: prefill (tokens
+// padded with 0, positions 0, last_rows = length - 1) samples token 0 from
+// its logits; decode steps (tokens [B,1] at positions length, length+1, ...)
+// sample tokens 1 to N-1 (sampling.h: greedy unless --temperature). The
+// free slots of the last wave hold a one-token prompt whose ids are dropped.
+//
+// A request is refused, with a message naming it on stderr and a line
+//   request R: refused: WHY
+// on stdout, when its line is malformed, its prompt is empty or longer than
+// prefill's prompt length, a token id is outside [0, vocab), or its prompt
+// plus N - 1 exceeds the context (the cache rows per sequence); the others
+// run. stdout has, for every request in order,
+//   request R: ID ID ...
+// then the summary
+//   generate: Q requests (F refused), N tokens each, prefill X s, decode
+//   median M ms/token p99 P ms/token, T tokens/s, cache C bytes per rank
+// (decode times are of each decode call, one token for the whole wave;
+// tokens/s counts the generated tokens over prefill and decode time).
+// Exit status: 0, or 2 when a request was refused (the others still ran and
+// printed), or 1 when --verify-forward failed.
+//
+// --verify-forward (braid-run --generate --verify) is teacher forcing: after
+// each wave, the forward program runs on each request's prompt and generated
+// ids (padded with 0 to the context) and, for every generated step t, the
+// logits that chose token t (prefill's for t = 0, the decode step's after)
+// are compared with the forward logits at row length - 1 + t: max |a - b| /
+// max |b| per request and step, at most 1e-5 (f32). It prints
+//   verify: ok (worst difference D at request R step T)
+// or one "verify: FAIL request R step T: difference D > 1e-05" per failure.
+// The test hook BRAID_TEST_PERTURB_LOGITS="R:T" adds 1e-3 of the logits'
+// largest magnitude to logit 0 of request R at step T before the comparison
+// (after sampling), so that a test sees --verify-forward fail; nothing else
+// reads it.
+//
+// One rank only for now (issue 42): several ranks are refused.
+//
+//===----------------------------------------------------------------------===//
+
+#include "driver.h"
+
+#include "rng.h"
+#include "sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace braid::rt::driver {
+
+namespace {
+
+constexpr double kVerifyTolerance = 1e-5;
+
+int64_t numel(const braid_tensor_desc &desc) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < desc.rank; ++d)
+    n *= desc.shape[d];
+  return n;
+}
+
+const braid_tensor_desc *findParam(const braid_program &program, const char *name) {
+  for (int32_t i = 0; i < program.num_params; ++i)
+    if (std::string(program.params[i].name) == name)
+      return &program.params[i];
+  return nullptr;
+}
+
+/// Fatal unless every parameter of `other` lies where prefill's does.
+void checkSharedState(const braid_program &prefill, const braid_program &other,
+                      const char *what) {
+  for (int32_t i = 0; i < other.num_params; ++i) {
+    const braid_tensor_desc &p = other.params[i];
+    const braid_tensor_desc *q = findParam(prefill, p.name);
+    if (!q || q->offset != p.offset || q->dtype != p.dtype || numel(*q) != numel(p))
+      fatal("the %s program's %s is not prefill's (offset %lld)", what, p.name,
+            (long long)p.offset);
+  }
+}
+
+/// One request: its prompt, what was generated and the logits that chose it.
+struct Request {
+  int64_t index = 0;
+  std::vector<int32_t> prompt;
+  std::string refusal; ///< empty: it runs
+  std::vector<int32_t> ids;
+  std::vector<std::vector<float>> logits; ///< kept for --verify-forward
+};
+
+/// The sizes the programs were built for.
+struct Shapes {
+  int64_t batch = 0, promptLen = 0, context = 0, vocab = 0;
+};
+
+Shapes shapesOf(const InferencePrograms &programs) {
+  const braid_program &prefill = *programs.prefill;
+  Shapes shapes;
+  if (prefill.num_inputs < 3 || prefill.inputs[0].rank != 2 || prefill.num_outputs != 1 ||
+      prefill.outputs[0].rank != 2)
+    fatal("the prefill program does not take tokens [B, L] and return logits [B, V]");
+  shapes.batch = prefill.inputs[0].shape[0];
+  shapes.promptLen = prefill.inputs[0].shape[1];
+  shapes.vocab = prefill.outputs[0].shape[1];
+  for (int32_t i = 0; i < prefill.num_params; ++i)
+    if (std::string(prefill.params[i].name).rfind("cache.", 0) == 0 &&
+        prefill.params[i].rank >= 2)
+      shapes.context = prefill.params[i].shape[1];
+  if (!shapes.context && programs.forward)
+    shapes.context = programs.forward->inputs[0].shape[1];
+  if (!shapes.context)
+    fatal("the generation programs have no KV cache (cache.*) to size the context by");
+  for (const braid_program *p : {programs.prefill, programs.decode, programs.forward})
+    if (p && (p->num_outputs != 1 || p->outputs[0].dtype != BRAID_F32))
+      fatal("generation reads f32 logits; program %s's are not (bf16 generation is not "
+            "supported yet)",
+            p->name ? p->name : "?");
+  return shapes;
+}
+
+/// A line of --prompts: token ids separated by blanks; a refusal otherwise.
+Request parsePromptLine(const std::string &line, int64_t index) {
+  Request request;
+  request.index = index;
+  std::istringstream in(line);
+  std::string word;
+  while (in >> word) {
+    char *end = nullptr;
+    errno = 0;
+    long long id = std::strtoll(word.c_str(), &end, 10);
+    if (errno || *end || word.empty()) {
+      request.refusal = "malformed line (token '" + word + "' is not an integer)";
+      return request;
+    }
+    if (id < INT32_MIN || id > INT32_MAX) {
+      request.refusal = "token id " + word + " is outside the vocabulary";
+      return request;
+    }
+    request.prompt.push_back(int32_t(id));
+  }
+  return request;
+}
+
+/// The requests: --prompts FILE's lines, else B drawn prompts.
+std::vector<Request> readRequests(Session &s, const Shapes &shapes) {
+  std::vector<Request> requests;
+  if (!s.args.promptsFile.empty()) {
+    std::ifstream in(s.args.promptsFile);
+    if (!in)
+      badArgs(s.argv0, "cannot read --prompts " + s.args.promptsFile);
+    std::string line;
+    for (int64_t index = 0; std::getline(in, line); ++index)
+      requests.push_back(parsePromptLine(line, index));
+    return requests;
+  }
+  int64_t length = s.args.promptLen ? s.args.promptLen : shapes.promptLen;
+  for (int64_t r = 0; r < shapes.batch; ++r) {
+    Request &request = requests.emplace_back();
+    request.index = r;
+    rng::Key key = rng::keyOf(s.args.seed, ("prompt." + std::to_string(r)).c_str());
+    for (int64_t j = 0; j < length; ++j)
+      request.prompt.push_back(int32_t(rng::uniformIntAt(key, uint64_t(j), uint64_t(shapes.vocab))));
+  }
+  return requests;
+}
+
+/// Why `request` cannot run with these programs; empty when it can.
+std::string refusalOf(const Request &request, const Shapes &shapes, int64_t generate) {
+  if (!request.refusal.empty())
+    return request.refusal;
+  int64_t length = int64_t(request.prompt.size());
+  if (length == 0)
+    return "empty prompt";
+  if (length > shapes.promptLen)
+    return "prompt of " + std::to_string(length) + " tokens is longer than the prefill " +
+           "program's " + std::to_string(shapes.promptLen);
+  for (int32_t id : request.prompt)
+    if (id < 0 || id >= shapes.vocab)
+      return "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+             std::to_string(shapes.vocab) + ")";
+  if (length + generate - 1 > shapes.context)
+    return "prompt of " + std::to_string(length) + " tokens plus " + std::to_string(generate) +
+           " generated exceeds the context of " + std::to_string(shapes.context) +
+           " (prompt + N - 1 > context)";
+  return "";
+}
+
+/// The time of each call, for the summary.
+struct Timings {
+  double prefillSeconds = 0;
+  std::vector<double> decodeSeconds;
+};
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  size_t at = size_t(std::ceil(q * double(values.size()))) - (q > 0 ? 1 : 0);
+  return values[std::min(at, values.size() - 1)];
+}
+
+/// Generation over the requests, wave by wave.
+class Generation {
+public:
+  Generation(Session &s, const InferencePrograms &programs)
+      : s(s), rt(s.rt.get()), programs(programs), shapes(shapesOf(programs)) {
+    options.temperature = s.args.temperature;
+    options.topK = s.args.topK;
+    options.topP = s.args.topP;
+  }
+
+  /// Runs the requests that can run; false when --verify-forward failed.
+  bool run(std::vector<Request> &requests) {
+    std::vector<Request *> runnable;
+    for (Request &request : requests)
+      if (request.refusal = refusalOf(request, shapes, s.args.generate); request.refusal.empty())
+        runnable.push_back(&request);
+    bool verified = true;
+    for (size_t first = 0; first < runnable.size(); first += size_t(shapes.batch)) {
+      std::vector<Request *> wave(runnable.begin() + first,
+                                  runnable.begin() +
+                                      std::min(runnable.size(), first + size_t(shapes.batch)));
+      runWave(wave);
+      if (s.args.verifyForward)
+        verified &= verifyWave(wave);
+    }
+    return verified;
+  }
+
+  const Timings &timings() const { return times; }
+  double worst = 0;
+  std::string worstAt;
+
+private:
+  /// Calls `program` on host `inputs` (one per program input, int32) and
+  /// returns its logits; the inputs and logits live for the call only.
+  std::vector<float> call(const braid_program &program,
+                          const std::vector<std::vector<int32_t>> &inputs, const char *what) {
+    ++calls;
+    for (int32_t i = 0; i < program.num_inputs; ++i) {
+      const braid_tensor_desc &desc = program.inputs[i];
+      int64_t bytes = numel(desc) * 4;
+      if (int64_t(inputs[size_t(i)].size()) * 4 != bytes)
+        fatal("%s: input %s takes %lld bytes, given %lld", what, desc.name, (long long)bytes,
+              (long long)inputs[size_t(i)].size() * 4);
+      braid_rt_alloc(rt, desc.offset, bytes, desc.name);
+      rt->backend->copyToDevice(rt->arena + desc.offset, inputs[size_t(i)].data(), bytes);
+    }
+    const braid_tensor_desc &out = program.outputs[0];
+    braid_rt_alloc(rt, out.offset, numel(out) * 4, "logits");
+    rt->step = calls;
+    setCurrentStep(calls);
+    program.step(rt, rt->arena);
+    rt->backend->synchronize();
+    std::vector<float> logits(size_t(numel(out)));
+    rt->backend->copyToHost(logits.data(), rt->arena + out.offset, numel(out) * 4);
+    braid_rt_free(rt, out.offset, numel(out) * 4);
+    for (int32_t i = 0; i < program.num_inputs; ++i)
+      braid_rt_free(rt, program.inputs[i].offset, numel(program.inputs[i]) * 4);
+    checkReturned(s, what, calls);
+    return logits;
+  }
+
+  /// Samples each request's token `step` from its row of `logits` [B, V].
+  void sampleWave(const std::vector<Request *> &wave, const std::vector<float> &logits,
+                  int64_t step) {
+    for (size_t b = 0; b < wave.size(); ++b) {
+      const float *row = logits.data() + b * size_t(shapes.vocab);
+      Request &request = *wave[b];
+      request.ids.push_back(
+          sampleToken(row, shapes.vocab, options, s.args.seed, request.index, step));
+      if (s.args.verifyForward)
+        request.logits.emplace_back(row, row + shapes.vocab);
+    }
+  }
+
+  void runWave(const std::vector<Request *> &wave) {
+    const int64_t B = shapes.batch, L = shapes.promptLen;
+    // Free slots hold a one-token prompt (token 0), whose ids are dropped.
+    std::vector<int32_t> tokens(size_t(B * L), 0), positions(size_t(B), 0), lastRows(size_t(B), 0);
+    for (size_t b = 0; b < wave.size(); ++b) {
+      std::copy(wave[b]->prompt.begin(), wave[b]->prompt.end(), tokens.begin() + b * size_t(L));
+      lastRows[b] = int32_t(wave[b]->prompt.size()) - 1;
+    }
+    auto start = std::chrono::steady_clock::now();
+    std::vector<float> logits = call(*programs.prefill, {tokens, positions, lastRows}, "prefill");
+    times.prefillSeconds += secondsSince(start);
+    sampleWave(wave, logits, 0);
+    for (int64_t t = 1; t < s.args.generate; ++t) {
+      std::vector<int32_t> next(size_t(B), 0);
+      for (int64_t b = 0; b < B; ++b) {
+        bool used = size_t(b) < wave.size();
+        next[size_t(b)] = used ? wave[size_t(b)]->ids.back() : 0;
+        positions[size_t(b)] = int32_t((used ? wave[size_t(b)]->prompt.size() : 1) + t - 1);
+      }
+      start = std::chrono::steady_clock::now();
+      logits = call(*programs.decode, {next, positions}, "decode");
+      times.decodeSeconds.push_back(secondsSince(start));
+      sampleWave(wave, logits, t);
+    }
+  }
+
+  /// Teacher forcing: the forward program over the wave's sequences; false
+  /// on a difference past the tolerance.
+  bool verifyWave(const std::vector<Request *> &wave) {
+    const braid_program &forward = *programs.forward;
+    const int64_t B = forward.inputs[0].shape[0], C = forward.inputs[0].shape[1];
+    const int64_t V = shapes.vocab;
+    std::vector<int32_t> tokens(size_t(B * C), 0);
+    for (size_t b = 0; b < wave.size(); ++b) {
+      std::vector<int32_t> sequence = wave[b]->prompt;
+      sequence.insert(sequence.end(), wave[b]->ids.begin(), wave[b]->ids.end() - 1);
+      std::copy(sequence.begin(), sequence.end(), tokens.begin() + b * size_t(C));
+    }
+    // The forward program's frame overlaps the cache, which the next wave
+    // rewrites before reading: the cache is dead during the call.
+    std::vector<const Persistent *> caches;
+    for (const Persistent &p : s.persistent)
+      if (std::string(p.desc->name).rfind("cache.", 0) == 0 && !findParam(forward, p.desc->name))
+        caches.push_back(&p);
+    for (const Persistent *p : caches)
+      braid_rt_free(rt, p->desc->offset, p->bytes);
+    s.persistentLive -= caches.size();
+    std::vector<float> logits = call(forward, {tokens}, "forward");
+    for (const Persistent *p : caches)
+      braid_rt_alloc(rt, p->desc->offset, p->bytes, p->desc->name);
+    s.persistentLive += caches.size();
+    bool ok = true;
+    for (size_t b = 0; b < wave.size(); ++b)
+      ok &= compareRequest(*wave[b], logits.data() + b * size_t(C * V), V);
+    return ok;
+  }
+
+  /// One request's generated steps against the forward logits `rows` [C, V].
+  bool compareRequest(Request &request, const float *rows, int64_t V) {
+    perturbForTest(request);
+    bool ok = true;
+    for (size_t t = 0; t < request.logits.size(); ++t) {
+      const float *b = rows + (request.prompt.size() - 1 + t) * size_t(V);
+      const std::vector<float> &a = request.logits[t];
+      double diff = 0, scale = 0;
+      for (int64_t v = 0; v < V; ++v) {
+        diff = std::max(diff, std::fabs(double(a[size_t(v)]) - double(b[v])));
+        scale = std::max(scale, std::fabs(double(b[v])));
+      }
+      double relative = scale > 0 ? diff / scale : diff;
+      if (relative >= worst) {
+        worst = relative;
+        worstAt = "request " + std::to_string(request.index) + " step " + std::to_string(t);
+      }
+      if (!(relative <= kVerifyTolerance)) {
+        ok = false;
+        std::printf("verify: FAIL request %lld step %zu: difference %.3g > %.0e\n",
+                    (long long)request.index, t, relative, kVerifyTolerance);
+      }
+    }
+    return ok;
+  }
+
+  /// BRAID_TEST_PERTURB_LOGITS="R:T": the negative test's corruption.
+  static void perturbForTest(Request &request) {
+    const char *hook = std::getenv("BRAID_TEST_PERTURB_LOGITS");
+    long long r = -1, t = -1;
+    if (!hook || std::sscanf(hook, "%lld:%lld", &r, &t) != 2 || r != request.index || t < 0 ||
+        size_t(t) >= request.logits.size())
+      return;
+    std::vector<float> &row = request.logits[size_t(t)];
+    float largest = 0;
+    for (float x : row)
+      largest = std::max(largest, std::fabs(x));
+    row[0] += 1e-3f * largest;
+  }
+
+  Session &s;
+  braid_rt *rt;
+  const InferencePrograms &programs;
+  Shapes shapes;
+  SamplingOptions options;
+  Timings times;
+  int64_t calls = 0;
+};
+
+/// The ids of every request and the summary line; the number refused.
+int64_t report(const Session &s, const std::vector<Request> &requests, const Timings &times) {
+  int64_t refused = 0, generated = 0;
+  for (const Request &request : requests) {
+    if (!request.refusal.empty()) {
+      ++refused;
+      std::fprintf(stderr, "%s: request %lld refused: %s\n", s.argv0, (long long)request.index,
+                   request.refusal.c_str());
+      std::printf("request %lld: refused: %s\n", (long long)request.index,
+                  request.refusal.c_str());
+      continue;
+    }
+    std::printf("request %lld:", (long long)request.index);
+    for (int32_t id : request.ids)
+      std::printf(" %d", int(id));
+    std::printf("\n");
+    generated += int64_t(request.ids.size());
+  }
+  int64_t cacheBytes = 0;
+  for (const Persistent &p : s.persistent)
+    if (std::string(p.desc->name).rfind("cache.", 0) == 0)
+      cacheBytes += p.bytes;
+  double decodeTotal = 0;
+  for (double t : times.decodeSeconds)
+    decodeTotal += t;
+  double total = times.prefillSeconds + decodeTotal;
+  std::printf("generate: %zu requests (%lld refused), %lld tokens each, prefill %.6f s, decode "
+              "median %.3f ms/token p99 %.3f ms/token, %.1f tokens/s, cache %lld bytes per "
+              "rank\n",
+              requests.size(), (long long)refused, (long long)s.args.generate,
+              times.prefillSeconds, 1e3 * percentile(times.decodeSeconds, 0.5),
+              1e3 * percentile(times.decodeSeconds, 0.99),
+              total > 0 ? double(generated) / total : 0.0, (long long)cacheBytes);
+  std::fflush(stdout);
+  return refused;
+}
+
+} // namespace
+
+braid_program mergedProgram(const InferencePrograms &programs) {
+  braid_program merged = *programs.prefill;
+  checkSharedState(*programs.prefill, *programs.decode, "decode");
+  if (programs.forward)
+    checkSharedState(*programs.prefill, *programs.forward, "forward");
+  for (const braid_program *p : {programs.decode, programs.forward})
+    if (p)
+      merged.arena_bytes = std::max(merged.arena_bytes, p->arena_bytes);
+  merged.num_inputs = 0;
+  merged.inputs = nullptr;
+  merged.num_outputs = 0;
+  merged.outputs = nullptr;
+  return merged;
+}
+
+int runGeneration(Session &s, const InferencePrograms &programs) {
+  if (s.ranks.size > 1 || s.grid.ranks() > 1)
+    return s.refuse("generation runs on one rank for now; issue 42 (grid " + s.grid.str() + ")");
+  if (s.args.verifyForward && !programs.forward)
+    return s.refuse("--verify-forward needs the forward program, which this binary lacks");
+  if (!s.args.resume.empty() || !s.args.checkpointDir.empty())
+    return s.refuse("generation starts from initialized parameters (--resume and "
+                    "--checkpoint-dir are for training)");
+  if (!initializeState(s))
+    return s.stop(2);
+  dumpInitialState(s);
+  Generation generation(s, programs);
+  std::vector<Request> requests = readRequests(s, shapesOf(programs));
+  bool verified = generation.run(requests);
+  int64_t refused = report(s, requests, generation.timings());
+  if (s.args.verifyForward && verified) {
+    std::printf("verify: ok (worst difference %.3g at %s)\n", generation.worst,
+                generation.worstAt.empty() ? "no step" : generation.worstAt.c_str());
+    std::fflush(stdout);
+  }
+  int status = tearDown(s, /*peakIsPlanned=*/false);
+  if (!verified)
+    return 1;
+  return refused ? 2 : status;
+}
+
+} // namespace braid::rt::driver
