@@ -17,11 +17,12 @@
 // cache rows of that kv head are read once for all its query heads (the
 // decode step is bound by the cache's bytes, not by arithmetic). In f32 the
 // GEMMs read the cache in place (leading dimension Hkv D); bf16 and f16 rows
-// are converted once per item to f32 scratch.
+// are converted to f32 in chunks of kKeyChunk rows, each read by its GEMM
+// while it is still in cache.
 //
 // Memory (GEMM form): scratch per thread from the arena (scratch.h), in
-// floats, kQB (D + Dv + T) plus T (D + Dv) for bf16 / f16, T the longest
-// sequence's last position + 1.
+// floats, kQB (D + Dv + T) plus kKeyChunk max(D, Dv) for bf16 / f16, T the
+// longest sequence's last position + 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,46 +119,58 @@ template <typename T> void referenceItem(const CacheProblem<T> &p, int64_t b, in
 
 //===--- GEMM form (BLAS) ----------------------------------------------------===//
 
-/// The cache rows [0, keys) of one (sequence, kv head) as f32 matrices with
-/// leading dimensions: the cache itself in f32, a converted copy otherwise.
-struct KeyRows {
-  const float *k, *v;
-  int64_t ldk, ldv;
-};
+/// Keys per converted chunk of bf16 / f16 cache rows: small enough to stay
+/// in cache between their conversion and the GEMM that reads them, so that
+/// the cache's bytes are read once.
+constexpr int64_t kKeyChunk = 256;
 
-template <typename T>
-KeyRows keyRows(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t keys, float *ws) {
-  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim;
-  const int64_t first = p.cacheRow(b, 0, g);
-  if constexpr (std::is_same_v<T, float>)
-    return {p.k + first * D, p.v + first * Dv, p.sh.kv_heads * D, p.sh.kv_heads * Dv};
-  float *kf = ws, *vf = ws + keys * D;
-  for (int64_t t = 0; t < keys; ++t) {
-    const int64_t row = p.cacheRow(b, t, g);
-    toF32(p.k + row * D, kf + t * D, D);
-    toF32(p.v + row * Dv, vf + t * Dv, Dv);
-  }
-  return {kf, vf, D, Dv};
+/// Keys per GEMM: all of them in f32 (the cache read in place, one product
+/// as in attention_gemm.cpp), kKeyChunk for the converted types.
+template <typename T> int64_t keyChunk(int64_t keys) {
+  return std::is_same_v<T, float> ? std::max<int64_t>(keys, 1) : kKeyChunk;
 }
 
-/// Floats of keyRows' copy (none in f32).
-template <typename T> int64_t keyRowFloats(int64_t keys, int64_t D, int64_t Dv) {
-  return std::is_same_v<T, float> ? 0 : keys * (D + Dv);
+/// f32 rows with a leading dimension.
+struct F32Rows {
+  const float *data;
+  int64_t ld;
+};
+
+/// Rows [t0, t0 + n) of one (sequence, kv head) of a cache of `dim` values
+/// per row as f32: the cache itself in f32, else converted into buf.
+template <typename T>
+F32Rows cacheRows(const CacheProblem<T> &p, const T *cache, int64_t dim, int64_t b, int64_t g,
+                  int64_t t0, int64_t n, float *buf) {
+  if constexpr (std::is_same_v<T, float>)
+    return {cache + p.cacheRow(b, t0, g) * dim, p.sh.kv_heads * dim};
+  for (int64_t t = 0; t < n; ++t)
+    toF32(cache + p.cacheRow(b, t0 + t, g) * dim, buf + t * dim, dim);
+  return {buf, dim};
+}
+
+/// Scratch floats of gemmItem: queries, outputs and scores of a block, and
+/// (bf16 / f16) a converted chunk of key or value rows.
+template <typename T> int64_t gemmItemFloats(int64_t maxKeys, int64_t D, int64_t Dv) {
+  const int64_t chunk = std::is_same_v<T, float> ? 0 : kKeyChunk * std::max(D, Dv);
+  return kQB * (D + Dv + maxKeys) + chunk;
 }
 
 template <typename T>
 void gemmItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxKeys, float *ws) {
   const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim, R = p.rows();
-  const KeyRows kv = keyRows(p, b, g, p.keysOf(b, 0, R), ws);
-  float *qr = ws + keyRowFloats<T>(maxKeys, D, Dv), *ob = qr + kQB * D, *sc = ob + kQB * Dv;
+  float *qr = ws, *ob = qr + kQB * D, *sc = ob + kQB * Dv, *buf = sc + kQB * maxKeys;
   float rowM[kQB];
   double rowL[kQB];
   for (int64_t r0 = 0; r0 < R; r0 += kQB) {
     const int64_t qb = std::min(kQB, R - r0);
-    const int64_t tEnd = p.keysOf(b, r0, qb);
+    const int64_t tEnd = p.keysOf(b, r0, qb), chunk = keyChunk<T>(tEnd);
     for (int64_t i = 0; i < qb; ++i)
       p.loadQuery(b, g, r0 + i, qr + i * D);
-    sgemm(false, true, qb, tEnd, D, qr, D, kv.k, kv.ldk, 0.0f, sc, tEnd); // S = Q' K^T
+    for (int64_t t0 = 0; t0 < tEnd; t0 += chunk) { // S = Q' K^T
+      const int64_t n = std::min(chunk, tEnd - t0);
+      const F32Rows k = cacheRows(p, p.k, D, b, g, t0, n, buf);
+      sgemm(false, true, qb, n, D, qr, D, k.data, k.ld, 0.0f, sc + t0, tEnd);
+    }
     for (int64_t i = 0; i < qb; ++i) {
       float *row = sc + i * tEnd;
       const int64_t n = p.posOf(b, r0 + i) + 1; // keys t <= p
@@ -166,7 +179,11 @@ void gemmItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxKeys, f
       std::fill(row + n, row + tEnd, 0.0f);
       softmaxRow(row, n, rowM[i], rowL[i]);
     }
-    sgemm(false, false, qb, Dv, tEnd, sc, tEnd, kv.v, kv.ldv, 0.0f, ob, Dv); // O = P V
+    for (int64_t t0 = 0; t0 < tEnd; t0 += chunk) { // O = P V
+      const int64_t n = std::min(chunk, tEnd - t0);
+      const F32Rows v = cacheRows(p, p.v, Dv, b, g, t0, n, buf);
+      sgemm(false, false, qb, Dv, n, sc + t0, tEnd, v.data, v.ld, t0 ? 1.0f : 0.0f, ob, Dv);
+    }
     for (int64_t i = 0; i < qb; ++i) {
       T *dst = p.outRow(b, g, r0 + i);
       const float inv = rowL[i] > 0.0 ? float(1.0 / rowL[i]) : 0.0f;
@@ -203,8 +220,7 @@ void cacheAttention(braid_dtype dt, const CacheProblem<T> &p, int64_t maxKeys) {
         referenceItem(p, i / sh.kv_heads, i % sh.kv_heads);
     });
   const int64_t threads = parallelThreads(items);
-  const int64_t slot = keyRowFloats<T>(maxKeys, sh.head_dim, sh.v_head_dim) +
-                       kQB * (sh.head_dim + sh.v_head_dim + maxKeys);
+  const int64_t slot = gemmItemFloats<T>(maxKeys, sh.head_dim, sh.v_head_dim);
   Scratch scratch(0, threads, slot * int64_t(sizeof(float)));
   const SerialBlas serial(threads > 1);
   parallelForSlots(items, [&](int64_t s, int64_t begin, int64_t end) {

@@ -3,12 +3,14 @@ against braid_ref.ops, on the CPU (test/Kernels/cpu-cache.py) and on the CUDA
 kernels under cudasim (test/Cuda/cudasim-cache.py), which differ only in where
 the operands live and in the wording of the fatal errors.
 
-Usage: cache_cases.py KERNELS.so [--device] [abort CASE]
+Usage: cache_cases.py KERNELS.so [--device] [abort CASE | digest]
   --device    KERNELS.so holds the CUDA kernels and test/Cuda/Inputs/
               device_shim.cpp: every array operand is uploaded to device memory
               before the call and downloaded after it (which synchronizes and
               reports the device error record, as the CUDA backend does).
   abort CASE  runs one call that must stop with a fatal error (Aborts).
+  digest      prints a hash of cache_attention's outputs (Threads: the same
+              with BRAID_CPU_THREADS=1, 2 and 3, the runtime's promise).
 
 Bounds (rel = max|a - b| / max|b| per tensor, harness.rel):
 - against the float64 reference on the same stored inputs: f32 1e-5, bf16
@@ -26,8 +28,10 @@ Bounds (rel = max|a - b| / max|b| per tensor, harness.rel):
 """
 
 import ctypes
+import hashlib
 import math
 import os
+import subprocess
 import sys
 import unittest
 
@@ -284,6 +288,35 @@ class RowOps(Case):
             np.testing.assert_array_equal(plain, with_pos)
 
 
+# --- thread counts -----------------------------------------------------------
+
+def outputs_digest():
+    """sha256 of cache_attention's outputs on a fixed set of calls (decode and a
+    chunk past one GEMM block; f32 and bf16)."""
+    rng, digest = np.random.default_rng(3), hashlib.sha256()
+    for dt in (F32, kernel_harness.BF16):
+        for b, s, c, hq, hkv, d, positions in ((3, 1, 300, 8, 2, 64, [299, 17, 150]),
+                                                (2, 80, 200, 4, 2, 32, [0, 100])):
+            q, kc, vc = (store(rng.standard_normal(shape), dt)[0]
+                         for shape in ((b, s, hq, d), (b, c, hkv, d), (b, c, hkv, d)))
+            digest.update(cache_attention(dt, q, kc, vc, positions, 0.125, 1e4).tobytes())
+    print(digest.hexdigest())
+
+
+class Threads(Case):
+    def test_results_do_not_depend_on_threads(self):
+        if DEVICE:
+            self.skipTest("CPU threads only")
+        digests = set()
+        for threads in ("1", "2", "3"):
+            r = subprocess.run([sys.executable, os.path.abspath(__file__), kernel_harness.LIB_PATH,
+                                "digest"], capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, BRAID_CPU_THREADS=threads))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            digests.add(r.stdout.strip())
+        self.assertEqual(len(digests), 1, f"outputs differ with the thread count: {digests}")
+
+
 # --- fatal errors ------------------------------------------------------------
 
 def abort_case(which):
@@ -347,6 +380,9 @@ class Aborts(Case):
 def main():
     if "abort" in sys.argv:
         abort_case(sys.argv[sys.argv.index("abort") + 1])
+        return
+    if "digest" in sys.argv:
+        outputs_digest()
         return
     for flag in ("--device",):
         if flag in sys.argv:
