@@ -633,8 +633,7 @@ void Autodiff::returnGradients(OpBuilder &b, func::FuncOp step,
 
 namespace {
 struct BraidAutodiffPass
-    : EntryPass<BraidAutodiffPass, braid::impl::BraidAutodiffPassBase,
-                EntryKind::TrainStep> {
+    : TrainStepPass<BraidAutodiffPass, braid::impl::BraidAutodiffPassBase> {
   using EntryPass::EntryPass;
 
   LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {

@@ -166,18 +166,9 @@ LogicalResult InferenceDeriver::retypeOp(Operation &op) {
 }
 
 LogicalResult InferenceDeriver::retype(func::FuncOp f, TypeRange inputs) {
-  if (!f.getBody().hasOneBlock())
-    return f.emitError("--braid-derive-inference: a function of several "
-                       "blocks");
-  Block &body = f.getBody().front();
-  for (auto [arg, type] : llvm::zip(body.getArguments(), inputs))
-    arg.setType(type);
-  for (Operation &op : body.without_terminator())
-    if (failed(retypeOp(op)))
-      return failure();
-  f.setType(FunctionType::get(f.getContext(), inputs,
-                              body.getTerminator()->getOperandTypes()));
-  return success();
+  return retypeFunction(
+      f, inputs, "--braid-derive-inference: a function of several blocks",
+      [&](Operation &op) { return retypeOp(op); });
 }
 
 // Each layer function is cloned once per program: the prefill and decode
@@ -498,9 +489,8 @@ void InferenceDeriver::eraseTrainingStep() {
 namespace mlir::braid {
 namespace {
 struct BraidDeriveInferencePass
-    : EntryPass<BraidDeriveInferencePass,
-                braid::impl::BraidDeriveInferencePassBase,
-                EntryKind::TrainStep> {
+    : TrainStepPass<BraidDeriveInferencePass,
+                    impl::BraidDeriveInferencePassBase> {
   using EntryPass::EntryPass;
 
   LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {

@@ -47,6 +47,10 @@ public:
   }
 };
 
+/// An EntryPass over the module's training step.
+template <typename Derived, template <typename> class PassBase>
+using TrainStepPass = EntryPass<Derived, PassBase, EntryKind::TrainStep>;
+
 } // namespace mlir::braid
 
 #endif // BRAID_DIALECT_BRAID_TRANSFORMS_ENTRYPASS_H

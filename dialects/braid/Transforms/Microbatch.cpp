@@ -139,25 +139,17 @@ FailureOr<SmallVector<Type>> Microbatcher::retype(func::FuncOp f,
     return SmallVector<Type>(f.getResultTypes());
   }
   done[f] = SmallVector<Type>(inputs);
-  if (!f.getBody().hasOneBlock())
-    return f.emitError("cannot micro-batch a function of several blocks");
-  Block &body = f.getBody().front();
-  for (auto [arg, type] : llvm::zip(body.getArguments(), inputs))
-    arg.setType(type);
-  for (Operation &op : body.without_terminator())
-    if (failed(retypeOp(op)))
-      return failure();
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  SmallVector<Type> results(ret.getOperandTypes());
-  f.setType(FunctionType::get(f.getContext(), inputs, results));
-  return results;
+  if (failed(retypeFunction(
+          f, inputs, "cannot micro-batch a function of several blocks",
+          [&](Operation &op) { return retypeOp(op); })))
+    return failure();
+  return SmallVector<Type>(f.getResultTypes());
 }
 
 namespace mlir::braid {
 namespace {
 struct BraidMicrobatchPass
-    : EntryPass<BraidMicrobatchPass, braid::impl::BraidMicrobatchPassBase,
-                EntryKind::TrainStep> {
+    : TrainStepPass<BraidMicrobatchPass, impl::BraidMicrobatchPassBase> {
   using EntryPass::EntryPass;
 
   LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {

@@ -706,8 +706,7 @@ void PipelineBuilder::collectOutputs() {
 namespace mlir::braid {
 namespace {
 struct BraidPipelinePass
-    : EntryPass<BraidPipelinePass, braid::impl::BraidPipelinePassBase,
-                EntryKind::TrainStep> {
+    : TrainStepPass<BraidPipelinePass, impl::BraidPipelinePassBase> {
   using EntryPass::EntryPass;
 
   LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {

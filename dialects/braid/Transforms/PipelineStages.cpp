@@ -158,9 +158,8 @@ void Stamper::run(const llvm::DenseMap<Operation *, int64_t> &layerChunk) {
 namespace mlir::braid {
 namespace {
 struct BraidPipelineStagesPass
-    : EntryPass<BraidPipelineStagesPass,
-                braid::impl::BraidPipelineStagesPassBase,
-                EntryKind::TrainStep> {
+    : TrainStepPass<BraidPipelineStagesPass,
+                    impl::BraidPipelineStagesPassBase> {
   using EntryPass::EntryPass;
 
   LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {

@@ -10,6 +10,7 @@
 #ifndef BRAID_DIALECT_BRAID_TRANSFORMS_RETYPE_H
 #define BRAID_DIALECT_BRAID_TRANSFORMS_RETYPE_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 
@@ -33,6 +34,26 @@ inline LogicalResult reinferResultTypes(Operation &op, StringRef cannot,
     return op.emitError(rejected);
   for (auto [result, type] : llvm::zip(op.getResults(), types))
     result.setType(type);
+  return success();
+}
+
+/// Gives the one-block function `f` the argument types `inputs`, retypes
+/// its ops in order with `retypeOp`, and sets its type to `inputs` and what
+/// it now returns. Fails with `severalBlocks` on a function of several
+/// blocks, or where `retypeOp` fails.
+inline LogicalResult
+retypeFunction(func::FuncOp f, TypeRange inputs, StringRef severalBlocks,
+               function_ref<LogicalResult(Operation &)> retypeOp) {
+  if (!f.getBody().hasOneBlock())
+    return f.emitError(severalBlocks);
+  Block &body = f.getBody().front();
+  for (auto [arg, type] : llvm::zip(body.getArguments(), inputs))
+    arg.setType(type);
+  for (Operation &op : body.without_terminator())
+    if (failed(retypeOp(op)))
+      return failure();
+  f.setType(FunctionType::get(f.getContext(), inputs,
+                              body.getTerminator()->getOperandTypes()));
   return success();
 }
 
