@@ -20,6 +20,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -112,8 +113,11 @@ void specializeLastBackward(ModuleOp module, std::optional<int16_t> pp) {
     if (!stage || !stage.getBody().hasOneBlock())
       continue;
     llvm::MapVector<StringRef, func::CallOp> last;
-    for (auto call : stage.getBody().front().getOps<func::CallOp>())
+    llvm::StringMap<unsigned> calls;
+    for (auto call : stage.getBody().front().getOps<func::CallOp>()) {
       last[call.getCallee()] = call;
+      ++calls[call.getCallee()];
+    }
     for (auto [name, call] : last) {
       auto callee = symbols.lookup<func::FuncOp>(name);
       if (!callee || !callee.getBody().hasOneBlock())
@@ -179,11 +183,37 @@ void specializeLastBackward(ModuleOp module, std::optional<int16_t> pp) {
       }
       call.replaceAllUsesWith(replacement.getResults());
       call.erase();
-      // A chunk run once (one micro-batch) leaves the original unused.
-      if (SymbolTable::symbolKnownUseEmpty(callee, module))
+      // A chunk run once (one micro-batch) leaves the original unused. The
+      // stage's other calls of it answer without a walk of the module.
+      if (calls.lookup(name) == 1 &&
+          SymbolTable::symbolKnownUseEmpty(callee, module))
         callee.erase();
     }
   }
+}
+
+/// The gathers of `body`'s arguments that could move to the callers: each
+/// the argument's only use, completed by a wait of its own.
+static SmallVector<std::pair<dist::AllGatherOp, dist::WaitOp>>
+argumentGathers(Block &body) {
+  SmallVector<std::pair<dist::AllGatherOp, dist::WaitOp>> gathers;
+  for (auto gather : body.getOps<dist::AllGatherOp>()) {
+    auto arg = dyn_cast<BlockArgument>(gather.getInput());
+    Value token = dist::getToken(gather);
+    if (!arg || arg.getOwner() != &body || !arg.hasOneUse() || !token.hasOneUse())
+      continue;
+    auto wait = dyn_cast<dist::WaitOp>(*token.getUsers().begin());
+    if (wait && wait.getTokens().size() == 1)
+      gathers.push_back({gather, wait});
+  }
+  return gathers;
+}
+
+bool mayHoistArgumentGathers(ModuleOp module) {
+  return llvm::any_of(module.getOps<func::FuncOp>(), [](func::FuncOp func) {
+    return !func.isExternal() && func.getBody().hasOneBlock() &&
+           !argumentGathers(func.getBody().front()).empty();
+  });
 }
 
 /// ZeRO-3 gathers a layer's sharded parameters inside the layer's function,
@@ -226,16 +256,8 @@ int64_t hoistArgumentGathers(ModuleOp module) {
     if (llvm::any_of(calls, [](func::CallOp call) { return call->hasAttr("dist.action"); }))
       continue;
     Block &body = func.getBody().front();
-    SmallVector<std::pair<dist::AllGatherOp, dist::WaitOp>> gathers;
-    for (auto gather : body.getOps<dist::AllGatherOp>()) {
-      auto arg = dyn_cast<BlockArgument>(gather.getInput());
-      Value token = dist::getToken(gather);
-      if (!arg || arg.getOwner() != &body || !arg.hasOneUse() || !token.hasOneUse())
-        continue;
-      auto wait = dyn_cast<dist::WaitOp>(*token.getUsers().begin());
-      if (wait && wait.getTokens().size() == 1)
-        gathers.push_back({gather, wait});
-    }
+    SmallVector<std::pair<dist::AllGatherOp, dist::WaitOp>> gathers =
+        argumentGathers(body);
     if (gathers.empty())
       continue;
     int64_t bytes = 0;

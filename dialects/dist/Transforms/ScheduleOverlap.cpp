@@ -241,6 +241,8 @@ struct BraidScheduleOverlapPass
   Try scheduled(ModuleOp module, bool hoisted, unsigned ahead,
                 dist::BucketSizes buckets, bool moveCompute) {
     Try t;
+    if (hoisted && !dist::mayHoistArgumentGathers(module))
+      return Try(); // nothing to move: not worth a copy of the module
     t.module = module.clone();
     if (hoisted && !(t.prefetch = dist::hoistArgumentGathers(*t.module)))
       return Try();

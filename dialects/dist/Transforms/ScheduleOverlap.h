@@ -34,6 +34,11 @@ void specializeLastBackward(mlir::ModuleOp module, std::optional<int16_t> pp);
 /// gathers produce (0: none moved).
 int64_t hoistArgumentGathers(mlir::ModuleOp module);
 
+/// Whether some function of `module` gathers an argument that
+/// hoistArgumentGathers could move: without one it moves nothing, so a
+/// schedule need not copy the module to try.
+bool mayHoistArgumentGathers(mlir::ModuleOp module);
+
 /// ZeRO-1/2's gathers of updated parameter ranges, which end a step, move
 /// to the next one, before each parameter's first read (into a copy of a
 /// chunk's forward made for its first call, when the chunk reads it); the
