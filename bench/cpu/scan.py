@@ -17,6 +17,19 @@ import time
 import numpy as np
 
 P, I, I4 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+
+
+class ScanParams(ctypes.Structure):
+    """braid_scan_params (runtime.h)."""
+    _fields_ = [("batch", I), ("seq", I), ("channels", I), ("state", I),
+                ("delta_softplus", I4)]
+
+
+def scan_params(*fields):
+    """The scan kernels' params argument, by reference."""
+    return ctypes.byref(ScanParams(*fields))
+
+
 B, S, DI, N = 1, 1024, 2048, 16
 
 
@@ -34,8 +47,9 @@ def main():
     for spec in args.libs:
         name, path = spec.split("=", 1)
         lib = ctypes.CDLL(path)
-        lib.braid_k_selective_scan.argtypes = [P, I4] + [P] * 7 + [I, I, I, I, I4]
-        lib.braid_k_selective_scan_grad.argtypes = [P, I4] + [P] * 13 + [I, I, I, I, I4]
+        lib.braid_k_selective_scan.argtypes = [P, I4] + [P] * 7 + [ctypes.POINTER(ScanParams)]
+        lib.braid_k_selective_scan_grad.argtypes = [P, I4] + [P] * 13 + [
+            ctypes.POINTER(ScanParams)]
         libs[name] = lib
     times, outputs = {n: [] for n in libs}, {}
     for _ in range(args.reps):
@@ -43,12 +57,12 @@ def main():
             y = np.zeros((B, S, DI), np.float32)
             t0 = time.perf_counter()
             lib.braid_k_selective_scan(None, 0, *map(ptr, (x, delta, A, Bm, Cm, D, y)),
-                                       B, S, DI, N, 1)
+                                       scan_params(B, S, DI, N, 1))
             t1 = time.perf_counter()
             grads = [np.zeros(s, np.float32) for s in
                      ((B, S, DI), (B, S, DI), (DI, N), (B, S, N), (B, S, N), (DI,))]
             lib.braid_k_selective_scan_grad(None, 0, *map(ptr, (x, delta, A, Bm, Cm, D, dy)),
-                                            *map(ptr, grads), B, S, DI, N, 1)
+                                            *map(ptr, grads), scan_params(B, S, DI, N, 1))
             t2 = time.perf_counter()
             times[name].append((t1 - t0, t2 - t1))
             outputs[name] = [y] + grads

@@ -339,8 +339,10 @@ void testMambaGrads() {
     float *pd = dev(delta), *pA = dev(A), *pB = dev(Bm), *pC = dev(Cm), *pD = dev(Dd);
     float *gx = devz<float>(x.size()), *gd = devz<float>(x.size()), *gA = devz<float>(A.size()),
           *gB = devz<float>(Bm.size()), *gC = devz<float>(Cm.size()), *gD = devz<float>(Dm);
+    const braid_scan_params p = {
+        .batch = B, .seq = S, .channels = Dm, .state = N, .delta_softplus = 1};
     braid_k_selective_scan_grad(nullptr, BRAID_F32, px, pd, pA, pB, pC, pD, pg, gx, gd, gA, gB,
-                                gC, gD, B, S, Dm, N, 1);
+                                gC, gD, &p);
     std::vector<DV> ops = {toD(x), toD(delta), toD(A), toD(Bm), toD(Cm), toD(Dd)};
     auto scan = [&](int which, const DV &val) {
       const DV &xx = which == 0 ? val : ops[0], &dl = which == 1 ? val : ops[1],

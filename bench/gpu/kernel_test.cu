@@ -396,7 +396,9 @@ void testMamba() {
     for (float &a : A)
       a = -std::fabs(a) - 0.1f;
     float *ddel = dev(delta), *dA = dev(A), *dB = dev(Bm), *dC = dev(Cm), *dD = dev(Dd);
-    braid_k_selective_scan(nullptr, BRAID_F32, dx, ddel, dA, dB, dC, dD, dy, B, S, Dm, N, 1);
+    const braid_scan_params p = {
+        .batch = B, .seq = S, .channels = Dm, .state = N, .delta_softplus = 1};
+    braid_k_selective_scan(nullptr, BRAID_F32, dx, ddel, dA, dB, dC, dD, dy, &p);
     got = host(dy, (size_t)B * S * Dm);
     for (int b = 0; b < B; ++b)
       for (int d = 0; d < Dm; ++d) {

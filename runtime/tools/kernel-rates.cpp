@@ -131,9 +131,14 @@ void step(braid_rt *rt, char *arena) {
                         " state=" + std::to_string(kScanState);
     double flops = double(kScanSeq) * double(kScanChannels) * (8.0 * kScanState + 5);
     int64_t x = kScanSeq * kScanChannels * kElementBytes;
+    const braid_scan_params p = {.batch = 1,
+                                 .seq = kScanSeq,
+                                 .channels = kScanChannels,
+                                 .state = kScanState,
+                                 .delta_softplus = 1};
     op(rt, "selective_scan", label, flops, [&] {
       braid_k_selective_scan(rt, kType, at(0), at(x), at(2 * x), at(2 * x), at(2 * x), at(0),
-                             out, 1, kScanSeq, kScanChannels, kScanState, 1);
+                             out, &p);
     });
   }
   braid_rt_free(rt, kOutput, kOutputBytes);

@@ -43,7 +43,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inp
 import numpy as np  # noqa: E402
 
 import kernel_harness  # noqa: E402
-from kernel_harness import (BF16, DTYPES, F16, F32, call, declare, fd_check, main)  # noqa: E402
+from kernel_harness import (BF16, DTYPES, F16, F32, call, declare, fd_check, main,  # noqa: E402
+                            scan)
 from kernel_harness import poisoned as empty, store64 as store, values64 as values  # noqa: E402
 
 RNG = np.random.default_rng(7351)
@@ -254,8 +255,8 @@ class Mamba(Case):
             if n < 100:
                 args = [a.astype(np.float64) for a in (x32, dl32, A32, B32, C32, D32)]
                 y = np.zeros_like(x32)
-                call("braid_k_selective_scan", F32, x32, dl32, A32, B32, C32, D32, y, b, s, di, n,
-                     int(sp))
+                call("braid_k_selective_scan", F32, x32, dl32, A32, B32, C32, D32, y,
+                     scan(b, s, di, n, int(sp)))
                 self.fwd_close("selective_scan", y, scan_fwd(*args, sp), what)
                 dy = dy32.astype(np.float64)
                 fd_check(self, "selective_scan", lambda *a: scan_fwd(*a, sp), args,
@@ -264,7 +265,7 @@ class Mamba(Case):
                 st = [store(a, dt) for a in (x32, dl32, A32, B32, C32, D32, dy32)]
                 ins, vals = [p[0] for p in st], [p[1] for p in st]
                 outs = [empty(a.shape, dt) for a in (x32, dl32, A32, B32, C32, D32)]
-                call("braid_k_selective_scan_grad", dt, *ins, *outs, b, s, di, n, int(sp))
+                call("braid_k_selective_scan_grad", dt, *ins, *outs, scan(b, s, di, n, int(sp)))
                 refs = scan_vjp(*vals, sp)
                 for nm, o, r in zip(("dx", "ddelta", "dA", "dB", "dC", "dD"), outs, refs):
                     self.close(f"selective_scan_grad.{nm}", dt, o, r, what)
@@ -369,11 +370,13 @@ import ctypes, sys
 import numpy as np
 lib = ctypes.CDLL(sys.argv[1])
 P, I, I4 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+class Params(ctypes.Structure):  # braid_scan_params
+    _fields_ = [("batch", I), ("seq", I), ("channels", I), ("state", I), ("delta_softplus", I4)]
 z = np.zeros(1 << 16, np.float32).ctypes.data
 which = sys.argv[2]
 if which == "scan":
-    lib.braid_k_selective_scan_grad.argtypes = [P, I4] + [P] * 13 + [I, I, I, I, I4]
-    lib.braid_k_selective_scan_grad(None, 0, *([z] * 13), 1, 4096, 1, 16, 1)
+    lib.braid_k_selective_scan_grad.argtypes = [P, I4] + [P] * 13 + [ctypes.POINTER(Params)]
+    lib.braid_k_selective_scan_grad(None, 0, *([z] * 13), ctypes.byref(Params(1, 4096, 1, 16, 1)))
 print("returned")
 """
 

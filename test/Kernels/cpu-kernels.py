@@ -36,8 +36,8 @@ import numpy as np  # noqa: E402
 
 from braid_ref import ops, vjp  # noqa: E402
 from kernel_harness import (BF16, DTYPES, F16, F32, I32, I64, LIB, MAX_ERR, P, I,  # noqa: E402
-                            attn, call, declare, empty, from_bf16, main, rel, store, to_bf16,
-                            values)
+                            attn, call, declare, empty, from_bf16, main, rel, scan, store,
+                            to_bf16, values)
 import kernel_harness  # noqa: E402
 
 RNG = np.random.default_rng(20240611)
@@ -380,7 +380,8 @@ class Mamba(Case):
                 Cs, Cm = store(self.randn(b, s, n), dt)
                 Ds, Dp = store(self.randn(di), dt)
                 y = empty((b, s, di), dt)
-                call("braid_k_selective_scan", dt, xs, ds, As, Bs, Cs, Ds, y, b, s, di, n, int(sp))
+                call("braid_k_selective_scan", dt, xs, ds, As, Bs, Cs, Ds, y,
+                     scan(b, s, di, n, int(sp)))
                 self.close("selective_scan", dt, y,
                            ops.selective_scan(x, dlt, A, Bm, Cm, Dp, bool(sp)),
                            f" {b}x{s}x{di}x{n} softplus={sp}")

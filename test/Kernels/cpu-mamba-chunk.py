@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inp
 import numpy as np  # noqa: E402
 
 import kernel_harness  # noqa: E402
-from kernel_harness import BF16, F16, F32, call, declare, fd_check, main, rel  # noqa: E402
+from kernel_harness import BF16, F16, F32, call, declare, fd_check, main, rel, scan  # noqa: E402
 from kernel_harness import poisoned, store64 as store, values64 as values  # noqa: E402
 
 RNG = np.random.default_rng(20917)
@@ -227,7 +227,8 @@ class Kernels(Case):
                 h0 = self.randn(B, C, N)
                 ry, rhe, rdec = chunk_fwd(*vals, h0.astype(np.float64), sp)
                 y, he, dec = poisoned((B, 7, C), dt), poisoned((B, C, N), F32), poisoned((B, C, N), F32)
-                call("braid_k_selective_scan_chunk", dt, *ins, h0, y, he, dec, B, 7, C, N, int(sp))
+                call("braid_k_selective_scan_chunk", dt, *ins, h0, y, he, dec,
+                     scan(B, 7, C, N, int(sp)))
                 what = f" softplus={sp}"
                 self.close("scan_chunk.y", dt, y, ry, what)
                 # f32 states: the f32 recurrence on rounded inputs.
@@ -235,8 +236,8 @@ class Kernels(Case):
                 self.close("scan_chunk.decay", F32, dec, rdec, what)
                 # NULL h0 = zeros; NULL outputs skipped.
                 y0 = poisoned((B, 7, C), dt)
-                call("braid_k_selective_scan_chunk", dt, *ins, None, y0, None, None, B, 7, C, N,
-                     int(sp))
+                call("braid_k_selective_scan_chunk", dt, *ins, None, y0, None, None,
+                     scan(B, 7, C, N, int(sp)))
                 self.close("scan_chunk.y", dt, y0, chunk_fwd(*vals, np.zeros((B, C, N)), sp)[0],
                            what + " h0=NULL")
                 # Gradient: all cotangents; written, then accumulated onto prefilled outputs.
@@ -251,7 +252,7 @@ class Kernels(Case):
                     pre_h = self.randn(B, C, N)
                     dh0 = pre_h.copy() if acc else poisoned((B, C, N), F32)
                     call("braid_k_selective_scan_chunk_grad", dt, *ins, h0, dys, dhe, ddec, *outs,
-                         dh0, B, 7, C, N, int(sp), acc)
+                         dh0, scan(B, 7, C, N, int(sp)), acc)
                     names = ("dx", "ddelta", "dA", "dB", "dC", "dD")
                     for nm, o, r, p in zip(names, outs, refs, pre):
                         self.close(f"scan_chunk_grad.{nm}", dt, o, r + (p[1] if acc else 0.0),
@@ -314,8 +315,8 @@ def scan_chunks(ins, dy, sp, split, skip_carry=False, skip_second=False):
     dec_all, he_all = np.zeros((P, count), np.float32), np.zeros((P, count), np.float32)
     for c, (s0, s1) in enumerate(bounds(split)):
         he, dec = poisoned((B, C, N), F32), poisoned((B, C, N), F32)
-        call("braid_k_selective_scan_chunk", F32, *pieces[c], None, None, he, dec, B, s1 - s0, C,
-             N, int(sp))
+        call("braid_k_selective_scan_chunk", F32, *pieces[c], None, None, he, dec,
+             scan(B, s1 - s0, C, N, int(sp)))
         dec_all[c], he_all[c] = dec.ravel(), he.ravel()
     h0s, ys = [], []
     for c, (s0, s1) in enumerate(bounds(split)):
@@ -324,7 +325,7 @@ def scan_chunks(ins, dy, sp, split, skip_carry=False, skip_second=False):
         h0s.append(h0)
         y = poisoned((B, s1 - s0, C), F32)
         call("braid_k_selective_scan_chunk", F32, *pieces[c], None if skip_carry else h0, y, None,
-             None, B, s1 - s0, C, N, int(sp))
+             None, scan(B, s1 - s0, C, N, int(sp)))
         ys.append(y)
     # Backward: y's VJP from h0 (gives dh0), the carry's VJP, then (h_end, decay)'s.
     grads, dh0_all = [], np.zeros((P, count), np.float32)
@@ -333,7 +334,7 @@ def scan_chunks(ins, dy, sp, split, skip_carry=False, skip_second=False):
         dh0 = poisoned((B, C, N), F32)
         dyc = np.ascontiguousarray(dy[:, s0:s1])
         call("braid_k_selective_scan_chunk_grad", F32, *pieces[c], h0s[c], dyc, None, None, *outs,
-             dh0, B, s1 - s0, C, N, int(sp), 0)
+             dh0, scan(B, s1 - s0, C, N, int(sp)), 0)
         grads.append(outs)
         dh0_all[c] = dh0.ravel()
     for c, (s0, s1) in enumerate(bounds(split)):
@@ -341,7 +342,7 @@ def scan_chunks(ins, dy, sp, split, skip_carry=False, skip_second=False):
         call("braid_k_scan_carry_grad", dec_all, he_all, dh0_all, ddec, dhe, P, c, count)
         if not skip_second:
             call("braid_k_selective_scan_chunk_grad", F32, *pieces[c], None, None, dhe, ddec,
-                 *grads[c], None, B, s1 - s0, C, N, int(sp), 1)
+                 *grads[c], None, scan(B, s1 - s0, C, N, int(sp)), 1)
     cat = [np.concatenate([g[i] for g in grads], 1) for i in (0, 1, 3, 4)]
     dA = sum(g[2].astype(np.float64) for g in grads)
     dD = sum(g[5].astype(np.float64) for g in grads)
@@ -380,10 +381,10 @@ class Chunked(Case):
             ry = chunk_fwd(*vals, z, sp)[0]
             refs = chunk_vjp(*vals, z, sp, dy.astype(np.float64), z, z)[:6]
             yk = np.zeros_like(ins[0])
-            call("braid_k_selective_scan", F32, *ins, yk, B, S, C, N, int(sp))
+            call("braid_k_selective_scan", F32, *ins, yk, scan(B, S, C, N, int(sp)))
             self.fwd_close("selective_scan", yk, ry)
             outs = [np.zeros_like(a) for a in ins]
-            call("braid_k_selective_scan_grad", F32, *ins, dy, *outs, B, S, C, N, int(sp))
+            call("braid_k_selective_scan_grad", F32, *ins, dy, *outs, scan(B, S, C, N, int(sp)))
             for nm, o, r in zip(("dx", "ddelta", "dA", "dB", "dC", "dD"), outs, refs):
                 self.close(f"selective_scan_grad.{nm}", F32, o, r, f" softplus={sp}")
             for split in SPLITS:

@@ -31,13 +31,25 @@ import numpy as np  # noqa: E402
 
 F32 = 0
 P, I, I4 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+
+
+class ScanParams(ctypes.Structure):
+    """braid_scan_params (runtime.h)."""
+    _fields_ = [("batch", I), ("seq", I), ("channels", I), ("state", I),
+                ("delta_softplus", I4)]
+
+
+def scan_params(*fields):
+    """The scan kernels' params argument, by reference."""
+    return ctypes.byref(ScanParams(*fields))
+
+
+SP = ctypes.POINTER(ScanParams)
 SIGS = {
-    "braid_k_selective_scan": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I4],
-    "braid_k_selective_scan_grad": [P, I4, P, P, P, P, P, P, P, P, P, P, P, P, P, I, I, I, I,
-                                    I4],
-    "braid_k_selective_scan_chunk": [P, I4, P, P, P, P, P, P, P, P, P, P, I, I, I, I, I4],
-    "braid_k_selective_scan_chunk_grad": [P, I4, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P,
-                                          P, P, I, I, I, I, I4, I4],
+    "braid_k_selective_scan": [P, I4, P, P, P, P, P, P, P, SP],
+    "braid_k_selective_scan_grad": [P, I4] + [P] * 13 + [SP],
+    "braid_k_selective_scan_chunk": [P, I4] + [P] * 10 + [SP],
+    "braid_k_selective_scan_chunk_grad": [P, I4] + [P] * 17 + [SP, I4],
 }
 # (batch, seq, channels, state)
 SHAPES = [(2, 40, 70, 8), (1, 128, 40, 16), (3, 17, 5, 4)]
@@ -70,20 +82,20 @@ def child(lib_path, out_path):
             tag = f"{B}x{S}x{Di}x{N} sp={sp}"
             common = [ptr(v[k]) for k in ("x", "delta", "A", "Bm", "Cm", "D")]
             y = np.zeros((B, S, Di), np.float32)
-            lib.braid_k_selective_scan(None, F32, *common, ptr(y), B, S, Di, N, sp)
+            lib.braid_k_selective_scan(None, F32, *common, ptr(y), scan_params(B, S, Di, N, sp))
             results[f"{tag} y"] = y
             g = {k: np.zeros(s, np.float32) for k, s in
                  (("dx", (B, S, Di)), ("ddelta", (B, S, Di)), ("dA", (Di, N)),
                   ("dB", (B, S, N)), ("dC", (B, S, N)), ("dD", (Di,)))}
             lib.braid_k_selective_scan_grad(None, F32, *common, ptr(v["dy"]),
-                                            *(ptr(g[k]) for k in g), B, S, Di, N, sp)
+                                            *(ptr(g[k]) for k in g), scan_params(B, S, Di, N, sp))
             for k, a in g.items():
                 results[f"{tag} {k}"] = a
             # The chunk form from h0, with its three outputs.
             y, h_end, decay = (np.zeros(s, np.float32) for s in
                                ((B, S, Di), (B, Di, N), (B, Di, N)))
             lib.braid_k_selective_scan_chunk(None, F32, *common, ptr(v["h0"]), ptr(y),
-                                             ptr(h_end), ptr(decay), B, S, Di, N, sp)
+                                             ptr(h_end), ptr(decay), scan_params(B, S, Di, N, sp))
             results[f"{tag} chunk y"], results[f"{tag} chunk h_end"] = y, h_end
             results[f"{tag} chunk decay"] = decay
             for acc in (0, 1):
@@ -95,7 +107,7 @@ def child(lib_path, out_path):
                     held = {k: a.copy() for k, a in cg.items()}
                 lib.braid_k_selective_scan_chunk_grad(
                     None, F32, *common, ptr(v["h0"]), ptr(v["dy"]), ptr(v["dh_end"]),
-                    ptr(v["ddecay"]), *(ptr(cg[k]) for k in cg), B, S, Di, N, sp, acc)
+                    ptr(v["ddecay"]), *(ptr(cg[k]) for k in cg), scan_params(B, S, Di, N, sp), acc)
                 for k, a in cg.items():
                     results[f"{tag} chunk acc={acc} {k}"] = a
                     if acc:

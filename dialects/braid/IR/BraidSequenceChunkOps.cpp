@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/ScanKernelArgs.h"
 #include "dialects/braid/IR/VerifierHelpers.h"
 
 using namespace mlir;
@@ -197,11 +198,10 @@ static void appendScanArgs(SmallVectorImpl<KernelArg> &args, Operation *s) {
     args.push_back(v);
 }
 
-/// B, S, Di, N and the softplus flag of a scan op.
-static void appendScanDims(SmallVectorImpl<KernelArg> &args, Operation *s) {
-  auto x = shapeOf(s->getOperand(0));
-  args.append({x[0], x[1], x[2], shapeOf(s->getOperand(2))[1],
-               s->hasAttr("delta_softplus")});
+/// The braid_scan_params of a scan op (x and A its operands 0 and 2).
+static void appendScanParams(SmallVectorImpl<KernelArg> &args, Operation *s) {
+  args.push_back(scanParams(s->getOperand(0), s->getOperand(2),
+                            s->hasAttr("delta_softplus")));
 }
 
 /// The cotangents of x, delta, A, B, C and D: the op's first six results.
@@ -277,7 +277,7 @@ ScanChunkStateOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
   appendScanArgs(args, *this);
   args.append({Value(), Value(), KernelArg::buffer(getHend(), "float *"),
                KernelArg::buffer(getDecay(), "float *")});
-  appendScanDims(args, *this);
+  appendScanParams(args, *this);
   calls.push_back({"braid_k_selective_scan_chunk", std::move(args)});
   return success();
 }
@@ -292,7 +292,7 @@ LogicalResult ScanChunkOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
   appendScanArgs(args, *this);
   args.append({KernelArg::buffer(getH0(), "float *"), getResult(), Value(),
                Value()});
-  appendScanDims(args, *this);
+  appendScanParams(args, *this);
   calls.push_back({"braid_k_selective_scan_chunk", std::move(args)});
   return success();
 }
@@ -310,7 +310,7 @@ ScanChunkGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
                Value()});
   appendScanGrads(args, *this);
   args.push_back(KernelArg::buffer(getDh0(), "float *"));
-  appendScanDims(args, *this);
+  appendScanParams(args, *this);
   args.push_back(/*accumulate=*/false);
   calls.push_back({"braid_k_selective_scan_chunk_grad", std::move(args)});
   return success();
@@ -333,7 +333,7 @@ ScanChunkStateGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
                KernelArg::buffer(getDdecay(), "float *")});
   appendScanGrads(args, *this);
   args.push_back(Value());
-  appendScanDims(args, *this);
+  appendScanParams(args, *this);
   args.push_back(/*accumulate=*/true);
   calls.push_back({"braid_k_selective_scan_chunk_grad", std::move(args)});
   return success();

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/ScanKernelArgs.h"
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -95,12 +96,10 @@ OpCost SelectiveScanOp::getCost() {
 
 LogicalResult
 SelectiveScanOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
-  ArrayRef<int64_t> x = getInput().getType().getShape();
   calls.push_back({"braid_k_selective_scan",
                    {KernelArg::dtype(getType()), getInput(), getDelta(),
-                    getA(), getB(), getC(), getD(), getResult(), x[0], x[1],
-                    x[2], getA().getType().getShape()[1],
-                    getDeltaSoftplus()}});
+                    getA(), getB(), getC(), getD(), getResult(),
+                    scanParams(getInput(), getA(), getDeltaSoftplus())}});
   return success();
 }
 
@@ -143,12 +142,11 @@ OpCost SelectiveScanGradOp::getCost() {
 
 LogicalResult
 SelectiveScanGradOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
-  ArrayRef<int64_t> x = getInput().getType().getShape();
   calls.push_back(
       {"braid_k_selective_scan_grad",
        {KernelArg::dtype(getInput().getType()), getInput(), getDelta(),
         getA(), getB(), getC(), getD(), getGrad(), getDinput(), getDdelta(),
-        getDA(), getDB(), getDC(), getDD(), x[0], x[1], x[2],
-        getA().getType().getShape()[1], getDeltaSoftplus()}});
+        getDA(), getDB(), getDC(), getDD(),
+        scanParams(getInput(), getA(), getDeltaSoftplus())}});
   return success();
 }

@@ -362,11 +362,21 @@ void braid_k_cross_entropy(braid_rt *rt, braid_dtype dt, braid_dtype index_dt,
 /* x [B, S, C], w [C, K], b [C] -> y [B, S, C], causal depthwise. */
 void braid_k_conv1d(braid_rt *rt, braid_dtype dt, const void *x, const void *w, const void *b,
                     void *y, int64_t batch, int64_t seq, int64_t channels, int64_t kernel);
-/* x, delta [B, S, Di], A [Di, N], Bm, Cm [B, S, N], D [Di] -> y [B, S, Di]. */
+/* The sizes and options of a selective scan (Mamba), passed by const pointer
+ * to the scan kernels, forward and backward (the tensors stay explicit
+ * arguments): x, delta [B, S, Di], A [Di, N], Bm, Cm [B, S, N], D [Di], with
+ * B = batch, S = seq, Di = channels, N = state; delta_softplus != 0: delta
+ * passes through softplus first. Fields are only ever added at the end, zero
+ * meaning today's behaviour. */
+typedef struct braid_scan_params {
+  int64_t batch, seq, channels, state;
+  int32_t delta_softplus;
+} braid_scan_params;
+
+/* x, delta, A, Bm, Cm, D -> y [B, S, Di]. */
 void braid_k_selective_scan(braid_rt *rt, braid_dtype dt, const void *x, const void *delta,
                             const void *A, const void *Bm, const void *Cm, const void *D, void *y,
-                            int64_t batch, int64_t seq, int64_t channels, int64_t state,
-                            int32_t delta_softplus);
+                            const braid_scan_params *p);
 /* Context parallelism of the Mamba ops (the sequence split into chunks, one
  * per rank). State tensors (h0, h_end, decay and their cotangents) are f32
  * [B, Di, N] whatever dt is. */
@@ -383,8 +393,7 @@ void braid_k_conv1d_halo(braid_rt *rt, braid_dtype dt, const void *x, const void
 void braid_k_selective_scan_chunk(braid_rt *rt, braid_dtype dt, const void *x,
                                   const void *delta, const void *A, const void *Bm,
                                   const void *Cm, const void *D, const float *h0, void *y,
-                                  float *h_end, float *decay, int64_t batch, int64_t seq,
-                                  int64_t channels, int64_t state, int32_t delta_softplus);
+                                  float *h_end, float *decay, const braid_scan_params *p);
 /* The state entering chunk `chunk` from every chunk's zero-start decay and
  * h_end (decay_all, hend_all [chunks, count], count = B*Di*N): h0 = H_{chunk-1}
  * with H_{-1} = 0, H_j = decay_j H_{j-1} + hend_j. */
@@ -497,8 +506,7 @@ void braid_k_conv1d_grad(braid_rt *rt, braid_dtype dt, const void *x, const void
 void braid_k_selective_scan_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *delta,
                                  const void *A, const void *Bm, const void *Cm, const void *D,
                                  const void *dy, void *dx, void *ddelta, void *dA, void *dBm,
-                                 void *dCm, void *dD, int64_t batch, int64_t seq,
-                                 int64_t channels, int64_t state, int32_t delta_softplus);
+                                 void *dCm, void *dD, const braid_scan_params *p);
 /* VJP of braid_k_conv1d_halo: dx [B,S,C], dw [C,K] (this chunk's
  * contribution), db [C] (may be NULL), dhalo [B,K-1,C]. */
 void braid_k_conv1d_halo_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *halo,
@@ -519,8 +527,7 @@ void braid_k_selective_scan_chunk_grad(braid_rt *rt, braid_dtype dt, const void 
                                        const void *Cm, const void *D, const float *h0,
                                        const void *dy, const float *dh_end, const float *ddecay,
                                        void *dx, void *ddelta, void *dA, void *dBm, void *dCm,
-                                       void *dD, float *dh0, int64_t batch, int64_t seq,
-                                       int64_t channels, int64_t state, int32_t delta_softplus,
+                                       void *dD, float *dh0, const braid_scan_params *p,
                                        int32_t accumulate);
 /* VJP of braid_k_scan_carry over every chunk's use: from dh0_all [chunks,
  * count] (the cotangent of each chunk's entering state), this chunk's

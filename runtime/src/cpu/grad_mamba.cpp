@@ -305,9 +305,10 @@ void braid_k_selective_scan_chunk_grad(braid_rt *, braid_dtype dt, const void *x
                                        const void *Cm, const void *D, const float *h0,
                                        const void *dy, const float *dh_end, const float *ddecay,
                                        void *dx, void *ddelta, void *dA, void *dBm, void *dCm,
-                                       void *dD, float *dh0, int64_t batch, int64_t seq,
-                                       int64_t channels, int64_t state, int32_t delta_softplus,
+                                       void *dD, float *dh0, const braid_scan_params *p,
                                        int32_t accumulate) {
+  const int64_t batch = p->batch, seq = p->seq, channels = p->channels, state = p->state;
+  const int32_t delta_softplus = p->delta_softplus;
   if (state > kMaxState)
     fail("selective_scan_chunk_grad", "state size %lld exceeds the supported %lld",
          (long long)state, (long long)kMaxState);
@@ -328,8 +329,8 @@ void braid_k_selective_scan_chunk_grad(braid_rt *, braid_dtype dt, const void *x
 void braid_k_selective_scan_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *delta,
                                  const void *A, const void *Bm, const void *Cm, const void *D,
                                  const void *dy, void *dx, void *ddelta, void *dA, void *dBm,
-                                 void *dCm, void *dD, int64_t batch, int64_t seq,
-                                 int64_t channels, int64_t state, int32_t delta_softplus) {
+                                 void *dCm, void *dD, const braid_scan_params *p) {
+  const int64_t seq = p->seq, state = p->state;
   if (state > kMaxState)
     fail("selective_scan_grad", "state size %lld exceeds the supported %lld", (long long)state,
          (long long)kMaxState);
@@ -338,8 +339,8 @@ void braid_k_selective_scan_grad(braid_rt *rt, braid_dtype dt, const void *x, co
          "seq x state = %lld x %lld exceeds the supported %lld recomputed states",
          (long long)seq, (long long)state, (long long)kScanFloats);
   braid_k_selective_scan_chunk_grad(rt, dt, x, delta, A, Bm, Cm, D, nullptr, dy, nullptr,
-                                    nullptr, dx, ddelta, dA, dBm, dCm, dD, nullptr, batch, seq,
-                                    channels, state, delta_softplus, /*accumulate=*/0);
+                                    nullptr, dx, ddelta, dA, dBm, dCm, dD, nullptr, p,
+                                    /*accumulate=*/0);
 }
 
 void braid_k_scan_carry_grad(braid_rt *, const float *decay_all, const float *hend_all,

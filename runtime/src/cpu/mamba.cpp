@@ -109,8 +109,9 @@ void braid_k_conv1d(braid_rt *rt, braid_dtype dt, const void *x, const void *w, 
 void braid_k_selective_scan_chunk(braid_rt *, braid_dtype dt, const void *x, const void *delta,
                                   const void *A, const void *Bm, const void *Cm, const void *D,
                                   const float *h0, void *y, float *h_end, float *decay,
-                                  int64_t batch, int64_t seq, int64_t channels, int64_t state,
-                                  int32_t delta_softplus) {
+                                  const braid_scan_params *p) {
+  const int64_t batch = p->batch, seq = p->seq, channels = p->channels, state = p->state;
+  const int32_t delta_softplus = p->delta_softplus;
   if (state > kMaxState)
     fail("selective_scan_chunk", "state size %lld exceeds the supported %lld",
          (long long)state, (long long)kMaxState);
@@ -124,13 +125,11 @@ void braid_k_selective_scan_chunk(braid_rt *, braid_dtype dt, const void *x, con
 
 void braid_k_selective_scan(braid_rt *rt, braid_dtype dt, const void *x, const void *delta,
                             const void *A, const void *Bm, const void *Cm, const void *D, void *y,
-                            int64_t batch, int64_t seq, int64_t channels, int64_t state,
-                            int32_t delta_softplus) {
-  if (state > kMaxState)
-    fail("selective_scan", "state size %lld exceeds the supported %lld", (long long)state,
+                            const braid_scan_params *p) {
+  if (p->state > kMaxState)
+    fail("selective_scan", "state size %lld exceeds the supported %lld", (long long)p->state,
          (long long)kMaxState);
-  braid_k_selective_scan_chunk(rt, dt, x, delta, A, Bm, Cm, D, nullptr, y, nullptr, nullptr,
-                               batch, seq, channels, state, delta_softplus);
+  braid_k_selective_scan_chunk(rt, dt, x, delta, A, Bm, Cm, D, nullptr, y, nullptr, nullptr, p);
 }
 
 void braid_k_scan_carry(braid_rt *, const float *decay_all, const float *hend_all, float *h0,

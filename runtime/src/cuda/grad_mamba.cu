@@ -136,13 +136,12 @@ void braid_k_conv1d_grad(braid_rt *rt, braid_dtype dt, const void *x, const void
 void braid_k_selective_scan_grad(braid_rt *rt, braid_dtype dt, const void *x, const void *delta,
                                  const void *A, const void *Bm, const void *Cm, const void *D,
                                  const void *dy, void *dx, void *ddelta, void *dA, void *dBm,
-                                 void *dCm, void *dD, int64_t batch, int64_t seq,
-                                 int64_t channels, int64_t state, int32_t delta_softplus) {
+                                 void *dCm, void *dD, const braid_scan_params *p) {
   // The whole sequence is one chunk: from a zero state, no cotangents of the
   // final state or decay (mamba_chunk.cu).
   braid_k_selective_scan_chunk_grad(rt, dt, x, delta, A, Bm, Cm, D, nullptr, dy, nullptr,
-                                    nullptr, dx, ddelta, dA, dBm, dCm, dD, nullptr, batch, seq,
-                                    channels, state, delta_softplus, /*accumulate=*/0);
+                                    nullptr, dx, ddelta, dA, dBm, dCm, dD, nullptr, p,
+                                    /*accumulate=*/0);
 }
 
 } // extern "C"

@@ -21,10 +21,8 @@ void braid_k_conv1d(braid_rt *rt, braid_dtype dt, const void *x, const void *w, 
 
 void braid_k_selective_scan(braid_rt *rt, braid_dtype dt, const void *x, const void *delta,
                             const void *A, const void *Bm, const void *Cm, const void *D, void *y,
-                            int64_t batch, int64_t seq, int64_t channels, int64_t state,
-                            int32_t delta_softplus) {
-  braid_k_selective_scan_chunk(rt, dt, x, delta, A, Bm, Cm, D, nullptr, y, nullptr, nullptr,
-                               batch, seq, channels, state, delta_softplus);
+                            const braid_scan_params *p) {
+  braid_k_selective_scan_chunk(rt, dt, x, delta, A, Bm, Cm, D, nullptr, y, nullptr, nullptr, p);
 }
 
 } // extern "C"

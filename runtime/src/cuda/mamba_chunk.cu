@@ -621,8 +621,9 @@ void braid_k_conv1d_halo_accumulate(braid_rt *rt, braid_dtype dt, void *dx, cons
 void braid_k_selective_scan_chunk(braid_rt *rt, braid_dtype dt, const void *x, const void *delta,
                                   const void *A, const void *Bm, const void *Cm, const void *D,
                                   const float *h0, void *y, float *h_end, float *decay,
-                                  int64_t batch, int64_t seq, int64_t channels, int64_t state,
-                                  int32_t delta_softplus) {
+                                  const braid_scan_params *p) {
+  const int64_t batch = p->batch, seq = p->seq, channels = p->channels, state = p->state;
+  const int32_t delta_softplus = p->delta_softplus;
   using namespace braid::cuda;
   checkScanShape("selective_scan_chunk", batch, state);
   if (batch <= 0 || channels <= 0)
@@ -661,9 +662,10 @@ void braid_k_selective_scan_chunk_grad(braid_rt *rt, braid_dtype dt, const void 
                                        const void *Cm, const void *D, const float *h0,
                                        const void *dy, const float *dh_end, const float *ddecay,
                                        void *dx, void *ddelta, void *dA, void *dBm, void *dCm,
-                                       void *dD, float *dh0, int64_t batch, int64_t seq,
-                                       int64_t channels, int64_t state, int32_t delta_softplus,
+                                       void *dD, float *dh0, const braid_scan_params *p,
                                        int32_t accumulate) {
+  const int64_t batch = p->batch, seq = p->seq, channels = p->channels, state = p->state;
+  const int32_t delta_softplus = p->delta_softplus;
   using namespace braid::cuda;
   checkScanShape("selective_scan_chunk_grad", batch, state);
   if (channels <= 0)

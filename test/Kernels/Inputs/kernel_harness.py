@@ -38,11 +38,25 @@ class AttentionParams(ctypes.Structure):
 AP = ctypes.POINTER(AttentionParams)
 
 
+class ScanParams(ctypes.Structure):
+    """braid_scan_params (runtime.h): the sizes and options of a selective scan."""
+    _fields_ = [("batch", I), ("seq", I), ("channels", I), ("state", I),
+                ("delta_softplus", I4)]
+
+
+SP = ctypes.POINTER(ScanParams)
+
+
 def attn(batch, seq, seq_kv, heads, kv_heads, head_dim, v_head_dim, causal, scale, rope_theta,
          q_offset=0):
     """The attention kernels' last argument: a braid_attention_params by reference."""
     return ctypes.byref(AttentionParams(batch, seq, seq_kv, heads, kv_heads, head_dim,
                                         v_head_dim, int(causal), scale, rope_theta, q_offset))
+
+
+def scan(batch, seq, channels, state, delta_softplus):
+    """The selective scan kernels' params: a braid_scan_params by reference."""
+    return ctypes.byref(ScanParams(batch, seq, channels, state, int(delta_softplus)))
 
 
 SIGS = {
@@ -61,7 +75,7 @@ SIGS = {
     "braid_k_transpose": [P, I4, P, P, I4, P, P],
     "braid_k_cross_entropy": [P, I4, I4, P, P, P, I, I],
     "braid_k_conv1d": [P, I4, P, P, P, P, I, I, I, I],
-    "braid_k_selective_scan": [P, I4, P, P, P, P, P, P, P, I, I, I, I, I4],
+    "braid_k_selective_scan": [P, I4, P, P, P, P, P, P, P, SP],
     "braid_k_router": [P, I4, P, P, P, I, I, I, I4],
     "braid_k_dispatch": [P, I4, P, P, P, I, I, I, I, I, I],
     "braid_k_combine": [P, I4, P, P, P, P, I, I, I, I, I, I],
@@ -69,9 +83,9 @@ SIGS = {
     "braid_k_conv1d_halo": [P, I4, P, P, P, P, P, I, I, I, I],
     "braid_k_conv1d_halo_grad": [P, I4, P, P, P, P, P, P, P, P, I, I, I, I],
     "braid_k_conv1d_halo_accumulate": [P, I4, P, P, I, I, I, I],
-    "braid_k_selective_scan_chunk": [P, I4, P, P, P, P, P, P, P, P, P, P, I, I, I, I, I4],
+    "braid_k_selective_scan_chunk": [P, I4, P, P, P, P, P, P, P, P, P, P, SP],
     "braid_k_scan_carry": [P, P, P, P, I, I, I],
-    "braid_k_selective_scan_chunk_grad": [P, I4] + [P] * 17 + [I, I, I, I, I4, I4],
+    "braid_k_selective_scan_chunk_grad": [P, I4] + [P] * 17 + [SP, I4],
     "braid_k_scan_carry_grad": [P, P, P, P, P, P, I, I, I],
     # backward
     "braid_k_sum_rows": [P, I4, P, P, I, I],
@@ -83,8 +97,7 @@ SIGS = {
     "braid_k_position_grad": [P, I4, P, P, I, I, I, I],
     "braid_k_cross_entropy_grad": [P, I4, I4, P, P, P, P, I, I],
     "braid_k_conv1d_grad": [P, I4, P, P, P, P, P, P, I, I, I, I],
-    "braid_k_selective_scan_grad": [P, I4, P, P, P, P, P, P, P, P, P, P, P, P, P,
-                                    I, I, I, I, I4],
+    "braid_k_selective_scan_grad": [P, I4] + [P] * 13 + [SP],
     "braid_k_router_grad": [P, I4, P, P, P, P, I, I, I, I4],
     "braid_k_dispatch_grad": [P, I4, P, P, P, I, I, I, I, I, I],
     "braid_k_combine_grad": [P, I4, P, P, P, P, P, P, I, I, I, I, I, I],

@@ -1,10 +1,10 @@
 // RUN: braid-translate --braid-to-cpp %s -split-input-file | FileCheck %s
 // RUN: braid-translate --braid-to-cpp --braid-roll-repeats=false %s -split-input-file | FileCheck %s --check-prefix=PLAIN
 
-// The attention kernels take their sizes and options as one
-// braid_attention_params, built in the call (braid::params): the field names
-// of runtime.h, reals as exact literals, the int32 mask flag cast so that a
-// rolled (int64_t) slot never narrows inside the braces. Three layers of the
+// Kernels take their sizes and options as one params struct (runtime.h),
+// built in the call (braid::params). Attention's braid_attention_params: the
+// field names of runtime.h, reals as exact literals, the int32 mask flag cast
+// so that a rolled (int64_t) slot never narrows inside the braces. Three layers of the
 // same attention over consecutive parameters still roll into one loop: the
 // struct's integer fields are slots like any other argument.
 
@@ -40,6 +40,36 @@ module attributes {braid.model = {name = "attn", family = "llama", vocab = 10 : 
     %h0 = braid.embedding %tok, %wte : tensor<1x4xi32>, tensor<10x8xf32> -> tensor<1x4x8xf32> loc("h0")
     %logits = braid.linear %h0, %wte transpose_weight : tensor<1x4x8xf32>, tensor<10x8xf32> -> tensor<1x4x10xf32> loc("logits")
     %loss = braid.cross_entropy %logits, %labels : tensor<1x4x10xf32>, tensor<1x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// The selective scan passes its sizes and the softplus flag as one
+// braid_scan_params: B, S, Di from x, N from A.
+
+// CHECK-LABEL: void fn_step(
+// CHECK:         braid_k_selective_scan(rt, BRAID_F32, {{.*}}, braid::params(braid_scan_params{.batch = 2, .seq = 8, .channels = 16, .state = 4, .delta_softplus = static_cast<int32_t>(1)}));
+
+// PLAIN-LABEL:   void fn_step(
+// PLAIN:         braid::params(braid_scan_params{.batch = 2, .seq = 8, .channels = 16, .state = 4, .delta_softplus = static_cast<int32_t>(1)}));
+
+module attributes {braid.model = {name = "scan", family = "mamba", vocab = 10 : i64}} {
+  braid.param @wte normal(0.02) : tensor<10x16xf32>
+  braid.param @A normal(0.02) : tensor<16x4xf32>
+  braid.param @B normal(0.02) : tensor<2x8x4xf32>
+  braid.param @D normal(0.02) : tensor<16xf32>
+
+  func.func @step(%tok: tensor<2x8xi32>, %labels: tensor<2x8xi32>) -> tensor<f32> {
+    %wte = braid.get_param @wte : tensor<10x16xf32>
+    %x = braid.embedding %tok, %wte : tensor<2x8xi32>, tensor<10x16xf32> -> tensor<2x8x16xf32> loc("x")
+    %a = braid.get_param @A : tensor<16x4xf32>
+    %b = braid.get_param @B : tensor<2x8x4xf32>
+    %d = braid.get_param @D : tensor<16xf32>
+    %y = braid.selective_scan %x, %x, %a, %b, %b, %d delta_softplus : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16x4xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32>, tensor<16xf32> -> tensor<2x8x16xf32> loc("y")
+    %logits = braid.linear %y, %wte transpose_weight : tensor<2x8x16xf32>, tensor<10x16xf32> -> tensor<2x8x10xf32> loc("logits")
+    %loss = braid.cross_entropy %logits, %labels : tensor<2x8x10xf32>, tensor<2x8xi32> -> tensor<f32>
     return %loss : tensor<f32>
   }
 }
