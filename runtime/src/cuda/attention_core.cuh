@@ -337,11 +337,12 @@ __device__ __forceinline__ void attendQueryTile(const AttentionShape &sh,
   }
 
   const int kEnd = mask.keyEnd(horizon, sh.Skv);
+  const double keyTheta = Mask::kKeysRotated ? 0.0 : sh.theta; // a KV cache's: stored rotated
   for (int k0 = 0; k0 < kEnd; k0 += kBlockK) {
     __syncthreads(); // the previous tile consumed
     if (!mask.keyTileSeen(ms, k0, sh.Skv, horizon))
       continue;
-    loadRotatedTile(sK, D + 1, in.k, b, k0, sh.Skv, sh.Hkv, hk, D, sh.theta, 1.0f,
+    loadRotatedTile(sK, D + 1, in.k, b, k0, sh.Skv, sh.Hkv, hk, D, keyTheta, 1.0f,
                     [&](int t) { return mask.keyPos(t); });
     loadTile(sV, Dv, in.v, b, k0, sh.Skv, sh.Hkv, hk, Dv);
     __syncthreads();

@@ -14,6 +14,9 @@
 //
 //   Pos queryPos(s), keyPos(t)         RoPE position of query row s / key t;
 //                                      any thread, s < S / t < Skv
+//   static bool kKeysRotated           the keys are stored rotated (a KV
+//                                      cache): the forward loads them as
+//                                      they are, keyPos unused there
 //   bool sees(keyPos, queryPos)        the visibility of a key to a query
 //   void stageQueryRow(sh, r, s, live) thread r < kBlockQ of a query tile,
 //                                      row s (live: s < S and not known to
@@ -51,6 +54,7 @@ namespace braid::cuda::attn {
 struct SequenceMask {
   using Pos = int; // qOff + S < 2^31 (checked by the entry points)
   struct Shared {}; // nothing block-wide
+  static constexpr bool kKeysRotated = false;
   int causal;
   int qOff;
 
@@ -76,6 +80,7 @@ struct SequenceMask {
 /// chunks, so every key tile is tested against the tile's latest query.
 struct PositionMask {
   using Pos = long long;
+  static constexpr bool kKeysRotated = false;
   struct Shared {
     long long qPos[kBlockQ]; // LLONG_MIN for a row that is not live
     long long kPos[kBlockK]; // LLONG_MAX past Skv

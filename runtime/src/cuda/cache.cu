@@ -9,10 +9,9 @@
 //    (attendQueryTile: online softmax over 32-key tiles) with a mask policy
 //    of its own, CacheMask: query row s of sequence b (the block's z index)
 //    sits at positions[b] + s, its RoPE angle and causal horizon; keys are
-//    stored rotated, so their RoPE position is 0 (angle 0: cos 1, sin 0, the
-//    identity exactly) and their mask position their cache row. With
-//    positions 0 this is braid_k_attention (causal) on the cached keys,
-//    tile for tile;
+//    stored rotated (kKeysRotated: loaded as they are) and their mask
+//    position is their cache row. With positions 0 this is braid_k_attention
+//    (causal) on the cached keys, tile for tile;
 //  - braid_k_take_rows, braid_k_add_positions: one thread per output element.
 // A position or index out of range is recorded in the device error record
 // (the backend aborts at its next synchronization, naming the kernel, the
@@ -63,6 +62,7 @@ __global__ void cacheWriteKernel(T *__restrict__ cache, const T *__restrict__ ro
 /// as an error.
 struct CacheMask {
   using Pos = int;
+  static constexpr bool kKeysRotated = true; // cache_write rotated them
   struct Shared {
     int start; // positions[b]
   };
@@ -72,7 +72,7 @@ struct CacheMask {
 
   __device__ int start() const { return positions[blockIdx.z]; }
   __device__ Pos queryPos(int s) const { return start() + s; }
-  __device__ Pos keyPos(int) const { return 0; } // cached after RoPE
+  __device__ Pos keyPos(int) const { return 0; } // unused: kKeysRotated
   __device__ bool sees(Pos key, Pos query) const { return key <= query; }
   __device__ void stageQueryRow(Shared &sh, int r, int s, bool live) const {
     const int first = start();
