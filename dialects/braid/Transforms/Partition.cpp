@@ -1,6 +1,8 @@
 //===- Partition.cpp - the --braid-partition pass (SPMD) ------------------===//
 //
-// Turns a model into the program one rank of a device grid runs:
+// Turns a model into the program one rank of a device grid runs (every
+// entry point of the module: a training step, or the inference programs,
+// propagated together so that a parameter or state has one layout):
 //
 // 1. Seeds. Weights get shardings from the user's `shard.shard`
 //    annotations of parameter reads and, for the rest, from the plan
@@ -371,6 +373,10 @@ Partitioner::splitOf(Operation *op, const ShardingRule &rule) {
   if (auto attention = dyn_cast<AttentionOp>(op))
     if (failed(splitAttention(attention, rule, split)))
       return failure();
+  // Attention over a cache: each rank attends with its query heads over its
+  // heads' cache (a whole cache, sliced, when kv heads are fewer than ranks).
+  if (isa<CacheAttentionOp>(op))
+    splitKeyValueHeads(op, rule, split);
   splitRecurrence(op, rule, split);
   for (auto [i, factor] : llvm::enumerate(rule.factors))
     if (factor.kind == FactorKind::Reduction)
@@ -430,16 +436,25 @@ LogicalResult Partitioner::splitAttention(AttentionOp attention,
                  << stringifyEnum(cpAttention)
                  << (split.zigzagged ? ", in zigzag order" : "") << "\n");
     }
+  splitKeyValueHeads(attention, rule, split);
+  return success();
+}
+
+void Partitioner::splitKeyValueHeads(Operation *attention,
+                                     const ShardingRule &rule,
+                                     OpSplit &split) {
+  SmallVector<AxisList> &axes = split.axes;
+  int hq = rule.factorOf(0, 2), hkv = rule.factorOf(1, 2);
   split.queryAxes = axes[hq];
   if (axes[hkv] == split.queryAxes)
-    return success();
+    return;
   int64_t n = grid.size(split.queryAxes);
-  int64_t kvHeads = globalType(attention.getKey()).getDimSize(2);
+  int64_t kvHeads = globalType(attention->getOperand(1)).getDimSize(2);
   if (!split.queryAxes.empty() && kvHeads % n != 0 && n % kvHeads == 0) {
     axes[hkv].clear();
     split.kvReplicas = n / kvHeads;
     LLVM_DEBUG(llvm::dbgs()
-               << "attention at " << attention.getLoc() << ": " << kvHeads
+               << "attention at " << attention->getLoc() << ": " << kvHeads
                << " key/value heads cannot be split over "
                << grid.describe(split.queryAxes) << " (" << n
                << " ranks): each rank takes the whole keys and values and "
@@ -449,7 +464,6 @@ LogicalResult Partitioner::splitAttention(AttentionOp attention,
   } else {
     axes[hkv] = split.queryAxes;
   }
-  return success();
 }
 
 /// A recurrence's sequence under context parallelism stays split: the op
@@ -647,7 +661,7 @@ Partitioner::partitionFunction(func::FuncOp func,
   b.setInsertionPoint(ret);
   SmallVector<ValueSharding> resultShardings;
   SmallVector<Value> results;
-  bool isEntry = func == functions.front();
+  bool isEntry = llvm::is_contained(entries, func);
   for (Value operand : ret.getOperands()) {
     ValueSharding want = ValueSharding::replicated(globalType(operand).getRank());
     if (!isEntry) {
@@ -695,15 +709,19 @@ LogicalResult Partitioner::run() {
   // Global types, before any retyping.
   for (ParamOp param : module.getOps<ParamOp>())
     paramGlobal[param.getSymName()] = param.getTensorType();
+  for (StateOp state : module.getOps<StateOp>())
+    paramGlobal[state.getSymName()] = state.getTensorType();
   // Annotations first: a plan's seeds then only fill the classes they left.
   if (failed(seedAnnotations()) || failed(seedPlan()) ||
       failed(seedBatchAndSequence()))
     return failure();
   if (failed(chooseParamShardings()))
     return failure();
-  FailureOr<SmallVector<ValueSharding>> inputs = inputShardings();
-  if (failed(inputs) || failed(partitionFunction(functions.front(), *inputs)))
-    return failure();
+  for (func::FuncOp entry : entries) {
+    FailureOr<SmallVector<ValueSharding>> inputs = inputShardings(entry);
+    if (failed(inputs) || failed(partitionFunction(entry, *inputs)))
+      return failure();
+  }
   recordGlobalLayouts();
   return success();
 }
@@ -765,9 +783,9 @@ LogicalResult Partitioner::chooseParamShardings() {
   return success();
 }
 
-FailureOr<SmallVector<ValueSharding>> Partitioner::inputShardings() {
+FailureOr<SmallVector<ValueSharding>>
+Partitioner::inputShardings(func::FuncOp step) {
   // Inputs: their seeds (the batch split), nothing else.
-  func::FuncOp step = functions.front();
   SmallVector<ValueSharding> inputs;
   for (BlockArgument arg : step.getArguments()) {
     auto type = globalType(arg);
@@ -804,18 +822,23 @@ FailureOr<SmallVector<ValueSharding>> Partitioner::inputShardings() {
 }
 
 void Partitioner::recordGlobalLayouts() {
-  // Parameters: local types and where they lie in the global tensor.
+  // Parameters and states (an inference program's cache): local types and
+  // where they lie in the global tensor.
   MLIRContext *context = module.getContext();
-  for (ParamOp param : module.getOps<ParamOp>()) {
-    ValueSharding s = paramShardings.lookup(param.getSymName());
+  auto record = [&](auto op) {
+    ValueSharding s = paramShardings.lookup(op.getSymName());
     if (s.split.empty() || s.isReplicated())
-      continue;
-    RankedTensorType global = param.getTensorType();
-    param.setTypeAttr(TypeAttr::get(localType(global, s, grid)));
-    param->setAttr(kSplitAttrName, splitAttr(context, s, grid));
-    param->setAttr(kGlobalShapeAttrName,
-                   DenseI64ArrayAttr::get(context, global.getShape()));
-  }
+      return;
+    RankedTensorType global = op.getTensorType();
+    op.setTypeAttr(TypeAttr::get(localType(global, s, grid)));
+    op->setAttr(kSplitAttrName, splitAttr(context, s, grid));
+    op->setAttr(kGlobalShapeAttrName,
+                DenseI64ArrayAttr::get(context, global.getShape()));
+  };
+  for (ParamOp param : module.getOps<ParamOp>())
+    record(param);
+  for (StateOp state : module.getOps<StateOp>())
+    record(state);
   OpBuilder b(context);
   b.setInsertionPointToStart(module.getBody());
   grid.declare(b, module.getLoc());
@@ -847,10 +870,12 @@ LogicalResult Partitioner::chooseSequenceLayout() {
   if (cpLayout == CpLayout::Auto) {
     // Zigzag also needs the sequence to cut into 2 x cp chunks; auto falls
     // back to contiguous chunks where it does not.
-    bool cuts = llvm::all_of(functions.front().getArgumentTypes(), [&](Type t) {
-      auto type = dyn_cast<RankedTensorType>(t);
-      return !type || type.getRank() < 2 ||
-             type.getDimSize(1) % (2 * grid.sizes[*cp]) == 0;
+    bool cuts = llvm::all_of(entries, [&](func::FuncOp entry) {
+      return llvm::all_of(entry.getArgumentTypes(), [&](Type t) {
+        auto type = dyn_cast<RankedTensorType>(t);
+        return !type || type.getRank() < 2 ||
+               type.getDimSize(1) % (2 * grid.sizes[*cp]) == 0;
+      });
     });
     if (causal && !orderDependent && cuts)
       zigzag = grid.sizes[*cp];

@@ -71,12 +71,15 @@ private:
   LogicalResult collectFunctions();
   LogicalResult readAnnotations();
   LogicalResult seedAnnotations();
+  /// Two programs' annotations of one parameter or state must agree.
+  LogicalResult checkAnnotationsAgree();
   void unite();
   unsigned node(Value v, unsigned d);
   LogicalResult seed(Value v, unsigned d, AxisList axes, int priority,
                      Location loc, const std::string &source);
   LogicalResult seedPlan();
   LogicalResult seedBatchAndSequence();
+  LogicalResult seedBatchAndSequence(func::FuncOp entry);
   const Seed *seedOf(Value v, unsigned d);
   /// Whether n divides every dimension tied to (v, d).
   bool classDivides(Value v, unsigned d, int64_t n);
@@ -116,6 +119,11 @@ private:
   FailureOr<OpSplit> splitOf(Operation *op, const ShardingRule &rule);
   LogicalResult splitAttention(AttentionOp attention, const ShardingRule &rule,
                                OpSplit &split);
+  /// Key/value heads of an attention op (operands: queries, keys, values)
+  /// follow its query heads' split, or are sliced per rank when there are
+  /// fewer of them than ranks.
+  void splitKeyValueHeads(Operation *attention, const ShardingRule &rule,
+                          OpSplit &split);
   void splitRecurrence(Operation *op, const ShardingRule &rule,
                        OpSplit &split);
   LogicalResult mapOperands(OpBuilder &b, Operation *op,
@@ -144,8 +152,8 @@ private:
   /// Each parameter's storage: its reads' canonical sharding, split over dp
   /// too under ZeRO-3.
   LogicalResult chooseParamShardings();
-  /// The step's inputs: split by their batch's and sequence's seeds.
-  FailureOr<SmallVector<ValueSharding>> inputShardings();
+  /// An entry's inputs: split by their batch's and sequence's seeds.
+  FailureOr<SmallVector<ValueSharding>> inputShardings(func::FuncOp entry);
   /// The grid, the parameters' local types and global places, the ZeRO
   /// stage and the sequence layout, on the module.
   void recordGlobalLayouts();
@@ -178,7 +186,11 @@ private:
   /// Decides `zigzag` from cp-layout and the model.
   LogicalResult chooseSequenceLayout();
 
-  SmallVector<func::FuncOp> functions; ///< entry first
+  /// The module's entry points (its programs), in module order.
+  SmallVector<func::FuncOp> entries;
+  SmallVector<func::FuncOp> functions; ///< entries and their callees
+  /// The entry whose program first reaches each function.
+  llvm::DenseMap<func::FuncOp, func::FuncOp> programOf;
   llvm::DenseMap<DimKey, unsigned> nodes;
   llvm::EquivalenceClasses<unsigned> classes;
   llvm::DenseMap<unsigned, Seed> seeds; ///< by class leader

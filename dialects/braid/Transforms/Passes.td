@@ -229,7 +229,13 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
     (the module's `braid.zigzag_axis`); `auto` takes it for causal attention
     when no op of the model depends on token order otherwise (a learned
     position table, Mamba's convolution and scan, which keep contiguous
-    chunks). Without a grid the pass does
+    chunks). Every entry point of the module is partitioned (the inference
+    programs of --braid-derive-inference too), with one propagation over all
+    of them, so that a parameter or a state (the KV cache: split by kv head
+    over tp, by sequence over dp) has one layout in every program; two
+    programs' annotations of one parameter that disagree are an error.
+    Programs return whole results (logits gathered at the return).
+    Without a grid the pass does
     nothing. Run it before --braid-autodiff: the backward pass follows from
     the collectives' vector-Jacobian products.
   }];

@@ -27,24 +27,36 @@ using namespace mlir::braid::partition;
 //===----------------------------------------------------------------------===//
 
 LogicalResult Partitioner::collectFunctions() {
-  FailureOr<func::FuncOp> step =
-      getUniqueEntry(module, EntryKind::TrainStep, "--braid-partition");
-  if (failed(step))
-    return failure();
+  // Every program of the module (a training step, or the inference
+  // programs, which share the parameters and the cache): one set of classes
+  // over all of them gives a persistent tensor one sharding in every program
+  // that reads it.
+  entries = getEntries(module);
+  if (entries.empty()) {
+    FailureOr<func::FuncOp> step =
+        getUniqueEntry(module, EntryKind::TrainStep, "--braid-partition");
+    if (failed(step))
+      return failure();
+    entries.push_back(*step);
+  }
   llvm::SetVector<func::FuncOp> seen;
-  SmallVector<func::FuncOp> work = {*step};
+  // Each function with the entry whose program first reaches it.
+  SmallVector<std::pair<func::FuncOp, func::FuncOp>> work;
+  for (func::FuncOp entry : llvm::reverse(entries))
+    work.push_back({entry, entry});
   while (!work.empty()) {
-    func::FuncOp f = work.pop_back_val();
+    auto [f, entry] = work.pop_back_val();
     if (!seen.insert(f))
       continue;
-    WalkResult walk = f.walk([&](func::CallOp call) {
+    programOf[f] = entry;
+    WalkResult walk = f.walk([&, entry = entry](func::CallOp call) {
       auto callee = calleeOf(call);
       if (!callee || callee.isExternal()) {
         call.emitError("cannot partition a call to '")
             << call.getCallee() << "': no body";
         return WalkResult::interrupt();
       }
-      work.push_back(callee);
+      work.push_back({callee, entry});
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
@@ -132,6 +144,18 @@ void Partitioner::unite() {
   for (unsigned n : paddable)
     leaders.insert(classes.getLeaderValue(n));
   paddable = std::move(leaders);
+  // A vocabulary that a program returns (an inference program's logits)
+  // is gathered at the return, and a padded split cannot be gathered: such
+  // a class is split only where its size divides.
+  for (func::FuncOp entry : entries)
+    for (Value v : entry.getBody().front().getTerminator()->getOperands())
+      if (auto type = tensorTypeOf(v))
+        for (unsigned d = 0; d < type.getRank(); ++d)
+          if (paddable.erase(classes.getLeaderValue(node(v, d))))
+            LLVM_DEBUG(llvm::dbgs()
+                       << "dimension " << d << " of the result of @"
+                       << entry.getSymName()
+                       << " is a vocabulary: it is not padded\n");
 }
 
 bool Partitioner::classDivides(Value v, unsigned d, int64_t n) {
@@ -195,7 +219,49 @@ LogicalResult Partitioner::seed(Value v, unsigned d, AxisList axes,
   return failure();
 }
 
+LogicalResult Partitioner::checkAnnotationsAgree() {
+  // A parameter or state has one layout, shared by every program of the
+  // module (they run on one set of persistent tensors): two programs'
+  // annotations of it must agree. (Within one program, disagreeing
+  // annotations are a conflict of their classes, reported by seed.)
+  llvm::DenseMap<std::pair<StringAttr, unsigned>, const Annotation *> first;
+  for (const Annotation &a : annotations) {
+    auto get = a.value.getDefiningOp<GetParamOp>();
+    if (!get)
+      continue;
+    auto [it, inserted] = first.try_emplace(
+        {get.getNameAttr().getAttr(), a.dim}, &a);
+    const Annotation &other = *it->second;
+    auto programOfRead = [&](Value read) {
+      return programOf.lookup(
+          read.getDefiningOp()->getParentOfType<func::FuncOp>());
+    };
+    func::FuncOp here = programOfRead(a.value);
+    func::FuncOp there = programOfRead(other.value);
+    if (inserted || a.axes == other.axes || here == there)
+      continue;
+    auto how = [&](ArrayRef<int16_t> axes) {
+      return axes.empty() ? std::string("keeps it whole")
+                          : "splits it over " + grid.describe(axes);
+    };
+    InFlightDiagnostic diag =
+        emitError(a.loc, "@")
+        << get.getName() << " is annotated differently in @"
+        << here.getSymName() << " and @" << there.getSymName()
+        << ": this annotation " << how(a.axes) << " on dimension " << a.dim
+        << ", but a parameter or state has one layout, shared by every "
+           "program of the module";
+    diag.attachNote(other.loc)
+        << "the annotation in @" << there.getSymName() << " "
+        << how(other.axes);
+    return failure();
+  }
+  return success();
+}
+
 LogicalResult Partitioner::seedAnnotations() {
+  if (failed(checkAnnotationsAgree()))
+    return failure();
   for (const Annotation &a : annotations)
     if (failed(seed(a.value, a.dim, a.axes, 2, a.loc, a.source)))
       return failure();
@@ -297,6 +363,15 @@ LogicalResult Partitioner::seedPlan() {
                    : WalkResult::advance();
       }
       if (auto e = dyn_cast<EmbeddingOp>(op); e && tp) {
+        if (!classDivides(e.getTable(), 0, grid.sizes[*tp])) {
+          e.emitWarning("the megatron plan keeps this embedding's table "
+                        "whole: tp=")
+              << grid.sizes[*tp]
+              << " does not divide its vocabulary, which a program returns "
+                 "(logits are gathered at the return, and a padded split "
+                 "cannot be)";
+          return WalkResult::advance();
+        }
         os << "the megatron plan (vocabulary-parallel embedding)";
         return mlir::failed(seed(e.getTable(), 0, {*tp}, 2, e.getLoc(), where))
                    ? WalkResult::interrupt()
@@ -318,7 +393,13 @@ LogicalResult Partitioner::seedPlan() {
 }
 
 LogicalResult Partitioner::seedBatchAndSequence() {
-  auto step = functions.front();
+  for (func::FuncOp entry : entries)
+    if (failed(seedBatchAndSequence(entry)))
+      return failure();
+  return success();
+}
+
+LogicalResult Partitioner::seedBatchAndSequence(func::FuncOp step) {
   AxisList batch;
   for (StringRef name : {"dp", "ep"})
     if (auto axis = grid.find(name))
