@@ -108,10 +108,12 @@ FailureOr<SmallVector<std::string>> mpiLinkArgs(bool nvcc) {
 /// The host compiler's arguments that build `source` into `binary` against
 /// the runtime's headers (a sanitized build's runtime is instrumented: so is
 /// the program); the libraries come after them.
-SmallVector<std::string> hostCompileArgs(StringRef source, StringRef binary,
+SmallVector<std::string> hostCompileArgs(ArrayRef<std::string> sources,
+                                         StringRef binary,
                                          const std::string &include) {
-  SmallVector<std::string> args = {"-std=c++17", "-O2",         "-I", include,
-                                   source.str(), "-o", binary.str()};
+  SmallVector<std::string> args = {"-std=c++17", "-O2", "-I", include};
+  args.append(sources.begin(), sources.end());
+  args.append({"-o", binary.str()});
 #ifdef BRAID_PROGRAM_SANITIZE
   args.append({"-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
                "-fno-omit-frame-pointer"});
@@ -119,17 +121,17 @@ SmallVector<std::string> hostCompileArgs(StringRef source, StringRef binary,
   return args;
 }
 
-/// The command that builds `source` into `binary` for `backend`; `mpi`: for
-/// several ranks started by mpirun.
+/// The command that builds `sources` (a binary's translation units) into
+/// `binary` for `backend`; `mpi`: for several ranks started by mpirun.
 FailureOr<SmallVector<std::string>>
-buildCommand(StringRef source, StringRef binary, StringRef backend,
-             std::string &compiler, bool mpi) {
+buildCommand(ArrayRef<std::string> sources, StringRef binary,
+             StringRef backend, std::string &compiler, bool mpi) {
   std::string lib = runtimeLocation().lib;
   const std::string &include = runtimeLocation().include;
   SmallVector<std::string> args;
   if (backend == "cpu") {
     compiler = BRAID_HOST_CXX;
-    args = hostCompileArgs(source, binary, include);
+    args = hostCompileArgs(sources, binary, include);
     if (mpi) {
       FailureOr<SmallVector<std::string>> mpiArgs = mpiLinkArgs(false);
       if (failed(mpiArgs))
@@ -164,10 +166,9 @@ buildCommand(StringRef source, StringRef binary, StringRef backend,
             "arch=compute_90,code=sm_90",
             "-DBRAID_RUNTIME_CUDA",
             "-I",
-            include,
-            source.str(),
-            "-o",
-            binary.str()};
+            include};
+    args.append(sources.begin(), sources.end());
+    args.append({"-o", binary.str()});
     if (mpi) {
       // GPU ranks under mpirun: NCCL communicators, the id through MPI.
 #if defined(BRAID_NCCL_LIBRARY) && defined(BRAID_HAVE_MAIN_CUDA_MPI)
@@ -212,7 +213,7 @@ buildCommand(StringRef source, StringRef binary, StringRef backend,
     // BRAID_CUDASIM: codegen.h launches fused kernels on the compute stream;
     // include/cudasim stands in for CUDA's headers.
     compiler = BRAID_HOST_CXX;
-    args = hostCompileArgs(source, binary, include);
+    args = hostCompileArgs(sources, binary, include);
     args.append({"-DBRAID_CUDASIM", "-I", include + "/cudasim"});
     if (mpi) {
       FailureOr<SmallVector<std::string>> mpiArgs = mpiLinkArgs(false);
@@ -236,32 +237,26 @@ buildCommand(StringRef source, StringRef binary, StringRef backend,
   return failure();
 }
 
-} // namespace
-
-FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
-                                    bool mpi, bool quiet) {
-  std::string error;
-  // Cache the binary by the hash of what builds it.
-  llvm::SmallString<128> cache;
-  if (const char *dir = std::getenv("BRAID_RUN_CACHE"))
-    cache = dir;
-  else
-    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, cache),
-        llvm::sys::path::append(cache, "braid-run-cache");
-  if (std::error_code ec = llvm::sys::fs::create_directories(cache)) {
-    fail("cannot create " + cache + ": " + ec.message());
-    return failure();
-  }
+/// The cache key of the binary built from `sources` for `backend`.
+FailureOr<std::string> cacheKey(ArrayRef<std::string> sources,
+                                StringRef backend, bool mpi) {
   // The key covers what the binary is built from: the source, the compiler
   // and its whole command line (backend, runtime libraries, MPI's flags), and
   // the identity (size, modification time) of the libraries it links and the
   // runtime headers, so that a rebuilt runtime never runs under a stale
   // program.
-  std::string identity = (source + backend).str();
+  // Several sources: each one's length first, so that no two lists hash alike.
+  std::string identity;
+  for (const std::string &source : sources)
+    identity += (sources.size() > 1 ? std::to_string(source.size()) + ":" : "") + source;
+  identity += backend.str();
   {
     std::string compilerName;
+    SmallVector<std::string> names;
+    for (size_t i = 0; i < sources.size(); ++i)
+      names.push_back(i ? "source" + std::to_string(i) : std::string("source"));
     FailureOr<SmallVector<std::string>> args =
-        buildCommand("source", "binary", backend, compilerName, mpi);
+        buildCommand(names, "binary", backend, compilerName, mpi);
     if (failed(args))
       return failure();
     identity += "\n" + compilerName;
@@ -295,11 +290,37 @@ FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
   llvm::sort(headers);
   for (const std::string &header : headers)
     identity += "\n" + header;
-  std::string key =
-      llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(identity)),
-                  /*LowerCase=*/true);
+  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(identity)),
+                     /*LowerCase=*/true);
+}
+
+} // namespace
+
+FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
+                                    bool mpi, bool quiet) {
+  return buildLinkedProgram(ArrayRef<std::string>{source.str()}, backend, mpi,
+                            quiet);
+}
+
+FailureOr<std::string> buildLinkedProgram(ArrayRef<std::string> sources,
+                                    StringRef backend, bool mpi, bool quiet) {
+  std::string error;
+  // Cache the binary by the hash of what builds it.
+  llvm::SmallString<128> cache;
+  if (const char *dir = std::getenv("BRAID_RUN_CACHE"))
+    cache = dir;
+  else
+    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, cache),
+        llvm::sys::path::append(cache, "braid-run-cache");
+  if (std::error_code ec = llvm::sys::fs::create_directories(cache)) {
+    fail("cannot create " + cache + ": " + ec.message());
+    return failure();
+  }
+  FailureOr<std::string> key = cacheKey(sources, backend, mpi);
+  if (failed(key))
+    return failure();
   llvm::SmallString<128> base(cache);
-  llvm::sys::path::append(base, key.substr(0, 24));
+  llvm::sys::path::append(base, key->substr(0, 24));
   const char *extension = backend == "cuda" ? ".cu" : ".cpp";
   std::string sourcePath = (base + extension).str();
   std::string binary = (base + ".bin").str();
@@ -310,14 +331,17 @@ FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
   // renames the finished binary into place, atomically: a process never
   // reads a source another is writing, never executes a binary another is
   // still linking, and a rename never loses its file to another's.
-  llvm::SmallString<128> ownSource, ownBinary;
-  {
+  SmallVector<std::string> ownSources;
+  llvm::SmallString<128> ownBinary;
+  for (const std::string &source : sources) {
     int fd;
+    llvm::SmallString<128> ownSource;
     if (std::error_code ec = llvm::sys::fs::createUniqueFile(
             base + "-%%%%%%%%" + extension, fd, ownSource)) {
       fail("cannot create a source file in " + cache + ": " + ec.message());
       return failure();
     }
+    ownSources.push_back(ownSource.str().str());
     llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
     out << source;
     out.close();
@@ -332,7 +356,7 @@ FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
                                   /*MakeAbsolute=*/false);
   std::string compiler;
   FailureOr<SmallVector<std::string>> args =
-      buildCommand(ownSource, ownBinary, backend, compiler, mpi);
+      buildCommand(ownSources, ownBinary, backend, compiler, mpi);
   if (failed(args))
     return failure();
   auto program = llvm::sys::findProgramByName(compiler);
@@ -344,7 +368,8 @@ FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
     llvm::errs() << "braid-run: building " << binary << "\n";
   if (execute(*program, *args) != 0) {
     llvm::sys::fs::remove(ownBinary);
-    fail("building the program failed (source: " + ownSource + ")");
+    fail("building the program failed (source: " + llvm::join(ownSources, " ") +
+         ")");
     return failure();
   }
   if (std::error_code ec = llvm::sys::fs::rename(ownBinary, binary)) {
@@ -352,10 +377,16 @@ FailureOr<std::string> buildProgram(StringRef source, StringRef backend,
     fail("cannot move the program into the cache: " + ec.message());
     return failure();
   }
-  // The source beside its binary, for a reader (a failed build keeps its
-  // own name, given in the message above).
-  if (llvm::sys::fs::rename(ownSource, sourcePath))
-    llvm::sys::fs::remove(ownSource);
+  // The sources beside their binary, for a reader (a failed build keeps
+  // their own names, given in the message above): KEY.cpp, or KEY.0.cpp,
+  // KEY.1.cpp, ... for several.
+  for (auto [i, ownSource] : llvm::enumerate(ownSources)) {
+    std::string path = sources.size() == 1
+                           ? sourcePath
+                           : (base + "." + Twine(i) + extension).str();
+    if (llvm::sys::fs::rename(ownSource, path))
+      llvm::sys::fs::remove(ownSource);
+  }
   return binary;
 }
 

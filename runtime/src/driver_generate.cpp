@@ -11,7 +11,7 @@
 //
 // Requests: one per line of --prompts FILE (token ids separated by spaces),
 // or B prompts (the programs' batch) of --prompt-len L tokens (default:
-// prefill's prompt length) where token j of request r is rng.h's integer
+// prefill's prompt length, or less to leave N - 1 rows of the context) where token j of request r is rng.h's integer
 // draw j in [0, vocab) of stream "prompt.<r>" under the seed: a prompt does
 // not depend on the batch. Requests run in waves of B: prefill (tokens
 // padded with 0, positions 0, last_rows = length - 1) samples token 0 from
@@ -30,7 +30,10 @@
 //   generate: Q requests (F refused), N tokens each, prefill X s, decode
 //   median M ms/token p99 P ms/token, T tokens/s, cache C bytes per rank
 // (decode times are of each decode call, one token for the whole wave;
-// tokens/s counts the generated tokens over prefill and decode time).
+// tokens/s counts the generated tokens over prefill and decode time), then
+// the closing report's planned_peak_bytes (the largest program's arena) and
+// measured_peak_bytes, not compared: without --verify-forward the forward
+// program, often the largest, does not run.
 // Exit status: 0, or 2 when a request was refused (the others still ran and
 // printed), or 1 when --verify-forward failed.
 //
@@ -169,7 +172,11 @@ std::vector<Request> readRequests(Session &s, const Shapes &shapes) {
       requests.push_back(parsePromptLine(line, index));
     return requests;
   }
-  int64_t length = s.args.promptLen ? s.args.promptLen : shapes.promptLen;
+  // By default as long as prefill takes, leaving room for N - 1 more rows.
+  int64_t length = s.args.promptLen
+                       ? s.args.promptLen
+                       : std::max<int64_t>(1, std::min(shapes.promptLen,
+                                                       shapes.context - s.args.generate + 1));
   for (int64_t r = 0; r < shapes.batch; ++r) {
     Request &request = requests.emplace_back();
     request.index = r;
@@ -466,8 +473,11 @@ int runGeneration(Session &s, const InferencePrograms &programs) {
   bool verified = generation.run(requests);
   int64_t refused = report(s, requests, generation.timings());
   if (s.args.verifyForward && verified) {
-    std::printf("verify: ok (worst difference %.3g at %s)\n", generation.worst,
-                generation.worstAt.empty() ? "no step" : generation.worstAt.c_str());
+    if (generation.worstAt.empty())
+      std::printf("verify: ok (no generated step to check)\n");
+    else
+      std::printf("verify: ok (worst difference %.3g at %s)\n", generation.worst,
+                  generation.worstAt.c_str());
     std::fflush(stdout);
   }
   int status = tearDown(s, /*peakIsPlanned=*/false);

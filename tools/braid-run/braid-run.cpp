@@ -8,6 +8,9 @@
 //             [--pp-layout L,...] [--verify] [--verify-tolerance T]
 //             [--checkpoint-dir D] [--checkpoint-every K] [--resume D]
 //             [--cpu-threads N]
+//   braid-run model.mlir --generate N [--batch B] [--context C]
+//             [--prompt-len L | --prompts FILE] [--temperature T] [--top-k K]
+//             [--top-p P] [--seed S] [--verify]
 //
 // Parses the model (keeping its SSA names as value names for dumps and
 // traces), lowers it (expert FFNs expanded, optional bf16 storage), emits
@@ -41,6 +44,19 @@
 // extension), and the programs start together under one mpirun, MPMD:
 // program S on the K = ranks / stages ranks [S*K, (S+1)*K), those whose pp
 // coordinate is S.
+//
+// --generate N derives the model's prefill, decode and forward programs
+// (braid-opt --braid-derive-inference with --batch, --context and
+// --prompt-len; --prompts FILE alone sizes prefill by its longest line),
+// links them into one binary and generates N tokens for each request: the
+// lines of --prompts FILE (token ids), or B prompts of L tokens drawn from
+// --seed. It prints "request R: ID ..." per request and a summary line
+// (runtime/src/driver_generate.cpp has the format, the refusals and the
+// exit status: 2 when a request was refused, the others still run). With
+// --verify it checks every generated step's logits against the forward
+// program's at that position (teacher forcing, 1e-5 relative) and exits 1
+// on a difference. One rank and f32 for now (issue 42): a --grid of several
+// ranks is refused.
 //
 // The work is lib/Driver's (include/braid/Driver): lowering and building in
 // Compile.h (the binary cache in Build.h), running in Launch.h (mpirun when
@@ -88,6 +104,7 @@
 
 #include "braid/Planner/PlanFile.h"
 #include "braid/Driver/Progress.h"
+#include "braid/Driver/Generate.h"
 #include "braid/Driver/Run.h"
 #include "braid/InitAllDialects.h"
 #include "braid/Pipelines.h"
@@ -198,6 +215,42 @@ static cl::opt<bool> showProgress(
     cl::desc("Show the phases of long work (lowering, building, running) on "
              "stderr (default: when stderr is a terminal and not --quiet)"));
 
+static cl::OptionCategory generateCategory("braid-run --generate options");
+static cl::opt<int64_t> generateTokens(
+    "generate", cl::cat(generateCategory),
+    cl::desc("Generate N tokens per request with the model's prefill and "
+             "decode programs instead of training"),
+    cl::init(0));
+static cl::opt<int64_t> generateBatch(
+    "batch", cl::cat(generateCategory),
+    cl::desc("With --generate: sequences per wave (default: the model's batch)"),
+    cl::init(0));
+static cl::opt<int64_t> generateContext(
+    "context", cl::cat(generateCategory),
+    cl::desc("With --generate: KV cache rows per sequence (default: the "
+             "model's sequence length)"),
+    cl::init(0));
+static cl::opt<int64_t> promptLen(
+    "prompt-len", cl::cat(generateCategory),
+    cl::desc("With --generate: prefill's prompt length; without --prompts, "
+             "prompts of this length drawn from --seed"),
+    cl::init(0));
+static cl::opt<std::string> promptsFile(
+    "prompts", cl::cat(generateCategory),
+    cl::desc("With --generate: one request per line, token ids separated by "
+             "spaces"));
+static cl::opt<double> temperature(
+    "temperature", cl::cat(generateCategory),
+    cl::desc("With --generate: sampling temperature (0: greedy)"), cl::init(0));
+static cl::opt<int64_t> topK("top-k", cl::cat(generateCategory),
+                             cl::desc("With --generate: sample among the K "
+                                      "likeliest tokens (0: all)"),
+                             cl::init(0));
+static cl::opt<double> topP("top-p", cl::cat(generateCategory),
+                            cl::desc("With --generate: sample among the "
+                                     "likeliest tokens of this mass (1: all)"),
+                            cl::init(1));
+
 /// The lowering's options (--grid, --zero, --dtype, ...): the training
 /// pipeline's own, defined once in braid/Pipelines.h and made flags of
 /// braid-run by main. Its transfers are always lowered (braid-run emits dist
@@ -232,7 +285,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   pipeline.addToCommandLine(runCategory,
                             {"lower-to-dist", "schedule-link", "record-layouts"});
-  cl::HideUnrelatedOptions(runCategory);
+  cl::HideUnrelatedOptions({&runCategory, &generateCategory});
   // After hiding: -debug-only stays in --help-hidden.
   mlir::braid::registerDebugOptions();
   cl::ParseCommandLineOptions(argc, argv, "Braid: compile and run a model\n");
@@ -273,7 +326,9 @@ int main(int argc, char **argv) {
   options.checkpointEvery = checkpointEvery;
   options.resumeFrom = resumeFrom;
   options.cpuThreads = cpuThreads;
-  if (failed(::braid::driver::checkOptions(pipeline, options)))
+  // --generate checks its own (generateModel): --verify needs no grid there.
+  if (!generateTokens.getNumOccurrences() &&
+      failed(::braid::driver::checkOptions(pipeline, options)))
     return 1;
 
   DialectRegistry registry;
@@ -295,5 +350,17 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = ::braid::driver::parseModel(sourceMgr, &context);
   if (!module)
     return 1;
+  if (generateTokens.getNumOccurrences()) {
+    ::braid::driver::GenerateOptions generate;
+    generate.tokens = generateTokens;
+    generate.batch = generateBatch;
+    generate.context = generateContext;
+    generate.promptLen = promptLen;
+    generate.promptsFile = promptsFile;
+    generate.temperature = temperature;
+    generate.topK = topK;
+    generate.topP = topP;
+    return ::braid::driver::generateModel(*module, pipeline, options, generate);
+  }
   return ::braid::driver::runModel(*module, pipeline, options);
 }

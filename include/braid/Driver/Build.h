@@ -11,6 +11,7 @@
 #ifndef BRAID_DRIVER_BUILD_H
 #define BRAID_DRIVER_BUILD_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/LogicalResult.h"
 
@@ -24,6 +25,13 @@ namespace braid::driver {
 llvm::FailureOr<std::string> buildProgram(llvm::StringRef source,
                                           llvm::StringRef backend, bool mpi,
                                           bool quiet);
+
+/// buildProgram of one binary from several translation units (a generation
+/// binary's prefill, decode and forward programs, each exporting its own
+/// braid_program_get_<name>).
+llvm::FailureOr<std::string>
+buildLinkedProgram(llvm::ArrayRef<std::string> sources, llvm::StringRef backend,
+             bool mpi, bool quiet);
 
 } // namespace braid::driver
 
