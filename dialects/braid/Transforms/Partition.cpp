@@ -40,6 +40,7 @@
 #include "braid/Support/Debug.h"
 #include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -701,7 +702,8 @@ LogicalResult Partitioner::run() {
   if (sequenceParallel && !grid.find("tp"))
     return module.emitError("--braid-partition: sequence parallelism needs "
                             "a tp axis");
-  if (failed(collectFunctions()) || failed(chooseSequenceLayout()))
+  if (failed(collectFunctions()) || failed(checkInferenceGrid()) ||
+      failed(chooseSequenceLayout()))
     return failure();
   if (failed(readAnnotations()))
     return failure();
@@ -723,6 +725,24 @@ LogicalResult Partitioner::run() {
       return failure();
   }
   recordGlobalLayouts();
+  return success();
+}
+
+LogicalResult Partitioner::checkInferenceGrid() {
+  // A cache's positions are global: a prefill or decode split by sequence
+  // would write its rows at the wrong places. Context parallelism of these
+  // programs (issue 42's cp slice) is not built yet.
+  std::optional<int16_t> cp = grid.find("cp");
+  if (!cp || grid.sizes[*cp] == 1)
+    return success();
+  for (func::FuncOp entry : entries) {
+    std::optional<EntryKind> kind = getEntryKind(entry);
+    if (kind == EntryKind::Prefill || kind == EntryKind::Decode)
+      return entry.emitError("--braid-partition: @")
+             << entry.getSymName()
+             << " reads a KV cache, and partitioning it over cp (context "
+                "parallelism) is not supported yet; use dp and tp";
+  }
   return success();
 }
 

@@ -183,6 +183,8 @@ private:
   /// Zigzag load balancing: the cp size when sequences split over cp are
   /// held in zigzag order (rank i: chunks i and 2cp-1-i), else 0.
   int64_t zigzag = 0;
+  /// Refuses a cp split of the programs that use a KV cache.
+  LogicalResult checkInferenceGrid();
   /// Decides `zigzag` from cp-layout and the model.
   LogicalResult chooseSequenceLayout();
 
