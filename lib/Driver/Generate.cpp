@@ -114,6 +114,9 @@ int generateModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
                   const RunOptions &options, const GenerateOptions &generate) {
   if (failed(checkGenerateOptions(pipeline, options)))
     return 1;
+  if (!generate.promptsFile.empty() &&
+      !llvm::MemoryBuffer::getFile(generate.promptsFile))
+    return fail("cannot read --prompts " + generate.promptsFile);
   if (generate.tokens < 1)
     return fail("--generate needs a positive number of tokens, found " +
                 Twine(generate.tokens));

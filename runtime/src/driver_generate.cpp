@@ -165,8 +165,10 @@ std::vector<Request> readRequests(Session &s, const Shapes &shapes) {
   std::vector<Request> requests;
   if (!s.args.promptsFile.empty()) {
     std::ifstream in(s.args.promptsFile);
-    if (!in)
+    if (!in) {
+      s.stop(2);
       badArgs(s.argv0, "cannot read --prompts " + s.args.promptsFile);
+    }
     std::string line;
     for (int64_t index = 0; std::getline(in, line); ++index)
       requests.push_back(parsePromptLine(line, index));
@@ -465,11 +467,13 @@ int runGeneration(Session &s, const InferencePrograms &programs) {
   if (!s.args.resume.empty() || !s.args.checkpointDir.empty())
     return s.refuse("generation starts from initialized parameters (--resume and "
                     "--checkpoint-dir are for training)");
+  // The requests first: an unreadable --prompts file ends the run before
+  // anything is initialized.
+  std::vector<Request> requests = readRequests(s, shapesOf(programs));
   if (!initializeState(s))
     return s.stop(2);
   dumpInitialState(s);
   Generation generation(s, programs);
-  std::vector<Request> requests = readRequests(s, shapesOf(programs));
   bool verified = generation.run(requests);
   int64_t refused = report(s, requests, generation.timings());
   if (s.args.verifyForward && verified) {
