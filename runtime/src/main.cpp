@@ -5,6 +5,9 @@
 //           [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks]
 //           [--checkpoint-dir D] [--checkpoint-every K] [--resume D]
 //           [--threads N]
+//   PROGRAM [--generate N] [--prompts FILE | --prompt-len L] [--seed S]
+//           [--temperature T] [--top-k K] [--top-p P] [--verify-forward]
+//                                    (a generation binary: driver_generate.cpp)
 //
 // A small driver over the program's description (braid_program_get): it
 // checks the description, picks the run loop of the program's entry kind
