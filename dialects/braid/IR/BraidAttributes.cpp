@@ -47,8 +47,8 @@ static bool isAxisNames(Attribute value) {
   return isArrayOf(value, llvm::IsaPred<StringAttr>);
 }
 
-/// The function or grid an attribute may sit on, or an op of a function's
-/// body (where the pipeline passes mark ops of the step).
+/// Where the training and pipeline attributes sit: on a func.func, or on an
+/// op of a function's body (the pipeline passes mark ops of the step).
 static bool isFunc(Operation *op) { return isa<func::FuncOp>(op); }
 static bool isInFunc(Operation *op) {
   return op->getParentOfType<func::FuncOp>() != nullptr;
