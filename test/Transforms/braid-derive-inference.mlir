@@ -2,6 +2,7 @@
 // RUN: braid-opt --braid-derive-inference="batch=4 context=32 prompt-len=8" %S/../../examples/llama-tiny.mlir | FileCheck %s --check-prefix=SIZES
 // RUN: braid-opt --braid-derive-inference %S/../../examples/gpt-tiny.mlir | FileCheck %s --check-prefix=GPT
 // RUN: braid-opt --braid-derive-inference %S/../../examples/llama-tiny.mlir | FileCheck %s --check-prefix=FWD
+// RUN: braid-opt --braid-derive-inference="batch=3" %S/../../examples/gpt-tiny.mlir | FileCheck %s --check-prefix=GPT3
 // RUN: braid-opt --braid-derive-inference %S/../../examples/llama-tiny.mlir | braid-opt --braid-print-memory-plan="program=decode" -o /dev/null | FileCheck %s --check-prefix=PLAN
 // RUN: braid-opt --braid-derive-inference %S/../../examples/llama-tiny.mlir | braid-opt --braid-print-memory-plan="program=prefill" -o /dev/null | FileCheck %s --check-prefix=PLAN-PREFILL
 // RUN: braid-opt --braid-derive-inference %S/../../examples/llama-tiny.mlir | not braid-opt --braid-print-memory-plan="program=generate" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PLAN-NAME
@@ -78,6 +79,9 @@
 // GPT: braid.add_positions %[[E]], %[[WPE]], %arg1 : tensor<2x16x64xf32>, tensor<16x64xf32>, tensor<2xi32> -> tensor<2x16x64xf32>
 // GPT: braid.take_rows
 // GPT: braid.linear {{.*}} transpose_weight : tensor<2x64xf32>, tensor<97x64xf32> -> tensor<2x97xf32>
+// GPT3: braid.state @cache.layers.0.k zeros : tensor<3x16x4x16xf32>
+// GPT3: braid.add_positions {{.*}} : tensor<3x16x64xf32>, tensor<16x64xf32>, tensor<3xi32> -> tensor<3x16x64xf32>
+// GPT3: braid.add_positions {{.*}} : tensor<3x1x64xf32>, tensor<16x64xf32>, tensor<3xi32> -> tensor<3x1x64xf32>
 // GPT-LABEL: func.func @decode(
 // GPT: braid.add_positions {{.*}} : tensor<2x1x64xf32>, tensor<16x64xf32>, tensor<2xi32> -> tensor<2x1x64xf32>
 

@@ -422,8 +422,12 @@ LogicalResult InferenceDeriver::addPositionsAtOffsets(func::FuncOp entry,
     auto plain = EmbeddingOp::create(b, lookup.getLoc(), lookup.getTokens(),
                                      lookup.getTable(), Value(),
                                      lookup.getVocabAxesAttr());
-    auto shifted = AddPositionsOp::create(b, lookup.getLoc(), plain, table,
-                                          positions);
+    // The positions already have the program's batch and the lookup the
+    // step's: the result type is the lookup's until the re-typing that
+    // follows infers it anew.
+    auto shifted = AddPositionsOp::create(
+        b, lookup.getLoc(), TypeRange{plain.getType()},
+        ValueRange{plain, table, positions});
     lookup.replaceAllUsesWith(shifted.getResult());
     lookup.erase();
   }
