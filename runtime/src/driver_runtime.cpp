@@ -122,7 +122,8 @@ std::unique_ptr<CommProvider> makeComms(const Session &s, const Options &options
   return comms;
 }
 
-/// "braid: PROGRAM on BACKEND, arena A bytes, seed S, N steps[, grid ...]".
+/// "braid: PROGRAM on BACKEND, arena A bytes, seed S, N steps[, grid ...]"
+/// ("N tokens per request" for generation).
 void reportStart(const Session &s) {
   const braid_rt &rt = *s.rt;
   std::string where;
@@ -133,10 +134,14 @@ void reportStart(const Session &s) {
   if (s.stageAxis >= 0)
     where +=
         ", pipeline stage " + std::to_string(s.program->stage) + " along " + s.program->stage_axis;
-  std::fprintf(stderr, "%sbraid: %s on %s, arena %lld bytes, seed %llu, %lld steps%s\n",
+  // A generation binary (prefill, decode) runs requests, not steps.
+  bool generates = s.program->entry_kind == BRAID_ENTRY_PREFILL;
+  std::string work = generates ? std::to_string(s.args.generate) + " tokens per request"
+                               : std::to_string(s.args.steps) + " steps";
+  std::fprintf(stderr, "%sbraid: %s on %s, arena %lld bytes, seed %llu, %s%s\n",
                s.prefix.c_str(), s.programName.c_str(), rt.backend->name(),
-               (long long)s.program->arena_bytes, (unsigned long long)s.args.seed,
-               (long long)s.args.steps, where.c_str());
+               (long long)s.program->arena_bytes, (unsigned long long)s.args.seed, work.c_str(),
+               where.c_str());
 }
 
 } // namespace
