@@ -500,8 +500,9 @@ void testOptimizerAndMisc() {
   std::vector<double> pr(p.begin(), p.end()), mr(m, 0.0), vr(m, 0.0);
   for (int step = 1; step <= 2; ++step) {
     braid_k_increment(nullptr, pstep);
-    braid_k_adamw_update(nullptr, BRAID_F32, pp, pgr, pm, pv, pcoef, pstep, m, 1e-2, 0.9, 0.95,
-                         1e-8, 0.1);
+    const braid_adamw_params hyper = {
+        .lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+    braid_k_adamw_update(nullptr, BRAID_F32, pp, pgr, pm, pv, pcoef, pstep, m, &hyper);
     for (int i = 0; i < m; ++i) {
       double gg = coef * gr[i];
       mr[i] = 0.9 * mr[i] + 0.1 * gg;

@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inp
 import numpy as np  # noqa: E402
 
 import kernel_harness  # noqa: E402
-from kernel_harness import (BF16, DTN, DTYPES, F16, F32, I32, I64, MAX_ERR, call,  # noqa: E402
-                            declare, main, rel, to_bf16)
+from kernel_harness import (BF16, DTN, DTYPES, F16, F32, I32, I64, MAX_ERR, adamw,  # noqa: E402
+                            call, declare, main, rel, to_bf16)
 from kernel_harness import poisoned as empty, store64 as store, values64 as values  # noqa: E402
 
 RNG = np.random.default_rng(7351)
@@ -83,7 +83,7 @@ class Optimizer(Case):
                 pv = values(ps, dt)
                 mv, vv = m.astype(np.float64), v.astype(np.float64)
                 call("braid_k_adamw_update", dt, ps, gs, m, v, np.array(coef, np.float32),
-                     np.array(step, np.float32), n, lr, b1, b2, eps, wd)
+                     np.array(step, np.float32), n, adamw(lr, b1, b2, eps, wd))
                 gg = coef * g
                 rm = b1 * mv + (1 - b1) * gg
                 rv = b2 * vv + (1 - b2) * gg * gg

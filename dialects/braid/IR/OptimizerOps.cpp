@@ -128,10 +128,13 @@ AdamWUpdateOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
                     KernelArg::symbol(getV(), "float *"),
                     KernelArg::buffer(getCoef(), "const float *"),
                     KernelArg::symbol(getStep(), "const float *"), u.count,
-                    KernelArg::real(getLr().convertToDouble()),
-                    KernelArg::real(getBeta1().convertToDouble()),
-                    KernelArg::real(getBeta2().convertToDouble()),
-                    KernelArg::real(getEps().convertToDouble()),
-                    KernelArg::real(getWeightDecay().convertToDouble())}});
+                    KernelArg::params(
+                        "braid_adamw_params",
+                        {{"lr", KernelArg::real(getLr().convertToDouble())},
+                         {"beta1", KernelArg::real(getBeta1().convertToDouble())},
+                         {"beta2", KernelArg::real(getBeta2().convertToDouble())},
+                         {"eps", KernelArg::real(getEps().convertToDouble())},
+                         {"weight_decay",
+                          KernelArg::real(getWeightDecay().convertToDouble())}})}});
   return success();
 }

@@ -568,10 +568,14 @@ void braid_k_clip_coefficient(braid_rt *rt, const float *sumsq, float *coef, dou
  * m and v in f32. */
 void braid_k_sgd_update(braid_rt *rt, braid_dtype dt, void *param, const void *grad,
                         const float *coef, int64_t n, double lr, double weight_decay);
+/* AdamW's hyperparameters (the formula above), passed by const pointer.
+ * Fields are only ever added at the end, zero meaning today's behaviour. */
+typedef struct braid_adamw_params {
+  double lr, beta1, beta2, eps, weight_decay;
+} braid_adamw_params;
 void braid_k_adamw_update(braid_rt *rt, braid_dtype dt, void *param, const void *grad,
                           float *m, float *v, const float *coef, const float *step, int64_t n,
-                          double lr, double beta1, double beta2, double eps,
-                          double weight_decay);
+                          const braid_adamw_params *p);
 /* step (0-d f32) += 1. */
 void braid_k_increment(braid_rt *rt, float *step);
 /* y = x converted between float storage types (bf16 compute copies of f32

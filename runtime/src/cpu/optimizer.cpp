@@ -87,15 +87,15 @@ void braid_k_sgd_update(braid_rt *, braid_dtype dt, void *param, const void *gra
 }
 
 void braid_k_adamw_update(braid_rt *, braid_dtype dt, void *param, const void *grad, float *m,
-                          float *v, const float *coef, const float *step, int64_t n, double lr,
-                          double beta1, double beta2, double eps, double weight_decay) {
+                          float *v, const float *coef, const float *step, int64_t n,
+                          const braid_adamw_params *p) {
   const double t = double(*step);
   if (!(t >= 1.0))
     fail("adamw_update", "step %g must be >= 1 (the program increments it first)", t);
   withFloatType(dt, "adamw_update", [&](auto tag) {
     using T = decltype(tag);
-    adamwImpl<T>(out<T>(param), in<T>(grad), m, v, coef ? double(*coef) : 1.0, t, n, lr, beta1,
-                 beta2, eps, weight_decay);
+    adamwImpl<T>(out<T>(param), in<T>(grad), m, v, coef ? double(*coef) : 1.0, t, n, p->lr,
+                 p->beta1, p->beta2, p->eps, p->weight_decay);
   });
 }
 

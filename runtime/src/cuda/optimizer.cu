@@ -146,8 +146,8 @@ void braid_k_sgd_update(braid_rt *rt, braid_dtype dt, void *param, const void *g
 }
 
 void braid_k_adamw_update(braid_rt *rt, braid_dtype dt, void *param, const void *grad, float *m,
-                          float *v, const float *coef, const float *step, int64_t n, double lr,
-                          double beta1, double beta2, double eps, double weight_decay) {
+                          float *v, const float *coef, const float *step, int64_t n,
+                          const braid_adamw_params *p) {
   using namespace braid::cuda;
   if (n <= 0)
     return;
@@ -155,7 +155,8 @@ void braid_k_adamw_update(braid_rt *rt, braid_dtype dt, void *param, const void 
     BRAID_CUDA_FATAL("adamw_update: the step counter is NULL");
   BRAID_DISPATCH_FLOAT(dt, T,
                        launchElements("adamw_update", n, streamOf(rt), adamwKernel<T>, param, grad,
-                                      m, v, coef, step, n, lr, beta1, beta2, eps, weight_decay));
+                                      m, v, coef, step, n, p->lr, p->beta1, p->beta2, p->eps,
+                                      p->weight_decay));
 }
 
 void braid_k_increment(braid_rt *rt, float *step) {

@@ -54,6 +54,16 @@ def attn(batch, seq, seq_kv, heads, kv_heads, head_dim, v_head_dim, causal, scal
                                         v_head_dim, int(causal), scale, rope_theta, q_offset))
 
 
+class AdamWParams(ctypes.Structure):
+    """braid_adamw_params (runtime.h): AdamW's hyperparameters."""
+    _fields_ = [("lr", D), ("beta1", D), ("beta2", D), ("eps", D), ("weight_decay", D)]
+
+
+def adamw(lr, beta1, beta2, eps, weight_decay):
+    """braid_k_adamw_update's params: a braid_adamw_params by reference."""
+    return ctypes.byref(AdamWParams(lr, beta1, beta2, eps, weight_decay))
+
+
 def scan(batch, seq, channels, state, delta_softplus):
     """The selective scan kernels' params: a braid_scan_params by reference."""
     return ctypes.byref(ScanParams(batch, seq, channels, state, int(delta_softplus)))
@@ -105,7 +115,7 @@ SIGS = {
     "braid_k_sum_squares": [P, I4, P, P, I],
     "braid_k_clip_coefficient": [P, P, P, D],
     "braid_k_sgd_update": [P, I4, P, P, P, I, D, D],
-    "braid_k_adamw_update": [P, I4, P, P, P, P, P, P, I, D, D, D, D, D],
+    "braid_k_adamw_update": [P, I4, P, P, P, P, P, P, I, ctypes.POINTER(AdamWParams)],
     "braid_k_increment": [P, P],
     "braid_k_convert": [P, I4, I4, P, P, I],
     "braid_k_zero": [P, I4, P, I],

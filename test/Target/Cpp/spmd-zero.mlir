@@ -59,14 +59,14 @@ module attributes {braid.model = {name = "zero", family = "gpt", vocab = 16 : i6
 // copies nothing either, and this rank's block is in place (the runtime
 // sends it with MPI_IN_PLACE, as NCCL takes it).
 // CHECK:        braid_rt_op_begin(rt, "adamw_update", "");
-// CHECK-NEXT:   braid_k_adamw_update(rt, BRAID_F32, advance(at(arena, 0), (coord(rt, "dp") * int64_t(64)) * 4), advance(at(arena, frame + [[GWTE:[0-9]+]]), (coord(rt, "dp") * int64_t(64)) * 4), static_cast<float *>(at(arena, [[MWTE:[0-9]+]])), static_cast<float *>(at(arena, [[VWTE:[0-9]+]])), static_cast<const float *>(at(arena, frame + [[COEF:[0-9]+]])), static_cast<const float *>(at(arena, [[STEP:[0-9]+]])), 64, 0.001, 0.90000000000000002, 0.94999999999999996, 1e-08, 0.10000000000000001);
+// CHECK-NEXT:   braid_k_adamw_update(rt, BRAID_F32, advance(at(arena, 0), (coord(rt, "dp") * int64_t(64)) * 4), advance(at(arena, frame + [[GWTE:[0-9]+]]), (coord(rt, "dp") * int64_t(64)) * 4), static_cast<float *>(at(arena, [[MWTE:[0-9]+]])), static_cast<float *>(at(arena, [[VWTE:[0-9]+]])), static_cast<const float *>(at(arena, frame + [[COEF:[0-9]+]])), static_cast<const float *>(at(arena, [[STEP:[0-9]+]])), 64, braid::params(braid_adamw_params{.lr = 0.001, .beta1 = 0.90000000000000002, .beta2 = 0.94999999999999996, .eps = 1e-08, .weight_decay = 0.10000000000000001}));
 // CHECK-NOT:    braid_rt_copy
 // CHECK:        [[E1:ev\[[0-9]+\]]] = braid_all_gather(rt, braid_rt_comm(rt, "dp"), advance(at(arena, 0), ((coord(rt, "dp") * int64_t(64))) * 4), at(arena, 0), 64, BRAID_F32);
 // CHECK:        braid_event_wait(rt, [[E1]]);
 // CHECK-NOT:    braid_rt_op_begin(rt, "set_param"
 
 // ZeRO-2: the gradient is the range already.
-// CHECK:        braid_k_adamw_update(rt, BRAID_F32, advance(at(arena, 512), (coord(rt, "dp") * int64_t(24)) * 4), at(arena, frame + [[GW]]), {{.*}}, 24, 0.001, 0.90000000000000002, 0.94999999999999996, 1e-08, 0);
+// CHECK:        braid_k_adamw_update(rt, BRAID_F32, advance(at(arena, 512), (coord(rt, "dp") * int64_t(24)) * 4), at(arena, frame + [[GW]]), {{.*}}, 24, braid::params(braid_adamw_params{.lr = 0.001, .beta1 = 0.90000000000000002, .beta2 = 0.94999999999999996, .eps = 1e-08, .weight_decay = 0}));
 // CHECK:        braid_all_gather(rt, braid_rt_comm(rt, "dp"), advance(at(arena, 512), ((coord(rt, "dp") * int64_t(24))) * 4), at(arena, 512), 24, BRAID_F32);
 
 // CHECK:        braid_k_sgd_update(rt, BRAID_F32, advance(at(arena, 704), (coord(rt, "dp") * int64_t(3)) * 4), advance(at(arena, frame + {{[0-9]+}}), (coord(rt, "dp") * int64_t(3)) * 4), static_cast<const float *>(at(arena, frame + [[COEF]])), 3, 0.5, 0);
