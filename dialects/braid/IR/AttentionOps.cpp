@@ -24,17 +24,7 @@ using P = std::pair<Value, int64_t>;
 
 ShardingRule AttentionOp::getShardingRule() {
   ShardingRuleBuilder r(*this);
-  Value q = getQuery(), k = getKey(), v = getValue(), o = getResult();
-  r.add(FactorKind::Parallel, {P{q, 0}, P{k, 0}, P{v, 0}, P{o, 0}});
-  r.add(FactorKind::Whole, {P{q, 1}, P{o, 1}});
-  r.add(FactorKind::Whole, {P{k, 1}, P{v, 1}});
-  // Query heads and key/value heads are factors of their own: split alike
-  // when tp divides both, but with fewer key/value heads than ranks each
-  // rank takes its query heads' group.
-  r.add(FactorKind::Parallel, {P{q, 2}, P{o, 2}});
-  r.add(FactorKind::Parallel, {P{k, 2}, P{v, 2}});
-  r.add(FactorKind::Whole, {P{q, 3}, P{k, 3}});
-  r.add(FactorKind::Whole, {P{v, 3}, P{o, 3}});
+  r.attention(getQuery(), getKey(), getValue(), getResult());
   return r.take();
 }
 

@@ -159,18 +159,10 @@ double CacheAttentionOp::getScaleOrDefault() {
 }
 
 ShardingRule CacheAttentionOp::getShardingRule() {
+  // braid.attention's factors, the cache's rows as its keys.
   ShardingRuleBuilder r(*this);
-  Value q = getQuery(), k = getKeyCache(), v = getValueCache(),
-        o = getResult();
-  r.add(FactorKind::Parallel,
-        {P{q, 0}, P{k, 0}, P{v, 0}, P{getPositions(), 0}, P{o, 0}});
-  r.add(FactorKind::Whole, {P{q, 1}, P{o, 1}});
-  r.add(FactorKind::Whole, {P{k, 1}, P{v, 1}});
-  // Query heads and key/value heads as braid.attention's factors.
-  r.add(FactorKind::Parallel, {P{q, 2}, P{o, 2}});
-  r.add(FactorKind::Parallel, {P{k, 2}, P{v, 2}});
-  r.add(FactorKind::Whole, {P{q, 3}, P{k, 3}});
-  r.add(FactorKind::Whole, {P{v, 3}, P{o, 3}});
+  r.attention(getQuery(), getKeyCache(), getValueCache(), getResult(),
+              getPositions());
   return r.take();
 }
 

@@ -60,3 +60,19 @@ void ShardingRuleBuilder::leading(Value a, Value b, int64_t n,
   for (int64_t d = 0; d < n; ++d)
     add(kind, {{a, d}, {b, d}});
 }
+
+void ShardingRuleBuilder::attention(Value q, Value k, Value v, Value o,
+                                    Value perSequence) {
+  using P = std::pair<Value, int64_t>;
+  add(FactorKind::Parallel,
+      {P{q, 0}, P{k, 0}, P{v, 0}, P{perSequence, 0}, P{o, 0}});
+  add(FactorKind::Whole, {P{q, 1}, P{o, 1}});
+  add(FactorKind::Whole, {P{k, 1}, P{v, 1}});
+  // Query heads and key/value heads are factors of their own: split alike
+  // when tp divides both, but with fewer key/value heads than ranks each
+  // rank takes its query heads' group.
+  add(FactorKind::Parallel, {P{q, 2}, P{o, 2}});
+  add(FactorKind::Parallel, {P{k, 2}, P{v, 2}});
+  add(FactorKind::Whole, {P{q, 3}, P{k, 3}});
+  add(FactorKind::Whole, {P{v, 3}, P{o, 3}});
+}

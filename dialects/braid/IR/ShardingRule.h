@@ -64,6 +64,11 @@ public:
   /// The leading dimensions [0, n) of `a` and `b` correspond one to one.
   void leading(Value a, Value b, int64_t n,
                FactorKind kind = FactorKind::Parallel);
+  /// Attention's factors over q [B, S, Hq, D], k [B, Skv, Hkv, D], v
+  /// [B, Skv, Hkv, Dv] and o [B, S, Hq, Dv] (a cache's rows are its Skv);
+  /// `perSequence` [B] (positions), when given, follows the batch.
+  void attention(Value q, Value k, Value v, Value o,
+                 Value perSequence = Value());
 
   static int64_t rankOf(Value v);
   ShardingRule take() { return std::move(rule); }
