@@ -58,6 +58,33 @@ MLIR_CAPI_EXPORTED int braidRunModel(MlirModule module,
                                      BraidTrainingPipelineOptions pipeline,
                                      const BraidRunOptions *options);
 
+/// What braid-run's --generate flags ask for (0: the default).
+typedef struct BraidGenerateOptions {
+  int64_t tokens;          ///< --generate N: tokens per request
+  int64_t batch;           ///< sequences per wave; 0: the model's batch
+  int64_t context;         ///< KV cache rows per sequence; 0: the model's
+  int64_t promptLen;       ///< 0: the longest prompt of promptsFile
+  MlirStringRef promptsFile; ///< one request per line, ids separated by
+                             ///< blanks; empty: drawn prompts
+  double temperature;      ///< 0: greedy
+  int64_t topK;            ///< 0: every token
+  double topP;             ///< 1: every token
+} BraidGenerateOptions;
+
+/// Greedy generation of one token per request from drawn prompts.
+MLIR_CAPI_EXPORTED BraidGenerateOptions braidGenerateOptionsGetDefault(void);
+
+/// braid-run --generate: derives `module`'s inference programs (in place),
+/// builds them at `pipeline`'s dtype and grid and runs them with `run`'s
+/// backend, seed, verify (teacher forcing), quiet and compileOnly. The
+/// program prints one "request R: ID ..." or "request R: refused: WHY" line
+/// per request on stdout, then the summary; returns the exit code (0; 1 on an
+/// error or a failed verify; 2 when a request was refused, the others ran).
+MLIR_CAPI_EXPORTED int
+braidGenerateModel(MlirModule module, BraidTrainingPipelineOptions pipeline,
+                   const BraidRunOptions *run,
+                   const BraidGenerateOptions *generate);
+
 #ifdef __cplusplus
 }
 #endif

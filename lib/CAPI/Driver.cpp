@@ -2,6 +2,7 @@
 
 #include "braid-c/Driver.h"
 
+#include "braid/Driver/Generate.h"
 #include "braid/Driver/Progress.h"
 #include "braid/Driver/Run.h"
 #include "braid/Pipelines.h"
@@ -46,14 +47,16 @@ MlirModule braidParseModel(MlirContext context, MlirStringRef source,
   return wrap(module.release());
 }
 
-int braidRunModel(MlirModule module, BraidTrainingPipelineOptions pipeline,
-                  const BraidRunOptions *options) {
+namespace {
+/// braid-run's RunOptions from the C API's.
+braid::driver::RunOptions
+runOptions(const BraidRunOptions *options,
+           std::optional<braid::driver::Progress> &progress) {
   braid::driver::RunOptions run;
   run.compile.backend = unwrap(options->backend).str();
   run.compile.rollRepeats = options->rollRepeats;
   run.compile.emitCpp = unwrap(options->emitCpp).str();
   run.compile.quiet = options->quiet;
-  std::optional<braid::driver::Progress> progress;
   if (options->progress) {
     progress.emplace(true, "braid");
     run.compile.progress = &*progress;
@@ -66,7 +69,51 @@ int braidRunModel(MlirModule module, BraidTrainingPipelineOptions pipeline,
   run.compileOnly = options->compileOnly;
   run.verify = options->verify;
   run.verifyTolerance = options->verifyTolerance;
-  return braid::driver::runModel(
-      unwrap(module),
-      *static_cast<const braid::TrainingPipelineOptions *>(pipeline.ptr), run);
+  return run;
+}
+
+const braid::TrainingPipelineOptions &
+unwrapPipeline(BraidTrainingPipelineOptions pipeline) {
+  return *static_cast<const braid::TrainingPipelineOptions *>(pipeline.ptr);
+}
+} // namespace
+
+int braidRunModel(MlirModule module, BraidTrainingPipelineOptions pipeline,
+                  const BraidRunOptions *options) {
+  std::optional<braid::driver::Progress> progress;
+  braid::driver::RunOptions run = runOptions(options, progress);
+  return braid::driver::runModel(unwrap(module), unwrapPipeline(pipeline),
+                                 run);
+}
+
+BraidGenerateOptions braidGenerateOptionsGetDefault(void) {
+  braid::driver::GenerateOptions defaults;
+  BraidGenerateOptions options = {};
+  options.tokens = 1;
+  options.batch = defaults.batch;
+  options.context = defaults.context;
+  options.promptLen = defaults.promptLen;
+  options.promptsFile = mlirStringRefCreate(nullptr, 0);
+  options.temperature = defaults.temperature;
+  options.topK = defaults.topK;
+  options.topP = defaults.topP;
+  return options;
+}
+
+int braidGenerateModel(MlirModule module, BraidTrainingPipelineOptions pipeline,
+                       const BraidRunOptions *run,
+                       const BraidGenerateOptions *generate) {
+  std::optional<braid::driver::Progress> progress;
+  braid::driver::RunOptions options = runOptions(run, progress);
+  braid::driver::GenerateOptions what;
+  what.tokens = generate->tokens;
+  what.batch = generate->batch;
+  what.context = generate->context;
+  what.promptLen = generate->promptLen;
+  what.promptsFile = unwrap(generate->promptsFile).str();
+  what.temperature = generate->temperature;
+  what.topK = generate->topK;
+  what.topP = generate->topP;
+  return braid::driver::generateModel(unwrap(module), unwrapPipeline(pipeline),
+                                      options, what);
 }

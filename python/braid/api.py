@@ -6,6 +6,7 @@
     out = braid.run("llama-tiny", grid="dp=2", steps=2, verify=True, dump=True)
     out.losses, out.dumps["logits"].shape
     braid.visualize_sharding("llama-tiny", grid="dp=2,tp=2", tensors=["output"])
+    ids = braid.generate("llama-tiny", [[5, 9, 2], [7]], max_new_tokens=4)
 
 A model is MLIR text, a preset name (`braid.PRESETS`), a builder `braid.Module`,
 a `braid.ModelConfig` or a path to a .mlir file. Options of the training
@@ -345,6 +346,115 @@ def _trace_files(trace_file: str) -> list:
     stem, ext = os.path.splitext(trace_file)
     found = glob.glob(f"{glob.escape(stem)}.rank*{ext}")
     return sorted(found, key=lambda p: int(re.search(r"\.rank(\d+)", p).group(1)))
+
+
+# ---------------------------------------------------------------------------
+# generate
+# ---------------------------------------------------------------------------
+
+class GenerateError(BraidError, ValueError):
+    """`generate` refused some prompts (too long for the context, a token id
+    outside the vocabulary, empty). The others still ran: `.ids` holds every
+    prompt's ids in order, None for a refused one; `.refused` maps a refused
+    prompt's index to the reason."""
+
+    def __init__(self, message: str, ids: list, refused: dict):
+        super().__init__(message)
+        self.ids = ids
+        self.refused = refused
+
+
+_REQUEST = re.compile(r"^request (\d+): (.*)$", re.M)
+
+
+def parse_requests(stdout: str, count: int) -> tuple[list, dict]:
+    """(ids per request, {index: reason} of the refused) from the "request R:"
+    lines of a generation run (runtime/src/driver_generate.cpp)."""
+    ids: list = [None] * count
+    refused: dict = {}
+    for m in _REQUEST.finditer(stdout):
+        index, rest = int(m.group(1)), m.group(2).strip()
+        if index >= count:
+            continue
+        if rest.startswith("refused:"):
+            refused[index] = rest[len("refused:"):].strip()
+        else:
+            ids[index] = [int(t) for t in rest.split()]
+    return ids, refused
+
+
+def _prompt_lines(prompts) -> list:
+    lines = []
+    for i, prompt in enumerate(prompts):
+        if isinstance(prompt, (str, bytes)):
+            raise TypeError(f"prompt {i} is text; generate takes token ids "
+                            "(a list of ints per prompt)")
+        try:
+            tokens = [int(t) for t in prompt]
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"prompt {i} is not a sequence of token ids: {e}") from e
+        if any(int(t) != t for t in prompt):
+            raise TypeError(f"prompt {i} holds a token id that is not an integer")
+        lines.append(" ".join(map(str, tokens)))
+    return lines
+
+
+def generate(model, prompts, max_new_tokens: int = 16, grid: str = "", *,
+             temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
+             seed: Optional[int] = None, batch: Optional[int] = None,
+             context: Optional[int] = None, verify: bool = False,
+             backend: str = "cpu", quiet: bool = True, **options) -> list:
+    """Generates `max_new_tokens` token ids after each prompt (a list of
+    token-id lists, of any lengths) with the model's prefill and decode
+    programs, as `braid-run MODEL --generate N --prompts FILE` does; returns
+    one list of ids per prompt, in order.
+
+    Greedy unless `temperature` > 0; `top_k` (0: all) and `top_p` (1: all)
+    narrow the sampling, drawn per prompt from `seed` so that a prompt's ids do
+    not depend on the others. `batch` is the sequences per wave (default: the
+    model's batch), `context` the KV cache rows per sequence (default: its
+    sequence length); the prefill program takes the longest prompt. `grid`
+    and the other keyword arguments are the pipeline's (dtype="bf16").
+    `verify`: teacher forcing, every step's logits against the forward
+    program's (VerifyError when they differ).
+
+    A prompt the programs cannot take (empty, a token id outside the
+    vocabulary, prompt + max_new_tokens - 1 past the context) raises
+    GenerateError naming it, as vLLM refuses such a prompt with a ValueError;
+    the other prompts still ran, their ids in the error's `.ids`. Raises
+    BraidError when the model cannot be compiled or run (e.g. a grid the
+    generation does not run on)."""
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be positive, found {max_new_tokens}")
+    lines = _prompt_lines(prompts)
+    if not lines:
+        return []
+    text, name = model_text(model)
+    grid = grid_text(grid)
+    opts = _options(grid, options)
+    module = _parse(text, name)
+    scratch = tempfile.mkdtemp(prefix="braid-generate-")
+    try:
+        prompts_file = os.path.join(scratch, "prompts.txt")
+        with open(prompts_file, "w") as f:
+            f.write("".join(line + "\n" for line in lines))
+        rc, out, err = module.generate(
+            opts, max_new_tokens, prompts_file, batch or 0, context or 0,
+            float(temperature), int(top_k), float(top_p), verify, backend,
+            -1 if seed is None else seed, quiet)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    ids, refused = parse_requests(out, len(lines))
+    if rc == 1 and verify and "verify: FAIL" in out:
+        report = "\n".join(l for l in out.splitlines() if l.startswith("verify: FAIL"))
+        raise VerifyError(report, RunResult([], {}, [], False, out, err))
+    if refused:
+        names = "; ".join(f"prompt {i}: {why}" for i, why in sorted(refused.items()))
+        raise GenerateError(f"generate refused {len(refused)} of {len(lines)} prompts: "
+                            f"{names}", ids, refused)
+    if rc != 0 or any(i is None for i in ids):
+        raise BraidError(_message(err, f"generation failed (exit code {rc})"))
+    return ids
 
 
 # ---------------------------------------------------------------------------

@@ -277,6 +277,41 @@ public:
     return {rc, out, err};
   }
 
+  /// (exit code, stdout, stderr): braidGenerateModel, deriving the
+  /// inference programs in place; stdout holds a "request R: ..." line per
+  /// request, the summary and the verdict of verify.
+  std::tuple<int, std::string, std::string>
+  generate(const PipelineOptions &options, int64_t tokens,
+           const std::string &promptsFile, int64_t batch, int64_t context,
+           double temperature, int64_t topK, double topP, bool verify,
+           const std::string &backend, int64_t seed, bool quiet) {
+    BraidRunOptions run = braidRunOptionsGetDefault();
+    run.backend = ref(backend);
+    run.verify = verify;
+    run.quiet = quiet;
+    if (seed >= 0) {
+      run.hasSeed = true;
+      run.seed = static_cast<uint64_t>(seed);
+    }
+    BraidGenerateOptions generate = braidGenerateOptionsGetDefault();
+    generate.tokens = tokens;
+    generate.promptsFile = ref(promptsFile);
+    generate.batch = batch;
+    generate.context = context;
+    generate.temperature = temperature;
+    generate.topK = topK;
+    generate.topP = topP;
+    int rc;
+    std::string out, err;
+    {
+      nb::gil_scoped_release release;
+      Capture capture;
+      rc = braidGenerateModel(module, options.options, &run, &generate);
+      std::tie(out, err) = capture.finish();
+    }
+    return {rc, out, err};
+  }
+
   MlirContext context;
   MlirModule module;
 };
@@ -314,5 +349,10 @@ NB_MODULE(_braid, m) {
       .def("run", &Module::run, nb::arg("options"), nb::arg("steps"),
            nb::arg("verify"), nb::arg("verify_tolerance"), nb::arg("dump_dir"),
            nb::arg("trace_file"), nb::arg("backend"), nb::arg("seed"),
-           nb::arg("quiet"));
+           nb::arg("quiet"))
+      .def("generate", &Module::generate, nb::arg("options"),
+           nb::arg("tokens"), nb::arg("prompts_file"), nb::arg("batch"),
+           nb::arg("context"), nb::arg("temperature"), nb::arg("top_k"),
+           nb::arg("top_p"), nb::arg("verify"), nb::arg("backend"),
+           nb::arg("seed"), nb::arg("quiet"));
 }
