@@ -2,12 +2,10 @@
 // RUN: not braid-opt --braid-derive-inference="context=8 prompt-len=9" %S/../../examples/llama-tiny.mlir 2>&1 | FileCheck %s --check-prefix=SIZES
 // RUN: not braid-opt --braid-derive-inference="context=32" %S/../../examples/gpt-tiny.mlir 2>&1 | FileCheck %s --check-prefix=POSITIONS
 // RUN: not braid-opt --braid-derive-inference %S/../../examples/mamba-tiny.mlir 2>&1 | FileCheck %s --check-prefix=MAMBA
-// RUN: not braid-opt --braid-derive-inference %S/../../examples/moe-tiny.mlir 2>&1 | FileCheck %s --check-prefix=MOE
 
 // SIZES: error: --braid-derive-inference: needs batch >= 1, context >= 1 and 1 <= prompt-len <= context, found batch 2, context 8, prompt-len 9
 // POSITIONS: error: --braid-derive-inference: a context of 32 rows exceeds the model's 16 learned positions
 // MAMBA: error: --braid-derive-inference: Mamba layers carry their conv and SSM state between decode steps, which is not derived yet
-// MOE: error: --braid-derive-inference: MoE layers (braid.dispatch) are not derived yet
 
 // Generation attends to the past only.
 module {
@@ -77,6 +75,26 @@ module {
     // expected-error @+1 {{--braid-derive-inference: cannot re-type 'tensor<64xf32>': its leading dimensions are not the step's tokens [2, 4]}}
     %flat = braid.reshape %h : tensor<2x4x8xf32> -> tensor<64xf32>
     %back = braid.reshape %flat : tensor<64xf32> -> tensor<2x4x8xf32>
+    %logits = braid.linear %back, %w transpose_weight : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %loss = braid.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// A dispatch sized to drop nothing holds one assignment per expert and token:
+// each token's experts must be distinct, as braid.router's are.
+module {
+  braid.param @wte normal(2.000000e-02) : tensor<16x8xf32>
+  func.func @step(%tok: tensor<2x4xi32>, %labels: tensor<2x4xi32>) -> tensor<f32> attributes {braid.entry = "train_step"} {
+    %w = braid.get_param @wte : tensor<16x8xf32>
+    %h = braid.embedding %tok, %w : tensor<2x4xi32>, tensor<16x8xf32> -> tensor<2x4x8xf32>
+    %flat = braid.reshape %h : tensor<2x4x8xf32> -> tensor<8x8xf32>
+    %experts = braid.reshape %tok : tensor<2x4xi32> -> tensor<8x1xi32>
+    // expected-error @+1 {{--braid-derive-inference: cannot size this braid.dispatch to drop no token: its expert indices do not come from a braid.router, so a token's choices may repeat an expert}}
+    %d = braid.dispatch %flat, %experts group_size 4 : tensor<8x8xf32>, tensor<8x1xi32> -> tensor<2x4x8xf32>
+    %back = braid.reshape %d : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
     %logits = braid.linear %back, %w transpose_weight : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
     %loss = braid.cross_entropy %logits, %labels : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
     return %loss : tensor<f32>

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/braid/Transforms/DeriveInferenceMoE.h"
 #include "dialects/braid/Transforms/EntryPass.h"
 #include "dialects/braid/Transforms/Passes.h"
 #include "dialects/braid/Transforms/Retype.h"
@@ -147,9 +148,8 @@ LogicalResult InferenceDeriver::retypeOp(Operation &op) {
     return op.emitError("--braid-derive-inference: Mamba layers carry their "
                         "conv and SSM state between decode steps, which is not "
                         "derived yet");
-  if (isa<DispatchOp>(op))
-    return op.emitError("--braid-derive-inference: MoE layers (braid.dispatch) "
-                        "are not derived yet");
+  if (isCapacityGroupOp(op))
+    return retypeWithoutDrops(op); // MoE: a capacity that drops no token
   if (auto reshape = dyn_cast<ReshapeOp>(op)) {
     FailureOr<RankedTensorType> type =
         retypeTokens(cast<RankedTensorType>(reshape.getType()), reshape);
