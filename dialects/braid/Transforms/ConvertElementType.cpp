@@ -45,11 +45,24 @@ struct BraidConvertElementTypePass
     if (!masterWeights)
       for (ParamOp param : module.getOps<ParamOp>())
         param.setType(cast<RankedTensorType>(convert(param.getType())));
+    // The states declared before this pass are the model's own, such as the
+    // KV cache of --braid-derive-inference's programs (the optimizer's come
+    // later): they hold the model's values in its dtype, master weights or
+    // not, since nothing trains them.
+    DenseSet<StringAttr> states;
+    for (StateOp state : module.getOps<StateOp>()) {
+      state.setType(cast<RankedTensorType>(convert(state.getType())));
+      states.insert(state.getSymNameAttr());
+    }
     // Master weights: a parameter read keeps its f32 type and feeds a
     // converted copy to the rest of the graph.
     SmallVector<GetParamOp> reads;
     if (masterWeights)
-      module.walk([&](GetParamOp get) { reads.push_back(get); });
+      module.walk([&](GetParamOp get) {
+        if (!states.contains(get.getNameAttr().getAttr()))
+          reads.push_back(get);
+      });
+    DenseSet<Operation *> masterReads;
     OpBuilder b(context);
     for (GetParamOp get : reads) {
       b.setInsertionPointAfter(get);
@@ -57,6 +70,7 @@ struct BraidConvertElementTypePass
                                     convert(get.getResult().getType()),
                                     get.getResult());
       get.getResult().replaceAllUsesExcept(copy, copy);
+      masterReads.insert(get);
     }
     // Block arguments first: a collective takes its operand's element type,
     // and the walk below visits an op before the one whose region holds it
@@ -66,7 +80,7 @@ struct BraidConvertElementTypePass
         arg.setType(convert(arg.getType()));
     });
     module.walk([&](Operation *op) {
-      if (isa<GetParamOp, ConvertOp>(op) && masterWeights)
+      if (masterWeights && (isa<ConvertOp>(op) || masterReads.contains(op)))
         return;
       // The loss is always f32.
       if (isa<CrossEntropyOp>(op))
