@@ -1,14 +1,18 @@
 //===- Generate.cpp - compile a model's inference programs and generate ---===//
 //
-// The programs come from --braid-derive-inference alone, emitted as they
-// are: one rank needs no partitioning, and the lowering the training
-// pipeline adds for a grid (partition, dist ops) has nothing to do there.
-// The runtime checks the requests; this side checks the flags.
+// The programs come from --braid-derive-inference. On one rank they are
+// emitted as they are; on a grid of several the training pipeline without
+// an optimizer partitions every entry point (one layout per parameter and
+// cache state across the programs) and makes every transfer a dist op, and
+// the binary runs under mpirun. The runtime checks the requests; this side
+// checks the flags.
 //
 //===----------------------------------------------------------------------===//
 
 #include "braid/Driver/Generate.h"
 #include "braid/Driver/Build.h"
+#include "braid/Driver/Compile.h"
+#include "braid/Driver/GenerateVerify.h"
 #include "braid/Driver/Launch.h"
 #include "braid/Driver/Progress.h"
 
@@ -17,6 +21,7 @@
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -26,6 +31,10 @@ using namespace mlir;
 namespace braid::driver {
 
 namespace {
+
+/// The bound of both checks of --verify at f32 (the runtime's teacher
+/// forcing uses the same): max |a - b| / max |b| per request and step.
+constexpr double kGenerateTolerance = 1e-5;
 
 /// The prompt length prefill is built for: --prompt-len, else the longest
 /// line of --prompts (a malformed file is the runtime's to refuse line by
@@ -86,26 +95,113 @@ SmallVector<std::string> programArgs(const RunOptions &options,
 /// What generation does not do (yet); fails after a message naming it.
 LogicalResult checkGenerateOptions(const TrainingPipelineOptions &pipeline,
                                    const RunOptions &options) {
-  if (!pipeline.grid.empty()) {
-    FailureOr<int64_t> ranks = gridRanks(pipeline.grid);
-    if (failed(ranks))
-      return failure();
-    if (*ranks > 1)
-      return fail("--generate with --grid " + pipeline.grid +
-                  ": generation runs on one rank for now; issue 42"),
-             failure();
-  }
   if (mlir::braid::stringifyPrecision(pipeline.dtype) != "f32")
     return fail("--generate with --dtype " +
                 mlir::braid::stringifyPrecision(pipeline.dtype) +
                 ": generation runs at f32 for now; issue 42"),
            failure();
   if (!options.checkpointDir.empty() || !options.resumeFrom.empty() ||
-      !options.verifyFrom.empty() || options.compile.breakProgram)
+      !options.verifyFrom.empty())
     return fail("--generate takes none of --checkpoint-dir, --resume, "
-                "--verify-from, --inject-fault"),
+                "--verify-from"),
+           failure();
+  if (options.compile.breakProgram && pipeline.grid.empty())
+    return fail("--generate --inject-fault breaks a partitioned program: it "
+                "needs a --grid"),
            failure();
   return success();
+}
+
+/// Partitions the inference programs for --grid: the training pipeline
+/// with no optimizer (and --inject-fault's passes between the partitioning
+/// and the lowering to dist ops, as for training).
+LogicalResult partitionForGrid(ModuleOp module, const TrainingPipelineOptions &given,
+                               const CompileOptions &compile, Progress *progress) {
+  if (progress)
+    progress->phase("partitioning the inference programs for " + given.grid);
+  TrainingPipelineOptions pipeline;
+  pipeline.copyOptionValuesFrom(given);
+  pipeline.optimizer = mlir::braid::OptimizerKind::None;
+  const char *links = std::getenv("BRAID_LINK");
+  pipeline.scheduleLink = links ? links : "";
+  PassManager pm(module.getContext());
+  std::string error;
+  pipeline.lowerToDist = !compile.breakProgram;
+  if (failed(::braid::buildTrainingPipeline(pm, pipeline, &error)))
+    return fail(error.empty() ? "cannot build the pass pipeline" : error), failure();
+  if (failed(pm.run(module)))
+    return failure();
+  if (!compile.breakProgram)
+    return success();
+  PassManager broken(module.getContext());
+  compile.breakProgram(broken);
+  ::braid::buildDistLowering(broken, pipeline);
+  return broken.run(module);
+}
+
+/// The module's programs emitted and linked into one binary (--emit-cpp F
+/// writes program P to F with ".P" before its extension, when `emit`).
+FailureOr<std::string> buildPrograms(ModuleOp module, const RunOptions &options, bool mpi,
+                                     bool emit) {
+  ::braid::CppEmitOptions emitOptions;
+  emitOptions.rollRepeats = options.compile.rollRepeats;
+  FailureOr<SmallVector<::braid::EmittedProgram>> emitted =
+      ::braid::emitProgramsAsCpp(module, emitOptions);
+  if (failed(emitted))
+    return failure();
+  SmallVector<std::string> sources;
+  for (::braid::EmittedProgram &program : *emitted) {
+    if (emit && !options.compile.emitCpp.empty()) {
+      std::string error;
+      std::string path = stageFile(options.compile.emitCpp, 0);
+      path.replace(path.rfind(".stage0"), 7, "." + program.name);
+      auto out = openOutputFile(path, &error);
+      if (!out)
+        return fail(error), failure();
+      out->os() << program.source;
+      out->keep();
+    }
+    sources.push_back(std::move(program.source));
+  }
+  return buildLinkedProgram(sources, options.compile.backend, mpi, options.compile.quiet);
+}
+
+/// A fresh directory for a run's --logits-out.
+FailureOr<std::string> logitsDirectory() {
+  SmallString<128> dir;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("braid-generate-logits", dir))
+    return fail("cannot create a temporary directory: " + ec.message()), failure();
+  return dir.str().str();
+}
+
+/// Runs the partitioned binary and the 1-rank `reference`, each writing its
+/// logits, and compares them (GenerateVerify.h). The partitioned run's exit
+/// status, or 1 when the comparison fails.
+int runVerified(StringRef binary, StringRef reference, int64_t ranks,
+                const TrainingPipelineOptions &pipeline, ArrayRef<std::string> args) {
+  FailureOr<std::string> partitionedDir = logitsDirectory(), referenceDir = logitsDirectory();
+  if (failed(partitionedDir) || failed(referenceDir))
+    return 1;
+  auto withLogits = [&](const std::string &dir) {
+    SmallVector<std::string> full(args.begin(), args.end());
+    full.append({"--logits-out", dir});
+    return full;
+  };
+  GenerationRun partitioned{"", *partitionedDir}, single{"", *referenceDir};
+  int status = runCaptured({binary.str()}, ranks, pipeline.grid, withLogits(*partitionedDir),
+                           partitioned.text, /*echo=*/true);
+  int referenceStatus =
+      runCaptured({reference.str()}, 1, "", withLogits(*referenceDir), single.text,
+                  /*echo=*/false);
+  bool same = (status == 0 || status == 1 || status == 2) &&
+              (referenceStatus == 0 || referenceStatus == 1 || referenceStatus == 2) &&
+              compareGenerations(partitioned, single, pipeline.grid, kGenerateTolerance,
+                                 llvm::outs());
+  llvm::sys::fs::remove_directories(*partitionedDir);
+  llvm::sys::fs::remove_directories(*referenceDir);
+  if (status != 0 && status != 2)
+    return status;
+  return same ? status : 1;
 }
 
 } // namespace
@@ -126,6 +222,9 @@ int generateModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
                 "must not be negative");
   if (!(generate.temperature >= 0) || !(generate.topP > 0 && generate.topP <= 1))
     return fail("--temperature must be >= 0 and --top-p in (0, 1]");
+  FailureOr<int64_t> ranks = pipeline.grid.empty() ? 1 : gridRanks(pipeline.grid);
+  if (failed(ranks))
+    return 1;
   Progress *progress = options.compile.progress;
   if (progress)
     progress->phase("deriving the inference programs");
@@ -137,41 +236,30 @@ int generateModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   pm.addPass(mlir::braid::createBraidDeriveInferencePass(derive));
   if (failed(pm.run(module)))
     return 1;
+  // --verify on a grid: the same programs on one rank are the reference.
+  const bool compareRanks = options.verify && *ranks > 1;
+  OwningOpRef<ModuleOp> single = compareRanks ? module.clone() : nullptr;
+  if (*ranks > 1 && failed(partitionForGrid(module, pipeline, options.compile, progress)))
+    return 1;
 
   if (progress)
-    progress->phase("emitting C++");
-  ::braid::CppEmitOptions emitOptions;
-  emitOptions.rollRepeats = options.compile.rollRepeats;
-  FailureOr<SmallVector<::braid::EmittedProgram>> emitted =
-      ::braid::emitProgramsAsCpp(module, emitOptions);
-  if (failed(emitted))
-    return 1;
-  SmallVector<std::string> sources;
-  for (::braid::EmittedProgram &program : *emitted) {
-    // --emit-cpp F writes program P to F with ".P" before its extension.
-    if (!options.compile.emitCpp.empty()) {
-      std::string error;
-      std::string path = stageFile(options.compile.emitCpp, 0);
-      path.replace(path.rfind(".stage0"), 7, "." + program.name);
-      auto out = openOutputFile(path, &error);
-      if (!out)
-        return fail(error);
-      out->os() << program.source;
-      out->keep();
-    }
-    sources.push_back(std::move(program.source));
-  }
-  if (progress)
     progress->phase("building program");
-  FailureOr<std::string> binary = buildLinkedProgram(
-      sources, options.compile.backend, /*mpi=*/false, options.compile.quiet);
+  FailureOr<std::string> binary = buildPrograms(module, options, *ranks > 1, /*emit=*/true);
   if (failed(binary))
+    return 1;
+  FailureOr<std::string> reference =
+      compareRanks ? buildPrograms(*single, options, /*mpi=*/false, /*emit=*/false)
+                   : FailureOr<std::string>(std::string());
+  if (failed(reference))
     return 1;
   if (options.compileOnly)
     return 0;
   if (progress)
     progress->phase("generating");
-  return runPrograms({*binary}, 1, "", programArgs(options, generate));
+  SmallVector<std::string> args = programArgs(options, generate);
+  if (compareRanks)
+    return runVerified(*binary, *reference, *ranks, pipeline, args);
+  return runPrograms({*binary}, *ranks, pipeline.grid, args);
 }
 
 } // namespace braid::driver

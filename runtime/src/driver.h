@@ -64,6 +64,7 @@ struct Args {
   int64_t topK = 0;           ///< 0: no top-k cut
   double topP = 1;            ///< 1: no top-p cut
   bool verifyForward = false; ///< teacher forcing against the forward program
+  std::string logitsOut;      ///< --logits-out DIR: each request's logits, DIR/request<R>.npy
 };
 
 /// The command line; --help prints the usage and exits 0, a bad argument

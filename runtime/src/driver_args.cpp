@@ -8,6 +8,7 @@
 //           [--threads N]
 //           [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T]
 //           [--top-k K] [--top-p P] [--verify-forward]      (generation binaries)
+//           [--logits-out DIR]
 //
 // Every flag takes its value as the next argument or after '='. A bad
 // argument prints the usage and exits with status 2; --help prints it on
@@ -35,7 +36,7 @@ void usage(const char *argv0, FILE *out) {
                "       [--checkpoint-dir D] [--checkpoint-every K] [--resume D] "
                "[--threads N]\n"
                "       [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T] "
-               "[--top-k K] [--top-p P] [--verify-forward]\n",
+               "[--top-k K] [--top-p P] [--verify-forward] [--logits-out DIR]\n",
                argv0);
 }
 
@@ -123,6 +124,7 @@ const StringFlag kStringFlags[] = {
     {"--checkpoint-dir", &Args::checkpointDir, "--checkpoint-dir needs a directory"},
     {"--resume", &Args::resume, "--resume needs a checkpoint directory"},
     {"--prompts", &Args::promptsFile, "--prompts needs a file"},
+    {"--logits-out", &Args::logitsOut, "--logits-out needs a directory"},
 };
 
 /// A flag of kSwitches or kStringFlags; false when it is none of them.

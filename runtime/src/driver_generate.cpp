@@ -50,12 +50,16 @@
 // (after sampling), so that a test sees --verify-forward fail; nothing else
 // reads it.
 //
-// One rank only for now (issue 42): several ranks are refused.
+// Several ranks: every rank runs the partitioned programs on its block of
+// each input (cut from the global tokens and positions) and gathers the
+// logits whole (gatherGlobal), so each samples the same ids; rank 0 prints
+// (every rank, prefixed, with --all-ranks).
 //
 //===----------------------------------------------------------------------===//
 
 #include "driver.h"
 
+#include "npy.h"
 #include "rng.h"
 #include "sampling.h"
 
@@ -63,6 +67,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -77,6 +82,19 @@ int64_t numel(const braid_tensor_desc &desc) {
   for (int32_t d = 0; d < desc.rank; ++d)
     n *= desc.shape[d];
   return n;
+}
+
+/// The elements of the global tensor `desc` is (a block of).
+int64_t globalNumel(const braid_tensor_desc &desc) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < desc.rank; ++d)
+    n *= desc.global_shape ? desc.global_shape[d] : desc.shape[d];
+  return n;
+}
+
+/// The global size of dimension `d` of `desc`.
+int64_t globalDim(const braid_tensor_desc &desc, int32_t d) {
+  return desc.global_shape ? desc.global_shape[d] : desc.shape[d];
 }
 
 const braid_tensor_desc *findParam(const braid_program &program, const char *name) {
@@ -118,15 +136,16 @@ Shapes shapesOf(const InferencePrograms &programs) {
   if (prefill.num_inputs < 3 || prefill.inputs[0].rank != 2 || prefill.num_outputs != 1 ||
       prefill.outputs[0].rank != 2)
     fatal("the prefill program does not take tokens [B, L] and return logits [B, V]");
-  shapes.batch = prefill.inputs[0].shape[0];
-  shapes.promptLen = prefill.inputs[0].shape[1];
-  shapes.vocab = prefill.outputs[0].shape[1];
+  // The programs' global sizes: a partitioned program's tensors are blocks.
+  shapes.batch = globalDim(prefill.inputs[0], 0);
+  shapes.promptLen = globalDim(prefill.inputs[0], 1);
+  shapes.vocab = globalDim(prefill.outputs[0], 1);
   for (int32_t i = 0; i < prefill.num_params; ++i)
     if (std::string(prefill.params[i].name).rfind("cache.", 0) == 0 &&
         prefill.params[i].rank >= 2)
-      shapes.context = prefill.params[i].shape[1];
+      shapes.context = globalDim(prefill.params[i], 1);
   if (!shapes.context && programs.forward)
-    shapes.context = programs.forward->inputs[0].shape[1];
+    shapes.context = globalDim(programs.forward->inputs[0], 1);
   if (!shapes.context)
     fatal("the generation programs have no KV cache (cache.*) to size the context by");
   for (const braid_program *p : {programs.prefill, programs.decode, programs.forward})
@@ -257,33 +276,59 @@ public:
   std::string worstAt;
 
 private:
-  /// Calls `program` on host `inputs` (one per program input, int32) and
-  /// returns its logits; the inputs and logits live for the call only.
+  /// Calls `program` on host `inputs` (one per program input, int32, the
+  /// global tensors) and returns its logits, whole on every rank; the inputs
+  /// and logits live for the call only.
   std::vector<float> call(const braid_program &program,
                           const std::vector<std::vector<int32_t>> &inputs, const char *what) {
     ++calls;
-    for (int32_t i = 0; i < program.num_inputs; ++i) {
-      const braid_tensor_desc &desc = program.inputs[i];
-      int64_t bytes = numel(desc) * 4;
-      if (int64_t(inputs[size_t(i)].size()) * 4 != bytes)
-        fatal("%s: input %s takes %lld bytes, given %lld", what, desc.name, (long long)bytes,
-              (long long)inputs[size_t(i)].size() * 4);
-      braid_rt_alloc(rt, desc.offset, bytes, desc.name);
-      rt->backend->copyToDevice(rt->arena + desc.offset, inputs[size_t(i)].data(), bytes);
-    }
-    const braid_tensor_desc &out = program.outputs[0];
-    braid_rt_alloc(rt, out.offset, numel(out) * 4, "logits");
+    for (int32_t i = 0; i < program.num_inputs; ++i)
+      placeInput(program.inputs[i], inputs[size_t(i)], what);
+    braid_tensor_desc out = program.outputs[0];
+    out.name = "logits";
+    Persistent logits = placed(out, "output");
+    braid_rt_alloc(rt, out.offset, logits.bytes, "logits");
     rt->step = calls;
     setCurrentStep(calls);
     program.step(rt, rt->arena);
     rt->backend->synchronize();
-    std::vector<float> logits(size_t(numel(out)));
-    rt->backend->copyToHost(logits.data(), rt->arena + out.offset, numel(out) * 4);
-    braid_rt_free(rt, out.offset, numel(out) * 4);
+    std::vector<char> whole =
+        gatherGlobal(rt, "logits", rt->arena + out.offset, out.dtype, logits.layout);
+    braid_rt_free(rt, out.offset, logits.bytes);
     for (int32_t i = 0; i < program.num_inputs; ++i)
       braid_rt_free(rt, program.inputs[i].offset, numel(program.inputs[i]) * 4);
     checkReturned(s, what, calls);
-    return logits;
+    std::vector<float> values(whole.size() / sizeof(float));
+    std::memcpy(values.data(), whole.data(), values.size() * sizeof(float));
+    return values;
+  }
+
+  /// `desc` placed on the run's grid: its local shape and where its block
+  /// lies in the global tensor.
+  Persistent placed(const braid_tensor_desc &desc, const char *kind) {
+    Persistent p;
+    std::string error;
+    if (!describe(desc, kind, s.grid, &p, &error))
+      fatal("%s", error.c_str());
+    return p;
+  }
+
+  /// Writes this rank's block of the global int32 tensor `global` to the
+  /// input `desc`'s buffer (padding zero).
+  void placeInput(const braid_tensor_desc &desc, const std::vector<int32_t> &global,
+                  const char *what) {
+    if (int64_t(global.size()) != globalNumel(desc))
+      fatal("%s: input %s takes %lld elements, given %zu", what, desc.name,
+            (long long)globalNumel(desc), global.size());
+    Persistent p = placed(desc, "input");
+    std::vector<int32_t> local(size_t(p.numel), 0);
+    std::vector<int64_t> globalShape = p.layout.global;
+    for (const Placed &box : localSlice(rt, p).boxes)
+      copyBox({reinterpret_cast<const char *>(global.data()), globalShape, box.global.start, 0,
+               reinterpret_cast<char *>(local.data()), p.shape, box.local, 0, box.global.shape,
+               4});
+    braid_rt_alloc(rt, desc.offset, p.bytes, desc.name);
+    rt->backend->copyToDevice(rt->arena + desc.offset, local.data(), p.bytes);
   }
 
   /// Samples each request's token `step` from its row of `logits` [B, V].
@@ -294,7 +339,7 @@ private:
       Request &request = *wave[b];
       request.ids.push_back(
           sampleToken(row, shapes.vocab, options, s.args.seed, request.index, step));
-      if (s.args.verifyForward)
+      if (s.args.verifyForward || !s.args.logitsOut.empty())
         request.logits.emplace_back(row, row + shapes.vocab);
     }
   }
@@ -329,7 +374,7 @@ private:
   /// on a difference past the tolerance.
   bool verifyWave(const std::vector<Request *> &wave) {
     const braid_program &forward = *programs.forward;
-    const int64_t B = forward.inputs[0].shape[0], C = forward.inputs[0].shape[1];
+    const int64_t B = globalDim(forward.inputs[0], 0), C = globalDim(forward.inputs[0], 1);
     const int64_t V = shapes.vocab;
     std::vector<int32_t> tokens(size_t(B * C), 0);
     for (size_t b = 0; b < wave.size(); ++b) {
@@ -375,8 +420,9 @@ private:
       }
       if (!(relative <= kVerifyTolerance)) {
         ok = false;
-        std::printf("verify: FAIL request %lld step %zu: difference %.3g > %.0e\n",
-                    (long long)request.index, t, relative, kVerifyTolerance);
+        if (s.talks)
+          std::printf("%sverify: FAIL request %lld step %zu: difference %.3g > %.0e\n",
+                      s.prefix.c_str(), (long long)request.index, t, relative, kVerifyTolerance);
       }
     }
     return ok;
@@ -405,23 +451,29 @@ private:
   int64_t calls = 0;
 };
 
-/// The ids of every request and the summary line; the number refused.
+/// The ids of every request and the summary line (rank 0, or every rank
+/// with --all-ranks: each computed the same ids); the number refused.
 int64_t report(const Session &s, const std::vector<Request> &requests, const Timings &times) {
   int64_t refused = 0, generated = 0;
+  const char *prefix = s.prefix.c_str();
   for (const Request &request : requests) {
     if (!request.refusal.empty()) {
       ++refused;
-      std::fprintf(stderr, "%s: request %lld refused: %s\n", s.argv0, (long long)request.index,
-                   request.refusal.c_str());
-      std::printf("request %lld: refused: %s\n", (long long)request.index,
-                  request.refusal.c_str());
+      if (s.talks) {
+        std::fprintf(stderr, "%s: %srequest %lld refused: %s\n", s.argv0, prefix,
+                     (long long)request.index, request.refusal.c_str());
+        std::printf("%srequest %lld: refused: %s\n", prefix, (long long)request.index,
+                    request.refusal.c_str());
+      }
       continue;
     }
-    std::printf("request %lld:", (long long)request.index);
+    generated += int64_t(request.ids.size());
+    if (!s.talks)
+      continue;
+    std::printf("%srequest %lld:", prefix, (long long)request.index);
     for (int32_t id : request.ids)
       std::printf(" %d", int(id));
     std::printf("\n");
-    generated += int64_t(request.ids.size());
   }
   int64_t cacheBytes = 0;
   for (const Persistent &p : s.persistent)
@@ -431,15 +483,36 @@ int64_t report(const Session &s, const std::vector<Request> &requests, const Tim
   for (double t : times.decodeSeconds)
     decodeTotal += t;
   double total = times.prefillSeconds + decodeTotal;
-  std::printf("generate: %zu requests (%lld refused), %lld tokens each, prefill %.6f s, decode "
-              "median %.3f ms/token p99 %.3f ms/token, %.1f tokens/s, cache %lld bytes per "
-              "rank\n",
-              requests.size(), (long long)refused, (long long)s.args.generate,
-              times.prefillSeconds, 1e3 * percentile(times.decodeSeconds, 0.5),
-              1e3 * percentile(times.decodeSeconds, 0.99),
-              total > 0 ? double(generated) / total : 0.0, (long long)cacheBytes);
+  if (s.talks)
+    std::printf("%sgenerate: %zu requests (%lld refused), %lld tokens each, prefill %.6f s, "
+                "decode median %.3f ms/token p99 %.3f ms/token, %.1f tokens/s, cache %lld bytes "
+                "per rank\n",
+                prefix, requests.size(), (long long)refused, (long long)s.args.generate,
+                times.prefillSeconds, 1e3 * percentile(times.decodeSeconds, 0.5),
+                1e3 * percentile(times.decodeSeconds, 0.99),
+                total > 0 ? double(generated) / total : 0.0, (long long)cacheBytes);
   std::fflush(stdout);
   return refused;
+}
+
+/// --logits-out DIR (rank 0): DIR/request<R>.npy, the [N, V] f32 logits
+/// that chose each generated token of request R (as --verify-forward
+/// compared them), for braid-run --verify to compare runs on two grids.
+void writeLogits(const Session &s, const std::vector<Request> &requests, int64_t vocab) {
+  if (s.args.logitsOut.empty() || s.ranks.rank != 0)
+    return;
+  for (const Request &request : requests) {
+    if (!request.refusal.empty())
+      continue;
+    std::vector<float> rows;
+    for (const std::vector<float> &row : request.logits)
+      rows.insert(rows.end(), row.begin(), row.end());
+    std::string path =
+        s.args.logitsOut + "/request" + std::to_string(request.index) + ".npy", error;
+    if (!npy::writeTensor(path, BRAID_F32, {int64_t(request.logits.size()), vocab},
+                          rows.data(), &error))
+      fatal("--logits-out: %s", error.c_str());
+  }
 }
 
 } // namespace
@@ -460,8 +533,6 @@ braid_program mergedProgram(const InferencePrograms &programs) {
 }
 
 int runGeneration(Session &s, const InferencePrograms &programs) {
-  if (s.ranks.size > 1 || s.grid.ranks() > 1)
-    return s.refuse("generation runs on one rank for now; issue 42 (grid " + s.grid.str() + ")");
   if (s.args.verifyForward && !programs.forward)
     return s.refuse("--verify-forward needs the forward program, which this binary lacks");
   if (!s.args.resume.empty() || !s.args.checkpointDir.empty())
@@ -476,12 +547,13 @@ int runGeneration(Session &s, const InferencePrograms &programs) {
   Generation generation(s, programs);
   bool verified = generation.run(requests);
   int64_t refused = report(s, requests, generation.timings());
-  if (s.args.verifyForward && verified) {
+  writeLogits(s, requests, shapesOf(programs).vocab);
+  if (s.args.verifyForward && verified && s.talks) {
     if (generation.worstAt.empty())
-      std::printf("verify: ok (no generated step to check)\n");
+      std::printf("%sverify: ok (no generated step to check)\n", s.prefix.c_str());
     else
-      std::printf("verify: ok (worst difference %.3g at %s)\n", generation.worst,
-                  generation.worstAt.c_str());
+      std::printf("%sverify: ok (worst difference %.3g at %s)\n", s.prefix.c_str(),
+                  generation.worst, generation.worstAt.c_str());
     std::fflush(stdout);
   }
   int status = tearDown(s, /*peakIsPlanned=*/false);

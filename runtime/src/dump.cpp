@@ -486,6 +486,26 @@ void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_
   }
 }
 
+std::vector<char> gatherGlobal(braid_rt *rt, const std::string &name, const void *data,
+                               braid_dtype dtype, const ShardLayout &layout) {
+  const int32_t rank = int32_t(layout.local.size());
+  const int64_t localNumel = numElements(name.c_str(), rank, layout.local.data());
+  const int64_t size = braid_dtype_size(dtype);
+  if (!layout.split()) {
+    std::vector<char> whole(size_t(localNumel * size));
+    rt->backend->synchronize();
+    rt->backend->copyToHost(whole.data(), data, localNumel * size);
+    return whole;
+  }
+  const DumpGroup group = dumpGroup(rt, name, layout);
+  const std::vector<char> shards = gatherShards(rt, name, data, dtype, group, localNumel);
+  Assembly assembly(rt, layout, dtype, localNumel,
+                    numElements(name.c_str(), rank, layout.global.data()),
+                    /*checkCopies=*/false);
+  assembly.placeAll(shards, group);
+  return std::move(assembly.global);
+}
+
 void dumpZeroBlock(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
                    int64_t count, const char *zeroAxes, const ShardLayout &block) {
   if (!rt->options.dumping && rt->options.dumpDir.empty())

@@ -192,6 +192,12 @@ std::string stageGroup(const braid_rt *rt);
 /// the whole tensor. Nothing when dumps are off.
 void dumpSharded(braid_rt *rt, const std::string &file, const void *data, braid_dtype dtype,
                  const ShardLayout &layout);
+/// The global tensor of which `data` (device memory) is this rank's block
+/// as `layout` says, on the host of every rank (collective over the world,
+/// or over a pipeline stage's group: dumps' groups); padding dropped, natural
+/// order. A tensor whole on every rank is copied, with no collective.
+std::vector<char> gatherGlobal(braid_rt *rt, const std::string &name, const void *data,
+                               braid_dtype dtype, const ShardLayout &layout);
 /// Dumps a ZeRO range of a sharded block: `data` holds this rank's `count`
 /// elements of the flat block, the ranks of group `zeroAxes` its consecutive
 /// ranges; the block is gathered over that group, then dumped as `block`

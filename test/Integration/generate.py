@@ -8,13 +8,15 @@
 # - the negative test: BRAID_TEST_PERTURB_LOGITS=R:T corrupts one logit of
 #   request R at step T before the comparison, and --verify FAILS (status 1)
 #   naming that request and step;
+# - a cache write broken by the CPU kernel's test hook BRAID_TEST_CACHE_FAULT
+#   (rows one position late; two sequences' caches swapped) fails --verify;
 # - seeded sampling (temperature, top-k, top-p) is reproducible, changes with
 #   the seed, and a request's ids do not change when it shares its wave with
 #   other prompts, sits in another slot, or runs on another thread count;
 # - each bad request (malformed line, empty prompt, token id >= vocab or < 0,
 #   prompt + N - 1 > context) is refused by name while the others complete
-#   with the ids they get alone (status 2);
-# - a grid of several ranks is refused (one rank for now).
+#   with the ids they get alone (status 2).
+# Several ranks: generate-ranks.py.
 import os
 import re
 import subprocess
@@ -29,6 +31,7 @@ def run(model, *args, env=None):
     full = dict(os.environ)
     full["BRAID_RUN_CACHE"] = os.path.join(work, "cache")
     full.pop("BRAID_TEST_PERTURB_LOGITS", None)
+    full.pop("BRAID_TEST_CACHE_FAULT", None)
     full.update(env or {})
     return subprocess.run(["braid-run", os.path.join(examples, model), "--quiet", *args],
                           capture_output=True, text=True, env=full)
@@ -75,6 +78,15 @@ r = run("llama-tiny.mlir", "--generate", "4", "--verify", env={"BRAID_TEST_PERTU
 expect(r.returncode == 1 and "verify: FAIL request 0 step 0" in r.stdout,
        "a perturbed prefill logit did not fail --verify", r)
 
+# A broken cache write (the test hook BRAID_TEST_CACHE_FAULT of the CPU
+# kernel): rows written one position late, or two sequences' caches swapped.
+for fault in ("position", "swap"):
+    r = run("llama-tiny.mlir", "--generate", "4", "--verify", env={"BRAID_TEST_CACHE_FAULT": fault})
+    m = re.search(r"^verify: FAIL request \d+ step \d+: difference (\S+) > ", r.stdout, re.M)
+    expect(r.returncode == 1 and m and "verify: ok" not in r.stdout,
+           f"a cache write fault ({fault}) did not fail --verify", r)
+    print(f"cache fault {fault}: difference {m.group(1) if m else '?'}")
+
 # Seeded sampling: reproducible, seed-dependent, independent of the batch,
 # the slot and the thread count.
 sampling = ["--temperature", "0.9", "--top-k", "40", "--top-p", "0.95"]
@@ -114,11 +126,6 @@ for k, why in reasons.items():
 alone = run("llama-tiny.mlir", "--generate", "5", "--prompts", prompts("good.txt", ["1 2 3"]),
             "--prompt-len", "13")
 expect(ids(alone).get(0) == got.get(0), "request 0 differs from its run alone", alone)
-
-# One rank only, for now.
-r = run("llama-tiny.mlir", "--generate", "2", "--grid", "tp=2")
-expect(r.returncode == 1 and "generation runs on one rank for now; issue 42" in r.stderr,
-       "--generate with --grid tp=2 was not refused", r)
 
 if failures:
     print("\n\n".join(failures))

@@ -1,0 +1,119 @@
+//===- GenerateVerify.cpp - a partitioned generation against one rank -----===//
+//
+// braid-run --generate --verify --grid G runs the programs partitioned for G
+// and the same programs on one rank, each with --logits-out, and compares
+// what they generated: every request's ids must be identical, and the
+// logits that chose each token within the tolerance of teacher forcing (max
+// |a - b| / max |b| per request and step). A partitioned plan that computes
+// something else (a dropped all-reduce, a cache block written on the wrong
+// rank) changes the logits long before it changes a greedy id, so both are
+// checked.
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Driver/GenerateVerify.h"
+
+#include "braid/Driver/NpyReader.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace braid::driver {
+
+namespace {
+
+/// The ids a run printed ("request R: ID ID ..."), by request; refused
+/// requests ("request R: refused: ...") are left out.
+std::map<int64_t, std::string> generatedIds(llvm::StringRef text) {
+  std::map<int64_t, std::string> out;
+  llvm::SmallVector<llvm::StringRef> lines;
+  text.split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    line = line.rtrim("\r");
+    if (!line.consume_front("request "))
+      continue;
+    auto [index, rest] = line.split(':');
+    int64_t r;
+    if (index.getAsInteger(10, r) || rest.trim().starts_with("refused"))
+      continue;
+    out[r] = rest.trim().str();
+  }
+  return out;
+}
+
+/// The worst difference seen and where.
+struct Worst {
+  double difference = -1;
+  int64_t request = 0, step = 0;
+};
+
+} // namespace
+
+bool compareGenerations(const GenerationRun &partitioned, const GenerationRun &reference,
+                        llvm::StringRef grid, double tolerance, llvm::raw_ostream &os) {
+  std::map<int64_t, std::string> ids = generatedIds(partitioned.text);
+  std::map<int64_t, std::string> expected = generatedIds(reference.text);
+  bool ok = true;
+  auto failLine = [&](const llvm::Twine &what) {
+    os << "verify: FAIL grid " << grid << " against 1 rank: " << what << "\n";
+    ok = false;
+  };
+  for (const auto &[r, want] : expected)
+    if (!ids.count(r))
+      failLine("request " + llvm::Twine(r) + " generated nothing (1 rank: " + want + ")");
+  Worst worst;
+  for (const auto &[r, got] : ids) {
+    auto want = expected.find(r);
+    if (want == expected.end()) {
+      failLine("request " + llvm::Twine(r) + " was refused on 1 rank");
+      continue;
+    }
+    if (got != want->second)
+      failLine("request " + llvm::Twine(r) + " generated " + got + ", 1 rank " + want->second);
+    std::string file = "/request" + std::to_string(r) + ".npy", error;
+    NpyArray a, b;
+    if (!readNpy(partitioned.logitsDir + file, &a, &error) ||
+        !readNpy(reference.logitsDir + file, &b, &error)) {
+      failLine("request " + llvm::Twine(r) + ": " + error);
+      continue;
+    }
+    if (a.shape != b.shape || a.shape.size() != 2) {
+      failLine("request " + llvm::Twine(r) + ": logits of shape " + shapeString(a.shape) +
+               ", 1 rank " + shapeString(b.shape));
+      continue;
+    }
+    const int64_t steps = a.shape[0], vocab = a.shape[1];
+    for (int64_t t = 0; t < steps; ++t) {
+      double diff = 0, scale = 0;
+      for (int64_t v = t * vocab; v < (t + 1) * vocab; ++v) {
+        diff = std::max(diff, std::fabs(a.values[size_t(v)] - b.values[size_t(v)]));
+        scale = std::max(scale, std::fabs(b.values[size_t(v)]));
+      }
+      double relative = scale > 0 ? diff / scale : diff;
+      if (std::isnan(relative) || relative > worst.difference)
+        worst = {std::isnan(relative) ? INFINITY : relative, r, t};
+      if (!(relative <= tolerance))
+        failLine("request " + llvm::Twine(r) + " step " + llvm::Twine(t) +
+                 ": logit difference " + llvm::formatv("{0:g}", relative).str() + " > " +
+                 llvm::formatv("{0:e}", tolerance).str());
+    }
+  }
+  if (ok) {
+    os << "verify: grid " << grid << " against 1 rank: ok (ids identical for " << ids.size()
+       << " requests";
+    if (worst.difference >= 0)
+      os << ", worst logit difference " << llvm::format("%.3g", worst.difference)
+         << " at request " << worst.request << " step " << worst.step;
+    os << ")\n";
+  }
+  os.flush();
+  return ok;
+}
+
+} // namespace braid::driver
