@@ -105,11 +105,9 @@ def test_bad_arguments_raise_before_compiling():
     assert braid.generate(LLAMA, [], max_new_tokens=2) == []
 
 
-def test_grid_is_passed_to_the_driver():
-    # Generation on several ranks is not built yet (issue 42): the driver's
-    # refusal comes back as a BraidError. When it lands, this test becomes a
-    # comparison of a tp=2 run's ids with one rank's.
-    with pytest.raises(braid.BraidError, match=r"--grid tp=2: generation runs on one rank"):
-        braid.generate(LLAMA, PROMPTS, max_new_tokens=2, grid="tp=2")
-    with pytest.raises(braid.BraidError, match=r"--grid dp=2"):
-        braid.generate(LLAMA, PROMPTS, max_new_tokens=2, grid={"dp": 2})
+def test_grid_generates_what_one_rank_generates():
+    # The grid reaches the driver: tp=2 (a string) and dp=2 (a dict) run on
+    # two CPU ranks and generate one rank's ids.
+    alone = braid.generate(LLAMA, PROMPTS, max_new_tokens=3)
+    assert braid.generate(LLAMA, PROMPTS, max_new_tokens=3, grid="tp=2") == alone
+    assert braid.generate(LLAMA, PROMPTS, max_new_tokens=3, grid={"dp": 2}) == alone
