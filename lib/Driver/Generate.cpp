@@ -1,10 +1,10 @@
 //===- Generate.cpp - compile a model's inference programs and generate ---===//
 //
-// The programs come from --braid-derive-inference. On one rank they are
-// emitted as they are; on a grid of several the training pipeline without
-// an optimizer partitions every entry point (one layout per parameter and
-// cache state across the programs) and makes every transfer a dist op, and
-// the binary runs under mpirun. The runtime checks the requests; this side
+// The programs come from --braid-derive-inference and go through the
+// training pipeline without an optimizer (the model's dtype, expert FFNs
+// expanded); on a grid of several ranks it partitions every entry point (one
+// layout per parameter and cache state across the programs) and makes every
+// transfer a dist op, and the binary runs under mpirun. The runtime checks the requests; this side
 // checks the flags.
 //
 //===----------------------------------------------------------------------===//
@@ -95,11 +95,6 @@ SmallVector<std::string> programArgs(const RunOptions &options,
 /// What generation does not do (yet); fails after a message naming it.
 LogicalResult checkGenerateOptions(const TrainingPipelineOptions &pipeline,
                                    const RunOptions &options) {
-  if (mlir::braid::stringifyPrecision(pipeline.dtype) != "f32")
-    return fail("--generate with --dtype " +
-                mlir::braid::stringifyPrecision(pipeline.dtype) +
-                ": generation runs at f32 for now; issue 42"),
-           failure();
   if (!options.checkpointDir.empty() || !options.resumeFrom.empty() ||
       !options.verifyFrom.empty())
     return fail("--generate takes none of --checkpoint-dir, --resume, "
@@ -112,15 +107,26 @@ LogicalResult checkGenerateOptions(const TrainingPipelineOptions &pipeline,
   return success();
 }
 
-/// Partitions the inference programs for --grid: the training pipeline
-/// with no optimizer (and --inject-fault's passes between the partitioning
-/// and the lowering to dist ops, as for training).
-LogicalResult partitionForGrid(ModuleOp module, const TrainingPipelineOptions &given,
-                               const CompileOptions &compile, Progress *progress) {
+/// Lowers the inference programs for `grid` (none: one rank) with the
+/// training pipeline and no optimizer: the model's --dtype, expert FFNs
+/// expanded, and on a grid every entry point partitioned and every transfer
+/// a dist op (with --inject-fault's passes between the partitioning and the
+/// lowering to dist ops, as for training).
+LogicalResult lowerPrograms(ModuleOp module, const TrainingPipelineOptions &given,
+                            StringRef grid, const CompileOptions &compile,
+                            Progress *progress) {
   if (progress)
-    progress->phase("partitioning the inference programs for " + given.grid);
+    progress->phase(grid.empty() ? Twine("lowering the inference programs")
+                                 : "partitioning the inference programs for " + grid);
   TrainingPipelineOptions pipeline;
-  pipeline.copyOptionValuesFrom(given);
+  if (grid.empty()) {
+    // One rank, as the training reference: the whole batch, no grid.
+    referencePipeline(given, pipeline);
+    pipeline.zero = 0;
+    pipeline.sequenceParallel = false;
+  } else {
+    pipeline.copyOptionValuesFrom(given);
+  }
   pipeline.optimizer = mlir::braid::OptimizerKind::None;
   const char *links = std::getenv("BRAID_LINK");
   pipeline.scheduleLink = links ? links : "";
@@ -239,7 +245,10 @@ int generateModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   // --verify on a grid: the same programs on one rank are the reference.
   const bool compareRanks = options.verify && *ranks > 1;
   OwningOpRef<ModuleOp> single = compareRanks ? module.clone() : nullptr;
-  if (*ranks > 1 && failed(partitionForGrid(module, pipeline, options.compile, progress)))
+  if (failed(lowerPrograms(module, pipeline, *ranks > 1 ? StringRef(pipeline.grid) : "",
+                           options.compile,
+                           progress)) ||
+      (single && failed(lowerPrograms(*single, pipeline, "", CompileOptions(), nullptr))))
     return 1;
 
   if (progress)

@@ -12,6 +12,8 @@
 #   cache whole on each rank, Megatron's replication), dp=2, dp=2 x tp=2,
 #   and seeded sampling (temperature, top-k, top-p) on tp=2;
 # - gpt-tiny (learned positions): tp=2;
+# - moe-tiny: ep=2 (each rank its experts, the decode step's tokens sent by
+#   all-to-all, no token dropped), and dp=2 x ep=2 with a batch of 4;
 # - the negative test: a dropped TP all-reduce (--inject-fault) makes the
 #   comparison with one rank FAIL with status 1.
 import os
@@ -56,6 +58,8 @@ cases = [
     ("llama-tiny.mlir", "dp=2,tp=2", []),
     ("llama-tiny.mlir", "tp=2", sampling),
     ("gpt-tiny.mlir", "tp=2", ["--batch", "2", "--context", "16"]),
+    ("moe-tiny.mlir", "ep=2", []),
+    ("moe-tiny.mlir", "dp=2,ep=2", ["--batch", "4"]),
 ]
 for model, grid, extra in cases:
     what = f"{model} --grid {grid} {' '.join(extra)}"
