@@ -1,8 +1,6 @@
 // RUN: braid-opt --braid-partition="grid=dp=2,tp=2" -split-input-file -verify-diagnostics %s
-// RUN: braid-opt --braid-derive-inference %S/../../examples/llama-tiny.mlir | not braid-opt --braid-partition="grid=cp=2,tp=2" 2>&1 | FileCheck %s --check-prefix=CP
-
-// Context parallelism of the programs that read a KV cache is not built.
-// CP: error: --braid-partition: @prefill reads a KV cache, and partitioning it over cp (context parallelism) is not supported yet; use dp and tp
+// (Context parallelism of the programs that read a KV cache:
+// braid-partition-inference-cp.mlir and its -invalid.mlir.)
 
 // A parameter has one layout, shared by every program of the module:
 // annotations of it in two programs must agree.

@@ -202,6 +202,8 @@ void FramePlanner::groupReshapes() {
         classes.unionSets(result, reshape.getInput());
       else if (auto write = dyn_cast<CacheWriteOp>(op))
         classes.unionSets(result, write.getCache());
+      else if (auto chunk = dyn_cast<CacheWriteChunkOp>(op))
+        classes.unionSets(result, chunk.getCache());
     }
 }
 

@@ -680,5 +680,6 @@ include "dialects/braid/IR/BraidBlockAttentionOps.td"
 include "dialects/braid/IR/BraidSequenceChunkOps.td"
 include "dialects/braid/IR/BraidVocabShardOps.td"
 include "dialects/braid/IR/BraidInferenceOps.td"
+include "dialects/braid/IR/BraidCacheContextOps.td"
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD

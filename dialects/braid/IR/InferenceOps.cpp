@@ -51,7 +51,10 @@ LogicalResult CacheWriteOp::verify() {
     return emitOpError("rows ")
            << rows << " do not fit the cache " << cache
            << ": the sequences, heads and head dimension must match";
-  if (rows.getDimSize(1) > cache.getDimSize(1))
+  // A cache split by sequence (`cache_axes`, --braid-partition) holds a
+  // chunk of the rows: each rank writes the new rows that fall in it.
+  if (rows.getDimSize(1) > cache.getDimSize(1) &&
+      !(*this)->hasAttr("cache_axes"))
     return emitOpError("writes ")
            << rows.getDimSize(1) << " rows per sequence into a cache of "
            << cache.getDimSize(1);

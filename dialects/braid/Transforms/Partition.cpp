@@ -378,6 +378,7 @@ Partitioner::splitOf(Operation *op, const ShardingRule &rule) {
   // heads' cache (a whole cache, sliced, when kv heads are fewer than ranks).
   if (isa<CacheAttentionOp>(op))
     splitKeyValueHeads(op, rule, split);
+  splitCacheSequence(op, rule, split);
   splitRecurrence(op, rule, split);
   for (auto [i, factor] : llvm::enumerate(rule.factors))
     if (factor.kind == FactorKind::Reduction)
@@ -602,6 +603,8 @@ LogicalResult Partitioner::cloneLocal(OpBuilder &b, Operation *op,
     cast<AttentionOp>(local).setSequenceZigzagAttr(b.getI64IntegerAttr(zigzag));
   if (!split.mixerContext.empty())
     local->setAttr("context_axes", grid.nameAttr(context, split.mixerContext));
+  if (!split.cacheAxes.empty())
+    local->setAttr("cache_axes", grid.nameAttr(context, split.cacheAxes));
   if (auto ce = dyn_cast<CrossEntropyOp>(local)) {
     auto logits = globalType(cast<CrossEntropyOp>(op).getLogits());
     int f = rule.factorOf(0, logits.getRank() - 1);
@@ -715,7 +718,7 @@ LogicalResult Partitioner::run() {
     paramGlobal[state.getSymName()] = state.getTensorType();
   // Annotations first: a plan's seeds then only fill the classes they left.
   if (failed(seedAnnotations()) || failed(seedPlan()) ||
-      failed(seedBatchAndSequence()))
+      failed(seedCacheSequence()) || failed(seedBatchAndSequence()))
     return failure();
   if (failed(chooseParamShardings()))
     return failure();
@@ -725,24 +728,6 @@ LogicalResult Partitioner::run() {
       return failure();
   }
   recordGlobalLayouts();
-  return success();
-}
-
-LogicalResult Partitioner::checkInferenceGrid() {
-  // A cache's positions are global: a prefill or decode split by sequence
-  // would write its rows at the wrong places. Context parallelism of these
-  // programs (issue 42's cp slice) is not built yet.
-  std::optional<int16_t> cp = grid.find("cp");
-  if (!cp || grid.sizes[*cp] == 1)
-    return success();
-  for (func::FuncOp entry : entries) {
-    std::optional<EntryKind> kind = getEntryKind(entry);
-    if (kind == EntryKind::Prefill || kind == EntryKind::Decode)
-      return entry.emitError("--braid-partition: @")
-             << entry.getSymName()
-             << " reads a KV cache, and partitioning it over cp (context "
-                "parallelism) is not supported yet; use dp and tp";
-  }
   return success();
 }
 
@@ -821,7 +806,8 @@ Partitioner::inputShardings(func::FuncOp step) {
       }
     // Context parallelism: each rank reads its chunk of the sequence (two
     // chunks under zigzag balancing).
-    if (auto cp = grid.find("cp"); cp && type.getRank() >= 2) {
+    if (auto cp = grid.find("cp");
+        cp && type.getRank() >= 2 && splitsSequence(step)) {
       int64_t chunks = zigzag ? 2 * grid.sizes[*cp] : grid.sizes[*cp];
       if (type.getDimSize(1) % chunks != 0)
         return step.emitError("the sequence (")
@@ -883,7 +869,9 @@ LogicalResult Partitioner::chooseSequenceLayout() {
       if (auto a = dyn_cast<AttentionOp>(op))
         causal |= a.getCausal();
       auto e = dyn_cast<EmbeddingOp>(op);
-      if ((e && e.getPositionTable()) || isa<Conv1dOp, SelectiveScanOp>(op))
+      // The inference programs' cache is split in contiguous chunks.
+      if ((e && e.getPositionTable()) ||
+          isa<Conv1dOp, SelectiveScanOp, CacheWriteOp>(op))
         if (!orderDependent)
           orderDependent = op;
     });

@@ -104,6 +104,7 @@ private:
     AxisList contextAxes;  ///< all-gather attention: the queries' chunk
     AxisList ringAxes;     ///< ring attention: keys and values passed round
     AxisList mixerContext; ///< a recurrence's sequence split over cp
+    AxisList cacheAxes;    ///< a KV cache split by sequence over cp
     bool zigzagged = false;
   };
   LogicalResult partitionFunction(func::FuncOp func,
@@ -126,6 +127,10 @@ private:
                           OpSplit &split);
   void splitRecurrence(Operation *op, const ShardingRule &rule,
                        OpSplit &split);
+  /// A cache_write or cache_attention whose cache is split by sequence over
+  /// cp (PartitionCacheContext.cpp).
+  void splitCacheSequence(Operation *op, const ShardingRule &rule,
+                          OpSplit &split);
   LogicalResult mapOperands(OpBuilder &b, Operation *op,
                             const ShardingRule &rule, const OpSplit &split,
                             IRMapping &mapping);
@@ -183,8 +188,14 @@ private:
   /// Zigzag load balancing: the cp size when sequences split over cp are
   /// held in zigzag order (rank i: chunks i and 2cp-1-i), else 0.
   int64_t zigzag = 0;
-  /// Refuses a cp split of the programs that use a KV cache.
+  /// Refuses a cp split of a KV cache that cp does not divide
+  /// (PartitionCacheContext.cpp).
   LogicalResult checkInferenceGrid();
+  /// Seeds every KV cache's sequence over cp (PartitionCacheContext.cpp).
+  LogicalResult seedCacheSequence();
+  /// Whether `entry`'s inputs have their sequence split over cp (not a
+  /// decode step's one token).
+  bool splitsSequence(func::FuncOp entry);
   /// Decides `zigzag` from cp-layout and the model.
   LogicalResult chooseSequenceLayout();
 

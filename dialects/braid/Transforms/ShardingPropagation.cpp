@@ -416,7 +416,7 @@ LogicalResult Partitioner::seedBatchAndSequence(func::FuncOp step) {
     // The sequence: over cp (context parallelism), then over tp between
     // the tensor-parallel regions (sequence parallelism).
     AxisList sequence;
-    if (auto cp = grid.find("cp"))
+    if (auto cp = grid.find("cp"); cp && splitsSequence(step))
       sequence.push_back(*cp);
     if (sequenceParallel)
       if (auto tp = grid.find("tp"))

@@ -22,6 +22,14 @@ namespace braid {
 inline constexpr llvm::StringLiteral kTestSkipRingStepAttr =
     "braid_test.skip_ring_step";
 
+/// A test hook, set only by --braid-test-inject-fault=kind=wrong-cp-merge:
+/// on a cache_attention whose cache is split by sequence (cache_axes), the
+/// lowering to dist merges the ranks' partial results with equal weights
+/// instead of their log-sum-exps, so that --verify's negative tests can
+/// break the merge.
+inline constexpr llvm::StringLiteral kTestWrongCpMergeAttr =
+    "braid_test.wrong_cp_merge";
+
 } // namespace braid
 
 #endif // BRAID_CONVERSION_PASSES_H

@@ -29,6 +29,7 @@ struct ConvertBraidToDistPass
     const std::pair<bool (*)(Operation *), Lower> families[] = {
         {isShardTransfer, lowerShardCollective},
         {isContextAttention, lowerContextAttention},
+        {isCacheContext, lowerCacheContext},
         {isSequenceChunked, lowerSequenceChunked},
         {isVocabParallel, lowerVocabParallel},
         {isZeroUpdate, lowerZero},

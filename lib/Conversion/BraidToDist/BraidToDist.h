@@ -38,6 +38,14 @@ bool isContextAttention(mlir::Operation *op);
 /// dist.shift transfers (ContextAttention.cpp).
 mlir::LogicalResult lowerContextAttention(mlir::Operation *op);
 
+/// Whether `op` is a cache_write or cache_attention whose KV cache is split
+/// by sequence (`cache_axes`, CacheContext.cpp).
+bool isCacheContext(mlir::Operation *op);
+
+/// Replaces it by the chunk ops of this rank's rows and, for attention, the
+/// all-gather and log-sum-exp merge of the ranks' partials (CacheContext.cpp).
+mlir::LogicalResult lowerCacheContext(mlir::Operation *op);
+
 /// Whether `op` is a Mamba op over this rank's chunk of a sequence
 /// (`context_axes`: conv1d, selective_scan and their gradients).
 bool isSequenceChunked(mlir::Operation *op);

@@ -38,6 +38,13 @@ static std::optional<std::string> inputRole(Value value) {
     if (auto attention = dyn_cast<CacheAttentionOp>(user);
         attention && attention.getPositions() == value)
       return std::string("positions");
+    // The same over a cache split by sequence (CacheContext.cpp).
+    if (auto write = dyn_cast<CacheWriteChunkOp>(user);
+        write && write.getPositions() == value)
+      return std::string("positions");
+    if (auto attention = dyn_cast<CacheAttentionChunkOp>(user);
+        attention && attention.getPositions() == value)
+      return std::string("positions");
     if (auto shift = dyn_cast<AddPositionsOp>(user);
         shift && shift.getPositions() == value)
       return std::string("positions");

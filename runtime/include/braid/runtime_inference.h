@@ -75,6 +75,38 @@ void braid_k_add_positions(braid_rt *rt, braid_dtype dt, const void *x, const vo
                            const int32_t *positions, void *out, int64_t batch, int64_t seq,
                            int64_t table_rows, int64_t hidden);
 
+/*===--- A KV cache split by sequence (context parallelism) ---------------===*/
+
+/* Each context-parallel rank holds the rows [first_row, first_row + chunk_len)
+ * of every sequence's context_len cache rows (cache [batch, chunk_len, heads,
+ * head_dim]). braid_k_cache_write_chunk is braid_k_cache_write of the rows
+ * whose position p falls in the chunk, written at p - first_row; the others
+ * are skipped. Every position outside [0, context_len) is a fatal error naming
+ * the sequence. */
+void braid_k_cache_write_chunk(braid_rt *rt, braid_dtype dt, void *cache, const void *rows,
+                               const int32_t *positions, int64_t batch, int64_t chunk_len,
+                               int64_t seq, int64_t heads, int64_t head_dim, double rope_theta,
+                               int64_t first_row, int64_t context_len);
+
+/* braid_k_cache_attention over one rank's chunk (shape->cache_len = its rows,
+ * local row t at position first_row + t, visible to a query at p iff
+ * first_row + t <= p): out [batch, seq, heads, v_head_dim] the softmax-weighted
+ * sum of the visible values and lse [batch, seq, heads] the log-sum-exp of
+ * their scores, both f32 (a row that sees no key: 0 and -inf). */
+void braid_k_cache_attention_chunk(braid_rt *rt, braid_dtype dt, const void *q,
+                                   const void *k_cache, const void *v_cache,
+                                   const int32_t *positions, float *out, float *lse,
+                                   const braid_cache_attention_shape *shape, int64_t first_row,
+                                   int64_t context_len);
+
+/* The chunks' results merged: outs [parts, rows, v_head_dim], lses [parts,
+ * rows] (chunk j's at j rows..); per row, m = max_j lse_j and
+ * result = sum_j e^(lse_j - m) out_j / sum_j e^(lse_j - m) in double, summed
+ * in chunk order, rounded to dt (zeros where every lse is -inf). */
+void braid_k_cache_attention_merge(braid_rt *rt, braid_dtype dt, const float *outs,
+                                   const float *lses, void *result, int64_t parts,
+                                   int64_t rows, int64_t v_head_dim);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

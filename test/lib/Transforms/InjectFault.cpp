@@ -32,6 +32,11 @@
 //                      dist leaves that step's block op out, as
 //                      braid_test.skip_ring_step asks, which only this pass
 //                      sets (before the lowering, as every fault here)
+//   wrong-cp-merge      a braid.cache_attention over a KV cache split by
+//                      sequence (cache_axes) merges the cp ranks' partial
+//                      results with equal weights instead of their
+//                      log-sum-exps, as braid_test.wrong_cp_merge asks of the
+//                      lowering to dist
 //
 // A module with nothing of the kind is an error (a test that injects nothing
 // would pass for the wrong reason).
@@ -243,6 +248,16 @@ LogicalResult skipRingStep(ModuleOp module) {
   return success();
 }
 
+LogicalResult wrongCpMerge(ModuleOp module) {
+  auto op = findFirst<CacheAttentionOp>(
+      module, [](CacheAttentionOp op) { return op->hasAttr("cache_axes"); });
+  if (!op)
+    return module.emitError("wrong-cp-merge: no braid.cache_attention with "
+                            "cache_axes");
+  op->setAttr(::braid::kTestWrongCpMergeAttr, UnitAttr::get(op.getContext()));
+  return success();
+}
+
 /// The faults by name, in the order the pass lists them.
 struct Fault {
   StringRef kind;
@@ -253,6 +268,7 @@ constexpr Fault kFaults[] = {
     {"drop-state-carry", dropStateCarry}, {"zero-offset", zeroOffset},
     {"swap-microbatches", swapMicrobatches},
     {"corrupt-replica", corruptReplica},  {"skip-ring-step", skipRingStep},
+    {"wrong-cp-merge", wrongCpMerge},
 };
 
 struct InjectFaultPass

@@ -587,3 +587,73 @@ def add_positions(x, table, positions) -> np.ndarray:
            f"add_positions: input {x.shape} and table {table.shape} do not fit")
     at = _sequence_rows(positions, x.shape[0], x.shape[1], table.shape[0], "add_positions")
     return (_f64(x) + _f64(table)[at]).astype(x.dtype)
+
+
+# --------------------------------------------------------------------------
+# A KV cache split by sequence over context-parallel ranks
+# (runtime_inference.h: braid_k_cache_write_chunk, _attention_chunk, _merge)
+# --------------------------------------------------------------------------
+
+def cache_write_chunk(cache, rows, positions, first_row: int, context_len: int,
+                      rope_theta=None) -> np.ndarray:
+    """cache [B, Cl, H, D] holds rows [first_row, first_row + Cl) of a context of
+    context_len rows: cache_write of the rows whose position p = positions[b] + s falls in
+    it, at p - first_row; every p must lie in [0, context_len)."""
+    cache = _float(cache, "cache_write_chunk cache")
+    rows = _float(rows, "cache_write_chunk rows")
+    b, s = rows.shape[:2]
+    cl = cache.shape[1]
+    _check(0 <= first_row and first_row + cl <= context_len,
+           f"cache_write_chunk: chunk [{first_row}, {first_row + cl}) outside [0, {context_len})")
+    at = _sequence_rows(positions, b, s, context_len, "cache_write_chunk")
+    rotated = _rotated(_f64(rows), rope_theta, at)
+    out = _f64(cache).copy()
+    for i in range(b):
+        for j in range(s):
+            t = at[i, j] - first_row
+            if 0 <= t < cl:
+                out[i, t] = rotated[i, j]
+    return out.astype(cache.dtype)
+
+
+def cache_attention_chunk(q, k_cache, v_cache, positions, first_row: int, context_len: int,
+                          scale=None, rope_theta=None):
+    """cache_attention over one chunk (local row t at position first_row + t, visible to a
+    query at p iff first_row + t <= p) -> (out [B, S, Hq, Dv], lse [B, S, Hq]) in float64:
+    the softmax-weighted visible values and the log-sum-exp of their scores (a row that
+    sees none: 0 and -inf)."""
+    q = _float(q, "cache_attention_chunk query")
+    k = _float(k_cache, "cache_attention_chunk k_cache")
+    v = _float(v_cache, "cache_attention_chunk v_cache")
+    b, s, hq, d = q.shape
+    cl, hkv = k.shape[1], k.shape[2]
+    at = _sequence_rows(positions, b, s, context_len, "cache_attention_chunk")
+    qf = _rotated(_f64(q), rope_theta, at)
+    kv_head = np.arange(hq) // (hq // hkv)
+    kf, vf = _f64(k)[:, :, kv_head], _f64(v)[:, :, kv_head]
+    sc = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    scores = sc * np.einsum("bshd,bthd->bhst", qf, kf)                     # [B, Hq, S, Cl]
+    hidden = (first_row + np.arange(cl))[None, None, None, :] > at[:, None, :, None]
+    scores = np.where(hidden, -np.inf, scores)
+    m = scores.max(axis=-1, keepdims=True)
+    seen = np.isfinite(m)
+    e = np.where(seen, np.exp(scores - np.where(seen, m, 0.0)), 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    p = np.where(seen, e / np.where(seen, total, 1.0), 0.0)
+    out = np.einsum("bhst,bthe->bshe", p, vf)
+    lse = np.where(seen, m + np.log(np.where(seen, total, 1.0)), -np.inf)[..., 0]  # [B,Hq,S]
+    return out, lse.transpose(0, 2, 1)
+
+
+def cache_attention_merge(outs, lses, parts: int) -> np.ndarray:
+    """outs [parts B, S, H, Dv], lses [parts B, S, H] (chunk j at rows j B..) -> [B, S, H, Dv]:
+    per row sum_j e^(lse_j - m) out_j / sum_j e^(lse_j - m), m = max_j lse_j (zeros where
+    every lse is -inf)."""
+    o = _f64(outs).reshape(parts, -1, *np.shape(outs)[1:])
+    l = _f64(lses).reshape(parts, -1, *np.shape(lses)[1:])
+    m = l.max(axis=0)
+    seen = np.isfinite(m)
+    w = np.where(seen, np.exp(l - np.where(seen, m, 0.0)), 0.0)
+    total = w.sum(axis=0)
+    merged = (w[..., None] * o).sum(axis=0) / np.where(seen, total, 1.0)[..., None]
+    return np.where(seen[..., None], merged, 0.0)

@@ -1,0 +1,121 @@
+//===- PartitionCacheContext.cpp - a KV cache split by sequence over cp ---===//
+//
+// Context parallelism of the inference programs (issue 42), a part of
+// --braid-partition:
+//
+// - The cache. Every KV cache state [B, C, Hkv, D] is split by sequence over
+//   cp in contiguous chunks: rank c holds rows [c C/cp, (c+1) C/cp) of every
+//   sequence (its class is seeded like a sequence, so prefill and decode,
+//   which share the state, agree). Contiguous, not zigzag: a decode step
+//   appends one row at a time, and a rank's chunk then fills in order; the
+//   zigzag layout of training is refused for modules with these programs
+//   (chooseSequenceLayout).
+// - Prefill. The prompt is split over cp as training splits its sequence
+//   (contiguous chunks; every op outside attention runs on its chunk). Each
+//   cache_write takes the prompt's new rows whole (an all-gather) and each
+//   rank keeps those that fall in its chunk; each cache_attention takes the
+//   queries whole, attends over its rank's cache chunk and the partial
+//   results are merged by log-sum-exp (pass-Q context parallelism: the
+//   cache rows never move, a continued prompt's earlier rows included);
+//   its result, whole on every cp rank, is sliced back to the chunk.
+// - Decode. The one new token per sequence is not split; the rank owning its
+//   position writes its key and value, every rank attends over its chunk,
+//   and the partials are merged.
+//
+// The partitioner marks such ops with `cache_axes`; --convert-braid-to-dist
+// (lib/Conversion/BraidToDist/CacheContext.cpp) expands them into the chunk
+// ops of BraidCacheContextOps.td and their all-gathers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/braid/Transforms/Partitioner.h"
+
+#include "braid/Support/Debug.h"
+#include "dialects/braid/IR/EntryPoints.h"
+
+#define DEBUG_TYPE "braid-partition"
+
+using namespace mlir;
+using namespace mlir::braid;
+using namespace mlir::braid::partition;
+
+/// The cp axis when it splits something (size > 1).
+static std::optional<int16_t> contextAxis(const Grid &grid) {
+  std::optional<int16_t> cp = grid.find("cp");
+  if (!cp || grid.sizes[*cp] == 1)
+    return std::nullopt;
+  return cp;
+}
+
+bool Partitioner::splitsSequence(func::FuncOp entry) {
+  // A decode step's one new token per sequence is not split; its cache is.
+  return getEntryKind(entry) != EntryKind::Decode;
+}
+
+LogicalResult Partitioner::checkInferenceGrid() {
+  std::optional<int16_t> cp = contextAxis(grid);
+  if (!cp)
+    return success();
+  int64_t ranks = grid.sizes[*cp];
+  for (func::FuncOp f : functions) {
+    WalkResult walk = f.walk([&](CacheWriteOp write) {
+      int64_t context = write.getCache().getType().getDimSize(1);
+      if (context % ranks == 0)
+        return WalkResult::advance();
+      write.emitError("--braid-partition: a KV cache of ")
+          << context << " rows per sequence cannot be split by sequence "
+          << "over cp=" << ranks << " (contiguous chunks need a multiple; "
+          << "choose --context accordingly)";
+      return WalkResult::interrupt();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult Partitioner::seedCacheSequence() {
+  std::optional<int16_t> cp = contextAxis(grid);
+  if (!cp)
+    return success();
+  for (func::FuncOp f : functions) {
+    WalkResult walk = f.walk([&](CacheWriteOp write) {
+      if (failed(seed(write.getCache(), 1, {*cp}, 1, write.getLoc(),
+                      "the KV cache split by sequence over cp")))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  return success();
+}
+
+void Partitioner::splitCacheSequence(Operation *op, const ShardingRule &rule,
+                                     OpSplit &split) {
+  std::optional<int16_t> cp = contextAxis(grid);
+  if (!cp || !isa<CacheWriteOp, CacheAttentionOp>(op))
+    return;
+  // Operand #0 of cache_write and #1 (the key cache) of cache_attention,
+  // whose seed is that of the cache the write updated (a Whole factor ties
+  // no class through an op).
+  unsigned cache = isa<CacheWriteOp>(op) ? 0 : 1;
+  Value stored = op->getOperand(cache);
+  while (auto write = stored.getDefiningOp<CacheWriteOp>())
+    stored = write.getCache();
+  const Seed *s = seedOf(stored, 1);
+  if (!s || !llvm::is_contained(s->axes, *cp))
+    return;
+  // The new rows and the queries stay whole (their sequence factors are
+  // Whole): every rank sees them all and keeps, or attends with, its chunk.
+  split.axes[rule.factorOf(cache, 1)] = {*cp};
+  split.cacheAxes = {*cp};
+  LLVM_DEBUG(llvm::dbgs() << "'" << op->getName() << "' at " << op->getLoc()
+                          << ": its cache is split by sequence over cp ("
+                          << s->source << "): "
+                          << (isa<CacheWriteOp>(op)
+                                  ? "each rank writes the rows of its chunk"
+                                  : "each rank attends over its chunk, the "
+                                    "partials merged by log-sum-exp")
+                          << "\n");
+}
