@@ -57,6 +57,16 @@ struct Worst {
 
 bool compareGenerations(const GenerationRun &partitioned, const GenerationRun &reference,
                         llvm::StringRef grid, double tolerance, llvm::raw_ostream &os) {
+  // A run that stopped before its summary (a bad argument, a crash) has
+  // nothing to compare.
+  for (const auto &[run, name] : {std::pair{&partitioned, "the partitioned run"},
+                                  std::pair{&reference, "the 1-rank run"}})
+    if (!llvm::StringRef(run->text).contains("\ngenerate: ") &&
+        !llvm::StringRef(run->text).starts_with("generate: ")) {
+      os << "verify: FAIL grid " << grid << " against 1 rank: " << name
+         << " did not complete (no summary line)\n";
+      return false;
+    }
   std::map<int64_t, std::string> ids = generatedIds(partitioned.text);
   std::map<int64_t, std::string> expected = generatedIds(reference.text);
   bool ok = true;
