@@ -205,10 +205,11 @@ CPU_MESSAGES = {
     "chunk_past_context": "braid: cache_write_chunk: chunk [6, 10) is outside the context's "
                           "[0, 8)",
 }
+# The CUDA kernels record a bad position under cache_write's and
+# cache_attention's error codes.
 DEVICE_MESSAGES = {
-    "write_past_context": "cache_write_chunk: position 8 of sequence 1 is out of range [0, 8)",
-    "attention_past_context": "cache_attention_chunk: position 8 of sequence 0 is out of "
-                              "range [0, 8)",
+    "write_past_context": "cache_write: position 8 of sequence 1 is out of range [0, 8)",
+    "attention_past_context": "cache_attention: position 8 of sequence 0 is out of range [0, 8)",
     "chunk_past_context": "cache_write_chunk: chunk [6, 10) is outside the context's [0, 8)",
 }
 
