@@ -1,11 +1,9 @@
 // RUN: braid-opt -split-input-file -verify-diagnostics --braid-derive-inference %s
 // RUN: not braid-opt --braid-derive-inference="context=8 prompt-len=9" %S/../../examples/llama-tiny.mlir 2>&1 | FileCheck %s --check-prefix=SIZES
 // RUN: not braid-opt --braid-derive-inference="context=32" %S/../../examples/gpt-tiny.mlir 2>&1 | FileCheck %s --check-prefix=POSITIONS
-// RUN: not braid-opt --braid-derive-inference %S/../../examples/mamba-tiny.mlir 2>&1 | FileCheck %s --check-prefix=MAMBA
 
 // SIZES: error: --braid-derive-inference: needs batch >= 1, context >= 1 and 1 <= prompt-len <= context, found batch 2, context 8, prompt-len 9
 // POSITIONS: error: --braid-derive-inference: a context of 32 rows exceeds the model's 16 learned positions
-// MAMBA: error: --braid-derive-inference: Mamba layers carry their conv and SSM state between decode steps, which is not derived yet
 
 // Generation attends to the past only.
 module {

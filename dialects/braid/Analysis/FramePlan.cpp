@@ -190,8 +190,9 @@ LogicalResult FramePlanner::assignPositions() {
 }
 
 // Values sharing storage: a reshape and its input; a cache write's result
-// and the cache it updates in place (a state, or the argument that carries
-// one: its verifier makes it the cache's only use).
+// and the cache it updates in place, a Mamba step's new state and its state
+// (a state, or the argument that carries one: their verifiers make it the
+// operand's only use).
 void FramePlanner::groupReshapes() {
   for (BlockArgument arg : block.getArguments())
     classes.insert(arg);
@@ -204,6 +205,12 @@ void FramePlanner::groupReshapes() {
         classes.unionSets(result, write.getCache());
       else if (auto chunk = dyn_cast<CacheWriteChunkOp>(op))
         classes.unionSets(result, chunk.getCache());
+      else if (auto conv = dyn_cast<ConvStepOp>(op);
+               conv && result == conv.getNewState())
+        classes.unionSets(result, conv.getState());
+      else if (auto scan = dyn_cast<ScanStepOp>(op);
+               scan && result == scan.getNewState())
+        classes.unionSets(result, scan.getState());
     }
 }
 

@@ -5,8 +5,10 @@
 // is persistent program state (braid.state, read by braid.get_param like any
 // state), written in place by braid.cache_write and read by
 // braid.cache_attention; a prompt's last row is picked by braid.take_rows;
-// learned positions at a sequence's own offset are braid.add_positions.
-// Included by BraidOps.td. Their rules are in InferenceOps.cpp.
+// learned positions at a sequence's own offset are braid.add_positions; a
+// Mamba layer's conv and SSM states are advanced in place by
+// braid.conv_step and braid.scan_step. Included by BraidOps.td. Their rules
+// are in InferenceOps.cpp and MambaStepOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -135,6 +137,106 @@ def Braid_AddPositionsOp : Braid_InferredOp<"add_positions",
     $input `,` $table `,` $positions attr-dict `:` type($input) `,`
     type($table) `,` type($positions) `->` type($result)
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Mamba state (MambaStepOps.cpp)
+//===----------------------------------------------------------------------===//
+
+// A Mamba layer carries two states per sequence from one call to the next:
+// the last K-1 inputs of its causal convolution and the selective scan's
+// h. Both ops below advance a state over S new rows of each sequence (a
+// prompt in prefill, S = 1 in decode), in place as braid.cache_write: the
+// memory plan gives `new_state` the state's storage and the verifier makes
+// the op the state operand's only use.
+
+def Braid_ConvStepOp : Braid_Op<"conv_step",
+    [MemoryEffects<[MemWrite]>, AttrSizedOperandSegments,
+     AllTypesMatch<["input", "result"]>, AllTypesMatch<["state", "new_state"]>,
+     Braid_ShardingRule, Braid_Cost, Braid_KernelCall]> {
+  let summary = "braid.conv1d over new rows after a carried conv state, in place";
+  let description = [{
+    `state` [B, K-1, C] holds, per sequence, the K-1 inputs before its
+    position; `input` [B, S, C] the new rows, `weight` [C, K], optional
+    `bias` [C], `positions` [B] (i32) each sequence's first new position and
+    optional `last_rows` [B] (i32, default S - 1) its last real row. With
+    `xe[b] = concat(positions[b] == 0 ? 0 : state[b], input[b])` ([K-1+S, C]:
+    a sequence at position 0 starts from the causal zero padding, whatever
+    the state holds):
+
+    `result[b, t, c] = bias[c] + sum_{j<K} weight[c, j] * xe[b, t + j, c]`
+    (braid.conv1d of the whole sequence so far, at its new rows), and
+    `new_state[b, i, c] = xe[b, last_rows[b] + 1 + i, c]` for i < K-1: the
+    K-1 inputs ending at row `last_rows[b]`, so padding after a shorter
+    prompt is not carried. A last row outside [0, S) is a fatal runtime
+    error naming the sequence.
+
+    `new_state` is the state updated in place (the memory plan gives it the
+    state's storage: the op must be the state operand's only use).
+
+    ```mlir
+    %y, %cs1 = braid.conv_step %cs, %x, %w bias %b, %pos last %last
+        : tensor<2x3x128xf32>, tensor<2x16x128xf32>, tensor<128x4xf32>
+          bias tensor<128xf32>, tensor<2xi32>, tensor<2xi32>
+    ```
+  }];
+  let arguments = (ins Braid_FloatTensor:$state, Braid_FloatTensor:$input,
+                       Braid_FloatTensor:$weight,
+                       Optional<Braid_FloatTensor>:$bias,
+                       Braid_IndexTensor:$positions,
+                       Optional<Braid_IndexTensor>:$last_rows);
+  let results = (outs Braid_FloatTensor:$result, Braid_FloatTensor:$new_state);
+  let assemblyFormat = [{
+    $state `,` $input `,` $weight (`bias` $bias^)? `,` $positions
+    (`last` $last_rows^)? attr-dict `:` type($state) `,` type($input) `,`
+    type($weight) (`bias` type($bias)^)? `,` type($positions)
+    (`,` type($last_rows)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Braid_ScanStepOp : Braid_Op<"scan_step",
+    [MemoryEffects<[MemWrite]>,
+     AllTypesMatch<["input", "result"]>, AllTypesMatch<["state", "new_state"]>,
+     Braid_ShardingRule, Braid_Cost, Braid_KernelCall]> {
+  let summary = "braid.selective_scan over new rows from a carried state, in place";
+  let description = [{
+    `state` f32 [B, Di, N] holds each sequence's h before its position;
+    `input` x and `delta` [B, S, Di], `A` [Di, N], `B` and `C` [B, S, N],
+    `D` [Di], `positions` [B] (i32) and optional `last_rows` [B] (i32,
+    default S - 1) as braid.conv_step. h[b] starts at
+    `positions[b] == 0 ? 0 : state[b]` and for t = 0..S-1, with
+    dt = softplus(delta) when `delta_softplus` is set and delta otherwise,
+    runs braid.selective_scan's recurrence:
+    `h = exp(dt[b,t,d] * A[d,n]) * h + dt[b,t,d] * B[b,t,n] * x[b,t,d]`,
+    `result[b,t,d] = sum_n C[b,t,n] * h[b,d,n] + D[d] * x[b,t,d]`,
+    in f32. `new_state[b]` is h after row `last_rows[b]` (rows after it,
+    a shorter prompt's padding, do not reach the state). A last row outside
+    [0, S) is a fatal runtime error naming the sequence.
+
+    `new_state` is the state updated in place, as braid.conv_step's.
+
+    ```mlir
+    %y, %h1 = braid.scan_step %h, %x, %dt, %A, %B, %C, %D, %pos delta_softplus
+        : tensor<2x128x16xf32>, tensor<2x1x128xf32>, tensor<2x1x128xf32>,
+          tensor<128x16xf32>, tensor<2x1x16xf32>, tensor<2x1x16xf32>,
+          tensor<128xf32>, tensor<2xi32>
+    ```
+  }];
+  let arguments = (ins Braid_F32Tensor:$state, Braid_FloatTensor:$input,
+                       Braid_FloatTensor:$delta, Braid_FloatTensor:$A,
+                       Braid_FloatTensor:$B, Braid_FloatTensor:$C,
+                       Braid_FloatTensor:$D, Braid_IndexTensor:$positions,
+                       Optional<Braid_IndexTensor>:$last_rows,
+                       UnitAttr:$delta_softplus);
+  let results = (outs Braid_FloatTensor:$result, Braid_F32Tensor:$new_state);
+  let assemblyFormat = [{
+    $state `,` $input `,` $delta `,` $A `,` $B `,` $C `,` $D `,` $positions
+    (`last` $last_rows^)? (`delta_softplus` $delta_softplus^)? attr-dict `:`
+    type($state) `,` type($input) `,` type($delta) `,` type($A) `,` type($B)
+    `,` type($C) `,` type($D) `,` type($positions) (`,` type($last_rows)^)?
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDINFERENCEOPS_TD

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/braid/Transforms/DeriveInferenceMamba.h"
 #include "dialects/braid/Transforms/DeriveInferenceMoE.h"
 #include "dialects/braid/Transforms/EntryPass.h"
 #include "dialects/braid/Transforms/Passes.h"
@@ -83,8 +84,13 @@ private:
   llvm::DenseMap<Operation *, bool> attends;
   llvm::SetVector<func::FuncOp> originals;
 
-  /// Whether `f` or a function it calls has an attention layer.
+  /// Whether `f` or a function it calls has an attention or Mamba layer.
   bool needsCaches(func::FuncOp f);
+  /// Whether `f` takes each prompt's last row: a prefill function with a
+  /// Mamba layer (DeriveInferenceMamba.cpp).
+  bool needsLastRows(func::FuncOp f) {
+    return spec->kind == EntryKind::Prefill && hasMambaState(f, symbols);
+  }
 
   FailureOr<func::FuncOp> cloneCallee(func::FuncOp callee, TypeRange inputs,
                                       Operation *call);
@@ -94,7 +100,8 @@ private:
                                            Operation *op);
   LogicalResult rewriteOutput(func::FuncOp entry, Value lastRows);
   FailureOr<Value> pickRows(CrossEntropyOp loss, Value lastRows);
-  FailureOr<CacheSlots> threadCaches(func::FuncOp f, Value positions);
+  FailureOr<CacheSlots> threadCaches(func::FuncOp f, Value positions,
+                                     Value lastRows);
   LogicalResult replaceAttention(AttentionOp attention, Value positions,
                                  Value keyCache, Value valueCache);
   LogicalResult addPositionsAtOffsets(func::FuncOp entry, Value positions);
@@ -144,10 +151,6 @@ LogicalResult InferenceDeriver::retypeOp(Operation &op) {
       result.setType(type);
     return success();
   }
-  if (isa<Conv1dOp, SelectiveScanOp>(op))
-    return op.emitError("--braid-derive-inference: Mamba layers carry their "
-                        "conv and SSM state between decode steps, which is not "
-                        "derived yet");
   if (isCapacityGroupOp(op))
     return retypeWithoutDrops(op); // MoE: a capacity that drops no token
   if (auto reshape = dyn_cast<ReshapeOp>(op)) {
@@ -316,7 +319,7 @@ bool InferenceDeriver::needsCaches(func::FuncOp f) {
   attends[f] = false; // a recursive call adds nothing
   bool found = false;
   f.walk([&](Operation *op) {
-    if (isa<AttentionOp>(op))
+    if (isa<AttentionOp>(op) || carriesMambaState(op))
       found = true;
     else if (auto call = dyn_cast<func::CallOp>(op))
       if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
@@ -325,30 +328,36 @@ bool InferenceDeriver::needsCaches(func::FuncOp f) {
   return attends[f] = found;
 }
 
-// A layer function gets its caches as arguments (after the positions) and
-// passes its callees theirs; the entry reads each from its state, named by
-// the call's layer.
+// A layer function gets its caches as arguments (after the positions and,
+// in prefill with a Mamba layer, the last rows) and passes its callees
+// theirs; the entry reads each from its state, named by the call's layer.
 FailureOr<CacheSlots> InferenceDeriver::threadCaches(func::FuncOp f,
-                                                     Value entryPositions) {
+                                                     Value entryPositions,
+                                                     Value entryLastRows) {
   if (auto it = slotsOf.find(f); it != slotsOf.end())
     return it->second;
   bool isEntry = static_cast<bool>(entryPositions);
   Block &body = f.getBody().front();
   CacheSlots slots;
   SmallVector<AttentionOp> attentions;
+  SmallVector<Operation *> mambaOps;
   SmallVector<func::CallOp> calls;
   for (Operation &op : body.without_terminator()) {
     if (auto attention = dyn_cast<AttentionOp>(op))
       attentions.push_back(attention);
+    else if (carriesMambaState(&op))
+      mambaOps.push_back(&op);
     else if (auto call = dyn_cast<func::CallOp>(op))
       calls.push_back(call);
   }
-  Value positions = entryPositions;
+  Value positions = entryPositions, lastRows = entryLastRows;
+  auto perSequence = RankedTensorType::get(
+      {spec->shape.batch}, IntegerType::get(f.getContext(), 32));
   if (!isEntry && needsCaches(f))
-    positions = body.addArgument(
-        RankedTensorType::get({spec->shape.batch},
-                              IntegerType::get(f.getContext(), 32)),
-        f.getLoc());
+    positions = body.addArgument(perSequence, f.getLoc());
+  // Prefill's Mamba states are taken at each prompt's last row.
+  if (!isEntry && needsLastRows(f))
+    lastRows = body.addArgument(perSequence, f.getLoc());
   auto addSlot = [&](std::string name, RankedTensorType type) -> Value {
     slots.names.push_back(name);
     slots.types.push_back(type);
@@ -374,15 +383,28 @@ FailureOr<CacheSlots> InferenceDeriver::threadCaches(func::FuncOp f,
     if (failed(replaceAttention(attention, positions, kc, vc)))
       return failure();
   }
+  for (auto [j, op] : llvm::enumerate(mambaOps)) {
+    auto [name, type] = mambaStateOf(op, spec->shape.batch);
+    if (mambaOps.size() > 2) // beyond one conv1d and one scan
+      name = "m" + std::to_string(j) + "." + name;
+    Value state = addSlot(isEntry ? "cache." + name : name, type);
+    if (isEntry) {
+      b.setInsertionPoint(op);
+      state = GetParamOp::create(b, op->getLoc(), type, slots.names.back());
+    }
+    replaceWithStep(op, state, positions, lastRows);
+  }
   for (auto [n, call] : llvm::enumerate(calls)) {
     auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
     if (!needsCaches(callee))
       continue;
-    FailureOr<CacheSlots> inner = threadCaches(callee, Value());
+    FailureOr<CacheSlots> inner = threadCaches(callee, Value(), Value());
     if (failed(inner))
       return failure();
     SmallVector<Value> operands(call.getOperands());
     operands.push_back(positions);
+    if (needsLastRows(callee))
+      operands.push_back(lastRows);
     b.setInsertionPoint(call);
     for (auto [name, type] : llvm::zip(inner->names, inner->types)) {
       std::string slot = (isEntry ? "cache.layers." + std::to_string(n) + "."
@@ -471,7 +493,7 @@ LogicalResult InferenceDeriver::derive(const ProgramSpec &program) {
     return failure();
   if (failed(retype(entry, inputs)) || failed(rewriteOutput(entry, last)))
     return failure();
-  if (cached && failed(threadCaches(entry, positions)))
+  if (cached && failed(threadCaches(entry, positions, last)))
     return failure();
   entry.setType(FunctionType::get(ctx, body.getArgumentTypes(),
                                   body.getTerminator()->getOperandTypes()));

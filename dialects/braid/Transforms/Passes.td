@@ -398,11 +398,15 @@ def BraidDeriveInferencePass
     `cache.layers.<n>.k` / `.v` of [B, C, Hkv, D] (n the layer's call in the
     step; C = `context`), written by braid.cache_write (keys rotated) and
     read by braid.cache_attention; learned positions are added at each
-    sequence's offset (braid.add_positions). Layer functions are cloned per
-    program (`@<layer>.prefill`, `@<layer>.decode`) with the cache and the
-    positions as extra arguments. The training step and what only it used
-    are removed. `batch` = 0 keeps the step's batch, `context` = 0 the
-    model's sequence length, `prompt-len` = 0 the context.
+    sequence's offset (braid.add_positions). A Mamba layer's convolution and
+    selective scan carry their states in `cache.layers.<n>.conv` [B, K-1, Di]
+    and `.ssm` (f32 [B, Di, N]), advanced in place by braid.conv_step and
+    braid.scan_step, which prefill takes at each prompt's last row `last`.
+    Layer functions are cloned per program (`@<layer>.prefill`,
+    `@<layer>.decode`) with the cache, the positions and (prefill with a
+    Mamba layer) the last rows as extra arguments. The training step and
+    what only it used are removed. `batch` = 0 keeps the step's batch, `context`
+    = 0 the model's sequence length, `prompt-len` = 0 the context.
   }];
   let options = [
     Option<"batch", "batch", "int64_t", /*default=*/"0",

@@ -75,6 +75,36 @@ void braid_k_add_positions(braid_rt *rt, braid_dtype dt, const void *x, const vo
                            const int32_t *positions, void *out, int64_t batch, int64_t seq,
                            int64_t table_rows, int64_t hidden);
 
+/*===--- Mamba state ------------------------------------------------------===*
+ * A Mamba layer carries two states per sequence between calls: conv_state
+ * [batch, kernel-1, channels] (dt), the K-1 inputs of its causal convolution
+ * before the sequence's next row, and the scan's h, ssm_state [batch,
+ * channels, state] (f32). Both kernels run over `seq` new rows per sequence
+ * (a prompt, or 1 at decode) and update the state in place. A sequence whose
+ * position is 0 starts fresh (zero padding, h = 0) whatever its state holds.
+ * last_rows [batch] (NULL: seq - 1 for every sequence) is each sequence's last
+ * real row: the state is taken there, not after a shorter prompt's padding;
+ * one outside [0, seq) is a fatal error naming the sequence. For tests only:
+ * BRAID_TEST_FORGET_MAMBA_STATE=conv|ssm|both makes the named kernels start
+ * every sequence fresh (a state not carried, which --verify must see). */
+
+/* xe[b] = concat(positions[b] == 0 ? 0 : conv_state[b], x[b]) [K-1+seq, C]:
+ *   y[b,t,c] = sum_{j<K} w[c,j] xe[b,t+j,c] (+ bias[c])   (braid_k_conv1d's sums)
+ *   conv_state[b,i,c] = xe[b, last_rows[b] + 1 + i, c], i < K-1.
+ * x, y [batch, seq, channels], w [channels, kernel], bias [channels] or NULL. */
+void braid_k_conv_step(braid_rt *rt, braid_dtype dt, void *conv_state, const void *x,
+                       const void *w, const void *bias, const int32_t *positions,
+                       const int32_t *last_rows, void *y, int64_t batch, int64_t seq,
+                       int64_t channels, int64_t kernel);
+
+/* h[b] = positions[b] == 0 ? 0 : ssm_state[b], then braid_k_selective_scan's
+ * recurrence over the seq rows (p as there) into y; ssm_state[b] = h after
+ * row last_rows[b]. */
+void braid_k_scan_step(braid_rt *rt, braid_dtype dt, float *ssm_state, const void *x,
+                       const void *delta, const void *A, const void *Bm, const void *Cm,
+                       const void *D, const int32_t *positions, const int32_t *last_rows,
+                       void *y, const braid_scan_params *p);
+
 /*===--- A KV cache split by sequence (context parallelism) ---------------===*/
 
 /* Each context-parallel rank holds the rows [first_row, first_row + chunk_len)

@@ -50,6 +50,7 @@ enum DeviceErrorCode : int {
   kCacheAttentionPosition = 5,
   kTakeRowsIndex = 6,
   kAddPositionsRow = 7,
+  kMambaStepLastRow = 8, // conv_step / scan_step (mamba_step.cu)
 };
 
 struct DeviceError {

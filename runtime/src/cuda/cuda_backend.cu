@@ -63,6 +63,8 @@ ErrorText errorText(int code) {
     return {"take_rows: index", "of sequence"};
   case kAddPositionsRow:
     return {"add_positions: position", "of sequence"};
+  case kMambaStepLastRow:
+    return {"conv_step/scan_step: last row", "of sequence"};
   default:
     return {"kernel: index", "at flat position"};
   }

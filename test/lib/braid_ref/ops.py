@@ -590,6 +590,77 @@ def add_positions(x, table, positions) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------
+# Mamba state of inference (braid.conv_step, braid.scan_step)
+# --------------------------------------------------------------------------
+
+def _last_rows(last_rows, batch: int, seq: int, what: str) -> np.ndarray:
+    """Each sequence's last real row in [0, seq); None: seq - 1 for all."""
+    if last_rows is None:
+        return np.full(batch, seq - 1, np.int64)
+    last = _index(last_rows, f"{what} last_rows", seq)
+    _check(last.shape == (batch,), f"{what}: last_rows {last.shape} must be [{batch}]")
+    return last
+
+
+def conv_step(state, x, weight, bias, positions, last_rows=None):
+    """state [B, K-1, C] (the K-1 inputs before each sequence's rows), x [B, S, C],
+    weight [C, K], bias [C] or None, positions [B], last_rows [B] or None (S - 1) ->
+    (y [B, S, C], new state [B, K-1, C]). xe[b] = concat(state[b], or zeros where
+    positions[b] == 0, x[b]); y[b, t] = bias + sum_j weight[:, j] xe[b, t + j];
+    new_state[b] = xe[b, last_rows[b] + 1 : last_rows[b] + K]."""
+    state, x = _float(state, "conv_step state"), _float(x, "conv_step input")
+    weight = _float(weight, "conv_step weight")
+    nb, s, c = x.shape
+    k = weight.shape[1]
+    _check(state.shape == (nb, k - 1, c),
+           f"conv_step: state {state.shape} must be [{nb}, {k - 1}, {c}]")
+    pos = np.asarray(positions)
+    _check(pos.shape == (nb,), f"conv_step: positions {pos.shape} must be [{nb}]")
+    last = _last_rows(last_rows, nb, s, "conv_step")
+    carried = np.where((pos == 0)[:, None, None], 0.0, _f64(state))
+    xe = np.concatenate([carried, _f64(x)], axis=1)                  # [B, K-1+S, C]
+    y = np.zeros((nb, s, c))
+    w = _f64(weight)
+    for j in range(k):
+        y += w[:, j] * xe[:, j:j + s, :]
+    if bias is not None:
+        y += _f64(_float(bias, "conv_step bias"))
+    new_state = np.stack([xe[b, last[b] + 1:last[b] + k] for b in range(nb)])
+    return y.astype(x.dtype), new_state.astype(state.dtype)
+
+
+def scan_step(state, x, delta, A, B, C, D, positions, last_rows=None,
+              delta_softplus: bool = False):
+    """state [B, D, N] (each sequence's h before its rows), x, delta [B, S, D], A [D, N],
+    B, C [B, S, N], D [D], positions [B], last_rows [B] or None (S - 1) -> (y [B, S, D],
+    new state [B, D, N]): selective_scan's recurrence from h = state[b] (0 where
+    positions[b] == 0); the new state is h after row last_rows[b]."""
+    state = _float(state, "scan_step state")
+    x, delta, A = _float(x, "scan_step input"), _float(delta, "scan_step delta"), \
+        _float(A, "scan_step A")
+    B, C, D = _float(B, "scan_step B"), _float(C, "scan_step C"), _float(D, "scan_step D")
+    nb, s, d = x.shape
+    n = A.shape[1]
+    _check(state.shape == (nb, d, n), f"scan_step: state {state.shape} must be [{nb}, {d}, {n}]")
+    pos = np.asarray(positions)
+    _check(pos.shape == (nb,), f"scan_step: positions {pos.shape} must be [{nb}]")
+    last = _last_rows(last_rows, nb, s, "scan_step")
+    xf, af, bf, cf, df = _f64(x), _f64(A), _f64(B), _f64(C), _f64(D)
+    dt = np.logaddexp(0.0, _f64(delta)) if delta_softplus else _f64(delta)
+    h = np.where((pos == 0)[:, None, None], 0.0, _f64(state))
+    new_state = np.empty((nb, d, n))
+    y = np.empty((nb, s, d))
+    for t in range(s):
+        dtt = dt[:, t, :, None]
+        h = np.exp(dtt * af) * h + dtt * bf[:, t, None, :] * xf[:, t, :, None]
+        y[:, t, :] = np.einsum("bn,bdn->bd", cf[:, t, :], h) + df * xf[:, t, :]
+        for b in range(nb):
+            if last[b] == t:
+                new_state[b] = h[b]
+    return y.astype(x.dtype), new_state.astype(state.dtype)
+
+
+# --------------------------------------------------------------------------
 # A KV cache split by sequence over context-parallel ranks
 # (runtime_inference.h: braid_k_cache_write_chunk, _attention_chunk, _merge)
 # --------------------------------------------------------------------------

@@ -1,0 +1,321 @@
+"""The Mamba state kernels of inference (runtime/include/braid/runtime_inference.h:
+braid_k_conv_step, braid_k_scan_step) against braid_ref.ops, on the CPU
+(test/Kernels/cpu-mamba-step.py) and on the CUDA kernels under cudasim
+(test/Cuda/cudasim-mamba-step.py), which differ only in where the operands live
+and in the wording of the fatal errors.
+
+Usage: mamba_step_cases.py KERNELS.so [--device] [abort CASE]
+  --device    KERNELS.so holds the CUDA kernels and test/Cuda/Inputs/device_shim.cpp
+              (every array operand in device memory for the call).
+  abort CASE  runs one call that must stop with a fatal error (Aborts).
+
+Bounds (rel = max|a - b| / max|b| per tensor, kernel_harness.rel):
+- against the float64 reference on the same stored inputs: f32 1e-5, bf16 2^-8,
+  f16 2^-10 (kernel_harness.TOL); the conv state is data movement: bit for bit;
+- prefill (one call over padded prompts of different lengths) then decode (one
+  call per row) against the whole-sequence kernels (braid_k_conv1d,
+  braid_k_selective_scan) over each sequence alone, in f32: 1e-6 (the same f32
+  operations in the same order: equal unless the compiler contracts them
+  differently);
+- padding after a prompt's last row never reaches the state: NaN there leaves
+  the states those of the real rows, bit for bit.
+"""
+
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "lib"))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+from braid_ref import ops  # noqa: E402
+import kernel_harness  # noqa: E402
+from kernel_harness import DTYPES, F32, I, I4, LIB, P, SP, rel, store, values  # noqa: E402
+
+DEVICE = "--device" in sys.argv
+RNG = np.random.default_rng(4343)
+
+SIGS = {
+    "braid_k_conv_step": [P, I4, P, P, P, P, P, P, P, I, I, I, I],
+    "braid_k_scan_step": [P, I4, P, P, P, P, P, P, P, P, P, P, SP],
+    "braid_k_conv1d": kernel_harness.SIGS["braid_k_conv1d"],
+    "braid_k_selective_scan": kernel_harness.SIGS["braid_k_selective_scan"],
+}
+SHIM = {"braid_test_device_alloc": ([I], P), "braid_test_device_free": ([P], None),
+        "braid_test_upload": ([P, P, I], None), "braid_test_download": ([P, P, I], None)}
+if LIB is not None:
+    for name, args in SIGS.items():
+        getattr(LIB, name).argtypes = args
+        getattr(LIB, name).restype = None
+    if DEVICE:
+        for name, (args, res) in SHIM.items():
+            getattr(LIB, name).argtypes = args
+            getattr(LIB, name).restype = res
+
+
+def call(name, *args):
+    """Kernel `name` with a null runtime context; arrays by address (with --device
+    through device copies, downloaded back into them after the call)."""
+    if not DEVICE:
+        getattr(LIB, name)(None, *(a.ctypes.data if isinstance(a, np.ndarray) else a
+                                   for a in args))
+        return
+    dev = {}
+    for a in args:
+        if isinstance(a, np.ndarray) and id(a) not in dev:
+            dev[id(a)] = LIB.braid_test_device_alloc(a.nbytes)
+            LIB.braid_test_upload(dev[id(a)], a.ctypes.data, a.nbytes)
+    getattr(LIB, name)(None, *(dev[id(a)] if isinstance(a, np.ndarray) else a for a in args))
+    for a in args:
+        if isinstance(a, np.ndarray) and id(a) in dev:
+            p = dev.pop(id(a))
+            LIB.braid_test_download(a.ctypes.data, p, a.nbytes)
+            LIB.braid_test_device_free(p)
+
+
+def i32(x):
+    return np.ascontiguousarray(x, dtype=np.int32)
+
+
+def conv_step(dt, state, x, w, bias, positions, last_rows):
+    """braid_k_conv_step: returns y; `state` is updated in place."""
+    b, s, c = x.shape
+    y = kernel_harness.poisoned((b, s, c), dt)
+    call("braid_k_conv_step", dt, state, x, w, bias, i32(positions),
+         None if last_rows is None else i32(last_rows), y, b, s, c, w.shape[1])
+    return y
+
+
+def scan_step(dt, state, x, delta, A, Bm, Cm, D, positions, last_rows, softplus):
+    """braid_k_scan_step: returns y; `state` (f32) is updated in place."""
+    b, s, d = x.shape
+    y = kernel_harness.poisoned((b, s, d), dt)
+    call("braid_k_scan_step", dt, state, x, delta, A, Bm, Cm, D, i32(positions),
+         None if last_rows is None else i32(last_rows), y,
+         kernel_harness.scan(b, s, d, A.shape[1], softplus))
+    return y
+
+
+class Case(kernel_harness.Case):
+    rng = RNG
+
+    def stored(self, shape, dt, scale=1.0):
+        """(array passed to the kernels, its values as float64)."""
+        s, v = store(self.randn(*shape, scale=scale), dt)
+        return s.copy(), v.astype(np.float64)
+
+
+# (batch, seq, positions, last_rows): prefill over padded prompts, a chunk of
+# rows continuing from the states, decode.
+CALLS = [
+    (3, 6, [0, 0, 0], [5, 1, 3]),
+    (3, 6, [0, 4, 9], None),
+    (2, 1, [7, 3], None),
+    (2, 5, [2, 0], [0, 4]),
+]
+
+
+class ConvStep(Case):
+    def test_against_reference(self):
+        c, k = 5, 4
+        for b, s, positions, last in CALLS:
+            for dt in DTYPES:
+                for with_bias in (True, False):
+                    what = f" b={b} s={s} pos={positions} last={last} bias={with_bias}"
+                    state, state64 = self.stored((b, k - 1, c), dt)
+                    x, x64 = self.stored((b, s, c), dt)
+                    w, w64 = self.stored((c, k), dt)
+                    bias, bias64 = self.stored((c,), dt) if with_bias else (None, None)
+                    y_ref, state_ref = ops.conv_step(state64, x64, w64, bias64,
+                                                     i32(positions), last)
+                    y = conv_step(dt, state, x, w, bias, positions, last)
+                    self.close("conv_step", dt, y, y_ref, what)
+                    np.testing.assert_array_equal(values(state, dt), state_ref,
+                                                  f"conv_step state{what}")
+
+
+class ScanStep(Case):
+    def test_against_reference(self):
+        d, n = 6, 4
+        for b, s, positions, last in CALLS:
+            for dt in DTYPES:
+                for softplus in (True, False):
+                    what = f" b={b} s={s} pos={positions} last={last} softplus={softplus}"
+                    state = self.randn(b, d, n)
+                    x, x64 = self.stored((b, s, d), dt)
+                    delta, delta64 = self.stored((b, s, d), dt, scale=0.5)
+                    if not softplus:
+                        delta = store(np.abs(values(delta, dt)), dt)[0]
+                        delta64 = values(delta, dt).astype(np.float64)
+                    A, A64 = store(-np.exp(self.randn(d, n)), dt)
+                    A64 = A64.astype(np.float64)
+                    Bm, B64 = self.stored((b, s, n), dt)
+                    Cm, C64 = self.stored((b, s, n), dt)
+                    D, D64 = self.stored((d,), dt)
+                    y_ref, state_ref = ops.scan_step(state.astype(np.float64), x64, delta64,
+                                                     A64, B64, C64, D64, i32(positions),
+                                                     last, softplus)
+                    y = scan_step(dt, state, x, delta, A, Bm, Cm, D, positions, last, softplus)
+                    self.close("scan_step", dt, y, y_ref, what)
+                    self.close("scan_step state", F32, state, state_ref, what)
+
+
+class PrefillThenDecode(Case):
+    """Prompts of lengths 2, 5 and 3 padded to L = 6 (NaN in the padding), then
+    decode one row at a time: each sequence's rows equal the whole-sequence
+    kernel's over that sequence alone, and no padding reaches a state."""
+
+    def test_equals_whole_sequence(self):
+        lengths, L, total = [2, 5, 3], 6, 9
+        b, c, k, n = len(lengths), 6, 4, 4
+        x = self.randn(b, total, c)
+        delta = self.randn(b, total, c, scale=0.5)
+        Bm, Cm = self.randn(b, total, n), self.randn(b, total, n)
+        w, bias, D = self.randn(c, k), self.randn(c), self.randn(c)
+        A = -np.exp(self.randn(c, n))
+        conv_state = np.full((b, k - 1, c), 7.0, np.float32)   # leftovers of a wave
+        ssm_state = np.full((b, c, n), 7.0, np.float32)
+        prompt = np.full((b, L, c), np.nan, np.float32)
+        pdelta, pB, pC = (np.full((b, L, m), np.nan, np.float32) for m in (c, n, n))
+        for i, length in enumerate(lengths):
+            prompt[i, :length] = x[i, :length]
+            pdelta[i, :length] = delta[i, :length]
+            pB[i, :length], pC[i, :length] = Bm[i, :length], Cm[i, :length]
+        last = [length - 1 for length in lengths]
+        conv_rows = [conv_step(F32, conv_state, prompt, w, bias, [0] * b, last)]
+        scan_in = np.ascontiguousarray(np.nan_to_num(conv_rows[0], nan=0.0))
+        for i, length in enumerate(lengths):
+            scan_in[i, :length] = x[i, :length]
+        scan_rows = [scan_step(F32, ssm_state, scan_in, pdelta, A, pB, pC, D, [0] * b, last,
+                               True)]
+        for t in range(total - min(lengths)):
+            at = [length + t for length in lengths]
+            pick = [min(p, total - 1) for p in at]
+            row = np.ascontiguousarray(x[np.arange(b), pick][:, None])
+            conv_rows.append(conv_step(F32, conv_state, row, w, bias, at, None))
+            scan_rows.append(scan_step(
+                F32, ssm_state, row, np.ascontiguousarray(delta[np.arange(b), pick][:, None]),
+                A, np.ascontiguousarray(Bm[np.arange(b), pick][:, None]),
+                np.ascontiguousarray(Cm[np.arange(b), pick][:, None]), D, at, None, True))
+        for i, length in enumerate(lengths):
+            conv_got = np.concatenate([conv_rows[0][i, :length]] +
+                                      [r[i] for r in conv_rows[1:]])[:total]
+            scan_got = np.concatenate([scan_rows[0][i, :length]] +
+                                      [r[i] for r in scan_rows[1:]])[:total]
+            whole_conv = kernel_harness.poisoned((1, total, c), F32)
+            call("braid_k_conv1d", F32, np.ascontiguousarray(x[i:i + 1]), w, bias, whole_conv,
+                 1, total, c, k)
+            whole_scan = kernel_harness.poisoned((1, total, c), F32)
+            call("braid_k_selective_scan", F32, np.ascontiguousarray(x[i:i + 1]),
+                 np.ascontiguousarray(delta[i:i + 1]), A, np.ascontiguousarray(Bm[i:i + 1]),
+                 np.ascontiguousarray(Cm[i:i + 1]), D, whole_scan,
+                 kernel_harness.scan(1, total, c, n, True))
+            for name, got, whole in (("conv", conv_got, whole_conv[0]),
+                                     ("scan", scan_got, whole_scan[0])):
+                err = rel(got, whole)
+                key = (f"{name} prefill+decode vs whole", "f32")
+                kernel_harness.MAX_ERR[key] = max(kernel_harness.MAX_ERR.get(key, 0.0), err)
+                self.assertLessEqual(err, 1e-6, f"{name}_step sequence {i}: {err:.3g}")
+
+    def test_padding_does_not_reach_the_state(self):
+        b, L, c, k, n = 2, 5, 4, 4, 3
+        lengths = [2, 5]
+        x, w = self.randn(b, L, c), self.randn(c, k)
+        delta, Bm, Cm = self.randn(b, L, c), self.randn(b, L, n), self.randn(b, L, n)
+        A, D = -np.exp(self.randn(c, n)), self.randn(c)
+        states = []
+        for pad in (0.0, np.nan):
+            xs, ds, bs, cs = (a.copy() for a in (x, delta, Bm, Cm))
+            for a in (xs, ds, bs, cs):
+                a[0, lengths[0]:] = pad
+            cst, sst = np.zeros((b, k - 1, c), np.float32), np.zeros((b, c, n), np.float32)
+            conv_step(F32, cst, xs, w, None, [0, 0], [lengths[0] - 1, lengths[1] - 1])
+            scan_step(F32, sst, xs, ds, A, bs, cs, D, [0, 0], [lengths[0] - 1, lengths[1] - 1],
+                      True)
+            states.append((cst, sst))
+        for got, want in zip(states[1], states[0]):
+            np.testing.assert_array_equal(got, want)
+
+
+class ForgetHook(Case):
+    """BRAID_TEST_FORGET_MAMBA_STATE: the state is not carried (a child process)."""
+
+    def test_hook_starts_fresh(self):
+        import subprocess
+        me = os.path.abspath(__file__)
+        script = (f"import runpy, sys; sys.argv = [{me!r}, sys.argv[1], 'forget'] + "
+                  f"(['--device'] if {DEVICE!r} else []); "
+                  f"runpy.run_path({me!r}, run_name='__main__')")
+        for which in ("conv", "ssm", "none"):
+            r = subprocess.run([sys.executable, "-c", script, kernel_harness.LIB_PATH],
+                               capture_output=True, text=True, timeout=60,
+                               env=dict(os.environ, BRAID_TEST_FORGET_MAMBA_STATE=which))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.split(), ["conv", "fresh" if which == "conv" else "carried",
+                                                "ssm", "fresh" if which == "ssm" else "carried"])
+
+
+def forget_case():
+    """Prints whether each kernel carried a nonzero state into a step at position 3."""
+    x = np.ones((1, 1, 2), np.float32)
+    cst = np.full((1, 3, 2), 5.0, np.float32)
+    y = conv_step(F32, cst, x, np.ones((2, 4), np.float32), None, [3], None)
+    print("conv", "fresh" if y[0, 0, 0] == 1.0 else "carried")
+    sst = np.full((1, 2, 1), 5.0, np.float32)
+    zeros = np.zeros((1, 1, 2), np.float32)
+    y = scan_step(F32, sst, zeros, zeros, -np.ones((2, 1), np.float32),
+                  np.ones((1, 1, 1), np.float32), np.ones((1, 1, 1), np.float32),
+                  np.zeros(2, np.float32), [3], None, False)
+    print("ssm", "fresh" if y[0, 0, 0] == 0.0 else "carried")
+
+
+def abort_case(which):
+    """One call with a bad last row (run in a child process)."""
+    x = np.zeros((2, 3, 4), np.float32)
+    if which == "conv_last_past_end":
+        conv_step(F32, np.zeros((2, 3, 4), np.float32), x, np.zeros((4, 4), np.float32), None,
+                  [0, 0], [2, 3])
+    elif which == "scan_last_negative":
+        scan_step(F32, np.zeros((2, 4, 2), np.float32), x, x, np.zeros((4, 2), np.float32),
+                  np.zeros((2, 3, 2), np.float32), np.zeros((2, 3, 2), np.float32),
+                  np.zeros(4, np.float32), [0, 0], [-1, 0], False)
+    print("returned")
+
+
+CPU_MESSAGES = {
+    "conv_last_past_end": "braid: conv_step: last row 3 of sequence 1 is outside [0, 3)",
+    "scan_last_negative": "braid: scan_step: last row -1 of sequence 0 is outside [0, 3)",
+}
+DEVICE_MESSAGES = {
+    "conv_last_past_end": "conv_step/scan_step: last row 3 of sequence 1 is out of range [0, 3)",
+    "scan_last_negative": "conv_step/scan_step: last row -1 of sequence 0 is out of range [0, 3)",
+}
+
+
+class Aborts(Case):
+    def test_fatal_errors(self):
+        me = os.path.abspath(__file__)
+        script = (f"import runpy, sys; sys.argv = [{me!r}, sys.argv[1]] + sys.argv[2].split(); "
+                  f"runpy.run_path({me!r}, run_name='__main__')")
+        messages = DEVICE_MESSAGES if DEVICE else CPU_MESSAGES
+        self.check_aborts(script, [(f"abort {which}" + (" --device" if DEVICE else ""), msg)
+                                   for which, msg in messages.items()])
+
+
+def main():
+    if "abort" in sys.argv:
+        abort_case(sys.argv[sys.argv.index("abort") + 1])
+        return
+    if "forget" in sys.argv:
+        forget_case()
+        return
+    if "--device" in sys.argv:
+        sys.argv.remove("--device")
+    kernel_harness.main("mamba_step_cases.py", width=34)
+
+
+if __name__ == "__main__":
+    main()
