@@ -14,6 +14,7 @@
 # - gpt-tiny (learned positions): tp=2;
 # - moe-tiny: ep=2 (each rank its experts, the decode step's tokens sent by
 #   all-to-all, no token dropped), and dp=2 x ep=2 with a batch of 4;
+# - a grid the batch cannot be split on (dp=4, batch 2) is a located error;
 # - the negative test: a dropped TP all-reduce (--inject-fault) makes the
 #   comparison with one rank FAIL with status 1.
 import os
@@ -82,6 +83,12 @@ m = re.search(r"^verify: FAIL grid tp=2 against 1 rank: request \d+ step \d+: lo
 expect(r.returncode == 1 and m and "against 1 rank: ok" not in r.stdout,
        "a dropped TP all-reduce did not fail --verify", r)
 print(f"drop-all-reduce: logit difference {m.group(1) if m else '?'}")
+
+# A grid the programs cannot be split on is a located error before anything runs.
+r = run("llama-tiny.mlir", "--generate", "2", "--grid", "dp=4")
+expect(r.returncode != 0 and re.search(r"llama-tiny.mlir:\d+:\d+: error: cannot split dimension 0 "
+                                        r".* over dp \(4 ranks\)", r.stderr)
+       and "request 0" not in r.stdout, "a batch of 2 over dp=4 was not a located error", r)
 
 if failures:
     print("\n\n".join(failures))
