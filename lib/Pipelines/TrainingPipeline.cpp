@@ -39,6 +39,7 @@ static pass_options::Partition partitionOptions(const TrainingPipelineOptions &o
   partition.cpAttention = o.cpAttention;
   partition.cpLayout = o.cpLayout;
   partition.recordLayouts = o.recordLayouts;
+  partition.gatherLogits = o.gatherLogits;
   return partition;
 }
 
@@ -98,6 +99,15 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
     microbatch.count = options.microbatches;
     pm.addPass(mlir::braid::createBraidMicrobatchPass(microbatch));
   }
+  // Inference programs (--braid-derive-inference) are pipelined without a
+  // backward: micro-batched before partitioning as the step is, cut into
+  // stages after it (both leave a module without them unchanged).
+  bool pipelinedInference = !training && (pp > 1 || options.microbatches != 1);
+  if (pipelinedInference) {
+    pass_options::MicrobatchInference microbatch;
+    microbatch.count = options.microbatches;
+    pm.addPass(mlir::braid::createBraidMicrobatchInferencePass(microbatch));
+  }
   pm.addPass(mlir::braid::createBraidPartitionPass(partitionOptions(options)));
   pm.addNestedPass<func::FuncOp>(mlir::braid::createBraidExpandExpertFFNPass());
   if (options.dtype != Precision::F32) {
@@ -107,6 +117,11 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(mlir::braid::createBraidConvertElementTypePass(convert));
   }
   if (!training) {
+    if (pipelinedInference) {
+      pass_options::PipelineInference stages;
+      stages.layout.assign(options.ppLayout.begin(), options.ppLayout.end());
+      pm.addPass(mlir::braid::createBraidPipelineInferencePass(stages));
+    }
     if (options.lowerToDist)
       buildDistLowering(pm, options);
     return success();

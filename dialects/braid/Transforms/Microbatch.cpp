@@ -13,6 +13,7 @@
 
 #include "dialects/braid/Transforms/EntryPass.h"
 #include "dialects/braid/Transforms/Passes.h"
+#include "dialects/braid/Transforms/Pipelining.h"
 #include "dialects/braid/Transforms/Retype.h"
 
 #include "dialects/braid/IR/BraidAttributes.h"
@@ -31,11 +32,8 @@ namespace mlir::braid {
 using namespace mlir;
 using namespace mlir::braid;
 
-namespace {
-/// `type` with its leading dimension divided by `count`, or failure when
-/// `count` does not divide it.
-FailureOr<RankedTensorType> shrinkLeading(RankedTensorType type,
-                                          int64_t count) {
+FailureOr<RankedTensorType> mlir::braid::shrinkLeading(RankedTensorType type,
+                                                       int64_t count) {
   if (type.getRank() == 0 || type.isDynamicDim(0) ||
       type.getDimSize(0) % count != 0)
     return failure();
@@ -44,6 +42,7 @@ FailureOr<RankedTensorType> shrinkLeading(RankedTensorType type,
   return type.clone(shape);
 }
 
+namespace {
 class Microbatcher {
 public:
   Microbatcher(ModuleOp module, int64_t count)
@@ -144,6 +143,11 @@ FailureOr<SmallVector<Type>> Microbatcher::retype(func::FuncOp f,
           [&](Operation &op) { return retypeOp(op); })))
     return failure();
   return SmallVector<Type>(f.getResultTypes());
+}
+
+LogicalResult mlir::braid::microbatchFunction(ModuleOp module, func::FuncOp f,
+                                              TypeRange inputs, int64_t count) {
+  return Microbatcher(module, count).retype(f, inputs);
 }
 
 namespace mlir::braid {

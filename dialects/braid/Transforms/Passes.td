@@ -234,7 +234,14 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
     of them, so that a parameter or a state (the KV cache: split by kv head
     over tp, by sequence over dp) has one layout in every program; two
     programs' annotations of one parameter that disagree are an error.
-    Programs return whole results (logits gathered at the return).
+    Programs return whole results (logits gathered at the return), except
+    with `gather-logits=false`: the `prefill` and `decode` programs then
+    return each rank's block of the vocabulary-parallel logits (every row,
+    the vocabulary split as the LM head splits it, padded where its split
+    does not divide it), the result marked with `braid.split` and
+    `braid.global_shape` as a sharded input is, for a sampler that never
+    gathers them (runtime/src/sampling_parallel.h); the `forward` program
+    (the reference of --verify) gathers its logits either way.
     Without a grid the pass does
     nothing. Run it before --braid-autodiff: the backward pass follows from
     the collectives' vector-Jacobian products.
@@ -261,6 +268,9 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
     Option<"recordLayouts", "record-layouts", "bool", /*default=*/"false",
            "Record each split or partial value's place in its global tensor "
            "(braid.result_layouts), so that dumps of activations are global">,
+    Option<"gatherLogits", "gather-logits", "bool", /*default=*/"true",
+           "Gather the prefill and decode programs' vocabulary-split logits "
+           "at the return (false: each rank returns its block)">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }
@@ -505,6 +515,68 @@ def BraidPipelinePass : Pass<"braid-pipeline", "::mlir::ModuleOp"> {
     Option<"schedule", "schedule", "::mlir::braid::ScheduleKind",
            /*default=*/"::mlir::braid::ScheduleKind::OneFOneB",
            "Pipeline schedule">,
+  ];
+  let dependentDialects = ["::mlir::dist::DistDialect"];
+}
+
+def BraidMicrobatchInferencePass
+    : Pass<"braid-microbatch-inference", "::mlir::ModuleOp"> {
+  let summary = "Make the inference programs compute one micro-batch of their sequences";
+  let description = [{
+    The inference programs' `--braid-microbatch`: each `prefill`, `decode`
+    and `forward` entry point is re-typed to one micro-batch of its
+    sequences (the leading dimension of its inputs divided by `count`, the
+    new shapes carried through its ops and layer functions), and each KV
+    cache state it reads to one micro-batch's cache (its leading, sequence
+    dimension divided by `count`). Runs before `--braid-partition`;
+    `--braid-pipeline-inference` then runs the programs once per micro-batch,
+    each on a cache of its own. Entry points of other kinds are left alone;
+    `count` = 1 changes nothing.
+
+    ```mlir
+    braid.state @cache.layers.0.k zeros : tensor<4x16x2x16xf32>
+    func.func @decode(%tok: tensor<4x1xi32>, %pos: tensor<4xi32>) -> tensor<4x256xf32>
+    ```
+    becomes with `count=2`
+    ```mlir
+    braid.state @cache.layers.0.k zeros : tensor<2x16x2x16xf32>
+    func.func @decode(%tok: tensor<2x1xi32>, %pos: tensor<2xi32>) -> tensor<2x256xf32>
+        attributes {braid.microbatches = 2 : i64}
+    ```
+  }];
+  let options = [
+    Option<"count", "count", "int64_t", /*default=*/"1",
+           "Micro-batches per program">,
+  ];
+}
+
+def BraidPipelineInferencePass
+    : Pass<"braid-pipeline-inference", "::mlir::ModuleOp"> {
+  let summary = "Cut the inference programs into pipeline stage programs";
+  let description = [{
+    Runs after `--braid-partition` on a module with `prefill`, `decode` and
+    `forward` entry points (`--braid-derive-inference`), each re-typed to one
+    micro-batch by `--braid-microbatch-inference` (`braid.microbatches`).
+    The layers are split into as many contiguous stages as the grid's pp
+    axis has ranks (`layout`: layers per stage; else balanced on the forward
+    program's cost), the same split for every program, and the programs' ops
+    are stamped with their stage as `--braid-pipeline-stages` stamps the
+    step's. Each program `@P` becomes one program per stage, `@P.pp<s>`
+    (`braid.entry` its kind, `braid.pipeline_rank` = s), which for every
+    micro-batch in turn takes the micro-batch of the inputs its stage reads
+    (`dist.microbatch`), receives what earlier stages computed for it
+    (`dist.recv` from stage s-1), runs its stage's ops, and sends on what
+    later stages read (`dist.send` to stage s+1). The last stage returns the
+    program's results, the micro-batches' concatenated (`dist.pack`); the
+    others return nothing. A stage holds its layers' parameters and KV cache:
+    with several micro-batches, each cache state becomes one per micro-batch
+    (`@cache.layers.<n>.k.mb<j>`: sequences [j B/m, (j+1) B/m)). With one
+    stage the programs keep their names. `braid.pipeline_entries` lists the
+    programs stage by stage.
+  }];
+  let options = [
+    ListOption<"layout", "layout", "int64_t",
+               "Layers per stage (empty: balanced)">,
   ];
   let dependentDialects = ["::mlir::dist::DistDialect"];
 }

@@ -155,6 +155,12 @@ void Stamper::run(const llvm::DenseMap<Operation *, int64_t> &layerChunk) {
   }
 }
 
+void mlir::braid::stampChunks(
+    func::FuncOp f, const llvm::DenseMap<Operation *, int64_t> &layerChunk,
+    int64_t lastChunk) {
+  Stamper(f, lastChunk).run(layerChunk);
+}
+
 namespace mlir::braid {
 namespace {
 struct BraidPipelineStagesPass
@@ -223,7 +229,7 @@ struct BraidPipelineStagesPass
       for (int64_t i = c.begin; i < c.end; ++i)
         layerChunk[calls[i]] = chunk;
     }
-    Stamper(step, chunks - 1).run(layerChunk);
+    stampChunks(step, layerChunk, chunks - 1);
     MLIRContext *context = &getContext();
     Builder b(context);
     step->setAttr(kPipelineAttrName,

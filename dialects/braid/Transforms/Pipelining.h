@@ -42,6 +42,25 @@ Value cloneParamView(OpBuilder &b, Value view, IRMapping &map,
 /// no input operand, or whose backward returns an argument, stay whole.
 void splitLayerBackwards(ModuleOp module, func::FuncOp step);
 
+/// Stamps every op of the one-block function `f` with its model chunk
+/// (`braid.stage`), given the chunk of each layer call (`layerChunk`): an op
+/// goes with the latest chunk among its operands', an op computed from
+/// parameters and inputs alone with the chunks that use it (cloned for each
+/// further one), an unused one with `lastChunk`.
+void stampChunks(func::FuncOp f,
+                 const llvm::DenseMap<Operation *, int64_t> &layerChunk,
+                 int64_t lastChunk);
+
+/// `type` with its leading (batch) dimension divided by `count`, or failure
+/// when `count` does not divide it.
+FailureOr<RankedTensorType> shrinkLeading(RankedTensorType type, int64_t count);
+
+/// Re-types `f` (and the functions it calls) to one micro-batch of `count`,
+/// given its micro-batch's argument types `inputs`: --braid-microbatch's
+/// re-typing (views, dispatch capacity groups, the loss's denominator).
+LogicalResult microbatchFunction(ModuleOp module, func::FuncOp f,
+                                 TypeRange inputs, int64_t count);
+
 /// Fails with "--<flag>: the step must be one block" unless it is: the
 /// pipeline passes cut the step's one block into model chunks.
 inline LogicalResult checkOneBlock(func::FuncOp step, StringRef flag) {

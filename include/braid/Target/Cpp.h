@@ -33,6 +33,10 @@ mlir::LogicalResult emitProgramAsCpp(mlir::ModuleOp module, llvm::StringRef prog
 struct EmittedProgram {
   /// Its function's name (a pipeline rank's step, or an entry point).
   std::string name;
+  /// The pipeline rank (stage) that runs it: its `braid.pipeline_rank`, 0
+  /// without a pipeline. An inference pipeline's stage s has three programs
+  /// (@prefill.pp<s>, @decode.pp<s>, @forward.pp<s>), linked into one binary.
+  int64_t pipelineRank = 0;
   std::string source;
 };
 

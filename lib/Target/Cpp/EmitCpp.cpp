@@ -323,11 +323,12 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
           "  return static_cast<char *>(base) + bytes;\n}\n\n";
   os << kernels << functions << descriptor;
   // Inference programs (prefill, decode, forward) are linked into one binary,
-  // so each exports a getter of its own name (braid_program_get_decode); a
-  // training step is the binary's one program.
+  // so each exports a getter named after its kind (braid_program_get_decode,
+  // a pipeline stage's @decode.pp1 too: a stage's binary holds its stage's
+  // programs); a training step is the binary's one program.
   std::string getter = "braid_program_get";
   if (plan.kind != EntryKind::TrainStep)
-    getter += "_" + identifier(plan.entry.getSymName());
+    getter += "_" + stringifyEntryKind(plan.kind).str();
   os << "\n} // namespace\n\nextern \"C\" const braid_program *" << getter
      << "(void) { return &kProgram; }\n";
   return success();
@@ -437,6 +438,12 @@ collectPipelineShared(mlir::ModuleOp module, mlir::ArrayAttr entries) {
     if (!stage)
       return mlir::emitError(module.getLoc(), "braid.pipeline_entries names @")
              << name << ", which is not a function of the module";
+    // A training pipeline lists one program per rank; an inference one
+    // each rank's prefill, decode and forward.
+    int64_t rank = static_cast<int64_t>(k);
+    if (auto attr = stage->getAttrOfType<mlir::IntegerAttr>(
+            mlir::braid::kPipelineRankAttrName))
+      rank = attr.getInt();
     // Its persistent tensors only: its frames are its own emission's.
     mlir::FailureOr<mlir::braid::ProgramPlan> other =
         mlir::braid::planProgram(module, stage,
@@ -445,7 +452,7 @@ collectPipelineShared(mlir::ModuleOp module, mlir::ArrayAttr entries) {
       return mlir::failure();
     for (const auto *list : {&other->params, &other->states})
       for (const mlir::braid::PersistentTensor &t : *list)
-        shared.lowestHolder.try_emplace(t.name, static_cast<int64_t>(k));
+        shared.lowestHolder.try_emplace(t.name, rank);
     if (mlir::failed(collectCommGroups(module, other->entry, groups)))
       return mlir::failure();
   }
@@ -532,6 +539,9 @@ emitProgramsAsCpp(mlir::ModuleOp module, const CppEmitOptions &options) {
   for (mlir::func::FuncOp program : programs) {
     EmittedProgram &out = emitted.emplace_back();
     out.name = program.getSymName().str();
+    if (auto rank = program->getAttrOfType<mlir::IntegerAttr>(
+            mlir::braid::kPipelineRankAttrName))
+      out.pipelineRank = rank.getInt();
     llvm::raw_string_ostream os(out.source);
     if (mlir::failed(emitProgram(module, program, shared, os, options)))
       return mlir::failure();
