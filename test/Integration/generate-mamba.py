@@ -13,7 +13,10 @@
 # - The negative test: a Mamba state not carried. The kernels' test hook
 #   BRAID_TEST_FORGET_MAMBA_STATE=ssm|conv makes every decode step start from
 #   a fresh state, and --verify FAILS (status 1).
-# One binary per model (the same --prompt-len and batch for every launch).
+# - Tensor parallelism (tp=2 under MPI): the states split with the channels
+#   (d_inner) on each rank; teacher forcing passes and the ids and logits
+#   equal one rank's (1e-5).
+# One binary per model and grid (the same --prompt-len and batch everywhere).
 import os
 import re
 import subprocess
@@ -69,6 +72,10 @@ for model in ("mamba-tiny.mlir", "hybrid-tiny.mlir"):
     passes(model, run(model), 2, "drawn prompts")
     passes(model, run(model, "--prompts", prompts), len(lengths), "prompts of lengths 1-11")
     fails(model, run(model, "--prompts", prompts, forget="ssm"), "an SSM state not carried")
+    r = run(model, "--prompts", prompts, "--grid", "tp=2")
+    passes(model, r, len(lengths), "tp=2")
+    expect(re.search(r"^verify: grid tp=2 against 1 rank: ok \(ids identical for 5 requests",
+                     r.stdout, re.M), f"{model} tp=2: not equal to one rank", r)
 fails("mamba-tiny.mlir", run("mamba-tiny.mlir", "--prompts", prompts, forget="conv"),
       "a conv state not carried")
 
