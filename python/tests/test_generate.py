@@ -111,3 +111,12 @@ def test_grid_generates_what_one_rank_generates():
     alone = braid.generate(LLAMA, PROMPTS, max_new_tokens=3)
     assert braid.generate(LLAMA, PROMPTS, max_new_tokens=3, grid="tp=2") == alone
     assert braid.generate(LLAMA, PROMPTS, max_new_tokens=3, grid={"dp": 2}) == alone
+
+
+def test_bf16_generation_verifies():
+    # Pipeline options pass through too: at bf16 the cache and logits are
+    # bf16 and teacher forcing holds within the bound derived from rounding.
+    prompts = PROMPTS + [[3, 4, 5]]
+    ids = braid.generate(LLAMA, prompts, max_new_tokens=5, dtype="bf16", verify=True)
+    assert [len(i) for i in ids] == [5, 5, 5]
+    assert all(0 <= t < VOCAB for i in ids for t in i)

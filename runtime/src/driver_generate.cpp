@@ -42,7 +42,10 @@
 // ids (padded with 0 to the context) and, for every generated step t, the
 // logits that chose token t (prefill's for t = 0, the decode step's after)
 // are compared with the forward logits at row length - 1 + t: max |a - b| /
-// max |b| per request and step, at most 1e-5 (f32). It prints
+// max |b| per request and step, at most 1e-5 (f32; logits stored as bf16 or
+// f16, the model's --dtype, are read as f32 and judged against a bound
+// derived from their rounding, generate_logits.h, printed first as
+//   verify: bound B at bf16: HOW). It prints
 //   verify: ok (worst difference D at request R step T)
 // or one "verify: FAIL request R step T: difference D > 1e-05" per failure.
 // The test hook BRAID_TEST_PERTURB_LOGITS="R:T" adds 1e-3 of the logits'
@@ -59,6 +62,7 @@
 
 #include "driver.h"
 
+#include "generate_logits.h"
 #include "npy.h"
 #include "rng.h"
 #include "sampling.h"
@@ -67,7 +71,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -149,9 +152,9 @@ Shapes shapesOf(const InferencePrograms &programs) {
   if (!shapes.context)
     fatal("the generation programs have no KV cache (cache.*) to size the context by");
   for (const braid_program *p : {programs.prefill, programs.decode, programs.forward})
-    if (p && (p->num_outputs != 1 || p->outputs[0].dtype != BRAID_F32))
-      fatal("generation reads f32 logits; program %s's are not (bf16 generation is not "
-            "supported yet)",
+    if (p && (p->num_outputs != 1 || !isLogitsType(p->outputs[0].dtype) ||
+              p->outputs[0].dtype != programs.prefill->outputs[0].dtype))
+      fatal("generation reads logits of one float type; program %s's are not prefill's",
             p->name ? p->name : "?");
   return shapes;
 }
@@ -248,6 +251,8 @@ class Generation {
 public:
   Generation(Session &s, const InferencePrograms &programs)
       : s(s), rt(s.rt.get()), programs(programs), shapes(shapesOf(programs)) {
+    bound = teacherForcingBound(programs.prefill->outputs[0].dtype,
+                                cacheLayers(*programs.prefill), kVerifyTolerance);
     options.temperature = s.args.temperature;
     options.topK = s.args.topK;
     options.topP = s.args.topP;
@@ -272,6 +277,7 @@ public:
   }
 
   const Timings &timings() const { return times; }
+  TeacherForcingBound bound; ///< of --verify-forward, by the logits' type
   double worst = 0;
   std::string worstAt;
 
@@ -298,9 +304,8 @@ private:
     for (int32_t i = 0; i < program.num_inputs; ++i)
       braid_rt_free(rt, program.inputs[i].offset, numel(program.inputs[i]) * 4);
     checkReturned(s, what, calls);
-    std::vector<float> values(whole.size() / sizeof(float));
-    std::memcpy(values.data(), whole.data(), values.size() * sizeof(float));
-    return values;
+    return logitsAsF32(whole.data(), int64_t(whole.size()) / braid_dtype_size(out.dtype),
+                       out.dtype);
   }
 
   /// `desc` placed on the run's grid: its local shape and where its block
@@ -418,11 +423,11 @@ private:
         worst = relative;
         worstAt = "request " + std::to_string(request.index) + " step " + std::to_string(t);
       }
-      if (!(relative <= kVerifyTolerance)) {
+      if (!(relative <= bound.bound)) {
         ok = false;
         if (s.talks)
-          std::printf("%sverify: FAIL request %lld step %zu: difference %.3g > %.0e\n",
-                      s.prefix.c_str(), (long long)request.index, t, relative, kVerifyTolerance);
+          std::printf("%sverify: FAIL request %lld step %zu: difference %.3g > %.2g\n",
+                      s.prefix.c_str(), (long long)request.index, t, relative, bound.bound);
       }
     }
     return ok;
@@ -548,6 +553,9 @@ int runGeneration(Session &s, const InferencePrograms &programs) {
   bool verified = generation.run(requests);
   int64_t refused = report(s, requests, generation.timings());
   writeLogits(s, requests, shapesOf(programs).vocab);
+  if (s.args.verifyForward && s.talks && !generation.bound.derivation.empty())
+    std::printf("%sverify: bound %.3g %s\n", s.prefix.c_str(), generation.bound.bound,
+                generation.bound.derivation.c_str());
   if (s.args.verifyForward && verified && s.talks) {
     if (generation.worstAt.empty())
       std::printf("%sverify: ok (no generated step to check)\n", s.prefix.c_str());
