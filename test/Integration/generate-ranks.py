@@ -14,6 +14,10 @@
 # - gpt-tiny (learned positions): tp=2;
 # - moe-tiny: ep=2 (each rank its experts, the decode step's tokens sent by
 #   all-to-all, no token dropped), and dp=2 x ep=2 with a batch of 4;
+# - mamba-tiny on tp=2 (conv and SSM states split on the channels), and the
+#   hybrid (Mamba, attention and MoE layers) on cp=2 x tp=2: prefill's
+#   prompts split over cp with the Mamba state carried between the chunks,
+#   the KV cache split by sequence, the Mamba states per sequence;
 # - a grid the batch cannot be split on (dp=4, batch 2) is a located error;
 # - the negative test: a dropped TP all-reduce (--inject-fault) makes the
 #   comparison with one rank FAIL with status 1.
@@ -61,6 +65,8 @@ cases = [
     ("gpt-tiny.mlir", "tp=2", ["--batch", "2", "--context", "16"]),
     ("moe-tiny.mlir", "ep=2", []),
     ("moe-tiny.mlir", "dp=2,ep=2", ["--batch", "4"]),
+    ("mamba-tiny.mlir", "tp=2", []),
+    ("hybrid-tiny.mlir", "cp=2,tp=2", []),
 ]
 for model, grid, extra in cases:
     what = f"{model} --grid {grid} {' '.join(extra)}"
