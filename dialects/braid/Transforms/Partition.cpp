@@ -666,17 +666,31 @@ Partitioner::partitionFunction(func::FuncOp func,
   SmallVector<ValueSharding> resultShardings;
   SmallVector<Value> results;
   bool isEntry = llvm::is_contained(entries, func);
-  for (Value operand : ret.getOperands()) {
-    ValueSharding want = ValueSharding::replicated(globalType(operand).getRank());
-    if (!isEntry) {
+  for (auto [i, operand] : llvm::enumerate(ret.getOperands())) {
+    RankedTensorType global = globalType(operand);
+    ValueSharding want = ValueSharding::replicated(global.getRank());
+    if (!isEntry || (returnsSplitLogits(func) && global.getRank() > 0)) {
       FailureOr<ValueSharding> c = canonical(operand);
       if (failed(c))
         return failure();
-      want = *c;
+      // An entry's logits keep only their vocabulary's split (the last
+      // dimension): every rank of the vocabulary group holds every row.
+      if (isEntry)
+        want.split.back() = c->split.back();
+      else
+        want = *c;
     }
     FailureOr<Value> v = use(b, ret, operand, want);
     if (failed(v))
       return failure();
+    if (isEntry && !want.isReplicated()) {
+      func.setResultAttr(i, kSplitAttrName, splitAttr(context, want, grid));
+      func.setResultAttr(i, kGlobalShapeAttrName,
+                         DenseI64ArrayAttr::get(context, global.getShape()));
+      LLVM_DEBUG(llvm::dbgs() << "result #" << i << " of @" << func.getSymName()
+                              << ": logits returned " << want.describe(grid)
+                              << " (gather-logits=false)\n");
+    }
     results.push_back(*v);
     resultShardings.push_back(want);
   }
@@ -696,6 +710,12 @@ Partitioner::partitionFunction(func::FuncOp func,
 //===----------------------------------------------------------------------===//
 // Driver
 //===----------------------------------------------------------------------===//
+
+bool Partitioner::returnsSplitLogits(func::FuncOp entry) const {
+  std::optional<EntryKind> kind = getEntryKind(entry);
+  return !gatheringLogits &&
+         (kind == EntryKind::Prefill || kind == EntryKind::Decode);
+}
 
 LogicalResult Partitioner::run() {
   if (zero < 0 || zero > 3)
@@ -990,6 +1010,7 @@ struct BraidPartitionPass
     Partitioner partitioner(module, *grid, plan, zero, sequenceParallel,
                             cpAttention, cpLayout);
     partitioner.recordingLayouts = recordLayouts;
+    partitioner.gatheringLogits = gatherLogits;
     if (failed(partitioner.run()))
       signalPassFailure();
   }

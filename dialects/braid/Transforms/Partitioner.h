@@ -66,6 +66,10 @@ public:
 
   LogicalResult run();
 
+  /// Whether `entry` returns its logits split by vocabulary (a prefill or
+  /// decode program when logits are not gathered).
+  bool returnsSplitLogits(func::FuncOp entry) const;
+
 private:
   // --- Propagation -------------------------------------------------------
   LogicalResult collectFunctions();
@@ -183,6 +187,12 @@ public:
   /// Whether ops record their results' place in the global tensors
   /// (braid.result_layouts, for dumps).
   bool recordingLayouts = false;
+  /// Whether the prefill and decode programs gather their vocabulary-split
+  /// logits at the return (gather-logits); when not, they return this rank's
+  /// block of the vocabulary and record where it lies (braid.split,
+  /// braid.global_shape on the result), for a sampler that never gathers
+  /// them. The forward program gathers either way.
+  bool gatheringLogits = true;
 
 private:
   /// Zigzag load balancing: the cp size when sequences split over cp are

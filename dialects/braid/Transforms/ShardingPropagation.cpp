@@ -146,16 +146,18 @@ void Partitioner::unite() {
   paddable = std::move(leaders);
   // A vocabulary that a program returns (an inference program's logits)
   // is gathered at the return, and a padded split cannot be gathered: such
-  // a class is split only where its size divides.
+  // a class is split only where its size divides. Logits returned split
+  // (gather-logits=false) may be padded; the forward program still gathers.
   for (func::FuncOp entry : entries)
-    for (Value v : entry.getBody().front().getTerminator()->getOperands())
-      if (auto type = tensorTypeOf(v))
-        for (unsigned d = 0; d < type.getRank(); ++d)
-          if (paddable.erase(classes.getLeaderValue(node(v, d))))
-            LLVM_DEBUG(llvm::dbgs()
-                       << "dimension " << d << " of the result of @"
-                       << entry.getSymName()
-                       << " is a vocabulary: it is not padded\n");
+    if (!returnsSplitLogits(entry))
+      for (Value v : entry.getBody().front().getTerminator()->getOperands())
+        if (auto type = tensorTypeOf(v))
+          for (unsigned d = 0; d < type.getRank(); ++d)
+            if (paddable.erase(classes.getLeaderValue(node(v, d))))
+              LLVM_DEBUG(llvm::dbgs()
+                         << "dimension " << d << " of the result of @"
+                         << entry.getSymName()
+                         << " is a vocabulary: it is not padded\n");
 }
 
 bool Partitioner::classDivides(Value v, unsigned d, int64_t n) {

@@ -150,7 +150,7 @@ private:
   unsigned shapeId = 0, shardingId = 0;
   /// The array fields of each persistent tensor, input and output.
   SmallVector<std::string> paramShapes, paramShardings, zeroBlocks,
-      inputShapes, inputShardings, outputShapes;
+      inputShapes, inputShardings, outputShapes, outputShardings;
 };
 
 } // namespace
@@ -248,8 +248,15 @@ LogicalResult DescriptorEmitter::emitArrays() {
       return failure();
     inputShardings.push_back(shardingArrays(*sharding ? &**sharding : nullptr));
   }
-  for (const PersistentTensor &out : plan.outputs)
+  for (auto [i, out] : llvm::enumerate(plan.outputs)) {
     outputShapes.push_back(shapeArray(out.type));
+    // Logits returned split by vocabulary (gather-logits=false).
+    FailureOr<std::optional<ShardedTensor>> sharding =
+        readSharding(plan.entry.getResultAttrDict(i), out.type, plan.entry);
+    if (failed(sharding))
+      return failure();
+    outputShardings.push_back(shardingArrays(*sharding ? &**sharding : nullptr));
+  }
   // Their arrays defined before the descriptors.
   for (const PersistentTensor &p : persistent)
     zeroBlocks.push_back(zeroBlockFields(p));
@@ -340,7 +347,7 @@ void DescriptorEmitter::emitOutputs() {
   for (auto [i, out] : llvm::enumerate(plan.outputs))
     os << "  {nullptr, " << dtypeName(out.type) << ", " << out.type.getRank()
        << ", " << outputShapes[i] << ", BRAID_INIT_ZEROS, 0, 0, " << out.offset
-       << "},\n";
+       << outputShardings[i] << "},\n";
   if (plan.outputs.empty())
     emitEmptyRow(os, "BRAID_F32");
   os << "};\n\n";

@@ -1,0 +1,71 @@
+// RUN: braid-opt --braid-derive-inference %S/../../examples/llama-tiny.mlir -o %t.inference.mlir
+// RUN: braid-opt --braid-partition="grid=tp=2 gather-logits=false" %t.inference.mlir | FileCheck %s --check-prefix=TP2
+// RUN: braid-opt --braid-partition="grid=dp=2,tp=2 gather-logits=false" %t.inference.mlir | FileCheck %s --check-prefix=DPTP
+// RUN: braid-opt --braid-partition="grid=tp=2" %t.inference.mlir | FileCheck %s --check-prefix=GATHER
+// RUN: braid-opt --braid-derive-inference %S/../../examples/gpt-tiny.mlir | braid-opt --braid-partition="grid=tp=2 gather-logits=false" 2>&1 >/dev/null | FileCheck %s --check-prefix=PAD-WARN
+// RUN: braid-opt --braid-derive-inference %S/../../examples/gpt-tiny.mlir | braid-opt --braid-partition="grid=tp=2 gather-logits=false" 2>/dev/null | FileCheck %s --check-prefix=PAD
+// RUN: braid-opt --braid-training-pipeline="optimizer=none grid=dp=2,tp=2 gather-logits=false" %t.inference.mlir -o %t.dptp.mlir
+// RUN: FileCheck %s --check-prefix=DIST < %t.dptp.mlir
+// RUN: rm -rf %t.dptp && braid-translate --braid-to-cpp --braid-output-dir=%t.dptp %t.dptp.mlir
+// RUN: FileCheck %s --check-prefix=CPP < %t.dptp/decode.cpp
+// RUN: FileCheck %s --check-prefix=CPP < %t.dptp/prefill.cpp
+// RUN: FileCheck %s --check-prefix=CPP-FWD < %t.dptp/forward.cpp
+
+// gather-logits=false: the prefill and decode programs return each tp
+// rank's block of the vocabulary-parallel logits (the LM head's columns)
+// instead of gathering them at the return, and mark the result with its
+// global shape and split, for a sampler that never gathers the logits
+// (runtime/src/sampling_parallel.h). The forward program, --verify's
+// reference, gathers its logits as before.
+// TP2-LABEL: func.func @prefill(
+// TP2-SAME: -> (tensor<2x128xf32> {braid.global_shape = array<i64: 2, 256>, braid.split = {{\[}}[], ["tp"]]})
+// TP2: %[[L:.*]] = braid.linear {{.*}} -> tensor<2x128xf32>
+// TP2-NEXT: return %[[L]] : tensor<2x128xf32>
+// TP2-LABEL: func.func @decode(
+// TP2-SAME: -> (tensor<2x128xf32> {braid.global_shape = array<i64: 2, 256>, braid.split = {{\[}}[], ["tp"]]})
+// TP2-NOT: shard.all_gather
+// TP2: %[[L:.*]] = braid.linear {{.*}} -> tensor<2x128xf32>
+// TP2-NEXT: return %[[L]] : tensor<2x128xf32>
+// TP2-LABEL: func.func @forward(
+// TP2-SAME: -> tensor<2x16x256xf32>
+// TP2: %[[G:.*]] = shard.all_gather %{{.*}} on @grid grid_axes = [0] gather_axis = 2 : tensor<2x16x128xf32> -> tensor<2x16x256xf32>
+// TP2-NEXT: return %[[G]] : tensor<2x16x256xf32>
+
+// dp x tp: the rows are still gathered over dp (every rank of a tp group
+// holds every row of its block), only the vocabulary stays split.
+// DPTP-LABEL: func.func @decode(
+// DPTP-SAME: -> (tensor<2x128xf32> {braid.global_shape = array<i64: 2, 256>, braid.split = {{\[}}[], ["tp"]]})
+// DPTP: %[[L:.*]] = braid.linear {{.*}} -> tensor<1x128xf32>
+// DPTP-NEXT: %[[G:.*]] = shard.all_gather %[[L]] on @grid grid_axes = [0] gather_axis = 0 : tensor<1x128xf32> -> tensor<2x128xf32>
+// DPTP-NEXT: return %[[G]] : tensor<2x128xf32>
+
+// The default gathers (whole logits, no mark on the result).
+// GATHER-LABEL: func.func @decode(
+// GATHER-SAME: -> tensor<2x256xf32>
+// GATHER: shard.all_gather {{.*}} gather_axis = 1 : tensor<2x128xf32> -> tensor<2x256xf32>
+
+// A vocabulary that tp does not divide (GPT's 97 over tp=2) would be padded
+// where it is split, but the forward program gathers its logits and a padded
+// split cannot be gathered: the table stays whole, as with gathered logits,
+// and the programs return whole, unmarked logits.
+// PAD-WARN: warning: the megatron plan keeps this embedding's table whole: tp=2 does not divide its vocabulary, which a program returns
+// PAD: braid.param @tok_embeddings normal(2.000000e-02) : tensor<97x64xf32>
+// PAD-LABEL: func.func @decode(
+// PAD-SAME: -> tensor<2x97xf32> attributes
+// PAD-NOT: shard.all_gather
+// PAD: return %{{.*}} : tensor<2x97xf32>
+
+// Through the pipeline (its option of the same name) the mark survives the
+// dist lowering, and the descriptor of the emitted programs declares the
+// output's global shape and split as it declares a sharded input's.
+// DIST-LABEL: func.func @decode(
+// DIST-SAME: -> (tensor<2x128xf32> {braid.global_shape = array<i64: 2, 256>, braid.split = {{\[}}[], ["tp"]]})
+// CPP: constexpr int64_t kShape[[LOCAL:[0-9]+]][] = {2, 128};
+// CPP: constexpr int64_t kGlobal[[ID:[0-9]+]][] = {2, 256};
+// CPP-NEXT: const char *const kSplit[[ID]][] = {"", "tp"};
+// CPP: const braid_tensor_desc kOutputs[] = {
+// CPP-NEXT: {nullptr, BRAID_F32, 2, kShape[[LOCAL]], BRAID_INIT_ZEROS, 0, 0, {{[0-9]+}}, kGlobal[[ID]], kSplit[[ID]]},
+// CPP-NEXT: };
+// CPP-FWD: const braid_tensor_desc kOutputs[] = {
+// CPP-FWD-NEXT: {nullptr, BRAID_F32, 3, kShape{{[0-9]+}}, BRAID_INIT_ZEROS, 0, 0, {{[0-9]+}}},
+// CPP-FWD-NEXT: };
