@@ -12,8 +12,11 @@
 #   of f32's (16384);
 # - a cache written one position late (BRAID_TEST_CACHE_FAULT=position) fails
 #   that bound (status 1), so the bound is not so loose that it hides a
-#   wrong cache.
-# Two launches of one compiled binary (the second is cached).
+#   wrong cache;
+# - hybrid-tiny (Mamba, attention and MoE layers; 4 layers keep state): its
+#   conv states are bf16, its SSM states f32 (braid.scan_step carries h in
+#   f32), and verify passes under 2^-7 * 5 + 1e-5 = 0.0391.
+# Three launches; the first two share one compiled binary.
 import os
 import re
 import subprocess
@@ -24,13 +27,13 @@ model = os.path.join(src, "examples", "llama-tiny.mlir")
 failures = []
 
 
-def run(env=None):
+def run(env=None, model=model, extra=()):
     full = dict(os.environ)
     full["BRAID_RUN_CACHE"] = os.path.join(work, "cache")
     full.pop("BRAID_TEST_CACHE_FAULT", None)
     full.update(env or {})
     return subprocess.run(["braid-run", model, "--quiet", "--generate", "5", "--verify",
-                           "--dtype", "bf16"], capture_output=True, text=True, env=full)
+                           "--dtype", "bf16", *extra], capture_output=True, text=True, env=full)
 
 
 def expect(cond, what, r):
@@ -58,6 +61,12 @@ fails = re.findall(r"^verify: FAIL request \d+ step \d+: difference (\S+) > 0\.0
 expect(r.returncode == 1 and fails and all(float(d) > BOUND for d in fails)
        and "verify: ok" not in r.stdout,
        "a cache written at the wrong position did not fail the bf16 bound", r)
+
+hybrid = os.path.join(src, "examples", "hybrid-tiny.mlir")
+r = run(model=hybrid, extra=("--prompt-len", "8"))
+expect(r.returncode == 0 and re.search(r"^verify: bound 0\.0391 at bf16: .* L = 4 layers", r.stdout,
+                                       re.M) and "verify: ok (worst difference" in r.stdout,
+       "hybrid-tiny at bf16 did not pass teacher forcing", r)
 
 if failures:
     print("\n\n".join(failures))

@@ -1,5 +1,7 @@
 // RUN: braid-opt --braid-derive-inference --braid-training-pipeline="optimizer=none dtype=bf16" %S/../../examples/llama-tiny.mlir | FileCheck %s
 // RUN: braid-opt --braid-derive-inference --braid-training-pipeline="optimizer=none dtype=bf16" %S/../../examples/gpt-tiny.mlir | FileCheck %s --check-prefix=GPT
+// RUN: braid-opt --braid-derive-inference --braid-training-pipeline="optimizer=none dtype=bf16" %S/../../examples/mamba-tiny.mlir | FileCheck %s --check-prefix=MAMBA
+// RUN: braid-opt --braid-derive-inference --braid-training-pipeline="grid=tp=2 optimizer=none dtype=bf16" %S/../../examples/mamba-tiny.mlir | FileCheck %s --check-prefix=MAMBA-TP
 // RUN: braid-opt --braid-derive-inference --braid-convert-element-type="to=bf16 master-weights=true" %S/../../examples/llama-tiny.mlir | FileCheck %s --check-prefix=MASTER
 // RUN: braid-opt --braid-derive-inference --braid-convert-element-type=to=f16 %S/../../examples/llama-tiny.mlir | FileCheck %s --check-prefix=F16
 // RUN: braid-opt --braid-derive-inference --braid-training-pipeline="optimizer=none dtype=bf16" %S/../../examples/llama-tiny.mlir -o %t.mlir
@@ -44,6 +46,23 @@
 // GPT: braid.state @cache.layers.1.v zeros : tensor<2x16x4x16xbf16>
 // GPT-LABEL: func.func @prefill(
 // GPT: braid.add_positions {{.*}} : tensor<2x16x64xbf16>, tensor<16x64xbf16>, tensor<2xi32> -> tensor<2x16x64xbf16>
+
+// mamba-tiny: the conv state holds the model's rows, in its dtype; the SSM
+// state stays f32, as braid.scan_step carries h in f32 from one call to the
+// next: it is kept from the scan back through the layer function's argument
+// to the state, also when a partitioned module reads it through collectives.
+// MAMBA: braid.state @cache.layers.0.conv zeros : tensor<2x3x128xbf16>
+// MAMBA-NEXT: braid.state @cache.layers.0.ssm zeros : tensor<2x128x16xf32>
+// MAMBA-LABEL: func.func private @mamba_layer.decode(
+// MAMBA-SAME: %[[CONV:arg15]]: tensor<2x3x128xbf16>, %[[SSM:arg16]]: tensor<2x128x16xf32>) -> tensor<2x1x64xbf16>
+// MAMBA: braid.conv_step %[[CONV]], {{.*}} : tensor<2x3x128xbf16>, tensor<2x1x128xbf16>
+// MAMBA: braid.scan_step %[[SSM]], {{.*}} : tensor<2x128x16xf32>, tensor<2x1x128xbf16>, tensor<2x1x128xbf16>
+// MAMBA-LABEL: func.func @decode(
+// MAMBA: braid.get_param @cache.layers.0.conv : tensor<2x3x128xbf16>
+// MAMBA-NEXT: braid.get_param @cache.layers.0.ssm : tensor<2x128x16xf32>
+// MAMBA-TP: braid.state @cache.layers.0.conv zeros {{.*}} : tensor<2x3x64xbf16>
+// MAMBA-TP-NEXT: braid.state @cache.layers.0.ssm zeros {{.*}} : tensor<2x64x16xf32>
+// MAMBA-TP: braid.scan_step {{.*}} : tensor<2x64x16xf32>, tensor<2x1x64xbf16>
 
 // Master weights: parameters stay f32 and each read feeds a converted copy;
 // a cache is not trained, so it has no master copy: its state is bf16 and

@@ -16,6 +16,48 @@ using namespace mlir;
 using namespace mlir::braid;
 
 namespace {
+
+/// What keeps f32 whatever the target: the state a Mamba scan carries
+/// (braid.scan_step accumulates h in f32 from one call to the next), followed
+/// from the scan back through its layer function's argument and the
+/// collectives before the call to the braid.state the entry reads.
+struct KeptF32 {
+  DenseSet<Value> values;
+  DenseSet<StringAttr> states;
+};
+
+KeptF32 keptF32(ModuleOp module) {
+  KeptF32 kept;
+  DenseMap<StringAttr, SmallVector<func::CallOp>> calls;
+  module.walk([&](func::CallOp call) {
+    calls[call.getCalleeAttr().getAttr()].push_back(call);
+  });
+  // Marks `value` and what it comes from, up to the state read.
+  auto keep = [&](Value value) {
+    while (value && kept.values.insert(value).second) {
+      Operation *def = value.getDefiningOp();
+      if (auto get = dyn_cast_or_null<GetParamOp>(def))
+        kept.states.insert(get.getNameAttr().getAttr());
+      bool collective = isa_and_nonnull<shard::ShardDialect>(
+                            def ? def->getDialect() : nullptr) &&
+                        def->getNumOperands() == 1;
+      value = collective ? def->getOperand(0) : Value();
+    }
+  };
+  module.walk([&](ScanStepOp scan) {
+    kept.values.insert(scan.getNewState());
+    keep(scan.getState());
+    auto arg = dyn_cast<BlockArgument>(scan.getState());
+    auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                    : func::FuncOp();
+    if (!func || !arg.getOwner()->isEntryBlock())
+      return;
+    for (func::CallOp call : calls.lookup(func.getSymNameAttr()))
+      keep(call.getOperand(arg.getArgNumber()));
+  });
+  return kept;
+}
+
 struct BraidConvertElementTypePass
     : braid::impl::BraidConvertElementTypePassBase<
           BraidConvertElementTypePass> {
@@ -49,9 +91,11 @@ struct BraidConvertElementTypePass
     // KV cache of --braid-derive-inference's programs (the optimizer's come
     // later): they hold the model's values in its dtype, master weights or
     // not, since nothing trains them.
+    const KeptF32 kept = keptF32(module);
     DenseSet<StringAttr> states;
     for (StateOp state : module.getOps<StateOp>()) {
-      state.setType(cast<RankedTensorType>(convert(state.getType())));
+      if (!kept.states.contains(state.getSymNameAttr()))
+        state.setType(cast<RankedTensorType>(convert(state.getType())));
       states.insert(state.getSymNameAttr());
     }
     // Master weights: a parameter read keeps its f32 type and feeds a
@@ -77,7 +121,8 @@ struct BraidConvertElementTypePass
     // (a ZeRO-3 gather of a function argument).
     module.walk([&](Block *block) {
       for (BlockArgument arg : block->getArguments())
-        arg.setType(convert(arg.getType()));
+        if (!kept.values.contains(arg))
+          arg.setType(convert(arg.getType()));
     });
     module.walk([&](Operation *op) {
       if (masterWeights && (isa<ConvertOp>(op) || masterReads.contains(op)))
@@ -96,16 +141,20 @@ struct BraidConvertElementTypePass
         return;
       }
       for (OpResult result : op->getResults())
-        result.setType(convert(result.getType()));
+        if (!kept.values.contains(result))
+          result.setType(convert(result.getType()));
     });
     for (auto func : module.getOps<func::FuncOp>()) {
       SmallVector<Type> inputs(func.getArgumentTypes());
       for (Type &type : inputs)
         type = convert(type);
       SmallVector<Type> results(func.getResultTypes());
-      if (!func.isExternal())
+      if (!func.isExternal()) {
+        // The arguments as converted above (a scan's state kept f32).
+        inputs = llvm::to_vector(func.getBody().front().getArgumentTypes());
         results = llvm::to_vector(
             func.getBody().front().getTerminator()->getOperandTypes());
+      }
       func.setType(FunctionType::get(context, inputs, results));
     }
   }
