@@ -120,3 +120,11 @@ def test_bf16_generation_verifies():
     ids = braid.generate(LLAMA, prompts, max_new_tokens=5, dtype="bf16", verify=True)
     assert [len(i) for i in ids] == [5, 5, 5]
     assert all(0 <= t < VOCAB for i in ids for t in i)
+
+
+def test_failed_teacher_forcing_raises_verify_error(monkeypatch):
+    # The runtime's test hook corrupts one logit of request 1 at step 2 after
+    # sampling: the ids come out, and verify fails naming that step.
+    monkeypatch.setenv("BRAID_TEST_PERTURB_LOGITS", "1:2")
+    with pytest.raises(braid.VerifyError, match=r"verify: FAIL request 1 step 2"):
+        braid.generate(LLAMA, PROMPTS, max_new_tokens=4, verify=True)
