@@ -104,6 +104,12 @@ def BraidConvertElementTypePass
     With `master-weights`, parameters stay f32 and each read is converted:
     `%w16 = braid.convert %w : tensor<64x64xf32> -> tensor<64x64xbf16>`;
     differentiated, the gradients come back to f32 through the converts.
+
+    States declared before the pass, such as the KV cache of
+    `--braid-derive-inference`'s programs, take the target type too, master
+    weights or not (nothing trains them), except the state `braid.scan_step`
+    carries in f32 (a Mamba layer's SSM state), kept f32 from the scan back
+    to its `braid.state`.
   }];
   let options = [
     Option<"to", "to", "::mlir::braid::Precision",
