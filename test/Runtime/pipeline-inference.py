@@ -18,7 +18,10 @@
 # - llama-tiny, pp=2, 2 micro-batches of 2 sequences: bitwise equal;
 # - gpt-tiny (the tied embedding on both stages), pp=2: bitwise equal;
 # - llama-tiny, pp=2 x tp=2, 2 micro-batches: within 1e-5 relative (the tp
-#   all-reduces add in another order).
+#   all-reduces add in another order);
+# - hybrid-tiny (Mamba, attention and MoE layers: conv and SSM states beside
+#   the KV cache, each per micro-batch), pp=2, 2 micro-batches: within 1e-5
+#   relative (a micro-batch's expert buffers hold other rows).
 import os
 import pathlib
 import subprocess
@@ -106,7 +109,8 @@ references = {}
 for name, model, options, per_stage, tolerance in [
         ("llama-pp2-mb2", "llama-tiny.mlir", "grid=pp=2 microbatches=2", 1, 0.0),
         ("gpt-pp2", "gpt-tiny.mlir", "grid=pp=2", 1, 0.0),
-        ("llama-pp2tp2-mb2", "llama-tiny.mlir", "grid=pp=2,tp=2 microbatches=2", 2, 1e-5)]:
+        ("llama-pp2tp2-mb2", "llama-tiny.mlir", "grid=pp=2,tp=2 microbatches=2", 2, 1e-5),
+        ("hybrid-pp2-mb2", "hybrid-tiny.mlir", "grid=pp=2 microbatches=2", 1, 1e-5)]:
     if model not in references:
         references[model] = launch(build(f"{model}-one", model, ""), 1)
     compare(name, launch(build(name, model, options), per_stage), references[model], tolerance)
