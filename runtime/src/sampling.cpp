@@ -1,7 +1,9 @@
 //===- sampling.cpp - choosing the next token from logits -----------------===//
 //
-// What sampling.h specifies. The order of the candidates is by probability,
-// ties by index, so that the draw is a function of the logits alone.
+// What sampling.h specifies. The order of the candidates is by weight, ties
+// by index, and every sum is of fixed-point integers, so that the draw is a
+// function of the logits alone (not of the order of a sum, nor of how a
+// parallel sampler assembled the candidates).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +13,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 namespace braid::rt {
@@ -26,6 +27,15 @@ int32_t greedy(const float *logits, int64_t vocab) {
   return int32_t(best);
 }
 
+} // namespace
+
+namespace sampling {
+
+uint64_t weightOf(float logit, float top, double temperature) {
+  double p = std::exp((double(logit) - double(top)) / temperature);
+  return uint64_t(std::ldexp(std::min(p, 1.0), kWeightBits));
+}
+
 /// A uniform in [0, 1) from the 53 high bits of two Philox words.
 double uniformAt(uint64_t seed, int64_t request, int64_t step) {
   rng::Key key = rng::keyOf(seed + uint64_t(request), "sample");
@@ -34,48 +44,73 @@ double uniformAt(uint64_t seed, int64_t request, int64_t step) {
   return double(word >> 11) * 0x1.0p-53;
 }
 
-} // namespace
+std::optional<int64_t> chooseFromPrefix(const Candidate *prefix, size_t count, bool complete,
+                                        int64_t vocab, uint64_t allMass,
+                                        const SamplingOptions &options, double uniform) {
+  size_t kept = size_t(vocab);
+  if (options.topK > 0)
+    kept = std::min(kept, size_t(options.topK));
+  // The kept mass: every weight, or the top-k's (which the prefix must hold).
+  uint64_t total = allMass;
+  if (kept < size_t(vocab)) {
+    if (count < kept && !complete)
+      return std::nullopt;
+    kept = std::min(kept, count);
+    total = 0;
+    for (size_t i = 0; i < kept; ++i)
+      total += prefix[i].weight;
+  }
+  if (options.topP < 1) {
+    // The smallest prefix whose share of the kept mass reaches top-p.
+    const auto need = uint64_t(std::ceil(options.topP * double(total)));
+    uint64_t mass = 0;
+    size_t i = 0;
+    for (; i < std::min(kept, count); ++i) {
+      mass += prefix[i].weight;
+      if (mass >= need)
+        break;
+    }
+    if (i == std::min(kept, count)) {
+      if (!complete && count < kept)
+        return std::nullopt;
+    } else {
+      kept = i + 1;
+      total = mass;
+    }
+  }
+  // The draw: the first candidate whose running mass exceeds the target.
+  auto target = uint64_t(uniform * double(total));
+  if (total > 0)
+    target = std::min(target, total - 1);
+  uint64_t mass = 0;
+  for (size_t i = 0; i < std::min(kept, count); ++i) {
+    mass += prefix[i].weight;
+    if (target < mass)
+      return prefix[i].index;
+  }
+  if (!complete && count < kept)
+    return std::nullopt;
+  return std::min(kept, count) > 0 ? std::optional<int64_t>(prefix[std::min(kept, count) - 1].index)
+                                   : std::nullopt;
+}
+
+} // namespace sampling
 
 int32_t sampleToken(const float *logits, int64_t vocab, const SamplingOptions &options,
                     uint64_t seed, int64_t request, int64_t step) {
   if (options.temperature <= 0 || vocab <= 1)
     return greedy(logits, vocab);
-  // Softmax of logits / T in double, from the largest logit.
-  double top = logits[greedy(logits, vocab)];
-  std::vector<double> p(static_cast<size_t>(vocab));
-  for (int64_t i = 0; i < vocab; ++i)
-    p[size_t(i)] = std::exp((double(logits[i]) - top) / options.temperature);
-  std::vector<int32_t> order(static_cast<size_t>(vocab));
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return p[size_t(a)] != p[size_t(b)] ? p[size_t(a)] > p[size_t(b)] : a < b;
-  });
-  size_t kept = order.size();
-  if (options.topK > 0)
-    kept = std::min(kept, size_t(options.topK));
-  double total = 0;
-  for (size_t i = 0; i < kept; ++i)
-    total += p[size_t(order[i])];
-  if (options.topP < 1) {
-    // The smallest prefix whose share of the kept mass reaches top-p.
-    double mass = 0;
-    for (size_t i = 0; i < kept; ++i) {
-      mass += p[size_t(order[i])];
-      if (mass >= options.topP * total) {
-        kept = i + 1;
-        total = mass;
-        break;
-      }
-    }
+  const float top = logits[greedy(logits, vocab)];
+  std::vector<sampling::Candidate> order(static_cast<size_t>(vocab));
+  uint64_t allMass = 0;
+  for (int64_t i = 0; i < vocab; ++i) {
+    order[size_t(i)] = {sampling::weightOf(logits[i], top, options.temperature), i};
+    allMass += order[size_t(i)].weight;
   }
-  double target = uniformAt(seed, request, step) * total;
-  double mass = 0;
-  for (size_t i = 0; i < kept; ++i) {
-    mass += p[size_t(order[i])];
-    if (target < mass)
-      return order[i];
-  }
-  return order[kept - 1];
+  std::sort(order.begin(), order.end(), sampling::comesBefore);
+  return int32_t(*sampling::chooseFromPrefix(order.data(), order.size(), /*complete=*/true,
+                                             vocab, allMass, options,
+                                             sampling::uniformAt(seed, request, step)));
 }
 
 } // namespace braid::rt

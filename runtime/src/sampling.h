@@ -1,20 +1,27 @@
 //===- sampling.h - choosing the next token from logits ---------*- C++ -*-===//
 //
 // Host-side sampling of generation (driver_generate.cpp). Greedy (temperature
-// 0) takes the lowest index among equal maxima. Otherwise the logits are
-// divided by the temperature, softmaxed in double, restricted to the top-k
-// (k > 0) and then to the smallest prefix of the descending order whose mass
-// reaches top-p (p < 1), renormalized, and one token is drawn with a uniform
-// from rng.h's counter-based generator keyed by (seed + request, "sample")
-// at counter `step`: a request's sequence depends on the seed, its index and
-// its logits only, not on the batch it shared or the thread count.
+// 0) takes the lowest index among equal maxima. Otherwise each token weighs
+// exp((logit - max) / T), computed in double and held as a fixed-point
+// integer of kWeightBits fraction bits (weightOf), so that sums of weights do
+// not depend on the order they are added in: a sampler whose ranks each hold
+// a block of the vocabulary (sampling_parallel.h) sums them as one rank
+// does. The candidates are ordered by weight, ties by index; restricted to
+// the top-k (k > 0) and then to the smallest prefix of that order whose mass
+// reaches top-p of the kept mass (p < 1); and one token is drawn with a
+// uniform from rng.h's counter-based generator keyed by (seed + request,
+// "sample") at counter `step`: a request's sequence depends on the seed, its
+// index and its logits only, not on the batch it shared, the thread count or
+// how the vocabulary is split.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BRAID_RUNTIME_SAMPLING_H
 #define BRAID_RUNTIME_SAMPLING_H
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace braid::rt {
 
@@ -28,6 +35,42 @@ struct SamplingOptions {
 /// request `request` under the run's `seed`.
 int32_t sampleToken(const float *logits, int64_t vocab, const SamplingOptions &options,
                     uint64_t seed, int64_t request, int64_t step);
+
+namespace sampling {
+
+/// Fraction bits of a weight: a weight is at most 1 << kWeightBits, so that
+/// the sum over a vocabulary of up to 2^23 tokens fits 63 bits.
+constexpr int kWeightBits = 40;
+
+/// exp((logit - top) / temperature) in double, truncated to kWeightBits
+/// fraction bits (`top` the largest logit: the weight is at most 1).
+uint64_t weightOf(float logit, float top, double temperature);
+
+/// A token and its weight. Candidates are ordered heavier first, ties by
+/// the lower index.
+struct Candidate {
+  uint64_t weight;
+  int64_t index;
+};
+inline bool comesBefore(const Candidate &a, const Candidate &b) {
+  return a.weight != b.weight ? a.weight > b.weight : a.index < b.index;
+}
+
+/// The uniform in [0, 1) of step `step` of request `request`.
+double uniformAt(uint64_t seed, int64_t request, int64_t step);
+
+/// The token drawn from the first `count` candidates of the order (`prefix`,
+/// ordered by comesBefore) of a vocabulary of `vocab` tokens whose weights
+/// sum to `allMass`, with `uniform` from uniformAt; `complete` when the
+/// prefix holds every candidate that can be kept. nullopt when the prefix
+/// does not decide it (the nucleus or the draw lies beyond it): the caller
+/// extends the prefix and asks again. The arithmetic is on integers, so
+/// that the answer does not depend on how the prefix was assembled.
+std::optional<int64_t> chooseFromPrefix(const Candidate *prefix, size_t count, bool complete,
+                                        int64_t vocab, uint64_t allMass,
+                                        const SamplingOptions &options, double uniform);
+
+} // namespace sampling
 
 } // namespace braid::rt
 
