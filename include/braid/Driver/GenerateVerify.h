@@ -26,7 +26,9 @@ struct GenerationRun {
 /// Prints "verify: grid G against 1 rank: ok (...)" or one "verify: FAIL
 /// grid G against 1 rank: ..." line per difference to `os`; false on one:
 /// a request's ids differ, or its logits at a step differ by more than
-/// `tolerance` relative (max |a - b| / max |b|), or it ran on one side only.
+/// `tolerance` relative (max |a - b| / max |b|; at bf16 or f16 the bound the
+/// partitioned run's teacher forcing printed, derived from the rounding), or
+/// it ran on one side only.
 bool compareGenerations(const GenerationRun &partitioned, const GenerationRun &reference,
                         llvm::StringRef grid, double tolerance, llvm::raw_ostream &os);
 
