@@ -71,6 +71,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -133,6 +134,16 @@ struct Shapes {
   int64_t batch = 0, promptLen = 0, context = 0, vocab = 0;
 };
 
+/// A KV cache state (cache.<...>.k / .v, [B, C, Hkv, D]): its rows are the
+/// context. A Mamba layer's states (cache.<...>.conv, .ssm) are not.
+bool isKvCache(const std::string &name) {
+  auto endsWith = [&](const char *tail) {
+    size_t n = std::strlen(tail);
+    return name.size() >= n && name.compare(name.size() - n, n, tail) == 0;
+  };
+  return name.rfind("cache.", 0) == 0 && (endsWith(".k") || endsWith(".v"));
+}
+
 Shapes shapesOf(const InferencePrograms &programs) {
   const braid_program &prefill = *programs.prefill;
   Shapes shapes;
@@ -144,8 +155,7 @@ Shapes shapesOf(const InferencePrograms &programs) {
   shapes.promptLen = globalDim(prefill.inputs[0], 1);
   shapes.vocab = globalDim(prefill.outputs[0], 1);
   for (int32_t i = 0; i < prefill.num_params; ++i)
-    if (std::string(prefill.params[i].name).rfind("cache.", 0) == 0 &&
-        prefill.params[i].rank >= 2)
+    if (isKvCache(prefill.params[i].name) && prefill.params[i].rank >= 2)
       shapes.context = globalDim(prefill.params[i], 1);
   if (!shapes.context && programs.forward)
     shapes.context = globalDim(programs.forward->inputs[0], 1);
