@@ -26,6 +26,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace braid::driver {
@@ -145,17 +147,19 @@ LogicalResult lowerPrograms(ModuleOp module, const TrainingPipelineOptions &give
   return broken.run(module);
 }
 
-/// The module's programs emitted and linked into one binary (--emit-cpp F
-/// writes program P to F with ".P" before its extension, when `emit`).
-FailureOr<std::string> buildPrograms(ModuleOp module, const RunOptions &options, bool mpi,
-                                     bool emit) {
+/// The module's programs emitted and linked into one binary per pipeline
+/// stage (every program of a stage in one: the runtime finds them by their
+/// getters), in stage order. --emit-cpp F writes program P to F with ".P"
+/// before its extension, when `emit`.
+FailureOr<SmallVector<std::string>> buildPrograms(ModuleOp module, const RunOptions &options,
+                                                  bool mpi, bool emit) {
   ::braid::CppEmitOptions emitOptions;
   emitOptions.rollRepeats = options.compile.rollRepeats;
   FailureOr<SmallVector<::braid::EmittedProgram>> emitted =
       ::braid::emitProgramsAsCpp(module, emitOptions);
   if (failed(emitted))
     return failure();
-  SmallVector<std::string> sources;
+  std::map<int64_t, SmallVector<std::string>> stages;
   for (::braid::EmittedProgram &program : *emitted) {
     if (emit && !options.compile.emitCpp.empty()) {
       std::string error;
@@ -167,9 +171,17 @@ FailureOr<std::string> buildPrograms(ModuleOp module, const RunOptions &options,
       out->os() << program.source;
       out->keep();
     }
-    sources.push_back(std::move(program.source));
+    stages[program.pipelineRank].push_back(std::move(program.source));
   }
-  return buildLinkedProgram(sources, options.compile.backend, mpi, options.compile.quiet);
+  SmallVector<std::string> binaries;
+  for (auto &[stage, sources] : stages) {
+    FailureOr<std::string> binary =
+        buildLinkedProgram(sources, options.compile.backend, mpi, options.compile.quiet);
+    if (failed(binary))
+      return failure();
+    binaries.push_back(*binary);
+  }
+  return binaries;
 }
 
 /// A fresh directory for a run's --logits-out.
@@ -183,7 +195,7 @@ FailureOr<std::string> logitsDirectory() {
 /// Runs the partitioned binary and the 1-rank `reference`, each writing its
 /// logits, and compares them (GenerateVerify.h). The partitioned run's exit
 /// status, or 1 when the comparison fails.
-int runVerified(StringRef binary, StringRef reference, int64_t ranks,
+int runVerified(ArrayRef<std::string> binaries, ArrayRef<std::string> reference, int64_t ranks,
                 const TrainingPipelineOptions &pipeline, ArrayRef<std::string> args) {
   FailureOr<std::string> partitionedDir = logitsDirectory(), referenceDir = logitsDirectory();
   if (failed(partitionedDir) || failed(referenceDir))
@@ -194,11 +206,10 @@ int runVerified(StringRef binary, StringRef reference, int64_t ranks,
     return full;
   };
   GenerationRun partitioned{"", *partitionedDir}, single{"", *referenceDir};
-  int status = runCaptured({binary.str()}, ranks, pipeline.grid, withLogits(*partitionedDir),
+  int status = runCaptured(binaries, ranks, pipeline.grid, withLogits(*partitionedDir),
                            partitioned.text, /*echo=*/true);
-  int referenceStatus =
-      runCaptured({reference.str()}, 1, "", withLogits(*referenceDir), single.text,
-                  /*echo=*/false);
+  int referenceStatus = runCaptured(reference, 1, "", withLogits(*referenceDir), single.text,
+                                    /*echo=*/false);
   bool same = (status == 0 || status == 1 || status == 2) &&
               (referenceStatus == 0 || referenceStatus == 1 || referenceStatus == 2) &&
               compareGenerations(partitioned, single, pipeline.grid, kGenerateTolerance,
@@ -253,12 +264,13 @@ int generateModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
 
   if (progress)
     progress->phase("building program");
-  FailureOr<std::string> binary = buildPrograms(module, options, *ranks > 1, /*emit=*/true);
-  if (failed(binary))
+  FailureOr<SmallVector<std::string>> binaries =
+      buildPrograms(module, options, *ranks > 1, /*emit=*/true);
+  if (failed(binaries))
     return 1;
-  FailureOr<std::string> reference =
+  FailureOr<SmallVector<std::string>> reference =
       compareRanks ? buildPrograms(*single, options, /*mpi=*/false, /*emit=*/false)
-                   : FailureOr<std::string>(std::string());
+                   : FailureOr<SmallVector<std::string>>(SmallVector<std::string>());
   if (failed(reference))
     return 1;
   if (options.compileOnly)
@@ -267,8 +279,8 @@ int generateModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
     progress->phase("generating");
   SmallVector<std::string> args = programArgs(options, generate);
   if (compareRanks)
-    return runVerified(*binary, *reference, *ranks, pipeline, args);
-  return runPrograms({*binary}, *ranks, pipeline.grid, args);
+    return runVerified(*binaries, *reference, *ranks, pipeline, args);
+  return runPrograms(*binaries, *ranks, pipeline.grid, args);
 }
 
 } // namespace braid::driver

@@ -63,6 +63,7 @@
 #include "driver.h"
 
 #include "generate_logits.h"
+#include "generate_ranks.h"
 #include "npy.h"
 #include "rng.h"
 #include "sampling.h"
@@ -73,6 +74,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace braid::rt::driver {
@@ -129,43 +131,87 @@ struct Request {
   std::vector<std::vector<float>> logits; ///< kept for --verify-forward
 };
 
-/// The sizes the programs were built for.
+/// The sizes the programs were built for, the type of their logits and
+/// the layers that keep a cache (of every pipeline stage).
 struct Shapes {
   int64_t batch = 0, promptLen = 0, context = 0, vocab = 0;
+  braid_dtype logitsDtype = BRAID_F32;
+  int64_t layers = 0;
 };
 
 /// A KV cache state (cache.<...>.k / .v, [B, C, Hkv, D]): its rows are the
 /// context. A Mamba layer's states (cache.<...>.conv, .ssm) are not.
 bool isKvCache(const std::string &name) {
-  auto endsWith = [&](const char *tail) {
+  auto endsWith = [](const std::string &text, const char *tail) {
     size_t n = std::strlen(tail);
-    return name.size() >= n && name.compare(name.size() - n, n, tail) == 0;
+    return text.size() >= n && text.compare(text.size() - n, n, tail) == 0;
   };
-  return name.rfind("cache.", 0) == 0 && (endsWith(".k") || endsWith(".v"));
+  // A micro-batch's copy is cache.<...>.k.mb<j>.
+  std::string base = name;
+  if (size_t dot = base.rfind(".mb"); dot != std::string::npos &&
+                                      base.find_first_not_of("0123456789", dot + 3) == std::string::npos)
+    base.resize(dot);
+  return base.rfind("cache.", 0) == 0 && (endsWith(base, ".k") || endsWith(base, ".v"));
 }
 
-Shapes shapesOf(const InferencePrograms &programs) {
+const braid_tensor_desc *findInput(const braid_program &program, const char *name) {
+  for (int32_t i = 0; i < program.num_inputs; ++i)
+    if (program.inputs[i].name && std::strcmp(program.inputs[i].name, name) == 0)
+      return &program.inputs[i];
+  return nullptr;
+}
+
+/// What this rank's programs say of the sizes: a pipeline stage knows part
+/// of them (the first stage takes the tokens, the last returns the logits),
+/// 0 for the rest.
+Shapes localShapes(const InferencePrograms &programs) {
   const braid_program &prefill = *programs.prefill;
   Shapes shapes;
-  if (prefill.num_inputs < 3 || prefill.inputs[0].rank != 2 || prefill.num_outputs != 1 ||
-      prefill.outputs[0].rank != 2)
-    fatal("the prefill program does not take tokens [B, L] and return logits [B, V]");
   // The programs' global sizes: a partitioned program's tensors are blocks.
-  shapes.batch = globalDim(prefill.inputs[0], 0);
-  shapes.promptLen = globalDim(prefill.inputs[0], 1);
-  shapes.vocab = globalDim(prefill.outputs[0], 1);
+  if (const braid_tensor_desc *positions = findInput(prefill, "positions"))
+    shapes.batch = globalDim(*positions, 0);
+  if (const braid_tensor_desc *tokens = findInput(prefill, "tokens"))
+    shapes.promptLen = globalDim(*tokens, 1);
+  if (prefill.num_outputs == 1 && prefill.outputs[0].rank == 2)
+    shapes.vocab = globalDim(prefill.outputs[0], 1);
   for (int32_t i = 0; i < prefill.num_params; ++i)
     if (isKvCache(prefill.params[i].name) && prefill.params[i].rank >= 2)
       shapes.context = globalDim(prefill.params[i], 1);
   if (!shapes.context && programs.forward)
-    shapes.context = globalDim(programs.forward->inputs[0], 1);
-  if (!shapes.context)
-    fatal("the generation programs have no KV cache (cache.*) to size the context by");
+    if (const braid_tensor_desc *tokens = findInput(*programs.forward, "tokens"))
+      shapes.context = globalDim(*tokens, 1);
   for (const braid_program *p : {programs.prefill, programs.decode, programs.forward})
-    if (p && (p->num_outputs != 1 || !isLogitsType(p->outputs[0].dtype) ||
-              p->outputs[0].dtype != programs.prefill->outputs[0].dtype))
+    if (p && p->num_outputs > 0 &&
+        (p->num_outputs != 1 || !isLogitsType(p->outputs[0].dtype) ||
+         (prefill.num_outputs == 1 && p->outputs[0].dtype != prefill.outputs[0].dtype)))
       fatal("generation reads logits of one float type; program %s's are not prefill's",
             p->name ? p->name : "?");
+  if (prefill.num_outputs == 1)
+    shapes.logitsDtype = prefill.outputs[0].dtype;
+  shapes.layers = cacheLayers(prefill);
+  return shapes;
+}
+
+/// The sizes of the whole run: each the largest any rank's programs know,
+/// the layers summed over the pipeline's stages (collective).
+Shapes shapesOf(Session &s, const InferencePrograms &programs) {
+  Shapes shapes = localShapes(programs);
+  std::vector<int32_t> known = {int32_t(shapes.batch), int32_t(shapes.promptLen),
+                                int32_t(shapes.vocab), int32_t(shapes.context),
+                                shapes.vocab ? int32_t(shapes.logitsDtype) : -1};
+  maxOverRanks(s.rt.get(), known);
+  shapes.batch = known[0];
+  shapes.promptLen = known[1];
+  shapes.vocab = known[2];
+  shapes.context = known[3];
+  shapes.logitsDtype = braid_dtype(std::max(known[4], 0));
+  shapes.layers = sumOverStages(s.rt.get(), shapes.layers);
+  if (!shapes.batch || !shapes.promptLen || !shapes.vocab)
+    fatal("the generation programs do not take tokens [B, L] and return logits [B, V] "
+          "(prefill: batch %lld, prompt length %lld, vocabulary %lld)",
+          (long long)shapes.batch, (long long)shapes.promptLen, (long long)shapes.vocab);
+  if (!shapes.context)
+    fatal("the generation programs have no KV cache (cache.*) to size the context by");
   return shapes;
 }
 
@@ -256,13 +302,30 @@ double percentile(std::vector<double> values, double q) {
   return values[std::min(at, values.size() - 1)];
 }
 
+/// The global inputs of a call, by the names the programs give them (a
+/// pipeline stage takes some of them).
+struct CallInputs {
+  const std::vector<int32_t> *tokens, *positions, *lastRows;
+
+  const std::vector<int32_t> &named(const char *name, const char *what) const {
+    std::string input = name ? name : "";
+    const std::vector<int32_t> *given = input == "tokens"      ? tokens
+                                        : input == "positions" ? positions
+                                        : input == "last_rows" ? lastRows
+                                                               : nullptr;
+    if (!given)
+      fatal("%s: the program takes an input '%s' that generation does not give it", what,
+            input.c_str());
+    return *given;
+  }
+};
+
 /// Generation over the requests, wave by wave.
 class Generation {
 public:
-  Generation(Session &s, const InferencePrograms &programs)
-      : s(s), rt(s.rt.get()), programs(programs), shapes(shapesOf(programs)) {
-    bound = teacherForcingBound(programs.prefill->outputs[0].dtype,
-                                cacheLayers(*programs.prefill), kVerifyTolerance);
+  Generation(Session &s, const InferencePrograms &programs, const Shapes &shapes)
+      : s(s), rt(s.rt.get()), programs(programs), shapes(shapes) {
+    bound = teacherForcingBound(shapes.logitsDtype, shapes.layers, kVerifyTolerance);
     options.temperature = s.args.temperature;
     options.topK = s.args.topK;
     options.topP = s.args.topP;
@@ -292,30 +355,42 @@ public:
   std::string worstAt;
 
 private:
-  /// Calls `program` on host `inputs` (one per program input, int32, the
-  /// global tensors) and returns its logits, whole on every rank; the inputs
-  /// and logits live for the call only.
-  std::vector<float> call(const braid_program &program,
-                          const std::vector<std::vector<int32_t>> &inputs, const char *what) {
+  /// Calls `program` on the global int32 `inputs` (each of its inputs is
+  /// found by name) and returns its `count` logits as f32, whole on every
+  /// rank (a pipeline's last stage shares them); the inputs and logits live
+  /// for the call only.
+  std::vector<float> call(const braid_program &program, const CallInputs &inputs,
+                          int64_t count, const char *what) {
     ++calls;
     for (int32_t i = 0; i < program.num_inputs; ++i)
-      placeInput(program.inputs[i], inputs[size_t(i)], what);
-    braid_tensor_desc out = program.outputs[0];
-    out.name = "logits";
-    Persistent logits = placed(out, "output");
-    braid_rt_alloc(rt, out.offset, logits.bytes, "logits");
+      placeInput(program.inputs[i], inputs.named(program.inputs[i].name, what), what);
+    std::optional<Persistent> logits;
+    braid_tensor_desc out{};
+    if (program.num_outputs == 1) {
+      out = program.outputs[0];
+      out.name = "logits";
+      logits = placed(out, "output");
+      braid_rt_alloc(rt, out.offset, logits->bytes, "logits");
+    }
     rt->step = calls;
     setCurrentStep(calls);
     program.step(rt, rt->arena);
     rt->backend->synchronize();
-    std::vector<char> whole =
-        gatherGlobal(rt, "logits", rt->arena + out.offset, out.dtype, logits.layout);
-    braid_rt_free(rt, out.offset, logits.bytes);
+    std::vector<float> values;
+    if (logits) {
+      std::vector<char> whole =
+          gatherGlobal(rt, "logits", rt->arena + out.offset, out.dtype, logits->layout);
+      braid_rt_free(rt, out.offset, logits->bytes);
+      values = logitsAsF32(whole.data(), int64_t(whole.size()) / braid_dtype_size(out.dtype),
+                           out.dtype);
+    }
     for (int32_t i = 0; i < program.num_inputs; ++i)
       braid_rt_free(rt, program.inputs[i].offset, numel(program.inputs[i]) * 4);
     checkReturned(s, what, calls);
-    return logitsAsF32(whole.data(), int64_t(whole.size()) / braid_dtype_size(out.dtype),
-                       out.dtype);
+    shareFromLastStage(rt, values, count);
+    if (int64_t(values.size()) != count)
+      fatal("%s: %zu logits, not the %lld expected", what, values.size(), (long long)count);
+    return values;
   }
 
   /// `desc` placed on the run's grid: its local shape and where its block
@@ -368,7 +443,8 @@ private:
       lastRows[b] = int32_t(wave[b]->prompt.size()) - 1;
     }
     auto start = std::chrono::steady_clock::now();
-    std::vector<float> logits = call(*programs.prefill, {tokens, positions, lastRows}, "prefill");
+    std::vector<float> logits = call(*programs.prefill, {&tokens, &positions, &lastRows},
+                                     B * shapes.vocab, "prefill");
     times.prefillSeconds += secondsSince(start);
     sampleWave(wave, logits, 0);
     for (int64_t t = 1; t < s.args.generate; ++t) {
@@ -379,7 +455,7 @@ private:
         positions[size_t(b)] = int32_t((used ? wave[size_t(b)]->prompt.size() : 1) + t - 1);
       }
       start = std::chrono::steady_clock::now();
-      logits = call(*programs.decode, {next, positions}, "decode");
+      logits = call(*programs.decode, {&next, &positions, nullptr}, B * shapes.vocab, "decode");
       times.decodeSeconds.push_back(secondsSince(start));
       sampleWave(wave, logits, t);
     }
@@ -389,7 +465,8 @@ private:
   /// on a difference past the tolerance.
   bool verifyWave(const std::vector<Request *> &wave) {
     const braid_program &forward = *programs.forward;
-    const int64_t B = globalDim(forward.inputs[0], 0), C = globalDim(forward.inputs[0], 1);
+    // Forward takes tokens [B, C] (on a pipeline's first stage only).
+    const int64_t B = shapes.batch, C = shapes.context;
     const int64_t V = shapes.vocab;
     std::vector<int32_t> tokens(size_t(B * C), 0);
     for (size_t b = 0; b < wave.size(); ++b) {
@@ -406,7 +483,7 @@ private:
     for (const Persistent *p : caches)
       braid_rt_free(rt, p->desc->offset, p->bytes);
     s.persistentLive -= caches.size();
-    std::vector<float> logits = call(forward, {tokens}, "forward");
+    std::vector<float> logits = call(forward, {&tokens, nullptr, nullptr}, B * C * V, "forward");
     for (const Persistent *p : caches)
       braid_rt_alloc(rt, p->desc->offset, p->bytes, p->desc->name);
     s.persistentLive += caches.size();
@@ -555,14 +632,15 @@ int runGeneration(Session &s, const InferencePrograms &programs) {
                     "--checkpoint-dir are for training)");
   // The requests first: an unreadable --prompts file ends the run before
   // anything is initialized.
-  std::vector<Request> requests = readRequests(s, shapesOf(programs));
+  const Shapes shapes = shapesOf(s, programs);
+  std::vector<Request> requests = readRequests(s, shapes);
   if (!initializeState(s))
     return s.stop(2);
   dumpInitialState(s);
-  Generation generation(s, programs);
+  Generation generation(s, programs, shapes);
   bool verified = generation.run(requests);
   int64_t refused = report(s, requests, generation.timings());
-  writeLogits(s, requests, shapesOf(programs).vocab);
+  writeLogits(s, requests, shapes.vocab);
   if (s.args.verifyForward && s.talks && !generation.bound.derivation.empty())
     std::printf("%sverify: bound %.3g %s\n", s.prefix.c_str(), generation.bound.bound,
                 generation.bound.derivation.c_str());

@@ -18,6 +18,11 @@
 #   hybrid (Mamba, attention and MoE layers) on cp=2 x tp=2: prefill's
 #   prompts split over cp with the Mamba state carried between the chunks,
 #   the KV cache split by sequence, the Mamba states per sequence;
+# - pipelines (one binary per stage, launched together; each stage holds its
+#   layers' cache, the batch flows through the stages in micro-batches and
+#   the last stage's logits reach every rank): llama-tiny on pp=2 with two
+#   micro-batches and on tp=2 x pp=2, a 4-layer Llama on pp=4 with four
+#   micro-batches and on pp=2 x dp=2;
 # - a grid the batch cannot be split on (dp=4, batch 2) is a located error;
 # - the negative test: a dropped TP all-reduce (--inject-fault) makes the
 #   comparison with one rank FAIL with status 1.
@@ -49,6 +54,12 @@ def ids(r):
             for m in re.finditer(r"^request (\d+): (.*)$", r.stdout, re.M)}
 
 
+# A Llama of 4 layers and a batch of 4 for four pipeline stages.
+llama_l4 = os.path.join(work, "llama-l4-b4.mlir")
+with open(llama_l4, "w") as f:
+    f.write(subprocess.run([sys.executable, "-m", "braid.models", "llama-tiny", "--layers", "4",
+                            "--batch", "4"], check=True, capture_output=True, text=True).stdout)
+
 prompts = os.path.join(work, "prompts.txt")
 with open(prompts, "w") as f:
     f.write("1 2 3 4 5 6\n9 8 7\n5\n42 17 3 3 3\n")
@@ -67,9 +78,13 @@ cases = [
     ("moe-tiny.mlir", "dp=2,ep=2", ["--batch", "4"]),
     ("mamba-tiny.mlir", "tp=2", []),
     ("hybrid-tiny.mlir", "cp=2,tp=2", []),
+    ("llama-tiny.mlir", "pp=2", ["--microbatches", "2"]),
+    ("llama-tiny.mlir", "tp=2,pp=2", []),
+    (llama_l4, "pp=4", ["--microbatches", "4"]),
+    (llama_l4, "pp=2,dp=2", ["--microbatches", "2"]),
 ]
 for model, grid, extra in cases:
-    what = f"{model} --grid {grid} {' '.join(extra)}"
+    what = f"{os.path.basename(model)} --grid {grid} {' '.join(extra)}"
     r = run(model, "--generate", "5", "--verify", "--grid", grid, "--prompts", prompts, *extra)
     m = OK.search(r.stdout)
     expect(r.returncode == 0 and m and m.group(1) == grid and float(m.group(2)) <= 1e-5,
