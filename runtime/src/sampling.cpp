@@ -3,7 +3,8 @@
 // What sampling.h specifies. The order of the candidates is by weight, ties
 // by index, and every sum is of fixed-point integers, so that the draw is a
 // function of the logits alone (not of the order of a sum, nor of how a
-// parallel sampler assembled the candidates).
+// parallel sampler assembled the candidates). The draw walks the kept set in
+// index order, which a parallel sampler can do without the set's order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,25 +45,33 @@ double uniformAt(uint64_t seed, int64_t request, int64_t step) {
   return double(word >> 11) * 0x1.0p-53;
 }
 
+uint64_t nucleusNeed(uint64_t total, double topP) {
+  return uint64_t(std::ceil(topP * double(total)));
+}
+
+uint64_t drawTarget(uint64_t total, double uniform) {
+  return std::min(uint64_t(uniform * double(total)), total - 1);
+}
+
 std::optional<int64_t> chooseFromPrefix(const Candidate *prefix, size_t count, bool complete,
                                         int64_t vocab, uint64_t allMass,
                                         const SamplingOptions &options, double uniform) {
   size_t kept = size_t(vocab);
   if (options.topK > 0)
     kept = std::min(kept, size_t(options.topK));
-  // The kept mass: every weight, or the top-k's (which the prefix must hold).
+  if (kept > count && !complete && (kept < size_t(vocab) || options.topP >= 1))
+    return std::nullopt;
+  // The kept mass: every weight, or the top-k's.
   uint64_t total = allMass;
   if (kept < size_t(vocab)) {
-    if (count < kept && !complete)
-      return std::nullopt;
-    kept = std::min(kept, count);
     total = 0;
     for (size_t i = 0; i < kept; ++i)
       total += prefix[i].weight;
   }
   if (options.topP < 1) {
-    // The smallest prefix whose share of the kept mass reaches top-p.
-    const auto need = uint64_t(std::ceil(options.topP * double(total)));
+    // The smallest prefix whose share of the kept mass reaches top-p (all
+    // of them when rounding puts the threshold past the kept mass).
+    const uint64_t need = nucleusNeed(total, options.topP);
     uint64_t mass = 0;
     size_t i = 0;
     for (; i < std::min(kept, count); ++i) {
@@ -70,28 +79,25 @@ std::optional<int64_t> chooseFromPrefix(const Candidate *prefix, size_t count, b
       if (mass >= need)
         break;
     }
-    if (i == std::min(kept, count)) {
-      if (!complete && count < kept)
-        return std::nullopt;
-    } else {
+    if (i < std::min(kept, count)) {
       kept = i + 1;
       total = mass;
+    } else if (kept > count && !complete) {
+      return std::nullopt;
     }
   }
-  // The draw: the first candidate whose running mass exceeds the target.
-  auto target = uint64_t(uniform * double(total));
-  if (total > 0)
-    target = std::min(target, total - 1);
+  // The draw, in index order among the kept.
+  std::vector<Candidate> byIndex(prefix, prefix + std::min(kept, count));
+  std::sort(byIndex.begin(), byIndex.end(),
+            [](const Candidate &a, const Candidate &b) { return a.index < b.index; });
+  const uint64_t target = drawTarget(total, uniform);
   uint64_t mass = 0;
-  for (size_t i = 0; i < std::min(kept, count); ++i) {
-    mass += prefix[i].weight;
+  for (const Candidate &c : byIndex) {
+    mass += c.weight;
     if (target < mass)
-      return prefix[i].index;
+      return c.index;
   }
-  if (!complete && count < kept)
-    return std::nullopt;
-  return std::min(kept, count) > 0 ? std::optional<int64_t>(prefix[std::min(kept, count) - 1].index)
-                                   : std::nullopt;
+  return byIndex.back().index; // unreachable: the kept mass exceeds the target
 }
 
 } // namespace sampling
@@ -107,6 +113,12 @@ int32_t sampleToken(const float *logits, int64_t vocab, const SamplingOptions &o
     order[size_t(i)] = {sampling::weightOf(logits[i], top, options.temperature), i};
     allMass += order[size_t(i)].weight;
   }
+  // Every token kept: no order needed, the draw is in index order.
+  if (options.topK <= 0 && options.topP >= 1)
+    return int32_t(sampling::chooseFromPrefix(order.data(), order.size(), /*complete=*/true,
+                                              vocab, allMass, options,
+                                              sampling::uniformAt(seed, request, step))
+                       .value());
   std::sort(order.begin(), order.end(), sampling::comesBefore);
   return int32_t(*sampling::chooseFromPrefix(order.data(), order.size(), /*complete=*/true,
                                              vocab, allMass, options,

@@ -5,16 +5,20 @@
 // gather-logits=false). sampleTokensParallel chooses each row's token
 // without gathering the logits, and chooses exactly the token sampleToken
 // (sampling.h) chooses from the whole row, whatever the split:
-//   greedy: each rank's (max, lowest index) are gathered;
-//   otherwise: the global max is gathered first, then each rank's weights
-//   (sampling::weightOf, fixed-point) are summed exactly (integers), and
-//   each rank's candidates, in its own order, are gathered in chunks until
-//   the candidates known to lead the global order decide the draw
-//   (sampling::chooseFromPrefix). With top-k the first chunk is k per rank,
-//   which always decides; with top-p or temperature alone, chunks double
-//   until the nucleus and the draw lie among the certain candidates.
-// Every exchange is an all-gather of a few 64-bit words per row, the same
-// count on every rank; every rank returns every row's token.
+//   greedy: each rank's (max, lowest index) are all-gathered (1 exchange);
+//   otherwise the global max comes first, then each rank's offset and mass
+//   (its weights, sampling::weightOf, summed exactly as integers), and
+//     temperature alone: the rank whose mass, in vocabulary order, holds
+//       the draw's target finds the token in its block (3 exchanges);
+//     top-k: each rank's first k candidates (weight, index) in the order
+//       are gathered, which always holds the kept set (3 exchanges);
+//     top-p: the weight where the nucleus ends is found by a 64-way search
+//       on the integer weights (each step gathers each rank's mass above 63
+//       thresholds, about 7 steps), then the ranks' masses above it and
+//       their ties at it, and the draw as for temperature alone (about 12).
+// Every exchange is an all-gather of 64-bit words (a few per row, at most
+// 64 per row for top-p, 2k for top-k), the same count on every rank; every
+// rank returns every row's token.
 //
 //===----------------------------------------------------------------------===//
 

@@ -7,7 +7,8 @@
 // blocks, and compares every rank's token of every row with sampleToken on
 // the whole row: greedy, temperature alone, top-k, top-p, both, ties (logits
 // of a few values), a temperature that leaves most weights 0, top-k past the
-// vocabulary, top-p 0. Prints the number of rows checked and of differences
+// vocabulary, top-p 0, temperatures so high that
+// weights tie with the largest. Prints the number of rows checked and of differences
 // (each difference on stderr).
 //
 // Built with BRAID_TEST_MPI, each rank is an MPI process of the grid
@@ -204,10 +205,18 @@ const std::vector<Case> &cases() {
       {"top-k past the vocabulary", {1.0, 5000, 1}, 0},
       {"top-p", {0.7, 0, 0.5}, 0},
       {"top-p 0", {1.0, 0, 0}, 0},
+      {"top-p ties", {0.8, 0, 0.5}, 3},
+      {"top-p ties of two values", {1.0, 0, 0.7}, 2},
       {"top-k top-p", {0.9, 40, 0.95}, 0},
       {"top-k top-p ties", {0.9, 7, 0.9}, 2},
       {"cold", {0.01, 0, 0.9}, 0},
       {"hot", {50.0, 0, 0.99}, 0},
+      // Weights that round to the largest's: ties by index, not by logit.
+      {"flat", {1e20, 0, 1}, 0},
+      {"flat top-p 0", {1e20, 0, 0}, 0},
+      {"flat top-p", {1e20, 0, 0.3}, 0},
+      {"flat top-k top-p", {1e20, 3, 0.5}, 0},
+      {"near-flat top-p", {1e14, 0, 0.6}, 0},
   };
   return all;
 }
