@@ -12,17 +12,18 @@ For each model it prints, from the summary line of `braid-run MODEL
     decode step (one token for each sequence of the batch) and its p99,
     against the bandwidth bound (the bytes one step reads: the weights, the
     batch's embedding rows, the KV cache rows attended or the Mamba states
-    read and written; over the copy bandwidth measured in the same run by
-    copy_bw.c with the same threads) and against the same model's decode in
+    read and written; over the copy bandwidth copy_bw.c measures with the
+    same threads just before the row's run) and against the same model's decode in
     JAX on the same cores (peer_decode.py; numpy as a labelled stand-in
     without JAX);
   - prefill of one 2k-token prompt: tokens/s, against the training
     forward's tokens/s (`braid-run --optimizer none`, the step's forward and
     loss at batch 1 and the same sequence length), with matmul GFLOP/s of both
     (the forward computes the LM head for every row, prefill for the last);
-  - decode at batch 1 with --grid tp=2 (two ranks, half the threads each)
-    and on one rank with half the threads, against the one-rank decode with
-    all the threads.
+  - decode at batch 1 on one rank with half the threads and with --grid tp=2
+    (two ranks, half the threads each), against the faster one-rank decode
+    (all the threads or half of them: on a loaded machine fewer threads can
+    be faster).
 A row braid-run refuses (a model the inference derivation does not handle
 yet, a grid generation does not run on) prints "not available: <reason>".
 --quick runs small models and sizes (< 2 minutes) to check the script.
@@ -95,13 +96,15 @@ def run(cmd, timeout, env=None):
 # the machine
 # --------------------------------------------------------------------------
 
-def copy_bandwidth(tmp, mib, threads):
-    """GB/s of copy_bw.c (read + written bytes per second) with `threads`."""
+def copy_bandwidth(args, tmp):
+    """GB/s of copy_bw.c (read + written bytes per second) with args.threads."""
     exe = pathlib.Path(tmp) / "copy_bw"
-    cc = os.environ.get("CC", "cc")
-    subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(HERE / "copy_bw.c")], check=True)
-    out = subprocess.run([str(exe), str(mib), str(threads), "5"], capture_output=True,
-                         text=True, check=True).stdout
+    if not exe.exists():
+        cc = os.environ.get("CC", "cc")
+        subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(HERE / "copy_bw.c")],
+                       check=True)
+    out = subprocess.run([str(exe), str(args.sizes["copy_mib"]), str(args.threads), "5"],
+                         capture_output=True, text=True, check=True).stdout
     return float(re.search(r"copy_bw GB/s: (\S+)", out).group(1))
 
 
@@ -146,7 +149,8 @@ class Model:
         c = self.cfg
         if c["family"] == "mamba":
             e = c.get("d_inner", c["expand"] * c["hidden"])
-            return 2 * 4 * c["layers"] * batch * e * (c["d_conv"] + c["d_state"])
+            # The conv state keeps the last d_conv - 1 inputs.
+            return 2 * 4 * c["layers"] * batch * e * (c["d_conv"] - 1 + c["d_state"])
         kv = c.get("kv_heads", c["heads"])
         hd = c.get("head_dim", c["hidden"] // c["heads"])
         rows = prompt + 1 + (steps - 2) / 2          # mean rows attended (t <= p)
@@ -233,14 +237,18 @@ def row(model, case, braid, bound="-", vs_bound="-", peer="-", vs_peer="-", note
           f"{vs_peer:>7}  {note}", flush=True)
 
 
-def decode_rows(args, model, tmp, bandwidth, peers):
+def decode_rows(args, model, tmp, peers):
     """Decode at each batch: the step against its bound and the peer. Returns
-    the batch-1 median (the TP rows' baseline) or None, and whether braid-run
-    failed in a way that every later generate row would repeat."""
+    the batch-1 median (the TP rows' baseline) or None, and the reason
+    braid-run refused the model (which every later --generate run would
+    repeat, so they are not started) or None."""
     base, refused = None, None
     s = args.sizes
     for b in s["batches"]:
         case = f"decode b{b} (prompt {s['prompt']})"
+        # On a shared machine the bandwidth moves with other work: each row's
+        # bound uses the copy bandwidth measured just before its run.
+        bandwidth = copy_bandwidth(args, tmp)
         got, why = (None, refused) if refused else attempt(
             braid_generate, args, model, tmp, b, s["prompt"], s["steps"])
         bytes_ = (model.weight_bytes_per_step(b)
@@ -252,7 +260,8 @@ def decode_rows(args, model, tmp, bandwidth, peers):
             peers.add(peer[0])
         peer_txt = f"{peer[1]:.2f} ({peer[2]:.2f})" if peer else "-"
         if not got:
-            refused = why
+            # A refusal or a compile error repeats in every later run; a timeout may not.
+            refused = None if why.startswith("timed out") else why
             row(model.key, case, "not available", f"{bound_ms:.2f}", "-", peer_txt, "-",
                 f"not available: {why}" + (f"; {pwhy}" if pwhy else ""))
             continue
@@ -260,9 +269,11 @@ def decode_rows(args, model, tmp, bandwidth, peers):
         if b == 1:
             base = med
         per_tok = f", {med / b:.2f}/tok" if b > 1 else ""
+        note = (f"{bytes_ / 1e9:.3f} GB/step at {bandwidth:.1f} GB/s, cache "
+                f"{cache / 1e6:.1f} MB")
         row(model.key, case, f"{med:.2f} ({p99:.2f}){per_tok}", f"{bound_ms:.2f}",
             ratio(med, bound_ms), peer_txt, ratio(med, peer[1] if peer else None),
-            f"{bytes_ / 1e9:.3f} GB/step, cache {cache / 1e6:.1f} MB" + (f"; {pwhy}" if pwhy else ""))
+            note + (f"; {pwhy}" if pwhy else ""))
     return base, refused
 
 
@@ -280,20 +291,20 @@ def prefill_rows(args, model, tmp, refused):
             f"{fwd_txt} ({fwd_gfs} GFLOP/s)")
         return
     pre_s = got[0]
+    pre_gfs = model.matmul_flops(n, 1) / pre_s / 1e9
     row(model.key, case, f"{n / pre_s:.1f} ({pre_s:.2f} s)", "-", "-", f"fwd {fwd_txt}",
-        ratio(pre_s, fwd), f"matmul GFLOP/s: prefill {model.matmul_flops(n, 1) / pre_s / 1e9:.1f}, "
-        f"training forward {fwd_gfs}")
+        ratio(pre_s, fwd), f"matmul GFLOP/s: prefill {pre_gfs:.1f}, training forward {fwd_gfs}")
 
 
 def tp_rows(args, model, tmp, base, refused):
-    """Decode at batch 1 on two ranks (tp=2, half the threads each) against one
-    rank with all the threads (the decode b1 row) and, when the threads are
-    more than half, one rank with half of them: the tp=2 ranks' own threads."""
+    """Decode at batch 1 on one rank with half the threads, then on two ranks
+    (tp=2) with half the threads each, against the faster one-rank run (the
+    decode b1 row with all the threads, or the half-thread one)."""
     s = args.sizes
     half = max(1, args.threads // 2)
-    runs = [("tp=2", f"decode b1 tp=2 ({half} thr/rank)")]
-    if half < args.threads:
-        runs.append((None, f"decode b1 tp=1 ({half} thr)"))
+    runs = [(None, f"decode b1 tp=1 ({half} thr)")] if half < args.threads else []
+    runs.append(("tp=2", f"decode b1 tp=2 ({half} thr/rank)"))
+    one_rank = [(base, f"{args.threads} thr")] if base else []
     for grid, case in runs:
         got, why = (None, refused) if refused else attempt(
             braid_generate, args, model, tmp, 1, s["prompt"], s["steps"], grid=grid, threads=half)
@@ -301,9 +312,12 @@ def tp_rows(args, model, tmp, base, refused):
             row(model.key, case, "not available", note=f"not available: {why}")
             continue
         med, p99 = got[1], got[2]
+        against, threads = min(one_rank) if one_rank else (None, "")
         row(model.key, case, f"{med:.2f} ({p99:.2f})", "-", "-",
-            f"tp=1 {base:.2f}" if base else "-", ratio(med, base),
-            f"against one rank with {args.threads} threads (decode b1 row)")
+            f"tp=1 {against:.2f}" if against else "-", ratio(med, against),
+            f"against the faster one-rank decode b1 ({threads})" if against else "")
+        if grid is None:
+            one_rank.append((med, f"{half} thr"))
 
 
 def main():
@@ -324,13 +338,10 @@ def main():
     s = args.sizes
 
     with tempfile.TemporaryDirectory(prefix="braid-bench-inference-") as tmp:
-        # The bounds use the measurement before the rows; the one after them says
-        # how far other work on a shared machine moved it meanwhile.
-        first = copy_bandwidth(tmp, s["copy_mib"], args.threads)
+        first = copy_bandwidth(args, tmp)
         print(f"machine: {machine.describe()}; braid --cpu-threads {args.threads}; "
               f"copy bandwidth {first:.1f} GB/s ({args.threads} threads, read + written, "
-              f"copy_bw.c {s['copy_mib']} MiB; measured again at the end)")
-        bandwidth = first
+              f"copy_bw.c {s['copy_mib']} MiB; again before each decode row and at the end)")
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(f"mode {mode}: decode rows prompt {s['prompt']} then {s['steps']} tokens; prefill "
               f"{s['prefill']} tokens at batch 1; f32; load average at start {load:.2f}")
@@ -347,13 +358,14 @@ def main():
             print(f"-- {overrides['name']} ({model.cfg['family']}): "
                   f"{model.params / 1e6:.0f}M parameters, {4 * model.params / 1e9:.2f} GB f32",
                   flush=True)
-            base, refused = decode_rows(args, model, tmp, bandwidth, peers)
+            base, refused = decode_rows(args, model, tmp, peers)
             prefill_rows(args, model, tmp, refused)
             if not args.no_tp:
                 tp_rows(args, model, tmp, base, refused)
-        last = copy_bandwidth(tmp, s["copy_mib"], args.threads)
-        print(f"copy bandwidth at the end {last:.1f} GB/s (the bounds above use {first:.1f}; "
-              f"with {last:.1f} the /bound ratios would be {last / first:.2f}x theirs)")
+        last = copy_bandwidth(args, tmp)
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        print(f"copy bandwidth at the end {last:.1f} GB/s (at the start {first:.1f}); "
+              f"load average at the end {load:.2f}")
         print(f"peer: {', '.join(sorted(peers)) or 'none'} on {args.threads} cores "
               f"({'taskset' if pinned(args.threads) else 'all cores'})")
 
