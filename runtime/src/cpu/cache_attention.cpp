@@ -29,6 +29,7 @@
 #include "attention_gemm.h"
 #include "attention_ref.h"
 #include "blas.h"
+#include "cache_common.h"
 #include "common.h"
 #include "parallel.h"
 #include "rope.h"
@@ -237,13 +238,8 @@ extern "C" void braid_k_cache_attention(braid_rt *, braid_dtype dt, const void *
                                         const int32_t *positions, void *out,
                                         const braid_cache_attention_shape *shape) {
   const braid_cache_attention_shape &sh = *shape;
-  if (sh.batch < 0 || sh.seq < 0 || sh.cache_len < 0 || sh.heads < 0)
-    fail(kKernel, "negative size (batch %lld, seq %lld, cache_len %lld, heads %lld)",
-         (long long)sh.batch, (long long)sh.seq, (long long)sh.cache_len, (long long)sh.heads);
-  if (sh.batch == 0 || sh.seq == 0 || sh.heads == 0)
+  if (!checkCacheShape(kKernel, sh))
     return;
-  checkHeads(kKernel, sh.heads, sh.kv_heads, sh.head_dim, sh.v_head_dim);
-  checkRope(kKernel, sh.rope_theta, sh.head_dim);
   const int64_t maxKeys = checkPositions(sh, positions);
   withFloatType(dt, kKernel, [&](auto tag) {
     using T = decltype(tag);

@@ -16,8 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attention_ref.h"
-#include "common.h"
+#include "cache_common.h"
 #include "parallel.h"
 #include "rope.h"
 
@@ -46,10 +45,14 @@ void checkChunk(const char *kernel, int64_t firstRow, int64_t chunk, int64_t con
          (long long)(firstRow + chunk), (long long)context);
 }
 
+/// cache.cpp's write into a chunk holding the positions [firstRow, firstRow
+/// + Cl): row s of sequence b, at p = positions[b] + s, rotated to p, goes
+/// to chunk row p - firstRow; rows of other chunks are skipped.
 template <typename T>
-void writeChunk(T *cache, const T *rows, const int32_t *positions, int64_t B, int64_t Cl,
-                int64_t S, int64_t H, int64_t D, double theta, int64_t firstRow) {
+void writeCacheRows(T *cache, const T *rows, const int32_t *positions, int64_t B, int64_t Cl,
+                    int64_t S, int64_t H, int64_t D, double theta, int64_t firstRow) {
   const Rope rope(theta, D);
+  // A (sequence, row) writes H cache rows that no other item writes.
   parallelForEachAbove(B * S, B * S * H * D, kMinThreadedElems, [&](int64_t item) {
     const int64_t b = item / S, s = item % S, p = positions[b] + s, t = p - firstRow;
     if (t < 0 || t >= Cl)
@@ -117,7 +120,7 @@ void braid_k_cache_write_chunk(braid_rt *, braid_dtype dt, void *cache, const vo
   checkContext(kKernel, positions, batch, seq, context_len);
   withFloatType(dt, kKernel, [&](auto tag) {
     using T = decltype(tag);
-    writeChunk<T>(out<T>(cache), in<T>(rows), positions, batch, chunk_len, seq, heads,
+    writeCacheRows<T>(out<T>(cache), in<T>(rows), positions, batch, chunk_len, seq, heads,
                   head_dim, rope_theta, first_row);
   });
 }
@@ -129,13 +132,8 @@ void braid_k_cache_attention_chunk(braid_rt *, braid_dtype dt, const void *q,
                                    int64_t context_len) {
   constexpr const char *kKernel = "cache_attention_chunk";
   const braid_cache_attention_shape &sh = *shape;
-  if (sh.batch < 0 || sh.seq < 0 || sh.cache_len < 0 || sh.heads < 0)
-    fail(kKernel, "negative size (batch %lld, seq %lld, cache_len %lld, heads %lld)",
-         (long long)sh.batch, (long long)sh.seq, (long long)sh.cache_len, (long long)sh.heads);
-  if (sh.batch == 0 || sh.seq == 0 || sh.heads == 0)
+  if (!checkCacheShape(kKernel, sh))
     return;
-  checkHeads(kKernel, sh.heads, sh.kv_heads, sh.head_dim, sh.v_head_dim);
-  checkRope(kKernel, sh.rope_theta, sh.head_dim);
   checkChunk(kKernel, first_row, sh.cache_len, context_len);
   checkContext(kKernel, positions, sh.batch, sh.seq, context_len);
   const Rope rope(sh.rope_theta, sh.head_dim);

@@ -43,24 +43,6 @@ namespace {
 
 using namespace attn;
 
-//===--- Forward -------------------------------------------------------------===//
-
-/// The forward epilogue of braid_k_attention_block: the normalized f32 output
-/// and lse [B, S, Hq] (-inf for a row that sees no key).
-struct StoreOutputLse {
-  float *out, *lse;
-
-  template <typename T, int DPL>
-  __device__ void operator()(const AttentionShape &sh, const AttentionInputs<T> &, int b, int h,
-                             int s, float m, float l, const float (&acc)[DPL]) const {
-    bool any = l > 0.0f;
-    storeNormalized(out + rowOffset(b, s, sh.S, sh.Hq, h, sh.Dv), acc, any ? 1.0f / l : 0.0f,
-                    sh.Dv);
-    if ((threadIdx.x & 31) == 0)
-      lse[(static_cast<int64_t>(b) * sh.S + s) * sh.Hq + h] = any ? m + logf(l) : -INFINITY;
-  }
-};
-
 //===--- Small kernels -------------------------------------------------------===//
 
 __global__ void sequencePositionsKernel(int64_t *pos, int64_t count, int64_t start, int64_t n,

@@ -295,6 +295,23 @@ struct StoreOutput {
   }
 };
 
+/// The forward epilogue of braid_k_attention_block and
+/// braid_k_cache_attention_chunk: the normalized f32 output and lse [B, S, Hq]
+/// (-inf for a row that sees no key).
+struct StoreOutputLse {
+  float *out, *lse;
+
+  template <typename T, int DPL>
+  __device__ void operator()(const AttentionShape &sh, const AttentionInputs<T> &, int b, int h,
+                             int s, float m, float l, const float (&acc)[DPL]) const {
+    bool any = l > 0.0f;
+    storeNormalized(out + rowOffset(b, s, sh.S, sh.Hq, h, sh.Dv), acc, any ? 1.0f / l : 0.0f,
+                    sh.Dv);
+    if ((threadIdx.x & 31) == 0)
+      lse[(static_cast<int64_t>(b) * sh.S + s) * sh.Hq + h] = any ? m + logf(l) : -INFINITY;
+  }
+};
+
 /// Dynamic shared memory of the forward: sQ [kBlockQ][D], sK [kBlockK][D + 1]
 /// (padded: lanes read rows), sV [kBlockK][Dv].
 inline size_t forwardSmemBytes(const AttentionShape &sh) {

@@ -3,13 +3,13 @@
 // The kernels of a KV cache split by sequence over context-parallel ranks
 // (runtime_inference.h; the CPU's are cpu/cache_context.cpp): each rank holds
 // rows [first_row, first_row + chunk_len) of every sequence's context_len.
-//  - braid_k_cache_write_chunk: cache.cu's write, one thread per element of
-//    the new rows, of the rows that fall in the chunk (rotated by ropeLoad
-//    exactly as the one-rank write rotates them);
+//  - braid_k_cache_write_chunk: cache.cu's write kernel (cache_common.cuh)
+//    of the rows that fall in the chunk, rotated as the one-rank write
+//    rotates them;
 //  - braid_k_cache_attention_chunk: the forward kernel of attention_core.cuh
-//    with ChunkMask (cache.cu's CacheMask whose keys sit at first_row + t)
-//    and an epilogue that stores the f32 output and log-sum-exp, as
-//    attention_block.cu's;
+//    with cache.cu's mask policy, its keys at first_row + t (cache_common.cuh),
+//    and attention_block.cu's epilogue (StoreOutputLse: the f32 output and
+//    log-sum-exp);
 //  - braid_k_cache_attention_merge: one thread per output element, the
 //    chunks' weights e^(lse_j - m) in double, summed in chunk order.
 // A position outside the context is recorded in the device error record
@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "cuda/attention_core.cuh"
+#include "cuda/cache_common.cuh"
 
 #include <climits>
 
@@ -26,82 +26,6 @@ namespace braid::cuda {
 namespace {
 
 using namespace attn;
-
-template <typename T>
-__global__ void cacheWriteChunkKernel(T *__restrict__ cache, const T *__restrict__ rows,
-                                      const int32_t *__restrict__ positions, int64_t batch,
-                                      int64_t chunkLen, int64_t seq, int64_t heads, int headDim,
-                                      double theta, int64_t firstRow, int64_t context,
-                                      DeviceError *error) {
-  const int64_t total = batch * seq * heads * headDim;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t row = i / headDim, bs = row / heads, b = bs / seq;
-    const int d = static_cast<int>(i - row * headDim), h = static_cast<int>(row - bs * heads);
-    const long long p = static_cast<long long>(positions[b]) + (bs - b * seq);
-    if (p < 0 || p >= context) {
-      if (h == 0 && d == 0)
-        reportIndexError(error, kCacheWritePosition, p, context, b);
-      continue;
-    }
-    const long long t = p - firstRow;
-    if (t < 0 || t >= chunkLen)
-      continue; // another rank's row
-    cache[((b * chunkLen + t) * heads + h) * headDim + d] =
-        fromF<T>(ropeLoad(rows + row * headDim, d, headDim, p, theta));
-  }
-}
-
-/// CacheMask (cache.cu) over a chunk: key t sits at firstRow + t; a query
-/// row's horizon is its position, checked against the whole context.
-struct ChunkMask {
-  using Pos = int;
-  static constexpr bool kKeysRotated = true; // cache_write rotated them
-  struct Shared {
-    int start; // positions[b]
-  };
-  const int32_t *positions;
-  int firstRow, context;
-  DeviceError *error;
-
-  __device__ int start() const { return positions[blockIdx.z]; }
-  __device__ Pos queryPos(int s) const { return start() + s; }
-  __device__ Pos keyPos(int) const { return 0; } // unused: kKeysRotated
-  __device__ bool sees(Pos key, Pos query) const { return key <= query; }
-  __device__ void stageQueryRow(Shared &sh, int r, int s, bool live) const {
-    const int first = start();
-    if (r == 0)
-      sh.start = first;
-    const long long p = static_cast<long long>(first) + s;
-    if (live && (p < 0 || p >= context))
-      reportIndexError(error, kCacheAttentionPosition, p, context, blockIdx.z);
-  }
-  __device__ Pos tileQueryPos(const Shared &sh, int, int s) const { return sh.start + s; }
-  __device__ Pos horizon(const Shared &sh, int q0, int S) const {
-    return sh.start + min(q0 + kBlockQ, S) - 1;
-  }
-  __device__ int keyEnd(Pos horizon, int Skv) const {
-    return max(0, min(Skv, horizon - firstRow + 1));
-  }
-  __device__ bool keyTileSeen(Shared &, int, int, Pos) const { return true; }
-  __device__ Pos tileKeyPos(const Shared &, int, int t) const { return firstRow + t; }
-};
-
-/// The normalized f32 output and lse [B, S, Hq] (-inf for a row that sees
-/// no key of the chunk).
-struct StoreChunkOutput {
-  float *out, *lse;
-
-  template <typename T, int DPL>
-  __device__ void operator()(const AttentionShape &sh, const AttentionInputs<T> &, int b, int h,
-                             int s, float m, float l, const float (&acc)[DPL]) const {
-    bool any = l > 0.0f;
-    storeNormalized(out + rowOffset(b, s, sh.S, sh.Hq, h, sh.Dv), acc, any ? 1.0f / l : 0.0f,
-                    sh.Dv);
-    if ((threadIdx.x & 31) == 0)
-      lse[(static_cast<int64_t>(b) * sh.S + s) * sh.Hq + h] = any ? m + logf(l) : -INFINITY;
-  }
-};
 
 template <typename T>
 __global__ void mergeKernel(const float *__restrict__ outs, const float *__restrict__ lses,
@@ -147,7 +71,7 @@ extern "C" void braid_k_cache_write_chunk(braid_rt *rt, braid_dtype dt, void *ca
   const int64_t n = batch * seq * heads * head_dim;
   BRAID_DISPATCH_FLOAT(dt, T,
                        launchElements("cache_write_chunk", n, streamOf(rt),
-                                      cacheWriteChunkKernel<T>, cache, rows, positions, batch,
+                                      attn::cacheWriteKernel<T>, cache, rows, positions, batch,
                                       chunk_len, seq, heads, static_cast<int>(head_dim),
                                       rope_theta, first_row, context_len,
                                       deviceErrorRecord()));
@@ -161,36 +85,16 @@ extern "C" void braid_k_cache_attention_chunk(braid_rt *rt, braid_dtype dt, cons
   using namespace braid::cuda;
   using namespace braid::cuda::attn;
   const braid_cache_attention_shape &c = *shape;
-  if (c.batch < 0 || c.seq < 0 || c.cache_len < 0 || c.heads < 0)
-    BRAID_CUDA_FATAL("cache_attention_chunk: negative size (batch %lld, seq %lld, cache_len "
-                     "%lld, heads %lld)",
-                     static_cast<long long>(c.batch), static_cast<long long>(c.seq),
-                     static_cast<long long>(c.cache_len), static_cast<long long>(c.heads));
-  if (c.batch == 0 || c.seq == 0 || c.heads == 0)
-    return;
-  checkHeads("cache_attention_chunk", c.heads, c.kv_heads);
-  checkRope("cache_attention_chunk", c.rope_theta, c.head_dim);
   checkChunk("cache_attention_chunk", first_row, c.cache_len, context_len);
-  if (c.v_head_dim > 256 || c.head_dim > 1024)
-    BRAID_CUDA_FATAL("cache_attention_chunk: head dims %lld / %lld exceed the kernel's limits "
-                     "(D <= 1024, Dv <= 256)",
-                     static_cast<long long>(c.head_dim), static_cast<long long>(c.v_head_dim));
-  if (c.seq > 65535LL * kBlockQ || c.heads > 65535 || c.batch > 65535 ||
-      context_len > INT32_MAX)
-    BRAID_CUDA_FATAL("cache_attention_chunk: grid too large (S %lld, H %lld, B %lld, C %lld)",
-                     static_cast<long long>(c.seq), static_cast<long long>(c.heads),
-                     static_cast<long long>(c.batch), static_cast<long long>(context_len));
-  const AttentionShape sh{static_cast<int>(c.batch),      static_cast<int>(c.seq),
-                          static_cast<int>(c.cache_len),  static_cast<int>(c.heads),
-                          static_cast<int>(c.kv_heads),   static_cast<int>(c.head_dim),
-                          static_cast<int>(c.v_head_dim), static_cast<float>(c.scale),
-                          c.rope_theta};
-  const ChunkMask mask{positions, static_cast<int>(first_row), static_cast<int>(context_len),
+  if (!checkCacheShape("cache_attention_chunk", c, context_len))
+    return;
+  const AttentionShape sh = attentionShapeOf(c);
+  const CacheMask mask{positions, static_cast<int>(first_row), static_cast<int>(context_len),
                        deviceErrorRecord()};
   dispatchAttention(dt, c.v_head_dim, q, k_cache, v_cache, nullptr,
                     [&](const auto &in, auto dpl) {
                       launchForward<decltype(dpl)::value>(streamOf(rt), sh, in, mask,
-                                                          StoreChunkOutput{out, lse});
+                                                          StoreOutputLse{out, lse});
                     });
 }
 
