@@ -168,14 +168,14 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Record each partitioned value's place in its global "
                      "tensor, for global dumps of activations"),
       llvm::cl::init(pass_options::Partition().recordLayouts)};
-  // Whether prefill and decode gather their vocabulary-split logits at the
-  // return; off, each rank returns its block for a sampler that never
+  // Whether the inference programs gather their vocabulary-split logits at
+  // the return; off, each rank returns its block for a sampler that never
   // gathers them (runtime/src/sampling_parallel.h).
   Option<bool> gatherLogits{
       *this, "gather-logits",
-      llvm::cl::desc("Gather the prefill and decode programs' vocabulary-split "
-                     "logits at the return (false: each rank returns its "
-                     "block of the vocabulary)"),
+      llvm::cl::desc("Gather the inference programs' vocabulary-split logits "
+                     "at the return (false: each rank returns its block of "
+                     "the vocabulary)"),
       llvm::cl::init(pass_options::Partition().gatherLogits)};
   Option<std::string> scheduleLink{
       *this, "schedule-link",

@@ -713,8 +713,8 @@ Partitioner::partitionFunction(func::FuncOp func,
 
 bool Partitioner::returnsSplitLogits(func::FuncOp entry) const {
   std::optional<EntryKind> kind = getEntryKind(entry);
-  return !gatheringLogits &&
-         (kind == EntryKind::Prefill || kind == EntryKind::Decode);
+  return !gatheringLogits && (kind == EntryKind::Prefill || kind == EntryKind::Decode ||
+                              kind == EntryKind::Forward);
 }
 
 LogicalResult Partitioner::run() {

@@ -66,8 +66,8 @@ public:
 
   LogicalResult run();
 
-  /// Whether `entry` returns its logits split by vocabulary (a prefill or
-  /// decode program when logits are not gathered).
+  /// Whether `entry` returns its logits split by vocabulary (an inference
+  /// program when logits are not gathered).
   bool returnsSplitLogits(func::FuncOp entry) const;
 
 private:
@@ -187,11 +187,11 @@ public:
   /// Whether ops record their results' place in the global tensors
   /// (braid.result_layouts, for dumps).
   bool recordingLayouts = false;
-  /// Whether the prefill and decode programs gather their vocabulary-split
-  /// logits at the return (gather-logits); when not, they return this rank's
-  /// block of the vocabulary and record where it lies (braid.split,
-  /// braid.global_shape on the result), for a sampler that never gathers
-  /// them. The forward program gathers either way.
+  /// Whether the inference programs (prefill, decode, forward) gather their
+  /// vocabulary-split logits at the return (gather-logits); when not, they
+  /// return this rank's block of the vocabulary and record where it lies
+  /// (braid.split, braid.global_shape on the result), for a sampler that
+  /// never gathers them; the vocabulary may then be padded.
   bool gatheringLogits = true;
 
 private:

@@ -241,13 +241,12 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
     over tp, by sequence over dp) has one layout in every program; two
     programs' annotations of one parameter that disagree are an error.
     Programs return whole results (logits gathered at the return), except
-    with `gather-logits=false`: the `prefill` and `decode` programs then
-    return each rank's block of the vocabulary-parallel logits (every row,
-    the vocabulary split as the LM head splits it, padded where its split
-    does not divide it), the result marked with `braid.split` and
-    `braid.global_shape` as a sharded input is, for a sampler that never
-    gathers them (runtime/src/sampling_parallel.h); the `forward` program
-    (the reference of --verify) gathers its logits either way.
+    with `gather-logits=false`: the inference programs (`prefill`, `decode`
+    and `forward`) then return each rank's block of the vocabulary-parallel
+    logits (every row, the vocabulary split as the LM head splits it,
+    padded where its split does not divide it), the result marked with
+    `braid.split` and `braid.global_shape` as a sharded input is, for a
+    sampler that never gathers them (runtime/src/sampling_parallel.h).
     Without a grid the pass does
     nothing. Run it before --braid-autodiff: the backward pass follows from
     the collectives' vector-Jacobian products.
@@ -275,8 +274,8 @@ def BraidPartitionPass : Pass<"braid-partition", "::mlir::ModuleOp"> {
            "Record each split or partial value's place in its global tensor "
            "(braid.result_layouts), so that dumps of activations are global">,
     Option<"gatherLogits", "gather-logits", "bool", /*default=*/"true",
-           "Gather the prefill and decode programs' vocabulary-split logits "
-           "at the return (false: each rank returns its block)">,
+           "Gather the inference programs' vocabulary-split logits at the "
+           "return (false: each rank returns its block)">,
   ];
   let dependentDialects = ["::mlir::shard::ShardDialect"];
 }

@@ -147,7 +147,7 @@ void Partitioner::unite() {
   // A vocabulary that a program returns (an inference program's logits)
   // is gathered at the return, and a padded split cannot be gathered: such
   // a class is split only where its size divides. Logits returned split
-  // (gather-logits=false) may be padded; the forward program still gathers.
+  // (gather-logits=false) may be padded.
   for (func::FuncOp entry : entries)
     if (!returnsSplitLogits(entry))
       for (Value v : entry.getBody().front().getTerminator()->getOperands())
