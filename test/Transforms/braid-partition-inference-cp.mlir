@@ -66,7 +66,19 @@
 
 // Lowered to dist (CacheContext.cpp): the rank's first row is its cp
 // coordinate times the chunk; the chunk's f32 out and log-sum-exp are
-// all-gathered along dimension 0 and merged in rank order.
+// all-gathered along dimension 0 and merged in rank order. Prefill's result
+// is sliced back to the rank's rows: each rank receives the others' partials
+// of its rows only (rows first, an all-to-all), merges them and views them
+// back, in place of the all-gather and the slice.
+// DIST-LABEL: func.func private @llama_layer.prefill(
+// DIST: %[[PO:.*]], %[[PL:.*]] = braid.cache_attention_chunk {{.*}} -> tensor<2x16x4x16xf32>, tensor<2x16x4xf32>
+// DIST-NEXT: %[[TO:.*]] = braid.transpose %[[PO]] [1, 0, 2, 3] : tensor<2x16x4x16xf32> -> tensor<16x2x4x16xf32>
+// DIST-NEXT: %[[XO:.*]], %{{.*}} = dist.all_to_all %[[TO]] on @grid grid_axes = [0] split_axis = 0 concat_axis = 0 : tensor<16x2x4x16xf32> -> tensor<16x2x4x16xf32>
+// DIST: %[[TL:.*]] = braid.transpose %[[PL]] [1, 0, 2] : tensor<2x16x4xf32> -> tensor<16x2x4xf32>
+// DIST-NEXT: %[[XL:.*]], %{{.*}} = dist.all_to_all %[[TL]] on @grid grid_axes = [0] split_axis = 0 concat_axis = 0 : tensor<16x2x4xf32> -> tensor<16x2x4xf32>
+// DIST: %[[M:.*]] = braid.cache_attention_merge %[[XO]], %[[XL]] : tensor<16x2x4x16xf32>, tensor<16x2x4xf32> -> tensor<8x2x4x16xf32>
+// DIST-NEXT: %[[R:.*]] = braid.transpose %[[M]] [1, 0, 2, 3] : tensor<8x2x4x16xf32> -> tensor<2x8x4x16xf32>
+// DIST-NEXT: braid.reshape %[[R]] : tensor<2x8x4x16xf32> -> tensor<2x8x64xf32>
 // DIST-LABEL: func.func private @llama_layer.decode(
 // DIST: %[[C:.*]] = dist.coordinate on @grid grid_axes = [0] : index
 // DIST: %[[FIRST:.*]] = arith.muli %[[C]], %{{.*}} : index
@@ -79,9 +91,9 @@
 // The test fault wrong-cp-merge (a negative test of --verify): the first
 // cache_attention with cache_axes merges with equal weights.
 // FAULT-LABEL: func.func private @llama_layer.prefill(
-// FAULT: %[[GOUT:.*]], %{{.*}} = dist.all_gather %{{.*}} gather_axis = 0 : tensor<2x16x4x16xf32> -> tensor<4x16x4x16xf32>
-// FAULT: %[[ZERO:.*]] = braid.fill 0.000000e+00 : tensor<4x16x4xf32>
-// FAULT-NEXT: braid.cache_attention_merge %[[GOUT]], %[[ZERO]]
+// FAULT: %[[XOUT:.*]], %{{.*}} = dist.all_to_all %{{.*}} split_axis = 0 concat_axis = 0 : tensor<16x2x4x16xf32> -> tensor<16x2x4x16xf32>
+// FAULT: %[[ZERO:.*]] = braid.fill 0.000000e+00 : tensor<16x2x4xf32>
+// FAULT-NEXT: braid.cache_attention_merge %[[XOUT]], %[[ZERO]]
 // FAULT-LABEL: func.func private @llama_layer.decode(
 // FAULT-NOT: braid.fill
 // FAULT: braid.cache_attention_merge

@@ -22,6 +22,7 @@
 #include "dialects/dist/IR/DistDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -89,6 +90,49 @@ struct CacheLowering {
     return success();
   }
 
+  /// `x` with its dimensions 0 and 1 swapped.
+  Value swapLeading(Value x) {
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    std::swap(perm[0], perm[1]);
+    SmallVector<int64_t> shape(type.getShape());
+    std::swap(shape[0], shape[1]);
+    return TransposeOp::create(b, loc, type.clone(shape), x,
+                               b.getDenseI64ArrayAttr(perm));
+  }
+
+  /// `x` [B, S, ..] as every rank's block of rows `rank`: [S, B, ..] cut
+  /// into the group's blocks of S/n rows, block j sent to rank j, received
+  /// in group order along dimension 0.
+  Value exchangeRows(Value x) {
+    Value rowsFirst = swapLeading(x);
+    DistGroup dist = getDistGroup(b, op, *group);
+    auto e = dist::AllToAllOp::create(b, loc, rowsFirst.getType(),
+                                      dist::TokenType::get(b.getContext()),
+                                      rowsFirst, dist.grid, dist.axes,
+                                      b.getI64IntegerAttr(0),
+                                      b.getI64IntegerAttr(0));
+    dist::WaitOp::create(b, loc, ValueRange{e.getToken()});
+    return e.getResult();
+  }
+
+  /// The only use of `a`'s result when it slices the rows (dimension 1)
+  /// back to this rank's chunk over the cache's group, else null.
+  shard::AllSliceOp rowSlice(CacheAttentionOp a) {
+    if (!a.getResult().hasOneUse())
+      return {};
+    auto slice = dyn_cast<shard::AllSliceOp>(*a.getResult().getUsers().begin());
+    if (!slice || slice.getSliceAxis().getSExtValue() != 1 ||
+        slice.getGridAxes().size() != group->positions.size() ||
+        a.getType().getDimSize(1) % group->size() != 0)
+      return {};
+    for (auto [axis, position] :
+         llvm::zip_equal(slice.getGridAxes(), group->positions))
+      if (static_cast<unsigned>(axis) != position)
+        return {};
+    return slice;
+  }
+
   LogicalResult lower(CacheAttentionOp a) {
     if (failed(init(a.getKeyCache())))
       return failure();
@@ -99,14 +143,28 @@ struct CacheLowering {
         RankedTensorType::get(out.getShape().drop_back(), f32), a.getQuery(),
         a.getKeyCache(), a.getValueCache(), a.getPositions(), firstRow,
         b.getI64IntegerAttr(context), a.getScaleAttr(), a.getRopeThetaAttr());
-    Value outs = gather(chunk.getOut()), lses = gather(chunk.getLse());
+    shard::AllSliceOp slice = rowSlice(a);
+    Value outs = slice ? exchangeRows(chunk.getOut()) : gather(chunk.getOut());
+    Value lses = slice ? exchangeRows(chunk.getLse()) : gather(chunk.getLse());
     // The test hook of --braid-test-inject-fault=kind=wrong-cp-merge: the
     // chunks merged with equal weights instead of their log-sum-exps.
     if (a->hasAttr(kTestWrongCpMergeAttr))
       lses = FillOp::create(b, loc, lses.getType(), b.getF64FloatAttr(0.0));
-    auto merged =
-        CacheAttentionMergeOp::create(b, loc, out, outs, lses).getResult();
-    replaceLowered(a, merged);
+    if (!slice) {
+      auto merged =
+          CacheAttentionMergeOp::create(b, loc, out, outs, lses).getResult();
+      replaceLowered(a, merged);
+      return success();
+    }
+    // This rank's rows, rows first: [S/n, B, H, Dv].
+    SmallVector<int64_t> shape(slice.getType().getShape());
+    std::swap(shape[0], shape[1]);
+    Value merged = CacheAttentionMergeOp::create(b, loc, out.clone(shape),
+                                                 outs, lses);
+    Value result = swapLeading(merged);
+    merged.getDefiningOp()->setLoc(a->getLoc());
+    replaceLowered(slice, result);
+    a->erase();
     return success();
   }
 };
