@@ -114,12 +114,22 @@ int32_t sampleToken(const float *logits, int64_t vocab, const SamplingOptions &o
     allMass += order[size_t(i)].weight;
   }
   // Every token kept: no order needed, the draw is in index order.
-  if (options.topK <= 0 && options.topP >= 1)
-    return int32_t(sampling::chooseFromPrefix(order.data(), order.size(), /*complete=*/true,
-                                              vocab, allMass, options,
-                                              sampling::uniformAt(seed, request, step))
-                       .value());
-  std::sort(order.begin(), order.end(), sampling::comesBefore);
+  if (options.topK <= 0 && options.topP >= 1) {
+    const uint64_t target =
+        sampling::drawTarget(allMass, sampling::uniformAt(seed, request, step));
+    uint64_t mass = 0;
+    for (const sampling::Candidate &c : order)
+      if (target < (mass += c.weight))
+        return int32_t(c.index);
+  }
+  // Top-k keeps a prefix of at most k: only it needs the order.
+  const size_t ordered = options.topK > 0 ? std::min(size_t(options.topK), order.size())
+                                          : order.size();
+  if (ordered < order.size())
+    std::partial_sort(order.begin(), order.begin() + ptrdiff_t(ordered), order.end(),
+                      sampling::comesBefore);
+  else
+    std::sort(order.begin(), order.end(), sampling::comesBefore);
   return int32_t(*sampling::chooseFromPrefix(order.data(), order.size(), /*complete=*/true,
                                              vocab, allMass, options,
                                              sampling::uniformAt(seed, request, step)));

@@ -75,7 +75,7 @@ std::vector<std::pair<float, int64_t>> globalMaxima(const VocabBlock &block, int
 struct RowDraw {
   std::vector<uint64_t> weights; ///< this rank's, in index order
   double uniform = 0;
-  uint64_t allMass = 0;
+  uint64_t mass = 0, allMass = 0; ///< this rank's, every rank's
   int64_t token = -1;
   // Top-k: candidates exchanged in chunks.
   std::vector<Candidate> local; ///< this rank's, in the order
@@ -182,12 +182,19 @@ void exchangeCandidates(Batch &batch) {
     RowDraw &row = batch.rows[r];
     for (size_t i = 0; i < row.weights.size(); ++i)
       row.local.push_back({row.weights[i], batch.block.offset + int64_t(i)});
-    std::sort(row.local.begin(), row.local.end(), sampling::comesBefore);
+    // The first chunk decides (the kept set is among every rank's top k):
+    // only it needs the order; a further chunk would sort the rest.
+    const auto first = std::min(row.local.size(), size_t(chunk));
+    std::partial_sort(row.local.begin(), row.local.begin() + first, row.local.end(),
+                      sampling::comesBefore);
     row.last.assign(batch.ranks, Candidate{0, 0});
     row.exhausted.assign(batch.ranks, false);
     open.push_back(r);
   }
   while (!open.empty()) {
+    if (sent > 0)
+      for (size_t r : open)
+        std::sort(batch.rows[r].local.begin(), batch.rows[r].local.end(), sampling::comesBefore);
     Batch::Gathered g = batch.exchange(open, 2 * size_t(chunk), [&](const RowDraw &row,
                                                                    uint64_t *out) {
       std::vector<uint64_t> words;
@@ -376,17 +383,22 @@ std::vector<int32_t> sampleTokensParallel(const VocabBlock &block, const WordGat
     for (int64_t i = 0; i < block.count; ++i)
       row.weights.push_back(
           sampling::weightOf(logits[i], maxima[size_t(r)].first, options.temperature));
-    row.descending = row.weights;
-    std::sort(row.descending.begin(), row.descending.end(), std::greater<uint64_t>());
+    // The top-p search's mass above a threshold: from the weights in order.
+    if (options.topK <= 0 && options.topP < 1) {
+      row.descending = row.weights;
+      std::sort(row.descending.begin(), row.descending.end(), std::greater<uint64_t>());
+    }
     row.prefixMass.assign(1, 0);
     for (uint64_t w : row.descending)
       row.prefixMass.push_back(row.prefixMass.back() + w);
+    for (uint64_t w : row.weights)
+      row.mass += w;
     row.uniform = sampling::uniformAt(seed, requests[size_t(r)], step);
     open.push_back(size_t(r));
   }
   // Each rank's offset and mass per row; the total, summed exactly in any order.
   Batch::Gathered g = batch.exchange(open, 1, [](const RowDraw &row, uint64_t *out) {
-    *out = row.prefixMass.back();
+    *out = row.mass;
   });
   batch.ranks = g.all.size() / g.stride;
   size_t self = 0;
