@@ -12,6 +12,8 @@
 # chunk into the next:
 # - llama-tiny: cp=2, cp=4 (chunks of 4 rows), cp=2 x tp=2;
 # - gpt-tiny (learned positions at each sequence's offset): cp=2;
+# - llama-tiny cp=2 with a longest prompt of 7 rows, which cp does not
+#   divide: prefill runs whole on every rank, its cache split;
 # - the negative test: a wrong cp merge (--inject-fault wrong-cp-merge: equal
 #   weights instead of the log-sum-exps) makes --verify FAIL with status 1.
 import os
@@ -45,6 +47,9 @@ def ids(r):
 prompts = os.path.join(work, "prompts.txt")
 with open(prompts, "w") as f:
     f.write("1 2 3 4 5 6 7 8\n9 8 7\n5\n42 17 3 3 3\n")
+odd = os.path.join(work, "odd.txt")
+with open(odd, "w") as f:
+    f.write("1 2 3 4 5 6 7\n9 8 7\n5\n42 17 3 3 3\n")
 
 OK = re.compile(r"^verify: grid (\S+) against 1 rank: ok \(ids identical for 4 requests, "
                 r"worst logit difference (\S+) at request \d+ step \d+\)$", re.M)
@@ -53,10 +58,12 @@ cases = [
     ("llama-tiny.mlir", "cp=4", []),
     ("llama-tiny.mlir", "cp=2,tp=2", []),
     ("gpt-tiny.mlir", "cp=2", ["--batch", "2", "--context", "16"]),
+    ("llama-tiny.mlir", "cp=2", ["--prompts", odd]),
 ]
 for model, grid, extra in cases:
     what = f"{model} --grid {grid} {' '.join(extra)}"
-    r = run(model, "--generate", "5", "--verify", "--grid", grid, "--prompts", prompts, *extra)
+    given = [] if "--prompts" in extra else ["--prompts", prompts]
+    r = run(model, "--generate", "5", "--verify", "--grid", grid, *given, *extra)
     m = OK.search(r.stdout)
     expect(r.returncode == 0 and m and m.group(1) == grid and float(m.group(2)) <= 1e-5,
            f"{what}: the grid does not generate what one rank does", r)

@@ -1,6 +1,7 @@
 // RUN: braid-opt --braid-derive-inference %S/../../examples/llama-tiny.mlir -o %t.inference.mlir
 // RUN: braid-opt --braid-partition="grid=cp=2" %t.inference.mlir | FileCheck %s --check-prefix=CP2
 // RUN: braid-opt --braid-partition="grid=cp=2,tp=2" %t.inference.mlir | FileCheck %s --check-prefix=CPTP
+// RUN: braid-opt --braid-derive-inference="prompt-len=7" %S/../../examples/llama-tiny.mlir | braid-opt --braid-partition="grid=cp=2" | FileCheck %s --check-prefix=ODD
 // RUN: braid-opt --braid-training-pipeline="optimizer=none grid=cp=2" %t.inference.mlir | FileCheck %s --check-prefix=DIST
 // RUN: braid-opt --braid-training-pipeline="optimizer=none grid=cp=2 lower-to-dist=false" --braid-test-inject-fault=kind=wrong-cp-merge %t.inference.mlir | braid-opt --convert-braid-to-dist | FileCheck %s --check-prefix=FAULT
 // RUN: not braid-opt --braid-training-pipeline="optimizer=none grid=tp=2 lower-to-dist=false" --braid-test-inject-fault=kind=wrong-cp-merge %t.inference.mlir 2>&1 | FileCheck %s --check-prefix=NO-CP
@@ -63,6 +64,16 @@
 // CPTP: braid.cache_write %arg11, %{{.*}}, %arg10 {cache_axes = ["cp"], rope_theta = 1.000000e+04 : f64} : tensor<2x8x1x16xf32>, tensor<2x1x1x16xf32>, tensor<2xi32>
 // CPTP: braid.cache_attention %{{.*}} {cache_axes = ["cp"], rope_theta = 1.000000e+04 : f64} : tensor<2x1x2x16xf32>, tensor<2x8x1x16xf32>, tensor<2x8x1x16xf32>, tensor<2xi32> -> tensor<2x1x2x16xf32>
 // CPTP: shard.all_reduce %{{.*}} on @grid grid_axes = [1] : tensor<2x1x64xf32>
+
+// A prompt length cp does not divide (7): prefill runs whole on every cp
+// rank; its cache is still split, written and attended by chunks.
+// ODD-LABEL: func.func private @llama_layer.prefill(
+// ODD-SAME: %arg0: tensor<2x7x64xf32>,
+// ODD: braid.cache_write %arg11, %{{.*}}, %arg10 {cache_axes = ["cp"], rope_theta = 1.000000e+04 : f64} : tensor<2x8x2x16xf32>, tensor<2x7x2x16xf32>, tensor<2xi32>
+// ODD: braid.cache_attention {{.*}} {cache_axes = ["cp"], rope_theta = 1.000000e+04 : f64} : tensor<2x7x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2xi32> -> tensor<2x7x4x16xf32>
+// ODD-NOT: shard.all_slice
+// ODD-LABEL: func.func @prefill(
+// ODD-SAME: %arg0: tensor<2x7xi32>, %arg1: tensor<2xi32>, %arg2: tensor<2xi32>)
 
 // Lowered to dist (CacheContext.cpp): the rank's first row is its cp
 // coordinate times the chunk; the chunk's f32 out and log-sum-exp are

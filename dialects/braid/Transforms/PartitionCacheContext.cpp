@@ -11,7 +11,8 @@
 //   zigzag layout of training is refused for modules with these programs
 //   (chooseSequenceLayout).
 // - Prefill. The prompt is split over cp as training splits its sequence
-//   (contiguous chunks; every op outside attention runs on its chunk). Each
+//   (contiguous chunks; every op outside attention runs on its chunk); a
+//   prompt length cp does not divide runs whole on every rank. Each
 //   cache_write takes the prompt's new rows whole (an all-gather) and each
 //   rank keeps those that fall in its chunk; each cache_attention takes the
 //   queries whole, attends over its rank's cache chunk and the partial
@@ -48,8 +49,25 @@ static std::optional<int16_t> contextAxis(const Grid &grid) {
 }
 
 bool Partitioner::splitsSequence(func::FuncOp entry) {
+  std::optional<EntryKind> kind = getEntryKind(entry);
   // A decode step's one new token per sequence is not split; its cache is.
-  return getEntryKind(entry) != EntryKind::Decode;
+  if (kind == EntryKind::Decode)
+    return false;
+  // A prompt length cp does not divide (the longest of a prompts file) is
+  // kept whole: the cache is still split and attended by chunks.
+  std::optional<int16_t> cp = contextAxis(grid);
+  if (kind != EntryKind::Prefill || !cp || entry.getNumArguments() == 0)
+    return true;
+  RankedTensorType tokens = globalType(entry.getArgument(0));
+  if (!tokens || tokens.getRank() < 2 ||
+      tokens.getDimSize(1) % grid.sizes[*cp] == 0)
+    return true;
+  LLVM_DEBUG(llvm::dbgs() << "@" << entry.getSymName() << ": a prompt of "
+                          << tokens.getDimSize(1) << " rows is not split over cp="
+                          << grid.sizes[*cp]
+                          << " (not a multiple): it runs whole on every cp "
+                             "rank, its cache split\n");
+  return false;
 }
 
 LogicalResult Partitioner::checkInferenceGrid() {
