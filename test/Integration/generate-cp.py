@@ -12,6 +12,9 @@
 # chunk into the next:
 # - llama-tiny: cp=2, cp=4 (chunks of 4 rows), cp=2 x tp=2;
 # - gpt-tiny (learned positions at each sequence's offset): cp=2;
+# - hybrid-tiny (attention and Mamba layers) on cp=2 x tp=2: the Mamba
+#   steps' prefill runs on the whole prompt (gathered), the attention
+#   layers' caches by chunks;
 # - llama-tiny cp=2 with a longest prompt of 7 rows, which cp does not
 #   divide: prefill runs whole on every rank, its cache split;
 # - the negative test: a wrong cp merge (--inject-fault wrong-cp-merge: equal
@@ -58,6 +61,7 @@ cases = [
     ("llama-tiny.mlir", "cp=4", []),
     ("llama-tiny.mlir", "cp=2,tp=2", []),
     ("gpt-tiny.mlir", "cp=2", ["--batch", "2", "--context", "16"]),
+    ("hybrid-tiny.mlir", "cp=2,tp=2", []),
     ("llama-tiny.mlir", "cp=2", ["--prompts", odd]),
 ]
 for model, grid, extra in cases:
