@@ -130,6 +130,10 @@ LogicalResult lowerPrograms(ModuleOp module, const TrainingPipelineOptions &give
     pipeline.copyOptionValuesFrom(given);
   }
   pipeline.optimizer = mlir::braid::OptimizerKind::None;
+  // The logits stay split over the vocabulary unless --gather-logits says
+  // otherwise: the runtime samples from the blocks (sampling_parallel.h) and
+  // gathers them only to verify.
+  pipeline.gatherLogits = given.gatherLogits.getNumOccurrences() && given.gatherLogits;
   const char *links = std::getenv("BRAID_LINK");
   pipeline.scheduleLink = links ? links : "";
   PassManager pm(module.getContext());

@@ -67,6 +67,7 @@
 #include "npy.h"
 #include "rng.h"
 #include "sampling.h"
+#include "sampling_parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -355,42 +356,93 @@ public:
   std::string worstAt;
 
 private:
-  /// Calls `program` on the global int32 `inputs` (each of its inputs is
-  /// found by name) and returns its `count` logits as f32, whole on every
-  /// rank (a pipeline's last stage shares them); the inputs and logits live
-  /// for the call only.
-  std::vector<float> call(const braid_program &program, const CallInputs &inputs,
-                          int64_t count, const char *what) {
+  /// A call's program run: its inputs placed and, on a stage that returns
+  /// them, its logits live in their buffer until release().
+  struct Launched {
+    std::optional<Persistent> logits;
+    braid_tensor_desc out{};
+  };
+
+  /// Places the global int32 `inputs` (each of the program's inputs found
+  /// by name) and runs `program`.
+  Launched launch(const braid_program &program, const CallInputs &inputs, const char *what) {
     ++calls;
     for (int32_t i = 0; i < program.num_inputs; ++i)
       placeInput(program.inputs[i], inputs.named(program.inputs[i].name, what), what);
-    std::optional<Persistent> logits;
-    braid_tensor_desc out{};
+    Launched launched;
     if (program.num_outputs == 1) {
-      out = program.outputs[0];
-      out.name = "logits";
-      logits = placed(out, "output");
-      braid_rt_alloc(rt, out.offset, logits->bytes, "logits");
+      launched.out = program.outputs[0];
+      launched.out.name = "logits";
+      launched.logits = placed(launched.out, "output");
+      braid_rt_alloc(rt, launched.out.offset, launched.logits->bytes, "logits");
     }
     rt->step = calls;
     setCurrentStep(calls);
     program.step(rt, rt->arena);
     rt->backend->synchronize();
-    std::vector<float> values;
-    if (logits) {
-      std::vector<char> whole =
-          gatherGlobal(rt, "logits", rt->arena + out.offset, out.dtype, logits->layout);
-      braid_rt_free(rt, out.offset, logits->bytes);
-      values = logitsAsF32(whole.data(), int64_t(whole.size()) / braid_dtype_size(out.dtype),
-                           out.dtype);
-    }
+    return launched;
+  }
+
+  /// Frees what launch() made live.
+  void release(const braid_program &program, const Launched &launched, const char *what) {
+    if (launched.logits)
+      braid_rt_free(rt, launched.out.offset, launched.logits->bytes);
     for (int32_t i = 0; i < program.num_inputs; ++i)
       braid_rt_free(rt, program.inputs[i].offset, numel(program.inputs[i]) * 4);
     checkReturned(s, what, calls);
+  }
+
+  /// Calls `program` and returns its `count` logits as f32, whole on every
+  /// rank (gathered over the ranks that split them; a pipeline's last stage
+  /// shares them): what verification reads.
+  std::vector<float> call(const braid_program &program, const CallInputs &inputs,
+                          int64_t count, const char *what) {
+    Launched launched = launch(program, inputs, what);
+    std::vector<float> values;
+    if (launched.logits) {
+      const braid_tensor_desc &out = launched.out;
+      std::vector<char> whole =
+          gatherGlobal(rt, "logits", rt->arena + out.offset, out.dtype, launched.logits->layout);
+      values = logitsAsF32(whole.data(), int64_t(whole.size()) / braid_dtype_size(out.dtype),
+                           out.dtype);
+    }
+    release(program, launched, what);
     shareFromLastStage(rt, values, count);
     if (int64_t(values.size()) != count)
       fatal("%s: %zu logits, not the %lld expected", what, values.size(), (long long)count);
     return values;
+  }
+
+  /// Calls `program` and draws the token of each of the wave's rows at
+  /// `step` from this rank's block of the logits: the vocabulary-parallel
+  /// sampler (sampling_parallel.h) exchanges a few candidates per row over
+  /// the ranks that split the vocabulary, never the logits, and draws what
+  /// sampleToken draws from the whole row. A pipeline's last stage draws and
+  /// shares the ids.
+  std::vector<int32_t> callAndSample(const braid_program &program, const CallInputs &inputs,
+                                     const std::vector<Request *> &wave, int64_t step,
+                                     const char *what) {
+    Launched launched = launch(program, inputs, what);
+    std::vector<int32_t> ids;
+    if (launched.logits) {
+      const Persistent &logits = *launched.logits;
+      std::vector<char> local(size_t(logits.bytes));
+      rt->backend->copyToHost(local.data(), rt->arena + launched.out.offset, logits.bytes);
+      std::vector<float> block = logitsAsF32(local.data(), logits.numel, launched.out.dtype);
+      std::string group;
+      VocabBlock vocab = vocabBlockOf(block.data(), logits.shape[0], logits.layout, s.grid,
+                                      s.coords, shapes.vocab, &group);
+      std::vector<int64_t> requests;
+      for (const Request *request : wave)
+        requests.push_back(request->index);
+      ids = group.empty()
+                ? sampleTokensParallel(vocab, gatherAlone(), options, s.args.seed, requests, step)
+                : sampleTokensParallel(vocab, *braid_rt_comm(rt, group.c_str())->impl,
+                                       *rt->backend, options, s.args.seed, requests, step);
+    }
+    release(program, launched, what);
+    shareFromLastStage(rt, ids, int64_t(wave.size()));
+    return ids;
   }
 
   /// `desc` placed on the run's grid: its local shape and where its block
@@ -421,19 +473,6 @@ private:
     rt->backend->copyToDevice(rt->arena + desc.offset, local.data(), p.bytes);
   }
 
-  /// Samples each request's token `step` from its row of `logits` [B, V].
-  void sampleWave(const std::vector<Request *> &wave, const std::vector<float> &logits,
-                  int64_t step) {
-    for (size_t b = 0; b < wave.size(); ++b) {
-      const float *row = logits.data() + b * size_t(shapes.vocab);
-      Request &request = *wave[b];
-      request.ids.push_back(
-          sampleToken(row, shapes.vocab, options, s.args.seed, request.index, step));
-      if (s.args.verifyForward || !s.args.logitsOut.empty())
-        request.logits.emplace_back(row, row + shapes.vocab);
-    }
-  }
-
   void runWave(const std::vector<Request *> &wave) {
     const int64_t B = shapes.batch, L = shapes.promptLen;
     // Free slots hold a one-token prompt (token 0), whose ids are dropped.
@@ -443,10 +482,8 @@ private:
       lastRows[b] = int32_t(wave[b]->prompt.size()) - 1;
     }
     auto start = std::chrono::steady_clock::now();
-    std::vector<float> logits = call(*programs.prefill, {&tokens, &positions, &lastRows},
-                                     B * shapes.vocab, "prefill");
+    step(*programs.prefill, {&tokens, &positions, &lastRows}, wave, 0, "prefill");
     times.prefillSeconds += secondsSince(start);
-    sampleWave(wave, logits, 0);
     for (int64_t t = 1; t < s.args.generate; ++t) {
       std::vector<int32_t> next(size_t(B), 0);
       for (int64_t b = 0; b < B; ++b) {
@@ -455,9 +492,35 @@ private:
         positions[size_t(b)] = int32_t((used ? wave[size_t(b)]->prompt.size() : 1) + t - 1);
       }
       start = std::chrono::steady_clock::now();
-      logits = call(*programs.decode, {&next, &positions, nullptr}, B * shapes.vocab, "decode");
+      step(*programs.decode, {&next, &positions, nullptr}, wave, t, "decode");
       times.decodeSeconds.push_back(secondsSince(start));
-      sampleWave(wave, logits, t);
+    }
+  }
+
+  /// One prefill or decode call and its sampling (timed together): from the
+  /// whole logits when something reads them (--verify-forward,
+  /// --logits-out), else by the vocabulary-parallel sampler.
+  void step(const braid_program &program, const CallInputs &inputs,
+            const std::vector<Request *> &wave, int64_t t, const char *what) {
+    if (s.args.verifyForward || !s.args.logitsOut.empty()) {
+      sampleWave(wave, call(program, inputs, shapes.batch * shapes.vocab, what), t);
+      return;
+    }
+    std::vector<int32_t> ids = callAndSample(program, inputs, wave, t, what);
+    for (size_t b = 0; b < wave.size(); ++b)
+      wave[b]->ids.push_back(ids[b]);
+  }
+
+  /// Samples each request's token `step` from its row of `logits` [B, V]
+  /// and keeps the row for verification.
+  void sampleWave(const std::vector<Request *> &wave, const std::vector<float> &logits,
+                  int64_t step) {
+    for (size_t b = 0; b < wave.size(); ++b) {
+      const float *row = logits.data() + b * size_t(shapes.vocab);
+      Request &request = *wave[b];
+      request.ids.push_back(
+          sampleToken(row, shapes.vocab, options, s.args.seed, request.index, step));
+      request.logits.emplace_back(row, row + shapes.vocab);
     }
   }
 

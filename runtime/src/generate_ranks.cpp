@@ -62,21 +62,34 @@ int64_t sumOverStages(braid_rt *rt, int64_t value) {
   return value;
 }
 
-void shareFromLastStage(braid_rt *rt, std::vector<float> &values, int64_t count) {
+namespace {
+
+template <typename T>
+void shareFromLast(braid_rt *rt, std::vector<T> &values, int64_t count, braid_dtype dtype) {
   Communicator *stages = stageAxisComm(rt);
   if (!stages)
     return;
   const int32_t last = rt->grid.sizes[size_t(rt->stageAxis)] - 1;
   if (rt->coords[size_t(rt->stageAxis)] == last) {
     if (int64_t(values.size()) != count)
-      fatal("generation: the last stage's logits have %zu values, not %lld", values.size(),
+      fatal("generation: the last stage has %zu values, not %lld", values.size(),
             (long long)count);
   } else {
-    values.assign(size_t(count), 0.0f);
+    values.assign(size_t(count), T());
   }
-  throughBackend(rt, values.data(), count, BRAID_F32, [&](Backend &backend, void *buffer) {
-    return stages->broadcast(backend, buffer, count, BRAID_F32, last);
+  throughBackend(rt, values.data(), count, dtype, [&](Backend &backend, void *buffer) {
+    return stages->broadcast(backend, buffer, count, dtype, last);
   });
+}
+
+} // namespace
+
+void shareFromLastStage(braid_rt *rt, std::vector<float> &values, int64_t count) {
+  shareFromLast(rt, values, count, BRAID_F32);
+}
+
+void shareFromLastStage(braid_rt *rt, std::vector<int32_t> &values, int64_t count) {
+  shareFromLast(rt, values, count, BRAID_I32);
 }
 
 } // namespace braid::rt

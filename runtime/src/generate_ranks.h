@@ -26,10 +26,12 @@ void maxOverRanks(braid_rt *rt, std::vector<int32_t> &values);
 /// the program is not pipelined.
 int64_t sumOverStages(braid_rt *rt, int64_t value);
 
-/// `values` (`count` f32 on the last stage, empty elsewhere) on every rank:
+/// `values` (`count` logits on the last stage, empty elsewhere) on every rank:
 /// the last stage broadcasts them along the stage axis. Nothing to do when
 /// the program is not pipelined.
 void shareFromLastStage(braid_rt *rt, std::vector<float> &values, int64_t count);
+/// The same for the ids the last stage sampled.
+void shareFromLastStage(braid_rt *rt, std::vector<int32_t> &values, int64_t count);
 
 } // namespace braid::rt
 
