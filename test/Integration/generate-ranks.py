@@ -23,6 +23,8 @@
 #   the last stage's logits reach every rank): llama-tiny on pp=2 with two
 #   micro-batches and on tp=2 x pp=2, a 4-layer Llama on pp=4 with four
 #   micro-batches and on pp=2 x dp=2;
+# - without --verify, the vocabulary-parallel sampler (logits never
+#   gathered) draws the ids drawn from whole rows, on tp=2, tp x pp, tp=4;
 # - a grid the batch cannot be split on (dp=4, batch 2) is a located error;
 # - the negative test: a dropped TP all-reduce (--inject-fault) makes the
 #   comparison with one rank FAIL with status 1.
@@ -95,6 +97,16 @@ for model, grid, extra in cases:
     expect(sorted(got) == [0, 1, 2, 3] and all(len(v.split()) == 5 for v in got.values()),
            f"{what}: expected 4 requests of 5 ids", r)
     print(f"{what}: worst logit difference {m.group(2) if m else '?'}")
+
+# Without --verify nothing reads the whole logits: each rank keeps its block
+# of the vocabulary and the vocabulary-parallel sampler draws the ids, which
+# must be those drawn from the whole rows (the verified runs above).
+for grid, extra in (("tp=2", sampling), ("tp=2,pp=2", sampling), ("tp=4", [])):
+    verified = run("llama-tiny.mlir", "--generate", "5", "--verify", "--grid", grid, "--prompts",
+                   prompts, *extra)
+    fast = run("llama-tiny.mlir", "--generate", "5", "--grid", grid, "--prompts", prompts, *extra)
+    expect(fast.returncode == 0 and ids(fast) == ids(verified) and len(ids(fast)) == 4,
+           f"--grid {grid} {' '.join(extra)}: the parallel sampler's ids differ", fast)
 
 # A dropped TP all-reduce: the partial sums reach the logits.
 r = run("llama-tiny.mlir", "--generate", "3", "--verify", "--grid", "tp=2", "--prompts", prompts,
