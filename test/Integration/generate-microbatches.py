@@ -14,39 +14,22 @@
 # - tp=2 with 2 micro-batches: the cache split by kv head and by micro-batch.
 import os
 import re
-import subprocess
 import sys
 
-work, src = sys.argv[1], sys.argv[2]
-model = os.path.join(src, "examples", "llama-tiny.mlir")
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
+from generate_test import GRID_OK, GenerateTest, ids  # noqa: E402
+
+test = GenerateTest()
+expect = test.expect
+prompts = test.prompts("prompts.txt", ["1 2 3 4 5 6", "9 8 7", "5", "42 17 3 3 3"])
 
 
 def run(*args):
-    env = dict(os.environ)
-    env["BRAID_RUN_CACHE"] = os.path.join(work, "cache")
-    return subprocess.run(["braid-run", model, "--quiet", "--generate", "5", "--batch", "4",
-                           "--prompts", prompts, *args],
-                          capture_output=True, text=True, env=env)
+    return test.run("llama-tiny.mlir", "--generate", "5", "--batch", "4", "--prompts", prompts,
+                    *args)
 
-
-def expect(cond, what, r=None):
-    if not cond:
-        failures.append(what + (f"\n--- stdout\n{r.stdout}--- stderr\n{r.stderr}" if r else ""))
-
-
-def ids(r):
-    return {int(m.group(1)): m.group(2).strip()
-            for m in re.finditer(r"^request (\d+): (.*)$", r.stdout, re.M)}
-
-
-prompts = os.path.join(work, "prompts.txt")
-with open(prompts, "w") as f:
-    f.write("1 2 3 4 5 6\n9 8 7\n5\n42 17 3 3 3\n")
 
 TEACHER = re.compile(r"^verify: ok \(worst difference \S+ at", re.M)
-GRID = re.compile(r"^verify: grid (\S+) against 1 rank: ok \(ids identical for 4 requests, "
-                  r"worst logit difference (\S+) at", re.M)
 
 whole = run("--verify")
 expect(whole.returncode == 0 and TEACHER.search(whole.stdout), "no micro-batches", whole)
@@ -61,13 +44,10 @@ for count in ("2", "4"):
 
 for grid in ("dp=2", "tp=2"):
     r = run("--verify", "--microbatches", "2", "--grid", grid)
-    m = GRID.search(r.stdout)
-    expect(r.returncode == 0 and m and m.group(1) == grid and float(m.group(2)) <= 1e-5,
+    m = GRID_OK.search(r.stdout)
+    expect(r.returncode == 0 and m and m.group(1) == grid and float(m.group(3)) <= 1e-5,
            f"{grid} with 2 micro-batches: the grid does not generate what one rank does", r)
     expect(TEACHER.search(r.stdout), f"{grid} with 2 micro-batches: teacher forcing", r)
     expect(ids(r) == reference, f"{grid} with 2 micro-batches: other ids than one rank", r)
 
-if failures:
-    print("\n\n".join(failures))
-    sys.exit(1)
-print("ok")
+test.finish("generate-microbatches")

@@ -15,30 +15,17 @@
 #   against two waves of two): no token takes an expert's slot from another.
 import os
 import re
-import subprocess
 import sys
 
-work, src = sys.argv[1], sys.argv[2]
-model = os.path.join(src, "examples", "moe-tiny.mlir")
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
+from generate_test import GenerateTest, ids  # noqa: E402
+
+test = GenerateTest()
+expect = test.expect
 
 
 def run(*args):
-    env = dict(os.environ)
-    env["BRAID_RUN_CACHE"] = os.path.join(work, "cache")
-    env.pop("BRAID_TEST_PERTURB_LOGITS", None)
-    return subprocess.run(["braid-run", model, "--quiet", *args],
-                          capture_output=True, text=True, env=env)
-
-
-def ids(r):
-    return {int(m.group(1)): m.group(2).strip()
-            for m in re.finditer(r"^request (\d+): (.*)$", r.stdout, re.M)}
-
-
-def expect(cond, what, r=None):
-    if not cond:
-        failures.append(what + (f"\n--- stdout\n{r.stdout}--- stderr\n{r.stderr}" if r else ""))
+    return test.run("moe-tiny.mlir", *args)
 
 
 def verified(r, what, requests, tokens):
@@ -54,16 +41,12 @@ def verified(r, what, requests, tokens):
 r = run("--generate", "5", "--verify")
 verified(r, "drawn prompts", 2, 5)
 
-path = os.path.join(work, "prompts.txt")
-with open(path, "w") as f:
-    f.write("1 2 3 4 5 6 7 8 9 10 11\n" + " ".join(["50"] * 12) + "\n96\n3 1 4 1 5 9 2\n")
+path = test.prompts("prompts.txt", ["1 2 3 4 5 6 7 8 9 10 11", " ".join(["50"] * 12), "96",
+                                    "3 1 4 1 5 9 2"])
 two = run("--generate", "5", "--verify", "--prompts", path)
 verified(two, "prompts of different lengths", 4, 5)
 four = run("--generate", "5", "--prompts", path, "--batch", "4")
 expect(four.returncode == 0 and ids(four) == ids(two),
        "a request's ids changed with the batch it shared", four)
 
-if failures:
-    print("\n\n".join(failures))
-    sys.exit(1)
-print("generate-moe: ok")
+test.finish("generate-moe")

@@ -24,7 +24,8 @@
 #   micro-batches and on tp=2 x pp=2, a 4-layer Llama on pp=4 with four
 #   micro-batches and on pp=2 x dp=2;
 # - without --verify, the vocabulary-parallel sampler (logits never
-#   gathered) draws the ids drawn from whole rows, on tp=2, tp x pp, tp=4;
+#   gathered) draws the ids drawn from whole rows (sampled on tp=2, greedy
+#   on tp x pp and tp=4);
 # - a grid the batch cannot be split on (dp=4, batch 2) is a located error;
 # - the negative test: a dropped TP all-reduce (--inject-fault) makes the
 #   comparison with one rank FAIL with status 1.
@@ -33,41 +34,21 @@ import re
 import subprocess
 import sys
 
-work, src = sys.argv[1], sys.argv[2]
-examples = os.path.join(src, "examples")
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
+from generate_test import GenerateTest, ids  # noqa: E402
 
-
-def run(model, *args):
-    env = dict(os.environ)
-    env["BRAID_RUN_CACHE"] = os.path.join(work, "cache")
-    env.pop("BRAID_TEST_PERTURB_LOGITS", None)
-    return subprocess.run(["braid-run", os.path.join(examples, model), "--quiet", *args],
-                          capture_output=True, text=True, env=env)
-
-
-def expect(cond, what, r=None):
-    if not cond:
-        failures.append(what + (f"\n--- stdout\n{r.stdout}--- stderr\n{r.stderr}" if r else ""))
-
-
-def ids(r):
-    return {int(m.group(1)): m.group(2).strip()
-            for m in re.finditer(r"^request (\d+): (.*)$", r.stdout, re.M)}
+test = GenerateTest()
+run, expect = test.run, test.expect
 
 
 # A Llama of 4 layers and a batch of 4 for four pipeline stages.
-llama_l4 = os.path.join(work, "llama-l4-b4.mlir")
+llama_l4 = os.path.join(test.work, "llama-l4-b4.mlir")
 with open(llama_l4, "w") as f:
     f.write(subprocess.run([sys.executable, "-m", "braid.models", "llama-tiny", "--layers", "4",
                             "--batch", "4"], check=True, capture_output=True, text=True).stdout)
 
-prompts = os.path.join(work, "prompts.txt")
-with open(prompts, "w") as f:
-    f.write("1 2 3 4 5 6\n9 8 7\n5\n42 17 3 3 3\n")
+prompts = test.prompts("prompts.txt", ["1 2 3 4 5 6", "9 8 7", "5", "42 17 3 3 3"])
 
-OK = re.compile(r"^verify: grid (\S+) against 1 rank: ok \(ids identical for 4 requests, "
-                r"worst logit difference (\S+) at request \d+ step \d+\)$", re.M)
 sampling = ["--temperature", "0.9", "--top-k", "40", "--top-p", "0.95", "--seed", "3"]
 cases = [
     ("llama-tiny.mlir", "tp=2", []),
@@ -85,25 +66,14 @@ cases = [
     (llama_l4, "pp=4", ["--microbatches", "4"]),
     (llama_l4, "pp=2,dp=2", ["--microbatches", "2"]),
 ]
-for model, grid, extra in cases:
-    what = f"{os.path.basename(model)} --grid {grid} {' '.join(extra)}"
-    r = run(model, "--generate", "5", "--verify", "--grid", grid, "--prompts", prompts, *extra)
-    m = OK.search(r.stdout)
-    expect(r.returncode == 0 and m and m.group(1) == grid and float(m.group(2)) <= 1e-5,
-           f"{what}: the grid does not generate what one rank does", r)
-    expect(re.search(r"^verify: ok \(worst difference \S+ at", r.stdout, re.M),
-           f"{what}: teacher forcing did not pass on the grid", r)
-    got = ids(r)
-    expect(sorted(got) == [0, 1, 2, 3] and all(len(v.split()) == 5 for v in got.values()),
-           f"{what}: expected 4 requests of 5 ids", r)
-    print(f"{what}: worst logit difference {m.group(2) if m else '?'}")
+runs = {(model, grid, tuple(extra)): test.check_grid(model, grid, prompts, *extra)
+        for model, grid, extra in cases}
 
 # Without --verify nothing reads the whole logits: each rank keeps its block
 # of the vocabulary and the vocabulary-parallel sampler draws the ids, which
 # must be those drawn from the whole rows (the verified runs above).
-for grid, extra in (("tp=2", sampling), ("tp=2,pp=2", sampling), ("tp=4", [])):
-    verified = run("llama-tiny.mlir", "--generate", "5", "--verify", "--grid", grid, "--prompts",
-                   prompts, *extra)
+for grid, extra in (("tp=2", sampling), ("tp=2,pp=2", []), ("tp=4", [])):
+    verified = runs[("llama-tiny.mlir", grid, tuple(extra))]
     fast = run("llama-tiny.mlir", "--generate", "5", "--grid", grid, "--prompts", prompts, *extra)
     expect(fast.returncode == 0 and ids(fast) == ids(verified) and len(ids(fast)) == 4,
            f"--grid {grid} {' '.join(extra)}: the parallel sampler's ids differ", fast)
@@ -111,11 +81,7 @@ for grid, extra in (("tp=2", sampling), ("tp=2,pp=2", sampling), ("tp=4", [])):
 # A dropped TP all-reduce: the partial sums reach the logits.
 r = run("llama-tiny.mlir", "--generate", "3", "--verify", "--grid", "tp=2", "--prompts", prompts,
         "--inject-fault", "drop-all-reduce")
-m = re.search(r"^verify: FAIL grid tp=2 against 1 rank: request \d+ step \d+: logit difference "
-              r"(\S+) > ", r.stdout, re.M)
-expect(r.returncode == 1 and m and "against 1 rank: ok" not in r.stdout,
-       "a dropped TP all-reduce did not fail --verify", r)
-print(f"drop-all-reduce: logit difference {m.group(1) if m else '?'}")
+test.expect_grid_fails(r, "tp=2", "a dropped TP all-reduce")
 
 # A grid the programs cannot be split on is a located error before anything runs.
 r = run("llama-tiny.mlir", "--generate", "2", "--grid", "dp=4")
@@ -123,7 +89,4 @@ expect(r.returncode != 0 and re.search(r"llama-tiny.mlir:\d+:\d+: error: cannot 
                                         r".* over dp \(4 ranks\)", r.stderr)
        and "request 0" not in r.stdout, "a batch of 2 over dp=4 was not a located error", r)
 
-if failures:
-    print("\n\n".join(failures))
-    sys.exit(1)
-print("generate-ranks: ok")
+test.finish("generate-ranks")

@@ -19,40 +19,13 @@
 # Several ranks: generate-ranks.py.
 import os
 import re
-import subprocess
 import sys
 
-work, src = sys.argv[1], sys.argv[2]
-examples = os.path.join(src, "examples")
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs"))
+from generate_test import GenerateTest, ids  # noqa: E402
 
-
-def run(model, *args, env=None):
-    full = dict(os.environ)
-    full["BRAID_RUN_CACHE"] = os.path.join(work, "cache")
-    full.pop("BRAID_TEST_PERTURB_LOGITS", None)
-    full.pop("BRAID_TEST_CACHE_FAULT", None)
-    full.update(env or {})
-    return subprocess.run(["braid-run", os.path.join(examples, model), "--quiet", *args],
-                          capture_output=True, text=True, env=full)
-
-
-def ids(r):
-    return {int(m.group(1)): m.group(2).strip()
-            for m in re.finditer(r"^request (\d+): (.*)$", r.stdout, re.M)}
-
-
-def expect(cond, what, r=None):
-    if not cond:
-        failures.append(what + (f"\n--- stdout\n{r.stdout}--- stderr\n{r.stderr}" if r else ""))
-
-
-def prompts(name, lines):
-    path = os.path.join(work, name)
-    with open(path, "w") as f:
-        f.write("".join(line + "\n" for line in lines))
-    return path
-
+test = GenerateTest()
+run, expect, prompts = test.run, test.expect, test.prompts
 
 SUMMARY = (r"^generate: \d+ requests \(\d+ refused\), \d+ tokens each, prefill \S+ s, decode "
            r"median \S+ ms/token p99 \S+ ms/token, \S+ tokens/s, cache \d+ bytes per rank$")
@@ -127,7 +100,4 @@ alone = run("llama-tiny.mlir", "--generate", "5", "--prompts", prompts("good.txt
             "--prompt-len", "13")
 expect(ids(alone).get(0) == got.get(0), "request 0 differs from its run alone", alone)
 
-if failures:
-    print("\n\n".join(failures))
-    sys.exit(1)
-print("generate: ok")
+test.finish("generate")
