@@ -10,7 +10,9 @@
 //   driver_state.cpp       the persistent state: initialized or resumed,
 //                          dumped; calling the program's functions
 //   driver_train_step.cpp  the run loop of a train_step entry
-//   driver_generate.cpp    the run loop of generation (prefill + decode)
+//   driver_generate.cpp    the run loop of generation (prefill + decode), with
+//                          generate_requests.cpp (requests, sizes) and
+//                          generate_ranks.cpp (exchanges between ranks)
 //   driver_teardown.cpp    the closing report and the exit status
 // A driver for another entry kind (prefill, decode) is a run loop beside
 // driver_train_step.cpp and a line of main.cpp's table; the other parts are

@@ -1,5 +1,8 @@
 //===- driver_generate.cpp - the run loop of generation -------------------===//
 //
+// (The requests, their refusals and the programs' sizes:
+// generate_requests.h; the exchanges between ranks: generate_ranks.h.)
+//
 //   PROGRAM [--generate N] [--prompts FILE | --prompt-len L] [--seed S]
 //           [--temperature T] [--top-k K] [--top-p P] [--verify-forward]
 //
@@ -63,9 +66,9 @@
 #include "driver.h"
 
 #include "generate_logits.h"
+#include "generate_requests.h"
 #include "generate_ranks.h"
 #include "npy.h"
-#include "rng.h"
 #include "sampling.h"
 #include "sampling_parallel.h"
 
@@ -74,9 +77,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 namespace braid::rt::driver {
 
@@ -99,11 +100,6 @@ int64_t globalNumel(const braid_tensor_desc &desc) {
   return n;
 }
 
-/// The global size of dimension `d` of `desc`.
-int64_t globalDim(const braid_tensor_desc &desc, int32_t d) {
-  return desc.global_shape ? desc.global_shape[d] : desc.shape[d];
-}
-
 const braid_tensor_desc *findParam(const braid_program &program, const char *name) {
   for (int32_t i = 0; i < program.num_params; ++i)
     if (std::string(program.params[i].name) == name)
@@ -121,172 +117,6 @@ void checkSharedState(const braid_program &prefill, const braid_program &other,
       fatal("the %s program's %s is not prefill's (offset %lld)", what, p.name,
             (long long)p.offset);
   }
-}
-
-/// One request: its prompt, what was generated and the logits that chose it.
-struct Request {
-  int64_t index = 0;
-  std::vector<int32_t> prompt;
-  std::string refusal; ///< empty: it runs
-  std::vector<int32_t> ids;
-  std::vector<std::vector<float>> logits; ///< kept for --verify-forward
-};
-
-/// The sizes the programs were built for, the type of their logits and
-/// the layers that keep a cache (of every pipeline stage).
-struct Shapes {
-  int64_t batch = 0, promptLen = 0, context = 0, vocab = 0;
-  braid_dtype logitsDtype = BRAID_F32;
-  int64_t layers = 0;
-};
-
-/// A KV cache state (cache.<...>.k / .v, [B, C, Hkv, D]): its rows are the
-/// context. A Mamba layer's states (cache.<...>.conv, .ssm) are not.
-bool isKvCache(const std::string &name) {
-  auto endsWith = [](const std::string &text, const char *tail) {
-    size_t n = std::strlen(tail);
-    return text.size() >= n && text.compare(text.size() - n, n, tail) == 0;
-  };
-  // A micro-batch's copy is cache.<...>.k.mb<j>.
-  std::string base = name;
-  if (size_t dot = base.rfind(".mb"); dot != std::string::npos &&
-                                      base.find_first_not_of("0123456789", dot + 3) == std::string::npos)
-    base.resize(dot);
-  return base.rfind("cache.", 0) == 0 && (endsWith(base, ".k") || endsWith(base, ".v"));
-}
-
-const braid_tensor_desc *findInput(const braid_program &program, const char *name) {
-  for (int32_t i = 0; i < program.num_inputs; ++i)
-    if (program.inputs[i].name && std::strcmp(program.inputs[i].name, name) == 0)
-      return &program.inputs[i];
-  return nullptr;
-}
-
-/// What this rank's programs say of the sizes: a pipeline stage knows part
-/// of them (the first stage takes the tokens, the last returns the logits),
-/// 0 for the rest.
-Shapes localShapes(const InferencePrograms &programs) {
-  const braid_program &prefill = *programs.prefill;
-  Shapes shapes;
-  // The programs' global sizes: a partitioned program's tensors are blocks.
-  if (const braid_tensor_desc *positions = findInput(prefill, "positions"))
-    shapes.batch = globalDim(*positions, 0);
-  if (const braid_tensor_desc *tokens = findInput(prefill, "tokens"))
-    shapes.promptLen = globalDim(*tokens, 1);
-  if (prefill.num_outputs == 1 && prefill.outputs[0].rank == 2)
-    shapes.vocab = globalDim(prefill.outputs[0], 1);
-  for (int32_t i = 0; i < prefill.num_params; ++i)
-    if (isKvCache(prefill.params[i].name) && prefill.params[i].rank >= 2)
-      shapes.context = globalDim(prefill.params[i], 1);
-  if (!shapes.context && programs.forward)
-    if (const braid_tensor_desc *tokens = findInput(*programs.forward, "tokens"))
-      shapes.context = globalDim(*tokens, 1);
-  for (const braid_program *p : {programs.prefill, programs.decode, programs.forward})
-    if (p && p->num_outputs > 0 &&
-        (p->num_outputs != 1 || !isLogitsType(p->outputs[0].dtype) ||
-         (prefill.num_outputs == 1 && p->outputs[0].dtype != prefill.outputs[0].dtype)))
-      fatal("generation reads logits of one float type; program %s's are not prefill's",
-            p->name ? p->name : "?");
-  if (prefill.num_outputs == 1)
-    shapes.logitsDtype = prefill.outputs[0].dtype;
-  shapes.layers = cacheLayers(prefill);
-  return shapes;
-}
-
-/// The sizes of the whole run: each the largest any rank's programs know,
-/// the layers summed over the pipeline's stages (collective).
-Shapes shapesOf(Session &s, const InferencePrograms &programs) {
-  Shapes shapes = localShapes(programs);
-  std::vector<int32_t> known = {int32_t(shapes.batch), int32_t(shapes.promptLen),
-                                int32_t(shapes.vocab), int32_t(shapes.context),
-                                shapes.vocab ? int32_t(shapes.logitsDtype) : -1};
-  maxOverRanks(s.rt.get(), known);
-  shapes.batch = known[0];
-  shapes.promptLen = known[1];
-  shapes.vocab = known[2];
-  shapes.context = known[3];
-  shapes.logitsDtype = braid_dtype(std::max(known[4], 0));
-  shapes.layers = sumOverStages(s.rt.get(), shapes.layers);
-  if (!shapes.batch || !shapes.promptLen || !shapes.vocab)
-    fatal("the generation programs do not take tokens [B, L] and return logits [B, V] "
-          "(prefill: batch %lld, prompt length %lld, vocabulary %lld)",
-          (long long)shapes.batch, (long long)shapes.promptLen, (long long)shapes.vocab);
-  if (!shapes.context)
-    fatal("the generation programs have no KV cache (cache.*) to size the context by");
-  return shapes;
-}
-
-/// A line of --prompts: token ids separated by blanks; a refusal otherwise.
-Request parsePromptLine(const std::string &line, int64_t index) {
-  Request request;
-  request.index = index;
-  std::istringstream in(line);
-  std::string word;
-  while (in >> word) {
-    char *end = nullptr;
-    errno = 0;
-    long long id = std::strtoll(word.c_str(), &end, 10);
-    if (errno || *end || word.empty()) {
-      request.refusal = "malformed line (token '" + word + "' is not an integer)";
-      return request;
-    }
-    if (id < INT32_MIN || id > INT32_MAX) {
-      request.refusal = "token id " + word + " is outside the vocabulary";
-      return request;
-    }
-    request.prompt.push_back(int32_t(id));
-  }
-  return request;
-}
-
-/// The requests: --prompts FILE's lines, else B drawn prompts.
-std::vector<Request> readRequests(Session &s, const Shapes &shapes) {
-  std::vector<Request> requests;
-  if (!s.args.promptsFile.empty()) {
-    std::ifstream in(s.args.promptsFile);
-    if (!in) {
-      s.stop(2);
-      badArgs(s.argv0, "cannot read --prompts " + s.args.promptsFile);
-    }
-    std::string line;
-    for (int64_t index = 0; std::getline(in, line); ++index)
-      requests.push_back(parsePromptLine(line, index));
-    return requests;
-  }
-  // By default as long as prefill takes, leaving room for N - 1 more rows.
-  int64_t length = s.args.promptLen
-                       ? s.args.promptLen
-                       : std::max<int64_t>(1, std::min(shapes.promptLen,
-                                                       shapes.context - s.args.generate + 1));
-  for (int64_t r = 0; r < shapes.batch; ++r) {
-    Request &request = requests.emplace_back();
-    request.index = r;
-    rng::Key key = rng::keyOf(s.args.seed, ("prompt." + std::to_string(r)).c_str());
-    for (int64_t j = 0; j < length; ++j)
-      request.prompt.push_back(int32_t(rng::uniformIntAt(key, uint64_t(j), uint64_t(shapes.vocab))));
-  }
-  return requests;
-}
-
-/// Why `request` cannot run with these programs; empty when it can.
-std::string refusalOf(const Request &request, const Shapes &shapes, int64_t generate) {
-  if (!request.refusal.empty())
-    return request.refusal;
-  int64_t length = int64_t(request.prompt.size());
-  if (length == 0)
-    return "empty prompt";
-  if (length > shapes.promptLen)
-    return "prompt of " + std::to_string(length) + " tokens is longer than the prefill " +
-           "program's " + std::to_string(shapes.promptLen);
-  for (int32_t id : request.prompt)
-    if (id < 0 || id >= shapes.vocab)
-      return "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-             std::to_string(shapes.vocab) + ")";
-  if (length + generate - 1 > shapes.context)
-    return "prompt of " + std::to_string(length) + " tokens plus " + std::to_string(generate) +
-           " generated exceeds the context of " + std::to_string(shapes.context) +
-           " (prompt + N - 1 > context)";
-  return "";
 }
 
 /// The time of each call, for the summary.

@@ -1,0 +1,54 @@
+//===- generate_requests.h - generation's requests and sizes ----*- C++ -*-===//
+//
+// What the generation driver (driver_generate.cpp) serves: the requests
+// (--prompts FILE's lines, or prompts drawn from the seed), the sizes the
+// programs were built for, and why a request cannot run with them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_GENERATE_REQUESTS_H
+#define BRAID_RUNTIME_GENERATE_REQUESTS_H
+
+#include "driver.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braid::rt::driver {
+
+/// One request: its prompt, what was generated and the logits that chose it.
+struct Request {
+  int64_t index = 0;
+  std::vector<int32_t> prompt;
+  std::string refusal; ///< empty: it runs
+  std::vector<int32_t> ids;
+  std::vector<std::vector<float>> logits; ///< kept for --verify-forward
+};
+
+/// The sizes the programs were built for, the type of their logits and
+/// the layers that keep a cache (of every pipeline stage).
+struct Shapes {
+  int64_t batch = 0, promptLen = 0, context = 0, vocab = 0;
+  braid_dtype logitsDtype = BRAID_F32;
+  int64_t layers = 0;
+};
+
+/// The global size of dimension `d` of `desc` (a partitioned program's
+/// tensors are blocks of it).
+int64_t globalDim(const braid_tensor_desc &desc, int32_t d);
+
+/// The sizes of the whole run: each the largest any rank's programs know,
+/// the layers summed over the pipeline's stages (collective).
+Shapes shapesOf(Session &s, const InferencePrograms &programs);
+
+/// The requests: --prompts FILE's lines, else B drawn prompts (the run
+/// stops with status 2 when the file cannot be read).
+std::vector<Request> readRequests(Session &s, const Shapes &shapes);
+
+/// Why `request` cannot run with these programs; empty when it can.
+std::string refusalOf(const Request &request, const Shapes &shapes, int64_t generate);
+
+} // namespace braid::rt::driver
+
+#endif // BRAID_RUNTIME_GENERATE_REQUESTS_H
