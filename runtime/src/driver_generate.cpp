@@ -546,6 +546,12 @@ int runGeneration(Session &s, const InferencePrograms &programs) {
     std::fflush(stdout);
   }
   int status = tearDown(s, /*peakIsPlanned=*/false);
+  // Every rank reached the same verdict; rank 0, which printed it, says it
+  // by its status. mpirun ends a job when one rank exits non-zero, and the
+  // others may still be leaving (their exit is then a kill, its noise on
+  // stderr).
+  if (s.ranks.rank != 0)
+    return status;
   if (!verified)
     return 1;
   return refused ? 2 : status;

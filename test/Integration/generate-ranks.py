@@ -26,6 +26,8 @@
 # - without --verify, the vocabulary-parallel sampler (logits never
 #   gathered) draws the ids drawn from whole rows (sampled on tp=2, greedy
 #   on tp x pp and tp=4);
+# - bad requests on tp x pp refused by name (once, by rank 0) while the
+#   others generate one rank's ids;
 # - a grid the batch cannot be split on (dp=4, batch 2) is a located error;
 # - the negative test: a dropped TP all-reduce (--inject-fault) makes the
 #   comparison with one rank FAIL with status 1.
@@ -82,6 +84,22 @@ for grid, extra in (("tp=2", sampling), ("tp=2,pp=2", []), ("tp=4", [])):
 r = run("llama-tiny.mlir", "--generate", "3", "--verify", "--grid", "tp=2", "--prompts", prompts,
         "--inject-fault", "drop-all-reduce")
 test.expect_grid_fails(r, "tp=2", "a dropped TP all-reduce")
+
+# Bad requests on a grid (tp=2 x pp=2) are refused by name, every rank
+# alike, and the others generate one rank's ids (status 2).
+bad = test.prompts("bad.txt", ["1 2 3", "1 two 3", "", "7 256", "5 5 5 5 5 5 5 5 5 5 5 5 5", "9 9"])
+on_grid = run("llama-tiny.mlir", "--generate", "5", "--grid", "tp=2,pp=2", "--prompts", bad,
+              "--prompt-len", "13")
+alone = run("llama-tiny.mlir", "--generate", "5", "--prompts", bad, "--prompt-len", "13")
+got = ids(on_grid)
+expect(on_grid.returncode == 2 and got == ids(alone)
+       and all(why in got.get(k, "") for k, why in
+               ((1, "malformed line"), (2, "empty prompt"), (3, "outside the vocabulary"),
+                (4, "exceeds the context")))
+       and all(len(got.get(k, "").split()) == 5 for k in (0, 5))
+       and on_grid.stderr.count("request 2 refused: empty prompt") == 1
+       and "SIGTERM" not in on_grid.stderr,
+       "bad requests on tp=2 x pp=2 were not refused by name as on one rank", on_grid)
 
 # A grid the programs cannot be split on is a located error before anything runs.
 r = run("llama-tiny.mlir", "--generate", "2", "--grid", "dp=4")
