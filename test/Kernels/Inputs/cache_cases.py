@@ -369,12 +369,7 @@ DEVICE_MESSAGES = {
 class Aborts(Case):
     def test_fatal_errors(self):
         # The child runs this file as `cache_cases.py LIB abort CASE [--device]`.
-        me = os.path.abspath(__file__)
-        script = (f"import runpy, sys; sys.argv = [{me!r}, sys.argv[1]] + sys.argv[2].split(); "
-                  f"runpy.run_path({me!r}, run_name='__main__')")
-        messages = DEVICE_MESSAGES if DEVICE else CPU_MESSAGES
-        self.check_aborts(script, [(f"abort {which}" + (" --device" if DEVICE else ""), msg)
-                                   for which, msg in messages.items()])
+        self.check_abort_cases(__file__, DEVICE_MESSAGES if DEVICE else CPU_MESSAGES, DEVICE)
 
 
 def main():

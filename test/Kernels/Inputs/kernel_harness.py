@@ -244,6 +244,15 @@ class Case(unittest.TestCase):
             self.assertNotIn("returned", r.stdout)
             self.assertIn(msg, r.stderr)
 
+    def check_abort_cases(self, path, messages, device):
+        """check_aborts for the case file `path` run again as `path LIB abort
+        CASE [--device]`: each (case, message) of `messages`."""
+        me = os.path.abspath(path)
+        script = (f"import runpy, sys; sys.argv = [{me!r}, sys.argv[1]] + sys.argv[2].split(); "
+                  f"runpy.run_path({me!r}, run_name='__main__')")
+        self.check_aborts(script, [(f"abort {which}" + (" --device" if device else ""), msg)
+                                   for which, msg in messages.items()])
+
 
 def fd_check(test, op, fwd, args, wrt, vjps, u, eps=1e-5, tol=1e-7):
     """<u, J v> by central differences against sum_i <vjp_i, v_i>."""
