@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/braid/IR/AttentionKernelArgs.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/VerifierHelpers.h"
 
@@ -119,19 +120,7 @@ OpCost CacheAttentionChunkOp::getCost() {
 
 LogicalResult
 CacheAttentionChunkOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
-  auto q = shapeOf(getQuery()), k = shapeOf(getKeyCache()),
-       v = shapeOf(getValueCache());
-  KernelArg shape = KernelArg::params(
-      "braid_cache_attention_shape",
-      {{"batch", q[0]},
-       {"seq", q[1]},
-       {"cache_len", k[1]},
-       {"heads", q[2]},
-       {"kv_heads", k[2]},
-       {"head_dim", q[3]},
-       {"v_head_dim", v[3]},
-       {"scale", KernelArg::real(getScaleOrDefault())},
-       {"rope_theta", KernelArg::real(ropeTheta(getRopeThetaAttr()))}});
+  KernelArg shape = cacheAttentionShape(*this);
   calls.push_back({"braid_k_cache_attention_chunk",
                    {KernelArg::dtype(getQuery().getType()), getQuery(),
                     getKeyCache(), getValueCache(),

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/braid/IR/AttentionKernelArgs.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/ShapeErrors.h"
 
@@ -274,21 +275,7 @@ AddPositionsOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
 
 LogicalResult
 CacheAttentionOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
-  ArrayRef<int64_t> q = getQuery().getType().getShape();
-  ArrayRef<int64_t> k = getKeyCache().getType().getShape();
-  ArrayRef<int64_t> v = getValueCache().getType().getShape();
-  double theta = getRopeThetaAttr() ? getRopeThetaAttr().getValueAsDouble() : 0.0;
-  KernelArg shape = KernelArg::params(
-      "braid_cache_attention_shape",
-      {{"batch", q[0]},
-       {"seq", q[1]},
-       {"cache_len", k[1]},
-       {"heads", q[2]},
-       {"kv_heads", k[2]},
-       {"head_dim", q[3]},
-       {"v_head_dim", v[3]},
-       {"scale", KernelArg::real(getScaleOrDefault())},
-       {"rope_theta", KernelArg::real(theta)}});
+  KernelArg shape = cacheAttentionShape(*this);
   calls.push_back({"braid_k_cache_attention",
                    {KernelArg::dtype(getType()), getQuery(), getKeyCache(),
                     getValueCache(),
