@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cache_common.h"
 #include "common.h"
 #include "parallel.h"
 #include "rope.h"
@@ -31,44 +32,6 @@ void checkRanges(const char *kernel, const char *what, const int32_t *positions,
       fail(kernel, "sequence %lld at positions %lld..%lld is outside the %s's [0, %lld)",
            (long long)b, (long long)first, (long long)last, what, (long long)rows);
   }
-}
-
-/// The test hook BRAID_TEST_CACHE_FAULT breaks a decode step's cache write
-/// (one row per sequence) so that tests see braid-run --generate --verify
-/// fail: "position" writes each row one position late (where it stays
-/// inside the cache), "swap" writes sequence b's row into the cache of
-/// sequence b ^ 1 (two sequences' caches swapped). Nothing else reads it.
-struct CacheFault {
-  bool latePosition = false, swapSequences = false;
-  CacheFault() {
-    const char *hook = std::getenv("BRAID_TEST_CACHE_FAULT");
-    latePosition = hook && std::strcmp(hook, "position") == 0;
-    swapSequences = hook && std::strcmp(hook, "swap") == 0;
-  }
-};
-
-template <typename T>
-void cacheWriteImpl(T *cache, const T *rows, const int32_t *positions, int64_t B, int64_t C,
-                    int64_t S, int64_t H, int64_t D, double theta) {
-  const Rope rope(theta, D);
-  static const CacheFault fault;
-  const bool decode = S == 1;
-  // A (sequence, row) writes H cache rows that no other item writes.
-  parallelForEachAbove(B * S, B * S * H * D, kMinThreadedElems, [&](int64_t item) {
-    const int64_t b = item / S, s = item % S, p = positions[b] + s;
-    // The test hook's destination (the sequence and position written).
-    const int64_t wb = decode && fault.swapSequences && (b ^ 1) < B ? b ^ 1 : b;
-    const int64_t wp = decode && fault.latePosition && p + 1 < C ? p + 1 : p;
-    float c[kMaxHeadDim / 2], sn[kMaxHeadDim / 2], buf[kMaxHeadDim];
-    if (rope.on)
-      rope.angles(p, c, sn);
-    for (int64_t h = 0; h < H; ++h) {
-      rotate(rows + ((b * S + s) * H + h) * D, buf, c, sn, rope);
-      T *dst = cache + ((wb * C + wp) * H + h) * D;
-      for (int64_t e = 0; e < D; ++e)
-        braid::store(dst, e, buf[e]);
-    }
-  });
 }
 
 template <typename T>
@@ -101,8 +64,8 @@ void braid_k_cache_write(braid_rt *, braid_dtype dt, void *cache, const void *ro
   checkRanges("cache_write", "cache", positions, batch, seq, cache_len);
   withFloatType(dt, "cache_write", [&](auto tag) {
     using T = decltype(tag);
-    cacheWriteImpl<T>(out<T>(cache), in<T>(rows), positions, batch, cache_len, seq, heads,
-                      head_dim, rope_theta);
+    writeCacheRows<T>(out<T>(cache), in<T>(rows), positions, batch, cache_len, seq, heads,
+                      head_dim, rope_theta, /*firstRow=*/0);
   });
 }
 

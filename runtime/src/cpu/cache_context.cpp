@@ -45,30 +45,6 @@ void checkChunk(const char *kernel, int64_t firstRow, int64_t chunk, int64_t con
          (long long)(firstRow + chunk), (long long)context);
 }
 
-/// cache.cpp's write into a chunk holding the positions [firstRow, firstRow
-/// + Cl): row s of sequence b, at p = positions[b] + s, rotated to p, goes
-/// to chunk row p - firstRow; rows of other chunks are skipped.
-template <typename T>
-void writeCacheRows(T *cache, const T *rows, const int32_t *positions, int64_t B, int64_t Cl,
-                    int64_t S, int64_t H, int64_t D, double theta, int64_t firstRow) {
-  const Rope rope(theta, D);
-  // A (sequence, row) writes H cache rows that no other item writes.
-  parallelForEachAbove(B * S, B * S * H * D, kMinThreadedElems, [&](int64_t item) {
-    const int64_t b = item / S, s = item % S, p = positions[b] + s, t = p - firstRow;
-    if (t < 0 || t >= Cl)
-      return; // another rank's row
-    float c[kMaxHeadDim / 2], sn[kMaxHeadDim / 2], buf[kMaxHeadDim];
-    if (rope.on)
-      rope.angles(p, c, sn);
-    for (int64_t h = 0; h < H; ++h) {
-      rotate(rows + ((b * S + s) * H + h) * D, buf, c, sn, rope);
-      T *dst = cache + ((b * Cl + t) * H + h) * D;
-      for (int64_t e = 0; e < D; ++e)
-        braid::store(dst, e, buf[e]);
-    }
-  });
-}
-
 /// One (sequence b, kv head g) of a chunk's attention.
 template <typename T>
 void attendChunk(const braid_cache_attention_shape &sh, const T *q, const T *k, const T *v,
