@@ -8,6 +8,8 @@
 
 #include "rng.h"
 
+#include "sampling_rows.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -36,18 +38,7 @@ Key keyOf(uint64_t seed, const char *name) {
 }
 
 std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, Key key) {
-  constexpr uint64_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u;
-  uint32_t k0 = key.k0, k1 = key.k1;
-  for (int r = 0; r < 10; ++r) {
-    if (r) {
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
-    uint64_t p0 = M0 * uint64_t(c[0]);
-    uint64_t p1 = M1 * uint64_t(c[2]);
-    c = {uint32_t(p1 >> 32) ^ c[1] ^ k0, uint32_t(p1), uint32_t(p0 >> 32) ^ c[3] ^ k1,
-         uint32_t(p0)};
-  }
+  sampling::philox4x32_10(c.data(), key.k0, key.k1); // the one copy, host and device
   return c;
 }
 

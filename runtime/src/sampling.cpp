@@ -10,8 +10,6 @@
 
 #include "sampling.h"
 
-#include "rng.h"
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -30,77 +28,6 @@ int32_t greedy(const float *logits, int64_t vocab) {
 
 } // namespace
 
-namespace sampling {
-
-uint64_t weightOf(float logit, float top, double temperature) {
-  double p = std::exp((double(logit) - double(top)) / temperature);
-  return uint64_t(std::ldexp(std::min(p, 1.0), kWeightBits));
-}
-
-/// A uniform in [0, 1) from the 53 high bits of two Philox words.
-double uniformAt(uint64_t seed, int64_t request, int64_t step) {
-  rng::Key key = rng::keyOf(seed + uint64_t(request), "sample");
-  std::array<uint32_t, 4> bits = rng::bitsAt(key, uint64_t(step));
-  uint64_t word = (uint64_t(bits[0]) << 32) | bits[1];
-  return double(word >> 11) * 0x1.0p-53;
-}
-
-uint64_t nucleusNeed(uint64_t total, double topP) {
-  return uint64_t(std::ceil(topP * double(total)));
-}
-
-uint64_t drawTarget(uint64_t total, double uniform) {
-  return std::min(uint64_t(uniform * double(total)), total - 1);
-}
-
-std::optional<int64_t> chooseFromPrefix(const Candidate *prefix, size_t count, bool complete,
-                                        int64_t vocab, uint64_t allMass,
-                                        const SamplingOptions &options, double uniform) {
-  size_t kept = size_t(vocab);
-  if (options.topK > 0)
-    kept = std::min(kept, size_t(options.topK));
-  if (kept > count && !complete && (kept < size_t(vocab) || options.topP >= 1))
-    return std::nullopt;
-  // The kept mass: every weight, or the top-k's.
-  uint64_t total = allMass;
-  if (kept < size_t(vocab)) {
-    total = 0;
-    for (size_t i = 0; i < kept; ++i)
-      total += prefix[i].weight;
-  }
-  if (options.topP < 1) {
-    // The smallest prefix whose share of the kept mass reaches top-p (all
-    // of them when rounding puts the threshold past the kept mass).
-    const uint64_t need = nucleusNeed(total, options.topP);
-    uint64_t mass = 0;
-    size_t i = 0;
-    for (; i < std::min(kept, count); ++i) {
-      mass += prefix[i].weight;
-      if (mass >= need)
-        break;
-    }
-    if (i < std::min(kept, count)) {
-      kept = i + 1;
-      total = mass;
-    } else if (kept > count && !complete) {
-      return std::nullopt;
-    }
-  }
-  // The draw, in index order among the kept.
-  std::vector<Candidate> byIndex(prefix, prefix + std::min(kept, count));
-  std::sort(byIndex.begin(), byIndex.end(),
-            [](const Candidate &a, const Candidate &b) { return a.index < b.index; });
-  const uint64_t target = drawTarget(total, uniform);
-  uint64_t mass = 0;
-  for (const Candidate &c : byIndex) {
-    mass += c.weight;
-    if (target < mass)
-      return c.index;
-  }
-  return byIndex.back().index; // unreachable: the kept mass exceeds the target
-}
-
-} // namespace sampling
 
 int32_t sampleToken(const float *logits, int64_t vocab, const SamplingOptions &options,
                     uint64_t seed, int64_t request, int64_t step) {
@@ -130,9 +57,11 @@ int32_t sampleToken(const float *logits, int64_t vocab, const SamplingOptions &o
                       sampling::comesBefore);
   else
     std::sort(order.begin(), order.end(), sampling::comesBefore);
-  return int32_t(*sampling::chooseFromPrefix(order.data(), order.size(), /*complete=*/true,
-                                             vocab, allMass, options,
-                                             sampling::uniformAt(seed, request, step)));
+  std::vector<sampling::Candidate> scratch(order.size());
+  return int32_t(sampling::chooseFromPrefix(order.data(), order.size(), /*complete=*/true, vocab,
+                                            allMass, sampling::rowParams(options),
+                                            sampling::uniformAt(seed, request, step),
+                                            scratch.data()));
 }
 
 } // namespace braid::rt

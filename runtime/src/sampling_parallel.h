@@ -4,21 +4,18 @@
 // of the logits (a prefill or decode program partitioned with
 // gather-logits=false). sampleTokensParallel chooses each row's token
 // without gathering the logits, and chooses exactly the token sampleToken
-// (sampling.h) chooses from the whole row, whatever the split:
+// (sampling.h) chooses from the whole row, whatever the split, in the fixed
+// schedule of sampling_rows.h (the braid.sample expansion's):
 //   greedy: each rank's (max, lowest index) are all-gathered (1 exchange);
-//   otherwise the global max comes first, then each rank's offset and mass
-//   (its weights, sampling::weightOf, summed exactly as integers), and
-//     temperature alone: the rank whose mass, in vocabulary order, holds
-//       the draw's target finds the token in its block (3 exchanges);
-//     top-k: each rank's first k candidates (weight, index) in the order
-//       are gathered, which always holds the kept set (3 exchanges);
-//     top-p: the weight where the nucleus ends is found by a 64-way search
-//       on the integer weights (each step gathers each rank's mass above 63
-//       thresholds, about 7 steps), then the ranks' masses above it and
-//       their ties at it, and the draw as for temperature alone (about 12).
-// Every exchange is an all-gather of 64-bit words (a few per row, at most
-// 64 per row for top-p, 2k for top-k), the same count on every rank; every
-// rank returns every row's token.
+//   otherwise the global max, then each rank's offset, mass (its weights
+//     summed exactly as integers) and first candidates in the order (k for
+//     top-k, 16 for top-p alone), which decide a top-k and a nucleus that
+//     ends among them; then for top-p alone 8 rounds of a 64-way search on
+//     the integer weights for where the nucleus ends and each rank's share
+//     of it; then the draw: the rank whose kept mass, in vocabulary order,
+//     holds the target finds the token (3 exchanges; 12 for top-p alone).
+// Every exchange is an all-gather of 64-bit words (at most 2 + 2k per row),
+// the same count on every rank; every rank returns every row's token.
 //
 //===----------------------------------------------------------------------===//
 
