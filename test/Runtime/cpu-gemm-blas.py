@@ -77,7 +77,11 @@ if len(sys.argv) > 2:   # a child: one check under the environment it was given
         if ratio > 1:
             sys.exit(f"FAIL {mode} {what}: error {ratio:.3g} x the bound")
 
-    LINEAR = [(1, 1, 1), (3, 5, 7), (64, 768, 96), (33, 1031, 17), (256, 64, 300)]
+    # Up to 16 rows f32 reads W once (few_rows_linear.cpp): the last two
+    # shapes split over threads (past 2^20 multiply-adds) and past one tile
+    # of accumulators (16384 / rows columns).
+    LINEAR = [(1, 1, 1), (3, 5, 7), (64, 768, 96), (33, 1031, 17), (256, 64, 300),
+              (3, 67, 17000), (16, 70, 1100)]
     for tname, (code, uT, floor, draw, store, load, sdt) in TYPES.items():
         shapes = LINEAR if tname == "f32" else LINEAR + [(1100, 40, 1600)]
         for rows, k, n in shapes:

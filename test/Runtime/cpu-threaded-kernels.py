@@ -8,12 +8,15 @@
 #                     only: the library's sum order may change with its
 #                     thread count (OpenBLAS on a Sapphire Rapids Xeon does
 #                     for these shapes, in bf16 and f32 alike);
+#   linear of up to 16 rows in f32 (few_rows_linear.cpp, a decode step's):
+#                     output columns over the threads, W read once;
 #   rms_norm, layer_norm and their gradients: rows over the threads, then
 #                     (gradients) dgamma / dbeta's columns over the threads.
 # Checked:
 #   - outputs identical bit for bit with BRAID_CPU_THREADS=1, 2 and 3:
-#     batch_matmul in f64 mode, the norms in f32 and bf16;
-#   - f32 batch_matmul against float64 numpy within gamma_k |A||B| + u |C|
+#     batch_matmul in f64 mode, the few-rows linear in f32, the norms in f32
+#     and bf16;
+#   - f32 batch_matmul and the few-rows linear against float64 numpy within gamma_k |A||B| + u |C|
 #     (cpu-gemm-blas.py's bound), bf16 batch_matmul against float64 numpy on
 #     the bf16 inputs within gamma_k |A||B| + u_bf16 |C| (the f32 sum, then
 #     one rounding to bf16), at every thread count; the norms and their
@@ -33,6 +36,7 @@ import numpy as np
 F32, BF16 = 0, 1
 P, I, I4, D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_double
 SIGS = {
+    "braid_k_linear": [P, I4, P, P, P, P, I, I, I, I4],
     "braid_k_batch_matmul": [P, I4, P, P, P, I, I, I, I, I4, I4],
     "braid_k_rms_norm": [P, I4, P, P, P, I, I, D],
     "braid_k_layer_norm": [P, I4, P, P, P, P, I, I, D],
@@ -41,6 +45,9 @@ SIGS = {
 }
 # (batch, m, k, n): batches that split evenly over 2 threads and not.
 GEMMS = [(4, 96, 128, 100), (6, 64, 200, 96), (5, 80, 160, 90), (3, 128, 96, 120)]
+# (rows, k, n) of a linear with a bias: one row, and 16 rows past one tile
+# of accumulators (16384 / rows columns), n not a multiple of 16.
+LINEARS = [(1, 300, 9000), (16, 200, 1100), (5, 129, 3001)]
 NORMS = [(300, 768), (97, 1031), (4100, 40)]
 EPS = 1e-5
 
@@ -54,6 +61,11 @@ def inputs():
                 a = rng.standard_normal((batch, k, m) if ta else (batch, m, k)).astype(np.float32)
                 b = rng.standard_normal((batch, n, k) if tb else (batch, k, n)).astype(np.float32)
                 cases[f"bmm {batch}x{m}x{k}x{n} ta={ta} tb={tb}"] = (a, b)
+    for rows, k, n in LINEARS:
+        for tw in (0, 1):
+            x = rng.standard_normal((rows, k)).astype(np.float32)
+            w = rng.standard_normal((n, k) if tw else (k, n)).astype(np.float32)
+            cases[f"lin {rows}x{k}x{n} tw={tw}"] = (x, w, rng.standard_normal(n).astype(np.float32))
     for rows, hidden in NORMS:
         x = (rng.standard_normal((rows, hidden)) * 2 + 0.5).astype(np.float32)
         g, b = (rng.standard_normal(hidden).astype(np.float32) for _ in range(2))
@@ -85,6 +97,14 @@ def child(lib_path, out_path):
                 lib.braid_k_batch_matmul(None, dt, ptr(a_s), ptr(b_s), ptr(c), batch, m, k, n,
                                          ta, tb)
                 results[f"{label} dt={dt}"] = c
+            continue
+        if label.startswith("lin"):
+            x, w, b = arrays
+            rows, k, n = (int(v) for v in label.split()[1].split("x"))
+            y = np.zeros((rows, n), np.float32)
+            lib.braid_k_linear(None, F32, ptr(x), ptr(w), ptr(b), ptr(y), rows, k, n,
+                               int(label[-1]))
+            results[label] = y
             continue
         x, g, b, dy = arrays
         rows, hidden = x.shape
@@ -147,6 +167,16 @@ def references(failures, got):
                 ratio = float(np.max(np.abs(c - ref) / bound))
                 if ratio > 1:
                     failures.append(f"{label} dt={dt}: error {ratio:.3g} x the bound")
+            continue
+        if label.startswith("lin"):
+            x, w, b = (v.astype(np.float64) for v in arrays)
+            w = w.T if label.endswith("tw=1") else w
+            k = x.shape[1]
+            ref, absprod = x @ w + b, np.abs(x) @ np.abs(w)
+            bound = k * u / (1 - k * u) * absprod + u * (np.abs(ref) + np.abs(b)) + 1e-38
+            ratio = float(np.max(np.abs(got[label] - ref) / bound))
+            if ratio > 1:
+                failures.append(f"{label}: error {ratio:.3g} x the bound")
             continue
         x, g, b, dy = (v.astype(np.float64) for v in arrays)
         h = x.shape[1]

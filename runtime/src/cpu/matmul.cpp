@@ -27,6 +27,7 @@
 
 #include "blas.h"
 #include "common.h"
+#include "few_rows_linear.h"
 #include "parallel.h"
 #include "scratch.h"
 #include "to_f32.h"
@@ -89,8 +90,11 @@ void gemm(const T *a, int64_t aRow, int64_t aCol, const T *b, int64_t bRow, int6
 
 /// y = x W (+ b) by BLAS: the bias is broadcast into y first and added by
 /// beta = 1, so that each output is one sgemm accumulation plus the bias.
+/// A few rows (a decode step's) read W once instead (few_rows_linear.h).
 void blasLinear(const float *x, const float *w, const float *bias, float *y, int64_t rows,
                 int64_t k, int64_t n, bool transposeW) {
+  if (rows <= kFewRows)
+    return fewRowsLinear(x, w, bias, y, rows, k, n, transposeW);
   if (bias)
     for (int64_t r = 0; r < rows; ++r)
       std::copy(bias, bias + n, y + r * n);

@@ -1,0 +1,34 @@
+//===- few_rows_linear.h - y = x W for a few rows of x ----------*- C++ -*-===//
+//
+// Internal to runtime/src/cpu. A decode step multiplies one row per sequence
+// by every weight matrix: the product is bound by reading W once, and
+// sgemm's packing of W (a copy written and read again before the product)
+// took about as long as its kernel at one row (perf, llama 0.5B decode).
+// fewRowsLinear streams W from memory once, in its stored layout, and keeps
+// the rows' outputs in cache.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAID_RUNTIME_CPU_FEW_ROWS_LINEAR_H
+#define BRAID_RUNTIME_CPU_FEW_ROWS_LINEAR_H
+
+#include <cstdint>
+
+namespace braid::cpu {
+
+/// Rows of x up to which fewRowsLinear is used instead of sgemm (measured on
+/// 1536 x 4096 f32 weights, 2 cores, best of 10: 1.4x sgemm's rate at one
+/// row, 2x at 16; bench/inference/README.md).
+constexpr int64_t kFewRows = 16;
+
+/// y[r, :] = x[r, :] W (+ bias) for `rows` <= kFewRows rows: W is [k, n]
+/// row-major, or [n, k] when `transposeW`. Each output is one f32 sum over k
+/// in increasing order (fused multiply-adds), the bias added last, computed
+/// by one thread in the same order whatever the rank's thread count, so the
+/// result does not depend on it.
+void fewRowsLinear(const float *x, const float *w, const float *bias, float *y, int64_t rows,
+                   int64_t k, int64_t n, bool transposeW);
+
+} // namespace braid::cpu
+
+#endif // BRAID_RUNTIME_CPU_FEW_ROWS_LINEAR_H
