@@ -5,7 +5,10 @@
 // against the sequence's cache rows t <= p, which hold keys already rotated
 // (braid_k_cache_write). The arithmetic is attention.cpp's, so that prefill
 // through the cache (positions 0) equals braid_k_attention (causal):
-//  - with BLAS (BRAID_CPU_ACCUMULATE=f32) the blocked GEMM form of
+//  - with BLAS (BRAID_CPU_ACCUMULATE=f32) and at most kFewRows query rows per
+//    kv head (decode), dot products and scaled sums of value rows
+//    (few_rows_linear.h) over the cache read in place;
+//  - with BLAS and more rows (prefill), the blocked GEMM form of
 //    attention_gemm.cpp: scores S = Q' K^T (sgemm), scaled and masked, the
 //    softmax numerators of softmax_rows.h, O = P V (sgemm), out = O / l;
 //  - otherwise (f64 accumulation) the reference loop of attention.cpp: every
@@ -31,6 +34,7 @@
 #include "blas.h"
 #include "cache_common.h"
 #include "common.h"
+#include "few_rows_linear.h"
 #include "parallel.h"
 #include "rope.h"
 #include "scratch.h"
@@ -194,6 +198,75 @@ void gemmItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxKeys, f
   }
 }
 
+//===--- Few-query form (decode) ---------------------------------------------===//
+
+/// An item of at most kFewRows query rows (a decode step's group of query
+/// heads): every score a dot product and every output a sum of scaled value
+/// rows (few_rows_linear.h), the cache rows read once for the whole group.
+/// sgemm at these sizes was mostly call overhead, and its threads, set to one
+/// around the kernel (SerialBlas) and back, were started again after every
+/// call and spun on the cores the next linear used.
+template <typename T>
+void fewQueriesItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxKeys, float *ws) {
+  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim, R = p.rows();
+  const int64_t tEnd = p.keysOf(b, 0, R), chunk = keyChunk<T>(tEnd);
+  float *qr = ws, *ob = qr + kQB * D, *sc = ob + kQB * Dv, *buf = sc + kQB * maxKeys;
+  for (int64_t r = 0; r < R; ++r)
+    p.loadQuery(b, g, r, qr + r * D);
+  for (int64_t t0 = 0; t0 < tEnd; t0 += chunk) { // S = Q' K^T, scaled
+    const int64_t n = std::min(chunk, tEnd - t0);
+    const F32Rows k = cacheRows(p, p.k, D, b, g, t0, n, buf);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t r = 0; r < R; ++r)
+        sc[r * tEnd + t0 + t] =
+            float(p.sh.scale) * dotLanes(qr + r * D, k.data + t * k.ld, D);
+  }
+  std::fill(ob, ob + R * Dv, 0.0f);
+  float rowM;
+  double rowL[kFewRows];
+  for (int64_t r = 0; r < R; ++r) {
+    const int64_t n = p.posOf(b, r) + 1; // keys t <= p
+    softmaxRow(sc + r * tEnd, n, rowM, rowL[r]);
+    std::fill(sc + r * tEnd + n, sc + (r + 1) * tEnd, 0.0f);
+  }
+  for (int64_t t0 = 0; t0 < tEnd; t0 += chunk) { // O = P V
+    const int64_t n = std::min(chunk, tEnd - t0);
+    const F32Rows v = cacheRows(p, p.v, Dv, b, g, t0, n, buf);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t r = 0; r < R; ++r)
+        if (const float weight = sc[r * tEnd + t0 + t]; weight != 0.0f)
+          addScaled(weight, v.data + t * v.ld, ob + r * Dv, Dv);
+  }
+  for (int64_t r = 0; r < R; ++r) {
+    T *dst = p.outRow(b, g, r);
+    const float inv = rowL[r] > 0.0 ? float(1.0 / rowL[r]) : 0.0f;
+    for (int64_t e = 0; e < Dv; ++e)
+      braid::store(dst, e, ob[r * Dv + e] * inv);
+  }
+}
+
+/// Below this many multiply-adds a call runs on the calling thread.
+constexpr int64_t kMinThreadedMacs = int64_t(1) << 21;
+
+/// The few-query form over the items, on the rank's threads when the call is
+/// worth them (a decode step of many sequences).
+template <typename T> void fewQueries(const CacheProblem<T> &p, int64_t maxKeys) {
+  const braid_cache_attention_shape &sh = p.sh;
+  const int64_t items = sh.batch * sh.kv_heads;
+  const int64_t macs = items * p.rows() * maxKeys * (sh.head_dim + sh.v_head_dim);
+  const int64_t threads = macs < kMinThreadedMacs ? 1 : parallelThreads(items);
+  const int64_t slot = gemmItemFloats<T>(maxKeys, sh.head_dim, sh.v_head_dim);
+  Scratch scratch(0, threads, slot * int64_t(sizeof(float)));
+  auto run = [&](int64_t s, int64_t begin, int64_t end) {
+    float *ws = reinterpret_cast<float *>(scratch.slot(s));
+    for (int64_t i = begin; i < end; ++i)
+      fewQueriesItem(p, i / sh.kv_heads, i % sh.kv_heads, maxKeys, ws);
+  };
+  if (threads == 1)
+    return run(0, 0, items);
+  parallelForSlots(items, run);
+}
+
 //===--- Entry ---------------------------------------------------------------===//
 
 /// Every sequence's query positions lie in the cache; returns the longest
@@ -220,6 +293,8 @@ void cacheAttention(braid_dtype dt, const CacheProblem<T> &p, int64_t maxKeys) {
       for (int64_t i = begin; i < end; ++i)
         referenceItem(p, i / sh.kv_heads, i % sh.kv_heads);
     });
+  if (p.rows() <= kFewRows)
+    return fewQueries(p, maxKeys);
   const int64_t threads = parallelThreads(items);
   const int64_t slot = gemmItemFloats<T>(maxKeys, sh.head_dim, sh.v_head_dim);
   Scratch scratch(0, threads, slot * int64_t(sizeof(float)));

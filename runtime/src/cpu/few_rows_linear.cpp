@@ -80,9 +80,10 @@ void rowMajorColumns(const float *x, const float *w, const float *bias, float *y
   }
 }
 
-/// sum_kk a[kk] b[kk] in 16 interleaved partial sums added in a fixed tree.
+} // namespace
+
 BRAID_FEW_ROWS_CLONES
-float dot(const float *a, const float *b, int64_t k) {
+float braid::cpu::dotLanes(const float *a, const float *b, int64_t k) {
   float lane[16] = {};
   int64_t kk = 0;
   for (; kk + 16 <= k; kk += 16)
@@ -96,12 +97,20 @@ float dot(const float *a, const float *b, int64_t k) {
   return lane[0];
 }
 
+BRAID_FEW_ROWS_CLONES
+void braid::cpu::addScaled(float a, const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = __builtin_fmaf(a, x[i], y[i]);
+}
+
+namespace {
+
 /// y[r, j] for j in [j0, j1), W [n, k].
 void transposedColumns(const float *x, const float *w, const float *bias, float *y, int64_t rows,
                        int64_t k, int64_t n, int64_t j0, int64_t j1) {
   for (int64_t j = j0; j < j1; ++j)
     for (int64_t r = 0; r < rows; ++r) {
-      const float sum = dot(x + r * k, w + j * k, k);
+      const float sum = dotLanes(x + r * k, w + j * k, k);
       y[r * n + j] = bias ? sum + bias[j] : sum;
     }
 }

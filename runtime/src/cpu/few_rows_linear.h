@@ -29,6 +29,13 @@ constexpr int64_t kFewRows = 16;
 void fewRowsLinear(const float *x, const float *w, const float *bias, float *y, int64_t rows,
                    int64_t k, int64_t n, bool transposeW);
 
+/// sum_i a[i] b[i] in 16 interleaved partial sums (i mod 16) added in a
+/// fixed tree: the same value on every machine whatever the vector width.
+float dotLanes(const float *a, const float *b, int64_t k);
+
+/// y[i] = fma(a, x[i], y[i]) for i in [0, n).
+void addScaled(float a, const float *x, float *y, int64_t n);
+
 } // namespace braid::cpu
 
 #endif // BRAID_RUNTIME_CPU_FEW_ROWS_LINEAR_H
