@@ -13,7 +13,9 @@ For each model it prints, from the summary line of `braid-run MODEL
     against the bandwidth bound (the bytes one step reads: the weights, the
     batch's embedding rows, the KV cache rows attended or the Mamba states
     read and written; over the copy bandwidth copy_bw.c measures with the
-    same threads just before the row's run) and against the same model's decode in
+    same threads just before the row's run; the notes add the same bytes
+    over copy_bw.c's read bandwidth, the tighter bound for a step that only
+    reads) and against the same model's decode in
     JAX on the same cores (peer_decode.py; numpy as a labelled stand-in
     without JAX);
   - prefill of one 2k-token prompt: tokens/s, against the training
@@ -97,15 +99,18 @@ def run(cmd, timeout, env=None):
 # --------------------------------------------------------------------------
 
 def copy_bandwidth(args, tmp):
-    """GB/s of copy_bw.c (read + written bytes per second) with args.threads."""
+    """(copy, read) GB/s of copy_bw.c with args.threads: the copy as STREAM
+    counts it (read + written bytes per second), the read as bytes summed per
+    second."""
     exe = pathlib.Path(tmp) / "copy_bw"
     if not exe.exists():
         cc = os.environ.get("CC", "cc")
-        subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(HERE / "copy_bw.c")],
-                       check=True)
+        subprocess.run([cc, "-O3", "-march=native", "-pthread", "-o", str(exe),
+                        str(HERE / "copy_bw.c")], check=True)
     out = subprocess.run([str(exe), str(args.sizes["copy_mib"]), str(args.threads), "5"],
                          capture_output=True, text=True, check=True).stdout
-    return float(re.search(r"copy_bw GB/s: (\S+)", out).group(1))
+    return (float(re.search(r"copy_bw GB/s: (\S+)", out).group(1)),
+            float(re.search(r"read_bw GB/s: (\S+)", out).group(1)))
 
 
 def pinned(threads):
@@ -248,12 +253,13 @@ def decode_rows(args, model, tmp, peers):
         case = f"decode b{b} (prompt {s['prompt']})"
         # On a shared machine the bandwidth moves with other work: each row's
         # bound uses the copy bandwidth measured just before its run.
-        bandwidth = copy_bandwidth(args, tmp)
+        bandwidth, read_bw = copy_bandwidth(args, tmp)
         got, why = (None, refused) if refused else attempt(
             braid_generate, args, model, tmp, b, s["prompt"], s["steps"])
         bytes_ = (model.weight_bytes_per_step(b)
                   + model.state_bytes_per_step(b, s["prompt"], s["steps"]))
         bound_ms = 1e3 * bytes_ / (bandwidth * 1e9)
+        read_ms = 1e3 * bytes_ / (read_bw * 1e9)
         peer, pwhy = (None, None) if args.peer == "none" else attempt(
             peer_decode, args, model, b, s["prompt"], s["steps"])
         if peer:
@@ -270,7 +276,8 @@ def decode_rows(args, model, tmp, peers):
             base = med
         per_tok = f", {med / b:.2f}/tok" if b > 1 else ""
         note = (f"{bytes_ / 1e9:.3f} GB/step at {bandwidth:.1f} GB/s, cache "
-                f"{cache / 1e6:.1f} MB")
+                f"{cache / 1e6:.1f} MB; read bound {read_ms:.2f} ms at {read_bw:.1f} GB/s: "
+                f"{ratio(med, read_ms)}")
         row(model.key, case, f"{med:.2f} ({p99:.2f}){per_tok}", f"{bound_ms:.2f}",
             ratio(med, bound_ms), peer_txt, ratio(med, peer[1] if peer else None),
             note + (f"; {pwhy}" if pwhy else ""))
@@ -338,10 +345,11 @@ def main():
     s = args.sizes
 
     with tempfile.TemporaryDirectory(prefix="braid-bench-inference-") as tmp:
-        first = copy_bandwidth(args, tmp)
+        first, first_read = copy_bandwidth(args, tmp)
         print(f"machine: {machine.describe()}; braid --cpu-threads {args.threads}; "
               f"copy bandwidth {first:.1f} GB/s ({args.threads} threads, read + written, "
-              f"copy_bw.c {s['copy_mib']} MiB; again before each decode row and at the end)")
+              f"copy_bw.c {s['copy_mib']} MiB; again before each decode row and at the end), "
+              f"read bandwidth {first_read:.1f} GB/s")
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         print(f"mode {mode}: decode rows prompt {s['prompt']} then {s['steps']} tokens; prefill "
               f"{s['prefill']} tokens at batch 1; f32; load average at start {load:.2f}")
@@ -362,9 +370,10 @@ def main():
             prefill_rows(args, model, tmp, refused)
             if not args.no_tp:
                 tp_rows(args, model, tmp, base, refused)
-        last = copy_bandwidth(args, tmp)
+        last, last_read = copy_bandwidth(args, tmp)
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        print(f"copy bandwidth at the end {last:.1f} GB/s (at the start {first:.1f}); "
+        print(f"copy bandwidth at the end {last:.1f} GB/s (at the start {first:.1f}), read "
+              f"{last_read:.1f} GB/s (at the start {first_read:.1f}); "
               f"load average at the end {load:.2f}")
         print(f"peer: {', '.join(sorted(peers)) or 'none'} on {args.threads} cores "
               f"({'taskset' if pinned(args.threads) else 'all cores'})")
