@@ -681,5 +681,6 @@ include "dialects/braid/IR/BraidSequenceChunkOps.td"
 include "dialects/braid/IR/BraidVocabShardOps.td"
 include "dialects/braid/IR/BraidInferenceOps.td"
 include "dialects/braid/IR/BraidCacheContextOps.td"
+include "dialects/braid/IR/BraidSampleOps.td"
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD

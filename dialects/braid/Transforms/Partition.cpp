@@ -617,6 +617,11 @@ LogicalResult Partitioner::cloneLocal(OpBuilder &b, Operation *op,
       ce.setDenominatorAttr(b.getI64IntegerAttr(
           globalType(cast<CrossEntropyOp>(op).getLabels()).getNumElements()));
   }
+  if (auto sample = dyn_cast<SampleOp>(local)) {
+    int f = rule.factorOf(0, 1);
+    if (!split.axes[f].empty())
+      sample.setVocabAxesAttr(grid.nameAttr(context, split.axes[f]));
+  }
   for (auto [result, localResult, s] :
        llvm::zip(op->getResults(), local->getResults(), natural))
     locals[result] = {localResult, s};

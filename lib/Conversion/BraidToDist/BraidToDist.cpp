@@ -32,6 +32,7 @@ struct ConvertBraidToDistPass
         {isCacheContext, lowerCacheContext},
         {isSequenceChunked, lowerSequenceChunked},
         {isVocabParallel, lowerVocabParallel},
+        {isSampleParallel, lowerSampleParallel},
         {isZeroUpdate, lowerZero},
     };
     // Collected first: a lowering inserts ops next to the one it replaces.

@@ -63,6 +63,14 @@ bool isVocabParallel(mlir::Operation *op);
 /// (VocabParallel.cpp).
 mlir::LogicalResult lowerVocabParallel(mlir::Operation *op);
 
+/// Whether `op` is a braid.sample over this rank's columns of the
+/// vocabulary (`vocab_axes`, Sampling.cpp).
+bool isSampleParallel(mlir::Operation *op);
+
+/// Replaces it by its mode's phases: local words, their all-gather and the
+/// merge into every row's state, then the ids (Sampling.cpp).
+mlir::LogicalResult lowerSampleParallel(mlir::Operation *op);
+
 /// Whether `op` is an optimizer update sharded over `zero_axes`
 /// (ZeroUpdate.cpp).
 bool isZeroUpdate(mlir::Operation *op);

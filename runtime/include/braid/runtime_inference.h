@@ -137,6 +137,44 @@ void braid_k_cache_attention_merge(braid_rt *rt, braid_dtype dt, const float *ou
                                    const float *lses, void *result, int64_t parts,
                                    int64_t rows, int64_t v_head_dim);
 
+/*===--- Sampling (braid.sample) -------------------------------------------===*
+ * The arithmetic is runtime/src/sampling_rows.h's (BraidSampleOps.td states
+ * it): per row, greedy (temperature <= 0), or a draw among integer weights
+ * keyed by (seeds[r], steps[r]) with top_k (i32) and top_p. logits [rows,
+ * columns] in dt, read as f32; temperature and top_p f32, read as double.
+ * mode: 0 greedy, 1 sample, 2 nucleus (BraidSampleOps.td); a row that the
+ * mode cannot draw, or whose top_k exceeds top_k_cap, is a fatal error
+ * naming it. */
+
+/* ids[r] for each row, sampling its first `vocab` columns whole. */
+void braid_k_sample(braid_rt *rt, braid_dtype dt, const void *logits, const int64_t *seeds,
+                    const int64_t *steps, const float *temperature, const int32_t *top_k,
+                    const float *top_p, int32_t *ids, int64_t rows, int64_t columns,
+                    int64_t vocab, int64_t mode, int64_t top_k_cap);
+
+/* A vocabulary split over `ranks` ranks, this rank holding the columns
+ * [offset, offset + columns) (those at or past vocab: padding). words [rows,
+ * W]: this rank's words of `phase` (sampling_rows.h's Phase and wordsOf);
+ * state [rows, 10 + 3 ranks] (NULL for phase 0) as every rank holds it. */
+void braid_k_sample_local(braid_rt *rt, braid_dtype dt, const void *logits,
+                          const int64_t *state, const float *temperature,
+                          const int32_t *top_k, const float *top_p, int64_t *words,
+                          int64_t rows, int64_t columns, int64_t offset, int64_t vocab,
+                          int64_t phase, int64_t top_k_cap, int64_t ranks);
+
+/* result [rows, 10 + 3 ranks]: `state` (NULL for phase 0) with every rank's
+ * words of `phase` folded in (gathered [ranks * rows, W], rank k's rows at k
+ * rows). */
+void braid_k_sample_merge(braid_rt *rt, const int64_t *gathered, const int64_t *state,
+                          const float *temperature, const int32_t *top_k, const float *top_p,
+                          const int64_t *seeds, const int64_t *steps, int64_t *result,
+                          int64_t rows, int64_t ranks, int64_t vocab, int64_t phase,
+                          int64_t top_k_cap);
+
+/* ids[r]: the token of row r's state; a row not decided is a fatal error. */
+void braid_k_sample_ids(braid_rt *rt, const int64_t *state, int32_t *ids, int64_t rows,
+                        int64_t ranks);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
