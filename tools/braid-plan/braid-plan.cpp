@@ -17,6 +17,7 @@
 #include "braid/Planner/CompiledPlan.h"
 #include "braid/Planner/Search.h"
 #include "braid/Planner/PlanFile.h"
+#include "InferencePlan.h"
 #include "PlanReport.h"
 
 #include "braid/InitAllDialects.h"
@@ -443,9 +444,24 @@ static Error writeChosenPlan(const Outcome &out) {
                        out.ranked[which]);
 }
 
+/// --inference: the serving planner (InferencePlan.h) on the same model,
+/// cluster and common options.
+static int planInference(const ModelShape &model) {
+  Expected<Cluster> cluster = loadCluster();
+  if (!cluster)
+    return fail(cluster.takeError());
+  if (outputFormat != "json" && outputFormat != "text")
+    return fail("--format is text or json");
+  InferenceContext context{model,       cluster->hw, cluster->cal, hardwareName, gpus,
+                           outputFormat == "json", top, explain, evaluatePlan, planFile};
+  if (Error err = runInference(context, outs()))
+    return fail(std::move(err));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(planCategory);
+  cl::HideUnrelatedOptions({&planCategory, &inferenceCategory()});
   cl::ParseCommandLineOptions(argc, argv,
                               "braid-plan: choose a parallel plan for a model and a cluster\n");
 
@@ -464,6 +480,8 @@ int main(int argc, char **argv) {
   }
   if (gpus < 1)
     return fail("--gpus must be >= 1");
+  if (inferenceRequested())
+    return planInference(*model);
   if (globalBatch < 1)
     return fail("--global-batch (sequences per step) must be >= 1");
   Expected<Cluster> cluster = loadCluster();
