@@ -336,8 +336,133 @@ BRAID_SAMPLING_HD inline int64_t nextByOffset(const uint64_t *offsets, int64_t r
   return next;
 }
 
+/// A block's weights under a row's top and temperature.
+template <typename Row> struct Weights {
+  const Block<Row> &block;
+  float top;
+  double temperature;
+  BRAID_SAMPLING_HD uint64_t operator()(int64_t i) const {
+    return weightOf(block.at(i), top, temperature);
+  }
+};
+
+/// Max: the block's largest logit and its lowest global index.
+template <typename Row>
+BRAID_SAMPLING_HD inline void localMax(const Block<Row> &block, uint64_t *out) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < block.count; ++i)
+    if (block.at(i) > block.at(best))
+      best = i;
+  out[0] = block.count > 0 ? floatBits(block.at(best)) : 0;
+  out[1] = block.count > 0 ? uint64_t(block.offset + best) : kNone;
+}
+
+/// Mass: the block's mass and its first `cap` candidates of the order (by
+/// insertion; kNone pairs past the last), for a row that keeps a prefix.
+template <typename Row>
+BRAID_SAMPLING_HD inline void localMass(const Weights<Row> &weight, const RowParams &p,
+                                        int64_t cap, uint64_t *out) {
+  const Block<Row> &block = weight.block;
+  const bool candidates = p.topK > 0 || p.topP < 1;
+  auto *c = reinterpret_cast<Candidate *>(out + 2);
+  int64_t held = 0;
+  for (int64_t i = 0; i < block.count; ++i) {
+    const Candidate x{weight(i), block.offset + i};
+    out[1] += x.weight;
+    if (!candidates || cap == 0 || (held == cap && !comesBefore(x, c[cap - 1])))
+      continue;
+    int64_t j = held < cap ? held++ : cap - 1;
+    for (; j > 0 && comesBefore(x, c[j - 1]); --j)
+      c[j] = c[j - 1];
+    c[j] = x;
+  }
+  for (int64_t j = held; j < cap; ++j)
+    c[j] = Candidate{kNone, int64_t(kNone)};
+}
+
+/// Search: the block's mass of the weights >= each threshold.
+template <typename Row>
+BRAID_SAMPLING_HD inline void localSearch(const Weights<Row> &weight, const uint64_t *state,
+                                          uint64_t *out) {
+  uint64_t t[kProbes], bucket[kProbes + 1] = {};
+  const int n = probesOf(state[kLo], state[kHi], t);
+  for (int64_t i = 0; i < weight.block.count; ++i) {
+    const uint64_t w = weight(i);
+    int below = 0, end = n; // the thresholds <= w: t[0, below)
+    while (below < end) {
+      const int mid = (below + end) / 2;
+      if (t[mid] <= w)
+        below = mid + 1;
+      else
+        end = mid;
+    }
+    bucket[below] += w;
+  }
+  uint64_t mass = 0;
+  for (int i = n; i >= 1; --i)
+    out[i - 1] = (mass += bucket[i]);
+}
+
+/// Shares: the block's mass above the cut and its ties at it.
+template <typename Row>
+BRAID_SAMPLING_HD inline void localShares(const Weights<Row> &weight, const uint64_t *state,
+                                          uint64_t *out) {
+  const uint64_t cut = state[kCut];
+  for (int64_t i = 0; i < weight.block.count; ++i) {
+    const uint64_t w = weight(i);
+    if (w > cut)
+      out[0] += w;
+    else if (w == cut)
+      ++out[1];
+  }
+}
+
+/// The rank whose kept mass, in vocabulary order, holds the draw's target,
+/// and the target's rest within it; -1 for none.
+BRAID_SAMPLING_HD inline int64_t drawOwner(const uint64_t *state, int64_t ranks,
+                                           uint64_t *rest) {
+  const uint64_t *offsets = state + kStateHeader, *kept = offsets + ranks;
+  const uint64_t target = drawTarget(state[kTotal], bitsDouble(state[kUniform]));
+  uint64_t before = 0;
+  for (int64_t k = nextByOffset(offsets, ranks, true, 0); k >= 0;
+       k = nextByOffset(offsets, ranks, false, offsets[k])) {
+    if (target < before + kept[k]) {
+      *rest = target - before;
+      return k;
+    }
+    before += kept[k];
+  }
+  return -1;
+}
+
+/// Draw: the owner's token (the first kept one in index order whose running
+/// mass exceeds the rest), kNone on the other ranks.
+template <typename Row>
+BRAID_SAMPLING_HD inline void localDraw(const Weights<Row> &weight, const uint64_t *state,
+                                        int64_t ranks, uint64_t *out) {
+  const Block<Row> &block = weight.block;
+  out[0] = kNone;
+  uint64_t rest = 0;
+  const int64_t owner = drawOwner(state, ranks, &rest);
+  const uint64_t *offsets = state + kStateHeader, *ties = offsets + 2 * ranks;
+  if (owner < 0 || block.count == 0 || offsets[owner] != uint64_t(block.offset))
+    return;
+  const bool all = state[kStage] == kDrawAll;
+  const uint64_t cut = state[kCut];
+  uint64_t mass = 0, seen = 0;
+  for (int64_t i = 0; i < block.count; ++i) {
+    const uint64_t w = weight(i);
+    const bool keep = all || w > cut || (w == cut && seen++ < ties[owner]);
+    if (keep && rest < (mass += w)) {
+      out[0] = uint64_t(block.offset + i);
+      return;
+    }
+  }
+}
+
 /// This row's words of `phase` (wordsOf(phase, cap) of them) from its block;
-/// `state` (null for Max) as every rank holds it.
+/// `state` (null for Max) as every rank holds it. A row that the phase does
+/// not concern sends zeros (kNone for Draw).
 template <typename Row>
 BRAID_SAMPLING_HD inline void localWords(int32_t phase, const Block<Row> &block,
                                          const uint64_t *state, int64_t ranks,
@@ -345,106 +470,176 @@ BRAID_SAMPLING_HD inline void localWords(int32_t phase, const Block<Row> &block,
   const int64_t words = wordsOf(phase, cap);
   for (int64_t i = 0; i < words; ++i)
     out[i] = 0;
-  if (phase == kPhaseMax) {
-    int64_t best = 0;
-    for (int64_t i = 1; i < block.count; ++i)
-      if (block.at(i) > block.at(best))
-        best = i;
-    out[0] = block.count > 0 ? floatBits(block.at(best)) : 0;
-    out[1] = block.count > 0 ? uint64_t(block.offset + best) : kNone;
-    return;
-  }
+  if (phase == kPhaseMax)
+    return localMax(block, out);
   if (phase == kPhaseMass)
     out[0] = block.count > 0 ? uint64_t(block.offset) : kNone;
+  if (phase == kPhaseDraw)
+    out[0] = kNone;
   const uint64_t stage = state[kStage];
-  if (stage == kDecided)
-    return;
-  const float top = bitsFloat(state[kTop]);
-  auto weight = [&](int64_t i) { return weightOf(block.at(i), top, p.temperature); };
-  if (phase == kPhaseMass) {
-    // The mass, and the first `cap` candidates of the order by insertion.
-    const bool candidates = p.topK > 0 || p.topP < 1;
-    auto *c = reinterpret_cast<Candidate *>(out + 2);
-    int64_t held = 0;
-    for (int64_t i = 0; i < block.count; ++i) {
-      const Candidate x{weight(i), block.offset + i};
-      out[1] += x.weight;
-      if (!candidates || cap == 0 || (held == cap && !comesBefore(x, c[cap - 1])))
-        continue;
-      int64_t j = held < cap ? held++ : cap - 1;
-      for (; j > 0 && comesBefore(x, c[j - 1]); --j)
-        c[j] = c[j - 1];
-      c[j] = x;
+  const Weights<Row> weight{block, bitsFloat(state[kTop]), p.temperature};
+  if (phase == kPhaseMass && stage != kDecided)
+    localMass(weight, p, cap, out);
+  else if (phase == kPhaseSearch && stage == kSearching)
+    localSearch(weight, state, out);
+  else if (phase == kPhaseShares && stage == kCutFound)
+    localShares(weight, state, out);
+  else if (phase == kPhaseDraw && (stage == kDrawAll || stage == kDrawCut))
+    localDraw(weight, state, ranks, out);
+}
+
+/// Max: the greedy token, or the top and the draw's uniform.
+template <typename Words>
+BRAID_SAMPLING_HD inline void mergeMax(Words words, int64_t ranks, const RowParams &p,
+                                       int64_t vocab, uint64_t stream, int64_t step,
+                                       uint64_t *state) {
+  for (int64_t i = 0; i < stateWords(ranks); ++i)
+    state[i] = 0;
+  float top = 0;
+  int64_t best = -1;
+  for (int64_t k = 0; k < ranks; ++k) {
+    const uint64_t *w = words(k);
+    if (w[1] == kNone)
+      continue;
+    const float value = bitsFloat(w[0]);
+    const auto index = int64_t(w[1]);
+    if (best < 0 || value > top || (value == top && index < best)) {
+      top = value;
+      best = index;
     }
-    for (int64_t j = held; j < cap; ++j)
-      c[j] = Candidate{kNone, int64_t(kNone)};
+  }
+  state[kTop] = floatBits(top);
+  if (p.temperature <= 0 || vocab <= 1) {
+    state[kToken] = uint64_t(best > 0 ? best : 0);
+    state[kStage] = kDecided;
     return;
   }
-  if (phase == kPhaseSearch) {
-    if (stage != kSearching)
-      return;
-    uint64_t t[kProbes], bucket[kProbes + 1] = {};
-    const int n = probesOf(state[kLo], state[kHi], t);
-    for (int64_t i = 0; i < block.count; ++i) {
-      const uint64_t w = weight(i);
-      int below = 0, end = n; // the thresholds <= w: t[0, below)
-      while (below < end) {
-        const int mid = (below + end) / 2;
-        if (t[mid] <= w)
-          below = mid + 1;
-        else
-          end = mid;
-      }
-      bucket[below] += w;
-    }
-    uint64_t mass = 0; // out[i]: the mass of the weights >= t[i]
-    for (int i = n; i >= 1; --i)
-      out[i - 1] = (mass += bucket[i]);
-    return;
+  state[kUniform] = doubleBits(uniformOf(stream, step));
+  state[kStage] = kDrawAll;
+}
+
+/// Mass, for a row that keeps a prefix: the token when every rank's first
+/// `cap` candidates decide it (those not after an unexhausted rank's last
+/// sent are certainly first in the order: its unsent ones come after it);
+/// -1 otherwise.
+template <typename Words>
+BRAID_SAMPLING_HD inline int64_t chooseFromCandidates(Words words, int64_t ranks,
+                                                      const RowParams &p, int64_t cap,
+                                                      int64_t vocab, const uint64_t *state,
+                                                      Candidate *scratch) {
+  Candidate *known = scratch, *rest = scratch + ranks * cap;
+  size_t count = 0;
+  bool complete = true, bounded = false;
+  Candidate bound{0, 0};
+  for (int64_t k = 0; k < ranks; ++k) {
+    const uint64_t *c = words(k) + 2;
+    int64_t i = 0;
+    for (; i < cap && c[2 * i + 1] != kNone; ++i)
+      known[count++] = Candidate{c[2 * i], int64_t(c[2 * i + 1])};
+    if (i < cap)
+      continue;
+    complete = false;
+    if (!bounded || comesBefore(known[count - 1], bound))
+      bound = known[count - 1];
+    bounded = true;
   }
-  if (phase == kPhaseShares) {
-    if (stage != kCutFound)
-      return;
-    const uint64_t cut = state[kCut];
-    for (int64_t i = 0; i < block.count; ++i) {
-      const uint64_t w = weight(i);
-      if (w > cut)
-        out[0] += w;
-      else if (w == cut)
-        ++out[1];
-    }
-    return;
+  sortCandidates(known, count, comesBefore);
+  size_t certain = count;
+  if (bounded)
+    for (certain = 0; certain < count && !comesBefore(bound, known[certain]);)
+      ++certain;
+  return chooseFromPrefix(known, certain, complete, vocab, state[kAllMass], p,
+                          bitsDouble(state[kUniform]), rest);
+}
+
+/// Mass: each rank's offset and mass; the token of a top-k (and of a nucleus
+/// that ends among the candidates), else the top-p search's start.
+template <typename Words>
+BRAID_SAMPLING_HD inline Problem mergeMass(Words words, int64_t ranks, const RowParams &p,
+                                           int64_t cap, int64_t vocab, uint64_t *state,
+                                           Candidate *scratch) {
+  uint64_t *offsets = state + kStateHeader, *kept = offsets + ranks;
+  uint64_t all = 0;
+  for (int64_t k = 0; k < ranks; ++k) {
+    offsets[k] = words(k)[0];
+    kept[k] = words(k)[1];
+    all += kept[k];
   }
-  // Draw: the rank whose kept mass holds the target finds the token.
-  out[0] = kNone;
-  if (stage != kDrawAll && stage != kDrawCut)
-    return;
-  const uint64_t *offsets = state + kStateHeader, *kept = offsets + ranks, *ties = kept + ranks;
-  const uint64_t target = drawTarget(state[kTotal], bitsDouble(state[kUniform]));
-  uint64_t before = 0, rest = 0;
-  int64_t owner = -1;
+  state[kAllMass] = state[kTotal] = all;
+  if (state[kStage] == kDecided)
+    return kFine;
+  if (p.topK > cap)
+    return kTopKPastCap;
+  if ((p.topK > 0 || p.topP < 1) && cap > 0) {
+    const int64_t token = chooseFromCandidates(words, ranks, p, cap, vocab, state, scratch);
+    if (token >= 0) {
+      state[kToken] = uint64_t(token);
+      state[kStage] = kDecided;
+      return kFine;
+    }
+  }
+  if (p.topK > 0 || p.topP >= 1)
+    return kFine; // every token kept (a top-k is always decided above)
+  const uint64_t need = nucleusNeed(all, p.topP);
+  state[kNeed] = need;
+  if (need > all)
+    return kFine; // rounding put the threshold past the mass: every token kept
+  // A threshold of 0: the nucleus is the first token of the order, of the
+  // largest weight (that of the largest logit).
+  state[kLo] = state[kCut] = need == 0 ? uint64_t(1) << kWeightBits : 0;
+  state[kHi] = uint64_t(1) << kWeightBits;
+  state[kStage] = state[kLo] < state[kHi] ? kSearching : kCutFound;
+  return kFine;
+}
+
+/// Search: the range of the cut narrowed to the thresholds around the need
+/// (the mass from a threshold on falls as the threshold rises).
+template <typename Words>
+BRAID_SAMPLING_HD inline void mergeSearch(Words words, int64_t ranks, uint64_t *state) {
+  uint64_t t[kProbes];
+  const int n = probesOf(state[kLo], state[kHi], t);
+  int above = 0;
+  for (int i = 0; i < n; ++i) {
+    uint64_t mass = 0;
+    for (int64_t k = 0; k < ranks; ++k)
+      mass += words(k)[i];
+    if (mass >= state[kNeed])
+      above = i + 1;
+  }
+  if (above > 0)
+    state[kLo] = t[above - 1];
+  if (above < n)
+    state[kHi] = t[above] - 1;
+  if (state[kLo] >= state[kHi]) {
+    state[kCut] = state[kLo];
+    state[kStage] = kCutFound;
+  }
+}
+
+/// Shares: the nucleus is the mass above the cut and the first ties at it,
+/// in vocabulary order, that reach the threshold (cut > 0; with a threshold
+/// of 0, the first tie alone): each rank's kept mass and ties.
+template <typename Words>
+BRAID_SAMPLING_HD inline void mergeShares(Words words, int64_t ranks, uint64_t *state) {
+  uint64_t *offsets = state + kStateHeader, *kept = offsets + ranks, *ties = kept + ranks;
+  const uint64_t cut = state[kCut], need = state[kNeed];
+  uint64_t above = 0;
+  for (int64_t k = 0; k < ranks; ++k)
+    above += words(k)[0];
+  uint64_t left = need > above ? (need - above + cut - 1) / cut : 1;
+  state[kTotal] = above + left * cut;
+  for (int64_t k = 0; k < ranks; ++k) {
+    ties[k] = 0;
+    kept[k] = words(k)[0];
+  }
   for (int64_t k = nextByOffset(offsets, ranks, true, 0); k >= 0;
        k = nextByOffset(offsets, ranks, false, offsets[k])) {
-    if (target < before + kept[k]) {
-      owner = k;
-      rest = target - before;
-      break;
-    }
-    before += kept[k];
+    const uint64_t here = words(k)[1];
+    ties[k] = left < here ? left : here;
+    left -= ties[k];
+    kept[k] += ties[k] * cut;
   }
-  if (owner < 0 || block.count == 0 || offsets[owner] != uint64_t(block.offset))
-    return;
-  const uint64_t cut = state[kCut];
-  uint64_t mass = 0, seen = 0;
-  for (int64_t i = 0; i < block.count; ++i) {
-    const uint64_t w = weight(i);
-    const bool keep =
-        stage == kDrawAll || w > cut || (w == cut && seen++ < ties[owner]);
-    if (keep && rest < (mass += w)) {
-      out[0] = uint64_t(block.offset + i);
-      return;
-    }
-  }
+  state[kStage] = kDrawCut;
 }
 
 /// Folds every rank's words of `phase` for this row (rank k's at
@@ -456,153 +651,21 @@ BRAID_SAMPLING_HD inline Problem mergeWords(int32_t phase, Words words, int64_t 
                                             const RowParams &p, int64_t cap, int64_t vocab,
                                             uint64_t stream, int64_t step, uint64_t *state,
                                             Candidate *scratch) {
-  uint64_t *offsets = state + kStateHeader, *kept = offsets + ranks, *ties = kept + ranks;
-  if (phase == kPhaseMax) {
-    for (int64_t i = 0; i < stateWords(ranks); ++i)
-      state[i] = 0;
-    float top = 0;
-    int64_t best = -1;
-    for (int64_t k = 0; k < ranks; ++k) {
-      const uint64_t *w = words(k);
-      if (w[1] == kNone)
-        continue;
-      const float value = bitsFloat(w[0]);
-      const auto index = int64_t(w[1]);
-      if (best < 0 || value > top || (value == top && index < best)) {
-        top = value;
-        best = index;
-      }
-    }
-    state[kTop] = floatBits(top);
-    if (p.temperature <= 0 || vocab <= 1) {
-      state[kToken] = uint64_t(best > 0 ? best : 0);
-      state[kStage] = kDecided;
-      return kFine;
-    }
-    state[kUniform] = doubleBits(uniformOf(stream, step));
-    state[kStage] = kDrawAll;
-    return kFine;
-  }
   const uint64_t stage = state[kStage];
-  if (phase == kPhaseMass) {
-    uint64_t all = 0;
-    for (int64_t k = 0; k < ranks; ++k) {
-      offsets[k] = words(k)[0];
-      kept[k] = words(k)[1];
-      all += kept[k];
-    }
-    state[kAllMass] = state[kTotal] = all;
-    if (stage == kDecided)
-      return kFine;
-    if (p.topK > cap)
-      return kTopKPastCap;
-    const double uniform = bitsDouble(state[kUniform]);
-    if ((p.topK > 0 || p.topP < 1) && cap > 0) {
-      // Every rank's first `cap`: those not after an unexhausted rank's last
-      // are certainly first in the order (its unsent ones come after it).
-      Candidate *known = scratch, *rest = scratch + ranks * cap;
-      size_t count = 0;
-      bool complete = true, bounded = false;
-      Candidate bound{0, 0};
-      for (int64_t k = 0; k < ranks; ++k) {
-        const uint64_t *c = words(k) + 2;
-        int64_t i = 0;
-        for (; i < cap && c[2 * i + 1] != kNone; ++i)
-          known[count++] = Candidate{c[2 * i], int64_t(c[2 * i + 1])};
-        if (i < cap)
-          continue;
-        complete = false;
-        const Candidate last = known[count - 1];
-        if (!bounded || comesBefore(last, bound))
-          bound = last;
-        bounded = true;
-      }
-      sortCandidates(known, count, comesBefore);
-      size_t certain = count;
-      if (bounded) {
-        certain = 0;
-        while (certain < count && !comesBefore(bound, known[certain]))
-          ++certain;
-      }
-      const int64_t token =
-          chooseFromPrefix(known, certain, complete, vocab, all, p, uniform, rest);
-      if (token >= 0) {
-        state[kToken] = uint64_t(token);
+  if (phase == kPhaseMax)
+    mergeMax(words, ranks, p, vocab, stream, step, state);
+  else if (phase == kPhaseMass)
+    return mergeMass(words, ranks, p, cap, vocab, state, scratch);
+  else if (phase == kPhaseSearch && stage == kSearching)
+    mergeSearch(words, ranks, state);
+  else if (phase == kPhaseShares && stage == kCutFound)
+    mergeShares(words, ranks, state);
+  else if (phase == kPhaseDraw && (stage == kDrawAll || stage == kDrawCut))
+    for (int64_t k = 0; k < ranks; ++k) // the owner's token
+      if (words(k)[0] != kNone) {
+        state[kToken] = words(k)[0];
         state[kStage] = kDecided;
-        return kFine;
       }
-    }
-    if (p.topK > 0 || p.topP >= 1)
-      return kFine; // kDrawAll (a top-k is always decided above)
-    const uint64_t need = nucleusNeed(all, p.topP);
-    state[kNeed] = need;
-    if (need > all)
-      return kFine; // rounding put the threshold past the mass: every token kept
-    // A threshold of 0: the nucleus is the first token of the order, of the
-    // largest weight (that of the largest logit).
-    state[kLo] = state[kCut] = need == 0 ? uint64_t(1) << kWeightBits : 0;
-    state[kHi] = uint64_t(1) << kWeightBits;
-    state[kStage] = state[kLo] < state[kHi] ? kSearching : kCutFound;
-    return kFine;
-  }
-  if (phase == kPhaseSearch) {
-    if (stage != kSearching)
-      return kFine;
-    uint64_t t[kProbes];
-    const int n = probesOf(state[kLo], state[kHi], t);
-    // The mass from each threshold on falls as the threshold rises.
-    int above = 0;
-    for (int i = 0; i < n; ++i) {
-      uint64_t mass = 0;
-      for (int64_t k = 0; k < ranks; ++k)
-        mass += words(k)[i];
-      if (mass >= state[kNeed])
-        above = i + 1;
-    }
-    if (above > 0)
-      state[kLo] = t[above - 1];
-    if (above < n)
-      state[kHi] = t[above] - 1;
-    if (state[kLo] >= state[kHi]) {
-      state[kCut] = state[kLo];
-      state[kStage] = kCutFound;
-    }
-    return kFine;
-  }
-  if (phase == kPhaseShares) {
-    if (stage != kCutFound)
-      return kFine;
-    // The nucleus: the mass above the cut and the first ties at it, in
-    // vocabulary order, that reach the threshold (cut > 0; with a threshold
-    // of 0, the first tie alone).
-    const uint64_t cut = state[kCut], need = state[kNeed];
-    uint64_t above = 0;
-    for (int64_t k = 0; k < ranks; ++k)
-      above += words(k)[0];
-    uint64_t left = need > above ? (need - above + cut - 1) / cut : 1;
-    state[kTotal] = above + left * cut;
-    for (int64_t k = 0; k < ranks; ++k) {
-      ties[k] = 0;
-      kept[k] = words(k)[0];
-    }
-    for (int64_t k = nextByOffset(offsets, ranks, true, 0); k >= 0;
-         k = nextByOffset(offsets, ranks, false, offsets[k])) {
-      const uint64_t here = words(k)[1];
-      ties[k] = left < here ? left : here;
-      left -= ties[k];
-      kept[k] += ties[k] * cut;
-    }
-    state[kStage] = kDrawCut;
-    return kFine;
-  }
-  // Draw: the owner's token.
-  if (stage != kDrawAll && stage != kDrawCut)
-    return kFine;
-  for (int64_t k = 0; k < ranks; ++k)
-    if (words(k)[0] != kNone) {
-      state[kToken] = words(k)[0];
-      state[kStage] = kDecided;
-    }
   return kFine;
 }
 

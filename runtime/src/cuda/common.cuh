@@ -51,6 +51,9 @@ enum DeviceErrorCode : int {
   kTakeRowsIndex = 6,
   kAddPositionsRow = 7,
   kMambaStepLastRow = 8, // conv_step / scan_step (mamba_step.cu)
+  // braid.sample (sample.cu); `where` is the row.
+  kSampleTopK = 9,     // a top_k past the program's top_k_cap
+  kSampleUndrawn = 10, // a row the program's mode does not draw
 };
 
 struct DeviceError {

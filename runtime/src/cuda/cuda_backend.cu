@@ -65,6 +65,10 @@ ErrorText errorText(int code) {
     return {"add_positions: position", "of sequence"};
   case kMambaStepLastRow:
     return {"conv_step/scan_step: last row", "of sequence"};
+  case kSampleTopK:
+    return {"sample: top_k (past the program's top_k_cap)", "of row"};
+  case kSampleUndrawn:
+    return {"sample: stage (a sampling the program's mode does not draw)", "of row"};
   default:
     return {"kernel: index", "at flat position"};
   }
