@@ -13,8 +13,9 @@
 # - llama-tiny: cp=2, cp=4 (chunks of 4 rows), cp=2 x tp=2;
 # - gpt-tiny (learned positions at each sequence's offset): cp=2;
 # - hybrid-tiny (attention and Mamba layers) on cp=2 x tp=2: the Mamba
-#   steps' prefill runs on the whole prompt (gathered), the attention
-#   layers' caches by chunks;
+#   steps' prefill runs on each rank's chunk with the state carried from
+#   rank to rank (more in generate-cp-mamba.py), the attention layers'
+#   caches by chunks;
 # - llama-tiny cp=2 with a longest prompt of 7 rows, which cp does not
 #   divide: prefill runs whole on every rank, its cache split;
 # - the negative test: a wrong cp merge (--inject-fault wrong-cp-merge: equal

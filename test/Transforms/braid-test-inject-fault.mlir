@@ -86,4 +86,4 @@
 // NO-SCAN:  error: drop-state-carry: no braid.selective_scan with context_axes
 // NO-MB:    error: swap-microbatches: no dist.microbatch of two micro-batches or more
 // NO-RING:  error: skip-ring-step: no braid.attention with ring_axes
-// UNKNOWN:  error: unknown fault 'bit-flip' (drop-all-reduce, wrong-axis, drop-state-carry, zero-offset, swap-microbatches, corrupt-replica, skip-ring-step, wrong-cp-merge)
+// UNKNOWN:  error: unknown fault 'bit-flip' (drop-all-reduce, wrong-axis, drop-state-carry, zero-offset, swap-microbatches, corrupt-replica, skip-ring-step, wrong-cp-merge, drop-cp-prefill-carry)

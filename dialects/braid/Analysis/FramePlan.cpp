@@ -192,7 +192,8 @@ LogicalResult FramePlanner::assignPositions() {
 // Values sharing storage: a reshape and its input; a cache write's result
 // and the cache it updates in place, a Mamba step's new state and its state
 // (a state, or the argument that carries one: their verifiers make it the
-// operand's only use).
+// operand's only use; braid.take_chunk_state's other users are the chunk
+// steps it depends on).
 void FramePlanner::groupReshapes() {
   for (BlockArgument arg : block.getArguments())
     classes.insert(arg);
@@ -211,6 +212,8 @@ void FramePlanner::groupReshapes() {
       else if (auto scan = dyn_cast<ScanStepOp>(op);
                scan && result == scan.getNewState())
         classes.unionSets(result, scan.getState());
+      else if (auto take = dyn_cast<TakeChunkStateOp>(op))
+        classes.unionSets(result, take.getState());
     }
 }
 

@@ -682,5 +682,6 @@ include "dialects/braid/IR/BraidVocabShardOps.td"
 include "dialects/braid/IR/BraidInferenceOps.td"
 include "dialects/braid/IR/BraidCacheContextOps.td"
 include "dialects/braid/IR/BraidSampleOps.td"
+include "dialects/braid/IR/BraidMambaContextOps.td"
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD

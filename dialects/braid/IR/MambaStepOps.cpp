@@ -6,7 +6,9 @@
 // Their verifiers, sharding rules (sequences split like the batch, channels
 // like braid.conv1d's and braid.selective_scan's, so a state is split with
 // the channels over tensor parallelism and with the sequences over data
-// parallelism), costs (those of the training ops) and runtime calls.
+// parallelism; a prefill's prompt rows split over cp as those ops'
+// sequence, MambaContext.cpp of BraidToDist), costs (those of the training
+// ops) and runtime calls.
 // Inference programs are not differentiated, so neither has a VJP.
 //
 //===----------------------------------------------------------------------===//
@@ -80,8 +82,10 @@ ShardingRule ConvStepOp::getShardingRule() {
         s1 = getNewState();
   r.add(FactorKind::Parallel, {P{s, 0}, P{x, 0}, P{getPositions(), 0},
                                P{getLastRows(), 0}, P{y, 0}, P{s1, 0}});
-  // A sequence's rows and its carried inputs are one recurrence.
-  r.add(FactorKind::Whole, {P{x, 1}, P{y, 1}});
+  // A sequence's rows and its carried inputs are one recurrence: whole,
+  // unless context parallelism splits a prefill's prompt (the op then takes
+  // `context_axes`: a halo from the previous rank).
+  r.add(FactorKind::Sequence, {P{x, 1}, P{y, 1}});
   r.add(FactorKind::Whole, {P{s, 1}, P{s1, 1}});
   r.add(FactorKind::Parallel,
         {P{s, 2}, P{x, 2}, P{w, 0}, P{getBias(), 0}, P{y, 2}, P{s1, 2}});
@@ -150,7 +154,10 @@ ShardingRule ScanStepOp::getShardingRule() {
   r.add(FactorKind::Parallel,
         {P{s, 0}, P{x, 0}, P{dt, 0}, P{B, 0}, P{C, 0}, P{getPositions(), 0},
          P{getLastRows(), 0}, P{y, 0}, P{s1, 0}});
-  r.add(FactorKind::Whole, {P{x, 1}, P{dt, 1}, P{B, 1}, P{C, 1}, P{y, 1}});
+  // As braid.selective_scan's: under cp a prefill's chunk starts from the
+  // state the previous chunks carry into it (`context_axes`).
+  r.add(FactorKind::Sequence,
+        {P{x, 1}, P{dt, 1}, P{B, 1}, P{C, 1}, P{y, 1}});
   r.add(FactorKind::Parallel, {P{s, 1}, P{x, 2}, P{dt, 2}, P{getA(), 0},
                                P{getD(), 0}, P{y, 2}, P{s1, 1}});
   r.add(FactorKind::Whole, {P{s, 2}, P{getA(), 1}, P{B, 2}, P{C, 2}, P{s1, 2}});

@@ -19,6 +19,13 @@
 //   results are merged by log-sum-exp (pass-Q context parallelism: the
 //   cache rows never move, a continued prompt's earlier rows included);
 //   its result, whole on every cp rank, is sliced back to the chunk.
+// - Mamba layers at prefill. Their conv_step and scan_step keep the prompt
+//   split (a Sequence factor, as training's conv1d and selective_scan) and
+//   take `context_axes`: --convert-braid-to-dist (MambaContext.cpp) carries
+//   the halo and the state from rank to rank and gathers each sequence's new
+//   state from the rank holding its last row, so every cp rank holds the
+//   whole state for decode. Chunks shorter than a convolution's halo (K-1
+//   rows) are not split: the prompt runs whole.
 // - Decode. The one new token per sequence is not split; the rank owning its
 //   position writes its key and value, every rank attends over its chunk,
 //   and the partials are merged.
@@ -59,15 +66,36 @@ bool Partitioner::splitsSequence(func::FuncOp entry) {
   if (kind != EntryKind::Prefill || !cp || entry.getNumArguments() == 0)
     return true;
   RankedTensorType tokens = globalType(entry.getArgument(0));
-  if (!tokens || tokens.getRank() < 2 ||
-      tokens.getDimSize(1) % grid.sizes[*cp] == 0)
+  if (!tokens || tokens.getRank() < 2)
     return true;
-  LLVM_DEBUG(llvm::dbgs() << "@" << entry.getSymName() << ": a prompt of "
-                          << tokens.getDimSize(1) << " rows is not split over cp="
-                          << grid.sizes[*cp]
-                          << " (not a multiple): it runs whole on every cp "
-                             "rank, its cache split\n");
+  int64_t prompt = tokens.getDimSize(1), ranks = grid.sizes[*cp];
+  if (prompt % ranks != 0) {
+    LLVM_DEBUG(llvm::dbgs() << "@" << entry.getSymName() << ": a prompt of "
+                            << prompt << " rows is not split over cp=" << ranks
+                            << " (not a multiple): it runs whole on every cp "
+                               "rank, its cache split\n");
+    return false;
+  }
+  // A Mamba convolution's halo comes from the previous rank alone: a chunk
+  // must hold its K-1 rows.
+  int64_t halo = mambaHaloRows();
+  if (prompt / ranks >= halo)
+    return true;
+  LLVM_DEBUG(llvm::dbgs() << "@" << entry.getSymName() << ": chunks of "
+                          << prompt / ranks << " prompt rows over cp=" << ranks
+                          << " are shorter than a Mamba convolution's halo ("
+                          << halo << " rows): the prompt runs whole on every "
+                             "cp rank\n");
   return false;
+}
+
+int64_t Partitioner::mambaHaloRows() {
+  int64_t rows = 0;
+  for (func::FuncOp f : functions)
+    f.walk([&](ConvStepOp conv) {
+      rows = std::max(rows, conv.getWeight().getType().getDimSize(1) - 1);
+    });
+  return rows;
 }
 
 LogicalResult Partitioner::checkInferenceGrid() {

@@ -206,6 +206,9 @@ private:
   /// Whether `entry`'s inputs have their sequence split over cp (not a
   /// decode step's one token).
   bool splitsSequence(func::FuncOp entry);
+  /// The most rows a Mamba convolution of the inference programs reads
+  /// before a chunk (K-1; 0 without one).
+  int64_t mambaHaloRows();
   /// Decides `zigzag` from cp-layout and the model.
   LogicalResult chooseSequenceLayout();
 

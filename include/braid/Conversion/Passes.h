@@ -30,6 +30,14 @@ inline constexpr llvm::StringLiteral kTestSkipRingStepAttr =
 inline constexpr llvm::StringLiteral kTestWrongCpMergeAttr =
     "braid_test.wrong_cp_merge";
 
+/// A test hook, set only by --braid-test-inject-fault=kind=drop-cp-prefill-carry:
+/// on a prefill's scan_step over a prompt split by cp (context_axes), the
+/// lowering to dist gives every chunk zeros for the earlier chunks' decays
+/// and final states, so that each rank's chunk starts from the carried state
+/// as if it were the first (the state not carried across cp ranks).
+inline constexpr llvm::StringLiteral kTestDropCpPrefillCarryAttr =
+    "braid_test.drop_cp_prefill_carry";
+
 } // namespace braid
 
 #endif // BRAID_CONVERSION_PASSES_H

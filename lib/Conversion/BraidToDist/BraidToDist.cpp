@@ -31,6 +31,7 @@ struct ConvertBraidToDistPass
         {isContextAttention, lowerContextAttention},
         {isCacheContext, lowerCacheContext},
         {isSequenceChunked, lowerSequenceChunked},
+        {isMambaContext, lowerMambaContext},
         {isVocabParallel, lowerVocabParallel},
         {isSampleParallel, lowerSampleParallel},
         {isZeroUpdate, lowerZero},

@@ -54,6 +54,14 @@ bool isSequenceChunked(mlir::Operation *op);
 /// (SequenceChunks.cpp).
 mlir::LogicalResult lowerSequenceChunked(mlir::Operation *op);
 
+/// Whether `op` is a prefill's conv_step or scan_step over this rank's chunk
+/// of the prompt rows (`context_axes`, MambaContext.cpp).
+bool isMambaContext(mlir::Operation *op);
+
+/// Replaces it by the chunk step with its halo or carried state and the
+/// gather of each sequence's new state from its chunk (MambaContext.cpp).
+mlir::LogicalResult lowerMambaContext(mlir::Operation *op);
+
 /// Whether `op` is an embedding or cross-entropy over this rank's rows of
 /// the vocabulary, or a cross-entropy over a share of the batch's rows
 /// (VocabParallel.cpp).

@@ -64,6 +64,19 @@ static std::optional<std::string> inputRole(Value value) {
       if (scan.getLastRows() == value)
         return std::string("last_rows");
     }
+    // The same over a prompt split by cp (MambaContext.cpp of BraidToDist).
+    if (auto conv = dyn_cast<ConvStepChunkOp>(user)) {
+      if (conv.getPositions() == value)
+        return std::string("positions");
+      if (conv.getLastRows() == value)
+        return std::string("last_rows");
+    }
+    if (auto scan = dyn_cast<ScanStepChunkOp>(user)) {
+      if (scan.getPositions() == value)
+        return std::string("positions");
+      if (scan.getLastRows() == value)
+        return std::string("last_rows");
+    }
     if (isa_and_nonnull<shard::ShardDialect, dist::DistDialect>(
             user->getDialect()) ||
         isa<ReshapeOp, TransposeOp>(user))

@@ -105,6 +105,43 @@ void braid_k_scan_step(braid_rt *rt, braid_dtype dt, float *ssm_state, const voi
                        const void *D, const int32_t *positions, const int32_t *last_rows,
                        void *y, const braid_scan_params *p);
 
+/*===--- A prefill's Mamba steps over cp chunks of the prompt --------------===*/
+
+/* Each context-parallel rank holds the prompt rows [first_row, first_row +
+ * seq) of every sequence's prompt_len rows; last_rows [batch] is required and
+ * each sequence's last row must lie in [0, prompt_len) (else a fatal error).
+ * The states are only read: chunk_state [batch, ...] receives, for a sequence
+ * whose last row falls in the chunk, the state taken there, and zeros for the
+ * others; braid_k_take_chunk_state then copies each sequence's from the chunk
+ * holding its last row. BRAID_TEST_FORGET_MAMBA_STATE applies to the state a
+ * sequence starts from, as in the kernels above. */
+
+/* braid_k_conv_step of the chunk with xe[b] = concat(first_row > 0 ? halo[b]
+ * : positions[b] == 0 ? 0 : conv_state[b], x[b]) (halo [batch, kernel-1,
+ * channels]: the K-1 inputs before the chunk). */
+void braid_k_conv_step_chunk(braid_rt *rt, braid_dtype dt, const void *conv_state,
+                             const void *halo, const void *x, const void *w, const void *bias,
+                             const int32_t *positions, const int32_t *last_rows, void *y,
+                             void *chunk_state, int64_t batch, int64_t seq, int64_t channels,
+                             int64_t kernel, int64_t first_row, int64_t prompt_len);
+
+/* braid_k_scan_step of chunk c = first_row / seq from H_{c-1}: H_{-1} =
+ * positions[b] == 0 ? 0 : ssm_state[b], H_j = decay_all[j] H_{j-1} +
+ * hend_all[j] (in double; decay_all and hend_all [chunks * batch, channels,
+ * state], every chunk's zero-start decay and final state). */
+void braid_k_scan_step_chunk(braid_rt *rt, braid_dtype dt, const float *ssm_state,
+                             const float *decay_all, const float *hend_all, const void *x,
+                             const void *delta, const void *A, const void *Bm, const void *Cm,
+                             const void *D, const int32_t *positions, const int32_t *last_rows,
+                             void *y, float *chunk_state, const braid_scan_params *p,
+                             int64_t first_row, int64_t prompt_len);
+
+/* state[b] = chunk_states[(last_rows[b] / chunk_rows) * batch + b], each
+ * sequence_bytes long (chunk_states [chunks * batch, ...]). */
+void braid_k_take_chunk_state(braid_rt *rt, void *state, const void *chunk_states,
+                              const int32_t *last_rows, int64_t batch, int64_t chunks,
+                              int64_t chunk_rows, int64_t sequence_bytes);
+
 /*===--- A KV cache split by sequence (context parallelism) ---------------===*/
 
 /* Each context-parallel rank holds the rows [first_row, first_row + chunk_len)

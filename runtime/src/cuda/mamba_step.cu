@@ -11,6 +11,13 @@
 // whole-sequence kernels compute at that row. A last row outside [0, seq)
 // is recorded in the device error record and leaves that state unchanged.
 //
+// The chunk kernels of a prefill split over cp (braid_k_conv_step_chunk,
+// braid_k_scan_step_chunk) are the same kernels on one rank's rows, starting
+// from the previous rank's halo or the carried state composed as
+// braid_k_scan_carry composes it, writing candidates (zeros where the
+// sequence's last row lies in another chunk); braid_k_take_chunk_state copies
+// each sequence's state from its chunk, one thread per byte.
+//
 //===----------------------------------------------------------------------===//
 
 #include "cuda/common.cuh"
@@ -27,32 +34,47 @@ __device__ __forceinline__ float stepSoftplus(float x) {
   return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x)));
 }
 
-/// The sequence's last real row, or -1 after recording a bad one.
+/// The rows a call computes: [firstRow, firstRow + seq) of each sequence's
+/// `bound` rows (a whole call: 0 and seq). A sequence's state is written
+/// where its last row falls in them; `zeroOthers` (a chunk's candidate
+/// states) zeroes the others'.
+struct StepRows {
+  int64_t firstRow;
+  int64_t bound;
+  int zeroOthers;
+};
+
+/// The sequence's last real row within the call's rows (-1 or past them
+/// when it lies elsewhere), or -1 after recording one outside the bound.
 __device__ __forceinline__ int64_t lastRowOf(const int32_t *lastRows, int64_t b, int64_t seq,
-                                             bool report, DeviceError *error) {
+                                             StepRows rows, bool report, DeviceError *error) {
   const int64_t last = lastRows ? lastRows[b] : seq - 1;
-  if (last >= 0 && last < seq)
-    return last;
+  if (last >= 0 && last < rows.bound)
+    return last - rows.firstRow;
   if (report)
-    reportIndexError(error, kMambaStepLastRow, last, seq, b);
+    reportIndexError(error, kMambaStepLastRow, last, rows.bound, b);
   return -1;
 }
 
 template <typename T>
-__global__ void convStepKernel(T *state, const T *__restrict__ x, const T *__restrict__ w,
-                               const T *__restrict__ bias, const int32_t *__restrict__ positions,
+__global__ void convStepKernel(const T *state, const T *halo, const T *__restrict__ x,
+                               const T *__restrict__ w, const T *__restrict__ bias,
+                               const int32_t *__restrict__ positions,
                                const int32_t *__restrict__ lastRows, T *__restrict__ y,
-                               int64_t batch, int64_t seq, int64_t channels, int64_t kernel,
-                               int forget, DeviceError *error) {
+                               T *newState, int64_t batch, int64_t seq, int64_t channels,
+                               int64_t kernel, StepRows rows, int forget, DeviceError *error) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < batch * channels;
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t b = i / channels, c = i - b * channels;
-    T *st = state + b * (kernel - 1) * channels;
-    const bool fresh = forget || positions[b] == 0;
-    // Row u of xe = concat(the state or zeros, x[b]).
+    // The K-1 inputs before the rows: the previous chunk's (the halo), the
+    // carried state, or none (zeros) where the sequence starts.
+    const T *before = rows.firstRow > 0                     ? halo + b * (kernel - 1) * channels
+                      : (forget || positions[b] == 0) ? nullptr
+                                                          : state + b * (kernel - 1) * channels;
+    // Row u of xe = concat(before or zeros, x[b]).
     auto xe = [&](int64_t u) -> T {
       if (u < kernel - 1)
-        return fresh ? fromF<T>(0.0f) : st[u * channels + c];
+        return before ? before[u * channels + c] : fromF<T>(0.0f);
       return x[(b * seq + u - (kernel - 1)) * channels + c];
     };
     for (int64_t t = 0; t < seq; ++t) {
@@ -61,34 +83,58 @@ __global__ void convStepKernel(T *state, const T *__restrict__ x, const T *__res
         acc = fmaf(toF(w[c * kernel + j]), toF(xe(t + j)), acc);
       y[(b * seq + t) * channels + c] = fromF<T>(acc);
     }
-    const int64_t last = lastRowOf(lastRows, b, seq, c == 0, error);
-    if (last < 0)
+    T *st = newState + b * (kernel - 1) * channels;
+    const int64_t last = lastRowOf(lastRows, b, seq, rows, c == 0, error);
+    if (last < 0 || last >= seq) {
+      if (rows.zeroOthers)
+        for (int64_t r = 0; r < kernel - 1; ++r)
+          st[r * channels + c] = fromF<T>(0.0f);
       continue;
-    // Ascending: element i reads row last + 1 + i > i, not yet rewritten.
+    }
+    // Ascending: in place, element i reads row last + 1 + i > i, not yet
+    // rewritten.
     for (int64_t r = 0; r < kernel - 1; ++r)
       st[r * channels + c] = xe(last + 1 + r);
   }
 }
 
+/// The earlier chunks' zero-start decays and final states, through which a
+/// chunk's scan carries the state it starts from (none for a whole call).
+struct ScanCarryIn {
+  const float *decayAll;
+  const float *hendAll;
+  int64_t chunk; // the number of chunks before this one
+};
+
 template <typename T, int MAXN>
 __global__ void __launch_bounds__(kStepThreads)
-    scanStepKernel(float *state, const T *__restrict__ x, const T *__restrict__ delta,
-                   const T *__restrict__ A, const T *__restrict__ Bm, const T *__restrict__ Cm,
-                   const T *__restrict__ D, const int32_t *__restrict__ positions,
-                   const int32_t *__restrict__ lastRows, T *__restrict__ y, int64_t seq,
-                   int64_t channels, int nstate, int softplus, int forget, DeviceError *error) {
+    scanStepKernel(const float *state, ScanCarryIn carry, const T *__restrict__ x,
+                   const T *__restrict__ delta, const T *__restrict__ A,
+                   const T *__restrict__ Bm, const T *__restrict__ Cm, const T *__restrict__ D,
+                   const int32_t *__restrict__ positions, const int32_t *__restrict__ lastRows,
+                   T *__restrict__ y, float *newState, int64_t seq, int64_t channels,
+                   int nstate, StepRows rows, int softplus, int forget, DeviceError *error) {
   const int64_t d = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int64_t b = blockIdx.y;
   if (d >= channels)
     return;
-  float *st = state + (b * channels + d) * nstate;
+  const int64_t so = (b * channels + d) * nstate; // offset of the (b, d) state
   const bool fresh = forget || positions[b] == 0;
-  const int64_t last = lastRowOf(lastRows, b, seq, d == 0, error);
+  const int64_t last = lastRowOf(lastRows, b, seq, rows, d == 0, error);
+  const int64_t count = (int64_t)gridDim.y * channels * nstate;
   float a[MAXN], h[MAXN];
 #pragma unroll(MAXN <= 64 ? MAXN : 1)
   for (int n = 0; n < MAXN; ++n) {
     a[n] = n < nstate ? toF(A[d * nstate + n]) : 0.0f;
-    h[n] = n < nstate && !fresh ? st[n] : 0.0f;
+    h[n] = n < nstate && !fresh ? state[so + n] : 0.0f;
+    if (n < nstate && carry.chunk > 0) {
+      // H_{c-1} from H_{-1}, the carried state, as scan_carry composes it.
+      double H = h[n];
+      for (int64_t j = 0; j < carry.chunk; ++j)
+        H = double(carry.decayAll[j * count + so + n]) * H +
+            double(carry.hendAll[j * count + so + n]);
+      h[n] = float(H);
+    }
   }
   const float skip = toF(D[d]);
   for (int64_t t = 0; t < seq; ++t) {
@@ -113,20 +159,71 @@ __global__ void __launch_bounds__(kStepThreads)
 #pragma unroll(MAXN <= 64 ? MAXN : 1)
       for (int n = 0; n < MAXN; ++n)
         if (n < nstate)
-          st[n] = h[n];
+          newState[so + n] = h[n];
+  }
+  if ((last < 0 || last >= seq) && rows.zeroOthers)
+    for (int n = 0; n < nstate; ++n)
+      newState[so + n] = 0.0f;
+}
+
+__global__ void takeChunkStateKernel(char *state, const char *__restrict__ all,
+                                     const int32_t *__restrict__ lastRows, int64_t batch,
+                                     int64_t chunks, int64_t chunkRows, int64_t bytes,
+                                     DeviceError *error) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < batch * bytes;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t b = i / bytes, k = i - b * bytes;
+    const int64_t last = lastRows[b];
+    if (last < 0 || last >= chunks * chunkRows) {
+      if (k == 0)
+        reportIndexError(error, kMambaStepLastRow, last, chunks * chunkRows, b);
+      continue;
+    }
+    state[i] = all[((last / chunkRows) * batch + b) * bytes + k];
   }
 }
 
 template <typename T, int MAXN>
-void launchScanStep(cudaStream_t stream, float *state, const void *x, const void *delta,
-                    const void *A, const void *Bm, const void *Cm, const void *D,
-                    const int32_t *positions, const int32_t *lastRows, void *y,
-                    const braid_scan_params &p, int forget) {
+void launchScanStep(cudaStream_t stream, const float *state, ScanCarryIn carry, const void *x,
+                    const void *delta, const void *A, const void *Bm, const void *Cm,
+                    const void *D, const int32_t *positions, const int32_t *lastRows, void *y,
+                    float *newState, const braid_scan_params &p, StepRows rows, int forget) {
   dim3 grid(static_cast<unsigned>((p.channels + kStepThreads - 1) / kStepThreads),
             static_cast<unsigned>(p.batch));
-  launch("scan_step", grid, kStepThreads, stream, scanStepKernel<T, MAXN>, state, x, delta, A,
-         Bm, Cm, D, positions, lastRows, y, p.seq, p.channels, static_cast<int>(p.state),
-         p.delta_softplus ? 1 : 0, forget, deviceErrorRecord());
+  launch("scan_step", grid, kStepThreads, stream, scanStepKernel<T, MAXN>, state, carry, x,
+         delta, A, Bm, Cm, D, positions, lastRows, y, newState, p.seq, p.channels,
+         static_cast<int>(p.state), rows, p.delta_softplus ? 1 : 0, forget,
+         deviceErrorRecord());
+}
+
+/// Checks the scan's sizes; false when there is nothing to compute.
+bool checkScan(const char *name, const braid_scan_params *p) {
+  if (p->state <= 0 || p->state > 256)
+    BRAID_CUDA_FATAL("%s: state size %lld outside [1, 256]", name,
+                     static_cast<long long>(p->state));
+  if (p->batch > 65535)
+    BRAID_CUDA_FATAL("%s: batch %lld exceeds the grid", name, static_cast<long long>(p->batch));
+  return p->batch > 0 && p->channels > 0 && p->seq > 0;
+}
+
+/// The scan kernel for the state size, over the element type `dt`.
+void dispatchScanStep(braid_rt *rt, braid_dtype dt, const float *state, ScanCarryIn carry,
+                      const void *x, const void *delta, const void *A, const void *Bm,
+                      const void *Cm, const void *D, const int32_t *positions,
+                      const int32_t *lastRows, void *y, float *newState,
+                      const braid_scan_params *p, StepRows rows, int forget) {
+  cudaStream_t stream = streamOf(rt);
+  BRAID_DISPATCH_FLOAT(dt, T, {
+    if (p->state <= 16)
+      launchScanStep<T, 16>(stream, state, carry, x, delta, A, Bm, Cm, D, positions, lastRows,
+                            y, newState, *p, rows, forget);
+    else if (p->state <= 64)
+      launchScanStep<T, 64>(stream, state, carry, x, delta, A, Bm, Cm, D, positions, lastRows,
+                            y, newState, *p, rows, forget);
+    else
+      launchScanStep<T, 256>(stream, state, carry, x, delta, A, Bm, Cm, D, positions, lastRows,
+                             y, newState, *p, rows, forget);
+  });
 }
 
 /// BRAID_TEST_FORGET_MAMBA_STATE names the states a test drops ("conv",
@@ -149,11 +246,13 @@ extern "C" void braid_k_conv_step(braid_rt *rt, braid_dtype dt, void *conv_state
   if (seq <= 0)
     return;
   const int forget = forgets("conv");
+  const StepRows rows{0, seq, 0};
   BRAID_DISPATCH_FLOAT(dt, T,
                        launchElements("conv_step", batch * channels, streamOf(rt),
-                                      convStepKernel<T>, conv_state, x, w, bias, positions,
-                                      last_rows, y, batch, seq, channels, kernel, forget,
-                                      deviceErrorRecord()));
+                                      convStepKernel<T>, static_cast<const T *>(conv_state),
+                                      static_cast<const T *>(nullptr), x, w, bias, positions,
+                                      last_rows, y, static_cast<T *>(conv_state), batch, seq,
+                                      channels, kernel, rows, forget, deviceErrorRecord()));
 }
 
 extern "C" void braid_k_scan_step(braid_rt *rt, braid_dtype dt, float *ssm_state, const void *x,
@@ -162,24 +261,65 @@ extern "C" void braid_k_scan_step(braid_rt *rt, braid_dtype dt, float *ssm_state
                                   const int32_t *last_rows, void *y,
                                   const braid_scan_params *p) {
   using namespace braid::cuda;
-  if (p->state <= 0 || p->state > 256)
-    BRAID_CUDA_FATAL("scan_step: state size %lld outside [1, 256]",
-                     static_cast<long long>(p->state));
-  if (p->batch > 65535)
-    BRAID_CUDA_FATAL("scan_step: batch %lld exceeds the grid", static_cast<long long>(p->batch));
-  if (p->batch <= 0 || p->channels <= 0 || p->seq <= 0)
+  if (!checkScan("scan_step", p))
     return;
-  const int forget = forgets("ssm");
-  cudaStream_t stream = streamOf(rt);
-  BRAID_DISPATCH_FLOAT(dt, T, {
-    if (p->state <= 16)
-      launchScanStep<T, 16>(stream, ssm_state, x, delta, A, Bm, Cm, D, positions, last_rows, y,
-                            *p, forget);
-    else if (p->state <= 64)
-      launchScanStep<T, 64>(stream, ssm_state, x, delta, A, Bm, Cm, D, positions, last_rows, y,
-                            *p, forget);
-    else
-      launchScanStep<T, 256>(stream, ssm_state, x, delta, A, Bm, Cm, D, positions, last_rows, y,
-                             *p, forget);
-  });
+  dispatchScanStep(rt, dt, ssm_state, ScanCarryIn{nullptr, nullptr, 0}, x, delta, A, Bm, Cm, D,
+                   positions, last_rows, y, ssm_state, p, StepRows{0, p->seq, 0},
+                   forgets("ssm"));
+}
+
+extern "C" void braid_k_conv_step_chunk(braid_rt *rt, braid_dtype dt, const void *conv_state,
+                                        const void *halo, const void *x, const void *w,
+                                        const void *bias, const int32_t *positions,
+                                        const int32_t *last_rows, void *y, void *chunk_state,
+                                        int64_t batch, int64_t seq, int64_t channels,
+                                        int64_t kernel, int64_t first_row,
+                                        int64_t prompt_len) {
+  using namespace braid::cuda;
+  if (kernel < 1)
+    BRAID_CUDA_FATAL("conv_step_chunk: kernel size %lld below 1",
+                     static_cast<long long>(kernel));
+  if (!last_rows)
+    BRAID_CUDA_FATAL("conv_step_chunk: needs each sequence's last row");
+  if (seq <= 0)
+    return;
+  const int forget = forgets("conv");
+  const StepRows rows{first_row, prompt_len, 1};
+  BRAID_DISPATCH_FLOAT(dt, T,
+                       launchElements("conv_step_chunk", batch * channels, streamOf(rt),
+                                      convStepKernel<T>, static_cast<const T *>(conv_state),
+                                      static_cast<const T *>(halo), x, w, bias, positions,
+                                      last_rows, y, static_cast<T *>(chunk_state), batch, seq,
+                                      channels, kernel, rows, forget, deviceErrorRecord()));
+}
+
+extern "C" void braid_k_scan_step_chunk(braid_rt *rt, braid_dtype dt, const float *ssm_state,
+                                        const float *decay_all, const float *hend_all,
+                                        const void *x, const void *delta, const void *A,
+                                        const void *Bm, const void *Cm, const void *D,
+                                        const int32_t *positions, const int32_t *last_rows,
+                                        void *y, float *chunk_state,
+                                        const braid_scan_params *p, int64_t first_row,
+                                        int64_t prompt_len) {
+  using namespace braid::cuda;
+  if (!last_rows)
+    BRAID_CUDA_FATAL("scan_step_chunk: needs each sequence's last row");
+  if (!checkScan("scan_step_chunk", p))
+    return;
+  dispatchScanStep(rt, dt, ssm_state, ScanCarryIn{decay_all, hend_all, first_row / p->seq}, x,
+                   delta, A, Bm, Cm, D, positions, last_rows, y, chunk_state, p,
+                   StepRows{first_row, prompt_len, 1}, forgets("ssm"));
+}
+
+extern "C" void braid_k_take_chunk_state(braid_rt *rt, void *state, const void *chunk_states,
+                                         const int32_t *last_rows, int64_t batch,
+                                         int64_t chunks, int64_t chunk_rows,
+                                         int64_t sequence_bytes) {
+  using namespace braid::cuda;
+  if (batch <= 0 || sequence_bytes <= 0)
+    return;
+  launchElements("take_chunk_state", batch * sequence_bytes, streamOf(rt),
+                 takeChunkStateKernel, static_cast<char *>(state),
+                 static_cast<const char *>(chunk_states), last_rows, batch, chunks, chunk_rows,
+                 sequence_bytes, deviceErrorRecord());
 }

@@ -1,5 +1,5 @@
 """The Mamba state kernels of inference (runtime/include/braid/runtime_inference.h:
-braid_k_conv_step, braid_k_scan_step) against braid_ref.ops, on the CPU
+braid_k_conv_step, braid_k_scan_step, and their chunks over cp ranks) against braid_ref.ops, on the CPU
 (test/Kernels/cpu-mamba-step.py) and on the CUDA kernels under cudasim
 (test/Cuda/cudasim-mamba-step.py), which differ only in where the operands live
 and in the wording of the fatal errors.
@@ -18,7 +18,13 @@ Bounds (rel = max|a - b| / max|b| per tensor, kernel_harness.rel):
   operations in the same order: equal unless the compiler contracts them
   differently);
 - padding after a prompt's last row never reaches the state: NaN there leaves
-  the states those of the real rows, bit for bit.
+  the states those of the real rows, bit for bit;
+- a prompt split into n chunks as cp ranks hold it (braid_k_conv_step_chunk
+  after the previous chunk's halo, braid_k_scan_step_chunk from every chunk's
+  zero-start decay and final state, braid_k_take_chunk_state from the chunk
+  holding each last row) against one braid_k_conv_step / braid_k_scan_step
+  call over the whole prompt, in f32: the convolution (rows and state) bit for
+  bit, the scan 1e-6 (its carry is composed in double).
 """
 
 import os
@@ -41,6 +47,10 @@ RNG = np.random.default_rng(4343)
 SIGS = {
     "braid_k_conv_step": [P, I4, P, P, P, P, P, P, P, I, I, I, I],
     "braid_k_scan_step": [P, I4, P, P, P, P, P, P, P, P, P, P, SP],
+    "braid_k_conv_step_chunk": [P, I4, P, P, P, P, P, P, P, P, P, I, I, I, I, I, I],
+    "braid_k_scan_step_chunk": [P, I4, P, P, P, P, P, P, P, P, P, P, P, P, P, SP, I, I],
+    "braid_k_take_chunk_state": [P, P, P, P, I, I, I, I],
+    "braid_k_selective_scan_chunk": kernel_harness.SIGS["braid_k_selective_scan_chunk"],
     "braid_k_conv1d": kernel_harness.SIGS["braid_k_conv1d"],
     "braid_k_selective_scan": kernel_harness.SIGS["braid_k_selective_scan"],
 }
@@ -238,6 +248,77 @@ class PrefillThenDecode(Case):
             states.append((cst, sst))
         for got, want in zip(states[1], states[0]):
             np.testing.assert_array_equal(got, want)
+
+
+class ChunksOverRanks(Case):
+    """The prompt of L rows split into n chunks, each computed as cp rank j
+    computes it, against the whole prompt in one call: sequences at position
+    0 and continuing (position > 0, the carried states), last rows in every
+    chunk."""
+
+    def run_chunks(self, n, L, positions, last, conv_state, ssm_state, x, delta, Bm, Cm, w,
+                   bias, A, D):
+        b, _, c = x.shape
+        k, N, S = w.shape[1], A.shape[1], L // n
+        piece = [np.ascontiguousarray(a[:, j * S:(j + 1) * S]) for a in (x, delta, Bm, Cm)
+                 for j in range(n)]
+        xs, ds, bs, cs = (piece[i * n:(i + 1) * n] for i in range(4))
+        conv_y, conv_c, scan_y, scan_c, hends, decays = [], [], [], [], [], []
+        for j in range(n):
+            halo = (np.ascontiguousarray(xs[j - 1][:, S - (k - 1):]) if j else
+                    np.zeros((b, k - 1, c), np.float32))
+            y = kernel_harness.poisoned((b, S, c), F32)
+            cand = kernel_harness.poisoned((b, k - 1, c), F32)
+            call("braid_k_conv_step_chunk", F32, conv_state, halo, xs[j], w, bias,
+                 i32(positions), i32(last), y, cand, b, S, c, k, j * S, L)
+            conv_y.append(y)
+            conv_c.append(cand)
+            hend, decay = (np.zeros((b, c, N), np.float32) for _ in range(2))
+            call("braid_k_selective_scan_chunk", F32, xs[j], ds[j], A, bs[j], cs[j], D, None,
+                 None, hend, decay, kernel_harness.scan(b, S, c, N, True))
+            hends.append(hend)
+            decays.append(decay)
+        decay_all, hend_all = np.concatenate(decays), np.concatenate(hends)
+        for j in range(n):
+            y = kernel_harness.poisoned((b, S, c), F32)
+            cand = kernel_harness.poisoned((b, c, N), F32)
+            call("braid_k_scan_step_chunk", F32, ssm_state, decay_all, hend_all, xs[j], ds[j],
+                 A, bs[j], cs[j], D, i32(positions), i32(last), y, cand,
+                 kernel_harness.scan(b, S, c, N, True), j * S, L)
+            scan_y.append(y)
+            scan_c.append(cand)
+        for state, cands in ((conv_state, conv_c), (ssm_state, scan_c)):
+            call("braid_k_take_chunk_state", state, np.concatenate(cands), i32(last), b, n, S,
+                 state[0].nbytes)
+        return np.concatenate(conv_y, axis=1), np.concatenate(scan_y, axis=1)
+
+    def test_equals_whole_prompt(self):
+        b, c, k, N = 4, 6, 4, 4
+        for n, L, last in ((2, 8, [7, 2, 0, 4]), (3, 9, [8, 4, 3, 1]), (4, 12, [11, 2, 5, 8])):
+            positions = [0, 5, 0, 9]
+            x, delta = self.randn(b, L, c), self.randn(b, L, c, scale=0.5)
+            Bm, Cm = self.randn(b, L, N), self.randn(b, L, N)
+            w, bias, D = self.randn(c, k), self.randn(c), self.randn(c)
+            A = -np.exp(self.randn(c, N))
+            conv0, ssm0 = self.randn(b, k - 1, c), self.randn(b, c, N)
+            whole_conv, whole_ssm = conv0.copy(), ssm0.copy()
+            want_conv = conv_step(F32, whole_conv, x, w, bias, positions, last)
+            want_scan = scan_step(F32, whole_ssm, want_conv, delta, A, Bm, Cm, D, positions,
+                                  last, True)
+            got_conv_state, got_ssm = conv0.copy(), ssm0.copy()
+            got_conv, _ = self.run_chunks(n, L, positions, last, got_conv_state, ssm0.copy(),
+                                          x, delta, Bm, Cm, w, bias, A, D)
+            _, got_scan = self.run_chunks(n, L, positions, last, conv0.copy(), got_ssm,
+                                          want_conv, delta, Bm, Cm, w, bias, A, D)
+            what = f" over {n} chunks"
+            np.testing.assert_array_equal(got_conv, want_conv, "conv rows" + what)
+            np.testing.assert_array_equal(got_conv_state, whole_conv, "conv state" + what)
+            for name, got, want in (("scan rows", got_scan, want_scan),
+                                    ("scan state", got_ssm, whole_ssm)):
+                err = rel(got, want)
+                key = (f"{name} by chunks vs whole", "f32")
+                kernel_harness.MAX_ERR[key] = max(kernel_harness.MAX_ERR.get(key, 0.0), err)
+                self.assertLessEqual(err, 1e-6, f"{name}{what}: {err:.3g}")
 
 
 class ForgetHook(Case):

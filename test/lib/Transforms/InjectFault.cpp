@@ -37,6 +37,12 @@
 //                      results with equal weights instead of their
 //                      log-sum-exps, as braid_test.wrong_cp_merge asks of the
 //                      lowering to dist
+//   drop-cp-prefill-carry
+//                      a prefill's braid.scan_step over a prompt split by cp
+//                      (context_axes) does not carry the state across cp
+//                      ranks: each rank's chunk starts from the cache's
+//                      carried state as if it were the first, as
+//                      braid_test.drop_cp_prefill_carry asks of the lowering
 //
 // A module with nothing of the kind is an error (a test that injects nothing
 // would pass for the wrong reason).
@@ -258,6 +264,17 @@ LogicalResult wrongCpMerge(ModuleOp module) {
   return success();
 }
 
+LogicalResult dropCpPrefillCarry(ModuleOp module) {
+  auto op = findFirst<ScanStepOp>(
+      module, [](ScanStepOp op) { return op->hasAttr("context_axes"); });
+  if (!op)
+    return module.emitError("drop-cp-prefill-carry: no braid.scan_step with "
+                            "context_axes");
+  op->setAttr(::braid::kTestDropCpPrefillCarryAttr,
+              UnitAttr::get(op.getContext()));
+  return success();
+}
+
 /// The faults by name, in the order the pass lists them.
 struct Fault {
   StringRef kind;
@@ -269,6 +286,7 @@ constexpr Fault kFaults[] = {
     {"swap-microbatches", swapMicrobatches},
     {"corrupt-replica", corruptReplica},  {"skip-ring-step", skipRingStep},
     {"wrong-cp-merge", wrongCpMerge},
+    {"drop-cp-prefill-carry", dropCpPrefillCarry},
 };
 
 struct InjectFaultPass
