@@ -17,6 +17,8 @@
 # - mamba-tiny on cp=2, and on cp=4 with prompts of up to 12 rows (chunks of
 #   3 rows, the convolution's whole halo; the state carried through 3 ranks);
 # - hybrid-tiny (Mamba, MoE and attention layers) on cp=2 and cp=2 x tp=2;
+# - mamba-tiny on cp=2 on the CUDA path under the CPU emulation (--backend
+#   cudasim: the chunk kernels of runtime/src/cuda/mamba_step.cu);
 # - the negative test: the scan's state not carried across cp ranks
 #   (--inject-fault drop-cp-prefill-carry: every rank's chunk starts from the
 #   cache's state as if it were the first) makes --verify FAIL with status 1.
@@ -39,6 +41,8 @@ cases = [
 ]
 for model, grid, extra in cases:
     test.check_grid(model, grid, prompts, *extra)
+two = test.prompts("two.txt", ["1 2 3 4 5 6 7 8", "17 3"])
+test.check_grid("mamba-tiny.mlir", "cp=2", two, "--backend", "cudasim", requests=2, tokens=3)
 
 # The SSM state not carried from rank to rank at prefill.
 r = test.run("mamba-tiny.mlir", "--generate", "3", "--verify", "--grid", "cp=2", "--prompts",
