@@ -250,6 +250,60 @@ class PrefillThenDecode(Case):
             np.testing.assert_array_equal(got, want)
 
 
+class ChunkAgainstReference(Case):
+    """Each chunk kernel against braid_ref.ops on one chunk (the second of three:
+    a halo and an earlier chunk's carry; the first: the carried states), every
+    element type; last rows in this chunk and in others."""
+
+    def test_against_reference(self):
+        b, S, c, k, N, n = 4, 3, 5, 4, 3, 3
+        positions, last = [0, 4, 0, 7], [4, 1, 8, 3]
+        for dt in DTYPES:
+            for first in (0, S):
+                what = f" first row {first}"
+                state, state64 = self.stored((b, k - 1, c), dt)
+                halo, halo64 = self.stored((b, k - 1, c), dt)
+                x, x64 = self.stored((b, S, c), dt)
+                w, w64 = self.stored((c, k), dt)
+                bias, bias64 = self.stored((c,), dt)
+                y_ref, cs_ref = ops.conv_step_chunk(state64, halo64, x64, w64, bias64,
+                                                    i32(positions), last, first, n * S)
+                y = kernel_harness.poisoned((b, S, c), dt)
+                cs = kernel_harness.poisoned((b, k - 1, c), dt)
+                call("braid_k_conv_step_chunk", dt, state, halo, x, w, bias, i32(positions),
+                     i32(last), y, cs, b, S, c, k, first, n * S)
+                self.close("conv_step_chunk", dt, y, y_ref, what)
+                np.testing.assert_array_equal(values(cs, dt), cs_ref,
+                                              f"conv_step_chunk state{what}")
+
+                h = self.randn(b, c, N)
+                decays = np.exp(-np.abs(self.randn(n * b, c, N)))
+                hends = self.randn(n * b, c, N)
+                delta, delta64 = self.stored((b, S, c), dt, scale=0.5)
+                A, A64 = store(-np.exp(self.randn(c, N)), dt)
+                A64 = A64.astype(np.float64)
+                Bm, B64 = self.stored((b, S, N), dt)
+                Cm, C64 = self.stored((b, S, N), dt)
+                D, D64 = self.stored((c,), dt)
+                y_ref, hs_ref = ops.scan_step_chunk(h, decays, hends, x64, delta64, A64, B64,
+                                                    C64, D64, i32(positions), last, first,
+                                                    n * S, True)
+                y = kernel_harness.poisoned((b, S, c), dt)
+                hs = kernel_harness.poisoned((b, c, N), F32)
+                call("braid_k_scan_step_chunk", dt, h, decays, hends, x, delta, A, Bm, Cm, D,
+                     i32(positions), i32(last), y, hs, kernel_harness.scan(b, S, c, N, True),
+                     first, n * S)
+                self.close("scan_step_chunk", dt, y, y_ref, what)
+                self.close("scan_step_chunk state", F32, hs, hs_ref, what)
+
+                all_states, _ = self.stored((n * b, k - 1, c), dt)
+                taken = kernel_harness.poisoned((b, k - 1, c), dt)
+                call("braid_k_take_chunk_state", taken, all_states, i32(last), b, n, S,
+                     taken[0].nbytes)
+                np.testing.assert_array_equal(taken, ops.take_chunk_state(all_states, last, S),
+                                              f"take_chunk_state{what}")
+
+
 class ChunksOverRanks(Case):
     """The prompt of L rows split into n chunks, each computed as cp rank j
     computes it, against the whole prompt in one call: sequences at position
@@ -363,16 +417,32 @@ def abort_case(which):
         scan_step(F32, np.zeros((2, 4, 2), np.float32), x, x, np.zeros((4, 2), np.float32),
                   np.zeros((2, 3, 2), np.float32), np.zeros((2, 3, 2), np.float32),
                   np.zeros(4, np.float32), [0, 0], [-1, 0], False)
+    elif which == "chunk_last_past_prompt":
+        call("braid_k_conv_step_chunk", F32, np.zeros((2, 3, 4), np.float32),
+             np.zeros((2, 3, 4), np.float32), x, np.zeros((4, 4), np.float32), None,
+             i32([0, 0]), i32([2, 6]), np.zeros_like(x), np.zeros((2, 3, 4), np.float32),
+             2, 3, 4, 4, 3, 6)
+    elif which == "take_last_past_chunks":
+        call("braid_k_take_chunk_state", np.zeros((2, 4), np.float32),
+             np.zeros((4, 4), np.float32), i32([-2, 0]), 2, 2, 3, 16)
     print("returned")
 
 
 CPU_MESSAGES = {
     "conv_last_past_end": "braid: conv_step: last row 3 of sequence 1 is outside [0, 3)",
     "scan_last_negative": "braid: scan_step: last row -1 of sequence 0 is outside [0, 3)",
+    "chunk_last_past_prompt":
+        "braid: conv_step_chunk: last row 6 of sequence 1 is outside [0, 6)",
+    "take_last_past_chunks":
+        "braid: take_chunk_state: last row -2 of sequence 0 is outside [0, 6)",
 }
 DEVICE_MESSAGES = {
     "conv_last_past_end": "conv_step/scan_step: last row 3 of sequence 1 is out of range [0, 3)",
     "scan_last_negative": "conv_step/scan_step: last row -1 of sequence 0 is out of range [0, 3)",
+    "chunk_last_past_prompt":
+        "conv_step/scan_step: last row 6 of sequence 1 is out of range [0, 6)",
+    "take_last_past_chunks":
+        "conv_step/scan_step: last row -2 of sequence 0 is out of range [0, 6)",
 }
 
 

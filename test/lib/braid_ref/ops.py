@@ -661,6 +661,64 @@ def scan_step(state, x, delta, A, B, C, D, positions, last_rows=None,
 
 
 # --------------------------------------------------------------------------
+# A prefill's Mamba steps over context-parallel chunks of the prompt
+# (runtime_inference.h: braid_k_conv_step_chunk, _scan_step_chunk,
+# braid_k_take_chunk_state)
+# --------------------------------------------------------------------------
+
+def _chunk_rows(last_rows, nb, s, first_row: int, prompt_len: int, name):
+    """Each sequence's last row within the chunk [first_row, first_row + s) (outside
+    [0, s) when it lies in another chunk); every last row must lie in the prompt."""
+    last = np.asarray(last_rows)
+    _check(last.shape == (nb,), f"{name}: last_rows {last.shape} must be [{nb}]")
+    _check(bool(((last >= 0) & (last < prompt_len)).all()),
+           f"{name}: a last row lies outside [0, {prompt_len})")
+    return last - first_row
+
+
+def conv_step_chunk(state, halo, x, weight, bias, positions, last_rows, first_row: int,
+                    prompt_len: int):
+    """conv_step of the chunk of rows [first_row, first_row + S) after halo [B, K-1, C]
+    (the K-1 inputs before it; the first chunk starts from state, or zeros where
+    positions[b] == 0) -> (y, chunk_state): chunk_state[b] is conv_step's new state
+    where the sequence's last row falls in the chunk, zeros elsewhere."""
+    nb, s, _ = np.shape(x)
+    local = _chunk_rows(last_rows, nb, s, first_row, prompt_len, "conv_step_chunk")
+    before = halo if first_row > 0 else np.where(
+        (np.asarray(positions) == 0)[:, None, None], 0.0, _f64(state)).astype(x.dtype)
+    y, new = conv_step(before, x, weight, bias, np.ones(nb, np.int32), np.clip(local, 0, s - 1))
+    owned = (local >= 0) & (local < s)
+    return y, np.where(owned[:, None, None], new, 0.0).astype(new.dtype)
+
+
+def scan_step_chunk(state, decay_all, hend_all, x, delta, A, B, C, D, positions, last_rows,
+                    first_row: int, prompt_len: int, delta_softplus: bool = False):
+    """scan_step of chunk c = first_row / S from H_{c-1}: H_{-1} = state (0 where
+    positions[b] == 0), H_j = decay_all[j] H_{j-1} + hend_all[j] (decay_all, hend_all
+    [n B, D, N], chunk j at rows j B) -> (y, chunk_state): h after the sequence's last
+    row where it falls in the chunk, zeros elsewhere."""
+    nb, s, _ = np.shape(x)
+    local = _chunk_rows(last_rows, nb, s, first_row, prompt_len, "scan_step_chunk")
+    h = np.where((np.asarray(positions) == 0)[:, None, None], 0.0, _f64(state))
+    for j in range(first_row // s):
+        h = _f64(decay_all)[j * nb:(j + 1) * nb] * h + _f64(hend_all)[j * nb:(j + 1) * nb]
+    y, new = scan_step(h, x, delta, A, B, C, D, np.ones(nb, np.int32), np.clip(local, 0, s - 1),
+                       delta_softplus)
+    owned = (local >= 0) & (local < s)
+    return y, np.where(owned[:, None, None], new, 0.0)
+
+
+def take_chunk_state(chunk_states, last_rows, chunk_rows: int) -> np.ndarray:
+    """chunk_states [n B, ...] (chunk j at rows j B) -> [B, ...]: each sequence's from
+    the chunk holding its last row, chunk_states[(last_rows[b] / chunk_rows) B + b]."""
+    last = np.asarray(last_rows)
+    nb = last.shape[0]
+    _check(bool(((last >= 0) & (last < chunk_states.shape[0] // nb * chunk_rows)).all()),
+           "take_chunk_state: a last row lies outside the chunks")
+    return np.stack([chunk_states[(last[b] // chunk_rows) * nb + b] for b in range(nb)])
+
+
+# --------------------------------------------------------------------------
 # A KV cache split by sequence over context-parallel ranks
 # (runtime_inference.h: braid_k_cache_write_chunk, _attention_chunk, _merge)
 # --------------------------------------------------------------------------
