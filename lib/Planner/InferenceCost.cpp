@@ -231,10 +231,9 @@ PhaseTime InferenceCost::decodeStep(const ServeLayout &l, double batch, double c
     return peak() * cal.gemmEfficiency * rows / (rows + cal.gemmHalfDim);
   };
   PhaseTime t;
-  int64_t tpNodes = nodes(l.tp);
-  double tpReduce = allReduce(l.tp, tpNodes, b * h * act);
+  double tpReduce = allReduce(l.tp, nodes(l.tp), b * h * act);
   // Attention: its projections' weights, the batch's cache, the scores and
-  // the values over the context (FLOPs the batch's rows share no weights).
+  // the values over the context (each sequence its own: no weights shared).
   if (double n = stageLayers(l, Mixer::Attention)) {
     double kv = kvHeadsPerGpu(l.tp) * m.headDim;
     double params = 2 * h * q / l.tp + 2 * h * kv;
@@ -273,17 +272,10 @@ PhaseTime InferenceCost::decodeStep(const ServeLayout &l, double batch, double c
                 (touched * expert / shards + shared) * wb,
                 2 + double(m.sharedFfn > 0), rate(std::max(1.0, tokens * k / e))};
     addBlock(t, block, bandwidth, hw.kernelLaunch, n);
-    if (l.ep > 1) {
-      cost::Transfer a2a;
-      a2a.kind = cost::TransferKind::AllToAll;
-      a2a.ranks = l.dp * l.tp;
-      a2a.nodes = nodes(l.dp * l.tp);
-      a2a.bytes = b * k * h * act / l.tp;
-      t.ep += n * 2 * cost::estimate(a2a, hw).seconds;
-      t.tp += n * allReduce(l.tp, tpNodes, b * h * act) * double(m.sharedFfn > 0);
-    } else {
-      t.tp += n * tpReduce;
-    }
+    // With ep the experts' outputs come back by the combine; a shared
+    // expert (split over tp) still reduces its own.
+    t.ep += n * dispatchSeconds(l, b);
+    t.tp += n * (l.ep == 1 || m.sharedFfn > 0 ? tpReduce : 0);
   }
   // The output head on the last stage (the busiest one is costed whole).
   double head = double(m.vocab) * h / l.tp;
@@ -368,20 +360,25 @@ PhaseTime InferenceCost::stagePrefill(const ServeLayout &l, double prompts, doub
     addBlock(t, experts, bandwidth, launch, n);
     if (m.sharedFfn)
       addBlock(t, gemm(rows, mats * m.sharedFfn / l.tp, h), bandwidth, launch, n);
-    if (l.ep > 1) {
-      cost::Transfer a2a;
-      a2a.kind = cost::TransferKind::AllToAll;
-      a2a.ranks = l.dp * l.tp;
-      a2a.nodes = nodes(l.dp * l.tp);
-      a2a.bytes = rows * k * h * act / l.tp;
-      t.ep += n * 2 * cost::estimate(a2a, hw).seconds;
-    } else {
-      t.tp += n * tpReduce;
-    }
+    t.ep += n * dispatchSeconds(l, rows);
+    t.tp += n * (l.ep == 1 || m.sharedFfn > 0 ? tpReduce : 0);
   }
   // The head on each prompt's last token only.
   addBlock(t, gemm(prompts, double(m.vocab) / l.tp, h), bandwidth, launch, 1);
   return t;
+}
+
+double InferenceCost::dispatchSeconds(const ServeLayout &l, double rows) const {
+  if (l.ep <= 1)
+    return 0;
+  // Each rank of the stage sends its share of its tokens' k copies (the tp
+  // ranks of a replica hold the same tokens) and receives them back.
+  cost::Transfer a2a;
+  a2a.kind = cost::TransferKind::AllToAll;
+  a2a.ranks = l.dp * l.tp;
+  a2a.nodes = nodes(l.dp * l.tp);
+  a2a.bytes = rows * m.topK * m.hidden * 2.0 / l.tp;
+  return 2 * cost::estimate(a2a, hw).seconds;
 }
 
 double InferenceCost::hopSeconds(const ServeLayout &l, double bytes) const {

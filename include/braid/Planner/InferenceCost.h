@@ -162,6 +162,9 @@ private:
   /// the weights for both.
   PhaseTime stagePrefill(const ServeLayout &layout, double prompts, double tokens,
                          bool readsWeights = true) const;
+  /// An MoE layer's dispatch and combine of `rows` tokens a replica over
+  /// the ep ranks (0 without ep).
+  double dispatchSeconds(const ServeLayout &layout, double rows) const;
   /// One send of `bytes` between pipeline stages.
   double hopSeconds(const ServeLayout &layout, double bytes) const;
   /// Bytes of state one sequence holds in one Mamba layer on one GPU.
