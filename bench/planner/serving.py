@@ -58,6 +58,9 @@ def main():
     parser.add_argument("--rows", default="", help="only the rows whose id starts so")
     args = parser.parse_args()
     data = json.load(open(DATA))
+    print("groups: trt061 = TensorRT-LLM 0.6.1 at a fixed batch (static batching), trt05 = its "
+          "first token at batch 1 (0.5), trtperf = its in-flight batching at the largest batch "
+          "(perf-overview); model / published per row, nothing fitted")
     print(f"{'row':46s} {'hw':8s} {'layout':10s} {'batch':>6s} {'metric':12s} "
           f"{'published':>10s} {'model':>10s} {'ratio':>6s} {'error':>7s}")
     errors, groups = [], {}
@@ -68,7 +71,8 @@ def main():
         ratio = value / row["published"]
         error = 100 * (ratio - 1)
         errors.append(error)
-        group = row["id"].split("-")[0] + " " + row["metric"]
+        family = "moe" if "experts=" in row["model_spec"] else "dense"
+        group = f"{row['id'].split('-')[0]} {family} {row['metric']}"
         groups.setdefault(group, []).append(error)
         metric = {"output_tokens_per_s_per_gpu": "tok/s/GPU", "output_tokens_per_s": "tok/s",
                   "ttft_ms": "TTFT ms"}[row["metric"]]

@@ -9,11 +9,13 @@
 #   the model's ratios within 15% of both;
 # - a regression guard on the rows (deterministic: a change of a formula or a
 #   calibration that moves them fails here): median |error| at most 25%,
-#   every row within 150%. The issue's targets (median 10%, every row within
-#   25%) are not met yet: TensorRT-LLM 0.6's tensor-parallel FP8 rows on H100
-#   run 1.2-2.4x slower than the model, its first tokens at 128-token prompts
-#   take 3-4 ms more (the runtime's per-request cost, which the model leaves
-#   out), and the MoE rows of Qwen3-235B 1.7-1.9x slower (docs/planner.md).
+#   every row within 150%, and the dense rows of TensorRT-LLM's in-flight
+#   batching (Llama 3.1 8B, 3.3 70B, 3.1 405B on H100 and H200) at a median
+#   of 15% at most. The issue's targets (median 10%, every row within 25%)
+#   are not met yet: TensorRT-LLM 0.6's tensor-parallel FP8 rows on H100 run
+#   1.2-2.4x slower than the model, its first tokens at 128-token prompts
+#   take 3-19 ms more (the runtime's per-request cost, which the model leaves
+#   out), and the MoE rows of Qwen3-235B 1.4-2.1x slower (docs/planner.md).
 import os
 import re
 import shutil
@@ -31,8 +33,13 @@ m = re.search(r"^all: (\d+) rows, median \|error\| ([\d.]+)%, max ([\d.]+)%, "
 if not m:
     sys.exit("FAIL: no summary line")
 rows, median, worst = int(m[1]), float(m[2]), float(m[3])
-if rows < 46:
-    failures.append(f"{rows} rows, expected at least 46")
+if rows < 75:
+    failures.append(f"{rows} rows, expected at least 75")
+dense = re.search(r"^group trtperf dense output_tokens_per_s: (\d+) rows, median \|error\| "
+                  r"([\d.]+)%", out, re.M)
+if not dense or float(dense[2]) > 15.0:
+    failures.append("the dense in-flight rows' median |error| is past 15%" if dense else
+                    "no group line of the dense in-flight rows")
 if median > 25.0:
     failures.append(f"median |error| {median}% > 25%")
 if worst > 150.0:
