@@ -118,6 +118,7 @@ BRAID_CHOICE_OPTION(::mlir::braid::ShardPlan)
 BRAID_CHOICE_OPTION(::mlir::braid::CpAttention)
 BRAID_CHOICE_OPTION(::mlir::braid::CpLayout)
 BRAID_CHOICE_OPTION(::mlir::braid::CollectiveMatmulMode)
+BRAID_CHOICE_OPTION(::mlir::braid::SampleMode)
 
 #undef BRAID_CHOICE_OPTION
 

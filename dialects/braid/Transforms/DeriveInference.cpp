@@ -58,12 +58,18 @@ struct CacheSlots {
   SmallVector<RankedTensorType> types;
 };
 
+/// How prefill and decode sample (the pass's `sample` options).
+struct SamplingSpec {
+  SampleMode mode;
+  int64_t topKCap;
+};
+
 class InferenceDeriver {
 public:
   InferenceDeriver(ModuleOp module, func::FuncOp step, TokenShape train,
-                   int64_t context)
+                   int64_t context, std::optional<SamplingSpec> sampling)
       : module(module), symbols(module), step(step), train(train),
-        context(context) {}
+        context(context), sampling(sampling) {}
 
   /// Derives one program from the step.
   LogicalResult derive(const ProgramSpec &spec);
@@ -76,6 +82,7 @@ private:
   func::FuncOp step;
   TokenShape train;
   int64_t context;
+  std::optional<SamplingSpec> sampling;
 
   // Per program.
   const ProgramSpec *spec = nullptr;
@@ -105,6 +112,7 @@ private:
   LogicalResult replaceAttention(AttentionOp attention, Value positions,
                                  Value keyCache, Value valueCache);
   LogicalResult addPositionsAtOffsets(func::FuncOp entry, Value positions);
+  void appendSample(func::FuncOp entry);
   void declareState(StringRef name, RankedTensorType type);
 };
 
@@ -189,6 +197,7 @@ FailureOr<func::FuncOp> InferenceDeriver::cloneCallee(func::FuncOp callee,
   }
   func::FuncOp clone = callee.clone();
   clone.setSymName((callee.getSymName() + "." + spec->name).str());
+  setServedKind(clone, spec->kind);
   symbols.insert(clone, Block::iterator(callee));
   clones[callee] = clone;
   originals.insert(callee);
@@ -493,11 +502,37 @@ LogicalResult InferenceDeriver::derive(const ProgramSpec &program) {
     return failure();
   if (failed(retype(entry, inputs)) || failed(rewriteOutput(entry, last)))
     return failure();
+  if (cached && sampling)
+    appendSample(entry);
   if (cached && failed(threadCaches(entry, positions, last)))
     return failure();
   entry.setType(FunctionType::get(ctx, body.getArgumentTypes(),
                                   body.getTerminator()->getOperandTypes()));
   return success();
+}
+
+// The program's last op: each sequence's token from its logits, under its
+// own seed, step and parameters (arguments after the others).
+void InferenceDeriver::appendSample(func::FuncOp entry) {
+  Block &body = entry.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  Value logits = ret.getOperand(0);
+  auto type = cast<RankedTensorType>(logits.getType());
+  MLIRContext *ctx = entry.getContext();
+  auto perSequence = [&](Type element) {
+    return body.addArgument(RankedTensorType::get({type.getDimSize(0)}, element),
+                            entry.getLoc());
+  };
+  Type i64 = IntegerType::get(ctx, 64), f32 = Float32Type::get(ctx);
+  Value seeds = perSequence(i64), steps = perSequence(i64),
+        temperature = perSequence(f32),
+        topK = perSequence(IntegerType::get(ctx, 32)), topP = perSequence(f32);
+  OpBuilder b(ret);
+  auto ids = SampleOp::create(
+      b, ret.getLoc(), RankedTensorType::get({type.getDimSize(0)}, IntegerType::get(ctx, 32)),
+      logits, seeds, steps, temperature, topK, topP, type.getDimSize(1),
+      sampling->mode, sampling->topKCap, ArrayAttr());
+  ret->setOperands({logits, ids.getResult()});
 }
 
 void InferenceDeriver::eraseTrainingStep() {
@@ -537,7 +572,13 @@ struct BraidDeriveInferencePass
              << ": needs batch >= 1, context >= 1 and 1 <= prompt-len <= "
                 "context, found batch "
              << sequences << ", context " << rows << ", prompt-len " << prompt;
-    InferenceDeriver deriver(module, step, train, rows);
+    if (topKCap < 0)
+      return step.emitError(flag) << ": top-k-cap must be >= 0, found "
+                                  << static_cast<int64_t>(topKCap);
+    std::optional<SamplingSpec> sampling;
+    if (sample)
+      sampling = SamplingSpec{sampleMode, topKCap};
+    InferenceDeriver deriver(module, step, train, rows, sampling);
     ProgramSpec programs[] = {
         {EntryKind::Prefill, "prefill", {sequences, prompt}},
         {EntryKind::Decode, "decode", {sequences, 1}},

@@ -422,6 +422,11 @@ def BraidDeriveInferencePass
     Mamba layer) the last rows as extra arguments. The training step and
     what only it used are removed. `batch` = 0 keeps the step's batch, `context`
     = 0 the model's sequence length, `prompt-len` = 0 the context.
+
+    With `sample`, prefill and decode also take each sequence's `seeds`,
+    `steps` (i64 [B]), `temperature`, `top_k` and `top_p` ([B]) and end with
+    braid.sample of their logits (`sample-mode`, `top-k-cap`): they return
+    the logits and the ids [B] (i32).
   }];
   let options = [
     Option<"batch", "batch", "int64_t", /*default=*/"0",
@@ -430,6 +435,15 @@ def BraidDeriveInferencePass
            "KV cache rows per sequence (0: the model's sequence length)">,
     Option<"promptLen", "prompt-len", "int64_t", /*default=*/"0",
            "Rows of the prefill program's padded prompts (0: the context)">,
+    Option<"sample", "sample", "bool", /*default=*/"false",
+           "Prefill and decode end with braid.sample and also return its ids">,
+    Option<"sampleMode", "sample-mode", "::mlir::braid::SampleMode",
+           /*default=*/"::mlir::braid::SampleMode::Greedy",
+           "The exchanges braid.sample's split form runs (greedy, sample, "
+           "nucleus)">,
+    Option<"topKCap", "top-k-cap", "int64_t", /*default=*/"0",
+           "The largest top-k braid.sample draws (the candidates each rank "
+           "sends)">,
   ];
 }
 

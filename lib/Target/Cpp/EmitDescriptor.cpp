@@ -19,6 +19,30 @@ using namespace mlir::braid;
 
 namespace braid::cpp {
 
+/// braid.sample's per-sequence inputs, which the driver fills from its
+/// options and requests, or none.
+static std::optional<std::string> sampleInputRole(Operation *user, Value value) {
+  auto named = [&](ArrayRef<std::pair<Value, const char *>> operands)
+      -> std::optional<std::string> {
+    for (auto [operand, name] : operands)
+      if (operand == value)
+        return std::string(name);
+    return std::nullopt;
+  };
+  if (auto s = dyn_cast<SampleOp>(user))
+    return named({{s.getSeeds(), "seeds"}, {s.getSteps(), "steps"},
+                  {s.getTemperature(), "temperature"}, {s.getTopK(), "top_k"},
+                  {s.getTopP(), "top_p"}});
+  if (auto m = dyn_cast<SampleMergeOp>(user))
+    return named({{m.getSeeds(), "seeds"}, {m.getSteps(), "steps"},
+                  {m.getTemperature(), "temperature"}, {m.getTopK(), "top_k"},
+                  {m.getTopP(), "top_p"}});
+  if (auto l = dyn_cast<SampleLocalOp>(user))
+    return named({{l.getTemperature(), "temperature"}, {l.getTopK(), "top_k"},
+                  {l.getTopP(), "top_p"}});
+  return std::nullopt;
+}
+
 /// How a step input is generated: tokens for an embedding, labels for the
 /// loss; both uniform below the vocabulary the model draws from. An
 /// inference program's positions and last rows are the driver's. A
@@ -77,6 +101,8 @@ static std::optional<std::string> inputRole(Value value) {
       if (scan.getLastRows() == value)
         return std::string("last_rows");
     }
+    if (std::optional<std::string> role = sampleInputRole(user, value))
+      return role;
     if (isa_and_nonnull<shard::ShardDialect, dist::DistDialect>(
             user->getDialect()) ||
         isa<ReshapeOp, TransposeOp>(user))
