@@ -14,7 +14,10 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <array>
 #include <chrono>
+#include <map>
+#include <optional>
 #include <cmath>
 
 using namespace braid;
@@ -196,99 +199,153 @@ static double transferSeconds(const InferenceCost &cost, const ServeLayout &pref
   return hw.collectiveLatency + link.stepLatency + bytes / (link.bytesPerSecond * senders);
 }
 
-ServeChoice plan::evaluateDisaggregated(const InferenceCost &cost, const ServeLayout &prefill,
-                                        const ServeLayout &decode,
-                                        const ServeSearchOptions &options,
-                                        int64_t prefillInstances) {
-  ServeChoice c;
-  c.disaggregated = true;
-  c.prefill = prefill;
-  c.decode = decode;
-  for (const ServeLayout *l : {&prefill, &decode})
-    if (std::string why = cost.check(*l); !why.empty()) {
-      c.est.invalidReason = why;
-      return c;
-    }
-  int64_t output = cost.workload().output;
-  double promptRate = cost.prefillRate(prefill, 1);
-  int64_t pg = prefill.gpus(), dg = decode.gpus();
-  // The split: the given count of prefill instances, or the one that
-  // balances the prompts prefilled with the tokens decoded (with a rate:
-  // the fewest prefill instances that keep up with it).
-  Evaluator ev{cost, options, false};
-  auto at = [&](int64_t np) {
-    ServeChoice s = c;
-    s.prefillInstances = np;
-    s.decodeInstances = (options.gpus - np * pg) / dg;
-    // The batch and the rate are the cluster's: each decode instance takes
-    // its share.
-    int64_t instances = std::max<int64_t>(1, s.decodeInstances);
-    ServeSearchOptions perInstance = options;
-    if (options.batch > 0)
-      perInstance.batch = std::max<int64_t>(1, options.batch / instances);
-    Evaluator one{cost, perInstance, false};
-    double need = options.rate * output / instances;
-    ServeEstimate d = one.choose(decode, need);
-    s.est = d;
-    if (s.decodeInstances < 1) {
-      s.est.valid = false;
-      s.est.invalidReason = "no GPUs left for decode";
-      return s;
-    }
-    double tokens = std::min(np * promptRate * output, s.decodeInstances * d.tokensPerSecond);
-    s.est.batch = d.batch * s.decodeInstances;
-    s.est.tokensPerSecond = tokens;
-    s.est.tokensPerSecondPerGpu = tokens / options.gpus;
-    s.transferSeconds = transferSeconds(cost, prefill, decode, options.gpus);
-    PhaseTime p = cost.prefill(prefill, 1, cost.workload().prompt);
-    s.est.prefill = p;
-    s.est.ttftSeconds = p.total() + s.transferSeconds;
-    MemoryUse pm = cost.memory(prefill, 1);
-    if (pm.total() > d.memory.total())
-      s.est.memory = pm;
-    if (pm.total() > cost.hardware().memoryBytes) {
-      s.est.valid = false;
-      s.est.invalidReason = "the prefill layout does not fit";
-    }
-    if (options.rate > 0 && np * promptRate < options.rate) {
-      s.est.valid = false;
-      s.est.invalidReason = "its prefill instances do not keep up with the rate";
-    }
-    if (s.est.valid && options.objective == ServeObjective::Targets && !ev.withinTargets(s.est)) {
-      s.est.valid = false;
-      s.est.invalidReason = "misses the latency targets";
-    }
+namespace {
+/// A prefill instance's figures, which no split changes.
+struct PrefillSide {
+  double promptRate = 0; ///< prompts per second
+  PhaseTime time;        ///< a prompt's prefill
+  MemoryUse memory;
+};
+} // namespace
+
+static PrefillSide prefillSide(const InferenceCost &cost, const ServeLayout &prefill) {
+  return {cost.prefillRate(prefill, 1), cost.prefill(prefill, 1, cost.workload().prompt),
+          cost.memory(prefill, 1)};
+}
+
+static ServeEstimate decodeSideAt(const InferenceCost &cost, const ServeLayout &decode,
+                                  const ServeSearchOptions &options, int64_t instances) {
+  ServeSearchOptions perInstance = options;
+  if (options.batch > 0)
+    perInstance.batch = std::max<int64_t>(1, options.batch / instances);
+  Evaluator one{cost, perInstance, false};
+  return one.choose(decode, options.rate * cost.workload().output / instances);
+}
+
+/// Decode sides already evaluated, by layout and number of instances (a
+/// search meets the same ones for many prefill layouts).
+using DecodeMemo = std::map<std::array<int64_t, 6>, ServeEstimate>;
+
+/// A decode instance at the batch the options ask for, with the cluster's
+/// batch or rate shared by `instances` of them.
+static ServeEstimate decodeSide(const InferenceCost &cost, const ServeLayout &decode,
+                                const ServeSearchOptions &options, int64_t instances,
+                                DecodeMemo *memo = nullptr) {
+  instances = std::max<int64_t>(1, instances);
+  std::array<int64_t, 6> key{decode.tp, decode.pp, decode.ep, decode.dp, decode.cp, instances};
+  if (memo)
+    if (auto it = memo->find(key); it != memo->end())
+      return it->second;
+  ServeEstimate e = decodeSideAt(cost, decode, options, instances);
+  if (memo)
+    (*memo)[key] = e;
+  return e;
+}
+
+/// The two sides combined on `np` prefill instances and the decode
+/// instances the rest of the cluster holds; `shared`: the decode side when
+/// it does not depend on their number (no batch or rate to share).
+static ServeChoice combine(const InferenceCost &cost, const ServeLayout &prefill,
+                           const ServeLayout &decode, const ServeSearchOptions &options,
+                           const PrefillSide &p, const ServeEstimate *shared, int64_t np,
+                           DecodeMemo *memo = nullptr) {
+  ServeChoice s;
+  s.disaggregated = true;
+  s.prefill = prefill;
+  s.decode = decode;
+  s.prefillInstances = np;
+  s.decodeInstances = (options.gpus - np * prefill.gpus()) / decode.gpus();
+  s.est = shared ? *shared : decodeSide(cost, decode, options, s.decodeInstances, memo);
+  if (s.decodeInstances < 1) {
+    s.est.valid = false;
+    s.est.invalidReason = "no GPUs left for decode";
     return s;
-  };
+  }
+  int64_t output = cost.workload().output;
+  double tokens =
+      std::min(np * p.promptRate * output, s.decodeInstances * s.est.tokensPerSecond);
+  s.est.batch *= s.decodeInstances;
+  s.est.tokensPerSecond = tokens;
+  s.est.tokensPerSecondPerGpu = tokens / options.gpus;
+  s.transferSeconds = transferSeconds(cost, prefill, decode, options.gpus);
+  s.est.prefill = p.time;
+  s.est.ttftSeconds = p.time.total() + s.transferSeconds;
+  if (p.memory.total() > s.est.memory.total())
+    s.est.memory = p.memory;
+  if (p.memory.total() > cost.hardware().memoryBytes) {
+    s.est.valid = false;
+    s.est.invalidReason = "the prefill layout does not fit";
+  }
+  if (options.rate > 0 && np * p.promptRate < options.rate) {
+    s.est.valid = false;
+    s.est.invalidReason = "its prefill instances do not keep up with the rate";
+  }
+  Evaluator ev{cost, options, false};
+  if (s.est.valid && options.objective == ServeObjective::Targets && !ev.withinTargets(s.est)) {
+    s.est.valid = false;
+    s.est.invalidReason = "misses the latency targets";
+  }
+  return s;
+}
+
+/// The split of the cluster between the two sides: the given count of
+/// prefill instances, the fewest that keep up with a rate, or the count
+/// that gives the most output tokens (the prompts prefilled against the
+/// tokens decoded).
+static ServeChoice split(const InferenceCost &cost, const ServeLayout &prefill,
+                         const ServeLayout &decode, const ServeSearchOptions &options,
+                         const PrefillSide &p, const ServeEstimate *shared,
+                         int64_t prefillInstances, DecodeMemo *memo = nullptr) {
+  int64_t pg = prefill.gpus(), dg = decode.gpus();
   if (prefillInstances > 0)
-    return at(prefillInstances);
+    return combine(cost, prefill, decode, options, p, shared, prefillInstances);
   int64_t most = (options.gpus - dg) / pg;
   if (most < 1) {
+    ServeChoice c;
+    c.disaggregated = true;
+    c.prefill = prefill;
+    c.decode = decode;
     c.est.invalidReason = "the cluster holds no prefill instance beside a decode instance";
     return c;
   }
   if (options.rate > 0)
-    return at(std::min<int64_t>(most, std::max<int64_t>(1, std::ceil(options.rate / promptRate))));
-  ServeChoice first = at(1);
-  if (!first.est.valid)
-    return first;
-  ServeChoice best = first;
-  int64_t lo = 1, hi = most;
-  // Output rate rises with np while prefill limits it, then falls: a
-  // ternary search over the integers, then the neighbours.
-  while (hi - lo > 2) {
-    int64_t m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
-    if (at(m1).est.tokensPerSecond < at(m2).est.tokensPerSecond)
-      lo = m1 + 1;
-    else
-      hi = m2 - 1;
+    return combine(cost, prefill, decode, options, p, shared,
+                   std::min<int64_t>(most, std::max<int64_t>(
+                                               1, std::ceil(options.rate / p.promptRate))),
+                   memo);
+  // With the decode side shared, the output for each count is arithmetic
+  // (with a batch shared among the decode instances, the count is chosen
+  // at one instance's rate, then the batch shared).
+  ServeEstimate once = shared ? *shared : decodeSide(cost, decode, options, 1, memo);
+  int64_t best = 1;
+  double bestTokens = -1, output = cost.workload().output;
+  for (int64_t np = 1; np <= most; ++np) {
+    double tokens = std::min(np * p.promptRate * output,
+                             double((options.gpus - np * pg) / dg) * once.tokensPerSecond);
+    if (tokens > bestTokens)
+      best = np, bestTokens = tokens;
   }
-  for (int64_t np = std::max<int64_t>(1, lo - 1); np <= std::min(most, hi + 1); ++np) {
-    ServeChoice s = at(np);
-    if (s.est.valid && (!best.est.valid || s.est.tokensPerSecond > best.est.tokensPerSecond))
-      best = s;
-  }
-  return best;
+  return combine(cost, prefill, decode, options, p, shared, best, memo);
+}
+
+ServeChoice plan::evaluateDisaggregated(const InferenceCost &cost, const ServeLayout &prefill,
+                                        const ServeLayout &decode,
+                                        const ServeSearchOptions &options,
+                                        int64_t prefillInstances) {
+  for (const ServeLayout *l : {&prefill, &decode})
+    if (std::string why = cost.check(*l); !why.empty()) {
+      ServeChoice c;
+      c.disaggregated = true;
+      c.prefill = prefill;
+      c.decode = decode;
+      c.est.invalidReason = why;
+      return c;
+    }
+  std::optional<ServeEstimate> shared;
+  if (options.batch == 0 && options.rate == 0)
+    shared = decodeSide(cost, decode, options, 1);
+  return split(cost, prefill, decode, options, prefillSide(cost, prefill),
+               shared ? &*shared : nullptr, prefillInstances);
 }
 
 /// Divisors of n up to `most`.
@@ -366,10 +423,26 @@ ServeSearchResult plan::searchServing(const InferenceCost &cost,
               decodes.push_back(l);
           }
       }
+    // Each side evaluated once; the pairs and their splits are arithmetic
+    // (but where a batch or a rate is shared among the decode instances).
+    std::vector<PrefillSide> prefillSides;
     for (const ServeLayout &p : prefills)
-      for (const ServeLayout &d : decodes)
-        if (p.gpus() + d.gpus() <= g)
-          keep(evaluateDisaggregated(cost, p, d, options));
+      prefillSides.push_back(prefillSide(cost, p));
+    bool sharedDecode = options.batch == 0 && options.rate == 0;
+    DecodeMemo memo;
+    std::vector<ServeEstimate> decodeSides;
+    for (const ServeLayout &d : decodes)
+      decodeSides.push_back(sharedDecode ? decodeSide(cost, d, options, 1) : ServeEstimate());
+    for (auto [p, ps] : llvm::zip_equal(prefills, prefillSides))
+      for (auto [d, ds] : llvm::zip_equal(decodes, decodeSides)) {
+        if (p.gpus() + d.gpus() > g)
+          continue;
+        if (sharedDecode && !ds.valid) {
+          ++result.evaluated;
+          continue;
+        }
+        keep(split(cost, p, d, options, ps, sharedDecode ? &ds : nullptr, 0, &memo));
+      }
   }
   int64_t output = cost.workload().output;
   llvm::stable_sort(all, [&](const ServeChoice &a, const ServeChoice &b) {

@@ -296,8 +296,12 @@ Error runInference(const InferenceContext &ctx, raw_ostream &os) {
   os << "braid-plan --inference: " << ctx.model.name << " ("
      << format("%.2f", ctx.model.parameters() / 1e9) << " B parameters, " << ctx.model.family
      << ") on " << ctx.gpus << " x " << ctx.hw.name << ", prompt " << w->prompt << ", output "
-     << w->output << ", " << serveDtypeName(w->dtype) << ", objective "
-     << serveObjectiveName(options->objective) << ", " << batching << " batching\n";
+     << w->output << ", " << serveDtypeName(w->dtype) << ", ";
+  if (options->rate > 0)
+    os << format("rate %g requests/s (ranked by latency)", options->rate);
+  else
+    os << "objective " << serveObjectiveName(options->objective);
+  os << ", " << batching << " batching\n";
   if (ctx.evaluate.empty())
     os << format("searched %llu layouts in %.3f s\n", (unsigned long long)result.evaluated,
                  result.seconds);
