@@ -480,7 +480,9 @@ ServeEstimate InferenceCost::continuous(const ServeLayout &l, int64_t batch,
              : 0;
   est.ttftSeconds = est.prefill.total();
   est.tpotSeconds = est.decode.total() + refillSeconds;
-  est.tokensPerSecond = l.dp * perReplica / est.tpotSeconds;
+  // Each sequence emits a token a step (fewer sequences than replicas leave
+  // some idle).
+  est.tokensPerSecond = est.batch / est.tpotSeconds;
   est.tokensPerSecondPerGpu = est.tokensPerSecond / l.gpus();
   return est;
 }
@@ -502,7 +504,7 @@ ServeEstimate InferenceCost::staticBatch(const ServeLayout &l, int64_t batch) co
   est.ttftSeconds = est.prefill.total();
   est.tpotSeconds = est.decode.total();
   double seconds = est.ttftSeconds + (w.output - 1) * est.tpotSeconds;
-  est.tokensPerSecond = l.dp * perReplica * w.output / seconds;
+  est.tokensPerSecond = double(batch) * w.output / seconds;
   est.tokensPerSecondPerGpu = est.tokensPerSecond / l.gpus();
   return est;
 }
