@@ -56,7 +56,8 @@ static cl::opt<std::string>
                       "prefilled together, then decoded to the end)"),
              cl::init("continuous"), cl::cat(inferenceCategory()));
 static cl::opt<bool> disaggregate("disaggregate",
-                                  cl::desc("Search separate prefill and decode layouts too"),
+                                  cl::desc("Search separate prefill and decode layouts too (default; "
+                                           "--disaggregate=false: colocated only)"),
                                   cl::init(true), cl::cat(inferenceCategory()));
 static cl::opt<int64_t> prefillChunk("prefill-chunk",
                                      cl::desc("Most prompt tokens a prefill pass takes"),
