@@ -55,10 +55,11 @@ static cl::opt<std::string>
              cl::desc("continuous (steady state, chunked prefill) or static (a batch "
                       "prefilled together, then decoded to the end)"),
              cl::init("continuous"), cl::cat(inferenceCategory()));
-static cl::opt<bool> disaggregate("disaggregate",
-                                  cl::desc("Search separate prefill and decode layouts too (default; "
-                                           "--disaggregate=false: colocated only)"),
-                                  cl::init(true), cl::cat(inferenceCategory()));
+static cl::opt<bool>
+    disaggregate("disaggregate",
+                 cl::desc("Search separate prefill and decode layouts too (default; "
+                          "--disaggregate=false: colocated only)"),
+                 cl::init(true), cl::cat(inferenceCategory()));
 static cl::opt<int64_t> prefillChunk("prefill-chunk",
                                      cl::desc("Most prompt tokens a prefill pass takes"),
                                      cl::init(8192), cl::cat(inferenceCategory()));
