@@ -77,15 +77,17 @@ if len(sys.argv) > 2:   # a child: one check under the environment it was given
         if ratio > 1:
             sys.exit(f"FAIL {mode} {what}: error {ratio:.3g} x the bound")
 
-    # Up to 16 rows f32 reads W once (few_rows_linear.cpp): the last two
-    # shapes split over threads (past 2^20 multiply-adds) and past one tile
-    # of accumulators (16384 / rows columns).
+    # f32 also runs with BRAID_LINEAR_ROWS_APART (decode's rows: W streamed
+    # 16 rows at a time, few_rows_linear.cpp): the last two shapes split over
+    # threads (past 2^20 multiply-adds) and past one tile of accumulators
+    # (16384 / rows columns).
     LINEAR = [(1, 1, 1), (3, 5, 7), (64, 768, 96), (33, 1031, 17), (256, 64, 300),
               (3, 67, 17000), (16, 70, 1100)]
     for tname, (code, uT, floor, draw, store, load, sdt) in TYPES.items():
         shapes = LINEAR if tname == "f32" else LINEAR + [(1100, 40, 1600)]
         for rows, k, n in shapes:
-            for tw in (0, 1):
+            for flags in (0, 1, 2, 3) if tname == "f32" else (0, 1):
+                tw = flags & 1
                 for with_bias in (False, True):
                     x = draw((rows, k))
                     w = draw((n, k) if tw else (k, n))
@@ -94,13 +96,13 @@ if len(sys.argv) > 2:   # a child: one check under the environment it was given
                     bs = store(b) if with_bias else None
                     ys = np.empty((rows, n), sdt)
                     lib.braid_k_linear(None, code, ptr(xs), ptr(ws), ptr(bs) if with_bias else None,
-                                       ptr(ys), rows, k, n, tw)
+                                       ptr(ys), rows, k, n, flags)
                     y = load(ys).astype(np.float64)
                     w64 = w.astype(np.float64).T if tw else w.astype(np.float64)
                     ref = x.astype(np.float64) @ w64
                     if with_bias:
                         ref = ref + b
-                    check(f"{tname} linear {rows}x{k}x{n} tw={tw} bias={with_bias}", y, ref,
+                    check(f"{tname} linear {rows}x{k}x{n} flags={flags} bias={with_bias}", y, ref,
                           np.abs(x.astype(np.float64)) @ np.abs(w64), k, uT, floor, b)
         BMM = [(1, 4, 6, 5), (3, 64, 128, 32), (2, 17, 300, 9)]
         for batch, m, k, n in BMM if tname == "f32" else BMM + [(2, 530, 24, 1540)]:

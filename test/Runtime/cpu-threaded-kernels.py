@@ -8,8 +8,9 @@
 #                     only: the library's sum order may change with its
 #                     thread count (OpenBLAS on a Sapphire Rapids Xeon does
 #                     for these shapes, in bf16 and f32 alike);
-#   linear of up to 16 rows in f32 (few_rows_linear.cpp, a decode step's):
-#                     output columns over the threads, W read once;
+#   linear in f32 with BRAID_LINEAR_ROWS_APART (a decode step's rows:
+#                     few_rows_linear.cpp): output columns over the threads,
+#                     W read once per 16 rows;
 #   rms_norm, layer_norm and their gradients: rows over the threads, then
 #                     (gradients) dgamma / dbeta's columns over the threads.
 # Checked:
@@ -45,9 +46,10 @@ SIGS = {
 }
 # (batch, m, k, n): batches that split evenly over 2 threads and not.
 GEMMS = [(4, 96, 128, 100), (6, 64, 200, 96), (5, 80, 160, 90), (3, 128, 96, 120)]
-# (rows, k, n) of a linear with a bias: one row, and 16 rows past one tile
-# of accumulators (16384 / rows columns), n not a multiple of 16.
-LINEARS = [(1, 300, 9000), (16, 200, 1100), (5, 129, 3001)]
+# (rows, k, n) of a linear with a bias: one row, 16 rows past one tile of
+# accumulators (16384 / rows columns), n not a multiple of 16, and 37 rows
+# (three passes over W).
+LINEARS = [(1, 300, 9000), (16, 200, 1100), (5, 129, 3001), (37, 64, 700)]
 NORMS = [(300, 768), (97, 1031), (4100, 40)]
 EPS = 1e-5
 
@@ -102,8 +104,9 @@ def child(lib_path, out_path):
             x, w, b = arrays
             rows, k, n = (int(v) for v in label.split()[1].split("x"))
             y = np.zeros((rows, n), np.float32)
+            # BRAID_LINEAR_ROWS_APART (2) with the transpose flag (1).
             lib.braid_k_linear(None, F32, ptr(x), ptr(w), ptr(b), ptr(y), rows, k, n,
-                               int(label[-1]))
+                               2 | int(label[-1]))
             results[label] = y
             continue
         x, g, b, dy = arrays

@@ -18,10 +18,12 @@
 
 // Each program has its own clone of the layer, with the positions and its
 // caches as extra arguments: keys are written rotated, values as they are,
-// and the queries attend over the cache.
+// and the queries attend over the cache. Each clone is marked with the kind
+// of program it serves.
 // CHECK-LABEL: func.func private @llama_layer.prefill(
 // CHECK-SAME: %arg0: tensor<2x16x64xf32>
 // CHECK-SAME: %[[POS:arg10]]: tensor<2xi32>, %[[KC:arg11]]: tensor<2x16x2x16xf32>, %[[VC:arg12]]: tensor<2x16x2x16xf32>) -> tensor<2x16x64xf32>
+// CHECK-SAME: attributes {braid.serves = "prefill"}
 // CHECK: %[[K:.*]] = braid.cache_write %[[KC]], %{{.*}}, %[[POS]] {rope_theta = 1.000000e+04 : f64} : tensor<2x16x2x16xf32>, tensor<2x16x2x16xf32>, tensor<2xi32>
 // CHECK: %[[V:.*]] = braid.cache_write %[[VC]], %{{.*}}, %[[POS]] : tensor<2x16x2x16xf32>, tensor<2x16x2x16xf32>, tensor<2xi32>
 // CHECK: braid.cache_attention %{{.*}}, %[[K]], %[[V]], %[[POS]] {rope_theta = 1.000000e+04 : f64} : tensor<2x16x4x16xf32>, tensor<2x16x2x16xf32>, tensor<2x16x2x16xf32>, tensor<2xi32> -> tensor<2x16x4x16xf32>
@@ -29,7 +31,7 @@
 
 // CHECK-LABEL: func.func private @llama_layer.decode(
 // CHECK-SAME: %arg0: tensor<2x1x64xf32>
-// CHECK-SAME: -> tensor<2x1x64xf32>
+// CHECK-SAME: -> tensor<2x1x64xf32> attributes {braid.serves = "decode"}
 // CHECK: braid.cache_write {{.*}} : tensor<2x16x2x16xf32>, tensor<2x1x2x16xf32>, tensor<2xi32>
 // CHECK: braid.cache_attention {{.*}} -> tensor<2x1x4x16xf32>
 

@@ -80,6 +80,21 @@ static LogicalResult verifyEntry(Operation *op, NamedAttribute attr) {
   return success();
 }
 
+static LogicalResult verifyServes(Operation *op, NamedAttribute attr) {
+  auto func = dyn_cast<func::FuncOp>(op);
+  if (!func)
+    return attrError(op, attr) << "must be on a func.func";
+  auto kind = dyn_cast<StringAttr>(attr.getValue());
+  if (!kind || !symbolizeEntryKind(kind.getValue()))
+    return attrError(op, attr)
+           << "must be one of \"train_step\", \"forward\", "
+           << "\"prefill\" or \"decode\", found " << attr.getValue();
+  if (func.isPublic())
+    return attrError(op, attr)
+           << "marks a private function (an entry point is braid.entry)";
+  return success();
+}
+
 /// A flat dictionary of scalars and arrays of scalars; `name` and `family`
 /// are required so that tools can say what they are looking at.
 static LogicalResult verifyModel(Operation *op, NamedAttribute attr) {
@@ -292,6 +307,7 @@ using AttrVerifier = LogicalResult (*)(Operation *, NamedAttribute);
 static AttrVerifier lookupVerifier(StringRef name) {
   return llvm::StringSwitch<AttrVerifier>(name)
       .Case(kEntryAttrName, verifyEntry)
+      .Case(kServesAttrName, verifyServes)
       .Case(kModelAttrName, verifyModel)
       .Case(kAxesAttrName, verifyAxes)
       .Cases(kSplitAttrName, kGlobalShapeAttrName, verifyLayout)

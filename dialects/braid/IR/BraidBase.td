@@ -37,6 +37,12 @@ def Braid_Dialect : Dialect {
     // The program an entry function is (EntryKind's keyword) on a func.func
     // (EntryPoints.h).
     "::mlir::StringAttr":$entry,
+    // The one kind of program a private function is called from (EntryKind's
+    // keyword): --braid-derive-inference clones the step's callees once per
+    // program, and marks each clone with it (EntryPoints.h:
+    // getProgramKind). Its kernel calls may depend on it (a decode step's
+    // linears: braid_k_linear's BRAID_LINEAR_ROWS_APART).
+    "::mlir::StringAttr":$serves,
     // The model's hyper-parameters on the module: a flat dictionary of
     // scalars and arrays of scalars with a string `name` and `family`.
     "::mlir::DictionaryAttr":$model,

@@ -20,6 +20,18 @@ void mlir::braid::setEntryKind(func::FuncOp func, EntryKind kind) {
                 StringAttr::get(func.getContext(), stringifyEntryKind(kind)));
 }
 
+std::optional<EntryKind> mlir::braid::getProgramKind(func::FuncOp func) {
+  if (std::optional<EntryKind> kind = getEntryKind(func))
+    return kind;
+  auto mark = func->getAttrOfType<StringAttr>(kServesAttrName);
+  return mark ? symbolizeEntryKind(mark.getValue()) : std::nullopt;
+}
+
+void mlir::braid::setServedKind(func::FuncOp func, EntryKind kind) {
+  func->setAttr(kServesAttrName,
+                StringAttr::get(func.getContext(), stringifyEntryKind(kind)));
+}
+
 /// The only public function of `module` with a body, if it has exactly one.
 static func::FuncOp implicitEntry(ModuleOp module) {
   func::FuncOp found;

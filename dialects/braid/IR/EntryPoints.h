@@ -28,6 +28,13 @@ std::optional<EntryKind> getEntryKind(func::FuncOp func);
 /// Marks `func` as an entry point of `kind`.
 void setEntryKind(func::FuncOp func, EntryKind kind);
 
+/// The kind of program `func`'s body runs in: its entry kind, or the kind a
+/// private callee serves (braid.serves); nullopt when neither says.
+std::optional<EntryKind> getProgramKind(func::FuncOp func);
+
+/// Marks the private function `func` as called from programs of `kind` only.
+void setServedKind(func::FuncOp func, EntryKind kind);
+
 /// The entry points of `module` in module order, only those of `kind` when
 /// given. A module that marks no function (IR written by hand, as a C
 /// program's `main` is found by convention) has one implicit training step:

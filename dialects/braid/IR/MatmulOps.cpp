@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
 
 using namespace mlir;
 using namespace mlir::braid;
@@ -67,10 +68,16 @@ OpCost LinearOp::getCost() {
 
 LogicalResult LinearOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
   int64_t out = getOutFeatures();
+  // braid_k_linear's flags (runtime.h): in a decode program the rows are the
+  // step's sequences, whose results must not depend on the rows beside them.
+  int64_t flags = getTransposeWeight() ? 1 : 0; // BRAID_LINEAR_TRANSPOSE_W
+  auto func = (*this)->getParentOfType<func::FuncOp>();
+  if (func && getProgramKind(func) == EntryKind::Decode)
+    flags |= 2; // BRAID_LINEAR_ROWS_APART
   calls.push_back({"braid_k_linear",
                    {KernelArg::dtype(getType()), getInput(), getWeight(),
                     getBias(), getResult(), getNumElements(getResult()) / out,
-                    getInFeatures(), out, getTransposeWeight()}});
+                    getInFeatures(), out, flags}});
   return success();
 }
 

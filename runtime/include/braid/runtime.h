@@ -306,9 +306,15 @@ void braid_event_wait(braid_rt *rt, braid_event *event);
 void braid_k_embedding(braid_rt *rt, braid_dtype dt, braid_dtype index_dt, const void *tokens,
                        const void *table, const void *pos, void *out, int64_t num_tokens,
                        int64_t seq, int64_t vocab, int64_t hidden);
-/* y[rows, n] = x[rows, k] W (+ b), W = w[k, n] or w[n, k]^T. */
+/* braid_k_linear's flags. TRANSPOSE_W: W = w[n, k]^T. ROWS_APART: each row
+ * is a sequence of a decode step; a backend may then compute each row's
+ * outputs in a way that does not depend on how many rows come with it (the
+ * CPU streams W once per 16 rows instead of packing it for sgemm), so that a
+ * request's logits do not depend on the batch it shares. */
+enum { BRAID_LINEAR_TRANSPOSE_W = 1, BRAID_LINEAR_ROWS_APART = 2 };
+/* y[rows, n] = x[rows, k] W (+ b), W = w[k, n] or (flags & TRANSPOSE_W) w[n, k]^T. */
 void braid_k_linear(braid_rt *rt, braid_dtype dt, const void *x, const void *w, const void *b,
-                    void *y, int64_t rows, int64_t k, int64_t n, int32_t transpose_w);
+                    void *y, int64_t rows, int64_t k, int64_t n, int32_t flags);
 /* c[batch, m, n] = A[batch] B[batch], A = a[m, k] or a[k, m]^T, B = b[k, n] or b[n, k]^T. */
 void braid_k_batch_matmul(braid_rt *rt, braid_dtype dt, const void *a, const void *b, void *c,
                           int64_t batch, int64_t m, int64_t k, int64_t n, int32_t transpose_a,

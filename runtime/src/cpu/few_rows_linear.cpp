@@ -119,13 +119,18 @@ void transposedColumns(const float *x, const float *w, const float *bias, float 
 
 void braid::cpu::fewRowsLinear(const float *x, const float *w, const float *bias, float *y,
                                int64_t rows, int64_t k, int64_t n, bool transposeW) {
-  // Columns go to threads in blocks of 16 (a cache line of f32 outputs).
-  const int64_t blocks = (n + 15) / 16;
-  parallelForAbove(blocks, rows * k * n, kMinThreadedMacs, [&](int64_t begin, int64_t end) {
-    const int64_t j0 = begin * 16, j1 = std::min(n, end * 16);
-    if (transposeW)
-      transposedColumns(x, w, bias, y, rows, k, n, j0, j1);
-    else
-      rowMajorColumns(x, w, bias, y, rows, k, n, j0, j1);
-  });
+  for (int64_t r0 = 0; r0 < rows; r0 += kFewRows) {
+    const int64_t count = std::min(kFewRows, rows - r0);
+    const float *xs = x + r0 * k;
+    float *ys = y + r0 * n;
+    // Columns go to threads in blocks of 16 (a cache line of f32 outputs).
+    const int64_t blocks = (n + 15) / 16;
+    parallelForAbove(blocks, count * k * n, kMinThreadedMacs, [&](int64_t begin, int64_t end) {
+      const int64_t j0 = begin * 16, j1 = std::min(n, end * 16);
+      if (transposeW)
+        transposedColumns(xs, w, bias, ys, count, k, n, j0, j1);
+      else
+        rowMajorColumns(xs, w, bias, ys, count, k, n, j0, j1);
+    });
+  }
 }

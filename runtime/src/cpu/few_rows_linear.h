@@ -4,8 +4,11 @@
 // by every weight matrix: the product is bound by reading W once, and
 // sgemm's packing of W (a copy written and read again before the product)
 // took about as long as its kernel at one row (perf, llama 0.5B decode).
-// fewRowsLinear streams W from memory once, in its stored layout, and keeps
-// the rows' outputs in cache.
+// fewRowsLinear streams W from memory once per kFewRows rows, in its stored
+// layout, and keeps the rows' outputs in cache. braid_k_linear uses it for
+// the linears of decode programs (BRAID_LINEAR_ROWS_APART): a row's result
+// is the same whatever rows come with it, as sgemm's is for the others, so a
+// request's logits do not depend on the batch it shares.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,12 +19,11 @@
 
 namespace braid::cpu {
 
-/// Rows of x up to which fewRowsLinear is used instead of sgemm (measured on
-/// 1536 x 4096 f32 weights, 2 cores, best of 10: 1.4x sgemm's rate at one
-/// row, 2x at 16; bench/inference/README.md).
+/// Rows of x per pass over W (measured on 1536 x 4096 f32 weights, one
+/// thread, best of 10: 1.7x sgemm's rate at one row, 2x at 16).
 constexpr int64_t kFewRows = 16;
 
-/// y[r, :] = x[r, :] W (+ bias) for `rows` <= kFewRows rows: W is [k, n]
+/// y[r, :] = x[r, :] W (+ bias), kFewRows rows per pass over W: W is [k, n]
 /// row-major, or [n, k] when `transposeW`. Each output is one f32 sum over k
 /// in increasing order (fused multiply-adds), the bias added last, computed
 /// by one thread in the same order whatever the rank's thread count, so the

@@ -90,11 +90,8 @@ void gemm(const T *a, int64_t aRow, int64_t aCol, const T *b, int64_t bRow, int6
 
 /// y = x W (+ b) by BLAS: the bias is broadcast into y first and added by
 /// beta = 1, so that each output is one sgemm accumulation plus the bias.
-/// A few rows (a decode step's) read W once instead (few_rows_linear.h).
 void blasLinear(const float *x, const float *w, const float *bias, float *y, int64_t rows,
                 int64_t k, int64_t n, bool transposeW) {
-  if (rows <= kFewRows)
-    return fewRowsLinear(x, w, bias, y, rows, k, n, transposeW);
   if (bias)
     for (int64_t r = 0; r < rows; ++r)
       std::copy(bias, bias + n, y + r * n);
@@ -167,7 +164,15 @@ constexpr int64_t kMinThreadedMacs = int64_t(1) << 20;
 extern "C" {
 
 void braid_k_linear(braid_rt *, braid_dtype dt, const void *x, const void *w, const void *b,
-                    void *y, int64_t rows, int64_t k, int64_t n, int32_t transpose_w) {
+                    void *y, int64_t rows, int64_t k, int64_t n, int32_t flags) {
+  const bool transpose_w = flags & BRAID_LINEAR_TRANSPOSE_W;
+  // A decode step's rows (its sequences) in f32 stream W, a few rows per pass
+  // (few_rows_linear.h): the step is bound by reading W, which sgemm copies
+  // into packed panels first, and each row's result does not depend on the
+  // rows beside it.
+  if (dt == BRAID_F32 && useBlas() && (flags & BRAID_LINEAR_ROWS_APART))
+    return fewRowsLinear(in<float>(x), in<float>(w), b ? in<float>(b) : nullptr, out<float>(y),
+                         rows, k, n, transpose_w);
   if (dt == BRAID_F32 && useBlas())
     return blasLinear(in<float>(x), in<float>(w), b ? in<float>(b) : nullptr, out<float>(y),
                       rows, k, n, transpose_w);

@@ -240,8 +240,11 @@ void gemm(cudaStream_t stream, braid_dtype dt, const void *a, const void *b, con
 extern "C" {
 
 void braid_k_linear(braid_rt *rt, braid_dtype dt, const void *x, const void *w, const void *b,
-                    void *y, int64_t rows, int64_t k, int64_t n, int32_t transpose_w) {
-  braid::cuda::gemm(braid::cuda::streamOf(rt), dt, x, w, b, y, 1, rows, k, n, 0, transpose_w);
+                    void *y, int64_t rows, int64_t k, int64_t n, int32_t flags) {
+  // cuBLASLt's result for a row does not depend on the rows beside it at
+  // these sizes: BRAID_LINEAR_ROWS_APART needs nothing more.
+  braid::cuda::gemm(braid::cuda::streamOf(rt), dt, x, w, b, y, 1, rows, k, n, 0,
+                    flags & BRAID_LINEAR_TRANSPOSE_W);
 }
 
 void braid_k_batch_matmul(braid_rt *rt, braid_dtype dt, const void *a, const void *b, void *c,

@@ -1,6 +1,18 @@
 // RUN: braid-opt --braid-derive-inference %S/../../../examples/llama-tiny.mlir -o %t.mlir
 // RUN: braid-translate --braid-to-cpp --braid-program=prefill %t.mlir | FileCheck %s --check-prefix=PREFILL
 // RUN: braid-translate --braid-to-cpp --braid-program=decode %t.mlir | FileCheck %s --check-prefix=DECODE
+// RUN: braid-translate --braid-to-cpp --braid-program=decode %t.mlir | FileCheck %s --check-prefix=ROWS
+// RUN: braid-translate --braid-to-cpp --braid-program=prefill %t.mlir | FileCheck %s --check-prefix=PACKED
+
+// Every linear of the decode program, in its layer function (braid.serves =
+// "decode") as in the entry, passes BRAID_LINEAR_ROWS_APART (2): its rows
+// are the step's sequences. Prefill's pass no flag (the weights are not
+// transposed in either).
+// ROWS-NOT: braid_k_linear({{.*}}, {{[013]}});
+// ROWS-COUNT-5: braid_k_linear({{.*}}, 2);
+// ROWS-NOT: braid_k_linear(
+// PACKED-NOT: braid_k_linear({{.*}}, {{[123]}});
+// PACKED: braid_k_linear({{.*}}, 0);
 
 // Prefill writes each layer's keys (rotated) and values into the caches the
 // layer function receives as arguments, in place, and attends over them;
