@@ -2,7 +2,7 @@
 # compiled here with the host compiler so the test does not depend on the CMake
 # wiring of the runtime library.
 #
-# RUN: %ctypes_cxx -std=c++17 -O2 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/kernels.cpp %braid_src/runtime/src/cpu/matmul.cpp %braid_src/runtime/src/cpu/few_rows_linear.cpp %braid_src/runtime/src/cpu/blas.cpp %braid_src/runtime/src/cpu/attention.cpp %braid_src/runtime/src/cpu/attention_gemm.cpp %braid_src/runtime/src/cpu/scratch.cpp %braid_src/runtime/src/cpu/norms.cpp %braid_src/runtime/src/cpu/softmax.cpp %braid_src/runtime/src/cpu/loss.cpp %braid_src/runtime/src/cpu/mamba.cpp %braid_src/runtime/src/cpu/moe.cpp %braid_src/runtime/src/cpu/grad_moe.cpp %S/Inputs/fused.cpp -o %t.so
+# RUN: %ctypes_cxx -std=c++17 -O2 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/kernels.cpp %braid_src/runtime/src/cpu/matmul.cpp %braid_src/runtime/src/cpu/few_rows_linear.cpp %braid_src/runtime/src/cpu/thread_pool.cpp %braid_src/runtime/src/cpu/blas.cpp %braid_src/runtime/src/cpu/attention.cpp %braid_src/runtime/src/cpu/attention_gemm.cpp %braid_src/runtime/src/cpu/scratch.cpp %braid_src/runtime/src/cpu/norms.cpp %braid_src/runtime/src/cpu/softmax.cpp %braid_src/runtime/src/cpu/loss.cpp %braid_src/runtime/src/cpu/mamba.cpp %braid_src/runtime/src/cpu/moe.cpp %braid_src/runtime/src/cpu/grad_moe.cpp %S/Inputs/fused.cpp -o %t.so
 # RUN: %ctypes_python %s %t.so
 #
 # Error measure: rel(a, b) = max|a - b| / max(max|b|, tiny) per tensor, b the

@@ -4,7 +4,7 @@
 # the host compiler, so the test does not depend on the CMake wiring; the
 # harness (library loading, storage types, errors) is Inputs/kernel_harness.py.
 #
-# RUN: %ctypes_cxx -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/optimizer.cpp %braid_src/runtime/src/cpu/blas.cpp -o %t.so
+# RUN: %ctypes_cxx -std=c++17 -O1 -fPIC -shared -I%braid_src/runtime/include %braid_src/runtime/src/cpu/optimizer.cpp %braid_src/runtime/src/cpu/blas.cpp %braid_src/runtime/src/cpu/thread_pool.cpp -o %t.so
 # RUN: %ctypes_python %s %t.so
 #
 # Bounds: rel(a, b) = max|a - b| / max|b| per output tensor, b the float64

@@ -5,8 +5,8 @@
 // on threadsPerRank() threads, the caller's among them. Each output is still
 // computed by one thread in one order, so results do not depend on the thread
 // count: an N-rank run and its 1-rank reference stay comparable at any
-// --threads. Threads are started per call: the kernels split this way run for
-// milliseconds, against tens of microseconds to start a thread.
+// --threads. The ranges run on the rank's pool of threads (thread_pool.h),
+// started once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +14,7 @@
 #define BRAID_RUNTIME_CPU_PARALLEL_H
 
 #include "blas.h"
+#include "thread_pool.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -38,14 +39,8 @@ template <typename Work> void parallelForSlots(int64_t items, Work &&work) {
       work(int64_t(0), int64_t(0), items);
     return;
   }
-  std::vector<std::thread> pool;
-  pool.reserve(size_t(threads - 1));
   auto range = [&](int64_t i) { return items * i / threads; };
-  for (int64_t i = 1; i < threads; ++i)
-    pool.emplace_back([&, i] { work(i, range(i), range(i + 1)); });
-  work(int64_t(0), int64_t(0), range(1));
-  for (std::thread &t : pool)
-    t.join();
+  runTasks(threads, [&](int64_t i) { work(i, range(i), range(i + 1)); });
 }
 
 /// Calls work(begin, end) on disjoint ranges covering [0, items), at most
