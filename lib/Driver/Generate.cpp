@@ -131,8 +131,8 @@ LogicalResult lowerPrograms(ModuleOp module, const TrainingPipelineOptions &give
   }
   pipeline.optimizer = mlir::braid::OptimizerKind::None;
   // The logits stay split over the vocabulary unless --gather-logits says
-  // otherwise: the runtime samples from the blocks (sampling_parallel.h) and
-  // gathers them only to verify.
+  // otherwise: the program samples from the blocks (braid.sample's
+  // exchanges) and the runtime gathers them only to verify.
   pipeline.gatherLogits = given.gatherLogits.getNumOccurrences() && given.gatherLogits;
   const char *links = std::getenv("BRAID_LINK");
   pipeline.scheduleLink = links ? links : "";
@@ -254,6 +254,16 @@ int generateModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   derive.batch = generate.batch;
   derive.context = generate.context;
   derive.promptLen = promptLength(generate);
+  // Sampling is the programs' last op (braid.sample): on a vocabulary split,
+  // its exchanges are dist ops of the program. Its schedule follows the
+  // options: one exchange for greedy, three for temperature and top-k, the
+  // top-p search's twelve for top-p alone.
+  derive.sample = true;
+  derive.sampleMode = generate.temperature <= 0 ? mlir::braid::SampleMode::Greedy
+                      : generate.topK <= 0 && generate.topP < 1
+                          ? mlir::braid::SampleMode::Nucleus
+                          : mlir::braid::SampleMode::Sample;
+  derive.topKCap = generate.topK;
   pm.addPass(mlir::braid::createBraidDeriveInferencePass(derive));
   if (failed(pm.run(module)))
     return 1;

@@ -19,7 +19,7 @@
 // not depend on the batch. Requests run in waves of B: prefill (tokens
 // padded with 0, positions 0, last_rows = length - 1) samples token 0 from
 // its logits; decode steps (tokens [B,1] at positions length, length+1, ...)
-// sample tokens 1 to N-1 (sampling.h: greedy unless --temperature). The
+// sample tokens 1 to N-1 (sampling.h's semantics: greedy unless --temperature). The
 // free slots of the last wave hold a one-token prompt whose ids are dropped.
 //
 // A request is refused, with a message naming it on stderr and a line
@@ -56,10 +56,22 @@
 // (after sampling), so that a test sees --verify-forward fail; nothing else
 // reads it.
 //
+// Sampling is the programs' last op (braid.sample, --braid-derive-inference
+// sample=true): the driver gives each call its per-sequence seeds (seed +
+// request), steps and options (temperature and top-p as the f32 the op
+// reads) and reads the ids [B] the program returns after its logits; a
+// program without them is sampled here (sampleToken, or on split logits
+// sampleTokensParallel). --verify-forward also checks every drawn token
+// against sampleToken on the whole row ("verify: FAIL request R step T: the
+// program drew X, sampleToken Y").
+//
 // Several ranks: every rank runs the partitioned programs on its block of
-// each input (cut from the global tokens and positions) and gathers the
-// logits whole (gatherGlobal), so each samples the same ids; rank 0 prints
-// (every rank, prefixed, with --all-ranks).
+// each input (cut from the global tokens and positions); the program's
+// sampler exchanges a few words per row over the ranks that split the
+// vocabulary (dist ops), and the ids are gathered over the ranks that split
+// the batch, so every rank holds the same ids; logits are gathered whole
+// (gatherGlobal) only to verify; rank 0 prints (every rank, prefixed, with
+// --all-ranks).
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,21 +145,50 @@ double percentile(std::vector<double> values, double q) {
   return values[std::min(at, values.size() - 1)];
 }
 
+/// One input's global values: `count` elements of 4 or 8 bytes.
+struct GlobalInput {
+  const void *data = nullptr;
+  size_t count = 0;
+  int64_t elementBytes = 4;
+};
+
+/// braid.sample's per-sequence inputs of one call (--braid-derive-inference
+/// sample=true): each sequence's stream (seed + request), the token's step
+/// and the sampling options, rounded to the f32 the op reads.
+struct SampleInputs {
+  std::vector<int64_t> seeds, steps;
+  std::vector<float> temperature, topP;
+  std::vector<int32_t> topK;
+};
+
 /// The global inputs of a call, by the names the programs give them (a
 /// pipeline stage takes some of them).
 struct CallInputs {
   const std::vector<int32_t> *tokens, *positions, *lastRows;
+  const SampleInputs *sample = nullptr;
 
-  const std::vector<int32_t> &named(const char *name, const char *what) const {
+  GlobalInput named(const char *name, const char *what) const {
     std::string input = name ? name : "";
-    const std::vector<int32_t> *given = input == "tokens"      ? tokens
-                                        : input == "positions" ? positions
-                                        : input == "last_rows" ? lastRows
-                                                               : nullptr;
-    if (!given)
+    auto of = [](const auto *values) {
+      return values ? GlobalInput{values->data(), values->size(),
+                                  int64_t(sizeof(values->front()))}
+                    : GlobalInput{};
+    };
+    GlobalInput given = input == "tokens"      ? of(tokens)
+                        : input == "positions" ? of(positions)
+                        : input == "last_rows" ? of(lastRows)
+                                               : GlobalInput{};
+    if (sample && !given.data)
+      given = input == "seeds"         ? of(&sample->seeds)
+              : input == "steps"       ? of(&sample->steps)
+              : input == "temperature" ? of(&sample->temperature)
+              : input == "top_k"       ? of(&sample->topK)
+              : input == "top_p"       ? of(&sample->topP)
+                                       : GlobalInput{};
+    if (!given.data)
       fatal("%s: the program takes an input '%s' that generation does not give it", what,
             input.c_str());
-    return *given;
+    return given;
   }
 };
 
@@ -157,9 +198,10 @@ public:
   Generation(Session &s, const InferencePrograms &programs, const Shapes &shapes)
       : s(s), rt(s.rt.get()), programs(programs), shapes(shapes) {
     bound = teacherForcingBound(shapes.logitsDtype, shapes.layers, kVerifyTolerance);
-    options.temperature = s.args.temperature;
+    // As braid.sample reads them: temperature and top-p rounded to f32.
+    options.temperature = double(float(s.args.temperature));
     options.topK = s.args.topK;
-    options.topP = s.args.topP;
+    options.topP = double(float(s.args.topP));
   }
 
   /// Runs the requests that can run; false when --verify-forward failed.
@@ -177,7 +219,7 @@ public:
       if (s.args.verifyForward)
         verified &= verifyWave(wave);
     }
-    return verified;
+    return verified && drawnOk;
   }
 
   const Timings &timings() const { return times; }
@@ -189,8 +231,8 @@ private:
   /// A call's program run: its inputs placed and, on a stage that returns
   /// them, its logits live in their buffer until release().
   struct Launched {
-    std::optional<Persistent> logits;
-    braid_tensor_desc out{};
+    std::optional<Persistent> logits, ids;
+    braid_tensor_desc out{}, idsOut{};
   };
 
   /// Places the global int32 `inputs` (each of the program's inputs found
@@ -200,11 +242,18 @@ private:
     for (int32_t i = 0; i < program.num_inputs; ++i)
       placeInput(program.inputs[i], inputs.named(program.inputs[i].name, what), what);
     Launched launched;
-    if (program.num_outputs == 1) {
+    if (program.num_outputs >= 1) {
       launched.out = program.outputs[0];
       launched.out.name = "logits";
       launched.logits = placed(launched.out, "output");
       braid_rt_alloc(rt, launched.out.offset, launched.logits->bytes, "logits");
+    }
+    // braid.sample's ids [B] (i32), after the logits.
+    if (program.num_outputs == 2) {
+      launched.idsOut = program.outputs[1];
+      launched.idsOut.name = "ids";
+      launched.ids = placed(launched.idsOut, "output");
+      braid_rt_alloc(rt, launched.idsOut.offset, launched.ids->bytes, "ids");
     }
     rt->step = calls;
     setCurrentStep(calls);
@@ -215,18 +264,35 @@ private:
 
   /// Frees what launch() made live.
   void release(const braid_program &program, const Launched &launched, const char *what) {
+    if (launched.ids)
+      braid_rt_free(rt, launched.idsOut.offset, launched.ids->bytes);
     if (launched.logits)
       braid_rt_free(rt, launched.out.offset, launched.logits->bytes);
     for (int32_t i = 0; i < program.num_inputs; ++i)
-      braid_rt_free(rt, program.inputs[i].offset, numel(program.inputs[i]) * 4);
+      braid_rt_free(rt, program.inputs[i].offset,
+                    numel(program.inputs[i]) * braid_dtype_size(program.inputs[i].dtype));
     checkReturned(s, what, calls);
+  }
+
+  /// The ids [B] a program's braid.sample drew, whole on every rank of its
+  /// stage (gathered over the ranks that split the batch).
+  std::vector<int32_t> programIds(const Launched &launched) {
+    std::vector<char> whole = gatherGlobal(rt, "ids", rt->arena + launched.idsOut.offset,
+                                           BRAID_I32, launched.ids->layout);
+    std::vector<int32_t> ids(whole.size() / sizeof(int32_t));
+    std::memcpy(ids.data(), whole.data(), whole.size());
+    return ids;
   }
 
   /// Calls `program` and returns its `count` logits as f32, whole on every
   /// rank (gathered over the ranks that split them; a pipeline's last stage
-  /// shares them): what verification reads.
+  /// shares them): what verification reads. With `drawn`, also the token of
+  /// each of the wave's rows at `step`, the same on every rank: the
+  /// program's braid.sample's, else sampleToken's from the whole logits.
   std::vector<float> call(const braid_program &program, const CallInputs &inputs,
-                          int64_t count, const char *what) {
+                          int64_t count, const char *what,
+                          std::vector<int32_t> *drawn = nullptr,
+                          const std::vector<Request *> *wave = nullptr, int64_t step = 0) {
     Launched launched = launch(program, inputs, what);
     std::vector<float> values;
     if (launched.logits) {
@@ -235,9 +301,21 @@ private:
           gatherGlobal(rt, "logits", rt->arena + out.offset, out.dtype, launched.logits->layout);
       values = logitsAsF32(whole.data(), int64_t(whole.size()) / braid_dtype_size(out.dtype),
                            out.dtype);
+      if (drawn && launched.ids)
+        *drawn = programIds(launched);
+      else if (drawn)
+        for (size_t b = 0; b < wave->size(); ++b)
+          drawn->push_back(sampleToken(values.data() + b * size_t(shapes.vocab), shapes.vocab,
+                                       options, s.args.seed, (*wave)[b]->index, step));
+      if (drawn)
+        drawn->resize(wave->size());
     }
     release(program, launched, what);
     shareFromLastStage(rt, values, count);
+    if (drawn) {
+      shareFromLastStage(rt, *drawn, int64_t(wave->size()));
+      checkDrawn(*wave, values, *drawn, step);
+    }
     if (int64_t(values.size()) != count)
       fatal("%s: %zu logits, not the %lld expected", what, values.size(), (long long)count);
     return values;
@@ -254,7 +332,10 @@ private:
                                      const char *what) {
     Launched launched = launch(program, inputs, what);
     std::vector<int32_t> ids;
-    if (launched.logits) {
+    if (launched.ids) {
+      ids = programIds(launched);
+      ids.resize(wave.size());
+    } else if (launched.logits) {
       const Persistent &logits = *launched.logits;
       std::vector<char> local(size_t(logits.bytes));
       rt->backend->copyToHost(local.data(), rt->arena + launched.out.offset, logits.bytes);
@@ -287,20 +368,36 @@ private:
 
   /// Writes this rank's block of the global int32 tensor `global` to the
   /// input `desc`'s buffer (padding zero).
-  void placeInput(const braid_tensor_desc &desc, const std::vector<int32_t> &global,
+  void placeInput(const braid_tensor_desc &desc, const GlobalInput &global,
                   const char *what) {
-    if (int64_t(global.size()) != globalNumel(desc))
-      fatal("%s: input %s takes %lld elements, given %zu", what, desc.name,
-            (long long)globalNumel(desc), global.size());
+    if (int64_t(global.count) != globalNumel(desc) ||
+        global.elementBytes != braid_dtype_size(desc.dtype))
+      fatal("%s: input %s takes %lld elements of %lld bytes, given %zu of %lld", what,
+            desc.name, (long long)globalNumel(desc), (long long)braid_dtype_size(desc.dtype),
+            global.count, (long long)global.elementBytes);
     Persistent p = placed(desc, "input");
-    std::vector<int32_t> local(size_t(p.numel), 0);
+    std::vector<char> local(size_t(p.bytes), 0);
     std::vector<int64_t> globalShape = p.layout.global;
     for (const Placed &box : localSlice(rt, p).boxes)
-      copyBox({reinterpret_cast<const char *>(global.data()), globalShape, box.global.start, 0,
-               reinterpret_cast<char *>(local.data()), p.shape, box.local, 0, box.global.shape,
-               4});
+      copyBox({static_cast<const char *>(global.data), globalShape, box.global.start, 0,
+               local.data(), p.shape, box.local, 0, box.global.shape, global.elementBytes});
     braid_rt_alloc(rt, desc.offset, p.bytes, desc.name);
     rt->backend->copyToDevice(rt->arena + desc.offset, local.data(), p.bytes);
+  }
+
+  /// braid.sample's inputs for the wave's token `step` (free slots draw
+  /// as request 0 and are dropped).
+  SampleInputs sampleInputs(const std::vector<Request *> &wave, int64_t step) const {
+    const auto B = size_t(shapes.batch);
+    SampleInputs in;
+    in.seeds.assign(B, int64_t(s.args.seed));
+    for (size_t b = 0; b < wave.size(); ++b)
+      in.seeds[b] = int64_t(s.args.seed + uint64_t(wave[b]->index));
+    in.steps.assign(B, step);
+    in.temperature.assign(B, float(options.temperature));
+    in.topK.assign(B, int32_t(options.topK));
+    in.topP.assign(B, float(options.topP));
+    return in;
   }
 
   void runWave(const std::vector<Request *> &wave) {
@@ -312,7 +409,8 @@ private:
       lastRows[b] = int32_t(wave[b]->prompt.size()) - 1;
     }
     auto start = std::chrono::steady_clock::now();
-    step(*programs.prefill, {&tokens, &positions, &lastRows}, wave, 0, "prefill");
+    SampleInputs sample = sampleInputs(wave, 0);
+    step(*programs.prefill, {&tokens, &positions, &lastRows, &sample}, wave, 0, "prefill");
     times.prefillSeconds += secondsSince(start);
     for (int64_t t = 1; t < s.args.generate; ++t) {
       std::vector<int32_t> next(size_t(B), 0);
@@ -322,7 +420,8 @@ private:
         positions[size_t(b)] = int32_t((used ? wave[size_t(b)]->prompt.size() : 1) + t - 1);
       }
       start = std::chrono::steady_clock::now();
-      step(*programs.decode, {&next, &positions, nullptr}, wave, t, "decode");
+      sample = sampleInputs(wave, t);
+      step(*programs.decode, {&next, &positions, nullptr, &sample}, wave, t, "decode");
       times.decodeSeconds.push_back(secondsSince(start));
     }
   }
@@ -333,7 +432,10 @@ private:
   void step(const braid_program &program, const CallInputs &inputs,
             const std::vector<Request *> &wave, int64_t t, const char *what) {
     if (s.args.verifyForward || !s.args.logitsOut.empty()) {
-      sampleWave(wave, call(program, inputs, shapes.batch * shapes.vocab, what), t);
+      std::vector<int32_t> ids;
+      std::vector<float> logits =
+          call(program, inputs, shapes.batch * shapes.vocab, what, &ids, &wave, t);
+      keepWave(wave, logits, ids);
       return;
     }
     std::vector<int32_t> ids = callAndSample(program, inputs, wave, t, what);
@@ -341,16 +443,34 @@ private:
       wave[b]->ids.push_back(ids[b]);
   }
 
-  /// Samples each request's token `step` from its row of `logits` [B, V]
-  /// and keeps the row for verification.
-  void sampleWave(const std::vector<Request *> &wave, const std::vector<float> &logits,
-                  int64_t step) {
+  /// --verify-forward: each token the program drew (braid.sample, its
+  /// exchanges on a split vocabulary) is sampleToken's from the whole row.
+  void checkDrawn(const std::vector<Request *> &wave, const std::vector<float> &logits,
+                  const std::vector<int32_t> &ids, int64_t step) {
+    if (!s.args.verifyForward)
+      return;
+    for (size_t b = 0; b < wave.size(); ++b) {
+      const int32_t expected =
+          sampleToken(logits.data() + b * size_t(shapes.vocab), shapes.vocab, options,
+                      s.args.seed, wave[b]->index, step);
+      if (ids[b] == expected)
+        continue;
+      drawnOk = false;
+      if (s.talks)
+        std::printf("%sverify: FAIL request %lld step %lld: the program drew %d, sampleToken %d\n",
+                    s.prefix.c_str(), (long long)wave[b]->index, (long long)step, int(ids[b]),
+                    int(expected));
+    }
+  }
+
+  /// Keeps each request's drawn token and its row of `logits` [B, V] for
+  /// verification.
+  void keepWave(const std::vector<Request *> &wave, const std::vector<float> &logits,
+                const std::vector<int32_t> &ids) {
     for (size_t b = 0; b < wave.size(); ++b) {
       const float *row = logits.data() + b * size_t(shapes.vocab);
-      Request &request = *wave[b];
-      request.ids.push_back(
-          sampleToken(row, shapes.vocab, options, s.args.seed, request.index, step));
-      request.logits.emplace_back(row, row + shapes.vocab);
+      wave[b]->ids.push_back(ids[b]);
+      wave[b]->logits.emplace_back(row, row + shapes.vocab);
     }
   }
 
@@ -434,6 +554,7 @@ private:
   SamplingOptions options;
   Timings times;
   int64_t calls = 0;
+  bool drawnOk = true; ///< every drawn token was sampleToken's (checkDrawn)
 };
 
 /// The ids of every request and the summary line (rank 0, or every rank

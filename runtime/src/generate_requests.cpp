@@ -59,7 +59,7 @@ Shapes localShapes(const InferencePrograms &programs) {
     shapes.batch = globalDim(*positions, 0);
   if (const braid_tensor_desc *tokens = findInput(prefill, "tokens"))
     shapes.promptLen = globalDim(*tokens, 1);
-  if (prefill.num_outputs == 1 && prefill.outputs[0].rank == 2)
+  if (prefill.num_outputs >= 1 && prefill.outputs[0].rank == 2)
     shapes.vocab = globalDim(prefill.outputs[0], 1);
   for (int32_t i = 0; i < prefill.num_params; ++i)
     if (isKvCache(prefill.params[i].name) && prefill.params[i].rank >= 2)
@@ -69,11 +69,13 @@ Shapes localShapes(const InferencePrograms &programs) {
       shapes.context = globalDim(*tokens, 1);
   for (const braid_program *p : {programs.prefill, programs.decode, programs.forward})
     if (p && p->num_outputs > 0 &&
-        (p->num_outputs != 1 || !isLogitsType(p->outputs[0].dtype) ||
-         (prefill.num_outputs == 1 && p->outputs[0].dtype != prefill.outputs[0].dtype)))
+        (p->num_outputs > (p == programs.forward ? 1 : 2) ||
+         !isLogitsType(p->outputs[0].dtype) ||
+         (p->num_outputs == 2 && (p->outputs[1].dtype != BRAID_I32 || p->outputs[1].rank != 1)) ||
+         (prefill.num_outputs >= 1 && p->outputs[0].dtype != prefill.outputs[0].dtype)))
       fatal("generation reads logits of one float type; program %s's are not prefill's",
             p->name ? p->name : "?");
-  if (prefill.num_outputs == 1)
+  if (prefill.num_outputs >= 1)
     shapes.logitsDtype = prefill.outputs[0].dtype;
   shapes.layers = cacheLayers(prefill);
   return shapes;

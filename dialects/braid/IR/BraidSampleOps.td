@@ -39,8 +39,8 @@ def Braid_SamplePhaseAttr : EnumAttr<Braid_Dialect, Braid_SamplePhase, "sample_p
 def Braid_I64Tensor : StaticShapeTensorOf<[I64]>;
 def Braid_I32Tensor : StaticShapeTensorOf<[I32]>;
 
-def Braid_SampleOp : Braid_Op<"sample",
-    [Pure, Braid_ShardingRule, Braid_Cost, Braid_KernelCall]> {
+def Braid_SampleOp : Braid_InferredOp<"sample",
+    [Braid_ShardingRule, Braid_Cost, Braid_KernelCall]> {
   let summary = "each row's next token: greedy, temperature, top-k, top-p";
   let description = [{
     `logits` [B, V] (any float type, read as f32; columns at or past `vocab`

@@ -74,6 +74,19 @@ int64_t passFlops(int64_t rows, int64_t columns, int64_t passes) {
 // SampleOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult SampleOp::inferReturnTypes(MLIRContext *context,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto logits = dyn_cast<RankedTensorType>(adaptor.getLogits().getType());
+  if (!logits || logits.getRank() != 2)
+    return emitOptionalError(loc, "'braid.sample' op logits must be [B, V], found ",
+                             adaptor.getLogits().getType());
+  inferred.push_back(RankedTensorType::get({logits.getDimSize(0)},
+                                           IntegerType::get(context, 32)));
+  return success();
+}
+
 LogicalResult SampleOp::verify() {
   FailureOr<int64_t> rows = rowsOf(*this, getLogits());
   if (failed(rows) || failed(verifyCounts(*this, getVocab(), getTopKCap())))

@@ -18,7 +18,8 @@ using namespace mlir::braid;
 namespace {
 
 /// What keeps f32 whatever the target: the state a Mamba scan carries
-/// (braid.scan_step accumulates h in f32 from one call to the next), followed
+/// (braid.scan_step accumulates h in f32 from one call to the next) and
+/// braid.sample's temperature and top-p, followed
 /// from the scan back through its layer function's argument and the
 /// collectives before the call to the braid.state the entry reads.
 struct KeptF32 {
@@ -44,6 +45,12 @@ KeptF32 keptF32(ModuleOp module) {
       value = collective ? def->getOperand(0) : Value();
     }
   };
+  // braid.sample reads its temperature and top-p (the driver's options) as
+  // f32 whatever the logits' type.
+  module.walk([&](SampleOp sample) {
+    keep(sample.getTemperature());
+    keep(sample.getTopP());
+  });
   module.walk([&](ScanStepOp scan) {
     kept.values.insert(scan.getNewState());
     keep(scan.getState());
