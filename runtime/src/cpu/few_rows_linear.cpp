@@ -11,13 +11,14 @@
 //     each with the rows of x, in 16 interleaved partial sums (kk mod 16)
 //     added in a fixed tree, so the loop vectorizes without reassociation.
 // Either way an output's arithmetic is the same whichever thread computes
-// it. The functions are compiled for x86-64-v4 (AVX-512), v3 (AVX2 and FMA) and the baseline and the
-// loader picks the best the machine has (target_clones).
+// it. The loops are compiled for the machine's vectors (clones.h), with
+// explicit fused multiply-adds.
 //
 //===----------------------------------------------------------------------===//
 
 #include "few_rows_linear.h"
 
+#include "clones.h"
 #include "parallel.h"
 
 #include <algorithm>
@@ -34,14 +35,8 @@ constexpr int64_t kAccumulators = 16384;
 /// (starting threads costs tens of microseconds).
 constexpr int64_t kMinThreadedMacs = int64_t(1) << 20;
 
-#if defined(__x86_64__) && defined(__clang__)
-#define BRAID_FEW_ROWS_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define BRAID_FEW_ROWS_CLONES
-#endif
-
 /// y[r, j] for j in [j0, j1), W [k, n].
-BRAID_FEW_ROWS_CLONES
+BRAID_CPU_CLONES
 void rowMajorColumns(const float *x, const float *w, const float *bias, float *y, int64_t rows,
                      int64_t k, int64_t n, int64_t j0, int64_t j1) {
   alignas(64) float accumulators[kAccumulators];
@@ -82,7 +77,7 @@ void rowMajorColumns(const float *x, const float *w, const float *bias, float *y
 
 } // namespace
 
-BRAID_FEW_ROWS_CLONES
+BRAID_CPU_CLONES
 float braid::cpu::dotLanes(const float *a, const float *b, int64_t k) {
   float lane[16] = {};
   int64_t kk = 0;
@@ -97,7 +92,7 @@ float braid::cpu::dotLanes(const float *a, const float *b, int64_t k) {
   return lane[0];
 }
 
-BRAID_FEW_ROWS_CLONES
+BRAID_CPU_CLONES
 void braid::cpu::addScaled(float a, const float *x, float *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     y[i] = __builtin_fmaf(a, x[i], y[i]);
