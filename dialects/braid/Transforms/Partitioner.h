@@ -48,6 +48,16 @@ inline Value tensorAt(Operation *op, const ShardingRule &rule, unsigned t) {
 /// `argument #i of @f`, else its op and location.
 std::string describe(Value v);
 
+/// Records on `local` where each of its results lies in its global tensor
+/// (`braid.result_layouts`), for the emitted program's dumps.
+void recordLayouts(Operation *local, ArrayRef<ValueSharding> shardings,
+                   ArrayRef<RankedTensorType> globals, const Grid &grid);
+
+/// The sharding of tensor `t` of an op (rank `rank`; numbered as its rule
+/// numbers them) when its factors are split over `axes`.
+ValueSharding shardingOf(const ShardingRule &rule, ArrayRef<AxisList> axes,
+                         unsigned t, int64_t rank);
+
 /// The location without its name, for ops the partitioner adds (a NameLoc
 /// would make dumps show them under the name of the op they serve).
 inline Location plain(Location loc) {
