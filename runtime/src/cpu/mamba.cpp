@@ -16,7 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "clones.h"
 #include "mamba_halo.h"
+#include "mamba_scan.h"
 #include "parallel.h"
 #include "vexp.h"
 
@@ -63,15 +65,7 @@ void scanChunkImpl(const T *x, const T *delta, const T *A, const T *Bm, const T 
         if (softplus)
           dt = braid::softplus(dt);
         sdt += dt;
-        const float dtx = dt * xv;
-        const T *bt_ = Bm + bt * N;
-        const T *ct = Cm + bt * N;
-        float out = 0.0f;
-        // The state update vectorizes; the output's sum stays in n order.
-        for (int64_t n = 0; n < N; ++n)
-          h[n] = expLanes(dt * a[n]) * h[n] + dtx * braid::load(bt_, n);
-        for (int64_t n = 0; n < N; ++n)
-          out += braid::load(ct, n) * h[n];
+        const float out = scanStep(h, a, Bm + bt * N, Cm + bt * N, dt, xv, N);
         if (y)
           braid::store(y, bt * Di + d, out + skip * xv);
       }
@@ -86,6 +80,18 @@ void scanChunkImpl(const T *x, const T *delta, const T *A, const T *Bm, const T 
 }
 
 } // namespace
+
+// The state update vectorizes (one AVX-512 register at N = 16); the output's
+// sum stays in n order (scanStep).
+BRAID_CPU_CLONES
+void braid::cpu::updateScanState(float *h, const float *a, const float *b, float dt, float dtx,
+                                 int64_t N) {
+#ifdef __clang__
+#pragma clang fp contract(off) // the baseline's values in every clone
+#endif
+  for (int64_t n = 0; n < N; ++n)
+    h[n] = expLanes(dt * a[n]) * h[n] + dtx * b[n];
+}
 
 extern "C" {
 

@@ -4,8 +4,9 @@
 // layer's convolution and selective scan over each sequence's new rows,
 // continuing from the conv and SSM states its previous calls left and
 // writing them back in place at the sequence's last real row. The sums are
-// mamba.cpp's in the same order (conv1dHaloImpl, scanChunkImpl), so a decode
-// step computes what the whole-sequence forward computes at that row.
+// mamba.cpp's in the same order (conv1dHaloImpl; the scan's step is
+// mamba_scan.h's, shared with scanChunkImpl), so a decode step computes what
+// the whole-sequence forward computes at that row.
 //
 // Under context parallelism a prefill's steps run on one rank's chunk of the
 // prompt rows (braid_k_conv_step_chunk, braid_k_scan_step_chunk): the same
@@ -16,14 +17,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "clones.h"
 #include "common.h"
+#include "mamba_scan.h"
 #include "parallel.h"
-#include "vexp.h"
 
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 using namespace braid::cpu;
@@ -98,16 +97,6 @@ void convStepImpl(const T *state, const T *halo, const T *x, const T *w, const T
   }
 }
 
-/// h[n] = exp(dt a[n]) h[n] + dtx b[n] for n < N: one channel's state update,
-/// mamba.cpp's arithmetic (no fused multiply-adds) compiled for the machine's
-/// vectors (clones.h): at N = 16, one AVX-512 register.
-BRAID_CPU_CLONES
-void updateState(float *h, const float *a, const float *b, float dt, float dtx, int64_t N) {
-#pragma clang fp contract(off)
-  for (int64_t n = 0; n < N; ++n)
-    h[n] = expLanes(dt * a[n]) * h[n] + dtx * b[n];
-}
-
 /// The earlier chunks' zero-start decays and final states, through which a
 /// chunk's scan carries the state it starts from.
 struct ScanCarryIn {
@@ -146,20 +135,7 @@ void scanStepImpl(const float *state, ScanCarryIn carry, const T *x, const T *de
         float dt = braid::load(delta, bt * Di + d);
         if (softplus)
           dt = braid::softplus(dt);
-        const float dtx = dt * xv;
-        const T *bRow = Bm + bt * N;
-        const T *cRow = Cm + bt * N;
-        float out = 0.0f;
-        if constexpr (std::is_same_v<T, float>) {
-          updateState(h, a, bRow, dt, dtx, N);
-        } else {
-          float bv[kMaxState];
-          for (int64_t n = 0; n < N; ++n)
-            bv[n] = braid::load(bRow, n);
-          updateState(h, a, bv, dt, dtx, N);
-        }
-        for (int64_t n = 0; n < N; ++n)
-          out += braid::load(cRow, n) * h[n];
+        const float out = scanStep(h, a, Bm + bt * N, Cm + bt * N, dt, xv, N);
         braid::store(y, bt * Di + d, out + skip * xv);
         if (t == last)
           std::memcpy(newState + so, h, size_t(N) * sizeof(float));
