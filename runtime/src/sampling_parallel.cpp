@@ -40,18 +40,16 @@ std::vector<int32_t> sampleTokensParallel(const VocabBlock &block, const WordGat
   const RowParams p = rowParams(options);
   const int64_t cap =
       options.topK > 0 ? options.topK : (options.topP < 1 ? kNucleusCandidates : 0);
-  std::vector<int32_t> phases = {kPhaseMax};
-  if (options.temperature > 0 && block.vocab > 1) {
-    phases.push_back(kPhaseMass);
-    if (options.topK <= 0 && options.topP < 1) {
-      phases.insert(phases.end(), kSearchRounds, kPhaseSearch);
-      phases.push_back(kPhaseShares);
-    }
-    phases.push_back(kPhaseDraw);
-  }
+  const bool greedy = options.temperature <= 0 || block.vocab <= 1;
+  const Mode mode = greedy                                   ? kModeGreedy
+                    : options.topK <= 0 && options.topP < 1 ? kModeNucleus
+                                                             : kModeSample;
+  int32_t phases[kMaxPhases];
+  const int count = scheduleOf(mode, phases);
   std::vector<uint64_t> state;
   int64_t ranks = 1, words = 0;
-  for (int32_t phase : phases) {
+  for (int i = 0; i < count; ++i) {
+    const int32_t phase = phases[i];
     const int64_t perRow = wordsOf(phase, cap);
     std::vector<uint64_t> mine(size_t(rows * perRow));
     for (int64_t r = 0; r < rows; ++r)

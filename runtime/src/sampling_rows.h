@@ -255,6 +255,25 @@ BRAID_SAMPLING_HD inline int64_t wordsOf(int32_t phase, int64_t cap) {
   }
 }
 
+/// The schedules of braid.sample's modes (BraidSampleOps.td's SampleMode).
+enum Mode : int32_t { kModeGreedy = 0, kModeSample = 1, kModeNucleus = 2 };
+constexpr int kMaxPhases = 4 + kSearchRounds;
+
+/// The phases of `mode` into `phases` (kMaxPhases at most); their number.
+BRAID_SAMPLING_HD inline int scheduleOf(int64_t mode, int32_t phases[kMaxPhases]) {
+  int n = 0;
+  phases[n++] = kPhaseMax;
+  if (mode == kModeGreedy)
+    return n;
+  phases[n++] = kPhaseMass;
+  for (int i = 0; mode == kModeNucleus && i < kSearchRounds; ++i)
+    phases[n++] = kPhaseSearch;
+  if (mode == kModeNucleus)
+    phases[n++] = kPhaseShares;
+  phases[n++] = kPhaseDraw;
+  return n;
+}
+
 /// A row's state: the header words, then offset, kept mass and ties per rank.
 enum StateWord : int64_t {
   kToken = 0,   ///< the token once decided

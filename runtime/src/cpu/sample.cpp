@@ -53,20 +53,6 @@ int32_t tokenOf(const uint64_t *state, int64_t row) {
   return int32_t(state[kToken]);
 }
 
-/// The phases of `mode` (BraidSampleOps.td's SampleMode).
-std::vector<int32_t> scheduleOf(int64_t mode) {
-  std::vector<int32_t> phases = {kPhaseMax};
-  if (mode == 0)
-    return phases;
-  phases.push_back(kPhaseMass);
-  if (mode == 2) {
-    phases.insert(phases.end(), kSearchRounds, kPhaseSearch);
-    phases.push_back(kPhaseShares);
-  }
-  phases.push_back(kPhaseDraw);
-  return phases;
-}
-
 } // namespace
 
 extern "C" {
@@ -80,10 +66,13 @@ void braid_k_sample(braid_rt *, braid_dtype dt, const void *logits, const int64_
     const int64_t count = validColumns(vocab, 0, columns), cap = top_k_cap;
     std::vector<uint64_t> state(size_t(stateWords(1))), words;
     std::vector<Candidate> scratch(size_t(2 * cap));
+    int32_t phases[kMaxPhases];
+    const int scheduled = scheduleOf(mode, phases);
     for (int64_t r = 0; r < rows; ++r) {
       const RowParams p = paramsOf(temperature, top_k, top_p, r);
       const Block<RowOf<E>> block{{static_cast<const E *>(logits) + r * columns}, count, 0};
-      for (int32_t phase : scheduleOf(mode)) {
+      for (int i = 0; i < scheduled; ++i) {
+        const int32_t phase = phases[i];
         words.assign(size_t(wordsOf(phase, cap)), 0);
         localWords(phase, block, state.data(), 1, p, cap, words.data());
         auto own = [&](int64_t) { return words.data(); };

@@ -66,17 +66,8 @@ __global__ void sampleWholeKernel(const T *logits, const int64_t *seeds, const i
   auto *scratch = reinterpret_cast<rs::Candidate *>(words + rs::wordsOf(rs::kPhaseMass, cap));
   const rs::RowParams p = paramsOf(temperature, topK, topP, r);
   const rs::Block<DeviceRow<T>> block{{logits + r * columns}, validColumns(vocab, 0, columns), 0};
-  int32_t phases[4 + rs::kSearchRounds];
-  int n = 0;
-  phases[n++] = rs::kPhaseMax;
-  if (mode > 0) {
-    phases[n++] = rs::kPhaseMass;
-    for (int i = 0; mode == 2 && i < rs::kSearchRounds; ++i)
-      phases[n++] = rs::kPhaseSearch;
-    if (mode == 2)
-      phases[n++] = rs::kPhaseShares;
-    phases[n++] = rs::kPhaseDraw;
-  }
+  int32_t phases[rs::kMaxPhases];
+  const int n = rs::scheduleOf(mode, phases);
   for (int i = 0; i < n; ++i) {
     rs::localWords(phases[i], block, state, 1, p, cap, words);
     auto own = [words](int64_t) { return static_cast<const uint64_t *>(words); };
