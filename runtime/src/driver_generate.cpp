@@ -445,21 +445,29 @@ private:
 
   /// --verify-forward: each token the program drew (braid.sample, its
   /// exchanges on a split vocabulary) is sampleToken's from the whole row.
+  /// The test hook BRAID_TEST_SAMPLE_FAULT="R:T" judges request R's token at
+  /// step T as if the program had drawn the next id, so that a test sees the
+  /// check fail.
   void checkDrawn(const std::vector<Request *> &wave, const std::vector<float> &logits,
                   const std::vector<int32_t> &ids, int64_t step) {
     if (!s.args.verifyForward)
       return;
+    const char *hook = std::getenv("BRAID_TEST_SAMPLE_FAULT");
+    long long faultRequest = -1, faultStep = -1;
+    if (hook && std::sscanf(hook, "%lld:%lld", &faultRequest, &faultStep) != 2)
+      faultRequest = -1;
     for (size_t b = 0; b < wave.size(); ++b) {
       const int32_t expected =
           sampleToken(logits.data() + b * size_t(shapes.vocab), shapes.vocab, options,
                       s.args.seed, wave[b]->index, step);
-      if (ids[b] == expected)
+      const bool fault = faultRequest == wave[b]->index && faultStep == step;
+      if (ids[b] + (fault ? 1 : 0) == expected)
         continue;
       drawnOk = false;
       if (s.talks)
         std::printf("%sverify: FAIL request %lld step %lld: the program drew %d, sampleToken %d\n",
-                    s.prefix.c_str(), (long long)wave[b]->index, (long long)step, int(ids[b]),
-                    int(expected));
+                    s.prefix.c_str(), (long long)wave[b]->index, (long long)step,
+                    int(ids[b]) + (fault ? 1 : 0), int(expected));
     }
   }
 

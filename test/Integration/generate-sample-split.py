@@ -7,7 +7,8 @@
 # sampleToken Y" fails it), besides the grid against one rank. GPT's 97 words
 # split with padding (tp=2: blocks of 49; tp=4: blocks of 25), four requests in
 # two waves, in each schedule: top-k with top-p (3 all-gathers), top-p alone
-# (the search's 12) on tp=2; greedy (1) and temperature with top-p on tp=4.
+# (the search's 12) on tp=2; greedy (1) and temperature with top-p on tp=4;
+# and a token judged one id off (BRAID_TEST_SAMPLE_FAULT) failing --verify.
 import os
 import subprocess
 import sys
@@ -39,4 +40,16 @@ for grid, options in CASES:
     if not ok:
         print(r.stdout, r.stderr)
         failed = True
+
+# The check is not vacuous: a token judged one id off (the test hook
+# BRAID_TEST_SAMPLE_FAULT="R:T") fails --verify, naming request and step.
+r = subprocess.run(["braid-run", os.path.join(src, "examples", "gpt-tiny.mlir"), "--quiet",
+                    "--generate", "3", "--prompts", prompts, "--grid", "tp=2", "--verify",
+                    "--temperature", "0.9", "--top-k", "7"], capture_output=True, text=True,
+                   env=dict(env, BRAID_TEST_SAMPLE_FAULT="2:1"))
+ok = r.returncode != 0 and "verify: FAIL request 2 step 1: the program drew" in r.stdout
+print(f"a sampler fault: {'caught' if ok else 'NOT caught'}")
+if not ok:
+    print(r.stdout, r.stderr)
+    failed = True
 sys.exit(1 if failed else 0)
