@@ -85,11 +85,13 @@
 #include "sampling_parallel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 namespace braid::rt::driver {
 
@@ -681,9 +683,14 @@ int runGeneration(Session &s, const InferencePrograms &programs) {
   // stderr).
   if (s.ranks.rank != 0)
     return status;
-  if (!verified)
-    return 1;
-  return refused ? 2 : status;
+  const int verdict = !verified ? 1 : refused ? 2 : status;
+  // The other ranks have passed MPI_Finalize with this one and are leaving;
+  // a rank still leaving when this one exits non-zero is killed by mpirun
+  // (SIGTERM, noise on stderr; seen under load). They have nothing left to
+  // do but exit: give them the time.
+  if (verdict != 0 && s.ranks.size > 1)
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  return verdict;
 }
 
 } // namespace braid::rt::driver
