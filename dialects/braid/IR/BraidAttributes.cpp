@@ -66,30 +66,38 @@ static func::FuncOp lookupFunc(Operation *op, FlatSymbolRefAttr name) {
 // What a module and its functions are
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyEntry(Operation *op, NamedAttribute attr) {
+/// The function an EntryKind keyword (braid.entry, braid.serves) is on, or
+/// failure (reported) when it is not on one or names no kind.
+static FailureOr<func::FuncOp> funcWithEntryKind(Operation *op,
+                                                 NamedAttribute attr) {
   auto func = dyn_cast<func::FuncOp>(op);
-  if (!func)
-    return attrError(op, attr) << "must be on a func.func";
+  if (!func) {
+    attrError(op, attr) << "must be on a func.func";
+    return failure();
+  }
   auto kind = dyn_cast<StringAttr>(attr.getValue());
-  if (!kind || !symbolizeEntryKind(kind.getValue()))
-    return attrError(op, attr)
-           << "must be one of \"train_step\", \"forward\", "
-           << "\"prefill\" or \"decode\", found " << attr.getValue();
-  if (func.isExternal() || !func.isPublic())
+  if (!kind || !symbolizeEntryKind(kind.getValue())) {
+    attrError(op, attr) << "must be one of \"train_step\", \"forward\", "
+                        << "\"prefill\" or \"decode\", found " << attr.getValue();
+    return failure();
+  }
+  return func;
+}
+
+static LogicalResult verifyEntry(Operation *op, NamedAttribute attr) {
+  FailureOr<func::FuncOp> func = funcWithEntryKind(op, attr);
+  if (failed(func))
+    return failure();
+  if (func->isExternal() || !func->isPublic())
     return attrError(op, attr) << "marks a public function with a body";
   return success();
 }
 
 static LogicalResult verifyServes(Operation *op, NamedAttribute attr) {
-  auto func = dyn_cast<func::FuncOp>(op);
-  if (!func)
-    return attrError(op, attr) << "must be on a func.func";
-  auto kind = dyn_cast<StringAttr>(attr.getValue());
-  if (!kind || !symbolizeEntryKind(kind.getValue()))
-    return attrError(op, attr)
-           << "must be one of \"train_step\", \"forward\", "
-           << "\"prefill\" or \"decode\", found " << attr.getValue();
-  if (func.isPublic())
+  FailureOr<func::FuncOp> func = funcWithEntryKind(op, attr);
+  if (failed(func))
+    return failure();
+  if (func->isPublic())
     return attrError(op, attr)
            << "marks a private function (an entry point is braid.entry)";
   return success();
