@@ -1,7 +1,7 @@
 # The kernels of a KV cache split by sequence over context-parallel ranks in
 # runtime/src/cuda (cache_context.cu: braid_k_cache_write_chunk,
 # braid_k_cache_attention_chunk, braid_k_cache_attention_merge) on the CUDA
-# emulation (runtime/cudasim), against braid_ref.ops and the one-rank cache
+# emulation (runtime/cudasim), against braid_ref.ops_inference and the one-rank cache
 # kernels: the cases and bounds of test/Kernels/cpu-cache-context.py
 # (Inputs/cache_context_cases.py there), every operand in device memory through
 # Inputs/device_shim.cpp, fatal errors through the device error record.

@@ -1,7 +1,7 @@
 # The KV cache and generation kernels of runtime/src/cuda (cache.cu:
 # braid_k_cache_write, braid_k_cache_attention, braid_k_take_rows,
 # braid_k_add_positions) on the CUDA emulation (runtime/cudasim), against
-# braid_ref.ops: the cases and bounds of test/Kernels/cpu-cache.py
+# braid_ref.ops_inference: the cases and bounds of test/Kernels/cpu-cache.py
 # (Inputs/cache_cases.py there), with every operand in device memory through
 # Inputs/device_shim.cpp, fatal errors through the device error record. Threads
 # and blocks run in both orders (a missing barrier changes the result in one

@@ -1,6 +1,6 @@
 # The KV cache and generation kernels of runtime/src/cpu (braid_k_cache_write,
 # braid_k_cache_attention, braid_k_take_rows, braid_k_add_positions:
-# runtime_inference.h) against braid_ref.ops; the cases and their bounds are
+# runtime_inference.h) against braid_ref.ops_inference; the cases and their bounds are
 # Inputs/cache_cases.py (shared with test/Cuda/cudasim-cache.py). Twice: the
 # reference kernels compiled here without BLAS (cache attention folds one key
 # at a time, as attention.cpp's reference loop), and the runtime's CPU kernel

@@ -1,5 +1,5 @@
 # The Mamba state kernels of inference of runtime/src/cpu (braid_k_conv_step,
-# braid_k_scan_step: runtime_inference.h) against braid_ref.ops, and prefill
+# braid_k_scan_step: runtime_inference.h) against braid_ref.ops_inference, and prefill
 # then decode against the whole-sequence kernels; the cases and their bounds
 # are Inputs/mamba_step_cases.py (shared with test/Cuda/cudasim-mamba-step.py).
 # Twice: the kernels compiled here, and the runtime's CPU kernel library as

@@ -1,5 +1,5 @@
 """The KV cache and generation kernels (runtime/include/braid/runtime_inference.h)
-against braid_ref.ops, on the CPU (test/Kernels/cpu-cache.py) and on the CUDA
+against braid_ref.ops_inference, on the CPU (test/Kernels/cpu-cache.py) and on the CUDA
 kernels under cudasim (test/Cuda/cudasim-cache.py), which differ only in where
 the operands live and in the wording of the fatal errors.
 
@@ -41,7 +41,7 @@ sys.path.insert(0, HERE)
 
 import numpy as np  # noqa: E402
 
-from braid_ref import ops  # noqa: E402
+from braid_ref import ops, ops_inference  # noqa: E402
 import kernel_harness  # noqa: E402
 from kernel_harness import DTN, DTYPES, F32, I, I4, LIB, P, D, rel, store, values  # noqa: E402
 
@@ -157,7 +157,7 @@ class CacheWrite(Case):
                 rows, rows64 = self.stored((b, s, h, d), dt)
                 before = cache.copy()
                 cache_write(dt, cache, rows, positions, theta)
-                ref = ops.cache_write(cache64, rows64, i32(positions), theta)
+                ref = ops_inference.cache_write(cache64, rows64, i32(positions), theta)
                 what = f" theta={theta}"
                 self.close("cache_write", dt, cache, ref, what,
                            tol=kernel_harness.TOL[dt] if theta else 0.0)
@@ -180,7 +180,7 @@ class CacheAttention(Case):
                 kc, kc64 = self.stored((b, c, hkv, d), dt)
                 vc, vc64 = self.stored((b, c, hkv, dv), dt)
                 got = cache_attention(dt, q, kc, vc, positions, scale, theta)
-                ref = ops.cache_attention(q64, kc64, vc64, i32(positions), scale, theta)
+                ref = ops_inference.cache_attention(q64, kc64, vc64, i32(positions), scale, theta)
                 self.close("cache_attention", dt, got, ref, what)
 
     def test_rows_past_a_position_are_ignored(self):
@@ -194,7 +194,7 @@ class CacheAttention(Case):
             kc[i, p + s:] = np.nan
             vc[i, p + s:] = np.nan
         got = cache_attention(F32, q, kc, vc, positions, 0.4, 1e4)
-        ref = ops.cache_attention(q64, np.nan_to_num(kc64), np.nan_to_num(vc64), i32(positions),
+        ref = ops_inference.cache_attention(q64, np.nan_to_num(kc64), np.nan_to_num(vc64), i32(positions),
                                   0.4, 1e4)
         self.close("cache_attention", F32, got, ref, " NaN past the positions")
 
@@ -242,7 +242,7 @@ class CacheAttention(Case):
         q, q64 = self.stored((b, 1, hq, d), F32)
         kc, kc64 = self.stored((b, c, hkv, d), F32)
         vc, vc64 = self.stored((b, c, hkv, d), F32)
-        ref = ops.cache_attention(q64, kc64, vc64, i32([5, 9]), 0.35, 1e4)
+        ref = ops_inference.cache_attention(q64, kc64, vc64, i32([5, 9]), 0.35, 1e4)
         got = cache_attention(F32, q, kc, vc, [5, 8], 0.35, 1e4)
         self.assertGreater(rel(values(got, F32), ref), 0.01)
 
@@ -255,7 +255,7 @@ class RowOps(Case):
             out = kernel_harness.poisoned((3, 7), dt)
             call("braid_k_take_rows", dt, x, index, out, 3, 5, 7)
             np.testing.assert_array_equal(out, x[np.arange(3), index])
-            np.testing.assert_array_equal(values(out, dt), ops.take_rows(x64, index))
+            np.testing.assert_array_equal(values(out, dt), ops_inference.take_rows(x64, index))
 
     def test_add_positions(self):
         for dt in DTYPES:
@@ -268,7 +268,7 @@ class RowOps(Case):
             at = positions[:, None] + np.arange(s)[None, :]
             f32sum = values(x, dt) + values(table, dt)[at]  # one f32 addition each
             np.testing.assert_array_equal(out, store(f32sum, dt)[0])
-            self.close("add_positions", dt, out, ops.add_positions(x64, table64, positions))
+            self.close("add_positions", dt, out, ops_inference.add_positions(x64, table64, positions))
             call("braid_k_add_positions", dt, x, table, positions, x, b, s, rows, h)  # in place
             np.testing.assert_array_equal(x, out)
 

@@ -1,6 +1,6 @@
 """The kernels of a KV cache split by sequence over context-parallel ranks
 (runtime_inference.h: braid_k_cache_write_chunk, braid_k_cache_attention_chunk,
-braid_k_cache_attention_merge) against braid_ref.ops, on the CPU
+braid_k_cache_attention_merge) against braid_ref.ops_inference, on the CPU
 (test/Kernels/cpu-cache-context.py) and the CUDA kernels under cudasim
 (test/Cuda/cudasim-cache-context.py).
 
@@ -33,7 +33,7 @@ sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 
 import cache_cases  # noqa: E402
-from braid_ref import ops  # noqa: E402
+from braid_ref import ops, ops_inference  # noqa: E402
 import kernel_harness  # noqa: E402
 from cache_cases import CacheShape, call, i32, shape_of  # noqa: E402
 from kernel_harness import DTYPES, F32, I, I4, LIB, P, D, rel  # noqa: E402
@@ -114,7 +114,7 @@ class WriteChunk(cache_cases.Case):
                 before = [x.copy() for x in chunks]
                 cache_cases.cache_write(dt, whole, rows, positions, theta)
                 for r, chunk in enumerate(chunks):
-                    ref = ops.cache_write_chunk(kernel_harness.values64(before[r], dt), rows64,
+                    ref = ops_inference.cache_write_chunk(kernel_harness.values64(before[r], dt), rows64,
                                                 i32(positions), r * 4, c, theta)
                     write_chunk(dt, chunk, rows, positions, r * 4, c, theta)
                     self.close("cache_write_chunk", dt, chunk, ref, f" theta={theta} rank {r}",
@@ -135,7 +135,7 @@ class AttentionChunk(cache_cases.Case):
                 for r in range(ranks):
                     what = f" b={b} s={s} C={c} rank {r}/{ranks} pos={positions}"
                     out, lse = attention_chunk(dt, q, kc, vc, positions, r * cl, c, scale, theta)
-                    ref_out, ref_lse = ops.cache_attention_chunk(q64, kc64, vc64, i32(positions),
+                    ref_out, ref_lse = ops_inference.cache_attention_chunk(q64, kc64, vc64, i32(positions),
                                                                  r * cl, c, scale, theta)
                     self.close("cache_attention_chunk out", F32, out, ref_out, what)
                     seen = np.isfinite(ref_lse)
@@ -154,7 +154,7 @@ class Merge(cache_cases.Case):
             lses[0:b, 0] = -np.inf              # a chunk that saw nothing
             lses[:, 1, 0] = -np.inf             # a row no chunk saw
             got = merge(dt, outs, lses, parts)
-            ref = ops.cache_attention_merge(outs, lses, parts)
+            ref = ops_inference.cache_attention_merge(outs, lses, parts)
             self.close("cache_attention_merge", dt, got, ref, "",
                        tol=1e-6 if dt == F32 else None)
 
@@ -171,7 +171,7 @@ class Merge(cache_cases.Case):
             key = ("split vs one rank", "f32")
             kernel_harness.MAX_ERR[key] = max(kernel_harness.MAX_ERR.get(key, 0.0), err)
             self.assertLessEqual(err, 1e-5, f"split vs one rank{what}: {err:.3g}")
-            ref = ops.cache_attention(q64, kc64, vc64, i32(positions), scale, theta)
+            ref = ops_inference.cache_attention(q64, kc64, vc64, i32(positions), scale, theta)
             self.close("split cache attention", F32, split, ref, what)
 
     def test_wrong_merge_is_seen(self):

@@ -1,5 +1,5 @@
 """The Mamba state kernels of inference (runtime/include/braid/runtime_inference.h:
-braid_k_conv_step, braid_k_scan_step, and their chunks over cp ranks) against braid_ref.ops, on the CPU
+braid_k_conv_step, braid_k_scan_step, and their chunks over cp ranks) against braid_ref.ops_inference, on the CPU
 (test/Kernels/cpu-mamba-step.py) and on the CUDA kernels under cudasim
 (test/Cuda/cudasim-mamba-step.py), which differ only in where the operands live
 and in the wording of the fatal errors.
@@ -37,7 +37,7 @@ sys.path.insert(0, HERE)
 
 import numpy as np  # noqa: E402
 
-from braid_ref import ops  # noqa: E402
+from braid_ref import ops, ops_inference  # noqa: E402
 import kernel_harness  # noqa: E402
 from kernel_harness import DTYPES, F32, I, I4, LIB, P, SP, rel, store, values  # noqa: E402
 
@@ -139,7 +139,7 @@ class ConvStep(Case):
                     x, x64 = self.stored((b, s, c), dt)
                     w, w64 = self.stored((c, k), dt)
                     bias, bias64 = self.stored((c,), dt) if with_bias else (None, None)
-                    y_ref, state_ref = ops.conv_step(state64, x64, w64, bias64,
+                    y_ref, state_ref = ops_inference.conv_step(state64, x64, w64, bias64,
                                                      i32(positions), last)
                     y = conv_step(dt, state, x, w, bias, positions, last)
                     self.close("conv_step", dt, y, y_ref, what)
@@ -165,7 +165,7 @@ class ScanStep(Case):
                     Bm, B64 = self.stored((b, s, n), dt)
                     Cm, C64 = self.stored((b, s, n), dt)
                     D, D64 = self.stored((d,), dt)
-                    y_ref, state_ref = ops.scan_step(state.astype(np.float64), x64, delta64,
+                    y_ref, state_ref = ops_inference.scan_step(state.astype(np.float64), x64, delta64,
                                                      A64, B64, C64, D64, i32(positions),
                                                      last, softplus)
                     y = scan_step(dt, state, x, delta, A, Bm, Cm, D, positions, last, softplus)
@@ -251,7 +251,7 @@ class PrefillThenDecode(Case):
 
 
 class ChunkAgainstReference(Case):
-    """Each chunk kernel against braid_ref.ops on one chunk (the second of three:
+    """Each chunk kernel against braid_ref.ops_inference on one chunk (the second of three:
     a halo and an earlier chunk's carry; the first: the carried states), every
     element type; last rows in this chunk and in others."""
 
@@ -266,7 +266,7 @@ class ChunkAgainstReference(Case):
                 x, x64 = self.stored((b, S, c), dt)
                 w, w64 = self.stored((c, k), dt)
                 bias, bias64 = self.stored((c,), dt)
-                y_ref, cs_ref = ops.conv_step_chunk(state64, halo64, x64, w64, bias64,
+                y_ref, cs_ref = ops_inference.conv_step_chunk(state64, halo64, x64, w64, bias64,
                                                     i32(positions), last, first, n * S)
                 y = kernel_harness.poisoned((b, S, c), dt)
                 cs = kernel_harness.poisoned((b, k - 1, c), dt)
@@ -285,7 +285,7 @@ class ChunkAgainstReference(Case):
                 Bm, B64 = self.stored((b, S, N), dt)
                 Cm, C64 = self.stored((b, S, N), dt)
                 D, D64 = self.stored((c,), dt)
-                y_ref, hs_ref = ops.scan_step_chunk(h, decays, hends, x64, delta64, A64, B64,
+                y_ref, hs_ref = ops_inference.scan_step_chunk(h, decays, hends, x64, delta64, A64, B64,
                                                     C64, D64, i32(positions), last, first,
                                                     n * S, True)
                 y = kernel_harness.poisoned((b, S, c), dt)
@@ -300,7 +300,7 @@ class ChunkAgainstReference(Case):
                 taken = kernel_harness.poisoned((b, k - 1, c), dt)
                 call("braid_k_take_chunk_state", taken, all_states, i32(last), b, n, S,
                      taken[0].nbytes)
-                np.testing.assert_array_equal(taken, ops.take_chunk_state(all_states, last, S),
+                np.testing.assert_array_equal(taken, ops_inference.take_chunk_state(all_states, last, S),
                                               f"take_chunk_state{what}")
 
 

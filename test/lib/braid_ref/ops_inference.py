@@ -1,9 +1,12 @@
-"""The inference ops' references that are not arithmetic on tensors: braid.sample.
+"""References of the inference ops (runtime/include/braid/runtime_inference.h):
+the KV cache (cache_write, cache_attention, take_rows, add_positions), the
+Mamba state steps (conv_step, scan_step), their context-parallel chunk forms,
+and braid.sample.
 
-Written from the op's description in dialects/braid/IR/BraidSampleOps.td (not
-from the kernels): each row orders its whole vocabulary, as sampleToken does.
-Weights are Python integers (exact sums) and exp is math.exp (the C library's,
-as the kernels' double exp).
+braid.sample's is written from the op's description in
+dialects/braid/IR/BraidSampleOps.td (not from the kernels): each row orders its
+whole vocabulary, as sampleToken does. Weights are Python integers (exact sums)
+and exp is math.exp (the C library's, as the kernels' double exp).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import math
 import numpy as np
 
 from . import rng
+from .ops import _check, _f64, _float, _index, _rotate, _softmax
 
 WEIGHT_BITS = 40
 
@@ -73,3 +77,288 @@ def sample(logits, seeds, steps, temperature, top_k, top_p, vocab: int) -> np.nd
     return np.array([sample_row(logits[b], vocab, float(t32[b]), int(top_k[b]), float(p32[b]),
                                 int(seeds[b]), int(steps[b]))
                      for b in range(logits.shape[0])], dtype=np.int32)
+
+
+# --------------------------------------------------------------------------
+# KV cache and generation (runtime/include/braid/runtime_inference.h)
+# --------------------------------------------------------------------------
+
+def _sequence_rows(positions, batch: int, seq: int, rows: int, what: str) -> np.ndarray:
+    """[B, S] rows positions[b] + s, which must lie in [0, rows)."""
+    pos = np.asarray(positions)
+    _check(np.issubdtype(pos.dtype, np.integer) and pos.shape == (batch,),
+           f"{what}: positions must be [{batch}] integers, got {pos.shape} {pos.dtype}")
+    at = pos.astype(np.int64)[:, None] + np.arange(seq)[None, :]
+    for b in range(batch):
+        _check(seq == 0 or (at[b, 0] >= 0 and at[b, -1] < rows),
+               f"{what}: sequence {b} at positions {at[b, 0]}..{at[b, -1]} is outside "
+               f"[0, {rows})")
+    return at
+
+
+def _rotated(x: np.ndarray, rope_theta, positions: np.ndarray) -> np.ndarray:
+    """x [B, S, H, D] (float64) rotated to positions [B, S]; rope_theta None or <= 0: x."""
+    if rope_theta is None or rope_theta <= 0:
+        return x
+    return _rotate(x, rope_theta, positions[:, :, None])
+
+
+def cache_write(cache, rows, positions, rope_theta=None) -> np.ndarray:
+    """cache [B, C, H, D], rows [B, S, H, D], positions [B] -> the cache with
+    cache[b, p] = rows[b, s] rotated to p, p = positions[b] + s (keys are cached after
+    RoPE; rope_theta None or <= 0: copied)."""
+    cache = _float(cache, "cache_write cache")
+    rows = _float(rows, "cache_write rows")
+    _check(cache.ndim == 4 and rows.ndim == 4 and rows.shape[0] == cache.shape[0]
+           and rows.shape[2:] == cache.shape[2:],
+           f"cache_write: rows {rows.shape} do not fit the cache {cache.shape}")
+    b, s = rows.shape[:2]
+    at = _sequence_rows(positions, b, s, cache.shape[1], "cache_write")
+    out = _f64(cache).copy()
+    out[np.arange(b)[:, None], at] = _rotated(_f64(rows), rope_theta, at)
+    return out.astype(cache.dtype)
+
+
+def cache_attention(q, k_cache, v_cache, positions, scale=None, rope_theta=None) -> np.ndarray:
+    """q [B, S, Hq, D] over k_cache [B, C, Hkv, D] (keys already rotated) and v_cache
+    [B, C, Hkv, Dv] -> [B, S, Hq, Dv]: query s of sequence b sits at p = positions[b] + s,
+    is rotated to p and attends to the cache rows t <= p; query head h reads kv head
+    h // (Hq/Hkv)."""
+    q = _float(q, "cache_attention query")
+    k = _float(k_cache, "cache_attention k_cache")
+    v = _float(v_cache, "cache_attention v_cache")
+    _check(q.ndim == 4 and k.ndim == 4 and v.ndim == 4 and k.shape[:3] == v.shape[:3]
+           and k.shape[0] == q.shape[0] and k.shape[3] == q.shape[3],
+           f"cache_attention: q {q.shape}, k_cache {k.shape}, v_cache {v.shape} do not fit")
+    b, s, hq, d = q.shape
+    c, hkv = k.shape[1], k.shape[2]
+    _check(hkv >= 1 and hq % hkv == 0, f"cache_attention: {hq} query heads not a multiple "
+           f"of {hkv}")
+    at = _sequence_rows(positions, b, s, c, "cache_attention")
+    qf = _rotated(_f64(q), rope_theta, at)
+    kv_head = np.arange(hq) // (hq // hkv)
+    kf, vf = _f64(k)[:, :, kv_head], _f64(v)[:, :, kv_head]        # [B, C, Hq, .]
+    sc = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    scores = sc * np.einsum("bshd,bthd->bhst", qf, kf)               # [B, Hq, S, C]
+    later = np.arange(c)[None, None, None, :] > at[:, None, :, None]  # t > p
+    p = _softmax(np.where(later, -np.inf, scores), axis=-1)
+    return np.einsum("bhst,bthe->bshe", p, vf).astype(q.dtype)
+
+
+def take_rows(x, index) -> np.ndarray:
+    """x [B, S, H], index [B] in [0, S) -> [B, H]: out[b] = x[b, index[b]]."""
+    x = _float(x, "take_rows input")
+    _check(x.ndim == 3, f"take_rows: input must be [B, S, H], got {x.shape}")
+    idx = _index(index, "take_rows index", x.shape[1])
+    _check(idx.shape == (x.shape[0],), f"take_rows: index {idx.shape} must be [{x.shape[0]}]")
+    return x[np.arange(x.shape[0]), idx].copy()
+
+
+def add_positions(x, table, positions) -> np.ndarray:
+    """x [B, S, H] + table [P, H] at each sequence's own offset:
+    out[b, s] = x[b, s] + table[positions[b] + s]."""
+    x = _float(x, "add_positions input")
+    table = _float(table, "add_positions table")
+    _check(x.ndim == 3 and table.ndim == 2 and table.shape[1] == x.shape[2],
+           f"add_positions: input {x.shape} and table {table.shape} do not fit")
+    at = _sequence_rows(positions, x.shape[0], x.shape[1], table.shape[0], "add_positions")
+    return (_f64(x) + _f64(table)[at]).astype(x.dtype)
+
+
+# --------------------------------------------------------------------------
+# Mamba state of inference (braid.conv_step, braid.scan_step)
+# --------------------------------------------------------------------------
+
+def _last_rows(last_rows, batch: int, seq: int, what: str) -> np.ndarray:
+    """Each sequence's last real row in [0, seq); None: seq - 1 for all."""
+    if last_rows is None:
+        return np.full(batch, seq - 1, np.int64)
+    last = _index(last_rows, f"{what} last_rows", seq)
+    _check(last.shape == (batch,), f"{what}: last_rows {last.shape} must be [{batch}]")
+    return last
+
+
+def conv_step(state, x, weight, bias, positions, last_rows=None):
+    """state [B, K-1, C] (the K-1 inputs before each sequence's rows), x [B, S, C],
+    weight [C, K], bias [C] or None, positions [B], last_rows [B] or None (S - 1) ->
+    (y [B, S, C], new state [B, K-1, C]). xe[b] = concat(state[b], or zeros where
+    positions[b] == 0, x[b]); y[b, t] = bias + sum_j weight[:, j] xe[b, t + j];
+    new_state[b] = xe[b, last_rows[b] + 1 : last_rows[b] + K]."""
+    state, x = _float(state, "conv_step state"), _float(x, "conv_step input")
+    weight = _float(weight, "conv_step weight")
+    nb, s, c = x.shape
+    k = weight.shape[1]
+    _check(state.shape == (nb, k - 1, c),
+           f"conv_step: state {state.shape} must be [{nb}, {k - 1}, {c}]")
+    pos = np.asarray(positions)
+    _check(pos.shape == (nb,), f"conv_step: positions {pos.shape} must be [{nb}]")
+    last = _last_rows(last_rows, nb, s, "conv_step")
+    carried = np.where((pos == 0)[:, None, None], 0.0, _f64(state))
+    xe = np.concatenate([carried, _f64(x)], axis=1)                  # [B, K-1+S, C]
+    y = np.zeros((nb, s, c))
+    w = _f64(weight)
+    for j in range(k):
+        y += w[:, j] * xe[:, j:j + s, :]
+    if bias is not None:
+        y += _f64(_float(bias, "conv_step bias"))
+    new_state = np.stack([xe[b, last[b] + 1:last[b] + k] for b in range(nb)])
+    return y.astype(x.dtype), new_state.astype(state.dtype)
+
+
+def scan_step(state, x, delta, A, B, C, D, positions, last_rows=None,
+              delta_softplus: bool = False):
+    """state [B, D, N] (each sequence's h before its rows), x, delta [B, S, D], A [D, N],
+    B, C [B, S, N], D [D], positions [B], last_rows [B] or None (S - 1) -> (y [B, S, D],
+    new state [B, D, N]): selective_scan's recurrence from h = state[b] (0 where
+    positions[b] == 0); the new state is h after row last_rows[b]."""
+    state = _float(state, "scan_step state")
+    x, delta, A = _float(x, "scan_step input"), _float(delta, "scan_step delta"), \
+        _float(A, "scan_step A")
+    B, C, D = _float(B, "scan_step B"), _float(C, "scan_step C"), _float(D, "scan_step D")
+    nb, s, d = x.shape
+    n = A.shape[1]
+    _check(state.shape == (nb, d, n), f"scan_step: state {state.shape} must be [{nb}, {d}, {n}]")
+    pos = np.asarray(positions)
+    _check(pos.shape == (nb,), f"scan_step: positions {pos.shape} must be [{nb}]")
+    last = _last_rows(last_rows, nb, s, "scan_step")
+    xf, af, bf, cf, df = _f64(x), _f64(A), _f64(B), _f64(C), _f64(D)
+    dt = np.logaddexp(0.0, _f64(delta)) if delta_softplus else _f64(delta)
+    h = np.where((pos == 0)[:, None, None], 0.0, _f64(state))
+    new_state = np.empty((nb, d, n))
+    y = np.empty((nb, s, d))
+    for t in range(s):
+        dtt = dt[:, t, :, None]
+        h = np.exp(dtt * af) * h + dtt * bf[:, t, None, :] * xf[:, t, :, None]
+        y[:, t, :] = np.einsum("bn,bdn->bd", cf[:, t, :], h) + df * xf[:, t, :]
+        for b in range(nb):
+            if last[b] == t:
+                new_state[b] = h[b]
+    return y.astype(x.dtype), new_state.astype(state.dtype)
+
+
+# --------------------------------------------------------------------------
+# A prefill's Mamba steps over context-parallel chunks of the prompt
+# (runtime_inference.h: braid_k_conv_step_chunk, _scan_step_chunk,
+# braid_k_take_chunk_state)
+# --------------------------------------------------------------------------
+
+def _chunk_rows(last_rows, nb, s, first_row: int, prompt_len: int, name):
+    """Each sequence's last row within the chunk [first_row, first_row + s) (outside
+    [0, s) when it lies in another chunk); every last row must lie in the prompt."""
+    last = np.asarray(last_rows)
+    _check(last.shape == (nb,), f"{name}: last_rows {last.shape} must be [{nb}]")
+    _check(bool(((last >= 0) & (last < prompt_len)).all()),
+           f"{name}: a last row lies outside [0, {prompt_len})")
+    return last - first_row
+
+
+def conv_step_chunk(state, halo, x, weight, bias, positions, last_rows, first_row: int,
+                    prompt_len: int):
+    """conv_step of the chunk of rows [first_row, first_row + S) after halo [B, K-1, C]
+    (the K-1 inputs before it; the first chunk starts from state, or zeros where
+    positions[b] == 0) -> (y, chunk_state): chunk_state[b] is conv_step's new state
+    where the sequence's last row falls in the chunk, zeros elsewhere."""
+    nb, s, _ = np.shape(x)
+    local = _chunk_rows(last_rows, nb, s, first_row, prompt_len, "conv_step_chunk")
+    before = halo if first_row > 0 else np.where(
+        (np.asarray(positions) == 0)[:, None, None], 0.0, _f64(state)).astype(x.dtype)
+    y, new = conv_step(before, x, weight, bias, np.ones(nb, np.int32), np.clip(local, 0, s - 1))
+    owned = (local >= 0) & (local < s)
+    return y, np.where(owned[:, None, None], new, 0.0).astype(new.dtype)
+
+
+def scan_step_chunk(state, decay_all, hend_all, x, delta, A, B, C, D, positions, last_rows,
+                    first_row: int, prompt_len: int, delta_softplus: bool = False):
+    """scan_step of chunk c = first_row / S from H_{c-1}: H_{-1} = state (0 where
+    positions[b] == 0), H_j = decay_all[j] H_{j-1} + hend_all[j] (decay_all, hend_all
+    [n B, D, N], chunk j at rows j B) -> (y, chunk_state): h after the sequence's last
+    row where it falls in the chunk, zeros elsewhere."""
+    nb, s, _ = np.shape(x)
+    local = _chunk_rows(last_rows, nb, s, first_row, prompt_len, "scan_step_chunk")
+    h = np.where((np.asarray(positions) == 0)[:, None, None], 0.0, _f64(state))
+    for j in range(first_row // s):
+        h = _f64(decay_all)[j * nb:(j + 1) * nb] * h + _f64(hend_all)[j * nb:(j + 1) * nb]
+    y, new = scan_step(h, x, delta, A, B, C, D, np.ones(nb, np.int32), np.clip(local, 0, s - 1),
+                       delta_softplus)
+    owned = (local >= 0) & (local < s)
+    return y, np.where(owned[:, None, None], new, 0.0)
+
+
+def take_chunk_state(chunk_states, last_rows, chunk_rows: int) -> np.ndarray:
+    """chunk_states [n B, ...] (chunk j at rows j B) -> [B, ...]: each sequence's from
+    the chunk holding its last row, chunk_states[(last_rows[b] / chunk_rows) B + b]."""
+    last = np.asarray(last_rows)
+    nb = last.shape[0]
+    _check(bool(((last >= 0) & (last < chunk_states.shape[0] // nb * chunk_rows)).all()),
+           "take_chunk_state: a last row lies outside the chunks")
+    return np.stack([chunk_states[(last[b] // chunk_rows) * nb + b] for b in range(nb)])
+
+
+# --------------------------------------------------------------------------
+# A KV cache split by sequence over context-parallel ranks
+# (runtime_inference.h: braid_k_cache_write_chunk, _attention_chunk, _merge)
+# --------------------------------------------------------------------------
+
+def cache_write_chunk(cache, rows, positions, first_row: int, context_len: int,
+                      rope_theta=None) -> np.ndarray:
+    """cache [B, Cl, H, D] holds rows [first_row, first_row + Cl) of a context of
+    context_len rows: cache_write of the rows whose position p = positions[b] + s falls in
+    it, at p - first_row; every p must lie in [0, context_len)."""
+    cache = _float(cache, "cache_write_chunk cache")
+    rows = _float(rows, "cache_write_chunk rows")
+    b, s = rows.shape[:2]
+    cl = cache.shape[1]
+    _check(0 <= first_row and first_row + cl <= context_len,
+           f"cache_write_chunk: chunk [{first_row}, {first_row + cl}) outside [0, {context_len})")
+    at = _sequence_rows(positions, b, s, context_len, "cache_write_chunk")
+    rotated = _rotated(_f64(rows), rope_theta, at)
+    out = _f64(cache).copy()
+    for i in range(b):
+        for j in range(s):
+            t = at[i, j] - first_row
+            if 0 <= t < cl:
+                out[i, t] = rotated[i, j]
+    return out.astype(cache.dtype)
+
+
+def cache_attention_chunk(q, k_cache, v_cache, positions, first_row: int, context_len: int,
+                          scale=None, rope_theta=None):
+    """cache_attention over one chunk (local row t at position first_row + t, visible to a
+    query at p iff first_row + t <= p) -> (out [B, S, Hq, Dv], lse [B, S, Hq]) in float64:
+    the softmax-weighted visible values and the log-sum-exp of their scores (a row that
+    sees none: 0 and -inf)."""
+    q = _float(q, "cache_attention_chunk query")
+    k = _float(k_cache, "cache_attention_chunk k_cache")
+    v = _float(v_cache, "cache_attention_chunk v_cache")
+    b, s, hq, d = q.shape
+    cl, hkv = k.shape[1], k.shape[2]
+    at = _sequence_rows(positions, b, s, context_len, "cache_attention_chunk")
+    qf = _rotated(_f64(q), rope_theta, at)
+    kv_head = np.arange(hq) // (hq // hkv)
+    kf, vf = _f64(k)[:, :, kv_head], _f64(v)[:, :, kv_head]
+    sc = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    scores = sc * np.einsum("bshd,bthd->bhst", qf, kf)                     # [B, Hq, S, Cl]
+    hidden = (first_row + np.arange(cl))[None, None, None, :] > at[:, None, :, None]
+    scores = np.where(hidden, -np.inf, scores)
+    m = scores.max(axis=-1, keepdims=True)
+    seen = np.isfinite(m)
+    e = np.where(seen, np.exp(scores - np.where(seen, m, 0.0)), 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    p = np.where(seen, e / np.where(seen, total, 1.0), 0.0)
+    out = np.einsum("bhst,bthe->bshe", p, vf)
+    lse = np.where(seen, m + np.log(np.where(seen, total, 1.0)), -np.inf)[..., 0]  # [B,Hq,S]
+    return out, lse.transpose(0, 2, 1)
+
+
+def cache_attention_merge(outs, lses, parts: int) -> np.ndarray:
+    """outs [parts B, S, H, Dv], lses [parts B, S, H] (chunk j at rows j B..) -> [B, S, H, Dv]:
+    per row sum_j e^(lse_j - m) out_j / sum_j e^(lse_j - m), m = max_j lse_j (zeros where
+    every lse is -inf)."""
+    o = _f64(outs).reshape(parts, -1, *np.shape(outs)[1:])
+    l = _f64(lses).reshape(parts, -1, *np.shape(lses)[1:])
+    m = l.max(axis=0)
+    seen = np.isfinite(m)
+    w = np.where(seen, np.exp(l - np.where(seen, m, 0.0)), 0.0)
+    total = w.sum(axis=0)
+    merged = (w[..., None] * o).sum(axis=0) / np.where(seen, total, 1.0)[..., None]
+    return np.where(seen[..., None], merged, 0.0)
