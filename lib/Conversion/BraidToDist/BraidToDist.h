@@ -99,6 +99,13 @@ struct DistGroup {
 DistGroup getDistGroup(mlir::OpBuilder &b, mlir::Operation *anchor,
                        const mlir::braid::GridGroup &group);
 
+/// The group of ranks named by `op`'s attribute `attr` (cache_axes,
+/// context_axes) over which a tensor is split in contiguous chunks, rank i
+/// of the communicator holding chunk i: the axes must be in grid order.
+/// Failure reported at `op`.
+mlir::FailureOr<mlir::braid::GridGroup> getChunkGroup(mlir::Operation *op,
+                                                      llvm::StringRef attr);
+
 /// This rank's coordinate over `group`'s axes in the listed order: a
 /// dist.coordinate, composed from one per axis when the axes are not listed
 /// in grid order.

@@ -48,15 +48,9 @@ struct CacheLowering {
       : op(op), b(op), loc(unnamed(op->getLoc())) {}
 
   LogicalResult init(Value cache) {
-    auto names = op->getAttrOfType<ArrayAttr>("cache_axes");
-    FailureOr<GridGroup> g =
-        getGridGroup(op, names, [&] { return op->emitError(); });
+    FailureOr<GridGroup> g = getChunkGroup(op, "cache_axes");
     if (failed(g))
       return failure();
-    if (!g->inGridOrder())
-      return op->emitError("cache_axes ")
-             << names << " must list grid axes in grid order (the order of "
-                "the communicator's ranks, which hold the chunks in turn)";
     group = *g;
     int64_t rows = cast<RankedTensorType>(cache.getType()).getDimSize(1);
     context = rows * group->size();

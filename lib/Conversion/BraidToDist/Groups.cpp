@@ -66,4 +66,19 @@ Value buildCoordinate(OpBuilder &b, Location loc, Operation *anchor,
   return c;
 }
 
+FailureOr<GridGroup> getChunkGroup(Operation *op, StringRef attr) {
+  auto names = op->getAttrOfType<ArrayAttr>(attr);
+  FailureOr<GridGroup> group =
+      getGridGroup(op, names, [&] { return op->emitError(); });
+  if (failed(group))
+    return failure();
+  if (!group->inGridOrder()) {
+    op->emitError() << attr << " " << names
+                    << " must list grid axes in grid order (the order of the "
+                       "communicator's ranks, which hold the chunks in turn)";
+    return failure();
+  }
+  return group;
+}
+
 } // namespace braid::conversion

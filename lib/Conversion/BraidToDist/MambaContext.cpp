@@ -53,15 +53,9 @@ struct StepLowering {
       : op(op), b(op), loc(unnamed(op->getLoc())) {}
 
   LogicalResult init(Value input, Value lastRows) {
-    auto names = op->getAttrOfType<ArrayAttr>("context_axes");
-    FailureOr<GridGroup> g =
-        getGridGroup(op, names, [&] { return op->emitError(); });
+    FailureOr<GridGroup> g = getChunkGroup(op, "context_axes");
     if (failed(g))
       return failure();
-    if (!g->inGridOrder())
-      return op->emitError("context_axes ")
-             << names << " must list grid axes in grid order (the order of "
-                "the communicator's ranks, which hold the chunks in turn)";
     if (!lastRows)
       return op->emitError("a Mamba step over a prompt split by cp needs "
                            "each sequence's last row (a prefill's last_rows)");

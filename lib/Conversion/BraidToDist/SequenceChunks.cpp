@@ -52,15 +52,9 @@ struct ChunkLowering {
       : op(op), b(op), loc(unnamed(op->getLoc())) {}
 
   LogicalResult init() {
-    auto names = op->getAttrOfType<ArrayAttr>("context_axes");
-    FailureOr<GridGroup> group =
-        getGridGroup(op, names, [&] { return op->emitError(); });
+    FailureOr<GridGroup> group = getChunkGroup(op, "context_axes");
     if (failed(group))
       return failure();
-    if (!group->inGridOrder())
-      return op->emitError("context_axes ")
-             << names << " must list grid axes in grid order (the order of "
-                "the communicator's ranks, which hold the chunks in turn)";
     this->group = *group;
     ranks = group->size();
     DistGroup dist = getDistGroup(b, op, *group);
