@@ -373,16 +373,7 @@ class Aborts(Case):
 
 
 def main():
-    if "abort" in sys.argv:
-        abort_case(sys.argv[sys.argv.index("abort") + 1])
-        return
-    if "digest" in sys.argv:
-        outputs_digest()
-        return
-    for flag in ("--device",):
-        if flag in sys.argv:
-            sys.argv.remove(flag)
-    kernel_harness.main("cache_cases.py", width=28)
+    kernel_harness.case_main("cache_cases.py", 28, abort_case, {"digest": outputs_digest})
 
 
 if __name__ == "__main__":

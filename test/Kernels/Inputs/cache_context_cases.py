@@ -220,12 +220,7 @@ class Aborts(cache_cases.Case):
 
 
 def main():
-    if "abort" in sys.argv:
-        abort_case(sys.argv[sys.argv.index("abort") + 1])
-        return
-    if "--device" in sys.argv:
-        sys.argv.remove("--device")
-    kernel_harness.main("cache_context_cases.py", width=28)
+    kernel_harness.case_main("cache_context_cases.py", 28, abort_case)
 
 
 if __name__ == "__main__":

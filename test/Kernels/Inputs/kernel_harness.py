@@ -271,6 +271,21 @@ def fd_check(test, op, fwd, args, wrt, vjps, u, eps=1e-5, tol=1e-7):
     test.assertLessEqual(err, tol, f"{op}: finite differences {fd} vs VJP {an}")
 
 
+def case_main(script, width, abort_case, commands=None):
+    """The entry of a case file run as a child: `abort WHICH` runs one call
+    that must stop (abort_case(WHICH)), each of `commands` (a word -> a
+    function) runs that function; otherwise the test classes run (main),
+    without the `--device` flag the file reads at import."""
+    if "abort" in sys.argv:
+        return abort_case(sys.argv[sys.argv.index("abort") + 1])
+    for word, fn in (commands or {}).items():
+        if word in sys.argv:
+            return fn()
+    if "--device" in sys.argv:
+        sys.argv.remove("--device")
+    main(script, width)
+
+
 def main(script, width=24):
     """Runs the test classes of __main__ and prints the largest errors."""
     if LIB is None:

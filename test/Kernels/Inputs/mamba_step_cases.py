@@ -452,15 +452,7 @@ class Aborts(Case):
 
 
 def main():
-    if "abort" in sys.argv:
-        abort_case(sys.argv[sys.argv.index("abort") + 1])
-        return
-    if "forget" in sys.argv:
-        forget_case()
-        return
-    if "--device" in sys.argv:
-        sys.argv.remove("--device")
-    kernel_harness.main("mamba_step_cases.py", width=34)
+    kernel_harness.case_main("mamba_step_cases.py", 34, abort_case, {"forget": forget_case})
 
 
 if __name__ == "__main__":
