@@ -1,0 +1,698 @@
+//===- serve-scheduler-check.cpp - the serving scheduler against a fake model -===//
+//
+//   serve-scheduler-check [scenarios]
+//       Drives serve::Scheduler (runtime/src/serve_scheduler.h) with a fake
+//       model and prints one line per scenario; exit status 1 when a check
+//       fails (the problem is printed).
+//   serve-scheduler-check requests FILE --vocab V [--seed S]
+//       [--max-new-tokens N] [--context C] [--prompt-of I]
+//       Reads a --serve JSON-lines file and prints each request, or its
+//       refusal with its line number; --prompt-of I prints request I's
+//       prompt alone, one id per line (as rng-dump prints tokens).
+//   serve-scheduler-check poisson COUNT RATE MIN MAX --vocab V [--seed S]
+//       Prints poissonRequests' arrivals and prompt lengths.
+//
+// The fake model stands for the prefill and decode programs: it keeps a
+// pool of pages of K/V rows, a row being a hash of the token at its
+// position and the row before it (read through the table, as attention
+// makes a real row depend on the whole prefix). It writes each planned
+// row's position through the row's page table and reads back, through the
+// same table, every position the row attends to. Each read must be the row
+// of the sequence's own tokens up to that position (so no page holds
+// another sequence's rows where this one reads, and a shared page holds
+// the same prefix), no write may reach a page another row's table holds
+// (a shared page), and the token drawn at step t is a hash of (sequence,
+// t, the last row read), so a wrong table also changes the ids. A run's
+// ids must equal those of each request generated alone from its tokens.
+//
+//===----------------------------------------------------------------------===//
+
+#include "serve_requests.h"
+#include "serve_scheduler.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace braid::rt::serve;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The fake model
+//===----------------------------------------------------------------------===//
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
+/// The fake's K/V row at a position: a hash of the row before it and the
+/// token there, so that it stands for the whole prefix as a real one does
+/// (a layer's K and V at p depend on every token up to p).
+constexpr uint64_t kNoRow = 0x243f6a8885a308d3ull; ///< "the row before position 0"
+uint64_t kvRow(uint64_t previous, int32_t token) { return mix(previous, uint64_t(uint32_t(token))); }
+
+/// The token a sequence draws at `step` from its last K/V row.
+int32_t drawToken(int64_t sequence, int64_t step, uint64_t lastRow, int64_t vocab) {
+  return int32_t(mix(mix(uint64_t(sequence) * 1000003u, uint64_t(step)), lastRow) %
+                 uint64_t(vocab));
+}
+
+/// The K/V rows of `tokens` computed from the tokens themselves.
+std::vector<uint64_t> trueRows(const std::vector<int32_t> &tokens) {
+  std::vector<uint64_t> rows;
+  for (int32_t token : tokens)
+    rows.push_back(kvRow(rows.empty() ? kNoRow : rows.back(), token));
+  return rows;
+}
+
+struct Request {
+  int64_t index = 0;
+  std::vector<int32_t> prompt;
+  int64_t maxNew = 0;
+  int64_t arriveAt = 0; ///< the iteration before which it arrives
+};
+
+/// The ids of `r` generated alone from its true tokens.
+std::vector<int32_t> generateAlone(const Request &r, int64_t vocab, int64_t endToken) {
+  std::vector<int32_t> tokens = r.prompt, ids;
+  for (int64_t step = 0; step < r.maxNew; ++step) {
+    ids.push_back(drawToken(r.index, step, trueRows(tokens).back(), vocab));
+    tokens.push_back(ids.back());
+    if (ids.back() == endToken)
+      break;
+  }
+  return ids;
+}
+
+/// One iteration as the scheduler planned it and what finished.
+struct Logged {
+  Iteration plan;
+  std::vector<Finished> finished;
+};
+
+struct RunResult {
+  std::map<int64_t, std::vector<int32_t>> ids;
+  std::map<int64_t, bool> endedByToken;
+  std::vector<Logged> log;
+  std::vector<std::string> refused;
+  int64_t preemptions = 0, shared = 0, peakPages = 0;
+  std::string problem; ///< the first failed check; empty: all passed
+};
+
+/// A run of the scheduler with the fake model.
+class FakeServing {
+public:
+  FakeServing(const SchedulerConfig &config, int64_t vocab)
+      : config(config), vocab(vocab), scheduler(config),
+        pool(size_t(config.pages * config.pageSize), 0) {}
+
+  RunResult run(const std::vector<Request> &requests);
+
+private:
+  bool fail(const std::string &what) {
+    if (result.problem.empty())
+      result.problem = "iteration " + std::to_string(iteration) + ": " + what;
+    return false;
+  }
+  void arrivals(const std::vector<Request> &requests, size_t *next);
+  bool checkRows(const Iteration &plan);
+  bool write(int64_t sequence, int64_t slot, int64_t position, int32_t token);
+  bool attend(int64_t sequence, int64_t slot, int64_t last, int32_t *drawn, int64_t step);
+  bool runPrefill(const Iteration &plan, std::vector<int32_t> &drawn);
+  bool runDecode(const Iteration &plan, std::vector<int32_t> &drawn);
+  bool finish(const std::vector<Finished> &finished);
+
+  SchedulerConfig config;
+  int64_t vocab;
+  Scheduler scheduler;
+  std::vector<uint64_t> pool; ///< [page * P + offset]: the K/V row written
+  std::map<int64_t, std::vector<int32_t>> truth; ///< prompt + ids so far
+  std::map<int64_t, int64_t> generated;
+  std::map<int64_t, const Request *> byIndex;
+  int64_t iteration = 0;
+  RunResult result;
+};
+
+void FakeServing::arrivals(const std::vector<Request> &requests, size_t *next) {
+  for (; *next < requests.size() && requests[*next].arriveAt <= iteration; ++*next) {
+    const Request &r = requests[*next];
+    std::string why;
+    if (!scheduler.arrive(r.index, r.prompt, r.maxNew, &why)) {
+      result.refused.push_back("request " + std::to_string(r.index) + ": " + why);
+      continue;
+    }
+    truth[r.index] = r.prompt;
+    generated[r.index] = 0;
+    byIndex[r.index] = &r;
+  }
+}
+
+/// The rows of a plan: distinct prefill rows and decode slots in range, a
+/// sequence in at most one row, chunks of 1..chunk tokens.
+bool FakeServing::checkRows(const Iteration &plan) {
+  std::set<int64_t> rows, slots, sequences;
+  if (int64_t(plan.prefill.size()) > config.prefillRows)
+    return fail("more prompt chunks than prefill rows");
+  for (const PrefillChunk &c : plan.prefill)
+    if (c.row < 0 || c.row >= config.prefillRows || !rows.insert(c.row).second ||
+        c.tokens.empty() || int64_t(c.tokens.size()) > config.chunk ||
+        !sequences.insert(c.sequence).second || !slots.insert(c.slot).second)
+      return fail("bad prefill row for sequence " + std::to_string(c.sequence));
+  for (const DecodeRow &d : plan.decode)
+    if (d.slot < 0 || d.slot >= config.decodeRows || !slots.insert(d.slot).second ||
+        !sequences.insert(d.sequence).second)
+      return fail("bad decode row for sequence " + std::to_string(d.sequence));
+  return true;
+}
+
+/// The program's cache write: the row of `token` after the row before it
+/// (read through `slot`'s table), written through the table, never into a
+/// page that another row's table holds.
+bool FakeServing::write(int64_t sequence, int64_t slot, int64_t position, int32_t token) {
+  const int64_t P = config.pageSize;
+  std::vector<int32_t> table = scheduler.pageTable(slot);
+  auto pageOf = [&](int64_t p) { return p / P < int64_t(table.size()) ? table[p / P] : -1; };
+  int32_t page = pageOf(position);
+  if (page < 0 || page >= config.pages || (position > 0 && pageOf(position - 1) < 0))
+    return fail("sequence " + std::to_string(sequence) + " has no page for position " +
+                std::to_string(position) + " or the one before");
+  for (int64_t other = 0; other < config.decodeRows; ++other) {
+    std::vector<int32_t> theirs = scheduler.pageTable(other);
+    if (other != slot && std::count(theirs.begin(), theirs.end(), page))
+      return fail("sequence " + std::to_string(sequence) + " writes page " +
+                  std::to_string(page) + " that row " + std::to_string(other) + " holds");
+  }
+  uint64_t previous =
+      position == 0 ? kNoRow : pool[size_t(pageOf(position - 1) * P + (position - 1) % P)];
+  pool[size_t(page * P + position % P)] = kvRow(previous, token);
+  return true;
+}
+
+/// The program's attention and sampling: reads the rows of positions
+/// [0, last] through `slot`'s table; each must be the row of the sequence's
+/// own tokens up to it. Draws the token of `step` from the last row.
+bool FakeServing::attend(int64_t sequence, int64_t slot, int64_t last, int32_t *drawn,
+                         int64_t step) {
+  const int64_t P = config.pageSize;
+  std::vector<int32_t> table = scheduler.pageTable(slot);
+  std::vector<int32_t> mine(truth[sequence].begin(), truth[sequence].begin() + last + 1);
+  std::vector<uint64_t> expected = trueRows(mine);
+  uint64_t row = 0;
+  for (int64_t p = 0; p <= last; ++p) {
+    int32_t page = table[p / P];
+    if (page < 0)
+      return fail("sequence " + std::to_string(sequence) + " reads position " +
+                  std::to_string(p) + " with no page");
+    row = pool[size_t(page * P + p % P)];
+    if (row != expected[p])
+      return fail("sequence " + std::to_string(sequence) + " reads at position " +
+                  std::to_string(p) + " (page " + std::to_string(page) +
+                  ") a row that is not that of its own tokens");
+  }
+  if (drawn)
+    *drawn = drawToken(sequence, step, row, vocab);
+  return true;
+}
+
+bool FakeServing::runPrefill(const Iteration &plan, std::vector<int32_t> &drawn) {
+  for (const PrefillChunk &c : plan.prefill) {
+    const std::vector<int32_t> &mine = truth[c.sequence];
+    int64_t end = c.position + int64_t(c.tokens.size());
+    if (end > int64_t(mine.size()) ||
+        !std::equal(c.tokens.begin(), c.tokens.end(), mine.begin() + c.position))
+      return fail("sequence " + std::to_string(c.sequence) + "'s chunk at " +
+                  std::to_string(c.position) + " is not its tokens");
+    if (c.completesPrompt != (end == int64_t(mine.size())) ||
+        (c.completesPrompt && c.step != generated[c.sequence]))
+      return fail("sequence " + std::to_string(c.sequence) + "'s chunk ends at " +
+                  std::to_string(end) + " of " + std::to_string(mine.size()) +
+                  " tokens with the wrong completion or step");
+    for (int64_t p = c.position; p < end; ++p)
+      if (!write(c.sequence, c.slot, p, mine[p]))
+        return false;
+    drawn.push_back(-1);
+    // Every row attends to the rows before it; the last one's read covers them.
+    if (!attend(c.sequence, c.slot, end - 1, c.completesPrompt ? &drawn.back() : nullptr,
+                c.step))
+      return false;
+  }
+  return true;
+}
+
+bool FakeServing::runDecode(const Iteration &plan, std::vector<int32_t> &drawn) {
+  for (const DecodeRow &d : plan.decode) {
+    const std::vector<int32_t> &mine = truth[d.sequence];
+    if (d.position != int64_t(mine.size()) - 1 || d.token != mine.back() ||
+        d.step != generated[d.sequence])
+      return fail("sequence " + std::to_string(d.sequence) + "'s decode row feeds token " +
+                  std::to_string(d.token) + " at " + std::to_string(d.position) + " step " +
+                  std::to_string(d.step) + ", not its last");
+    drawn.push_back(-1);
+    if (!write(d.sequence, d.slot, d.position, d.token) ||
+        !attend(d.sequence, d.slot, d.position, &drawn.back(), d.step))
+      return false;
+  }
+  return true;
+}
+
+bool FakeServing::finish(const std::vector<Finished> &finished) {
+  for (const Finished &f : finished) {
+    const Request &r = *byIndex.at(f.sequence);
+    if (result.ids.count(f.sequence))
+      return fail("sequence " + std::to_string(f.sequence) + " finished twice");
+    std::vector<int32_t> alone = generateAlone(r, vocab, config.endToken);
+    if (f.ids != alone)
+      return fail("sequence " + std::to_string(f.sequence) +
+                  "'s ids differ from those generated alone");
+    result.ids[f.sequence] = f.ids;
+    result.endedByToken[f.sequence] = f.endToken;
+  }
+  return true;
+}
+
+RunResult FakeServing::run(const std::vector<Request> &requests) {
+  size_t next = 0;
+  for (; iteration < 100000; ++iteration) {
+    arrivals(requests, &next);
+    if (!scheduler.busy()) {
+      if (next == requests.size())
+        break;
+      continue;
+    }
+    Iteration plan = scheduler.plan();
+    if (plan.prefill.empty() && plan.decode.empty()) {
+      fail("requests wait or run but nothing was planned (deadlock)");
+      break;
+    }
+    std::vector<int32_t> prefillDrawn, decodeDrawn;
+    if (!checkRows(plan) || !runPrefill(plan, prefillDrawn) || !runDecode(plan, decodeDrawn))
+      break;
+    std::vector<Finished> finished = scheduler.complete(prefillDrawn, decodeDrawn);
+    // The truth as the programs' tokens extend it.
+    for (size_t i = 0; i < plan.prefill.size(); ++i)
+      if (plan.prefill[i].completesPrompt) {
+        truth[plan.prefill[i].sequence].push_back(prefillDrawn[i]);
+        ++generated[plan.prefill[i].sequence];
+      }
+    for (size_t j = 0; j < plan.decode.size(); ++j) {
+      truth[plan.decode[j].sequence].push_back(decodeDrawn[j]);
+      ++generated[plan.decode[j].sequence];
+    }
+    if (std::string problem = scheduler.checkInvariants(); !problem.empty()) {
+      fail(problem);
+      break;
+    }
+    if (!finish(finished))
+      break;
+    result.log.push_back({std::move(plan), std::move(finished)});
+  }
+  if (result.problem.empty() && (scheduler.busy() || next < requests.size()))
+    fail("the run did not end");
+  if (result.problem.empty() && result.ids.size() + result.refused.size() != requests.size())
+    fail("finished " + std::to_string(result.ids.size()) + " and refused " +
+         std::to_string(result.refused.size()) + " of " + std::to_string(requests.size()));
+  if (result.problem.empty() && scheduler.pagesInUse() != 0)
+    fail(std::to_string(scheduler.pagesInUse()) + " pages still in use at the end");
+  result.preemptions = scheduler.preemptions();
+  result.shared = scheduler.sharedPages();
+  result.peakPages = scheduler.peakPagesInUse();
+  return result;
+}
+
+RunResult serveFake(const SchedulerConfig &config, int64_t vocab,
+                    std::vector<Request> requests) {
+  std::sort(requests.begin(), requests.end(), [](const Request &a, const Request &b) {
+    return a.arriveAt != b.arriveAt ? a.arriveAt < b.arriveAt : a.index < b.index;
+  });
+  return FakeServing(config, vocab).run(requests);
+}
+
+//===----------------------------------------------------------------------===//
+// Scenarios
+//===----------------------------------------------------------------------===//
+
+/// A small deterministic generator for the scenarios' prompts and shapes.
+struct Random {
+  uint64_t state;
+  explicit Random(uint64_t seed) : state(seed) {}
+  uint64_t next() {
+    state += 0x9e3779b97f4a7c15ull;
+    return mix(state, 0);
+  }
+  int64_t in(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
+};
+
+std::vector<int32_t> randomPrompt(Random &random, int64_t length, int64_t vocab) {
+  std::vector<int32_t> prompt;
+  for (int64_t i = 0; i < length; ++i)
+    prompt.push_back(int32_t(random.in(0, vocab - 1)));
+  return prompt;
+}
+
+SchedulerConfig makeConfig(int64_t B, int64_t Bp, int64_t L, int64_t P, int64_t N, int64_t T) {
+  SchedulerConfig c;
+  c.decodeRows = B;
+  c.prefillRows = Bp;
+  c.chunk = L;
+  c.pageSize = P;
+  c.pages = N;
+  c.pagesPerSequence = T;
+  return c;
+}
+
+int failures = 0;
+
+/// Prints a scenario's verdict line; counts a failure.
+void verdict(const char *name, const std::string &problem, const std::string &figures) {
+  if (problem.empty()) {
+    std::printf("%s: ok, %s\n", name, figures.c_str());
+    return;
+  }
+  ++failures;
+  std::printf("%s: FAILED: %s\n", name, problem.c_str());
+}
+
+/// Rows freed by retirement are refilled by the next iteration's admission.
+void scenarioContinuous() {
+  const int64_t vocab = 64;
+  Random random(1);
+  std::vector<Request> requests;
+  const int64_t maxNew[] = {2, 9, 4, 6, 3, 5};
+  for (int64_t i = 0; i < 6; ++i)
+    requests.push_back({i, randomPrompt(random, 3 + i, vocab), maxNew[i], 0});
+  RunResult r = serveFake(makeConfig(2, 2, 8, 4, 64, 16), vocab, requests);
+  int64_t freed = 0, refilled = 0;
+  for (size_t i = 0; i + 1 < r.log.size(); ++i) {
+    // Every request arrived at once: after the first iteration some wait
+    // until the last admission.
+    bool waiting = std::any_of(r.log.begin() + i + 1, r.log.end(),
+                               [](const Logged &l) { return !l.plan.admitted.empty(); });
+    if (r.log[i].finished.empty() || !waiting)
+      continue;
+    ++freed;
+    refilled += !r.log[i + 1].plan.admitted.empty();
+  }
+  if (r.problem.empty() && refilled != freed)
+    r.problem = "a freed row was not refilled at the next iteration";
+  if (r.problem.empty() && r.log.size() && r.log[0].plan.admitted.size() != 2)
+    r.problem = "the first iteration did not fill both rows";
+  verdict("continuous", r.problem,
+          std::to_string(r.ids.size()) + " requests on 2 rows in " +
+              std::to_string(r.log.size()) + " iterations, freed rows refilled at once: " +
+              std::to_string(refilled) + " of " + std::to_string(freed));
+}
+
+/// A long prompt is prefilled in chunks while the decoding rows go on.
+void scenarioChunked() {
+  const int64_t vocab = 64;
+  Random random(2);
+  std::vector<Request> requests = {{0, randomPrompt(random, 3, vocab), 24, 0},
+                                   {1, randomPrompt(random, 5, vocab), 24, 0},
+                                   {2, randomPrompt(random, 40, vocab), 2, 3}};
+  RunResult r = serveFake(makeConfig(4, 1, 4, 4, 64, 16), vocab, requests);
+  int64_t longChunks = 0, besideDecoding = 0, gaps = 0;
+  std::map<int64_t, int64_t> lastDecode;
+  for (size_t i = 0; i < r.log.size(); ++i) {
+    const Iteration &plan = r.log[i].plan;
+    for (const PrefillChunk &c : plan.prefill)
+      if (c.sequence == 2) {
+        ++longChunks;
+        besideDecoding += plan.decode.size() == 2;
+      }
+    for (const DecodeRow &d : plan.decode) {
+      if (lastDecode.count(d.sequence) && lastDecode[d.sequence] != int64_t(i) - 1)
+        ++gaps;
+      lastDecode[d.sequence] = int64_t(i);
+    }
+  }
+  if (r.problem.empty() && (longChunks != 10 || besideDecoding != 10 || gaps != 0))
+    r.problem = "the 40-token prompt took " + std::to_string(longChunks) + " chunks, " +
+                std::to_string(besideDecoding) + " beside both decoding rows, and the " +
+                "decoding rows skipped " + std::to_string(gaps) + " iterations";
+  verdict("chunked", r.problem,
+          "40-token prompt in " + std::to_string(longChunks) + " chunks of 4, each beside " +
+              "2 decode rows; decoding rows skipped " + std::to_string(gaps) + " iterations");
+}
+
+/// A tiny pool preempts (recompute) and still ends with the same ids.
+void scenarioPreemption() {
+  const int64_t vocab = 64;
+  Random random(3);
+  std::vector<Request> requests;
+  for (int64_t i = 0; i < 5; ++i)
+    requests.push_back({i, randomPrompt(random, 5 + i, vocab), 10, i / 2});
+  RunResult small = serveFake(makeConfig(4, 2, 8, 4, 6, 8), vocab, requests);
+  RunResult large = serveFake(makeConfig(4, 2, 8, 4, 64, 8), vocab, requests);
+  std::string problem = !small.problem.empty() ? small.problem : large.problem;
+  if (problem.empty() && small.preemptions == 0)
+    problem = "the 6-page pool preempted nobody";
+  if (problem.empty() && large.preemptions != 0)
+    problem = "the 64-page pool preempted";
+  if (problem.empty() && small.ids != large.ids)
+    problem = "the ids differ with and without preemption";
+  if (problem.empty() && small.peakPages > 6)
+    problem = "more pages in use than the pool holds";
+  verdict("preemption", problem,
+          std::to_string(small.preemptions) + " preemptions in a 6-page pool (peak " +
+              std::to_string(small.peakPages) + "), ids equal to the 64-page run's: " +
+              (small.ids == large.ids ? "yes" : "no"));
+}
+
+/// Identical prompts arriving at different times share their full pages.
+void scenarioSharing() {
+  const int64_t vocab = 64;
+  Random random(4);
+  std::vector<int32_t> prompt = randomPrompt(random, 18, vocab);
+  std::vector<int32_t> head(prompt.begin(), prompt.begin() + 9);
+  std::vector<int32_t> tail = randomPrompt(random, 6, vocab);
+  head.insert(head.end(), tail.begin(), tail.end());
+  std::vector<Request> requests = {{0, prompt, 12, 0}, {1, prompt, 12, 6},
+                                   {2, head, 12, 8},   {3, prompt, 12, 12},
+                                   {4, prompt, 12, 12}};
+  SchedulerConfig config = makeConfig(4, 2, 4, 4, 64, 16);
+  RunResult on = serveFake(config, vocab, requests);
+  config.sharePrefixes = false;
+  RunResult off = serveFake(config, vocab, requests);
+  std::string problem = !on.problem.empty() ? on.problem : off.problem;
+  // Requests 1, 3, 4: pages 0-3 (positions 0-15 end before the last, 17);
+  // request 2: pages 0-1 (its first 9 tokens).
+  if (problem.empty() && (on.shared != 14 || off.shared != 0))
+    problem = "shared " + std::to_string(on.shared) + " pages (expected 14), " +
+              std::to_string(off.shared) + " without sharing";
+  if (problem.empty() && on.ids != off.ids)
+    problem = "the ids differ with and without sharing";
+  verdict("sharing", problem,
+          std::to_string(on.shared) + " pages shared (peak " + std::to_string(on.peakPages) +
+              " pages, " + std::to_string(off.peakPages) +
+              " without sharing), every read its own sequence's tokens");
+}
+
+/// The end token ends a sequence early.
+void scenarioEndToken() {
+  const int64_t vocab = 12;
+  Random random(5);
+  std::vector<Request> requests;
+  for (int64_t i = 0; i < 8; ++i)
+    requests.push_back({i, randomPrompt(random, 4, vocab), 12, i});
+  SchedulerConfig config = makeConfig(4, 2, 4, 4, 64, 16);
+  config.endToken = 7;
+  RunResult r = serveFake(config, vocab, requests);
+  int64_t ended = 0, atLength = 0;
+  for (const auto &[sequence, ids] : r.ids) {
+    bool byToken = r.endedByToken[sequence];
+    ended += byToken;
+    atLength += int64_t(ids.size()) == 12 && !byToken;
+    if (r.problem.empty() && byToken != (ids.back() == 7))
+      r.problem = "sequence " + std::to_string(sequence) + "'s end is misreported";
+  }
+  if (r.problem.empty() && (ended == 0 || atLength == 0 || ended + atLength != 8))
+    r.problem = std::to_string(ended) + " ended by the end token, " +
+                std::to_string(atLength) + " at max_new_tokens, of 8";
+  verdict("end token", r.problem,
+          std::to_string(ended) + " of 8 ended by the end token, " + std::to_string(atLength) +
+              " at max_new_tokens");
+}
+
+void scenarioRefusals() {
+  SchedulerConfig config = makeConfig(2, 1, 4, 4, 4, 8); // context 32, pool 16 positions
+  Scheduler scheduler(config);
+  struct Case {
+    int64_t prompt, maxNew;
+  };
+  for (Case c : {Case{30, 5}, Case{10, 8}, Case{0, 4}, Case{4, 0}, Case{10, 7}}) {
+    std::string why;
+    bool ok = scheduler.arrive(c.prompt, std::vector<int32_t>(size_t(c.prompt), 1), c.maxNew,
+                               &why);
+    std::printf("refusal: prompt %lld, max_new_tokens %lld: %s\n", (long long)c.prompt,
+                (long long)c.maxNew, ok ? "accepted" : why.c_str());
+    if (ok != why.empty() || why != scheduler.refusalOf(c.prompt, c.maxNew)) {
+      ++failures;
+      std::printf("refusal: FAILED: arrive() and refusalOf disagree\n");
+    }
+  }
+}
+
+/// Random shapes, pools from just large enough to ample, prompts drawn
+/// from a few shared heads, arrivals spread out, sometimes an end token.
+void scenarioStress() {
+  Random random(6);
+  int64_t runs = 0, requestsServed = 0, preemptions = 0, shared = 0;
+  std::string problem;
+  for (; runs < 400 && problem.empty(); ++runs) {
+    const int64_t vocab = random.in(3, 40), P = random.in(1, 5);
+    const int64_t T = random.in(2, 10);
+    std::vector<std::vector<int32_t>> heads;
+    for (int h = 0; h < 3; ++h)
+      heads.push_back(randomPrompt(random, random.in(1, 3 * P), vocab));
+    std::vector<Request> requests;
+    int64_t largest = 1;
+    for (int64_t i = 0, n = random.in(1, 12); i < n; ++i) {
+      Request r{i, heads[size_t(random.in(0, 2))], random.in(1, 8), random.in(0, 20)}; // braces: in order
+      std::vector<int32_t> more = randomPrompt(random, random.in(0, 2 * P), vocab);
+      r.prompt.insert(r.prompt.end(), more.begin(), more.end());
+      int64_t positions = int64_t(r.prompt.size()) + r.maxNew - 1;
+      largest = std::max(largest, (positions + P - 1) / P);
+      requests.push_back(r);
+    }
+    // One draw per statement: the order of a call's arguments is unspecified.
+    const int64_t B = random.in(1, 4), Bp = random.in(1, 3), L = random.in(1, 7);
+    const int64_t spare = random.in(0, 6), ample = random.in(0, 1);
+    SchedulerConfig config = makeConfig(B, Bp, L, P, std::min(largest, T) + spare * ample, T);
+    config.endToken = random.in(0, 1) ? random.in(0, vocab - 1) : -1;
+    config.sharePrefixes = random.in(0, 3) != 0;
+    RunResult r = serveFake(config, vocab, requests);
+    if (!r.problem.empty())
+      problem = "run " + std::to_string(runs) + ": " + r.problem;
+    requestsServed += int64_t(r.ids.size());
+    preemptions += r.preemptions;
+    shared += r.shared;
+  }
+  verdict("stress", problem,
+          std::to_string(runs) + " random runs, " + std::to_string(requestsServed) +
+              " requests served, " + std::to_string(preemptions) + " preemptions, " +
+              std::to_string(shared) + " pages shared");
+}
+
+//===----------------------------------------------------------------------===//
+// Requests
+//===----------------------------------------------------------------------===//
+
+std::string idsText(const std::vector<int32_t> &ids) {
+  std::string text;
+  for (int32_t id : ids)
+    text += (text.empty() ? "" : " ") + std::to_string(id);
+  return "[" + text + "]";
+}
+
+int printRequests(const std::vector<ServeRequest> &requests, int64_t promptOf) {
+  for (const ServeRequest &r : requests) {
+    if (promptOf >= 0) {
+      if (r.index == promptOf)
+        for (int32_t id : r.prompt)
+          std::printf("%d\n", id);
+      continue;
+    }
+    if (!r.refusal.empty()) {
+      std::printf("request %lld: refused: line %lld: %s\n", (long long)r.index,
+                  (long long)r.line, r.refusal.c_str());
+      continue;
+    }
+    std::printf("request %lld (line %lld): prompt %s max_new_tokens %lld temperature %g "
+                "top_k %lld top_p %g seed %llu arrival_ms %g\n",
+                (long long)r.index, (long long)r.line, idsText(r.prompt).c_str(),
+                (long long)r.maxNewTokens, r.temperature, (long long)r.topK, r.topP,
+                (unsigned long long)r.seed, r.arrivalMs);
+  }
+  return 0;
+}
+
+[[noreturn]] void usage(const std::string &why) {
+  std::fprintf(stderr,
+               "serve-scheduler-check: %s\nusage: serve-scheduler-check [scenarios]\n"
+               "       serve-scheduler-check requests FILE --vocab V [--seed S] "
+               "[--max-new-tokens N] [--context C] [--prompt-of I]\n"
+               "       serve-scheduler-check poisson COUNT RATE MIN MAX --vocab V [--seed S]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+/// The --flag VALUE options after the positional arguments.
+RequestDefaults readOptions(int argc, char **argv, int first, int64_t *promptOf) {
+  RequestDefaults defaults;
+  for (int i = first; i < argc; i += 2) {
+    std::string flag = argv[i];
+    if (i + 1 >= argc)
+      usage(flag + " needs a value");
+    long long value = std::strtoll(argv[i + 1], nullptr, 10);
+    if (flag == "--vocab")
+      defaults.vocab = value;
+    else if (flag == "--seed")
+      defaults.seed = uint64_t(value);
+    else if (flag == "--max-new-tokens")
+      defaults.maxNewTokens = value;
+    else if (flag == "--context")
+      defaults.context = value;
+    else if (flag == "--prompt-of" && promptOf)
+      *promptOf = value;
+    else
+      usage("unknown option " + flag);
+  }
+  return defaults;
+}
+
+int requestsMode(int argc, char **argv) {
+  if (argc < 3)
+    usage("requests needs a file");
+  int64_t promptOf = -1;
+  RequestDefaults defaults = readOptions(argc, argv, 3, &promptOf);
+  std::vector<ServeRequest> requests;
+  std::string error;
+  if (!readServeRequests(argv[2], defaults, &requests, &error)) {
+    std::fprintf(stderr, "serve-scheduler-check: %s\n", error.c_str());
+    return 1;
+  }
+  return printRequests(requests, promptOf);
+}
+
+int poissonMode(int argc, char **argv) {
+  if (argc < 6)
+    usage("poisson needs COUNT RATE MIN MAX");
+  RequestDefaults defaults = readOptions(argc, argv, 6, nullptr);
+  std::vector<ServeRequest> requests =
+      poissonRequests(std::strtoll(argv[2], nullptr, 10), std::strtod(argv[3], nullptr),
+                      std::strtoll(argv[4], nullptr, 10), std::strtoll(argv[5], nullptr, 10),
+                      defaults.maxNewTokens, defaults);
+  for (const ServeRequest &r : requests)
+    std::printf("request %lld: arrival_ms %.6f prompt_len %zu seed %llu\n", (long long)r.index,
+                r.arrivalMs, r.prompt.size(), (unsigned long long)r.seed);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string mode = argc > 1 ? argv[1] : "scenarios";
+  if (mode == "requests")
+    return requestsMode(argc, argv);
+  if (mode == "poisson")
+    return poissonMode(argc, argv);
+  if (mode != "scenarios")
+    usage("unknown mode " + mode);
+  scenarioContinuous();
+  scenarioChunked();
+  scenarioPreemption();
+  scenarioSharing();
+  scenarioEndToken();
+  scenarioRefusals();
+  scenarioStress();
+  std::printf("serve-scheduler-check: %d failed\n", failures);
+  return failures ? 1 : 0;
+}
