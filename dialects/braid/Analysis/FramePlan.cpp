@@ -190,10 +190,10 @@ LogicalResult FramePlanner::assignPositions() {
 }
 
 // Values sharing storage: a reshape and its input; a cache write's result
-// and the cache it updates in place, a Mamba step's new state and its state
-// (a state, or the argument that carries one: their verifiers make it the
-// operand's only use; braid.take_chunk_state's other users are the chunk
-// steps it depends on).
+// and the cache (or page pool) it updates in place, a Mamba step's new state
+// and its state (a state, or the argument that carries one: their verifiers
+// make it the operand's only use; braid.take_chunk_state's other users are
+// the chunk steps it depends on).
 void FramePlanner::groupReshapes() {
   for (BlockArgument arg : block.getArguments())
     classes.insert(arg);
@@ -204,6 +204,8 @@ void FramePlanner::groupReshapes() {
         classes.unionSets(result, reshape.getInput());
       else if (auto write = dyn_cast<CacheWriteOp>(op))
         classes.unionSets(result, write.getCache());
+      else if (auto paged = dyn_cast<PagedCacheWriteOp>(op))
+        classes.unionSets(result, paged.getPool());
       else if (auto chunk = dyn_cast<CacheWriteChunkOp>(op))
         classes.unionSets(result, chunk.getCache());
       else if (auto conv = dyn_cast<ConvStepOp>(op);

@@ -683,5 +683,6 @@ include "dialects/braid/IR/BraidInferenceOps.td"
 include "dialects/braid/IR/BraidCacheContextOps.td"
 include "dialects/braid/IR/BraidSampleOps.td"
 include "dialects/braid/IR/BraidMambaContextOps.td"
+include "dialects/braid/IR/BraidPagedCacheOps.td"
 
 #endif // BRAID_DIALECT_BRAID_IR_BRAIDOPS_TD

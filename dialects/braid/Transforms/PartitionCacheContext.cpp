@@ -104,6 +104,19 @@ LogicalResult Partitioner::checkInferenceGrid() {
     return success();
   int64_t ranks = grid.sizes[*cp];
   for (func::FuncOp f : functions) {
+    // A page pool has no sequence dimension to cut into contiguous chunks
+    // (a sequence's pages are wherever the scheduler put them): serving
+    // under cp is later work.
+    WalkResult paged = f.walk([&](Operation *op) {
+      if (!isa<PagedCacheWriteOp, PagedCacheAttentionOp>(op))
+        return WalkResult::advance();
+      op->emitError("--braid-partition: a paged KV cache is not split over "
+                    "cp (cp=")
+          << ranks << " in the grid); serve on tp, or use cp=1";
+      return WalkResult::interrupt();
+    });
+    if (paged.wasInterrupted())
+      return failure();
     WalkResult walk = f.walk([&](CacheWriteOp write) {
       int64_t context = write.getCache().getType().getDimSize(1);
       if (context % ranks == 0)

@@ -33,9 +33,10 @@ Partitioner::splitOf(Operation *op, const ShardingRule &rule) {
   if (auto attention = dyn_cast<AttentionOp>(op))
     if (failed(splitAttention(attention, rule, split)))
       return failure();
-  // Attention over a cache: each rank attends with its query heads over its
-  // heads' cache (a whole cache, sliced, when kv heads are fewer than ranks).
-  if (isa<CacheAttentionOp>(op))
+  // Attention over a cache or a page pool: each rank attends with its query
+  // heads over its heads' cache (a whole cache, sliced, when kv heads are
+  // fewer than ranks).
+  if (isa<CacheAttentionOp, PagedCacheAttentionOp>(op))
     splitKeyValueHeads(op, rule, split);
   splitCacheSequence(op, rule, split);
   splitRecurrence(op, rule, split);

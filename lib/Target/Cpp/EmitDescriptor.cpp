@@ -43,6 +43,19 @@ static std::optional<std::string> sampleInputRole(Operation *user, Value value) 
   return std::nullopt;
 }
 
+/// The page table inputs of braid.paged_cache_write and
+/// braid.paged_cache_attention, or none.
+template <typename PagedOp>
+static std::optional<std::string> pagedInputRole(PagedOp op, Value value) {
+  if (op.getPositions() == value)
+    return std::string("positions");
+  if (op.getPages() == value)
+    return std::string("pages");
+  if (op.getLastRows() == value)
+    return std::string("last_rows");
+  return std::nullopt;
+}
+
 /// How a step input is generated: tokens for an embedding, labels for the
 /// loss; both uniform below the vocabulary the model draws from. An
 /// inference program's positions and last rows are the driver's. A
@@ -74,6 +87,14 @@ static std::optional<std::string> inputRole(Value value) {
       return std::string("positions");
     if (auto take = dyn_cast<TakeRowsOp>(user); take && take.getIndex() == value)
       return std::string("last_rows");
+    // A serving program's paged KV cache: each sequence's first position,
+    // page table and last real row (-1: idle), all the scheduler's.
+    if (auto write = dyn_cast<PagedCacheWriteOp>(user))
+      if (std::optional<std::string> role = pagedInputRole(write, value))
+        return role;
+    if (auto attention = dyn_cast<PagedCacheAttentionOp>(user))
+      if (std::optional<std::string> role = pagedInputRole(attention, value))
+        return role;
     // A Mamba layer's state steps (a model without attention has no other
     // reader of the positions).
     if (auto conv = dyn_cast<ConvStepOp>(user)) {
