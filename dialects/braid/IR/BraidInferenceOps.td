@@ -100,8 +100,10 @@ def Braid_TakeRowsOp : Braid_InferredOp<"take_rows",
   let description = [{
     `input` [B, S, H], `index` [B] (i32): `result[b, :] = input[b, index[b], :]`,
     [B, H]. Prefill picks each prompt's last row with it, before the final
-    norm and the LM head, so their work is one row per sequence. An index
-    outside [0, S) is a fatal runtime error naming the sequence.
+    norm and the LM head, so their work is one row per sequence. Index -1
+    gives a row of zeros (an idle sequence of a serving program,
+    BraidPagedCacheOps.td); any other index outside [0, S) is a fatal runtime
+    error naming the sequence.
 
     ```mlir
     %last = braid.take_rows %h, %idx : tensor<2x16x64xf32>, tensor<2xi32> -> tensor<2x64xf32>

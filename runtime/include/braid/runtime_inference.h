@@ -60,8 +60,9 @@ void braid_k_cache_attention(braid_rt *rt, braid_dtype dt, const void *q, const 
                              const braid_cache_attention_shape *shape);
 
 /* out[b, :] = x[b, index[b], :]: x [batch, seq, hidden] -> out [batch, hidden]
- * (a sequence's last prompt row); index outside [0, seq) is a fatal error
- * naming the sequence. */
+ * (a sequence's last prompt row); index -1 gives a row of zeros (an idle
+ * sequence of a serving program); any other index outside [0, seq) is a fatal
+ * error naming the sequence. */
 void braid_k_take_rows(braid_rt *rt, braid_dtype dt, const void *x, const int32_t *index,
                        void *out, int64_t batch, int64_t seq, int64_t hidden);
 
@@ -74,6 +75,44 @@ void braid_k_take_rows(braid_rt *rt, braid_dtype dt, const void *x, const int32_
 void braid_k_add_positions(braid_rt *rt, braid_dtype dt, const void *x, const void *table,
                            const int32_t *positions, void *out, int64_t batch, int64_t seq,
                            int64_t table_rows, int64_t hidden);
+
+/*===--- A paged KV cache (serving) ---------------------------------------===*
+ * A pool of `pages` pages of `page_size` rows holds every sequence's cache:
+ * pool [pages, page_size, heads, head_dim] (keys rotated as in the cache
+ * above). Sequence b's position t lives in page page_table[b * pages_per_seq
+ * + t / page_size], row t % page_size (page_table [batch, pages_per_seq]).
+ * last_rows [batch] is each sequence's last real new row of this call: -1 is
+ * an idle sequence (nothing written, outputs zero), rows s > last_rows[b] are
+ * padding (never written, outputs zero). Fatal errors naming the sequence:
+ * last_rows[b] < -1 or >= seq, a position of a real row outside [0,
+ * pages_per_seq * page_size), a page outside [0, pages) that a real row
+ * writes or reads. With page_size = cache_len, pages = batch,
+ * page_table[b] = {b} and last_rows = seq - 1 these are braid_k_cache_write
+ * and braid_k_cache_attention. */
+
+/* pool[page_table[b, p / P], p % P, h, :] = rotate(rows[b, s, h, :], p) for
+ * s <= last_rows[b], p = positions[b] + s, in place; rows [batch, seq, heads,
+ * head_dim]. */
+void braid_k_paged_cache_write(braid_rt *rt, braid_dtype dt, void *pool, const void *rows,
+                               const int32_t *positions, const int32_t *page_table,
+                               const int32_t *last_rows, int64_t batch, int64_t seq,
+                               int64_t pages, int64_t page_size, int64_t pages_per_seq,
+                               int64_t heads, int64_t head_dim, double rope_theta);
+
+/* braid_k_cache_attention of the real rows over the pages: query s <=
+ * last_rows[b] at p = positions[b] + s attends to the positions t <= p, key
+ * and value rows at k_pool / v_pool [page_table[b, t / P], t % P, h / g, :];
+ * out [batch, seq, heads, v_head_dim], zeros at padding rows and idle
+ * sequences. */
+typedef struct braid_paged_cache_attention_shape {
+  int64_t batch, seq, pages, page_size, pages_per_seq, heads, kv_heads, head_dim, v_head_dim;
+  double scale, rope_theta;
+} braid_paged_cache_attention_shape;
+void braid_k_paged_cache_attention(braid_rt *rt, braid_dtype dt, const void *q,
+                                   const void *k_pool, const void *v_pool,
+                                   const int32_t *positions, const int32_t *page_table,
+                                   const int32_t *last_rows, void *out,
+                                   const braid_paged_cache_attention_shape *shape);
 
 /*===--- Mamba state ------------------------------------------------------===*
  * A Mamba layer carries two states per sequence between calls: conv_state

@@ -2,7 +2,8 @@
 //
 // braid_k_cache_write (new key / value rows into a sequence's cache at its own
 // positions, keys rotated there by the attention kernels' RoPE, rope.h),
-// braid_k_take_rows (one row per sequence: a prompt's last position) and
+// braid_k_take_rows (one row per sequence: a prompt's last position, zeros
+// for an idle sequence's -1) and
 // braid_k_add_positions (learned position embeddings at a sequence's own
 // offset); runtime_inference.h states them. Every position and index is
 // checked before anything is written: a bad one is a fatal error naming the
@@ -71,15 +72,20 @@ void braid_k_cache_write(braid_rt *, braid_dtype dt, void *cache, const void *ro
 
 void braid_k_take_rows(braid_rt *, braid_dtype dt, const void *x, const int32_t *index,
                        void *out_, int64_t batch, int64_t seq, int64_t hidden) {
+  // -1: an idle sequence of a serving program, whose row is zeros.
   for (int64_t b = 0; b < batch; ++b)
-    if (index[b] < 0 || index[b] >= seq)
+    if (index[b] < -1 || index[b] >= seq)
       fail("take_rows", "index %lld of sequence %lld is outside [0, %lld)",
            (long long)index[b], (long long)b, (long long)seq);
   const int64_t bytes = hidden * elementBytes(dt, "take_rows");
   const char *src = static_cast<const char *>(x);
-  for (int64_t b = 0; b < batch; ++b)
-    std::memcpy(static_cast<char *>(out_) + b * bytes, src + (b * seq + index[b]) * bytes,
-                size_t(bytes));
+  for (int64_t b = 0; b < batch; ++b) {
+    char *dst = static_cast<char *>(out_) + b * bytes;
+    if (index[b] == -1)
+      std::memset(dst, 0, size_t(bytes));
+    else
+      std::memcpy(dst, src + (b * seq + index[b]) * bytes, size_t(bytes));
+  }
 }
 
 void braid_k_add_positions(braid_rt *, braid_dtype dt, const void *x, const void *table,

@@ -14,6 +14,8 @@
 //  - otherwise (f64 accumulation) the reference loop of attention.cpp: every
 //    key folded into each query row's running max, sum and accumulator
 //    (attention_ref.h's foldKey).
+// The same core attends over a paged cache (paged_cache.cpp): a page table
+// gives each key row's address and the real query rows of each sequence.
 // Work is split over the rank's threads by (sequence, kv head). An item's
 // query rows are all the (query head of the group, s) pairs, taken in blocks,
 // so that at decode (seq = 1) the whole group is one block: the sequence's
@@ -51,7 +53,9 @@ constexpr const char *kKernel = "cache_attention";
 constexpr int64_t kQB = 64; // query rows per GEMM block
 
 /// One call's shapes and operands; an item is (sequence b, kv head g), its
-/// rows r < group * seq the pairs (query head g * group + r / seq, s = r % seq).
+/// rows r < rows(b) = group * seqOf(b) the pairs (query head g * group +
+/// r / seqOf(b), s = r % seqOf(b)): every query row of a sequence, or with a
+/// page table its real rows s <= last_rows[b] (none for an idle sequence).
 template <typename T> struct CacheProblem {
   const braid_cache_attention_shape &sh;
   const T *q, *k, *v;
@@ -59,32 +63,39 @@ template <typename T> struct CacheProblem {
   T *out;
   Rope rope;
   int64_t group;
+  const PageTable *pages; ///< null: sequence b's rows [b C, (b + 1) C)
 
+  /// Query rows per sequence at most (the shape's).
   int64_t rows() const { return group * sh.seq; }
-  int64_t headOf(int64_t g, int64_t r) const { return g * group + r / sh.seq; }
+  int64_t seqOf(int64_t b) const { return pages ? pages->lastRows[b] + 1 : sh.seq; }
+  int64_t rows(int64_t b) const { return group * seqOf(b); }
+  int64_t headOf(int64_t b, int64_t g, int64_t r) const { return g * group + r / seqOf(b); }
   /// Position of item row r of sequence b.
-  int64_t posOf(int64_t b, int64_t r) const { return positions[b] + r % sh.seq; }
+  int64_t posOf(int64_t b, int64_t r) const { return positions[b] + r % seqOf(b); }
   /// Keys [0, keysOf(b, r0, n)) hold every key that rows [r0, r0 + n) see.
   int64_t keysOf(int64_t b, int64_t r0, int64_t n) const {
-    return positions[b] + std::min(sh.seq - 1, r0 % sh.seq + n - 1) + 1;
+    return positions[b] + std::min(seqOf(b) - 1, r0 % seqOf(b) + n - 1) + 1;
   }
   int64_t qRow(int64_t b, int64_t s, int64_t h) const { return (b * sh.seq + s) * sh.heads + h; }
+  /// The key / value row of position t of sequence b, kv head g.
   int64_t cacheRow(int64_t b, int64_t t, int64_t g) const {
-    return (b * sh.cache_len + t) * sh.kv_heads + g;
+    const int64_t row = pages ? pages->rowOf(b, t) : b * sh.cache_len + t;
+    return row * sh.kv_heads + g;
   }
   /// q row r of item (b, g) rotated to its position into dst [D].
   void loadQuery(int64_t b, int64_t g, int64_t r, float *dst) const {
-    loadRotated(q + qRow(b, r % sh.seq, headOf(g, r)) * sh.head_dim, dst, posOf(b, r), rope);
+    loadRotated(q + qRow(b, r % seqOf(b), headOf(b, g, r)) * sh.head_dim, dst, posOf(b, r),
+                rope);
   }
   T *outRow(int64_t b, int64_t g, int64_t r) const {
-    return out + qRow(b, r % sh.seq, headOf(g, r)) * sh.v_head_dim;
+    return out + qRow(b, r % seqOf(b), headOf(b, g, r)) * sh.v_head_dim;
   }
 };
 
 //===--- Reference form (f64 accumulation): keys folded one at a time ------===//
 
 template <typename T> void referenceItem(const CacheProblem<T> &p, int64_t b, int64_t g) {
-  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim, R = p.rows();
+  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim, R = p.rows(b);
   const int64_t QB = queryBlock(D, Dv);
   const float scale = float(p.sh.scale);
   float qbuf[kBufFloats], acc[kBufFloats];
@@ -129,10 +140,13 @@ template <typename T> void referenceItem(const CacheProblem<T> &p, int64_t b, in
 /// the cache's bytes are read once.
 constexpr int64_t kKeyChunk = 256;
 
-/// Keys per GEMM: all of them in f32 (the cache read in place, one product
-/// as in attention_gemm.cpp), kKeyChunk for the converted types.
-template <typename T> int64_t keyChunk(int64_t keys) {
-  return std::is_same_v<T, float> ? std::max<int64_t>(keys, 1) : kKeyChunk;
+/// Keys per GEMM: in f32 (the cache read in place) all of them, one product
+/// as in attention_gemm.cpp, or a page's (the rows of one page are
+/// contiguous, the pages not); kKeyChunk for the converted types.
+template <typename T> int64_t keyChunk(const CacheProblem<T> &p, int64_t keys) {
+  if (!std::is_same_v<T, float>)
+    return kKeyChunk;
+  return p.pages ? p.pages->pageSize : std::max<int64_t>(keys, 1);
 }
 
 /// f32 rows with a leading dimension.
@@ -142,7 +156,8 @@ struct F32Rows {
 };
 
 /// Rows [t0, t0 + n) of one (sequence, kv head) of a cache of `dim` values
-/// per row as f32: the cache itself in f32, else converted into buf.
+/// per row as f32: the cache itself in f32 (the rows of one page, keyChunk),
+/// else converted into buf.
 template <typename T>
 F32Rows cacheRows(const CacheProblem<T> &p, const T *cache, int64_t dim, int64_t b, int64_t g,
                   int64_t t0, int64_t n, float *buf) {
@@ -162,13 +177,13 @@ template <typename T> int64_t gemmItemFloats(int64_t maxKeys, int64_t D, int64_t
 
 template <typename T>
 void gemmItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxKeys, float *ws) {
-  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim, R = p.rows();
+  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim, R = p.rows(b);
   float *qr = ws, *ob = qr + kQB * D, *sc = ob + kQB * Dv, *buf = sc + kQB * maxKeys;
   float rowM[kQB];
   double rowL[kQB];
   for (int64_t r0 = 0; r0 < R; r0 += kQB) {
     const int64_t qb = std::min(kQB, R - r0);
-    const int64_t tEnd = p.keysOf(b, r0, qb), chunk = keyChunk<T>(tEnd);
+    const int64_t tEnd = p.keysOf(b, r0, qb), chunk = keyChunk(p, tEnd);
     for (int64_t i = 0; i < qb; ++i)
       p.loadQuery(b, g, r0 + i, qr + i * D);
     for (int64_t t0 = 0; t0 < tEnd; t0 += chunk) { // S = Q' K^T
@@ -208,8 +223,10 @@ void gemmItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxKeys, f
 /// call and spun on the cores the next linear used.
 template <typename T>
 void fewQueriesItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxKeys, float *ws) {
-  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim, R = p.rows();
-  const int64_t tEnd = p.keysOf(b, 0, R), chunk = keyChunk<T>(tEnd);
+  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim, R = p.rows(b);
+  if (R == 0)
+    return; // an idle sequence
+  const int64_t tEnd = p.keysOf(b, 0, R), chunk = keyChunk(p, tEnd);
   float *qr = ws, *ob = qr + kQB * D, *sc = ob + kQB * Dv, *buf = sc + kQB * maxKeys;
   for (int64_t r = 0; r < R; ++r)
     p.loadQuery(b, g, r, qr + r * D);
@@ -308,6 +325,25 @@ void cacheAttention(braid_dtype dt, const CacheProblem<T> &p, int64_t maxKeys) {
 
 } // namespace
 
+void braid::cpu::attendOverCache(braid_dtype dt, const braid_cache_attention_shape &sh,
+                                 const void *q, const void *k, const void *v,
+                                 const int32_t *positions, const PageTable *pages, void *out,
+                                 int64_t maxKeys) {
+  withFloatType(dt, kKernel, [&](auto tag) {
+    using T = decltype(tag);
+    const CacheProblem<T> p{sh,
+                            in<T>(q),
+                            in<T>(k),
+                            in<T>(v),
+                            positions,
+                            braid::cpu::out<T>(out),
+                            Rope(sh.rope_theta, sh.head_dim),
+                            sh.heads / sh.kv_heads,
+                            pages};
+    cacheAttention(dt, p, maxKeys);
+  });
+}
+
 extern "C" void braid_k_cache_attention(braid_rt *, braid_dtype dt, const void *q,
                                         const void *k_cache, const void *v_cache,
                                         const int32_t *positions, void *out,
@@ -315,12 +351,6 @@ extern "C" void braid_k_cache_attention(braid_rt *, braid_dtype dt, const void *
   const braid_cache_attention_shape &sh = *shape;
   if (!checkCacheShape(kKernel, sh))
     return;
-  const int64_t maxKeys = checkPositions(sh, positions);
-  withFloatType(dt, kKernel, [&](auto tag) {
-    using T = decltype(tag);
-    const CacheProblem<T> p{sh,        in<T>(q),   in<T>(k_cache),
-                            in<T>(v_cache), positions, braid::cpu::out<T>(out),
-                            Rope(sh.rope_theta, sh.head_dim), sh.heads / sh.kv_heads};
-    cacheAttention(dt, p, maxKeys);
-  });
+  attendOverCache(dt, sh, q, k_cache, v_cache, positions, /*pages=*/nullptr, out,
+                  checkPositions(sh, positions));
 }

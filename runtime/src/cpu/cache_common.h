@@ -1,9 +1,10 @@
 //===- cache_common.h - what the CPU cache attentions share -----*- C++ -*-===//
 //
-// cache_attention.cpp (one rank's cache) and cache_context.cpp (a cache
-// split by sequence over context-parallel ranks) share the checks of an
-// attention's shape; cache.cpp and cache_context.cpp share the write of new
-// rows into a cache (and its test hook).
+// cache_attention.cpp (one rank's cache), cache_context.cpp (a cache split
+// by sequence over context-parallel ranks) and paged_cache.cpp (a pool of
+// pages) share the checks of an attention's shape and its core
+// (attendOverCache); cache.cpp, cache_context.cpp and paged_cache.cpp share
+// the write of new rows into a cache (and its test hook).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,33 @@ struct CacheFault {
   }
 };
 
+/// Writes row s of each sequence b of `rows` [B, S, H, D] (RoPE-rotated to
+/// its position p = positions[b] + s when `theta` > 0) to dest(b, s, p): the
+/// [H, D] block of its cache row, or null for a row that is not written
+/// here (another rank's, padding). The caller has checked every written
+/// position.
+template <typename T, typename Dest>
+void writeRotatedRows(const T *rows, const int32_t *positions, int64_t B, int64_t S, int64_t H,
+                      int64_t D, double theta, Dest dest) {
+  const Rope rope(theta, D);
+  // A (sequence, row) writes H cache rows that no other item writes.
+  parallelForEachAbove(B * S, B * S * H * D, kMinThreadedElems, [&](int64_t item) {
+    const int64_t b = item / S, s = item % S;
+    T *block = dest(b, s, positions[b] + s);
+    if (!block)
+      return;
+    const int64_t p = positions[b] + s;
+    float c[kMaxHeadDim / 2], sn[kMaxHeadDim / 2], buf[kMaxHeadDim];
+    if (rope.on)
+      rope.angles(p, c, sn);
+    for (int64_t h = 0; h < H; ++h) {
+      rotate(rows + ((b * S + s) * H + h) * D, buf, c, sn, rope);
+      for (int64_t e = 0; e < D; ++e)
+        braid::store(block + h * D, e, buf[e]);
+    }
+  });
+}
+
 /// Writes the new rows of each sequence (RoPE-rotated to their positions
 /// when `theta` > 0) into a cache of Cl rows per sequence holding positions
 /// [firstRow, firstRow + Cl): the whole cache (firstRow 0), or one
@@ -54,29 +82,43 @@ struct CacheFault {
 template <typename T>
 void writeCacheRows(T *cache, const T *rows, const int32_t *positions, int64_t B, int64_t Cl,
                     int64_t S, int64_t H, int64_t D, double theta, int64_t firstRow) {
-  const Rope rope(theta, D);
   static const CacheFault fault;
   const bool decode = S == 1;
-  // A (sequence, row) writes H cache rows that no other item writes.
-  parallelForEachAbove(B * S, B * S * H * D, kMinThreadedElems, [&](int64_t item) {
-    const int64_t b = item / S, s = item % S, p = positions[b] + s;
-    // The test hook's destination (the sequence and position written).
-    const int64_t wb = decode && fault.swapSequences && (b ^ 1) < B ? b ^ 1 : b;
-    const int64_t late = decode && fault.latePosition && p + 1 - firstRow < Cl ? 1 : 0;
-    const int64_t t = p + late - firstRow;
-    if (t < 0 || t >= Cl)
-      return; // another rank's row
-    float c[kMaxHeadDim / 2], sn[kMaxHeadDim / 2], buf[kMaxHeadDim];
-    if (rope.on)
-      rope.angles(p, c, sn);
-    for (int64_t h = 0; h < H; ++h) {
-      rotate(rows + ((b * S + s) * H + h) * D, buf, c, sn, rope);
-      T *dst = cache + ((wb * Cl + t) * H + h) * D;
-      for (int64_t e = 0; e < D; ++e)
-        braid::store(dst, e, buf[e]);
-    }
-  });
+  writeRotatedRows(rows, positions, B, S, H, D, theta,
+                   [&](int64_t b, int64_t, int64_t p) -> T * {
+                     // The test hook's destination (the sequence and position
+                     // written).
+                     const int64_t wb = decode && fault.swapSequences && (b ^ 1) < B ? b ^ 1 : b;
+                     const int64_t late =
+                         decode && fault.latePosition && p + 1 - firstRow < Cl ? 1 : 0;
+                     const int64_t t = p + late - firstRow;
+                     if (t < 0 || t >= Cl)
+                       return nullptr; // another rank's row
+                     return cache + (wb * Cl + t) * H * D;
+                   });
 }
+
+/// The page table of a paged cache (runtime_inference.h): where position t
+/// of sequence b lives, and each sequence's last real row.
+struct PageTable {
+  const int32_t *table;
+  int64_t pageSize, pagesPerSeq;
+  const int32_t *lastRows;
+
+  /// The pool row (page * P + t % P) of position t of sequence b.
+  int64_t rowOf(int64_t b, int64_t t) const {
+    return int64_t(table[b * pagesPerSeq + t / pageSize]) * pageSize + t % pageSize;
+  }
+};
+
+/// Attention of the real query rows of each sequence over its cache rows:
+/// braid_k_cache_attention's arithmetic (cache_attention.cpp), over
+/// sequences of `sh.cache_len` rows each, or over pages when `pages` is
+/// given (then the rows s > last_rows[b] are skipped, not written). maxKeys
+/// is the longest key range, max over b of the last query position + 1.
+void attendOverCache(braid_dtype dt, const braid_cache_attention_shape &sh, const void *q,
+                     const void *k, const void *v, const int32_t *positions,
+                     const PageTable *pages, void *out, int64_t maxKeys);
 
 } // namespace braid::cpu
 

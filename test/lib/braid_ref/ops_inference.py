@@ -146,12 +146,17 @@ def cache_attention(q, k_cache, v_cache, positions, scale=None, rope_theta=None)
 
 
 def take_rows(x, index) -> np.ndarray:
-    """x [B, S, H], index [B] in [0, S) -> [B, H]: out[b] = x[b, index[b]]."""
+    """x [B, S, H], index [B] in [0, S) or -1 -> [B, H]: out[b] = x[b, index[b]], zeros
+    for -1 (an idle sequence of a serving program)."""
     x = _float(x, "take_rows input")
     _check(x.ndim == 3, f"take_rows: input must be [B, S, H], got {x.shape}")
-    idx = _index(index, "take_rows index", x.shape[1])
+    raw = np.asarray(index)
+    idle = raw == -1
+    idx = _index(np.where(idle, 0, raw), "take_rows index", x.shape[1])
     _check(idx.shape == (x.shape[0],), f"take_rows: index {idx.shape} must be [{x.shape[0]}]")
-    return x[np.arange(x.shape[0]), idx].copy()
+    out = x[np.arange(x.shape[0]), idx].copy()
+    out[idle] = 0
+    return out
 
 
 def add_positions(x, table, positions) -> np.ndarray:
@@ -163,6 +168,90 @@ def add_positions(x, table, positions) -> np.ndarray:
            f"add_positions: input {x.shape} and table {table.shape} do not fit")
     at = _sequence_rows(positions, x.shape[0], x.shape[1], table.shape[0], "add_positions")
     return (_f64(x) + _f64(table)[at]).astype(x.dtype)
+
+
+# --------------------------------------------------------------------------
+# A paged KV cache (braid.paged_cache_write, braid.paged_cache_attention)
+# --------------------------------------------------------------------------
+
+def _paged_positions(positions, pages, last_rows, batch: int, seq: int, n_pages: int,
+                     page_size: int, what: str):
+    """Per sequence b: (its real rows' positions, range(first, last + 1), or None when
+    idle), checking last_rows[b] in [-1, seq) and the positions in the page table's
+    reach. Pages are checked by the callers (a write checks those it writes, an
+    attention those it reads)."""
+    pos, table, last = (np.asarray(a) for a in (positions, pages, last_rows))
+    _check(pos.shape == (batch,) and last.shape == (batch,) and table.ndim == 2
+           and table.shape[0] == batch,
+           f"{what}: positions {pos.shape}, last_rows {last.shape} must be [{batch}], "
+           f"pages {table.shape} [{batch}, T]")
+    reach = table.shape[1] * page_size
+    spans = []
+    for b in range(batch):
+        _check(-1 <= last[b] < seq,
+               f"{what}: sequence {b} has last row {last[b]}, outside [-1, {seq})")
+        if last[b] == -1:
+            spans.append(None)
+            continue
+        first, end = int(pos[b]), int(pos[b]) + int(last[b])
+        _check(first >= 0 and end < reach, f"{what}: sequence {b} has positions "
+               f"{first}..{end}, outside its page table's [0, {reach})")
+        spans.append(range(first, end + 1))
+    return spans
+
+
+def _page_of(pages, b: int, t: int, page_size: int, n_pages: int, what: str) -> int:
+    page = int(np.asarray(pages)[b, t // page_size])
+    _check(0 <= page < n_pages, f"{what}: sequence {b} position {t} in page {page}, "
+           f"outside the pool's [0, {n_pages})")
+    return page
+
+
+def paged_cache_write(pool, rows, positions, pages, last_rows, rope_theta=None) -> np.ndarray:
+    """pool [N, P, H, D], rows [B, S, H, D] -> the pool with, for s <= last_rows[b] and
+    p = positions[b] + s, pool[pages[b, p // P], p % P] = rows[b, s] rotated to p
+    (last_rows[b] == -1: nothing of sequence b; rows after last_rows[b]: never)."""
+    pool = _float(pool, "paged_cache_write pool")
+    rows = _float(rows, "paged_cache_write rows")
+    _check(pool.ndim == 4 and rows.ndim == 4 and rows.shape[2:] == pool.shape[2:],
+           f"paged_cache_write: rows {rows.shape} do not fit the pool {pool.shape}")
+    n, size = pool.shape[:2]
+    b_, s_ = rows.shape[:2]
+    out = _f64(pool).copy()
+    spans = _paged_positions(positions, pages, last_rows, b_, s_, n, size, "paged_cache_write")
+    for b, span in enumerate(spans):
+        for s, p in enumerate(span or ()):
+            page = _page_of(pages, b, p, size, n, "paged_cache_write")
+            row = _rotated(_f64(rows)[b:b + 1, s:s + 1], rope_theta, np.array([[p]]))
+            out[page, p % size] = row[0, 0]
+    return out.astype(pool.dtype)
+
+
+def paged_cache_attention(q, k_pool, v_pool, positions, pages, last_rows, scale=None,
+                          rope_theta=None) -> np.ndarray:
+    """cache_attention of each sequence's real query rows (s <= last_rows[b]) over the
+    key and value rows of its positions t <= p, read from the pools [N, P, Hkv, .] at
+    [pages[b, t // P], t % P]; zeros at padding rows and idle sequences."""
+    q = _float(q, "paged_cache_attention query")
+    k = _f64(_float(k_pool, "paged_cache_attention k_pool"))
+    v = _f64(_float(v_pool, "paged_cache_attention v_pool"))
+    _check(q.ndim == 4 and k.ndim == 4 and v.ndim == 4 and k.shape[:3] == v.shape[:3],
+           f"paged_cache_attention: q {q.shape}, pools {k.shape} {v.shape} do not fit")
+    b_, s_ = q.shape[:2]
+    n, size = k.shape[:2]
+    out = np.zeros(q.shape[:3] + (v.shape[3],))
+    spans = _paged_positions(positions, pages, last_rows, b_, s_, n, size,
+                             "paged_cache_attention")
+    for b, span in enumerate(spans):
+        if span is None:
+            continue
+        keys = range(span[-1] + 1)
+        at = [(_page_of(pages, b, t, size, n, "paged_cache_attention"), t % size) for t in keys]
+        kc = np.stack([k[page, row] for page, row in at])[None]
+        vc = np.stack([v[page, row] for page, row in at])[None]
+        out[b, :len(span)] = cache_attention(_f64(q)[b:b + 1, :len(span)], kc, vc,
+                                             np.array([span[0]]), scale, rope_theta)[0]
+    return out.astype(q.dtype)
 
 
 # --------------------------------------------------------------------------
