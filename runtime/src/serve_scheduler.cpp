@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <limits>
 #include <map>
 
 namespace braid::rt::serve {
@@ -303,7 +304,14 @@ void Scheduler::State::retire(Sequence &s, std::vector<Finished> &finished) {
 // Scheduler
 //===----------------------------------------------------------------------===//
 
-Scheduler::Scheduler(const SchedulerConfig &config) : state(new State(config)) {}
+Scheduler::Scheduler(const SchedulerConfig &config) {
+  for (int64_t size : {config.decodeRows, config.prefillRows, config.chunk, config.pageSize,
+                       config.pages, config.pagesPerSequence})
+    if (size < 1 || size > std::numeric_limits<int32_t>::max())
+      schedulerBug("a scheduler needs rows, chunk, page size, pages and table entries in "
+                   "[1, 2^31)");
+  state = new State(config);
+}
 
 Scheduler::~Scheduler() { delete state; }
 
@@ -355,7 +363,10 @@ Iteration Scheduler::plan() {
   Iteration it;
   int64_t prefillRowsLeft = st.config.prefillRows;
   st.planRunning(it, prefillRowsLeft);
-  st.admit(it, prefillRowsLeft);
+  // Pages were short: admitting now would only take them back (as vLLM,
+  // no admission in an iteration that preempted; one still runs).
+  if (it.preempted.empty())
+    st.admit(it, prefillRowsLeft);
   // The tables the programs read, as planned (complete() may retire rows).
   int64_t T = st.config.pagesPerSequence;
   std::fill(st.plannedTables.begin(), st.plannedTables.end(), -1);

@@ -33,8 +33,10 @@
 //     a waiting request is admitted (given a decode row, its slot, until it
 //     retires or is preempted) while a decode row, a prefill row and the
 //     pages of its first chunk are free (without preempting anyone for it);
-//     the first that cannot be admitted stops admission (FCFS). With nothing
-//     running every page is free, so the first waiting request is admitted.
+//     the first that cannot be admitted stops admission (FCFS), and an
+//     iteration that preempted admits nobody (the pages it freed would go
+//     straight back). With nothing running every page is free, so the first
+//     waiting request is admitted.
 //     A chunk that completes the prompt yields the sequence's next token
 //     (sampled by the driver from the prefill's logits of that row).
 //  4. Prefix sharing: a full page whose tokens, and every token before them,
@@ -116,6 +118,8 @@ struct Finished {
 
 class Scheduler {
 public:
+  /// Every size of `config` must be in [1, 2^31) (the driver's bug otherwise:
+  /// it stops with a message).
   explicit Scheduler(const SchedulerConfig &config);
   ~Scheduler();
 
