@@ -3,7 +3,8 @@
 //   serve-scheduler-check [scenarios]
 //       Drives serve::Scheduler (runtime/src/serve_scheduler.h) with a fake
 //       model and prints one line per scenario; exit status 1 when a check
-//       fails (the problem is printed).
+//       fails (the problem is printed). The negative scenarios make the fake
+//       model break the rules and must be caught.
 //   serve-scheduler-check requests FILE --vocab V [--seed S]
 //       [--max-new-tokens N] [--context C] [--prompt-of I]
 //       Reads a --serve JSON-lines file and prints each request, or its
@@ -107,11 +108,19 @@ struct RunResult {
   std::string problem; ///< the first failed check; empty: all passed
 };
 
+/// A fault the fake model can be told to make, to show that its checks
+/// catch what the real programs must not do.
+enum class Fault {
+  None,
+  ForeignPage,   ///< attention reads page 0 of another row's table
+  ShortChunk,    ///< a chunk's last row is not written to the cache
+};
+
 /// A run of the scheduler with the fake model.
 class FakeServing {
 public:
-  FakeServing(const SchedulerConfig &config, int64_t vocab)
-      : config(config), vocab(vocab), scheduler(config),
+  FakeServing(const SchedulerConfig &config, int64_t vocab, Fault fault)
+      : config(config), vocab(vocab), fault(fault), scheduler(config),
         pool(size_t(config.pages * config.pageSize), 0) {}
 
   RunResult run(const std::vector<Request> &requests);
@@ -132,6 +141,7 @@ private:
 
   SchedulerConfig config;
   int64_t vocab;
+  Fault fault;
   Scheduler scheduler;
   std::vector<uint64_t> pool; ///< [page * P + offset]: the K/V row written
   std::map<int64_t, std::vector<int32_t>> truth; ///< prompt + ids so far
@@ -203,6 +213,11 @@ bool FakeServing::attend(int64_t sequence, int64_t slot, int64_t last, int32_t *
                          int64_t step) {
   const int64_t P = config.pageSize;
   std::vector<int32_t> table = scheduler.pageTable(slot);
+  for (int64_t other = 0; fault == Fault::ForeignPage && other < config.decodeRows; ++other)
+    if (int32_t page = scheduler.pageTable(other)[0]; page >= 0 && page != table[0]) {
+      table[0] = page;
+      break;
+    }
   std::vector<int32_t> mine(truth[sequence].begin(), truth[sequence].begin() + last + 1);
   std::vector<uint64_t> expected = trueRows(mine);
   uint64_t row = 0;
@@ -235,7 +250,7 @@ bool FakeServing::runPrefill(const Iteration &plan, std::vector<int32_t> &drawn)
       return fail("sequence " + std::to_string(c.sequence) + "'s chunk ends at " +
                   std::to_string(end) + " of " + std::to_string(mine.size()) +
                   " tokens with the wrong completion or step");
-    for (int64_t p = c.position; p < end; ++p)
+    for (int64_t p = c.position; p < end - (fault == Fault::ShortChunk); ++p)
       if (!write(c.sequence, c.slot, p, mine[p]))
         return false;
     drawn.push_back(-1);
@@ -327,12 +342,12 @@ RunResult FakeServing::run(const std::vector<Request> &requests) {
   return result;
 }
 
-RunResult serveFake(const SchedulerConfig &config, int64_t vocab,
-                    std::vector<Request> requests) {
+RunResult serveFake(const SchedulerConfig &config, int64_t vocab, std::vector<Request> requests,
+                    Fault fault = Fault::None) {
   std::sort(requests.begin(), requests.end(), [](const Request &a, const Request &b) {
     return a.arriveAt != b.arriveAt ? a.arriveAt < b.arriveAt : a.index < b.index;
   });
-  return FakeServing(config, vocab).run(requests);
+  return FakeServing(config, vocab, fault).run(requests);
 }
 
 //===----------------------------------------------------------------------===//
@@ -521,6 +536,25 @@ void scenarioEndToken() {
               " at max_new_tokens");
 }
 
+/// The checks catch a table entry pointing at another sequence's page and a
+/// chunk boundary off by one (each run must FAIL).
+void scenarioNegative() {
+  const int64_t vocab = 64;
+  Random random(7);
+  std::vector<Request> requests;
+  for (int64_t i = 0; i < 4; ++i)
+    requests.push_back({i, randomPrompt(random, 6 + i, vocab), 6, 0});
+  const std::pair<Fault, const char *> faults[] = {
+      {Fault::ForeignPage, "a table entry pointing at another sequence's page"},
+      {Fault::ShortChunk, "a chunk boundary off by one"}};
+  for (const auto &[fault, what] : faults) {
+    RunResult r = serveFake(makeConfig(4, 2, 4, 4, 64, 8), vocab, requests, fault);
+    failures += r.problem.empty();
+    std::printf("negative: %s: %s\n", what,
+                r.problem.empty() ? "NOT CAUGHT" : ("caught (" + r.problem + ")").c_str());
+  }
+}
+
 void scenarioRefusals() {
   SchedulerConfig config = makeConfig(2, 1, 4, 4, 4, 8); // context 32, pool 16 positions
   Scheduler scheduler(config);
@@ -692,6 +726,7 @@ int main(int argc, char **argv) {
   scenarioSharing();
   scenarioEndToken();
   scenarioRefusals();
+  scenarioNegative();
   scenarioStress();
   std::printf("serve-scheduler-check: %d failed\n", failures);
   return failures ? 1 : 0;
