@@ -67,6 +67,13 @@ struct Args {
   double topP = 1;            ///< 1: no top-p cut
   bool verifyForward = false; ///< teacher forcing against the forward program
   std::string logitsOut;      ///< --logits-out DIR: each request's logits, DIR/request<R>.npy
+  // Serving (driver_serve.cpp).
+  std::string serveFile;      ///< --serve FILE: JSON-lines requests
+  double rate = 0;            ///< --rate R: Poisson arrivals of generated requests
+  int64_t serveRequests = 16; ///< --requests N of --rate
+  int64_t minPromptLen = 0;   ///< --min-prompt-len: generated prompts' shortest (0: --prompt-len)
+  std::string outputFile;     ///< --output FILE: each request's ids as JSON lines
+  int64_t endToken = -1;      ///< --end-token ID: a drawn ID ends its request (-1: none)
 };
 
 /// The command line; --help prints the usage and exits 0, a bad argument
@@ -199,6 +206,10 @@ struct InferencePrograms {
 /// Runs generation (driver_generate.cpp) with `programs`; s.program must be
 /// mergedProgram's description of them. The exit status.
 int runGeneration(Session &s, const InferencePrograms &programs);
+
+/// Serves --serve's (or --rate's) requests with continuous batching
+/// (driver_serve.cpp) on paged prefill and decode programs.
+int runServing(Session &s, const InferencePrograms &programs);
 
 /// One description of the programs for placement and the runtime: prefill's
 /// parameters and states (checked to lie where decode's and forward's do),

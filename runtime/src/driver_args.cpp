@@ -9,6 +9,8 @@
 //           [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T]
 //           [--top-k K] [--top-p P] [--verify-forward]      (generation binaries)
 //           [--logits-out DIR]
+//           [--serve FILE | --rate R [--requests N] [--min-prompt-len L]]
+//           [--output FILE] [--end-token ID]         (serving, driver_serve.cpp)
 //
 // Every flag takes its value as the next argument or after '='. A bad
 // argument prints the usage and exits with status 2; --help prints it on
@@ -36,7 +38,9 @@ void usage(const char *argv0, FILE *out) {
                "       [--checkpoint-dir D] [--checkpoint-every K] [--resume D] "
                "[--threads N]\n"
                "       [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T] "
-               "[--top-k K] [--top-p P] [--verify-forward] [--logits-out DIR]\n",
+               "[--top-k K] [--top-p P] [--verify-forward] [--logits-out DIR]\n"
+               "       [--serve FILE | --rate R [--requests N] [--min-prompt-len L]] "
+               "[--output FILE] [--end-token ID]\n",
                argv0);
 }
 
@@ -125,6 +129,8 @@ const StringFlag kStringFlags[] = {
     {"--resume", &Args::resume, "--resume needs a checkpoint directory"},
     {"--prompts", &Args::promptsFile, "--prompts needs a file"},
     {"--logits-out", &Args::logitsOut, "--logits-out needs a directory"},
+    {"--serve", &Args::serveFile, "--serve needs a file of requests"},
+    {"--output", &Args::outputFile, "--output needs a file"},
 };
 
 /// A flag of kSwitches or kStringFlags; false when it is none of them.
@@ -172,6 +178,19 @@ bool parseGenerationNumber(ArgReader &reader, Args &args) {
     args.temperature = realValue(reader, 0, 1e6, "--temperature needs a number >= 0");
   } else if (flag == "--top-p") {
     args.topP = realValue(reader, 1e-9, 1, "--top-p needs a number in (0, 1]");
+  } else if (flag == "--rate") {
+    args.rate = realValue(reader, 1e-9, 1e9, "--rate needs a number of requests per second > 0");
+  } else if (flag == "--requests") {
+    args.serveRequests = int64_t(reader.unsignedValue(1ull << 30, "--requests needs a positive integer"));
+    if (args.serveRequests < 1)
+      reader.fail("--requests needs a positive integer");
+  } else if (flag == "--min-prompt-len") {
+    args.minPromptLen =
+        int64_t(reader.unsignedValue(1ull << 30, "--min-prompt-len needs a positive integer"));
+    if (args.minPromptLen < 1)
+      reader.fail("--min-prompt-len needs a positive integer");
+  } else if (flag == "--end-token") {
+    args.endToken = int64_t(reader.unsignedValue(1ull << 31, "--end-token needs a token id"));
   } else {
     return false;
   }

@@ -80,6 +80,7 @@
 #include "generate_logits.h"
 #include "generate_requests.h"
 #include "generate_ranks.h"
+#include "program_calls.h"
 #include "npy.h"
 #include "sampling.h"
 #include "sampling_parallel.h"
@@ -103,14 +104,6 @@ int64_t numel(const braid_tensor_desc &desc) {
   int64_t n = 1;
   for (int32_t d = 0; d < desc.rank; ++d)
     n *= desc.shape[d];
-  return n;
-}
-
-/// The elements of the global tensor `desc` is (a block of).
-int64_t globalNumel(const braid_tensor_desc &desc) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < desc.rank; ++d)
-    n *= desc.global_shape ? desc.global_shape[d] : desc.shape[d];
   return n;
 }
 
@@ -139,61 +132,6 @@ struct Timings {
   std::vector<double> decodeSeconds;
 };
 
-double percentile(std::vector<double> values, double q) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  size_t at = size_t(std::ceil(q * double(values.size()))) - (q > 0 ? 1 : 0);
-  return values[std::min(at, values.size() - 1)];
-}
-
-/// One input's global values: `count` elements of 4 or 8 bytes.
-struct GlobalInput {
-  const void *data = nullptr;
-  size_t count = 0;
-  int64_t elementBytes = 4;
-};
-
-/// braid.sample's per-sequence inputs of one call (--braid-derive-inference
-/// sample=true): each sequence's stream (seed + request), the token's step
-/// and the sampling options, rounded to the f32 the op reads.
-struct SampleInputs {
-  std::vector<int64_t> seeds, steps;
-  std::vector<float> temperature, topP;
-  std::vector<int32_t> topK;
-};
-
-/// The global inputs of a call, by the names the programs give them (a
-/// pipeline stage takes some of them).
-struct CallInputs {
-  const std::vector<int32_t> *tokens, *positions, *lastRows;
-  const SampleInputs *sample = nullptr;
-
-  GlobalInput named(const char *name, const char *what) const {
-    std::string input = name ? name : "";
-    auto of = [](const auto *values) {
-      return values ? GlobalInput{values->data(), values->size(),
-                                  int64_t(sizeof(values->front()))}
-                    : GlobalInput{};
-    };
-    GlobalInput given = input == "tokens"      ? of(tokens)
-                        : input == "positions" ? of(positions)
-                        : input == "last_rows" ? of(lastRows)
-                                               : GlobalInput{};
-    if (sample && !given.data)
-      given = input == "seeds"         ? of(&sample->seeds)
-              : input == "steps"       ? of(&sample->steps)
-              : input == "temperature" ? of(&sample->temperature)
-              : input == "top_k"       ? of(&sample->topK)
-              : input == "top_p"       ? of(&sample->topP)
-                                       : GlobalInput{};
-    if (!given.data)
-      fatal("%s: the program takes an input '%s' that generation does not give it", what,
-            input.c_str());
-    return given;
-  }
-};
-
 /// Generation over the requests, wave by wave.
 class Generation {
 public:
@@ -210,7 +148,7 @@ public:
   bool run(std::vector<Request> &requests) {
     std::vector<Request *> runnable;
     for (Request &request : requests)
-      if (request.refusal = refusalOf(request, shapes, s.args.generate); request.refusal.empty())
+      if (request.refusal = refusalOf(request, shapes); request.refusal.empty())
         runnable.push_back(&request);
     bool verified = true;
     for (size_t first = 0; first < runnable.size(); first += size_t(shapes.batch)) {
@@ -230,62 +168,6 @@ public:
   std::string worstAt;
 
 private:
-  /// A call's program run: its inputs placed and, on a stage that returns
-  /// them, its logits live in their buffer until release().
-  struct Launched {
-    std::optional<Persistent> logits, ids;
-    braid_tensor_desc out{}, idsOut{};
-  };
-
-  /// Places the global int32 `inputs` (each of the program's inputs found
-  /// by name) and runs `program`.
-  Launched launch(const braid_program &program, const CallInputs &inputs, const char *what) {
-    ++calls;
-    for (int32_t i = 0; i < program.num_inputs; ++i)
-      placeInput(program.inputs[i], inputs.named(program.inputs[i].name, what), what);
-    Launched launched;
-    if (program.num_outputs >= 1) {
-      launched.out = program.outputs[0];
-      launched.out.name = "logits";
-      launched.logits = placed(launched.out, "output");
-      braid_rt_alloc(rt, launched.out.offset, launched.logits->bytes, "logits");
-    }
-    // braid.sample's ids [B] (i32), after the logits.
-    if (program.num_outputs == 2) {
-      launched.idsOut = program.outputs[1];
-      launched.idsOut.name = "ids";
-      launched.ids = placed(launched.idsOut, "output");
-      braid_rt_alloc(rt, launched.idsOut.offset, launched.ids->bytes, "ids");
-    }
-    rt->step = calls;
-    setCurrentStep(calls);
-    program.step(rt, rt->arena);
-    rt->backend->synchronize();
-    return launched;
-  }
-
-  /// Frees what launch() made live.
-  void release(const braid_program &program, const Launched &launched, const char *what) {
-    if (launched.ids)
-      braid_rt_free(rt, launched.idsOut.offset, launched.ids->bytes);
-    if (launched.logits)
-      braid_rt_free(rt, launched.out.offset, launched.logits->bytes);
-    for (int32_t i = 0; i < program.num_inputs; ++i)
-      braid_rt_free(rt, program.inputs[i].offset,
-                    numel(program.inputs[i]) * braid_dtype_size(program.inputs[i].dtype));
-    checkReturned(s, what, calls);
-  }
-
-  /// The ids [B] a program's braid.sample drew, whole on every rank of its
-  /// stage (gathered over the ranks that split the batch).
-  std::vector<int32_t> programIds(const Launched &launched) {
-    std::vector<char> whole = gatherGlobal(rt, "ids", rt->arena + launched.idsOut.offset,
-                                           BRAID_I32, launched.ids->layout);
-    std::vector<int32_t> ids(whole.size() / sizeof(int32_t));
-    std::memcpy(ids.data(), whole.data(), whole.size());
-    return ids;
-  }
-
   /// Calls `program` and returns its `count` logits as f32, whole on every
   /// rank (gathered over the ranks that split them; a pipeline's last stage
   /// shares them): what verification reads. With `drawn`, also the token of
@@ -295,24 +177,20 @@ private:
                           int64_t count, const char *what,
                           std::vector<int32_t> *drawn = nullptr,
                           const std::vector<Request *> *wave = nullptr, int64_t step = 0) {
-    Launched launched = launch(program, inputs, what);
+    ProgramCaller::Launched launched = caller.launch(program, inputs, what);
     std::vector<float> values;
     if (launched.logits) {
-      const braid_tensor_desc &out = launched.out;
-      std::vector<char> whole =
-          gatherGlobal(rt, "logits", rt->arena + out.offset, out.dtype, launched.logits->layout);
-      values = logitsAsF32(whole.data(), int64_t(whole.size()) / braid_dtype_size(out.dtype),
-                           out.dtype);
+      values = caller.logits(launched);
       if (drawn && launched.ids)
-        *drawn = programIds(launched);
+        *drawn = caller.ids(launched);
       else if (drawn)
         for (size_t b = 0; b < wave->size(); ++b)
           drawn->push_back(sampleToken(values.data() + b * size_t(shapes.vocab), shapes.vocab,
-                                       options, s.args.seed, (*wave)[b]->index, step));
+                                       (*wave)[b]->sampling, (*wave)[b]->seed, 0, step));
       if (drawn)
         drawn->resize(wave->size());
     }
-    release(program, launched, what);
+    caller.release(program, launched, what);
     shareFromLastStage(rt, values, count);
     if (drawn) {
       shareFromLastStage(rt, *drawn, int64_t(wave->size()));
@@ -332,10 +210,10 @@ private:
   std::vector<int32_t> callAndSample(const braid_program &program, const CallInputs &inputs,
                                      const std::vector<Request *> &wave, int64_t step,
                                      const char *what) {
-    Launched launched = launch(program, inputs, what);
+    ProgramCaller::Launched launched = caller.launch(program, inputs, what);
     std::vector<int32_t> ids;
     if (launched.ids) {
-      ids = programIds(launched);
+      ids = caller.ids(launched);
       ids.resize(wave.size());
     } else if (launched.logits) {
       const Persistent &logits = *launched.logits;
@@ -346,45 +224,24 @@ private:
       VocabBlock vocab = vocabBlockOf(block.data(), logits.shape[0], logits.layout, s.grid,
                                       s.coords, shapes.vocab, &group);
       std::vector<int64_t> requests;
-      for (const Request *request : wave)
+      for (const Request *request : wave) {
         requests.push_back(request->index);
+        const SamplingOptions &own = request->sampling;
+        if (request->seed != s.args.seed + uint64_t(request->index) ||
+            own.temperature != options.temperature || own.topK != options.topK ||
+            own.topP != options.topP)
+          fatal("request %lld samples with its own options, which a program without "
+                "braid.sample cannot follow (--braid-derive-inference sample=true)",
+                (long long)request->index);
+      }
       ids = group.empty()
                 ? sampleTokensParallel(vocab, gatherAlone(), options, s.args.seed, requests, step)
                 : sampleTokensParallel(vocab, *braid_rt_comm(rt, group.c_str())->impl,
                                        *rt->backend, options, s.args.seed, requests, step);
     }
-    release(program, launched, what);
+    caller.release(program, launched, what);
     shareFromLastStage(rt, ids, int64_t(wave.size()));
     return ids;
-  }
-
-  /// `desc` placed on the run's grid: its local shape and where its block
-  /// lies in the global tensor.
-  Persistent placed(const braid_tensor_desc &desc, const char *kind) {
-    Persistent p;
-    std::string error;
-    if (!describe(desc, kind, s.grid, &p, &error))
-      fatal("%s", error.c_str());
-    return p;
-  }
-
-  /// Writes this rank's block of the global int32 tensor `global` to the
-  /// input `desc`'s buffer (padding zero).
-  void placeInput(const braid_tensor_desc &desc, const GlobalInput &global,
-                  const char *what) {
-    if (int64_t(global.count) != globalNumel(desc) ||
-        global.elementBytes != braid_dtype_size(desc.dtype))
-      fatal("%s: input %s takes %lld elements of %lld bytes, given %zu of %lld", what,
-            desc.name, (long long)globalNumel(desc), (long long)braid_dtype_size(desc.dtype),
-            global.count, (long long)global.elementBytes);
-    Persistent p = placed(desc, "input");
-    std::vector<char> local(size_t(p.bytes), 0);
-    std::vector<int64_t> globalShape = p.layout.global;
-    for (const Placed &box : localSlice(rt, p).boxes)
-      copyBox({static_cast<const char *>(global.data), globalShape, box.global.start, 0,
-               local.data(), p.shape, box.local, 0, box.global.shape, global.elementBytes});
-    braid_rt_alloc(rt, desc.offset, p.bytes, desc.name);
-    rt->backend->copyToDevice(rt->arena + desc.offset, local.data(), p.bytes);
   }
 
   /// braid.sample's inputs for the wave's token `step` (free slots draw
@@ -393,12 +250,16 @@ private:
     const auto B = size_t(shapes.batch);
     SampleInputs in;
     in.seeds.assign(B, int64_t(s.args.seed));
-    for (size_t b = 0; b < wave.size(); ++b)
-      in.seeds[b] = int64_t(s.args.seed + uint64_t(wave[b]->index));
     in.steps.assign(B, step);
     in.temperature.assign(B, float(options.temperature));
     in.topK.assign(B, int32_t(options.topK));
     in.topP.assign(B, float(options.topP));
+    for (size_t b = 0; b < wave.size(); ++b) {
+      in.seeds[b] = int64_t(wave[b]->seed);
+      in.temperature[b] = float(wave[b]->sampling.temperature);
+      in.topK[b] = int32_t(wave[b]->sampling.topK);
+      in.topP[b] = float(wave[b]->sampling.topP);
+    }
     return in;
   }
 
@@ -412,20 +273,50 @@ private:
     }
     auto start = std::chrono::steady_clock::now();
     SampleInputs sample = sampleInputs(wave, 0);
-    step(*programs.prefill, {&tokens, &positions, &lastRows, &sample}, wave, 0, "prefill");
+    step(*programs.prefill,
+         CallInputs()
+             .add("tokens", &tokens)
+             .add("positions", &positions)
+             .add("last_rows", &lastRows)
+             .addSample(&sample),
+         wave, 0, "prefill");
     times.prefillSeconds += secondsSince(start);
-    for (int64_t t = 1; t < s.args.generate; ++t) {
+    int64_t steps = 1;
+    for (const Request *request : wave)
+      steps = std::max(steps, request->maxNewTokens);
+    for (int64_t t = 1; t < steps; ++t) {
       std::vector<int32_t> next(size_t(B), 0);
       for (int64_t b = 0; b < B; ++b) {
         bool used = size_t(b) < wave.size();
         next[size_t(b)] = used ? wave[size_t(b)]->ids.back() : 0;
-        positions[size_t(b)] = int32_t((used ? wave[size_t(b)]->prompt.size() : 1) + t - 1);
+        // A request past its own length repeats its last position (inside
+        // the context its refusal check allowed); those ids are dropped.
+        int64_t own = used ? std::min(t, wave[size_t(b)]->maxNewTokens - 1) : t;
+        positions[size_t(b)] = int32_t((used ? wave[size_t(b)]->prompt.size() : 1) + own - 1);
       }
       start = std::chrono::steady_clock::now();
       sample = sampleInputs(wave, t);
-      step(*programs.decode, {&next, &positions, nullptr, &sample}, wave, t, "decode");
+      step(*programs.decode,
+           CallInputs().add("tokens", &next).add("positions", &positions).addSample(&sample),
+           wave, t, "decode");
       times.decodeSeconds.push_back(secondsSince(start));
     }
+    for (Request *request : wave)
+      truncate(*request);
+  }
+
+  /// Keeps a request's own number of tokens, up to its first --end-token.
+  void truncate(Request &request) const {
+    size_t keep = size_t(std::min<int64_t>(request.maxNewTokens, int64_t(request.ids.size())));
+    if (s.args.endToken >= 0)
+      for (size_t t = 0; t < keep; ++t)
+        if (request.ids[t] == s.args.endToken) {
+          keep = t + 1;
+          break;
+        }
+    request.ids.resize(keep);
+    if (request.logits.size() > keep)
+      request.logits.resize(keep);
   }
 
   /// One prefill or decode call and its sampling (timed together): from the
@@ -460,8 +351,8 @@ private:
       faultRequest = -1;
     for (size_t b = 0; b < wave.size(); ++b) {
       const int32_t expected =
-          sampleToken(logits.data() + b * size_t(shapes.vocab), shapes.vocab, options,
-                      s.args.seed, wave[b]->index, step);
+          sampleToken(logits.data() + b * size_t(shapes.vocab), shapes.vocab,
+                      wave[b]->sampling, wave[b]->seed, 0, step);
       const bool fault = faultRequest == wave[b]->index && faultStep == step;
       if (ids[b] + (fault ? 1 : 0) == expected)
         continue;
@@ -506,7 +397,7 @@ private:
     for (const Persistent *p : caches)
       braid_rt_free(rt, p->desc->offset, p->bytes);
     s.persistentLive -= caches.size();
-    std::vector<float> logits = call(forward, {&tokens, nullptr, nullptr}, B * C * V, "forward");
+    std::vector<float> logits = call(forward, CallInputs().add("tokens", &tokens), B * C * V, "forward");
     for (const Persistent *p : caches)
       braid_rt_alloc(rt, p->desc->offset, p->bytes, p->desc->name);
     s.persistentLive += caches.size();
@@ -563,7 +454,7 @@ private:
   Shapes shapes;
   SamplingOptions options;
   Timings times;
-  int64_t calls = 0;
+  ProgramCaller caller{s};
   bool drawnOk = true; ///< every drawn token was sampleToken's (checkDrawn)
 };
 

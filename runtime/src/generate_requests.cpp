@@ -9,6 +9,7 @@
 #include "generate_logits.h"
 #include "generate_ranks.h"
 #include "rng.h"
+#include "serve_requests.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -127,6 +128,45 @@ Shapes shapesOf(Session &s, const InferencePrograms &programs) {
   return shapes;
 }
 
+namespace {
+
+/// The run's sampling options as braid.sample reads them (f32).
+SamplingOptions runOptions(const Args &args) {
+  SamplingOptions options;
+  options.temperature = double(float(args.temperature));
+  options.topK = args.topK;
+  options.topP = double(float(args.topP));
+  return options;
+}
+
+/// A JSON-lines --prompts file: each line's own output length, sampling and
+/// seed (serve_requests.h), so that a request served with others can be
+/// generated alone with the same ones.
+std::vector<Request> jsonRequests(const Session &s, const Shapes &shapes,
+                                  const std::string &text) {
+  serve::RequestDefaults defaults;
+  defaults.vocab = shapes.vocab;
+  defaults.maxNewTokens = s.args.generate;
+  defaults.temperature = s.args.temperature;
+  defaults.topK = s.args.topK;
+  defaults.topP = s.args.topP;
+  defaults.seed = s.args.seed;
+  std::vector<Request> requests;
+  for (const serve::ServeRequest &line : serve::parseServeRequests(text, defaults)) {
+    Request &request = requests.emplace_back();
+    request.index = line.index;
+    request.line = line.line;
+    request.prompt = line.prompt;
+    request.refusal = line.refusal;
+    request.maxNewTokens = line.maxNewTokens;
+    request.sampling = {double(float(line.temperature)), line.topK, double(float(line.topP))};
+    request.seed = line.seed;
+  }
+  return requests;
+}
+
+} // namespace
+
 std::vector<Request> readRequests(Session &s, const Shapes &shapes) {
   std::vector<Request> requests;
   if (!s.args.promptsFile.empty()) {
@@ -135,9 +175,20 @@ std::vector<Request> readRequests(Session &s, const Shapes &shapes) {
       s.stop(2);
       badArgs(s.argv0, "cannot read --prompts " + s.args.promptsFile);
     }
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string all = text.str();
+    size_t first = all.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && all[first] == '{')
+      return jsonRequests(s, shapes, all);
+    std::istringstream lines(all);
     std::string line;
-    for (int64_t index = 0; std::getline(in, line); ++index)
+    for (int64_t index = 0; std::getline(lines, line); ++index) {
       requests.push_back(parsePromptLine(line, index));
+      requests.back().maxNewTokens = s.args.generate;
+      requests.back().sampling = runOptions(s.args);
+      requests.back().seed = s.args.seed + uint64_t(index);
+    }
     return requests;
   }
   // By default as long as prefill takes, leaving room for N - 1 more rows.
@@ -148,6 +199,9 @@ std::vector<Request> readRequests(Session &s, const Shapes &shapes) {
   for (int64_t r = 0; r < shapes.batch; ++r) {
     Request &request = requests.emplace_back();
     request.index = r;
+    request.maxNewTokens = s.args.generate;
+    request.sampling = runOptions(s.args);
+    request.seed = s.args.seed + uint64_t(r);
     rng::Key key = rng::keyOf(s.args.seed, ("prompt." + std::to_string(r)).c_str());
     for (int64_t j = 0; j < length; ++j)
       request.prompt.push_back(int32_t(rng::uniformIntAt(key, uint64_t(j), uint64_t(shapes.vocab))));
@@ -155,7 +209,8 @@ std::vector<Request> readRequests(Session &s, const Shapes &shapes) {
   return requests;
 }
 
-std::string refusalOf(const Request &request, const Shapes &shapes, int64_t generate) {
+std::string refusalOf(const Request &request, const Shapes &shapes) {
+  const int64_t generate = request.maxNewTokens;
   if (!request.refusal.empty())
     return request.refusal;
   int64_t length = int64_t(request.prompt.size());

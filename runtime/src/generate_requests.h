@@ -10,6 +10,7 @@
 #define BRAID_RUNTIME_GENERATE_REQUESTS_H
 
 #include "driver.h"
+#include "sampling.h"
 
 #include <cstdint>
 #include <string>
@@ -17,10 +18,15 @@
 
 namespace braid::rt::driver {
 
-/// One request: its prompt, what was generated and the logits that chose it.
+/// One request: its prompt, how it samples, what was generated and the
+/// logits that chose it.
 struct Request {
   int64_t index = 0;
   std::vector<int32_t> prompt;
+  int64_t maxNewTokens = 0;  ///< tokens to generate (--generate N, or its line's)
+  SamplingOptions sampling;  ///< as braid.sample reads them (f32 temperature and top-p)
+  uint64_t seed = 0;         ///< its stream: the run's seed + index, or its line's
+  int64_t line = 0;          ///< of a JSON-lines --prompts file (0: none)
   std::string refusal; ///< empty: it runs
   std::vector<int32_t> ids;
   std::vector<std::vector<float>> logits; ///< kept for --verify-forward
@@ -42,12 +48,13 @@ int64_t globalDim(const braid_tensor_desc &desc, int32_t d);
 /// the layers summed over the pipeline's stages (collective).
 Shapes shapesOf(Session &s, const InferencePrograms &programs);
 
-/// The requests: --prompts FILE's lines, else B drawn prompts (the run
-/// stops with status 2 when the file cannot be read).
+/// The requests: --prompts FILE's lines (token ids, or JSON objects as
+/// braid-run --serve reads them: serve_requests.h), else B drawn prompts
+/// (the run stops with status 2 when the file cannot be read).
 std::vector<Request> readRequests(Session &s, const Shapes &shapes);
 
 /// Why `request` cannot run with these programs; empty when it can.
-std::string refusalOf(const Request &request, const Shapes &shapes, int64_t generate);
+std::string refusalOf(const Request &request, const Shapes &shapes);
 
 } // namespace braid::rt::driver
 

@@ -173,5 +173,8 @@ int main(int argc, char **argv) {
   if (int status = place(s))
     return status;
   startRuntime(s);
-  return driver ? driver->run(s) : runGeneration(s, inference);
+  if (driver)
+    return driver->run(s);
+  const bool serving = !s.args.serveFile.empty() || s.args.rate > 0;
+  return serving ? runServing(s, inference) : runGeneration(s, inference);
 }

@@ -1,0 +1,555 @@
+//===- driver_serve.cpp - continuous batching over paged programs ---------===//
+//
+//   PROGRAM --serve REQUESTS.jsonl | --rate R [--requests N] [--prompt-len L]
+//           [--min-prompt-len M] [--generate N] [--output FILE]
+//           [--end-token ID] [--logits-out DIR] [--seed S]
+//
+// A serving binary holds prefill and decode programs derived with a paged KV
+// cache (--braid-derive-inference page-size=P): prefill takes Bp rows of at
+// most L prompt tokens (a chunk), decode B rows of one token (the running
+// sequences), both with each row's positions, last real row (-1: idle),
+// page table [rows, T] and (prefill, Mamba layers) the decode row whose
+// Mamba state it advances. The scheduler (serve_scheduler.h) decides each
+// iteration: the chunks of prompts to prefill (a prompt longer than L takes
+// several iterations, each beside the decode rows), then one decode row per
+// running sequence; this file runs the two calls and hands back the drawn
+// tokens. Requests arrive at their arrival_ms (a wall clock from the start);
+// every rank admits the same ones (the largest count any rank saw).
+//
+// stdout: each request's ids as it completes, "request R: ID ...", a refused
+// one's "request R: refused: line L: WHY" (also on stderr), then
+//   serve: Q requests (F refused), X requests/s, Y output tokens/s, ttft
+//   median/p90/p99 A/B/C ms, tpot median/p90/p99 D/E/F ms, pages peak U of
+//   N, preemptions K, shared pages S, iterations I
+// --output FILE gets one JSON object per request as it completes:
+//   {"request": R, "line": L, "ids": [...], "finish": "length"|"end_token",
+//    "ttft_ms": T, "tpot_ms": U}  (a refused one: {"request": R, "line": L,
+//    "refused": WHY}), flushed line by line, so that what completed before a
+//   failure is kept.
+// --logits-out DIR writes each request's logits that chose its tokens, as
+// --generate does, for braid-run --serve --verify to compare with the same
+// requests generated alone on one rank.
+// Exit status: 0, or 2 when a request was refused (the others ran).
+//
+// Test hooks (BRAID_TEST_SERVE_FAULT), each a bug --verify must see:
+// "page" points every decode row's first page table entry but the first
+// row's at the first row's page (a page table entry pointing at another
+// sequence's page); "chunk" starts every prompt chunk after a sequence's
+// first one position early (a chunk boundary off by one).
+//
+//===----------------------------------------------------------------------===//
+
+#include "driver.h"
+
+#include "generate_logits.h"
+#include "generate_ranks.h"
+#include "json.h"
+#include "npy.h"
+#include "program_calls.h"
+#include "serve_requests.h"
+#include "serve_scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <thread>
+
+namespace braid::rt::driver {
+
+namespace {
+
+using serve::ServeRequest;
+using Clock = std::chrono::steady_clock;
+
+const braid_tensor_desc *inputNamed(const braid_program &program, const char *name) {
+  for (int32_t i = 0; i < program.num_inputs; ++i)
+    if (program.inputs[i].name && std::strcmp(program.inputs[i].name, name) == 0)
+      return &program.inputs[i];
+  return nullptr;
+}
+
+int64_t globalDimOf(const braid_tensor_desc &desc, int32_t d) {
+  return desc.global_shape ? desc.global_shape[d] : desc.shape[d];
+}
+
+/// The sizes the paged programs were built for.
+struct ServeShapes {
+  int64_t decodeRows = 0, prefillRows = 0, chunk = 0;
+  int64_t pageSize = 0, pages = 0, tableEntries = 0, context = 0, vocab = 0;
+  bool slots = false; ///< prefill takes Mamba state slots
+  bool mamba = false; ///< the model has Mamba layers (states per slot)
+  braid_dtype logitsDtype = BRAID_F32;
+};
+
+/// Reads the sizes from the programs' inputs and the cache pool; fatal when
+/// the programs are not paged.
+ServeShapes serveShapesOf(const InferencePrograms &programs) {
+  const braid_program &prefill = *programs.prefill, &decode = *programs.decode;
+  const braid_tensor_desc *prefillTokens = inputNamed(prefill, "tokens"),
+                          *decodeTokens = inputNamed(decode, "tokens"),
+                          *pages = inputNamed(decode, "pages");
+  // A model without attention layers (Mamba) has no pages to address.
+  if (!prefillTokens || !decodeTokens || !inputNamed(decode, "last_rows") ||
+      prefill.num_outputs != 2 || decode.num_outputs != 2)
+    fatal("--serve needs prefill and decode programs with a paged KV cache and sampling "
+          "(braid-run --serve builds them; --braid-derive-inference page-size=P sample=true)");
+  ServeShapes shapes;
+  shapes.prefillRows = globalDimOf(*prefillTokens, 0);
+  shapes.chunk = globalDimOf(*prefillTokens, 1);
+  shapes.decodeRows = globalDimOf(*decodeTokens, 0);
+  shapes.tableEntries = pages ? globalDimOf(*pages, 1) : 1;
+  shapes.slots = inputNamed(prefill, "slots") != nullptr;
+  for (int32_t i = 0; i < prefill.num_params; ++i) {
+    std::string name = prefill.params[i].name;
+    auto endsWith = [&](const char *tail) {
+      size_t n = std::strlen(tail);
+      return name.size() >= n && name.compare(name.size() - n, n, tail) == 0;
+    };
+    shapes.mamba |= name.rfind("cache.", 0) == 0 && (endsWith(".conv") || endsWith(".ssm"));
+  }
+  shapes.vocab = globalDimOf(prefill.outputs[0], 1);
+  shapes.logitsDtype = prefill.outputs[0].dtype;
+  for (int32_t i = 0; i < prefill.num_params; ++i) {
+    std::string name = prefill.params[i].name;
+    if (name.rfind("cache.", 0) == 0 && name.size() > 2 &&
+        name.compare(name.size() - 2, 2, ".k") == 0 && prefill.params[i].rank == 4) {
+      shapes.pages = globalDimOf(prefill.params[i], 0);
+      shapes.pageSize = globalDimOf(prefill.params[i], 1);
+    }
+  }
+  if (!shapes.pages) {
+    // No attention layer (Mamba only): the pages are addressed by no one;
+    // the context is the forward program's, one page per position.
+    const braid_tensor_desc *forwardTokens =
+        programs.forward ? inputNamed(*programs.forward, "tokens") : nullptr;
+    if (!forwardTokens)
+      fatal("--serve: a model without attention layers needs its forward program to size "
+            "the context");
+    shapes.pageSize = globalDimOf(*forwardTokens, 1);
+    shapes.pages = shapes.decodeRows * shapes.tableEntries;
+  }
+  shapes.context = shapes.pageSize * shapes.tableEntries;
+  return shapes;
+}
+
+/// BRAID_TEST_SERVE_FAULT, or empty.
+std::string serveFault() {
+  const char *hook = std::getenv("BRAID_TEST_SERVE_FAULT");
+  return hook ? hook : "";
+}
+
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+/// A request's life in the run: when each token was drawn and, for
+/// --logits-out, the logits that chose it (by step).
+struct RequestLife {
+  ServeRequest *request = nullptr;
+  std::vector<double> tokenMs; ///< ms from the start
+  std::vector<int32_t> ids;    ///< once finished
+  std::map<int64_t, std::vector<float>> logits;
+};
+
+/// A refused request on stdout (and stderr) and in --output.
+void reportRefusal(const Session &s, const ServeRequest &request, std::FILE *output) {
+  std::string where = request.line ? "line " + std::to_string(request.line) + ": " : "";
+  if (s.talks) {
+    std::fprintf(stderr, "%s: %srequest %lld refused: %s%s\n", s.argv0, s.prefix.c_str(),
+                 (long long)request.index, where.c_str(), request.refusal.c_str());
+    std::printf("%srequest %lld: refused: %s%s\n", s.prefix.c_str(), (long long)request.index,
+                where.c_str(), request.refusal.c_str());
+    std::fflush(stdout);
+  }
+  if (output) {
+    std::string line = "{\"request\": " + std::to_string(request.index) +
+                       ", \"line\": " + std::to_string(request.line) +
+                       ", \"refused\": " + json::quote(request.refusal) + "}\n";
+    std::fputs(line.c_str(), output);
+    std::fflush(output);
+  }
+}
+
+/// The serving loop.
+class Server {
+public:
+  Server(Session &s, const InferencePrograms &programs, const ServeShapes &shapes,
+         std::vector<ServeRequest> &requests, std::FILE *output)
+      : s(s), programs(programs), shapes(shapes), scheduler(configOf(s, shapes)), caller(s),
+        output(output) {
+    for (ServeRequest &request : requests)
+      lives[request.index].request = &request;
+  }
+
+  /// Serves every request (those refused by the file already reported).
+  void run(std::vector<ServeRequest> &requests);
+  /// The summary line.
+  void summarize() const;
+  /// --logits-out DIR/request<R>.npy of each completed request.
+  void writeLogits() const;
+  int64_t refused = 0;
+
+private:
+  static serve::SchedulerConfig configOf(const Session &s, const ServeShapes &shapes) {
+    serve::SchedulerConfig config;
+    config.decodeRows = shapes.decodeRows;
+    config.prefillRows = shapes.prefillRows;
+    config.chunk = shapes.chunk;
+    config.pageSize = shapes.pageSize;
+    config.pages = shapes.pages;
+    config.pagesPerSequence = shapes.tableEntries;
+    config.endToken = s.args.endToken;
+    // A shared page holds the keys and values of its prefix, not the Mamba
+    // states after it: a model with Mamba layers computes every prefix.
+    config.sharePrefixes = !shapes.mamba;
+    return config;
+  }
+
+  void admitArrivals(size_t *next, const std::vector<ServeRequest *> &order);
+  void waitForArrival(const ServeRequest &request);
+  std::vector<int32_t> runPrefill(const std::vector<serve::PrefillChunk> &chunks);
+  std::vector<int32_t> runDecode(const std::vector<serve::DecodeRow> &rows);
+  std::vector<int32_t> call(const braid_program &program, const CallInputs &inputs,
+                            const char *what, std::vector<float> *logits);
+  SampleInputs sampleInputs(int64_t rows) const;
+  void setSample(SampleInputs &in, int64_t row, int64_t sequence, int64_t step) const;
+  void keepLogits(const std::vector<float> &logits, int64_t row, int64_t sequence,
+                  int64_t step);
+  void finish(const serve::Finished &finished);
+
+  Session &s;
+  const InferencePrograms &programs;
+  ServeShapes shapes;
+  serve::Scheduler scheduler;
+  ProgramCaller caller;
+  std::FILE *output;
+  std::map<int64_t, RequestLife> lives;
+  std::vector<int64_t> completed; ///< in completion order
+  Clock::time_point start = Clock::now();
+  double endMs = 0;
+  int64_t iterations = 0;
+};
+
+/// Admits every request whose arrival time has come (the same ones on every
+/// rank: the most any rank counts).
+void Server::admitArrivals(size_t *next, const std::vector<ServeRequest *> &order) {
+  std::vector<int32_t> count = {0};
+  const double now = msSince(start);
+  while (*next + size_t(count[0]) < order.size() &&
+         order[*next + size_t(count[0])]->arrivalMs <= now)
+    ++count[0];
+  if (s.multi)
+    maxOverRanks(s.rt.get(), count);
+  for (int32_t i = 0; i < count[0]; ++i) {
+    ServeRequest &request = *order[(*next)++];
+    std::string why;
+    if (scheduler.arrive(request.index, request.prompt, request.maxNewTokens, &why))
+      continue;
+    request.refusal = why;
+    reportRefusal(s, request, output);
+    ++refused;
+  }
+}
+
+void Server::waitForArrival(const ServeRequest &request) {
+  double wait = request.arrivalMs - msSince(start);
+  if (wait > 0)
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(wait));
+}
+
+void Server::run(std::vector<ServeRequest> &requests) {
+  std::vector<ServeRequest *> order;
+  for (ServeRequest &request : requests)
+    if (request.refusal.empty())
+      order.push_back(&request);
+  std::sort(order.begin(), order.end(), [](const ServeRequest *a, const ServeRequest *b) {
+    return a->arrivalMs != b->arrivalMs ? a->arrivalMs < b->arrivalMs : a->index < b->index;
+  });
+  size_t next = 0;
+  start = Clock::now();
+  while (true) {
+    admitArrivals(&next, order);
+    if (!scheduler.busy()) {
+      if (next == order.size())
+        break;
+      waitForArrival(*order[next]);
+      continue;
+    }
+    serve::Iteration iteration = scheduler.plan();
+    if (iteration.prefill.empty() && iteration.decode.empty())
+      fatal("serve: the scheduler has requests but planned nothing (pages %lld of %lld in use)",
+            (long long)scheduler.pagesInUse(), (long long)shapes.pages);
+    ++iterations;
+    std::vector<int32_t> prefillIds = runPrefill(iteration.prefill);
+    std::vector<int32_t> decodeIds = runDecode(iteration.decode);
+    const double now = msSince(start);
+    for (size_t i = 0; i < iteration.prefill.size(); ++i)
+      if (iteration.prefill[i].completesPrompt)
+        lives[iteration.prefill[i].sequence].tokenMs.push_back(now);
+    for (const serve::DecodeRow &row : iteration.decode)
+      lives[row.sequence].tokenMs.push_back(now);
+    for (const serve::Finished &finished : scheduler.complete(prefillIds, decodeIds))
+      finish(finished);
+    if (std::string problem = scheduler.checkInvariants(); !problem.empty())
+      fatal("serve: the scheduler's pages are inconsistent: %s", problem.c_str());
+  }
+  endMs = msSince(start);
+}
+
+SampleInputs Server::sampleInputs(int64_t rows) const {
+  SampleInputs in;
+  in.seeds.assign(size_t(rows), int64_t(s.args.seed));
+  in.steps.assign(size_t(rows), 0);
+  in.temperature.assign(size_t(rows), 0.0f);
+  in.topK.assign(size_t(rows), 0);
+  in.topP.assign(size_t(rows), 1.0f);
+  return in;
+}
+
+void Server::setSample(SampleInputs &in, int64_t row, int64_t sequence, int64_t step) const {
+  const ServeRequest &request = *lives.at(sequence).request;
+  in.seeds[size_t(row)] = int64_t(request.seed);
+  in.steps[size_t(row)] = step;
+  // As braid.sample reads them: f32.
+  in.temperature[size_t(row)] = float(request.temperature);
+  in.topK[size_t(row)] = int32_t(request.topK);
+  in.topP[size_t(row)] = float(request.topP);
+}
+
+/// Runs one call and returns the ids it drew (whole on every rank); its
+/// logits too when `logits` is given.
+std::vector<int32_t> Server::call(const braid_program &program, const CallInputs &inputs,
+                                  const char *what, std::vector<float> *logits) {
+  ProgramCaller::Launched launched = caller.launch(program, inputs, what);
+  std::vector<int32_t> ids = caller.ids(launched);
+  if (logits)
+    *logits = caller.logits(launched);
+  caller.release(program, launched, what);
+  return ids;
+}
+
+void Server::keepLogits(const std::vector<float> &logits, int64_t row, int64_t sequence,
+                        int64_t step) {
+  const float *first = logits.data() + size_t(row * shapes.vocab);
+  lives[sequence].logits[step].assign(first, first + shapes.vocab);
+}
+
+/// The iteration's prompt chunks, one per prefill row (the others idle).
+std::vector<int32_t> Server::runPrefill(const std::vector<serve::PrefillChunk> &chunks) {
+  if (chunks.empty())
+    return {};
+  const int64_t rows = shapes.prefillRows, L = shapes.chunk, T = shapes.tableEntries;
+  std::vector<int32_t> tokens(size_t(rows * L), 0), positions(size_t(rows), 0),
+      lastRows(size_t(rows), -1), pages(size_t(rows * T), -1), slots(size_t(rows), 0);
+  SampleInputs sample = sampleInputs(rows);
+  for (const serve::PrefillChunk &chunk : chunks) {
+    const size_t r = size_t(chunk.row);
+    std::copy(chunk.tokens.begin(), chunk.tokens.end(), tokens.begin() + r * size_t(L));
+    positions[r] = int32_t(chunk.position);
+    if (chunk.position > 0 && serveFault() == "chunk")
+      --positions[r];
+    lastRows[r] = int32_t(chunk.tokens.size()) - 1;
+    std::vector<int32_t> table = scheduler.pageTable(chunk.slot);
+    std::copy(table.begin(), table.end(), pages.begin() + r * size_t(T));
+    slots[r] = int32_t(chunk.slot);
+    setSample(sample, chunk.row, chunk.sequence, chunk.step);
+  }
+  CallInputs inputs;
+  inputs.add("tokens", &tokens).add("positions", &positions).add("last_rows", &lastRows);
+  inputs.add("pages", &pages).addSample(&sample);
+  if (shapes.slots)
+    inputs.add("slots", &slots);
+  std::vector<float> logits;
+  const bool keep = !s.args.logitsOut.empty();
+  std::vector<int32_t> drawn = call(*programs.prefill, inputs, "prefill", keep ? &logits : nullptr);
+  std::vector<int32_t> ids;
+  for (const serve::PrefillChunk &chunk : chunks) {
+    ids.push_back(drawn[size_t(chunk.row)]);
+    if (keep && chunk.completesPrompt)
+      keepLogits(logits, chunk.row, chunk.sequence, chunk.step);
+  }
+  return ids;
+}
+
+/// One decode row per running sequence, in its slot (the others idle).
+std::vector<int32_t> Server::runDecode(const std::vector<serve::DecodeRow> &rows) {
+  if (rows.empty())
+    return {};
+  const int64_t B = shapes.decodeRows, T = shapes.tableEntries;
+  std::vector<int32_t> tokens(size_t(B), 0), positions(size_t(B), 0), lastRows(size_t(B), -1),
+      pages(size_t(B * T), -1);
+  SampleInputs sample = sampleInputs(B);
+  for (const serve::DecodeRow &row : rows) {
+    const size_t r = size_t(row.slot);
+    tokens[r] = row.token;
+    positions[r] = int32_t(row.position);
+    lastRows[r] = 0;
+    std::vector<int32_t> table = scheduler.pageTable(row.slot);
+    std::copy(table.begin(), table.end(), pages.begin() + r * size_t(T));
+    setSample(sample, row.slot, row.sequence, row.step);
+  }
+  if (serveFault() == "page")
+    for (size_t j = 1; j < rows.size(); ++j)
+      pages[size_t(rows[j].slot) * size_t(T)] = pages[size_t(rows[0].slot) * size_t(T)];
+  CallInputs inputs;
+  inputs.add("tokens", &tokens).add("positions", &positions).add("last_rows", &lastRows);
+  inputs.add("pages", &pages).addSample(&sample);
+  std::vector<float> logits;
+  const bool keep = !s.args.logitsOut.empty();
+  std::vector<int32_t> drawn = call(*programs.decode, inputs, "decode", keep ? &logits : nullptr);
+  std::vector<int32_t> ids;
+  for (const serve::DecodeRow &row : rows) {
+    ids.push_back(drawn[size_t(row.slot)]);
+    if (keep)
+      keepLogits(logits, row.slot, row.sequence, row.step);
+  }
+  return ids;
+}
+
+/// Mean time per output token after the first; 0 for one token.
+double tpotMs(const RequestLife &life) {
+  if (life.tokenMs.size() < 2)
+    return 0;
+  return (life.tokenMs.back() - life.tokenMs.front()) / double(life.tokenMs.size() - 1);
+}
+
+void Server::finish(const serve::Finished &finished) {
+  RequestLife &life = lives[finished.sequence];
+  ServeRequest &request = *life.request;
+  completed.push_back(finished.sequence);
+  life.tokenMs.resize(finished.ids.size());
+  life.ids = finished.ids;
+  const double ttft = life.tokenMs.front() - request.arrivalMs;
+  if (s.talks) {
+    std::printf("%srequest %lld:", s.prefix.c_str(), (long long)request.index);
+    for (int32_t id : finished.ids)
+      std::printf(" %d", int(id));
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  if (!output)
+    return;
+  std::string line = "{\"request\": " + std::to_string(request.index) +
+                     ", \"line\": " + std::to_string(request.line) + ", \"ids\": [";
+  for (size_t i = 0; i < finished.ids.size(); ++i)
+    line += (i ? ", " : "") + std::to_string(finished.ids[i]);
+  char times[128];
+  std::snprintf(times, sizeof times, "], \"finish\": \"%s\", \"ttft_ms\": %.3f, \"tpot_ms\": %.3f}\n",
+                finished.endToken ? "end_token" : "length", ttft, tpotMs(life));
+  line += times;
+  std::fputs(line.c_str(), output);
+  std::fflush(output);
+}
+
+void Server::summarize() const {
+  std::vector<double> ttft, tpot;
+  int64_t tokens = 0;
+  for (int64_t sequence : completed) {
+    const RequestLife &life = lives.at(sequence);
+    ttft.push_back(life.tokenMs.front() - life.request->arrivalMs);
+    if (life.tokenMs.size() > 1)
+      tpot.push_back(tpotMs(life));
+    tokens += int64_t(life.tokenMs.size());
+  }
+  const double seconds = endMs / 1e3;
+  std::printf("%sserve: %zu requests (%lld refused), %.2f requests/s, %.1f output tokens/s, "
+              "ttft median/p90/p99 %.1f/%.1f/%.1f ms, tpot median/p90/p99 %.2f/%.2f/%.2f ms, "
+              "pages peak %lld of %lld, preemptions %lld, shared pages %lld, iterations %lld\n",
+              s.prefix.c_str(), lives.size(), (long long)refused,
+              seconds > 0 ? double(completed.size()) / seconds : 0.0,
+              seconds > 0 ? double(tokens) / seconds : 0.0, percentile(ttft, 0.5),
+              percentile(ttft, 0.9), percentile(ttft, 0.99), percentile(tpot, 0.5),
+              percentile(tpot, 0.9), percentile(tpot, 0.99),
+              (long long)scheduler.peakPagesInUse(), (long long)shapes.pages,
+              (long long)scheduler.preemptions(), (long long)scheduler.sharedPages(),
+              (long long)iterations);
+  std::fflush(stdout);
+}
+
+void Server::writeLogits() const {
+  if (s.args.logitsOut.empty() || s.ranks.rank != 0)
+    return;
+  for (int64_t sequence : completed) {
+    const RequestLife &life = lives.at(sequence);
+    std::vector<float> rows;
+    for (size_t step = 0; step < life.ids.size(); ++step) {
+      auto it = life.logits.find(int64_t(step));
+      if (it == life.logits.end())
+        fatal("serve: request %lld has no logits for step %zu", (long long)sequence, step);
+      rows.insert(rows.end(), it->second.begin(), it->second.end());
+    }
+    std::string path = s.args.logitsOut + "/request" + std::to_string(sequence) + ".npy", error;
+    if (!npy::writeTensor(path, BRAID_F32,
+                          {int64_t(life.ids.size()), shapes.vocab}, rows.data(), &error))
+      fatal("--logits-out: %s", error.c_str());
+  }
+}
+
+} // namespace
+
+int runServing(Session &s, const InferencePrograms &programs) {
+  if (!s.args.resume.empty() || !s.args.checkpointDir.empty())
+    return s.refuse("serving starts from initialized parameters (--resume and "
+                    "--checkpoint-dir are for training)");
+  if (!s.args.serveFile.empty() && s.args.rate > 0)
+    return s.refuse("--serve FILE and --rate R are two sources of requests: give one");
+  for (const std::string &axis : s.grid.names)
+    if (axis != "tp" && axis != "world")
+      return s.refuse("serving runs on one rank or a tp grid; the " + axis +
+                      " axis is not served yet");
+  const ServeShapes shapes = serveShapesOf(programs);
+  serve::RequestDefaults defaults;
+  defaults.vocab = shapes.vocab;
+  defaults.maxNewTokens = s.args.generate;
+  defaults.temperature = s.args.temperature;
+  defaults.topK = s.args.topK;
+  defaults.topP = s.args.topP;
+  defaults.seed = s.args.seed;
+  std::vector<ServeRequest> requests;
+  if (s.args.rate > 0) {
+    const int64_t longest = s.args.promptLen ? s.args.promptLen : shapes.chunk;
+    const int64_t shortest = s.args.minPromptLen ? s.args.minPromptLen : longest;
+    if (shortest > longest)
+      return s.refuse("--min-prompt-len exceeds --prompt-len");
+    requests = serve::poissonRequests(s.args.serveRequests, s.args.rate, shortest, longest,
+                                      s.args.generate, defaults);
+  } else {
+    std::string error;
+    if (!serve::readServeRequests(s.args.serveFile, defaults, &requests, &error))
+      return s.refuse("--serve: " + error);
+  }
+  // The requests are read before anything is initialized: an unreadable
+  // file ends the run first.
+  std::FILE *output = nullptr;
+  if (!s.args.outputFile.empty() && s.ranks.rank == 0 &&
+      !(output = std::fopen(s.args.outputFile.c_str(), "w")))
+    return s.refuse("--output: cannot write " + s.args.outputFile);
+  if (!initializeState(s))
+    return s.stop(2);
+  dumpInitialState(s);
+  Server server(s, programs, shapes, requests, output);
+  for (ServeRequest &request : requests)
+    if (!request.refusal.empty()) {
+      reportRefusal(s, request, output);
+      ++server.refused;
+    }
+  server.run(requests);
+  if (s.talks)
+    server.summarize();
+  server.writeLogits();
+  if (output)
+    std::fclose(output);
+  int status = tearDown(s, /*peakIsPlanned=*/false);
+  const int verdict = status ? status : server.refused ? 2 : 0;
+  // As runGeneration: the other ranks are leaving; give them the time
+  // before a non-zero exit makes mpirun kill them.
+  if (verdict != 0 && s.ranks.size > 1 && s.ranks.rank == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  return s.ranks.rank == 0 ? verdict : status;
+}
+
+} // namespace braid::rt::driver
