@@ -145,6 +145,9 @@ def Braid_AddPositionsOp : Braid_InferredOp<"add_positions",
 // Mamba state (MambaStepOps.cpp)
 //===----------------------------------------------------------------------===//
 
+// The state slot of each sequence of a Mamba step ([B] i32).
+def Braid_SlotTensor : StaticShapeTensorOf<[I32]>;
+
 // A Mamba layer carries two states per sequence from one call to the next:
 // the last K-1 inputs of its causal convolution and the selective scan's
 // h. Both ops below advance a state over S new rows of each sequence (a
@@ -170,8 +173,19 @@ def Braid_ConvStepOp : Braid_Op<"conv_step",
     (braid.conv1d of the whole sequence so far, at its new rows), and
     `new_state[b, i, c] = xe[b, last_rows[b] + 1 + i, c]` for i < K-1: the
     K-1 inputs ending at row `last_rows[b]`, so padding after a shorter
-    prompt is not carried. A last row outside [0, S) is a fatal runtime
-    error naming the sequence.
+    prompt is not carried.
+
+    `last_rows[b] == -1` marks sequence b idle in this call: its state is
+    untouched and `result[b]` is zeros. Any other last row outside [0, S) is
+    a fatal runtime error naming the sequence.
+
+    With the optional `slots` [B] (i32), the state holds S' slots
+    ([S', K-1, C], S' free) and sequence b reads and writes slot
+    `slots[b]` in place of `state[b]` above; without it sequence b uses
+    slot b (S' = B). The slots of the sequences that are not idle must lie
+    in [0, S') and be distinct (an idle sequence's slot is not read): a
+    fatal runtime error naming the sequence otherwise. Slots other than
+    those of the non-idle sequences are untouched.
 
     `new_state` is the state updated in place (the memory plan gives it the
     state's storage: the op must be the state operand's only use).
@@ -180,25 +194,38 @@ def Braid_ConvStepOp : Braid_Op<"conv_step",
     %y, %cs1 = braid.conv_step %cs, %x, %w bias %b, %pos last %last
         : tensor<2x3x128xf32>, tensor<2x16x128xf32>, tensor<128x4xf32>
           bias tensor<128xf32>, tensor<2xi32>, tensor<2xi32>
+    // Two sequences in slots %slots of a state of 8 slots:
+    %y2, %cs2 = braid.conv_step %cs8, %x, %w, %pos last %last slots %slots
+        : tensor<8x3x128xf32>, tensor<2x16x128xf32>, tensor<128x4xf32>,
+          tensor<2xi32>, tensor<2xi32> slots tensor<2xi32>
     ```
   }];
   let arguments = (ins Braid_FloatTensor:$state, Braid_FloatTensor:$input,
                        Braid_FloatTensor:$weight,
                        Optional<Braid_FloatTensor>:$bias,
                        Braid_IndexTensor:$positions,
-                       Optional<Braid_IndexTensor>:$last_rows);
+                       Optional<Braid_IndexTensor>:$last_rows,
+                       Optional<Braid_SlotTensor>:$slots);
   let results = (outs Braid_FloatTensor:$result, Braid_FloatTensor:$new_state);
   let assemblyFormat = [{
     $state `,` $input `,` $weight (`bias` $bias^)? `,` $positions
-    (`last` $last_rows^)? attr-dict `:` type($state) `,` type($input) `,`
-    type($weight) (`bias` type($bias)^)? `,` type($positions)
-    (`,` type($last_rows)^)?
+    (`last` $last_rows^)? (`slots` $slots^)? attr-dict `:` type($state) `,`
+    type($input) `,` type($weight) (`bias` type($bias)^)? `,`
+    type($positions) (`,` type($last_rows)^)? (`slots` type($slots)^)?
   }];
+  let builders = [
+    // Without slots: sequence b uses state slot b.
+    OpBuilder<(ins "Value":$state, "Value":$input, "Value":$weight,
+                   "Value":$bias, "Value":$positions, "Value":$lastRows), [{
+      build($_builder, $_state, state, input, weight, bias, positions,
+            lastRows, /*slots=*/Value());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
 def Braid_ScanStepOp : Braid_Op<"scan_step",
-    [MemoryEffects<[MemWrite]>,
+    [MemoryEffects<[MemWrite]>, AttrSizedOperandSegments,
      AllTypesMatch<["input", "result"]>, AllTypesMatch<["state", "new_state"]>,
      Braid_ShardingRule, Braid_Cost, Braid_KernelCall]> {
   let summary = "braid.selective_scan over new rows from a carried state, in place";
@@ -213,8 +240,14 @@ def Braid_ScanStepOp : Braid_Op<"scan_step",
     `h = exp(dt[b,t,d] * A[d,n]) * h + dt[b,t,d] * B[b,t,n] * x[b,t,d]`,
     `result[b,t,d] = sum_n C[b,t,n] * h[b,d,n] + D[d] * x[b,t,d]`,
     in f32. `new_state[b]` is h after row `last_rows[b]` (rows after it,
-    a shorter prompt's padding, do not reach the state). A last row outside
-    [0, S) is a fatal runtime error naming the sequence.
+    a shorter prompt's padding, do not reach the state).
+
+    `last_rows[b] == -1` marks sequence b idle, and the optional `slots`
+    [B] (i32) names each sequence's state slot (state [S', Di, N], S'
+    free), exactly as braid.conv_step's: an idle sequence's state is
+    untouched and its result rows are zeros; the non-idle sequences' slots
+    must lie in [0, S') and be distinct; a last row below -1 or at or past
+    S, or a bad slot, is a fatal runtime error naming the sequence.
 
     `new_state` is the state updated in place, as braid.conv_step's.
 
@@ -223,6 +256,12 @@ def Braid_ScanStepOp : Braid_Op<"scan_step",
         : tensor<2x128x16xf32>, tensor<2x1x128xf32>, tensor<2x1x128xf32>,
           tensor<128x16xf32>, tensor<2x1x16xf32>, tensor<2x1x16xf32>,
           tensor<128xf32>, tensor<2xi32>
+    // Two sequences in slots %slots of a state of 8 slots:
+    %y2, %h2 = braid.scan_step %h8, %x, %dt, %A, %B, %C, %D, %pos last %last
+        slots %slots delta_softplus
+        : tensor<8x128x16xf32>, tensor<2x1x128xf32>, tensor<2x1x128xf32>,
+          tensor<128x16xf32>, tensor<2x1x16xf32>, tensor<2x1x16xf32>,
+          tensor<128xf32>, tensor<2xi32>, tensor<2xi32> slots tensor<2xi32>
     ```
   }];
   let arguments = (ins Braid_F32Tensor:$state, Braid_FloatTensor:$input,
@@ -230,14 +269,27 @@ def Braid_ScanStepOp : Braid_Op<"scan_step",
                        Braid_FloatTensor:$B, Braid_FloatTensor:$C,
                        Braid_FloatTensor:$D, Braid_IndexTensor:$positions,
                        Optional<Braid_IndexTensor>:$last_rows,
+                       Optional<Braid_SlotTensor>:$slots,
                        UnitAttr:$delta_softplus);
   let results = (outs Braid_FloatTensor:$result, Braid_F32Tensor:$new_state);
   let assemblyFormat = [{
     $state `,` $input `,` $delta `,` $A `,` $B `,` $C `,` $D `,` $positions
-    (`last` $last_rows^)? (`delta_softplus` $delta_softplus^)? attr-dict `:`
+    (`last` $last_rows^)? (`slots` $slots^)?
+    (`delta_softplus` $delta_softplus^)? attr-dict `:`
     type($state) `,` type($input) `,` type($delta) `,` type($A) `,` type($B)
     `,` type($C) `,` type($D) `,` type($positions) (`,` type($last_rows)^)?
+    (`slots` type($slots)^)?
   }];
+  let builders = [
+    // Without slots: sequence b uses state slot b.
+    OpBuilder<(ins "Value":$state, "Value":$input, "Value":$delta,
+                   "Value":$A, "Value":$B, "Value":$C, "Value":$D,
+                   "Value":$positions, "Value":$lastRows,
+                   "bool":$deltaSoftplus), [{
+      build($_builder, $_state, state, input, delta, A, B, C, D, positions,
+            lastRows, /*slots=*/Value(), deltaSoftplus);
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

@@ -5,10 +5,10 @@
 // from the states its previous calls left and writing them back in place.
 // Their verifiers, sharding rules (sequences split like the batch, channels
 // like braid.conv1d's and braid.selective_scan's, so a state is split with
-// the channels over tensor parallelism and with the sequences over data
-// parallelism; a prefill's prompt rows split over cp as those ops'
-// sequence, MambaContext.cpp of BraidToDist), costs (those of the training
-// ops) and runtime calls.
+// the channels over tensor parallelism and, without `slots`, with the
+// sequences over data parallelism; a prefill's prompt rows split over cp as
+// those ops' sequence, MambaContext.cpp of BraidToDist), costs (those of the
+// training ops) and runtime calls.
 // Inference programs are not differentiated, so neither has a VJP.
 //
 //===----------------------------------------------------------------------===//
@@ -23,16 +23,19 @@ using namespace mlir::braid::detail;
 
 using P = std::pair<Value, int64_t>;
 
-/// `positions` and, when present, `last_rows` must be [B].
+/// `positions` and, when present, `last_rows` and `slots` must be [B].
 template <typename OpTy>
 static LogicalResult checkPerSequence(OpTy op, int64_t batch) {
-  for (Value v : {op.getPositions(), op.getLastRows()}) {
+  std::pair<Value, StringRef> perSequence[] = {{op.getPositions(), "positions"},
+                                               {op.getLastRows(), "last_rows"},
+                                               {op.getSlots(), "slots"}};
+  for (auto [v, role] : perSequence) {
     if (!v)
       continue;
     auto type = cast<RankedTensorType>(v.getType());
     if (type.getRank() != 1 || type.getDimSize(0) != batch)
-      return op.emitOpError(v == op.getPositions() ? "positions" : "last_rows")
-             << " must be [" << batch << "] (one per sequence), found " << type;
+      return op.emitOpError(role) << " must be [" << batch
+                                  << "] (one per sequence), found " << type;
   }
   // In place: a second reader of the state would see it before or after
   // the update depending on where the scheduler put it.
@@ -43,9 +46,40 @@ static LogicalResult checkPerSequence(OpTy op, int64_t batch) {
 }
 
 /// The `last_rows` operand of a kernel call: its buffer, or null (every
-/// sequence's last row is S - 1).
-static KernelArg lastRowsArg(Value lastRows) {
-  return KernelArg::buffer(lastRows, "const int32_t *");
+/// sequence's last row is S - 1); `slots` likewise (null: sequence b's slot
+/// is b).
+static KernelArg perSequenceArg(Value lastRowsOrSlots) {
+  return KernelArg::buffer(lastRowsOrSlots, "const int32_t *");
+}
+
+/// The state's leading dimension: its slots (B without `slots`).
+static int64_t stateSlots(Value state) {
+  return cast<RankedTensorType>(state.getType()).getDimSize(0);
+}
+
+/// The factor of the state's leading dimension. Without `slots` it is the
+/// sequence's, split like the batch; with them any sequence may name any
+/// slot, so the slots are never split (the batch factor covers the rows,
+/// positions, last rows and slots alone).
+static void addSequenceFactors(ShardingRuleBuilder &r, Value state,
+                               Value newState, Value slots,
+                               ArrayRef<P> perSequence) {
+  SmallVector<P> batch;
+  if (!slots)
+    batch.push_back(P{state, 0});
+  batch.append(perSequence.begin(), perSequence.end());
+  if (slots)
+    batch.push_back(P{slots, 0});
+  else
+    batch.push_back(P{newState, 0});
+  r.add(FactorKind::Parallel, batch);
+  if (slots)
+    r.add(FactorKind::Whole, {P{state, 0}, P{newState, 0}});
+}
+
+/// The state's leading dimension: free with `slots`, B without.
+static bool stateSlotsFit(Value slots, int64_t stateSlots, int64_t batch) {
+  return slots || stateSlots == batch;
 }
 
 //===----------------------------------------------------------------------===//
@@ -67,12 +101,17 @@ LogicalResult ConvStepOp::verify() {
     return emitOpError("weight ") << w << " must be [" << channels << ", K]";
   if (bias && (bias.getRank() != 1 || bias.getDimSize(0) != channels))
     return emitOpError("bias ") << bias << " must be [" << channels << "]";
-  if (state.getDimSize(0) != x.getDimSize(0) ||
-      state.getDimSize(1) != kernel - 1 || state.getDimSize(2) != channels)
-    return emitOpError("state ")
-           << state << " must hold the " << kernel - 1
-           << " inputs before each sequence's rows: ["
-           << x.getDimSize(0) << ", " << kernel - 1 << ", " << channels << "]";
+  if (!stateSlotsFit(getSlots(), state.getDimSize(0), x.getDimSize(0)) ||
+      state.getDimSize(1) != kernel - 1 || state.getDimSize(2) != channels) {
+    InFlightDiagnostic diag = emitOpError("state ");
+    diag << state << " must hold the " << kernel - 1
+         << " inputs before each sequence's rows: [";
+    if (getSlots())
+      diag << "slots";
+    else
+      diag << x.getDimSize(0);
+    return diag << ", " << kernel - 1 << ", " << channels << "]";
+  }
   return checkPerSequence(*this, x.getDimSize(0));
 }
 
@@ -80,8 +119,9 @@ ShardingRule ConvStepOp::getShardingRule() {
   ShardingRuleBuilder r(*this);
   Value s = getState(), x = getInput(), w = getWeight(), y = getResult(),
         s1 = getNewState();
-  r.add(FactorKind::Parallel, {P{s, 0}, P{x, 0}, P{getPositions(), 0},
-                               P{getLastRows(), 0}, P{y, 0}, P{s1, 0}});
+  addSequenceFactors(r, s, s1, getSlots(),
+                     {P{x, 0}, P{getPositions(), 0}, P{getLastRows(), 0},
+                      P{y, 0}});
   // A sequence's rows and its carried inputs are one recurrence: whole,
   // unless context parallelism splits a prefill's prompt (the op then takes
   // `context_axes`: a halo from the previous rank).
@@ -94,7 +134,8 @@ ShardingRule ConvStepOp::getShardingRule() {
 }
 
 OpCost ConvStepOp::getCost() {
-  // braid.conv1d's: K multiply-adds per output, plus the bias.
+  // braid.conv1d's: K multiply-adds per output, plus the bias, over every
+  // sequence (idle ones included: the op's static upper bound).
   OpCost cost;
   int64_t kernel = getWeight().getType().getDimSize(1);
   cost.otherFlops =
@@ -109,7 +150,8 @@ LogicalResult ConvStepOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
        {KernelArg::dtype(getInput().getType()), getNewState(), getInput(),
         getWeight(), getBias(),
         KernelArg::buffer(getPositions(), "const int32_t *"),
-        lastRowsArg(getLastRows()), getResult(), x[0], x[1], x[2],
+        perSequenceArg(getLastRows()), perSequenceArg(getSlots()), getResult(),
+        x[0], stateSlots(getState()), x[1], x[2],
         getWeight().getType().getDimSize(1)}});
   return success();
 }
@@ -141,9 +183,16 @@ LogicalResult ScanStepOp::verify() {
                              << ", " << seq << ", " << n << "]";
   if (d.getRank() != 1 || d.getDimSize(0) != channels)
     return emitOpError("D ") << d << " must be [" << channels << "]";
-  if (state.getShape() != ArrayRef<int64_t>({batch, channels, n}))
-    return emitOpError("state ") << state << " must be [" << batch << ", "
-                                 << channels << ", " << n << "]";
+  if (!stateSlotsFit(getSlots(), state.getDimSize(0), batch) ||
+      state.getDimSize(1) != channels || state.getDimSize(2) != n) {
+    InFlightDiagnostic diag = emitOpError("state ");
+    diag << state << " must be [";
+    if (getSlots())
+      diag << "slots";
+    else
+      diag << batch;
+    return diag << ", " << channels << ", " << n << "]";
+  }
   return checkPerSequence(*this, batch);
 }
 
@@ -151,9 +200,9 @@ ShardingRule ScanStepOp::getShardingRule() {
   ShardingRuleBuilder r(*this);
   Value s = getState(), x = getInput(), dt = getDelta(), B = getB(),
         C = getC(), y = getResult(), s1 = getNewState();
-  r.add(FactorKind::Parallel,
-        {P{s, 0}, P{x, 0}, P{dt, 0}, P{B, 0}, P{C, 0}, P{getPositions(), 0},
-         P{getLastRows(), 0}, P{y, 0}, P{s1, 0}});
+  addSequenceFactors(r, s, s1, getSlots(),
+                     {P{x, 0}, P{dt, 0}, P{B, 0}, P{C, 0}, P{getPositions(), 0},
+                      P{getLastRows(), 0}, P{y, 0}});
   // As braid.selective_scan's: under cp a prefill's chunk starts from the
   // state the previous chunks carry into it (`context_axes`).
   r.add(FactorKind::Sequence,
@@ -165,7 +214,8 @@ ShardingRule ScanStepOp::getShardingRule() {
 }
 
 OpCost ScanStepOp::getCost() {
-  // braid.selective_scan's: 8 N + 2 per (b, t, d), 3 more for the softplus.
+  // braid.selective_scan's: 8 N + 2 per (b, t, d), 3 more for the softplus
+  // (idle sequences included, as braid.conv_step's).
   OpCost cost;
   int64_t state = getA().getType().getDimSize(1);
   cost.otherFlops = getNumElements(getResult()) *
@@ -180,7 +230,8 @@ LogicalResult ScanStepOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
         KernelArg::buffer(getNewState(), "float *"), getInput(), getDelta(),
         getA(), getB(), getC(), getD(),
         KernelArg::buffer(getPositions(), "const int32_t *"),
-        lastRowsArg(getLastRows()), getResult(),
+        perSequenceArg(getLastRows()), perSequenceArg(getSlots()), getResult(),
+        stateSlots(getState()),
         scanParams(getInput(), getA(), getDeltaSoftplus())}});
   return success();
 }

@@ -122,33 +122,44 @@ void braid_k_paged_cache_attention(braid_rt *rt, braid_dtype dt, const void *q,
  * (a prompt, or 1 at decode) and update the state in place. A sequence whose
  * position is 0 starts fresh (zero padding, h = 0) whatever its state holds.
  * last_rows [batch] (NULL: seq - 1 for every sequence) is each sequence's last
- * real row: the state is taken there, not after a shorter prompt's padding;
- * one outside [0, seq) is a fatal error naming the sequence. For tests only:
+ * real row: the state is taken there, not after a shorter prompt's padding.
+ * A last row of -1 marks the sequence idle: its output rows are zeros and its
+ * state is untouched; any other outside [0, seq) is a fatal error naming the
+ * sequence. The state holds state_slots slots (its leading dimension) and
+ * sequence b reads and writes slot slots[b] (slots [batch]; NULL: slot b,
+ * which must be < state_slots); the non-idle sequences' slots must lie in
+ * [0, state_slots) and be distinct (a fatal error naming the sequence
+ * otherwise); the other slots are untouched. For tests only:
  * BRAID_TEST_FORGET_MAMBA_STATE=conv|ssm|both makes the named kernels start
  * every sequence fresh (a state not carried, which --verify must see). */
 
-/* xe[b] = concat(positions[b] == 0 ? 0 : conv_state[b], x[b]) [K-1+seq, C]:
+/* With s = slots[b] (NULL: b) for each sequence b that is not idle,
+ * xe[b] = concat(positions[b] == 0 ? 0 : conv_state[s], x[b]) [K-1+seq, C]:
  *   y[b,t,c] = sum_{j<K} w[c,j] xe[b,t+j,c] (+ bias[c])   (braid_k_conv1d's sums)
- *   conv_state[b,i,c] = xe[b, last_rows[b] + 1 + i, c], i < K-1.
- * x, y [batch, seq, channels], w [channels, kernel], bias [channels] or NULL. */
+ *   conv_state[s,i,c] = xe[b, last_rows[b] + 1 + i, c], i < K-1.
+ * conv_state [state_slots, kernel-1, channels], x, y [batch, seq, channels],
+ * w [channels, kernel], bias [channels] or NULL. */
 void braid_k_conv_step(braid_rt *rt, braid_dtype dt, void *conv_state, const void *x,
                        const void *w, const void *bias, const int32_t *positions,
-                       const int32_t *last_rows, void *y, int64_t batch, int64_t seq,
-                       int64_t channels, int64_t kernel);
+                       const int32_t *last_rows, const int32_t *slots, void *y, int64_t batch,
+                       int64_t state_slots, int64_t seq, int64_t channels, int64_t kernel);
 
-/* h[b] = positions[b] == 0 ? 0 : ssm_state[b], then braid_k_selective_scan's
- * recurrence over the seq rows (p as there) into y; ssm_state[b] = h after
- * row last_rows[b]. */
+/* With s = slots[b] (NULL: b) for each sequence b that is not idle,
+ * h[b] = positions[b] == 0 ? 0 : ssm_state[s], then braid_k_selective_scan's
+ * recurrence over the seq rows (p as there) into y; ssm_state[s] = h after
+ * row last_rows[b]. ssm_state [state_slots, channels, state]. */
 void braid_k_scan_step(braid_rt *rt, braid_dtype dt, float *ssm_state, const void *x,
                        const void *delta, const void *A, const void *Bm, const void *Cm,
                        const void *D, const int32_t *positions, const int32_t *last_rows,
-                       void *y, const braid_scan_params *p);
+                       const int32_t *slots, void *y, int64_t state_slots,
+                       const braid_scan_params *p);
 
 /*===--- A prefill's Mamba steps over cp chunks of the prompt --------------===*/
 
 /* Each context-parallel rank holds the prompt rows [first_row, first_row +
  * seq) of every sequence's prompt_len rows; last_rows [batch] is required and
- * each sequence's last row must lie in [0, prompt_len) (else a fatal error).
+ * each sequence's last row must lie in [0, prompt_len) (else a fatal error:
+ * no idle sequences, and no slots: the states are by sequence).
  * The states are only read: chunk_state [batch, ...] receives, for a sequence
  * whose last row falls in the chunk, the state taken there, and zeros for the
  * others; braid_k_take_chunk_state then copies each sequence's from the chunk

@@ -3,7 +3,9 @@
 // braid_k_conv_step and braid_k_scan_step (runtime_inference.h): a Mamba
 // layer's convolution and selective scan over each sequence's new rows,
 // continuing from the conv and SSM states its previous calls left and
-// writing them back in place at the sequence's last real row. The sums are
+// writing them back in place at the sequence's last real row (in the slot
+// `slots` names, or the sequence's own; an idle sequence, last row -1, is
+// skipped: zeros out, its state untouched). The sums are
 // mamba.cpp's in the same order (conv1dHaloImpl; the scan's step is
 // mamba_scan.h's, shared with scanChunkImpl), so a decode step computes what
 // the whole-sequence forward computes at that row.
@@ -29,15 +31,49 @@ using namespace braid::cpu;
 
 namespace {
 
-/// Every sequence's last row lies in [0, seq).
-void checkLastRows(const char *kernel, const int32_t *lastRows, int64_t batch, int64_t seq) {
+/// The last row that marks a sequence idle in a whole call.
+constexpr int32_t kIdle = -1;
+
+/// Every sequence's last row lies in [0, seq), or is kIdle where `idle`
+/// allows it (a whole call; a chunk's last rows are a prompt's).
+void checkLastRows(const char *kernel, const int32_t *lastRows, int64_t batch, int64_t seq,
+                   bool idle = false) {
   if (!lastRows)
     return;
   for (int64_t b = 0; b < batch; ++b)
-    if (lastRows[b] < 0 || lastRows[b] >= seq)
+    if ((lastRows[b] < 0 || lastRows[b] >= seq) && !(idle && lastRows[b] == kIdle))
       fail(kernel, "last row %lld of sequence %lld is outside [0, %lld)",
            (long long)lastRows[b], (long long)b, (long long)seq);
 }
+
+bool isIdle(const int32_t *lastRows, int64_t b) { return lastRows && lastRows[b] == kIdle; }
+
+/// The slots of the sequences that are not idle lie in [0, stateSlots) and
+/// are distinct (without `slots`, sequence b's slot b must exist).
+void checkSlots(const char *kernel, const int32_t *slots, const int32_t *lastRows,
+                int64_t batch, int64_t stateSlots) {
+  if (!slots) {
+    if (batch > stateSlots)
+      fail(kernel, "a state of %lld slots cannot hold %lld sequences", (long long)stateSlots,
+           (long long)batch);
+    return;
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    if (isIdle(lastRows, b))
+      continue;
+    if (slots[b] < 0 || slots[b] >= stateSlots)
+      fail(kernel, "slot %lld of sequence %lld is outside [0, %lld)", (long long)slots[b],
+           (long long)b, (long long)stateSlots);
+    // Quadratic in the batch, which is small beside the rows' work.
+    for (int64_t other = 0; other < b; ++other)
+      if (!isIdle(lastRows, other) && slots[other] == slots[b])
+        fail(kernel, "slot %lld of sequence %lld is also sequence %lld's", (long long)slots[b],
+             (long long)b, (long long)other);
+  }
+}
+
+/// Sequence b's state slot (null `slots`: b).
+int64_t slotOf(const int32_t *slots, int64_t b) { return slots ? slots[b] : b; }
 
 /// BRAID_TEST_FORGET_MAMBA_STATE names the states a test drops ("conv",
 /// "ssm" or "both"): their kernels start every sequence fresh.
@@ -55,20 +91,32 @@ struct StepRows {
   bool zeroOthers = false;
 };
 
+/// Where each sequence's state lives: slot slots[b] of the state (null: b;
+/// a chunk's candidates are always by sequence).
+struct StepSlots {
+  const int32_t *slots = nullptr;
+};
+
 template <typename T>
 void convStepImpl(const T *state, const T *halo, const T *x, const T *w, const T *bias,
                   const int32_t *positions, const int32_t *lastRows, T *y, T *newState,
-                  int64_t B, int64_t S, int64_t C, int64_t K, StepRows rows, bool forget) {
+                  int64_t B, int64_t S, int64_t C, int64_t K, StepRows rows, StepSlots where,
+                  bool forget) {
   // One sequence's channels at a time: its new state may be its old one's
   // storage (in place), so the inputs before the rows are copied aside.
   std::vector<T> old(size_t((K - 1) * C));
   const size_t stateBytes = old.size() * sizeof(T);
   for (int64_t b = 0; b < B; ++b) {
+    if (isIdle(lastRows, b) && !rows.zeroOthers) {
+      std::memset(static_cast<void *>(y + b * S * C), 0, size_t(S * C) * sizeof(T));
+      continue;
+    }
+    const int64_t slot = slotOf(where.slots, b);
     // The K-1 inputs before the rows: the previous chunk's (the halo), the
     // carried state, or none (zeros) where the sequence starts.
     const T *before = rows.firstRow > 0                     ? halo + b * (K - 1) * C
                       : (forget || positions[b] == 0) ? nullptr
-                                                          : state + b * (K - 1) * C;
+                                                          : state + slot * (K - 1) * C;
     if (before)
       std::memcpy(old.data(), before, stateBytes);
     // Row u of xe = concat(before or zeros, x[b]), as extLoad reads a halo.
@@ -84,7 +132,7 @@ void convStepImpl(const T *state, const T *halo, const T *x, const T *w, const T
           acc += braid::load(w, c * K + j) * xe(t + j, c);
         braid::store(y, (b * S + t) * C + c, bias ? acc + braid::load(bias, c) : acc);
       }
-    T *st = newState + b * (K - 1) * C;
+    T *st = newState + slot * (K - 1) * C;
     const int64_t last = (lastRows ? lastRows[b] : S - 1) - rows.firstRow;
     if (last < 0 || last >= S) {
       if (rows.zeroOthers)
@@ -108,13 +156,21 @@ template <typename T>
 void scanStepImpl(const float *state, ScanCarryIn carry, const T *x, const T *delta,
                   const T *A, const T *Bm, const T *Cm, const T *Dp, const int32_t *positions,
                   const int32_t *lastRows, T *y, float *newState, int64_t B, int64_t S,
-                  int64_t Di, int64_t N, StepRows rows, bool softplus, bool forget) {
+                  int64_t Di, int64_t N, StepRows rows, StepSlots where, bool softplus,
+                  bool forget) {
   // Channels (b, d) are independent, as in scanChunkImpl.
   parallelFor(B * Di, [&](int64_t lo, int64_t hi) {
     float h[kMaxState], a[kMaxState];
     for (int64_t bd = lo; bd < hi; ++bd) {
       const int64_t b = bd / Di, d = bd % Di;
-      const int64_t so = (b * Di + d) * N; // offset of the (b, d) state
+      if (isIdle(lastRows, b) && !rows.zeroOthers) {
+        for (int64_t t = 0; t < S; ++t)
+          braid::store(y, (b * S + t) * Di + d, 0.0f);
+        continue;
+      }
+      // Offsets of the (b, d) state in its slot and by sequence (the
+      // carry's chunk states; a chunk's calls have no slots).
+      const int64_t so = (slotOf(where.slots, b) * Di + d) * N, sb = (b * Di + d) * N;
       const bool fresh = forget || positions[b] == 0;
       const int64_t last = (lastRows ? lastRows[b] : S - 1) - rows.firstRow;
       for (int64_t n = 0; n < N; ++n) {
@@ -122,7 +178,7 @@ void scanStepImpl(const float *state, ScanCarryIn carry, const T *x, const T *de
         // composes it (double accumulation).
         double H = fresh ? 0.0 : double(state[so + n]);
         for (int64_t j = 0; j < carry.chunk; ++j) {
-          const int64_t i = j * B * Di * N + so + n;
+          const int64_t i = j * B * Di * N + sb + n;
           H = double(carry.decayAll[i]) * H + double(carry.hendAll[i]);
         }
         h[n] = carry.chunk ? float(H) : (fresh ? 0.0f : state[so + n]);
@@ -152,39 +208,42 @@ extern "C" {
 
 void braid_k_conv_step(braid_rt *, braid_dtype dt, void *conv_state, const void *x,
                        const void *w, const void *bias, const int32_t *positions,
-                       const int32_t *last_rows, void *y, int64_t batch, int64_t seq,
-                       int64_t channels, int64_t kernel) {
+                       const int32_t *last_rows, const int32_t *slots, void *y, int64_t batch,
+                       int64_t state_slots, int64_t seq, int64_t channels, int64_t kernel) {
   if (kernel < 1)
     fail("conv_step", "kernel size %lld is below 1", (long long)kernel);
   if (seq <= 0)
     return;
-  checkLastRows("conv_step", last_rows, batch, seq);
+  checkLastRows("conv_step", last_rows, batch, seq, /*idle=*/true);
+  checkSlots("conv_step", slots, last_rows, batch, state_slots);
   const bool forget = forgets("conv");
   withFloatType(dt, "conv_step", [&](auto tag) {
     using T = decltype(tag);
     T *state = out<T>(conv_state);
     convStepImpl<T>(state, nullptr, in<T>(x), in<T>(w), bias ? in<T>(bias) : nullptr,
                     positions, last_rows, out<T>(y), state, batch, seq, channels, kernel, {},
-                    forget);
+                    {slots}, forget);
   });
 }
 
 void braid_k_scan_step(braid_rt *, braid_dtype dt, float *ssm_state, const void *x,
                        const void *delta, const void *A, const void *Bm, const void *Cm,
                        const void *D, const int32_t *positions, const int32_t *last_rows,
-                       void *y, const braid_scan_params *p) {
+                       const int32_t *slots, void *y, int64_t state_slots,
+                       const braid_scan_params *p) {
   if (p->state > kMaxState)
     fail("scan_step", "state size %lld exceeds the supported %lld", (long long)p->state,
          (long long)kMaxState);
   if (p->seq <= 0)
     return;
-  checkLastRows("scan_step", last_rows, p->batch, p->seq);
+  checkLastRows("scan_step", last_rows, p->batch, p->seq, /*idle=*/true);
+  checkSlots("scan_step", slots, last_rows, p->batch, state_slots);
   const bool forget = forgets("ssm");
   withFloatType(dt, "scan_step", [&](auto tag) {
     using T = decltype(tag);
     scanStepImpl<T>(ssm_state, {}, in<T>(x), in<T>(delta), in<T>(A), in<T>(Bm), in<T>(Cm),
                     in<T>(D), positions, last_rows, out<T>(y), ssm_state, p->batch, p->seq,
-                    p->channels, p->state, {}, p->delta_softplus != 0, forget);
+                    p->channels, p->state, {}, {slots}, p->delta_softplus != 0, forget);
   });
 }
 
@@ -205,7 +264,7 @@ void braid_k_conv_step_chunk(braid_rt *, braid_dtype dt, const void *conv_state,
     using T = decltype(tag);
     convStepImpl<T>(in<T>(conv_state), in<T>(halo), in<T>(x), in<T>(w),
                     bias ? in<T>(bias) : nullptr, positions, last_rows, out<T>(y),
-                    out<T>(chunk_state), batch, seq, channels, kernel, {first_row, true},
+                    out<T>(chunk_state), batch, seq, channels, kernel, {first_row, true}, {},
                     forget);
   });
 }
@@ -230,7 +289,8 @@ void braid_k_scan_step_chunk(braid_rt *, braid_dtype dt, const float *ssm_state,
     using T = decltype(tag);
     scanStepImpl<T>(ssm_state, carry, in<T>(x), in<T>(delta), in<T>(A), in<T>(Bm), in<T>(Cm),
                     in<T>(D), positions, last_rows, out<T>(y), chunk_state, p->batch, p->seq,
-                    p->channels, p->state, {first_row, true}, p->delta_softplus != 0, forget);
+                    p->channels, p->state, {first_row, true}, {}, p->delta_softplus != 0,
+                    forget);
   });
 }
 

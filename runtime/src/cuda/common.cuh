@@ -54,6 +54,10 @@ enum DeviceErrorCode : int {
   // braid.sample (sample.cu); `where` is the row.
   kSampleTopK = 9,     // a top_k past the program's top_k_cap
   kSampleUndrawn = 10, // a row the program's mode does not draw
+  // conv_step / scan_step's state slot (mamba_step.cu); `where` is the
+  // sequence. Shared: `bound` holds the lower sequence with the same slot.
+  kMambaStepSlot = 11,
+  kMambaStepSlotShared = 12,
 };
 
 struct DeviceError {

@@ -65,6 +65,8 @@ ErrorText errorText(int code) {
     return {"add_positions: position", "of sequence"};
   case kMambaStepLastRow:
     return {"conv_step/scan_step: last row", "of sequence"};
+  case kMambaStepSlot:
+    return {"conv_step/scan_step: slot", "of sequence"};
   case kSampleTopK:
     return {"sample: top_k (past the program's top_k_cap)", "of row"};
   case kSampleUndrawn:
@@ -95,6 +97,10 @@ void checkDeviceError() {
   if (!record)
     return;
   volatile DeviceError *v = record;
+  if (v->code == kMambaStepSlotShared)
+    BRAID_CUDA_FATAL("conv_step/scan_step: slot %lld of sequence %lld is also sequence %lld's",
+                     static_cast<long long>(v->value), static_cast<long long>(v->where),
+                     static_cast<long long>(v->bound));
   if (v->code != kNoError) {
     const ErrorText text = errorText(v->code);
     BRAID_CUDA_FATAL("%s %lld %s %lld is out of range [0, %lld)", text.what,

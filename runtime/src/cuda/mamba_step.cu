@@ -8,8 +8,13 @@
 // its channel's state before writing it, so in place needs no barrier. The
 // arithmetic is mamba_chunk.cu's (conv: bias first, then fmaf per tap;
 // scan: expf, fmaf for the output), so a decode step computes what the
-// whole-sequence kernels compute at that row. A last row outside [0, seq)
-// is recorded in the device error record and leaves that state unchanged.
+// whole-sequence kernels compute at that row. A sequence whose last row is
+// -1 is idle: its rows are zeros and its state is untouched. Sequence b's
+// state is slot slots[b] of the state (null: b); every thread of a sequence
+// checks the slot itself (in [0, state slots), not a lower sequence's), so a
+// bad one is skipped by all of them. A last row outside [0, seq) or a bad
+// slot is recorded in the device error record and leaves the states
+// unchanged.
 //
 // The chunk kernels of a prefill split over cp (braid_k_conv_step_chunk,
 // braid_k_scan_step_chunk) are the same kernels on one rank's rows, starting
@@ -44,6 +49,20 @@ struct StepRows {
   int zeroOthers;
 };
 
+/// The last row that marks a sequence idle in a whole call.
+constexpr int kIdle = -1;
+
+/// Where each sequence's state lives: slot slots[b] of a state of `count`
+/// slots (null slots: b; a chunk's candidates are always by sequence).
+struct StepSlots {
+  const int32_t *slots;
+  int64_t count;
+};
+
+__device__ __forceinline__ bool isIdle(const int32_t *lastRows, int64_t b, StepRows rows) {
+  return lastRows && lastRows[b] == kIdle && !rows.zeroOthers;
+}
+
 /// The sequence's last real row within the call's rows (-1 or past them
 /// when it lies elsewhere), or -1 after recording one outside the bound.
 __device__ __forceinline__ int64_t lastRowOf(const int32_t *lastRows, int64_t b, int64_t seq,
@@ -56,21 +75,55 @@ __device__ __forceinline__ int64_t lastRowOf(const int32_t *lastRows, int64_t b,
   return -1;
 }
 
+/// Sequence b's slot, or -1 after recording one outside the state or shared
+/// with a lower sequence that is not idle (which keeps it).
+__device__ __forceinline__ int64_t slotOf(StepSlots where, const int32_t *lastRows, int64_t b,
+                                          StepRows rows, bool report, DeviceError *error) {
+  if (!where.slots) {
+    if (b < where.count)
+      return b;
+    if (report)
+      reportIndexError(error, kMambaStepSlot, b, where.count, b);
+    return -1;
+  }
+  const int64_t slot = where.slots[b];
+  if (slot < 0 || slot >= where.count) {
+    if (report)
+      reportIndexError(error, kMambaStepSlot, slot, where.count, b);
+    return -1;
+  }
+  for (int64_t other = 0; other < b; ++other)
+    if (where.slots[other] == slot && !isIdle(lastRows, other, rows)) {
+      if (report)
+        reportIndexError(error, kMambaStepSlotShared, slot, other, b);
+      return -1;
+    }
+  return slot;
+}
+
 template <typename T>
 __global__ void convStepKernel(const T *state, const T *halo, const T *__restrict__ x,
                                const T *__restrict__ w, const T *__restrict__ bias,
                                const int32_t *__restrict__ positions,
                                const int32_t *__restrict__ lastRows, T *__restrict__ y,
                                T *newState, int64_t batch, int64_t seq, int64_t channels,
-                               int64_t kernel, StepRows rows, int forget, DeviceError *error) {
+                               int64_t kernel, StepRows rows, StepSlots where, int forget,
+                               DeviceError *error) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < batch * channels;
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t b = i / channels, c = i - b * channels;
+    const int64_t slot =
+        isIdle(lastRows, b, rows) ? -1 : slotOf(where, lastRows, b, rows, c == 0, error);
+    if (slot < 0) {
+      for (int64_t t = 0; t < seq; ++t)
+        y[(b * seq + t) * channels + c] = fromF<T>(0.0f);
+      continue;
+    }
     // The K-1 inputs before the rows: the previous chunk's (the halo), the
     // carried state, or none (zeros) where the sequence starts.
     const T *before = rows.firstRow > 0                     ? halo + b * (kernel - 1) * channels
                       : (forget || positions[b] == 0) ? nullptr
-                                                          : state + b * (kernel - 1) * channels;
+                                                          : state + slot * (kernel - 1) * channels;
     // Row u of xe = concat(before or zeros, x[b]).
     auto xe = [&](int64_t u) -> T {
       if (u < kernel - 1)
@@ -83,7 +136,7 @@ __global__ void convStepKernel(const T *state, const T *halo, const T *__restric
         acc = fmaf(toF(w[c * kernel + j]), toF(xe(t + j)), acc);
       y[(b * seq + t) * channels + c] = fromF<T>(acc);
     }
-    T *st = newState + b * (kernel - 1) * channels;
+    T *st = newState + slot * (kernel - 1) * channels;
     const int64_t last = lastRowOf(lastRows, b, seq, rows, c == 0, error);
     if (last < 0 || last >= seq) {
       if (rows.zeroOthers)
@@ -113,12 +166,22 @@ __global__ void __launch_bounds__(kStepThreads)
                    const T *__restrict__ Bm, const T *__restrict__ Cm, const T *__restrict__ D,
                    const int32_t *__restrict__ positions, const int32_t *__restrict__ lastRows,
                    T *__restrict__ y, float *newState, int64_t seq, int64_t channels,
-                   int nstate, StepRows rows, int softplus, int forget, DeviceError *error) {
+                   int nstate, StepRows rows, StepSlots where, int softplus, int forget,
+                   DeviceError *error) {
   const int64_t d = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   const int64_t b = blockIdx.y;
   if (d >= channels)
     return;
-  const int64_t so = (b * channels + d) * nstate; // offset of the (b, d) state
+  const int64_t slot =
+      isIdle(lastRows, b, rows) ? -1 : slotOf(where, lastRows, b, rows, d == 0, error);
+  if (slot < 0) {
+    for (int64_t t = 0; t < seq; ++t)
+      y[(b * seq + t) * channels + d] = fromF<T>(0.0f);
+    return;
+  }
+  // Offsets of the (b, d) state in its slot and by sequence (the carry's
+  // chunk states; a chunk's calls have no slots).
+  const int64_t so = (slot * channels + d) * nstate, sb = (b * channels + d) * nstate;
   const bool fresh = forget || positions[b] == 0;
   const int64_t last = lastRowOf(lastRows, b, seq, rows, d == 0, error);
   const int64_t count = (int64_t)gridDim.y * channels * nstate;
@@ -131,8 +194,8 @@ __global__ void __launch_bounds__(kStepThreads)
       // H_{c-1} from H_{-1}, the carried state, as scan_carry composes it.
       double H = h[n];
       for (int64_t j = 0; j < carry.chunk; ++j)
-        H = double(carry.decayAll[j * count + so + n]) * H +
-            double(carry.hendAll[j * count + so + n]);
+        H = double(carry.decayAll[j * count + sb + n]) * H +
+            double(carry.hendAll[j * count + sb + n]);
       h[n] = float(H);
     }
   }
@@ -187,12 +250,13 @@ template <typename T, int MAXN>
 void launchScanStep(cudaStream_t stream, const float *state, ScanCarryIn carry, const void *x,
                     const void *delta, const void *A, const void *Bm, const void *Cm,
                     const void *D, const int32_t *positions, const int32_t *lastRows, void *y,
-                    float *newState, const braid_scan_params &p, StepRows rows, int forget) {
+                    float *newState, const braid_scan_params &p, StepRows rows,
+                    StepSlots where, int forget) {
   dim3 grid(static_cast<unsigned>((p.channels + kStepThreads - 1) / kStepThreads),
             static_cast<unsigned>(p.batch));
   launch("scan_step", grid, kStepThreads, stream, scanStepKernel<T, MAXN>, state, carry, x,
          delta, A, Bm, Cm, D, positions, lastRows, y, newState, p.seq, p.channels,
-         static_cast<int>(p.state), rows, p.delta_softplus ? 1 : 0, forget,
+         static_cast<int>(p.state), rows, where, p.delta_softplus ? 1 : 0, forget,
          deviceErrorRecord());
 }
 
@@ -211,18 +275,18 @@ void dispatchScanStep(braid_rt *rt, braid_dtype dt, const float *state, ScanCarr
                       const void *x, const void *delta, const void *A, const void *Bm,
                       const void *Cm, const void *D, const int32_t *positions,
                       const int32_t *lastRows, void *y, float *newState,
-                      const braid_scan_params *p, StepRows rows, int forget) {
+                      const braid_scan_params *p, StepRows rows, StepSlots where, int forget) {
   cudaStream_t stream = streamOf(rt);
   BRAID_DISPATCH_FLOAT(dt, T, {
     if (p->state <= 16)
       launchScanStep<T, 16>(stream, state, carry, x, delta, A, Bm, Cm, D, positions, lastRows,
-                            y, newState, *p, rows, forget);
+                            y, newState, *p, rows, where, forget);
     else if (p->state <= 64)
       launchScanStep<T, 64>(stream, state, carry, x, delta, A, Bm, Cm, D, positions, lastRows,
-                            y, newState, *p, rows, forget);
+                            y, newState, *p, rows, where, forget);
     else
       launchScanStep<T, 256>(stream, state, carry, x, delta, A, Bm, Cm, D, positions, lastRows,
-                             y, newState, *p, rows, forget);
+                             y, newState, *p, rows, where, forget);
   });
 }
 
@@ -238,7 +302,8 @@ int forgets(const char *which) {
 
 extern "C" void braid_k_conv_step(braid_rt *rt, braid_dtype dt, void *conv_state, const void *x,
                                   const void *w, const void *bias, const int32_t *positions,
-                                  const int32_t *last_rows, void *y, int64_t batch, int64_t seq,
+                                  const int32_t *last_rows, const int32_t *slots, void *y,
+                                  int64_t batch, int64_t state_slots, int64_t seq,
                                   int64_t channels, int64_t kernel) {
   using namespace braid::cuda;
   if (kernel < 1)
@@ -252,20 +317,21 @@ extern "C" void braid_k_conv_step(braid_rt *rt, braid_dtype dt, void *conv_state
                                       convStepKernel<T>, static_cast<const T *>(conv_state),
                                       static_cast<const T *>(nullptr), x, w, bias, positions,
                                       last_rows, y, static_cast<T *>(conv_state), batch, seq,
-                                      channels, kernel, rows, forget, deviceErrorRecord()));
+                                      channels, kernel, rows, StepSlots{slots, state_slots},
+                                      forget, deviceErrorRecord()));
 }
 
 extern "C" void braid_k_scan_step(braid_rt *rt, braid_dtype dt, float *ssm_state, const void *x,
                                   const void *delta, const void *A, const void *Bm,
                                   const void *Cm, const void *D, const int32_t *positions,
-                                  const int32_t *last_rows, void *y,
-                                  const braid_scan_params *p) {
+                                  const int32_t *last_rows, const int32_t *slots, void *y,
+                                  int64_t state_slots, const braid_scan_params *p) {
   using namespace braid::cuda;
   if (!checkScan("scan_step", p))
     return;
   dispatchScanStep(rt, dt, ssm_state, ScanCarryIn{nullptr, nullptr, 0}, x, delta, A, Bm, Cm, D,
                    positions, last_rows, y, ssm_state, p, StepRows{0, p->seq, 0},
-                   forgets("ssm"));
+                   StepSlots{slots, state_slots}, forgets("ssm"));
 }
 
 extern "C" void braid_k_conv_step_chunk(braid_rt *rt, braid_dtype dt, const void *conv_state,
@@ -290,7 +356,8 @@ extern "C" void braid_k_conv_step_chunk(braid_rt *rt, braid_dtype dt, const void
                                       convStepKernel<T>, static_cast<const T *>(conv_state),
                                       static_cast<const T *>(halo), x, w, bias, positions,
                                       last_rows, y, static_cast<T *>(chunk_state), batch, seq,
-                                      channels, kernel, rows, forget, deviceErrorRecord()));
+                                      channels, kernel, rows, StepSlots{nullptr, batch}, forget,
+                                      deviceErrorRecord()));
 }
 
 extern "C" void braid_k_scan_step_chunk(braid_rt *rt, braid_dtype dt, const float *ssm_state,
@@ -308,7 +375,8 @@ extern "C" void braid_k_scan_step_chunk(braid_rt *rt, braid_dtype dt, const floa
     return;
   dispatchScanStep(rt, dt, ssm_state, ScanCarryIn{decay_all, hend_all, first_row / p->seq}, x,
                    delta, A, Bm, Cm, D, positions, last_rows, y, chunk_state, p,
-                   StepRows{first_row, prompt_len, 1}, forgets("ssm"));
+                   StepRows{first_row, prompt_len, 1}, StepSlots{nullptr, p->batch},
+                   forgets("ssm"));
 }
 
 extern "C" void braid_k_take_chunk_state(braid_rt *rt, void *state, const void *chunk_states,

@@ -127,3 +127,75 @@ func.func @scan_last_rows(%h: tensor<2x8x4xf32>, %x: tensor<2x3x8xf32>, %A: tens
   %y, %h1 = braid.scan_step %h, %x, %x, %A, %B, %B, %D, %pos last %last : tensor<2x8x4xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8x4xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<8xf32>, tensor<2xi32>, tensor<2x1xi32>
   return %y : tensor<2x3x8xf32>
 }
+
+// -----
+
+func.func @conv_state_not_batch(%cs: tensor<4x3x8xf32>, %x: tensor<2x1x8xf32>, %w: tensor<8x4xf32>, %pos: tensor<2xi32>) -> tensor<2x1x8xf32> {
+  // expected-error @+1 {{'braid.conv_step' op state 'tensor<4x3x8xf32>' must hold the 3 inputs before each sequence's rows: [2, 3, 8]}}
+  %y, %cs1 = braid.conv_step %cs, %x, %w, %pos : tensor<4x3x8xf32>, tensor<2x1x8xf32>, tensor<8x4xf32>, tensor<2xi32>
+  return %y : tensor<2x1x8xf32>
+}
+
+// -----
+
+func.func @conv_slots_state_rows(%cs: tensor<4x2x8xf32>, %x: tensor<2x1x8xf32>, %w: tensor<8x4xf32>, %pos: tensor<2xi32>, %slots: tensor<2xi32>) -> tensor<2x1x8xf32> {
+  // expected-error @+1 {{'braid.conv_step' op state 'tensor<4x2x8xf32>' must hold the 3 inputs before each sequence's rows: [slots, 3, 8]}}
+  %y, %cs1 = braid.conv_step %cs, %x, %w, %pos slots %slots : tensor<4x2x8xf32>, tensor<2x1x8xf32>, tensor<8x4xf32>, tensor<2xi32> slots tensor<2xi32>
+  return %y : tensor<2x1x8xf32>
+}
+
+// -----
+
+func.func @conv_slots_length(%cs: tensor<4x3x8xf32>, %x: tensor<2x1x8xf32>, %w: tensor<8x4xf32>, %pos: tensor<2xi32>, %slots: tensor<4xi32>) -> tensor<2x1x8xf32> {
+  // expected-error @+1 {{'braid.conv_step' op slots must be [2] (one per sequence), found 'tensor<4xi32>'}}
+  %y, %cs1 = braid.conv_step %cs, %x, %w, %pos slots %slots : tensor<4x3x8xf32>, tensor<2x1x8xf32>, tensor<8x4xf32>, tensor<2xi32> slots tensor<4xi32>
+  return %y : tensor<2x1x8xf32>
+}
+
+// -----
+
+func.func @conv_slots_rank(%cs: tensor<4x3x8xf32>, %x: tensor<2x1x8xf32>, %w: tensor<8x4xf32>, %pos: tensor<2xi32>, %last: tensor<2xi32>, %slots: tensor<2x1xi32>) -> tensor<2x1x8xf32> {
+  // expected-error @+1 {{'braid.conv_step' op slots must be [2] (one per sequence), found 'tensor<2x1xi32>'}}
+  %y, %cs1 = braid.conv_step %cs, %x, %w, %pos last %last slots %slots : tensor<4x3x8xf32>, tensor<2x1x8xf32>, tensor<8x4xf32>, tensor<2xi32>, tensor<2xi32> slots tensor<2x1xi32>
+  return %y : tensor<2x1x8xf32>
+}
+
+// -----
+
+func.func @conv_slots_i64(%cs: tensor<4x3x8xf32>, %x: tensor<2x1x8xf32>, %w: tensor<8x4xf32>, %pos: tensor<2xi32>, %slots: tensor<2xi64>) -> tensor<2x1x8xf32> {
+  // expected-error @+1 {{'braid.conv_step' op operand #4 must be statically shaped tensor of 32-bit signless integer values, but got 'tensor<2xi64>'}}
+  %y, %cs1 = braid.conv_step %cs, %x, %w, %pos slots %slots : tensor<4x3x8xf32>, tensor<2x1x8xf32>, tensor<8x4xf32>, tensor<2xi32> slots tensor<2xi64>
+  return %y : tensor<2x1x8xf32>
+}
+
+// -----
+
+func.func @scan_state_not_batch(%h: tensor<3x8x4xf32>, %x: tensor<2x1x8xf32>, %A: tensor<8x4xf32>, %B: tensor<2x1x4xf32>, %D: tensor<8xf32>, %pos: tensor<2xi32>) -> tensor<2x1x8xf32> {
+  // expected-error @+1 {{'braid.scan_step' op state 'tensor<3x8x4xf32>' must be [2, 8, 4]}}
+  %y, %h1 = braid.scan_step %h, %x, %x, %A, %B, %B, %D, %pos : tensor<3x8x4xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<8x4xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<8xf32>, tensor<2xi32>
+  return %y : tensor<2x1x8xf32>
+}
+
+// -----
+
+func.func @scan_slots_state_shape(%h: tensor<6x8x5xf32>, %x: tensor<2x1x8xf32>, %A: tensor<8x4xf32>, %B: tensor<2x1x4xf32>, %D: tensor<8xf32>, %pos: tensor<2xi32>, %slots: tensor<2xi32>) -> tensor<2x1x8xf32> {
+  // expected-error @+1 {{'braid.scan_step' op state 'tensor<6x8x5xf32>' must be [slots, 8, 4]}}
+  %y, %h1 = braid.scan_step %h, %x, %x, %A, %B, %B, %D, %pos slots %slots : tensor<6x8x5xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<8x4xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<8xf32>, tensor<2xi32> slots tensor<2xi32>
+  return %y : tensor<2x1x8xf32>
+}
+
+// -----
+
+func.func @scan_slots_length(%h: tensor<6x8x4xf32>, %x: tensor<2x1x8xf32>, %A: tensor<8x4xf32>, %B: tensor<2x1x4xf32>, %D: tensor<8xf32>, %pos: tensor<2xi32>, %last: tensor<2xi32>, %slots: tensor<1xi32>) -> tensor<2x1x8xf32> {
+  // expected-error @+1 {{'braid.scan_step' op slots must be [2] (one per sequence), found 'tensor<1xi32>'}}
+  %y, %h1 = braid.scan_step %h, %x, %x, %A, %B, %B, %D, %pos last %last slots %slots : tensor<6x8x4xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<8x4xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<8xf32>, tensor<2xi32>, tensor<2xi32> slots tensor<1xi32>
+  return %y : tensor<2x1x8xf32>
+}
+
+// -----
+
+func.func @scan_slots_i64(%h: tensor<6x8x4xf32>, %x: tensor<2x1x8xf32>, %A: tensor<8x4xf32>, %B: tensor<2x1x4xf32>, %D: tensor<8xf32>, %pos: tensor<2xi32>, %slots: tensor<2xi64>) -> tensor<2x1x8xf32> {
+  // expected-error @+1 {{'braid.scan_step' op operand #8 must be statically shaped tensor of 32-bit signless integer values, but got 'tensor<2xi64>'}}
+  %y, %h1 = braid.scan_step %h, %x, %x, %A, %B, %B, %D, %pos slots %slots : tensor<6x8x4xf32>, tensor<2x1x8xf32>, tensor<2x1x8xf32>, tensor<8x4xf32>, tensor<2x1x4xf32>, tensor<2x1x4xf32>, tensor<8xf32>, tensor<2xi32> slots tensor<2xi64>
+  return %y : tensor<2x1x8xf32>
+}

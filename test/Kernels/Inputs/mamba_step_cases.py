@@ -24,7 +24,12 @@ Bounds (rel = max|a - b| / max|b| per tensor, kernel_harness.rel):
   zero-start decay and final state, braid_k_take_chunk_state from the chunk
   holding each last row) against one braid_k_conv_step / braid_k_scan_step
   call over the whole prompt, in f32: the convolution (rows and state) bit for
-  bit, the scan 1e-6 (its carry is composed in double).
+  bit, the scan 1e-6 (its carry is composed in double);
+- states in slots (a permuted mapping of B sequences into S' > B slots) and idle
+  sequences (last row -1): against braid_ref.ops_inference as above, and against
+  the identity form on the same states gathered by slot: bit for bit; an idle
+  sequence's rows are zeros (NaN inputs included) and every slot no sequence
+  updates (an idle one's included) is bit-identical to what it held.
 """
 
 import os
@@ -45,8 +50,8 @@ DEVICE = "--device" in sys.argv
 RNG = np.random.default_rng(4343)
 
 SIGS = {
-    "braid_k_conv_step": [P, I4, P, P, P, P, P, P, P, I, I, I, I],
-    "braid_k_scan_step": [P, I4, P, P, P, P, P, P, P, P, P, P, SP],
+    "braid_k_conv_step": [P, I4, P, P, P, P, P, P, P, P, I, I, I, I, I],
+    "braid_k_scan_step": [P, I4, P, P, P, P, P, P, P, P, P, P, P, I, SP],
     "braid_k_conv_step_chunk": [P, I4, P, P, P, P, P, P, P, P, P, I, I, I, I, I, I],
     "braid_k_scan_step_chunk": [P, I4, P, P, P, P, P, P, P, P, P, P, P, P, P, SP, I, I],
     "braid_k_take_chunk_state": [P, P, P, P, I, I, I, I],
@@ -90,21 +95,25 @@ def i32(x):
     return np.ascontiguousarray(x, dtype=np.int32)
 
 
-def conv_step(dt, state, x, w, bias, positions, last_rows):
-    """braid_k_conv_step: returns y; `state` is updated in place."""
+def optional_i32(x):
+    return None if x is None else i32(x)
+
+
+def conv_step(dt, state, x, w, bias, positions, last_rows, slots=None):
+    """braid_k_conv_step: returns y; `state` (its slots) is updated in place."""
     b, s, c = x.shape
     y = kernel_harness.poisoned((b, s, c), dt)
-    call("braid_k_conv_step", dt, state, x, w, bias, i32(positions),
-         None if last_rows is None else i32(last_rows), y, b, s, c, w.shape[1])
+    call("braid_k_conv_step", dt, state, x, w, bias, i32(positions), optional_i32(last_rows),
+         optional_i32(slots), y, b, state.shape[0], s, c, w.shape[1])
     return y
 
 
-def scan_step(dt, state, x, delta, A, Bm, Cm, D, positions, last_rows, softplus):
-    """braid_k_scan_step: returns y; `state` (f32) is updated in place."""
+def scan_step(dt, state, x, delta, A, Bm, Cm, D, positions, last_rows, softplus, slots=None):
+    """braid_k_scan_step: returns y; `state` (f32, its slots) is updated in place."""
     b, s, d = x.shape
     y = kernel_harness.poisoned((b, s, d), dt)
     call("braid_k_scan_step", dt, state, x, delta, A, Bm, Cm, D, i32(positions),
-         None if last_rows is None else i32(last_rows), y,
+         optional_i32(last_rows), optional_i32(slots), y, state.shape[0],
          kernel_harness.scan(b, s, d, A.shape[1], softplus))
     return y
 
@@ -248,6 +257,107 @@ class PrefillThenDecode(Case):
             states.append((cst, sst))
         for got, want in zip(states[1], states[0]):
             np.testing.assert_array_equal(got, want)
+
+
+# (batch, seq, positions, last_rows, slots, state slots): sequences in a
+# permuted choice of slots, idle ones (-1; an idle sequence's slot is not read:
+# out of range or another's), and idle rows without slots.
+SLOT_CALLS = [
+    (3, 4, [0, 2, 5], [3, 1, 2], [4, 0, 2], 5),
+    (4, 3, [1, 0, 3, 2], [-1, 2, 0, -1], [7, 1, 3, 1], 4),
+    (2, 1, [6, 4], [0, -1], [3, -5], 6),
+    (3, 5, [0, 3, 1], [-1, 4, 2], None, 3),
+]
+
+
+class SlotsAndIdle(Case):
+    """States in slots and idle sequences: against braid_ref.ops_inference, against
+    the identity form over the states gathered by slot, and slots left alone."""
+
+    def scan_operands(self, dt, b, s, d, n):
+        delta, delta64 = self.stored((b, s, d), dt, scale=0.5)
+        A, A64 = store(-np.exp(self.randn(d, n)), dt)
+        Bm, B64 = self.stored((b, s, n), dt)
+        Cm, C64 = self.stored((b, s, n), dt)
+        D, D64 = self.stored((d,), dt)
+        return (delta, A, Bm, Cm, D), (delta64, A64.astype(np.float64), B64, C64, D64)
+
+    def check_identity_form(self, name, got_y, got_state, step, state, slots, last):
+        """The same call with each live sequence's slot gathered into [B, ...] and
+        no slots: the rows and the live slots' new states bit for bit."""
+        live = [b for b, row in enumerate(last) if row != -1]
+        gathered = np.ascontiguousarray(state[[slots[b] if b in live else 0
+                                               for b in range(len(last))]])
+        want_y = step(gathered)
+        np.testing.assert_array_equal(got_y, want_y, f"{name} rows vs identity form")
+        for b in live:
+            np.testing.assert_array_equal(got_state[slots[b]], gathered[b],
+                                          f"{name} slot {slots[b]} vs identity form")
+
+    def check_untouched(self, name, got_state, state, slots, last):
+        written = {(b if slots is None else slots[b]) for b, row in enumerate(last)
+                   if row != -1}
+        for slot in range(state.shape[0]):
+            if slot not in written:
+                np.testing.assert_array_equal(got_state[slot], state[slot],
+                                              f"{name}: slot {slot} changed")
+
+    def test_conv_step(self):
+        c, k = 5, 4
+        for b, s, positions, last, slots, nslots in SLOT_CALLS:
+            for dt in DTYPES:
+                what = f" b={b} s={s} last={last} slots={slots}"
+                state, state64 = self.stored((nslots, k - 1, c), dt)
+                x, x64 = self.stored((b, s, c), dt)
+                w, w64 = self.stored((c, k), dt)
+                bias, bias64 = self.stored((c,), dt)
+                for i, row in enumerate(last):
+                    if row == -1:   # an idle sequence's rows are not read
+                        x[i] = store(np.full((s, c), np.nan, np.float32), dt)[0]
+                y_ref, state_ref = ops_inference.conv_step(state64, x64, w64, bias64,
+                                                           i32(positions), last, slots)
+                got = state.copy()
+                y = conv_step(dt, got, x, w, bias, positions, last, slots)
+                self.close("conv_step slots", dt, y, y_ref, what)
+                np.testing.assert_array_equal(values(got, dt), state_ref,
+                                              f"conv_step state{what}")
+                self.check_untouched("conv_step" + what, got, state,
+                                     slots, last)
+                if slots is not None:
+                    self.check_identity_form(
+                        "conv_step" + what, y, got,
+                        lambda g: conv_step(dt, g, x, w, bias, positions, last),
+                        state, slots, last)
+                for i, row in enumerate(last):
+                    if row == -1:
+                        self.assertFalse(np.any(values(y[i], dt)), "idle rows" + what)
+
+    def test_scan_step(self):
+        d, n = 6, 4
+        for b, s, positions, last, slots, nslots in SLOT_CALLS:
+            for dt in DTYPES:
+                what = f" b={b} s={s} last={last} slots={slots}"
+                state = self.randn(nslots, d, n)
+                x, x64 = self.stored((b, s, d), dt)
+                ops, ops64 = self.scan_operands(dt, b, s, d, n)
+                for i, row in enumerate(last):
+                    if row == -1:
+                        x[i] = store(np.full((s, d), np.nan, np.float32), dt)[0]
+                y_ref, state_ref = ops_inference.scan_step(
+                    state.astype(np.float64), x64, *ops64, i32(positions), last, True, slots)
+                got = state.copy()
+                y = scan_step(dt, got, x, *ops, positions, last, True, slots)
+                self.close("scan_step slots", dt, y, y_ref, what)
+                self.close("scan_step slots state", F32, got, state_ref, what)
+                self.check_untouched("scan_step" + what, got, state, slots, last)
+                if slots is not None:
+                    self.check_identity_form(
+                        "scan_step" + what, y, got,
+                        lambda g: scan_step(dt, g, x, *ops, positions, last, True),
+                        state, slots, last)
+                for i, row in enumerate(last):
+                    if row == -1:
+                        self.assertFalse(np.any(values(y[i], dt)), "idle rows" + what)
 
 
 class ChunkAgainstReference(Case):
@@ -413,10 +523,22 @@ def abort_case(which):
     if which == "conv_last_past_end":
         conv_step(F32, np.zeros((2, 3, 4), np.float32), x, np.zeros((4, 4), np.float32), None,
                   [0, 0], [2, 3])
-    elif which == "scan_last_negative":
+    elif which == "scan_last_negative":   # -1 is idle; below it, fatal
         scan_step(F32, np.zeros((2, 4, 2), np.float32), x, x, np.zeros((4, 2), np.float32),
                   np.zeros((2, 3, 2), np.float32), np.zeros((2, 3, 2), np.float32),
-                  np.zeros(4, np.float32), [0, 0], [-1, 0], False)
+                  np.zeros(4, np.float32), [0, 0], [-2, 0], False)
+    elif which == "conv_slot_outside":
+        conv_step(F32, np.zeros((5, 3, 4), np.float32), x, np.zeros((4, 4), np.float32), None,
+                  [0, 0], [2, 1], slots=[0, 5])
+    elif which == "scan_slot_shared":   # sequence 1 is idle: its slot 2 is free
+        x3 = np.zeros((3, 3, 4), np.float32)
+        scan_step(F32, np.zeros((4, 4, 2), np.float32), x3, x3, np.zeros((4, 2), np.float32),
+                  np.zeros((3, 3, 2), np.float32), np.zeros((3, 3, 2), np.float32),
+                  np.zeros(4, np.float32), [0, 0, 0], [0, -1, 2], False, slots=[2, 2, 2])
+    elif which == "conv_too_few_slots":
+        x3 = np.zeros((3, 3, 4), np.float32)
+        conv_step(F32, np.zeros((2, 3, 4), np.float32), x3, np.zeros((4, 4), np.float32), None,
+                  [0, 0, 0], None)
     elif which == "chunk_last_past_prompt":
         call("braid_k_conv_step_chunk", F32, np.zeros((2, 3, 4), np.float32),
              np.zeros((2, 3, 4), np.float32), x, np.zeros((4, 4), np.float32), None,
@@ -430,7 +552,10 @@ def abort_case(which):
 
 CPU_MESSAGES = {
     "conv_last_past_end": "braid: conv_step: last row 3 of sequence 1 is outside [0, 3)",
-    "scan_last_negative": "braid: scan_step: last row -1 of sequence 0 is outside [0, 3)",
+    "scan_last_negative": "braid: scan_step: last row -2 of sequence 0 is outside [0, 3)",
+    "conv_slot_outside": "braid: conv_step: slot 5 of sequence 1 is outside [0, 5)",
+    "scan_slot_shared": "braid: scan_step: slot 2 of sequence 2 is also sequence 0's",
+    "conv_too_few_slots": "braid: conv_step: a state of 2 slots cannot hold 3 sequences",
     "chunk_last_past_prompt":
         "braid: conv_step_chunk: last row 6 of sequence 1 is outside [0, 6)",
     "take_last_past_chunks":
@@ -438,7 +563,10 @@ CPU_MESSAGES = {
 }
 DEVICE_MESSAGES = {
     "conv_last_past_end": "conv_step/scan_step: last row 3 of sequence 1 is out of range [0, 3)",
-    "scan_last_negative": "conv_step/scan_step: last row -1 of sequence 0 is out of range [0, 3)",
+    "scan_last_negative": "conv_step/scan_step: last row -2 of sequence 0 is out of range [0, 3)",
+    "conv_slot_outside": "conv_step/scan_step: slot 5 of sequence 1 is out of range [0, 5)",
+    "scan_slot_shared": "conv_step/scan_step: slot 2 of sequence 2 is also sequence 0's",
+    "conv_too_few_slots": "conv_step/scan_step: slot 2 of sequence 2 is out of range [0, 2)",
     "chunk_last_past_prompt":
         "conv_step/scan_step: last row 6 of sequence 1 is out of range [0, 6)",
     "take_last_past_chunks":

@@ -258,31 +258,72 @@ def paged_cache_attention(q, k_pool, v_pool, positions, pages, last_rows, scale=
 # Mamba state of inference (braid.conv_step, braid.scan_step)
 # --------------------------------------------------------------------------
 
-def _last_rows(last_rows, batch: int, seq: int, what: str) -> np.ndarray:
-    """Each sequence's last real row in [0, seq); None: seq - 1 for all."""
+def _last_rows(last_rows, batch: int, seq: int, what: str, idle: bool = False) -> np.ndarray:
+    """Each sequence's last real row in [0, seq), or -1 (idle) where `idle` allows it;
+    None: seq - 1 for all."""
     if last_rows is None:
         return np.full(batch, seq - 1, np.int64)
-    last = _index(last_rows, f"{what} last_rows", seq)
+    if not idle:
+        last = _index(last_rows, f"{what} last_rows", seq)
+    else:
+        last = np.asarray(last_rows)
+        _check(np.issubdtype(last.dtype, np.integer),
+               f"{what} last_rows: expected an integer array, got {last.dtype}")
+        for b, row in enumerate(last.reshape(-1)):
+            _check(-1 <= row < seq,
+                   f"{what}: last row {row} of sequence {b} is outside [0, {seq}) (-1: idle)")
+        last = last.astype(np.int64)
     _check(last.shape == (batch,), f"{what}: last_rows {last.shape} must be [{batch}]")
     return last
 
 
-def conv_step(state, x, weight, bias, positions, last_rows=None):
-    """state [B, K-1, C] (the K-1 inputs before each sequence's rows), x [B, S, C],
-    weight [C, K], bias [C] or None, positions [B], last_rows [B] or None (S - 1) ->
-    (y [B, S, C], new state [B, K-1, C]). xe[b] = concat(state[b], or zeros where
-    positions[b] == 0, x[b]); y[b, t] = bias + sum_j weight[:, j] xe[b, t + j];
-    new_state[b] = xe[b, last_rows[b] + 1 : last_rows[b] + K]."""
+def _slots(slots, last: np.ndarray, state_slots: int, what: str) -> np.ndarray:
+    """Each sequence's state slot (None: its own, b); the slots of the sequences that
+    are not idle (last != -1) must lie in [0, state_slots) and be distinct."""
+    batch = last.shape[0]
+    if slots is None:
+        _check(batch <= state_slots,
+               f"{what}: a state of {state_slots} slots cannot hold {batch} sequences")
+        return np.arange(batch)
+    slot = np.asarray(slots)
+    _check(np.issubdtype(slot.dtype, np.integer) and slot.shape == (batch,),
+           f"{what}: slots must be [{batch}] integers, got {slot.shape} {slot.dtype}")
+    owner = {}
+    for b in range(batch):
+        if last[b] == -1:
+            continue
+        s = int(slot[b])
+        _check(0 <= s < state_slots,
+               f"{what}: slot {s} of sequence {b} is outside [0, {state_slots})")
+        _check(s not in owner, f"{what}: slot {s} of sequence {b} is also sequence "
+               f"{owner.get(s)}'s")
+        owner[s] = b
+    return slot.astype(np.int64)
+
+
+def conv_step(state, x, weight, bias, positions, last_rows=None, slots=None):
+    """state [S', K-1, C] (the K-1 inputs before each sequence's rows, in slots),
+    x [B, S, C], weight [C, K], bias [C] or None, positions [B], last_rows [B] or None
+    (S - 1), slots [B] or None (sequence b in slot b; S' = B) -> (y [B, S, C], new
+    state [S', K-1, C]). For each sequence b that is not idle (last_rows[b] != -1),
+    with s = slots[b]: xe[b] = concat(state[s], or zeros where positions[b] == 0, x[b]);
+    y[b, t] = bias + sum_j weight[:, j] xe[b, t + j]; new_state[s] =
+    xe[b, last_rows[b] + 1 : last_rows[b] + K]. An idle sequence's y rows are zeros;
+    the slots no sequence updates keep their values."""
     state, x = _float(state, "conv_step state"), _float(x, "conv_step input")
     weight = _float(weight, "conv_step weight")
     nb, s, c = x.shape
     k = weight.shape[1]
-    _check(state.shape == (nb, k - 1, c),
-           f"conv_step: state {state.shape} must be [{nb}, {k - 1}, {c}]")
+    _check(state.shape[1:] == (k - 1, c) and (slots is not None or state.shape[0] == nb),
+           f"conv_step: state {state.shape} must be [{'S' if slots is not None else nb}, "
+           f"{k - 1}, {c}]")
     pos = np.asarray(positions)
     _check(pos.shape == (nb,), f"conv_step: positions {pos.shape} must be [{nb}]")
-    last = _last_rows(last_rows, nb, s, "conv_step")
-    carried = np.where((pos == 0)[:, None, None], 0.0, _f64(state))
+    last = _last_rows(last_rows, nb, s, "conv_step", idle=True)
+    slot = _slots(slots, last, state.shape[0], "conv_step")
+    live = last != -1
+    mine = np.where(live, slot, 0)                                   # idle: any slot
+    carried = np.where((pos == 0)[:, None, None], 0.0, _f64(state)[mine])
     xe = np.concatenate([carried, _f64(x)], axis=1)                  # [B, K-1+S, C]
     y = np.zeros((nb, s, c))
     w = _f64(weight)
@@ -290,38 +331,50 @@ def conv_step(state, x, weight, bias, positions, last_rows=None):
         y += w[:, j] * xe[:, j:j + s, :]
     if bias is not None:
         y += _f64(_float(bias, "conv_step bias"))
-    new_state = np.stack([xe[b, last[b] + 1:last[b] + k] for b in range(nb)])
+    y[~live] = 0.0
+    new_state = _f64(state).copy()
+    for b in np.flatnonzero(live):
+        new_state[slot[b]] = xe[b, last[b] + 1:last[b] + k]
     return y.astype(x.dtype), new_state.astype(state.dtype)
 
 
 def scan_step(state, x, delta, A, B, C, D, positions, last_rows=None,
-              delta_softplus: bool = False):
-    """state [B, D, N] (each sequence's h before its rows), x, delta [B, S, D], A [D, N],
-    B, C [B, S, N], D [D], positions [B], last_rows [B] or None (S - 1) -> (y [B, S, D],
-    new state [B, D, N]): selective_scan's recurrence from h = state[b] (0 where
-    positions[b] == 0); the new state is h after row last_rows[b]."""
+              delta_softplus: bool = False, slots=None):
+    """state [S', D, N] (each sequence's h before its rows, in slots), x, delta
+    [B, S, D], A [D, N], B, C [B, S, N], D [D], positions [B], last_rows [B] or None
+    (S - 1), slots [B] or None (sequence b in slot b; S' = B) -> (y [B, S, D], new
+    state [S', D, N]): for each sequence b that is not idle, selective_scan's
+    recurrence from h = state[slots[b]] (0 where positions[b] == 0); new_state[slots[b]]
+    is h after row last_rows[b]. An idle sequence's y rows are zeros; the slots no
+    sequence updates keep their values."""
     state = _float(state, "scan_step state")
     x, delta, A = _float(x, "scan_step input"), _float(delta, "scan_step delta"), \
         _float(A, "scan_step A")
     B, C, D = _float(B, "scan_step B"), _float(C, "scan_step C"), _float(D, "scan_step D")
     nb, s, d = x.shape
     n = A.shape[1]
-    _check(state.shape == (nb, d, n), f"scan_step: state {state.shape} must be [{nb}, {d}, {n}]")
+    _check(state.shape[1:] == (d, n) and (slots is not None or state.shape[0] == nb),
+           f"scan_step: state {state.shape} must be [{'S' if slots is not None else nb}, "
+           f"{d}, {n}]")
     pos = np.asarray(positions)
     _check(pos.shape == (nb,), f"scan_step: positions {pos.shape} must be [{nb}]")
-    last = _last_rows(last_rows, nb, s, "scan_step")
+    last = _last_rows(last_rows, nb, s, "scan_step", idle=True)
+    slot = _slots(slots, last, state.shape[0], "scan_step")
+    live = last != -1
+    mine = np.where(live, slot, 0)
     xf, af, bf, cf, df = _f64(x), _f64(A), _f64(B), _f64(C), _f64(D)
     dt = np.logaddexp(0.0, _f64(delta)) if delta_softplus else _f64(delta)
-    h = np.where((pos == 0)[:, None, None], 0.0, _f64(state))
-    new_state = np.empty((nb, d, n))
+    h = np.where((pos == 0)[:, None, None], 0.0, _f64(state)[mine])
+    new_state = _f64(state).copy()
     y = np.empty((nb, s, d))
     for t in range(s):
         dtt = dt[:, t, :, None]
         h = np.exp(dtt * af) * h + dtt * bf[:, t, None, :] * xf[:, t, :, None]
         y[:, t, :] = np.einsum("bn,bdn->bd", cf[:, t, :], h) + df * xf[:, t, :]
         for b in range(nb):
-            if last[b] == t:
-                new_state[b] = h[b]
+            if live[b] and last[b] == t:
+                new_state[slot[b]] = h[b]
+    y[~live] = 0.0
     return y.astype(x.dtype), new_state.astype(state.dtype)
 
 
