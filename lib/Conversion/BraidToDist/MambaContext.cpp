@@ -166,6 +166,13 @@ struct StepLowering {
 } // namespace
 
 LogicalResult lowerMambaContext(Operation *op) {
+  // The chunk ops read and write the states by sequence; a serving prefill's
+  // states in slots would need the candidates scattered to their slots.
+  Value slots = isa<ConvStepOp>(op) ? cast<ConvStepOp>(op).getSlots()
+                                    : cast<ScanStepOp>(op).getSlots();
+  if (slots)
+    return op->emitError("a Mamba state in slots is not split over cp (the "
+                         "prompt rows of a step with `slots` must stay whole)");
   StepLowering l(op);
   if (auto c = dyn_cast<ConvStepOp>(op))
     return l.lower(c);

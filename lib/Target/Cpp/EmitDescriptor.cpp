@@ -102,12 +102,16 @@ static std::optional<std::string> inputRole(Value value) {
         return std::string("positions");
       if (conv.getLastRows() == value)
         return std::string("last_rows");
+      if (conv.getSlots() == value)
+        return std::string("slots");
     }
     if (auto scan = dyn_cast<ScanStepOp>(user)) {
       if (scan.getPositions() == value)
         return std::string("positions");
       if (scan.getLastRows() == value)
         return std::string("last_rows");
+      if (scan.getSlots() == value)
+        return std::string("slots");
     }
     // The same over a prompt split by cp (MambaContext.cpp of BraidToDist).
     if (auto conv = dyn_cast<ConvStepChunkOp>(user)) {
