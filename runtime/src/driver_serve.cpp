@@ -504,6 +504,7 @@ int runServing(Session &s, const InferencePrograms &programs) {
   const ServeShapes shapes = serveShapesOf(programs);
   serve::RequestDefaults defaults;
   defaults.vocab = shapes.vocab;
+  defaults.context = shapes.context;
   defaults.maxNewTokens = s.args.generate;
   defaults.temperature = s.args.temperature;
   defaults.topK = s.args.topK;

@@ -146,6 +146,7 @@ std::vector<Request> jsonRequests(const Session &s, const Shapes &shapes,
                                   const std::string &text) {
   serve::RequestDefaults defaults;
   defaults.vocab = shapes.vocab;
+  defaults.context = shapes.context;
   defaults.maxNewTokens = s.args.generate;
   defaults.temperature = s.args.temperature;
   defaults.topK = s.args.topK;
