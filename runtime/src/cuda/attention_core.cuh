@@ -31,6 +31,9 @@
 
 #include "cuda/attention_mask.cuh"
 
+#include <type_traits>
+#include <utility>
+
 namespace braid::cuda::attn {
 
 static_assert(kBlockQ == kBlockK, "tile loads and accumulations assume square tiles");
@@ -104,6 +107,43 @@ __device__ __forceinline__ void loadTile(float *dst, int pitch, const T *src, in
   for (int idx = threadIdx.x; idx < kBlockQ * dim; idx += blockDim.x) {
     int r = idx / dim, d = idx - r * dim, s = s0 + r;
     dst[r * pitch + d] = s < S ? toF(src[rowOffset(b, s, S, H, h, dim) + d]) : 0.0f;
+  }
+}
+
+/// Whether a mask policy addresses its key rows itself (keyRow: a paged KV
+/// cache's page table).
+template <typename Mask, typename = void> struct HasKeyRow : std::false_type {};
+template <typename Mask>
+struct HasKeyRow<Mask, std::void_t<decltype(std::declval<const Mask &>().keyRow(0, 0, false))>>
+    : std::true_type {};
+
+/// The key tile k0.. into sK (rotated to mask.keyPos unless kKeysRotated, as
+/// loadRotatedTile) and the value tile into sV (as loadTile), rows addressed
+/// by the mask's keyRow where it has one; keys from kEnd on are seen by no
+/// row (a paged cache's page there may be unallocated).
+template <typename T, typename Mask>
+__device__ __forceinline__ void loadKeyValueTiles(float *sK, float *sV, const AttentionShape &sh,
+                                                  const AttentionInputs<T> &in, const Mask &mask,
+                                                  int b, int hk, int k0, int kEnd,
+                                                  double keyTheta) {
+  const int D = sh.D, Dv = sh.Dv;
+  if constexpr (!HasKeyRow<Mask>::value) {
+    loadRotatedTile(sK, D + 1, in.k, b, k0, sh.Skv, sh.Hkv, hk, D, keyTheta, 1.0f,
+                    [&](int t) { return mask.keyPos(t); });
+    loadTile(sV, Dv, in.v, b, k0, sh.Skv, sh.Hkv, hk, Dv);
+  } else {
+    for (int idx = threadIdx.x; idx < kBlockK * D; idx += blockDim.x) {
+      const int r = idx / D, d = idx - r * D, t = k0 + r;
+      const long long row = t < sh.Skv ? mask.keyRow(b, t, d == 0 && t < kEnd) : -1;
+      sK[r * (D + 1) + d] =
+          row < 0 ? 0.0f
+                  : ropeLoad(in.k + (row * sh.Hkv + hk) * D, d, D, mask.keyPos(t), keyTheta);
+    }
+    for (int idx = threadIdx.x; idx < kBlockK * Dv; idx += blockDim.x) {
+      const int r = idx / Dv, d = idx - r * Dv, t = k0 + r;
+      const long long row = t < sh.Skv ? mask.keyRow(b, t, false) : -1;
+      sV[r * Dv + d] = row < 0 ? 0.0f : toF(in.v[(row * sh.Hkv + hk) * Dv + d]);
+    }
   }
 }
 
@@ -359,9 +399,7 @@ __device__ __forceinline__ void attendQueryTile(const AttentionShape &sh,
     __syncthreads(); // the previous tile consumed
     if (!mask.keyTileSeen(ms, k0, sh.Skv, horizon))
       continue;
-    loadRotatedTile(sK, D + 1, in.k, b, k0, sh.Skv, sh.Hkv, hk, D, keyTheta, 1.0f,
-                    [&](int t) { return mask.keyPos(t); });
-    loadTile(sV, Dv, in.v, b, k0, sh.Skv, sh.Hkv, hk, Dv);
+    loadKeyValueTiles(sK, sV, sh, in, mask, b, hk, k0, kEnd, keyTheta);
     __syncthreads();
 
     const int t = k0 + lane;

@@ -35,6 +35,13 @@
 //                                      of row j of the key tile (key t < Skv)
 //   int firstQuery(k0)                 queries before it see no key from k0
 //                                      on (the key-gradient kernel's loop)
+//   long long keyRow(b, t, needed)     optional (the forward of a paged KV
+//                                      cache): the row of k and v [rows,
+//                                      Hkv, D] holding key t of sequence b,
+//                                      or -1 (loaded as 0); `needed`: a row
+//                                      sees it, so a bad address is an error
+//                                      to record. Without it key t of
+//                                      sequence b is row b Skv + t.
 //
 //===----------------------------------------------------------------------===//
 

@@ -12,7 +12,8 @@
 //    stored rotated (kKeysRotated: loaded as they are) and their mask
 //    position is their cache row. With positions 0 this is braid_k_attention
 //    (causal) on the cached keys, tile for tile;
-//  - braid_k_take_rows, braid_k_add_positions: one thread per output element.
+//  - braid_k_take_rows (-1: a row of zeros), braid_k_add_positions: one
+//    thread per output element.
 // A position or index out of range is recorded in the device error record
 // (the backend aborts at its next synchronization, naming the kernel, the
 // position and the sequence); the kernel then writes nothing there (cache
@@ -43,6 +44,10 @@ __global__ void takeRowsKernel(const E *__restrict__ x, const int32_t *__restric
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < batch * hidden;
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t b = i / hidden, c = i - b * hidden, row = index[b];
+    if (row == -1) { // an idle sequence of a serving program
+      out[i] = E(0);
+      continue;
+    }
     if (row < 0 || row >= seq) {
       if (c == 0)
         reportIndexError(error, kTakeRowsIndex, row, seq, b);
@@ -85,10 +90,12 @@ extern "C" void braid_k_cache_write(braid_rt *rt, braid_dtype dt, void *cache, c
     BRAID_CUDA_FATAL("cache_write: head dim %lld too large", static_cast<long long>(head_dim));
   const int64_t n = batch * seq * heads * head_dim;
   BRAID_DISPATCH_FLOAT(dt, T,
-                       launchElements("cache_write", n, streamOf(rt), attn::cacheWriteKernel<T>,
-                                      cache, rows, positions, batch, cache_len, seq, heads,
-                                      static_cast<int>(head_dim), rope_theta, int64_t{0},
-                                      cache_len, deviceErrorRecord()));
+                       launchElements("cache_write", n, streamOf(rt),
+                                      attn::rotatedWriteKernel<T, attn::ChunkRows>, cache, rows,
+                                      positions, batch, seq, heads, static_cast<int>(head_dim),
+                                      rope_theta,
+                                      attn::ChunkRows{cache_len, 0, cache_len,
+                                                      deviceErrorRecord()}));
 }
 
 extern "C" void braid_k_cache_attention(braid_rt *rt, braid_dtype dt, const void *q,

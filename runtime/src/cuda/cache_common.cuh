@@ -1,9 +1,10 @@
 //===- cache_common.cuh - what the KV cache kernels share ----*- CUDA -*-===//
 //
-// What braid_k_cache_attention (cache.cu) and braid_k_cache_attention_chunk
+// What braid_k_cache_attention (cache.cu), braid_k_cache_attention_chunk
 // (cache_context.cu, a cache split by sequence over context-parallel ranks)
-// share: the write kernel, the mask policy of the attention core over cache
-// rows, and the checks of their shapes.
+// and the paged cache kernels (paged_cache.cu) share: the write kernel, the
+// mask policy of the attention core over cache rows, and the checks of
+// their shapes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,35 +17,50 @@
 
 namespace braid::cuda::attn {
 
-/// Writes the new rows into a cache of chunkLen rows per sequence holding
-/// positions [firstRow, firstRow + chunkLen) of a context of `context` rows
-/// (the whole cache: 0, C, C), one thread per element of the new rows,
-/// rotated to their position by ropeLoad (angles and products in double, as
-/// the attention kernels rotate keys); rows of other chunks are skipped.
-template <typename T>
-__global__ void cacheWriteKernel(T *__restrict__ cache, const T *__restrict__ rows,
-                                 const int32_t *__restrict__ positions, int64_t batch,
-                                 int64_t chunkLen, int64_t seq, int64_t heads, int headDim,
-                                 double theta, int64_t firstRow, int64_t context,
-                                 DeviceError *error) {
+/// Writes the new rows [batch, seq, heads, headDim] into a cache whose rows
+/// hold `heads` x headDim values, one thread per element, rotated to their
+/// position by ropeLoad (angles and products in double, as the attention
+/// kernels rotate keys). Where row s of sequence b goes is the policy's:
+/// dest.rowOf(b, s, p, report) is its cache row, or -1 for a row not written
+/// here (another rank's, padding), recording a bad position when `report`
+/// (one thread of the row).
+template <typename T, typename Dest>
+__global__ void rotatedWriteKernel(T *__restrict__ cache, const T *__restrict__ rows,
+                                   const int32_t *__restrict__ positions, int64_t batch,
+                                   int64_t seq, int64_t heads, int headDim, double theta,
+                                   Dest dest) {
   const int64_t total = batch * seq * heads * headDim;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
        i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t row = i / headDim, bs = row / heads, b = bs / seq;
+    const int64_t row = i / headDim, bs = row / heads, b = bs / seq, s = bs - b * seq;
     const int d = static_cast<int>(i - row * headDim), h = static_cast<int>(row - bs * heads);
-    const long long p = static_cast<long long>(positions[b]) + (bs - b * seq);
-    if (p < 0 || p >= context) {
-      if (h == 0 && d == 0)
-        reportIndexError(error, kCacheWritePosition, p, context, b);
+    const long long p = static_cast<long long>(positions[b]) + s;
+    const long long at = dest.rowOf(b, s, p, h == 0 && d == 0);
+    if (at < 0)
       continue;
-    }
-    const long long t = p - firstRow;
-    if (t < 0 || t >= chunkLen)
-      continue; // another rank's row
-    cache[((b * chunkLen + t) * heads + h) * headDim + d] =
+    cache[(at * heads + h) * headDim + d] =
         fromF<T>(ropeLoad(rows + row * headDim, d, headDim, p, theta));
   }
 }
+
+/// The destination of braid_k_cache_write's rows: a cache of chunkLen rows
+/// per sequence holding positions [firstRow, firstRow + chunkLen) of a
+/// context of `context` rows (the whole cache: 0, C, C); rows of other
+/// chunks are skipped.
+struct ChunkRows {
+  int64_t chunkLen, firstRow, context;
+  DeviceError *error;
+
+  __device__ long long rowOf(int64_t b, int64_t, long long p, bool report) const {
+    if (p < 0 || p >= context) {
+      if (report)
+        reportIndexError(error, kCacheWritePosition, p, context, b);
+      return -1;
+    }
+    const long long t = p - firstRow;
+    return t < 0 || t >= chunkLen ? -1 : b * chunkLen + t; // -1: another rank's row
+  }
+};
 
 /// The mask policy of attention over a KV cache (see attention_mask.cuh for
 /// the interface; the forward's part: no firstQuery): the block's sequence is

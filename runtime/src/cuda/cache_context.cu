@@ -71,10 +71,11 @@ extern "C" void braid_k_cache_write_chunk(braid_rt *rt, braid_dtype dt, void *ca
   const int64_t n = batch * seq * heads * head_dim;
   BRAID_DISPATCH_FLOAT(dt, T,
                        launchElements("cache_write_chunk", n, streamOf(rt),
-                                      attn::cacheWriteKernel<T>, cache, rows, positions, batch,
-                                      chunk_len, seq, heads, static_cast<int>(head_dim),
-                                      rope_theta, first_row, context_len,
-                                      deviceErrorRecord()));
+                                      attn::rotatedWriteKernel<T, attn::ChunkRows>, cache,
+                                      rows, positions, batch, seq, heads,
+                                      static_cast<int>(head_dim), rope_theta,
+                                      attn::ChunkRows{chunk_len, first_row, context_len,
+                                                      deviceErrorRecord()}));
 }
 
 extern "C" void braid_k_cache_attention_chunk(braid_rt *rt, braid_dtype dt, const void *q,

@@ -58,6 +58,12 @@ enum DeviceErrorCode : int {
   // sequence. Shared: `bound` holds the lower sequence with the same slot.
   kMambaStepSlot = 11,
   kMambaStepSlotShared = 12,
+  // The paged KV cache (paged_cache.cu); `where` is the sequence.
+  kPagedWritePage = 20,
+  kPagedWritePosition = 21,
+  kPagedAttentionPage = 22,
+  kPagedAttentionPosition = 23,
+  kPagedLastRow = 24,
 };
 
 struct DeviceError {

@@ -67,6 +67,16 @@ ErrorText errorText(int code) {
     return {"conv_step/scan_step: last row", "of sequence"};
   case kMambaStepSlot:
     return {"conv_step/scan_step: slot", "of sequence"};
+  case kPagedWritePage:
+    return {"paged_cache_write: page", "of sequence"};
+  case kPagedWritePosition:
+    return {"paged_cache_write: position", "of sequence"};
+  case kPagedAttentionPage:
+    return {"paged_cache_attention: page", "of sequence"};
+  case kPagedAttentionPosition:
+    return {"paged_cache_attention: position", "of sequence"};
+  case kPagedLastRow:
+    return {"paged_cache: last row", "of sequence"};
   case kSampleTopK:
     return {"sample: top_k (past the program's top_k_cap)", "of row"};
   case kSampleUndrawn:
