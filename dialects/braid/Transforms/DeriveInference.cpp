@@ -64,12 +64,29 @@ struct SamplingSpec {
   int64_t topKCap;
 };
 
+/// A paged KV cache (the pass's `page-size`): each attention layer's cache
+/// is a pool of `pages` pages of `pageSize` rows, addressed through a table
+/// of `tableEntries` pages per sequence; Mamba states keep one slot per
+/// decode row (`stateSlots`).
+struct PagedSpec {
+  int64_t pageSize, pages, tableEntries, stateSlots;
+};
+
+/// The per-sequence values a program's cached layers read: each sequence's
+/// first position and, with a paged cache, its last real row (-1: idle),
+/// its page table and (prefill with Mamba layers) its state slot. Null
+/// where the program does not take them.
+struct SequenceInputs {
+  Value positions, lastRows, pages, slots;
+};
+
 class InferenceDeriver {
 public:
   InferenceDeriver(ModuleOp module, func::FuncOp step, TokenShape train,
-                   int64_t context, std::optional<SamplingSpec> sampling)
+                   int64_t context, std::optional<SamplingSpec> sampling,
+                   std::optional<PagedSpec> paged)
       : module(module), symbols(module), step(step), train(train),
-        context(context), sampling(sampling) {}
+        context(context), sampling(sampling), paged(paged) {}
 
   /// Derives one program from the step.
   LogicalResult derive(const ProgramSpec &spec);
@@ -83,6 +100,7 @@ private:
   TokenShape train;
   int64_t context;
   std::optional<SamplingSpec> sampling;
+  std::optional<PagedSpec> paged;
 
   // Per program.
   const ProgramSpec *spec = nullptr;
@@ -94,9 +112,22 @@ private:
   /// Whether `f` or a function it calls has an attention or Mamba layer.
   bool needsCaches(func::FuncOp f);
   /// Whether `f` takes each prompt's last row: a prefill function with a
-  /// Mamba layer (DeriveInferenceMamba.cpp).
+  /// Mamba layer (DeriveInferenceMamba.cpp), or any cached function with a
+  /// paged cache (whose rows may be idle).
   bool needsLastRows(func::FuncOp f) {
+    if (paged)
+      return needsCaches(f);
     return spec->kind == EntryKind::Prefill && hasMambaState(f, symbols);
+  }
+  /// Whether `f` takes page tables (paged attention layers in it or below).
+  bool needsPages(func::FuncOp f) { return paged && hasAttention(f); }
+  /// Whether `f` or a function it calls has an attention layer.
+  bool hasAttention(func::FuncOp f);
+  /// Whether `f` takes the Mamba state slots of its rows: a paged prefill
+  /// function with a Mamba layer (decode row b holds state slot b).
+  bool needsSlots(func::FuncOp f) {
+    return paged && spec->kind == EntryKind::Prefill &&
+           hasMambaState(f, symbols);
   }
 
   FailureOr<func::FuncOp> cloneCallee(func::FuncOp callee, TypeRange inputs,
@@ -107,10 +138,14 @@ private:
                                            Operation *op);
   LogicalResult rewriteOutput(func::FuncOp entry, Value lastRows);
   FailureOr<Value> pickRows(CrossEntropyOp loss, Value lastRows);
-  FailureOr<CacheSlots> threadCaches(func::FuncOp f, Value positions,
-                                     Value lastRows);
-  LogicalResult replaceAttention(AttentionOp attention, Value positions,
-                                 Value keyCache, Value valueCache);
+  FailureOr<CacheSlots> threadCaches(func::FuncOp f,
+                                     const SequenceInputs &entryInputs);
+  SequenceInputs addSequenceArguments(func::FuncOp f);
+  SequenceInputs addEntryArguments(func::FuncOp entry);
+  RankedTensorType cacheType(Value rows) const;
+  LogicalResult replaceAttention(AttentionOp attention,
+                                 const SequenceInputs &inputs, Value keyCache,
+                                 Value valueCache);
   LogicalResult addPositionsAtOffsets(func::FuncOp entry, Value positions);
   void appendSample(func::FuncOp entry);
   void declareState(StringRef name, RankedTensorType type);
@@ -292,7 +327,7 @@ void InferenceDeriver::declareState(StringRef name, RankedTensorType type) {
 }
 
 LogicalResult InferenceDeriver::replaceAttention(AttentionOp attention,
-                                                 Value positions,
+                                                 const SequenceInputs &inputs,
                                                  Value keyCache,
                                                  Value valueCache) {
   if (!attention.getCausal())
@@ -300,6 +335,22 @@ LogicalResult InferenceDeriver::replaceAttention(AttentionOp attention,
                                "causal attention");
   OpBuilder b(attention);
   Location loc = attention.getLoc();
+  Value positions = inputs.positions;
+  if (paged) {
+    Value keys = PagedCacheWriteOp::create(
+        b, loc, keyCache.getType(), keyCache, attention.getKey(), positions,
+        inputs.pages, inputs.lastRows, attention.getRopeThetaAttr());
+    Value values = PagedCacheWriteOp::create(
+        b, loc, valueCache.getType(), valueCache, attention.getValue(),
+        positions, inputs.pages, inputs.lastRows, FloatAttr());
+    Value out = PagedCacheAttentionOp::create(
+        b, loc, attention.getQuery(), keys, values, positions, inputs.pages,
+        inputs.lastRows, attention.getScaleAttr(),
+        attention.getRopeThetaAttr());
+    attention.replaceAllUsesWith(out);
+    attention.erase();
+    return success();
+  }
   Value keys = CacheWriteOp::create(b, loc, keyCache.getType(), keyCache,
                                     attention.getKey(), positions,
                                     attention.getRopeThetaAttr());
@@ -315,11 +366,30 @@ LogicalResult InferenceDeriver::replaceAttention(AttentionOp attention,
   return success();
 }
 
-/// The cache of `rows` [B, S, H, D] for `context` rows per sequence.
-static RankedTensorType cacheType(Value rows, int64_t context) {
+/// The cache of `rows` [B, S, H, D]: `context` rows per sequence, or a
+/// pool of pages [N, P, H, D].
+RankedTensorType InferenceDeriver::cacheType(Value rows) const {
   auto type = cast<RankedTensorType>(rows.getType());
+  if (paged)
+    return type.clone({paged->pages, paged->pageSize, type.getDimSize(2),
+                       type.getDimSize(3)});
   return type.clone({type.getDimSize(0), context, type.getDimSize(2),
                      type.getDimSize(3)});
+}
+
+bool InferenceDeriver::hasAttention(func::FuncOp f) {
+  bool found = false;
+  f.walk([&](Operation *op) {
+    // Before or after the attention became the cache's (callees first).
+    if (isa<AttentionOp, PagedCacheAttentionOp>(op))
+      found = true;
+    else if (auto call = dyn_cast<func::CallOp>(op))
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+          callee && callee != f)
+        found |= hasAttention(callee);
+    return found ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return found;
 }
 
 bool InferenceDeriver::needsCaches(func::FuncOp f) {
@@ -340,12 +410,32 @@ bool InferenceDeriver::needsCaches(func::FuncOp f) {
 // A layer function gets its caches as arguments (after the positions and,
 // in prefill with a Mamba layer, the last rows) and passes its callees
 // theirs; the entry reads each from its state, named by the call's layer.
+// A layer function's per-sequence arguments, in this order: positions,
+// last rows, page tables, state slots (those it needs).
+SequenceInputs InferenceDeriver::addSequenceArguments(func::FuncOp f) {
+  Block &body = f.getBody().front();
+  MLIRContext *ctx = f.getContext();
+  Type i32 = IntegerType::get(ctx, 32);
+  auto perSequence = RankedTensorType::get({spec->shape.batch}, i32);
+  SequenceInputs in;
+  if (needsCaches(f))
+    in.positions = body.addArgument(perSequence, f.getLoc());
+  if (needsLastRows(f))
+    in.lastRows = body.addArgument(perSequence, f.getLoc());
+  if (needsPages(f))
+    in.pages = body.addArgument(
+        RankedTensorType::get({spec->shape.batch, paged->tableEntries}, i32),
+        f.getLoc());
+  if (needsSlots(f))
+    in.slots = body.addArgument(perSequence, f.getLoc());
+  return in;
+}
+
 FailureOr<CacheSlots> InferenceDeriver::threadCaches(func::FuncOp f,
-                                                     Value entryPositions,
-                                                     Value entryLastRows) {
+                                                     const SequenceInputs &entryInputs) {
   if (auto it = slotsOf.find(f); it != slotsOf.end())
     return it->second;
-  bool isEntry = static_cast<bool>(entryPositions);
+  bool isEntry = static_cast<bool>(entryInputs.positions);
   Block &body = f.getBody().front();
   CacheSlots slots;
   SmallVector<AttentionOp> attentions;
@@ -359,14 +449,8 @@ FailureOr<CacheSlots> InferenceDeriver::threadCaches(func::FuncOp f,
     else if (auto call = dyn_cast<func::CallOp>(op))
       calls.push_back(call);
   }
-  Value positions = entryPositions, lastRows = entryLastRows;
-  auto perSequence = RankedTensorType::get(
-      {spec->shape.batch}, IntegerType::get(f.getContext(), 32));
-  if (!isEntry && needsCaches(f))
-    positions = body.addArgument(perSequence, f.getLoc());
   // Prefill's Mamba states are taken at each prompt's last row.
-  if (!isEntry && needsLastRows(f))
-    lastRows = body.addArgument(perSequence, f.getLoc());
+  SequenceInputs in = isEntry ? entryInputs : addSequenceArguments(f);
   auto addSlot = [&](std::string name, RankedTensorType type) -> Value {
     slots.names.push_back(name);
     slots.types.push_back(type);
@@ -381,19 +465,21 @@ FailureOr<CacheSlots> InferenceDeriver::threadCaches(func::FuncOp f,
     std::string prefix = attentions.size() == 1 ? "" : "a" + std::to_string(j) + ".";
     if (isEntry)
       prefix = "cache." + prefix;
-    RankedTensorType k = cacheType(attention.getKey(), context);
-    RankedTensorType v = cacheType(attention.getValue(), context);
+    RankedTensorType k = cacheType(attention.getKey());
+    RankedTensorType v = cacheType(attention.getValue());
     Value kc = addSlot(prefix + "k", k), vc = addSlot(prefix + "v", v);
     if (isEntry) {
       b.setInsertionPoint(attention);
       kc = GetParamOp::create(b, attention.getLoc(), k, slots.names.end()[-2]);
       vc = GetParamOp::create(b, attention.getLoc(), v, slots.names.back());
     }
-    if (failed(replaceAttention(attention, positions, kc, vc)))
+    if (failed(replaceAttention(attention, in, kc, vc)))
       return failure();
   }
   for (auto [j, op] : llvm::enumerate(mambaOps)) {
-    auto [name, type] = mambaStateOf(op, spec->shape.batch);
+    // With slots, one state per decode row whatever the program's rows.
+    auto [name, type] = mambaStateOf(
+        op, paged ? paged->stateSlots : spec->shape.batch);
     if (mambaOps.size() > 2) // beyond one conv1d and one scan
       name = "m" + std::to_string(j) + "." + name;
     Value state = addSlot(isEntry ? "cache." + name : name, type);
@@ -401,19 +487,23 @@ FailureOr<CacheSlots> InferenceDeriver::threadCaches(func::FuncOp f,
       b.setInsertionPoint(op);
       state = GetParamOp::create(b, op->getLoc(), type, slots.names.back());
     }
-    replaceWithStep(op, state, positions, lastRows);
+    replaceWithStep(op, state, in.positions, in.lastRows, in.slots);
   }
   for (auto [n, call] : llvm::enumerate(calls)) {
     auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
     if (!needsCaches(callee))
       continue;
-    FailureOr<CacheSlots> inner = threadCaches(callee, Value(), Value());
+    FailureOr<CacheSlots> inner = threadCaches(callee, SequenceInputs());
     if (failed(inner))
       return failure();
     SmallVector<Value> operands(call.getOperands());
-    operands.push_back(positions);
+    operands.push_back(in.positions);
     if (needsLastRows(callee))
-      operands.push_back(lastRows);
+      operands.push_back(in.lastRows);
+    if (needsPages(callee))
+      operands.push_back(in.pages);
+    if (needsSlots(callee))
+      operands.push_back(in.slots);
     b.setInsertionPoint(call);
     for (auto [name, type] : llvm::zip(inner->names, inner->types)) {
       std::string slot = (isEntry ? "cache.layers." + std::to_string(n) + "."
@@ -480,16 +570,14 @@ LogicalResult InferenceDeriver::derive(const ProgramSpec &program) {
   setEntryKind(entry, program.kind);
   Block &body = entry.getBody().front();
   MLIRContext *ctx = entry.getContext();
-  auto perSequence =
-      RankedTensorType::get({program.shape.batch}, IntegerType::get(ctx, 32));
   // The forward program is the step's forward pass returning its logits
   // (what generation is verified against): no cache, no positions.
   bool cached = program.kind != EntryKind::Forward;
-  Value positions =
-      cached ? body.addArgument(perSequence, entry.getLoc()) : Value();
-  Value last = program.kind == EntryKind::Prefill
-                   ? body.addArgument(perSequence, entry.getLoc())
-                   : Value();
+  SequenceInputs in = cached ? addEntryArguments(entry) : SequenceInputs();
+  Value positions = in.positions;
+  // Prefill's logits are those of each row's last real row; decode's of its
+  // one row (an idle row's are dropped).
+  Value last = program.kind == EntryKind::Prefill ? in.lastRows : Value();
   // Tokens first, re-typed to the program's; the labels keep theirs until
   // the loss that reads them goes.
   SmallVector<Type> inputs(body.getArgumentTypes());
@@ -504,11 +592,32 @@ LogicalResult InferenceDeriver::derive(const ProgramSpec &program) {
     return failure();
   if (cached && sampling)
     appendSample(entry);
-  if (cached && failed(threadCaches(entry, positions, last)))
+  if (cached && failed(threadCaches(entry, in)))
     return failure();
   entry.setType(FunctionType::get(ctx, body.getArgumentTypes(),
                                   body.getTerminator()->getOperandTypes()));
   return success();
+}
+
+// After the tokens (and labels): positions [B]; last rows [B] (prefill, or
+// with a paged cache); page tables [B, T] (paged); state slots [B] (paged
+// prefill of a model with Mamba layers).
+SequenceInputs InferenceDeriver::addEntryArguments(func::FuncOp entry) {
+  Block &body = entry.getBody().front();
+  Location loc = entry.getLoc();
+  Type i32 = IntegerType::get(entry.getContext(), 32);
+  auto perSequence = RankedTensorType::get({spec->shape.batch}, i32);
+  SequenceInputs in;
+  in.positions = body.addArgument(perSequence, loc);
+  if (spec->kind == EntryKind::Prefill || paged)
+    in.lastRows = body.addArgument(perSequence, loc);
+  if (paged && hasAttention(step))
+    in.pages = body.addArgument(
+        RankedTensorType::get({spec->shape.batch, paged->tableEntries}, i32),
+        loc);
+  if (paged && spec->kind == EntryKind::Prefill && hasMambaState(step, symbols))
+    in.slots = body.addArgument(perSequence, loc);
+  return in;
 }
 
 // The program's last op: each sequence's token from its logits, under its
@@ -578,9 +687,15 @@ struct BraidDeriveInferencePass
     std::optional<SamplingSpec> sampling;
     if (sample)
       sampling = SamplingSpec{sampleMode, topKCap};
-    InferenceDeriver deriver(module, step, train, rows, sampling);
+    int64_t prefillRows =
+        prefillBatch ? static_cast<int64_t>(prefillBatch) : sequences;
+    FailureOr<std::optional<PagedSpec>> paging =
+        pagingOf(step, sequences, rows, prefillRows);
+    if (failed(paging))
+      return failure();
+    InferenceDeriver deriver(module, step, train, rows, sampling, *paging);
     ProgramSpec programs[] = {
-        {EntryKind::Prefill, "prefill", {sequences, prompt}},
+        {EntryKind::Prefill, "prefill", {prefillRows, prompt}},
         {EntryKind::Decode, "decode", {sequences, 1}},
         {EntryKind::Forward, "forward", {sequences, rows}}};
     for (const ProgramSpec &program : programs)
@@ -588,6 +703,27 @@ struct BraidDeriveInferencePass
         return failure();
     deriver.eraseTrainingStep();
     return success();
+  }
+
+  /// The paged cache the options ask for (none without page-size).
+  FailureOr<std::optional<PagedSpec>>
+  pagingOf(func::FuncOp step, int64_t sequences, int64_t rows,
+           int64_t prefillRows) {
+    const char *flag = "--braid-derive-inference";
+    if (prefillBatch < 0 || pageSize < 0 || kvPages < 0)
+      return step.emitError(flag)
+             << ": prefill-batch, page-size and kv-pages must be >= 0";
+    if (!pageSize) {
+      if (kvPages || prefillRows != sequences)
+        return step.emitError(flag)
+               << ": kv-pages and a prefill-batch other than the batch need "
+                  "a paged cache (page-size)";
+      return std::optional<PagedSpec>();
+    }
+    int64_t size = pageSize;
+    int64_t entries = (rows + size - 1) / size;
+    int64_t pages = kvPages ? static_cast<int64_t>(kvPages) : sequences * entries;
+    return std::optional<PagedSpec>(PagedSpec{size, pages, entries, sequences});
   }
 };
 } // namespace

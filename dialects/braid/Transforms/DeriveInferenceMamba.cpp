@@ -57,19 +57,21 @@ mlir::braid::mambaStateOf(Operation *op, int64_t batch) {
 }
 
 void mlir::braid::replaceWithStep(Operation *op, Value state, Value positions,
-                                  Value lastRows) {
+                                  Value lastRows, Value slots) {
   OpBuilder b(op);
   Location loc = op->getLoc();
   Value rows;
   if (auto conv = dyn_cast<Conv1dOp>(op)) {
-    rows = ConvStepOp::create(b, loc, state, conv.getInput(), conv.getWeight(),
-                              conv.getBias(), positions, lastRows)
+    rows = ConvStepOp::create(b, loc, conv.getInput().getType(), state.getType(), state,
+                              conv.getInput(), conv.getWeight(), conv.getBias(),
+                              positions, lastRows, slots)
                .getResult();
   } else {
     auto scan = cast<SelectiveScanOp>(op);
-    rows = ScanStepOp::create(b, loc, state, scan.getInput(), scan.getDelta(),
+    rows = ScanStepOp::create(b, loc, scan.getInput().getType(), state.getType(),
+                              state, scan.getInput(), scan.getDelta(),
                               scan.getA(), scan.getB(), scan.getC(),
-                              scan.getD(), positions, lastRows,
+                              scan.getD(), positions, lastRows, slots,
                               scan.getDeltaSoftplus())
                .getResult();
   }

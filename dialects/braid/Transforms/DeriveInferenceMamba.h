@@ -35,10 +35,11 @@ std::pair<std::string, RankedTensorType> mambaStateOf(Operation *op,
 
 /// Replaces `op` by its step over each sequence's new rows from `state`,
 /// updated in place (braid.conv_step, braid.scan_step) at each sequence's
-/// `positions`; `lastRows` (prefill) is each prompt's last row, absent in
-/// decode.
+/// `positions`; `lastRows` is each row's last real row (prefill; with a
+/// paged cache also decode, -1: idle), absent in decode; `slots` (a paged
+/// prefill) the state slot each row advances.
 void replaceWithStep(Operation *op, Value state, Value positions,
-                     Value lastRows);
+                     Value lastRows, Value slots = Value());
 
 } // namespace mlir::braid
 

@@ -427,6 +427,17 @@ def BraidDeriveInferencePass
     `steps` (i64 [B]), `temperature`, `top_k` and `top_p` ([B]) and end with
     braid.sample of their logits (`sample-mode`, `top-k-cap`): they return
     the logits and the ids [B] (i32).
+
+    With `page-size` P > 0 the KV cache is paged, for serving (continuous
+    batching): each attention layer's `cache.layers.<n>.k` / `.v` is a pool
+    of `kv-pages` N pages [N, P, Hkv, D], written by
+    braid.paged_cache_write and read by braid.paged_cache_attention through
+    a page table. Prefill has `prefill-batch` rows (chunks of prompts) and
+    decode `batch` rows (the running sequences); both take, after the
+    positions, `last_rows` [B] (a row's last real new row, -1: idle this
+    call) and `pages` [B, T] (i32, T = ceil(C / P)), and prefill, in a
+    model with Mamba layers, `slots` [B]: the decode row whose Mamba states
+    (`[batch, ...]`) the prefill row advances.
   }];
   let options = [
     Option<"batch", "batch", "int64_t", /*default=*/"0",
@@ -444,6 +455,14 @@ def BraidDeriveInferencePass
     Option<"topKCap", "top-k-cap", "int64_t", /*default=*/"0",
            "The largest top-k braid.sample draws (the candidates each rank "
            "sends)">,
+    Option<"prefillBatch", "prefill-batch", "int64_t", /*default=*/"0",
+           "Rows of the prefill program (0: batch)">,
+    Option<"pageSize", "page-size", "int64_t", /*default=*/"0",
+           "Positions per page of a paged KV cache (0: a cache of context "
+           "rows per sequence)">,
+    Option<"kvPages", "kv-pages", "int64_t", /*default=*/"0",
+           "Pages of the paged KV cache's pool (0: batch x ceil(context / "
+           "page-size))">,
   ];
 }
 
