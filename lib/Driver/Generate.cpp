@@ -15,6 +15,7 @@
 #include "braid/Driver/GenerateVerify.h"
 #include "braid/Driver/Launch.h"
 #include "braid/Driver/Progress.h"
+#include "InferenceBuild.h"
 
 #include "braid/Target/Cpp.h"
 #include "dialects/braid/Transforms/Passes.h"
@@ -109,6 +110,8 @@ LogicalResult checkGenerateOptions(const TrainingPipelineOptions &pipeline,
   return success();
 }
 
+} // namespace
+
 /// Lowers the inference programs for `grid` (none: one rank) with the
 /// training pipeline and no optimizer: the model's --dtype, expert FFNs
 /// expanded, and on a grid every entry point partitioned and every transfer
@@ -196,6 +199,8 @@ FailureOr<std::string> logitsDirectory() {
   return dir.str().str();
 }
 
+namespace {
+
 /// Runs the partitioned binary and the 1-rank `reference`, each writing its
 /// logits, and compares them (GenerateVerify.h). The partitioned run's exit
 /// status, or 1 when the comparison fails.
@@ -216,7 +221,8 @@ int runVerified(ArrayRef<std::string> binaries, ArrayRef<std::string> reference,
                                     /*echo=*/false);
   bool same = (status == 0 || status == 1 || status == 2) &&
               (referenceStatus == 0 || referenceStatus == 1 || referenceStatus == 2) &&
-              compareGenerations(partitioned, single, pipeline.grid, kGenerateTolerance,
+              compareGenerations(partitioned, single,
+                                 "grid " + pipeline.grid + " against 1 rank", kGenerateTolerance,
                                  llvm::outs());
   llvm::sys::fs::remove_directories(*partitionedDir);
   llvm::sys::fs::remove_directories(*referenceDir);

@@ -78,14 +78,17 @@ struct Worst {
 } // namespace
 
 bool compareGenerations(const GenerationRun &partitioned, const GenerationRun &reference,
-                        llvm::StringRef grid, double tolerance, llvm::raw_ostream &os) {
+                        llvm::StringRef comparison, double tolerance, llvm::raw_ostream &os) {
   // A run that stopped before its summary (a bad argument, a crash) has
   // nothing to compare.
   for (const auto &[run, name] : {std::pair{&partitioned, "the partitioned run"},
                                   std::pair{&reference, "the 1-rank run"}})
-    if (!llvm::StringRef(run->text).contains("\ngenerate: ") &&
-        !llvm::StringRef(run->text).starts_with("generate: ")) {
-      os << "verify: FAIL grid " << grid << " against 1 rank: " << name
+    if (!llvm::any_of(std::initializer_list<llvm::StringRef>{"generate: ", "serve: "},
+                      [&](llvm::StringRef summary) {
+                        llvm::StringRef text(run->text);
+                        return text.starts_with(summary) || text.contains("\n" + summary.str());
+                      })) {
+      os << "verify: FAIL " << comparison << ": " << name
          << " did not complete (no summary line)\n";
       return false;
     }
@@ -94,7 +97,7 @@ bool compareGenerations(const GenerationRun &partitioned, const GenerationRun &r
   std::map<int64_t, std::string> expected = generatedIds(reference.text);
   bool ok = true;
   auto failLine = [&](const llvm::Twine &what) {
-    os << "verify: FAIL grid " << grid << " against 1 rank: " << what << "\n";
+    os << "verify: FAIL " << comparison << ": " << what << "\n";
     ok = false;
   };
   for (const auto &[r, want] : expected)
@@ -138,7 +141,7 @@ bool compareGenerations(const GenerationRun &partitioned, const GenerationRun &r
     }
   }
   if (ok) {
-    os << "verify: grid " << grid << " against 1 rank: ok (ids identical for " << ids.size()
+    os << "verify: " << comparison << ": ok (ids identical for " << ids.size()
        << " requests";
     if (worst.difference >= 0)
       os << ", worst logit difference " << llvm::format("%.3g", worst.difference)

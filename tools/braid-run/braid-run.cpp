@@ -11,6 +11,10 @@
 //   braid-run model.mlir --generate N [--batch B] [--context C]
 //             [--prompt-len L | --prompts FILE] [--temperature T] [--top-k K]
 //             [--top-p P] [--seed S] [--verify]
+//   braid-run model.mlir --serve REQUESTS.jsonl | --rate R [--requests N]
+//             [--batch B] [--prefill-chunk L] [--prefill-batch BP]
+//             [--page-size P] [--kv-pages N] [--output FILE] [--end-token ID]
+//             [--grid tp=T] [--verify]
 //
 // Parses the model (keeping its SSA names as value names for dumps and
 // traces), lowers it (expert FFNs expanded, optional bf16 storage), emits
@@ -57,6 +61,13 @@
 // program's at that position (teacher forcing, 1e-5 relative) and exits 1
 // on a difference. One rank and f32 for now (issue 42): a --grid of several
 // ranks is refused.
+//
+// --serve REQUESTS (or --rate R) serves requests arriving over time with
+// continuous batching and chunked prefill over a paged KV cache (--page-size,
+// --kv-pages, --prefill-chunk, --prefill-batch; lib/Driver/Serve.cpp,
+// runtime/src/driver_serve.cpp, docs/serving.md); with --verify every
+// request's ids and logits are compared with the request generated alone on
+// one rank.
 //
 // The work is lib/Driver's (include/braid/Driver): lowering and building in
 // Compile.h (the binary cache in Build.h), running in Launch.h (mpirun when
@@ -251,6 +262,50 @@ static cl::opt<double> topP("top-p", cl::cat(generateCategory),
                                      "likeliest tokens of this mass (1: all)"),
                             cl::init(1));
 
+static cl::OptionCategory serveCategory("braid-run --serve options");
+static cl::opt<std::string> serveFile(
+    "serve", cl::cat(serveCategory),
+    cl::desc("Serve the requests of this JSON-lines file with continuous "
+             "batching over a paged KV cache (--generate N: their default "
+             "max_new_tokens)"));
+static cl::opt<double> serveRate(
+    "rate", cl::cat(serveCategory),
+    cl::desc("Serve --requests generated requests arriving at this many per "
+             "second (Poisson, from --seed; prompts of --min-prompt-len to "
+             "--prompt-len tokens)"),
+    cl::init(0));
+static cl::opt<int64_t> serveRequests("requests", cl::cat(serveCategory),
+                                      cl::desc("With --rate: how many requests (default 16)"),
+                                      cl::init(16));
+static cl::opt<int64_t> minPromptLen(
+    "min-prompt-len", cl::cat(serveCategory),
+    cl::desc("With --rate: the shortest generated prompt (default: --prompt-len)"),
+    cl::init(0));
+static cl::opt<std::string> serveOutput(
+    "output", cl::cat(serveCategory),
+    cl::desc("With --serve or --rate: write each request's ids as a JSON line "
+             "as it completes"));
+static cl::opt<int64_t> endToken("end-token", cl::cat(serveCategory),
+                                 cl::desc("A token id that ends a request (default: none)"),
+                                 cl::init(-1));
+static cl::opt<int64_t> pageSize("page-size", cl::cat(serveCategory),
+                                 cl::desc("Positions per page of the KV cache (default 16)"),
+                                 cl::init(16));
+static cl::opt<int64_t> kvPages(
+    "kv-pages", cl::cat(serveCategory),
+    cl::desc("Pages of the KV cache's pool (default: --batch sequences of the "
+             "whole context)"),
+    cl::init(0));
+static cl::opt<int64_t> prefillChunk(
+    "prefill-chunk", cl::cat(serveCategory),
+    cl::desc("Prompt tokens a prefill call takes per sequence: longer prompts "
+             "are prefilled in chunks beside decoding (default: the context, "
+             "at most 512)"),
+    cl::init(0));
+static cl::opt<int64_t> prefillBatch("prefill-batch", cl::cat(serveCategory),
+                                     cl::desc("Prompt chunks per iteration (default 1)"),
+                                     cl::init(1));
+
 /// The lowering's options (--grid, --zero, --dtype, ...): the training
 /// pipeline's own, defined once in braid/Pipelines.h and made flags of
 /// braid-run by main. Its transfers are always lowered (braid-run emits dist
@@ -285,7 +340,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   pipeline.addToCommandLine(runCategory,
                             {"lower-to-dist", "schedule-link", "record-layouts"});
-  cl::HideUnrelatedOptions({&runCategory, &generateCategory});
+  cl::HideUnrelatedOptions({&runCategory, &generateCategory, &serveCategory});
   // After hiding: -debug-only stays in --help-hidden.
   mlir::braid::registerDebugOptions();
   cl::ParseCommandLineOptions(argc, argv, "Braid: compile and run a model\n");
@@ -327,7 +382,8 @@ int main(int argc, char **argv) {
   options.resumeFrom = resumeFrom;
   options.cpuThreads = cpuThreads;
   // --generate checks its own (generateModel): --verify needs no grid there.
-  if (!generateTokens.getNumOccurrences() &&
+  const bool serving = serveFile.getNumOccurrences() || serveRate.getNumOccurrences();
+  if (!generateTokens.getNumOccurrences() && !serving &&
       failed(::braid::driver::checkOptions(pipeline, options)))
     return 1;
 
@@ -350,9 +406,9 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = ::braid::driver::parseModel(sourceMgr, &context);
   if (!module)
     return 1;
-  if (generateTokens.getNumOccurrences()) {
+  if (generateTokens.getNumOccurrences() || serving) {
     ::braid::driver::GenerateOptions generate;
-    generate.tokens = generateTokens;
+    generate.tokens = generateTokens.getNumOccurrences() ? int64_t(generateTokens) : 16;
     generate.batch = generateBatch;
     generate.context = generateContext;
     generate.promptLen = promptLen;
@@ -360,6 +416,19 @@ int main(int argc, char **argv) {
     generate.temperature = temperature;
     generate.topK = topK;
     generate.topP = topP;
+    if (serving) {
+      generate.serve.requestsFile = serveFile;
+      generate.serve.rate = serveRate;
+      generate.serve.requests = serveRequests;
+      generate.serve.minPromptLen = minPromptLen;
+      generate.serve.outputFile = serveOutput;
+      generate.serve.endToken = endToken;
+      generate.serve.pageSize = pageSize;
+      generate.serve.kvPages = kvPages;
+      generate.serve.prefillChunk = prefillChunk;
+      generate.serve.prefillBatch = prefillBatch;
+      return ::braid::driver::serveModel(*module, pipeline, options, generate);
+    }
     return ::braid::driver::generateModel(*module, pipeline, options, generate);
   }
   return ::braid::driver::runModel(*module, pipeline, options);

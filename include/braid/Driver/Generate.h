@@ -26,6 +26,21 @@ struct GenerateOptions {
   double temperature = 0;
   int64_t topK = 0;
   double topP = 1;
+  /// braid-run --serve FILE / --rate R: continuous batching over paged
+  /// programs (Serve.cpp) instead of static waves.
+  struct Serve {
+    std::string requestsFile; ///< --serve FILE (JSON lines)
+    double rate = 0;          ///< --rate R: Poisson arrivals of generated requests
+    int64_t requests = 16;    ///< --requests N of --rate
+    int64_t minPromptLen = 0; ///< --min-prompt-len of --rate (0: --prompt-len)
+    std::string outputFile;   ///< --output FILE
+    int64_t endToken = -1;    ///< --end-token ID
+    int64_t pageSize = 16;    ///< --page-size P
+    int64_t kvPages = 0;      ///< --kv-pages N (0: batch x context / P)
+    int64_t prefillChunk = 0; ///< --prefill-chunk L (0: min(context, 512))
+    int64_t prefillBatch = 1; ///< --prefill-batch: prompt chunks per iteration
+    bool enabled() const { return !requestsFile.empty() || rate > 0; }
+  } serve;
 };
 
 /// Derives the inference programs of `module` (in place), builds them into
@@ -34,6 +49,13 @@ struct GenerateOptions {
 int generateModel(mlir::ModuleOp module,
                   const TrainingPipelineOptions &pipeline,
                   const RunOptions &options, const GenerateOptions &generate);
+
+/// braid-run --serve: derives paged prefill and decode programs of `module`
+/// (in place), builds them and serves the requests; with `options.verify`,
+/// also generates each request alone on one rank with the static programs
+/// and compares the ids and logits (Serve.cpp). The exit code.
+int serveModel(mlir::ModuleOp module, const TrainingPipelineOptions &pipeline,
+               const RunOptions &options, const GenerateOptions &generate);
 
 } // namespace braid::driver
 

@@ -30,7 +30,7 @@ struct GenerationRun {
 /// partitioned run's teacher forcing printed, derived from the rounding), or
 /// it ran on one side only.
 bool compareGenerations(const GenerationRun &partitioned, const GenerationRun &reference,
-                        llvm::StringRef grid, double tolerance, llvm::raw_ostream &os);
+                        llvm::StringRef comparison, double tolerance, llvm::raw_ostream &os);
 
 } // namespace braid::driver
 

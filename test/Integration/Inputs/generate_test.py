@@ -15,7 +15,7 @@ import sys
 
 # The runtime's test hooks: a run sets the one it wants, never inherits one.
 TEST_HOOKS = ("BRAID_TEST_PERTURB_LOGITS", "BRAID_TEST_CACHE_FAULT",
-              "BRAID_TEST_FORGET_MAMBA_STATE")
+              "BRAID_TEST_FORGET_MAMBA_STATE", "BRAID_TEST_SERVE_FAULT")
 
 # The comparison of a grid with one rank (lib/Driver/GenerateVerify.cpp).
 GRID_OK = re.compile(r"^verify: grid (\S+) against 1 rank: ok \(ids identical for (\d+) "

@@ -1,0 +1,285 @@
+//===- Serve.cpp - compile paged inference programs and serve -------------===//
+//
+// braid-run MODEL --serve REQUESTS (or --rate R): --braid-derive-inference
+// with a paged KV cache (page-size, kv-pages) derives a prefill program of
+// --prefill-batch rows of --prefill-chunk tokens and a decode program of
+// --batch rows; they are lowered as --generate's are and run by the
+// runtime's serving driver (runtime/src/driver_serve.cpp: the scheduler, the
+// summary). With --verify, the static programs (an unpaged cache, one
+// sequence per call) generate each request alone on one rank, and every
+// served request's ids must equal them and its logits lie within the
+// tolerance of teacher forcing (GenerateVerify.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "braid/Driver/Build.h"
+#include "braid/Driver/Compile.h"
+#include "braid/Driver/Generate.h"
+#include "braid/Driver/GenerateVerify.h"
+#include "braid/Driver/Launch.h"
+#include "braid/Driver/Progress.h"
+#include "InferenceBuild.h"
+
+#include "dialects/braid/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace mlir;
+
+namespace braid::driver {
+
+namespace {
+
+constexpr double kServeTolerance = 1e-5;
+
+/// What the requests file asks of sampling and of prefill: the sampler's
+/// mode must draw every request's options, and the 1-rank reference's
+/// prefill must hold the longest prompt. Lines that do not parse are the
+/// runtime's to refuse.
+struct RequestsSummary {
+  bool samples = false, nucleus = false;
+  int64_t topKCap = 0, longestPrompt = 0;
+};
+
+RequestsSummary summarizeRequests(const GenerateOptions &generate) {
+  RequestsSummary summary;
+  summary.samples = generate.temperature > 0;
+  summary.nucleus = generate.topP < 1;
+  summary.topKCap = generate.topK;
+  summary.longestPrompt = generate.promptLen;
+  if (generate.serve.requestsFile.empty())
+    return summary;
+  auto file = llvm::MemoryBuffer::getFile(generate.serve.requestsFile);
+  if (!file)
+    return summary;
+  SmallVector<StringRef> lines;
+  (*file)->getBuffer().split(lines, '\n');
+  for (StringRef line : lines) {
+    llvm::Expected<llvm::json::Value> value = llvm::json::parse(line);
+    if (!value) {
+      llvm::consumeError(value.takeError());
+      continue;
+    }
+    const llvm::json::Object *object = value->getAsObject();
+    if (!object)
+      continue;
+    if (auto t = object->getNumber("temperature"))
+      summary.samples |= *t > 0;
+    if (auto p = object->getNumber("top_p"))
+      summary.nucleus |= *p < 1;
+    if (auto k = object->getInteger("top_k"))
+      summary.topKCap = std::max(summary.topKCap, *k);
+    if (const llvm::json::Array *prompt = object->getArray("prompt"))
+      summary.longestPrompt = std::max<int64_t>(summary.longestPrompt, prompt->size());
+    if (auto length = object->getInteger("prompt_len"))
+      summary.longestPrompt = std::max(summary.longestPrompt, *length);
+  }
+  return summary;
+}
+
+std::string real(double v) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.17g", v);
+  return text;
+}
+
+/// The flags both binaries share: the run's seed and sampling defaults,
+/// threads, quiet.
+SmallVector<std::string> commonArgs(const RunOptions &options, const GenerateOptions &generate) {
+  SmallVector<std::string> args = {"--generate", std::to_string(generate.tokens)};
+  if (options.seed)
+    args.append({"--seed", std::to_string(*options.seed)});
+  if (generate.temperature > 0)
+    args.append({"--temperature", real(generate.temperature)});
+  if (generate.topK > 0)
+    args.append({"--top-k", std::to_string(generate.topK)});
+  if (generate.topP < 1)
+    args.append({"--top-p", real(generate.topP)});
+  if (generate.serve.endToken >= 0)
+    args.append({"--end-token", std::to_string(generate.serve.endToken)});
+  if (options.compile.quiet)
+    args.push_back("--quiet");
+  if (options.cpuThreads > 0)
+    args.append({"--threads", std::to_string(options.cpuThreads)});
+  return args;
+}
+
+/// The serving binary's flags.
+SmallVector<std::string> serveArgs(const RunOptions &options, const GenerateOptions &generate) {
+  const GenerateOptions::Serve &serve = generate.serve;
+  SmallVector<std::string> args = commonArgs(options, generate);
+  if (!serve.requestsFile.empty()) {
+    args.append({"--serve", serve.requestsFile});
+  } else {
+    args.append({"--rate", real(serve.rate), "--requests", std::to_string(serve.requests)});
+    if (generate.promptLen)
+      args.append({"--prompt-len", std::to_string(generate.promptLen)});
+    if (serve.minPromptLen)
+      args.append({"--min-prompt-len", std::to_string(serve.minPromptLen)});
+  }
+  if (!serve.outputFile.empty())
+    args.append({"--output", serve.outputFile});
+  if (!options.traceFile.empty())
+    args.append({"--trace", options.traceFile});
+  return args;
+}
+
+/// --braid-derive-inference's options: paged (serving), or the 1-rank
+/// reference's static cache with one sequence per call.
+mlir::braid::BraidDeriveInferencePassOptions deriveOptions(const GenerateOptions &generate,
+                                              const RequestsSummary &requests, int64_t context,
+                                              bool paged) {
+  mlir::braid::BraidDeriveInferencePassOptions derive;
+  derive.context = generate.context;
+  derive.sample = true;
+  derive.sampleMode = requests.nucleus   ? mlir::braid::SampleMode::Nucleus
+                      : requests.samples ? mlir::braid::SampleMode::Sample
+                                         : mlir::braid::SampleMode::Greedy;
+  derive.topKCap = requests.topKCap;
+  if (!paged) {
+    derive.batch = 1;
+    // A prompt longer than the context is refused by both runs.
+    derive.promptLen = std::min(requests.longestPrompt, context);
+    return derive;
+  }
+  const GenerateOptions::Serve &serve = generate.serve;
+  derive.batch = generate.batch;
+  derive.prefillBatch = serve.prefillBatch;
+  derive.promptLen = serve.prefillChunk;
+  derive.pageSize = serve.pageSize;
+  derive.kvPages = serve.kvPages;
+  return derive;
+}
+
+/// Derives and lowers `module`'s programs with `derive`, and builds them.
+FailureOr<std::string> buildServing(ModuleOp module, const TrainingPipelineOptions &pipeline,
+                                    const RunOptions &options,
+                                    const mlir::braid::BraidDeriveInferencePassOptions &derive,
+                                    StringRef grid, bool mpi, bool emit, Progress *progress) {
+  PassManager pm(module.getContext());
+  pm.addPass(mlir::braid::createBraidDeriveInferencePass(derive));
+  if (failed(pm.run(module)) ||
+      failed(lowerPrograms(module, pipeline, grid, emit ? options.compile : CompileOptions(),
+                           progress)))
+    return failure();
+  FailureOr<SmallVector<std::string>> binaries = buildPrograms(module, options, mpi, emit);
+  if (failed(binaries))
+    return failure();
+  if (binaries->size() != 1)
+    return fail("--serve: the programs span several pipeline stages, which serving does "
+                "not run yet"),
+           failure();
+  return binaries->front();
+}
+
+/// The model's sequence length: the training step's tokens [B, S] (0 when
+/// there is none; the derivation then says what is wrong).
+int64_t modelContext(ModuleOp module) {
+  int64_t rows = 0;
+  module.walk([&](func::FuncOp f) {
+    auto kind = f->getAttrOfType<StringAttr>("braid.entry");
+    auto tokens = f.getNumArguments() ? dyn_cast<RankedTensorType>(f.getArgumentTypes()[0])
+                                      : RankedTensorType();
+    if (kind && kind.getValue() == "train_step" && tokens && tokens.getRank() == 2)
+      rows = tokens.getDimSize(1);
+  });
+  return rows;
+}
+
+/// What serving does not do (yet); fails after a message naming it.
+LogicalResult checkServeOptions(const TrainingPipelineOptions &pipeline, const RunOptions &options,
+                                const GenerateOptions &generate, int64_t ranks) {
+  const GenerateOptions::Serve &serve = generate.serve;
+  if (!serve.requestsFile.empty() && serve.rate > 0)
+    return fail("--serve FILE and --rate R are two sources of requests: give one"), failure();
+  if (!serve.requestsFile.empty() && !llvm::MemoryBuffer::getFile(serve.requestsFile))
+    return fail("cannot read --serve " + serve.requestsFile), failure();
+  if (!generate.promptsFile.empty())
+    return fail("--serve reads its prompts from its requests; --prompts is --generate's"),
+           failure();
+  if (serve.pageSize < 1 || serve.kvPages < 0 || serve.prefillChunk < 0 ||
+      serve.prefillBatch < 1 || serve.requests < 1)
+    return fail("--page-size, --prefill-batch and --requests must be >= 1; --kv-pages and "
+                "--prefill-chunk >= 0"),
+           failure();
+  if (options.verify && serve.requestsFile.empty())
+    return fail("--serve --verify compares the requests of a --serve FILE (not --rate's)"),
+           failure();
+  if (!options.checkpointDir.empty() || !options.resumeFrom.empty() ||
+      !options.verifyFrom.empty())
+    return fail("--serve takes none of --checkpoint-dir, --resume, --verify-from"), failure();
+  if (ranks > 1) {
+    // One rank, or tp alone: the scheduler owns the pages of one pool.
+    SmallVector<StringRef> axes;
+    StringRef(pipeline.grid).split(axes, ',');
+    for (StringRef axis : axes)
+      if (!axis.trim().starts_with("tp="))
+        return fail("--serve runs on one rank or a tp grid; " + axis.trim() +
+                    " is not served yet"),
+               failure();
+  }
+  return success();
+}
+
+} // namespace
+
+int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
+               const RunOptions &options, const GenerateOptions &generate) {
+  FailureOr<int64_t> ranks = pipeline.grid.empty() ? 1 : gridRanks(pipeline.grid);
+  if (failed(ranks) || failed(checkServeOptions(pipeline, options, generate, *ranks)))
+    return 1;
+  Progress *progress = options.compile.progress;
+  if (progress)
+    progress->phase("deriving the serving programs");
+  const RequestsSummary requests = summarizeRequests(generate);
+  OwningOpRef<ModuleOp> reference = options.verify ? module.clone() : nullptr;
+  const int64_t context = generate.context ? generate.context : modelContext(module);
+  GenerateOptions sized = generate;
+  if (!sized.serve.prefillChunk) {
+    // Chunks of up to 512 prompt tokens, as long as the context allows.
+    sized.serve.prefillChunk = std::min<int64_t>(context, 512);
+  }
+  FailureOr<std::string> binary =
+      buildServing(module, pipeline, options, deriveOptions(sized, requests, context, /*paged=*/true),
+                   *ranks > 1 ? StringRef(pipeline.grid) : "", *ranks > 1, /*emit=*/true, progress);
+  if (failed(binary))
+    return 1;
+  FailureOr<std::string> single =
+      reference ? buildServing(*reference, pipeline, options,
+                               deriveOptions(generate, requests, context, /*paged=*/false), "", false,
+                               /*emit=*/false, nullptr)
+                : FailureOr<std::string>(std::string());
+  if (failed(single))
+    return 1;
+  if (options.compileOnly)
+    return 0;
+  if (progress)
+    progress->phase("serving");
+  SmallVector<std::string> args = serveArgs(options, generate);
+  if (!reference)
+    return runPrograms({*binary}, *ranks, pipeline.grid, args);
+  FailureOr<std::string> servedDir = logitsDirectory(), aloneDir = logitsDirectory();
+  if (failed(servedDir) || failed(aloneDir))
+    return 1;
+  GenerationRun served{"", *servedDir}, alone{"", *aloneDir};
+  args.append({"--logits-out", *servedDir});
+  SmallVector<std::string> aloneArgs = commonArgs(options, generate);
+  aloneArgs.append({"--prompts", generate.serve.requestsFile, "--logits-out", *aloneDir});
+  int status = runCaptured({*binary}, *ranks, pipeline.grid, args, served.text, /*echo=*/true);
+  int aloneStatus = runCaptured({*single}, 1, "", aloneArgs, alone.text, /*echo=*/false);
+  bool same = (status == 0 || status == 2) && (aloneStatus == 0 || aloneStatus == 2) &&
+              compareGenerations(served, alone, "serving against each request alone on 1 rank",
+                                 kServeTolerance, llvm::outs());
+  llvm::sys::fs::remove_directories(*servedDir);
+  llvm::sys::fs::remove_directories(*aloneDir);
+  if (status != 0 && status != 2)
+    return status;
+  return same ? status : 1;
+}
+
+} // namespace braid::driver
