@@ -62,6 +62,9 @@ struct Scheduler::State {
   Iteration planned;
   bool outstanding = false;              ///< plan() awaits complete()
   int64_t arrivals = 0, preempted = 0, shared = 0;
+  /// Static batching: the current wave's members not yet (or, preempted,
+  /// no longer) admitted; they wait in front of the queue.
+  int64_t waveLeft = 0;
 
   explicit State(const SchedulerConfig &c)
       : config(c), pool(c.pages, c.pageSize), slotOwner(size_t(c.decodeRows), -1),
@@ -165,6 +168,8 @@ void Scheduler::State::preemptNewest(Iteration &it) {
   waiting.push_front(s.index);
   it.preempted.push_back(s.index);
   ++preempted;
+  if (config.staticBatches)
+    ++waveLeft;
 }
 
 /// Preempts newer running sequences until `needed` pages are free for `s`;
@@ -255,9 +260,12 @@ void Scheduler::State::planRunning(Iteration &it, int64_t &prefillRowsLeft) {
 
 /// Admits waiting requests in order while a decode row, a prefill row and
 /// the pages of the first chunk are free; the first that cannot be admitted
-/// stops admission (FCFS).
+/// stops admission (FCFS). Static batching admits only the current wave's
+/// members, and forms the next wave once nothing runs.
 void Scheduler::State::admit(Iteration &it, int64_t &prefillRowsLeft) {
-  while (!waiting.empty() && prefillRowsLeft > 0) {
+  if (config.staticBatches && running.empty() && waveLeft == 0)
+    waveLeft = std::min(config.decodeRows, int64_t(waiting.size()));
+  while (!waiting.empty() && prefillRowsLeft > 0 && (!config.staticBatches || waveLeft > 0)) {
     auto freeSlot = std::find(slotOwner.begin(), slotOwner.end(), -1);
     if (freeSlot == slotOwner.end())
       return;
@@ -275,6 +283,8 @@ void Scheduler::State::admit(Iteration &it, int64_t &prefillRowsLeft) {
     if (!planChunk(s, it, config.prefillRows - prefillRowsLeft))
       schedulerBug("an admitted sequence's first chunk did not fit");
     --prefillRowsLeft;
+    if (config.staticBatches)
+      --waveLeft;
   }
 }
 
@@ -470,6 +480,11 @@ std::string Scheduler::State::checkSequences() const {
         std::count(sequences.at(index).table.begin(), sequences.at(index).table.end(), -1) !=
             config.pagesPerSequence)
       return "waiting sequence " + std::to_string(index) + " holds a row or pages";
+  if (waveLeft < 0 || waveLeft > int64_t(waiting.size()) ||
+      waveLeft + int64_t(running.size()) > config.decodeRows)
+    return "the wave's " + std::to_string(waveLeft) + " members to admit do not fit " +
+           std::to_string(waiting.size()) + " waiting and " +
+           std::to_string(config.decodeRows - int64_t(running.size())) + " free rows";
   return "";
 }
 

@@ -53,6 +53,15 @@
 //     cache of freed pages). serve_pages.h keeps the pages.
 //  5. A sequence is retired when it has generated its max_new_tokens or
 //     drawn the end token (if any); its pages and row are released at once.
+//  6. Static batching (staticBatches, the baseline continuous batching is
+//     measured against, bench/serving): requests are admitted in waves. A
+//     wave forms only when no sequence runs: the first decodeRows waiting
+//     requests (those that have arrived), admitted as in 3 (a few per
+//     iteration when prefillRows < decodeRows); nobody else is admitted
+//     until the wave's last sequence retires, so a retired sequence's row
+//     stays empty meanwhile. A wave member preempted in 2 or 3 waits in
+//     front of the queue and is admitted again within its wave. Chunking,
+//     paging and sampling are as above.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,6 +86,9 @@ struct SchedulerConfig {
   /// model with Mamba layers: their state has no pages, so a sequence that
   /// starts its prefill past shared pages would miss their tokens.
   bool sharePrefixes = true;
+  /// Static batching (policy 6): admit a wave only when nothing runs, and
+  /// nobody else until the wave ends.
+  bool staticBatches = false;
 };
 
 /// One prompt chunk of an iteration's prefill call, in row `row` of it.

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -221,6 +222,75 @@ void scenarioEndToken() {
               " at max_new_tokens");
 }
 
+/// The sequences each static-batching wave admitted (a wave: the
+/// iterations between two moments when nothing runs), re-admissions after a
+/// preemption counted once.
+std::vector<std::set<int64_t>> wavesOf(const RunResult &r) {
+  std::vector<std::set<int64_t>> waves;
+  std::set<int64_t> running;
+  for (const Logged &l : r.log) {
+    if (running.empty() && !l.plan.admitted.empty())
+      waves.emplace_back();
+    for (int64_t sequence : l.plan.admitted) {
+      waves.back().insert(sequence);
+      running.insert(sequence);
+    }
+    for (int64_t sequence : l.plan.preempted)
+      running.erase(sequence);
+    for (const Finished &f : l.finished)
+      running.erase(f.sequence);
+  }
+  return waves;
+}
+
+/// Static batching (the baseline of bench/serving): requests run in waves
+/// of at most B that start only when nothing runs, a finished row stays
+/// empty until its wave ends, and every request's ids equal continuous
+/// batching's (with a pool small enough to preempt, too).
+void scenarioStatic() {
+  const int64_t vocab = 64, B = 3;
+  Random random(8);
+  std::vector<Request> requests;
+  const int64_t maxNew[] = {2, 12, 3, 7, 1, 9, 4, 5, 2, 6};
+  for (int64_t i = 0; i < 10; ++i)
+    requests.push_back({i, randomPrompt(random, 2 + (i * 7) % 13, vocab), maxNew[i], i / 3});
+  SchedulerConfig config = makeConfig(B, 2, 4, 4, 64, 8);
+  RunResult continuous = serveFake(config, vocab, requests);
+  config.staticBatches = true;
+  RunResult waves = serveFake(config, vocab, requests);
+  config.pages = 6;
+  RunResult small = serveFake(config, vocab, requests);
+  std::string problem = !continuous.problem.empty() ? continuous.problem
+                        : !waves.problem.empty()    ? waves.problem
+                                                    : small.problem;
+  size_t largest = 0, largestContinuous = 0, members = 0;
+  for (const std::set<int64_t> &wave : wavesOf(waves)) {
+    largest = std::max(largest, wave.size());
+    members += wave.size();
+  }
+  for (const std::set<int64_t> &wave : wavesOf(small))
+    largest = std::max(largest, wave.size());
+  for (const std::set<int64_t> &wave : wavesOf(continuous))
+    largestContinuous = std::max(largestContinuous, wave.size());
+  if (problem.empty() && (largest > size_t(B) || members != requests.size()))
+    problem = "a wave admitted " + std::to_string(largest) + " sequences on " +
+              std::to_string(B) + " rows";
+  if (problem.empty() && largestContinuous <= size_t(B))
+    problem = "continuous batching never refilled a row (the check would not tell)";
+  if (problem.empty() && small.preemptions == 0)
+    problem = "the 6-page pool preempted nobody";
+  if (problem.empty() && (waves.ids != continuous.ids || small.ids != continuous.ids))
+    problem = "the ids differ between static and continuous batching";
+  if (problem.empty() && waves.log.size() <= continuous.log.size())
+    problem = "static batching took no more iterations than continuous batching";
+  verdict("static", problem,
+          std::to_string(wavesOf(waves).size()) + " waves of at most " + std::to_string(B) +
+              " in " + std::to_string(waves.log.size()) + " iterations (continuous: " +
+              std::to_string(continuous.log.size()) + "), " + std::to_string(small.preemptions) +
+              " preemptions in a 6-page pool, ids equal to continuous batching's: " +
+              (waves.ids == continuous.ids && small.ids == continuous.ids ? "yes" : "no"));
+}
+
 /// The checks catch a table entry pointing at another sequence's page and a
 /// chunk boundary off by one (each run must FAIL).
 void scenarioNegative() {
@@ -287,6 +357,8 @@ void scenarioStress() {
     SchedulerConfig config = makeConfig(B, Bp, L, P, std::min(largest, T) + spare * ample, T);
     config.endToken = random.in(0, 1) ? random.in(0, vocab - 1) : -1;
     config.sharePrefixes = random.in(0, 3) != 0;
+    // Not drawn: the other runs' draws stay those they were before waves.
+    config.staticBatches = runs % 3 == 2;
     RunResult r = serveFake(config, vocab, requests);
     if (!r.problem.empty())
       problem = "run " + std::to_string(runs) + ": " + r.problem;
@@ -410,6 +482,7 @@ int main(int argc, char **argv) {
   scenarioPreemption();
   scenarioSharing();
   scenarioEndToken();
+  scenarioStatic();
   scenarioRefusals();
   scenarioNegative();
   scenarioStress();
