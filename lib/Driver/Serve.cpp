@@ -124,6 +124,8 @@ SmallVector<std::string> serveArgs(const RunOptions &options, const GenerateOpti
   }
   if (!serve.outputFile.empty())
     args.append({"--output", serve.outputFile});
+  if (serve.staticBatches)
+    args.push_back("--static-batching");
   if (!options.traceFile.empty())
     args.append({"--trace", options.traceFile});
   return args;

@@ -74,6 +74,7 @@ struct Args {
   int64_t minPromptLen = 0;   ///< --min-prompt-len: generated prompts' shortest (0: --prompt-len)
   std::string outputFile;     ///< --output FILE: each request's ids as JSON lines
   int64_t endToken = -1;      ///< --end-token ID: a drawn ID ends its request (-1: none)
+  bool staticBatching = false; ///< --static-batching: waves instead of continuous batching
 };
 
 /// The command line; --help prints the usage and exits 0, a bad argument

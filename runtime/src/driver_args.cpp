@@ -10,7 +10,8 @@
 //           [--top-k K] [--top-p P] [--verify-forward]      (generation binaries)
 //           [--logits-out DIR]
 //           [--serve FILE | --rate R [--requests N] [--min-prompt-len L]]
-//           [--output FILE] [--end-token ID]         (serving, driver_serve.cpp)
+//           [--output FILE] [--end-token ID] [--static-batching]
+//                                                     (serving, driver_serve.cpp)
 //
 // Every flag takes its value as the next argument or after '='. A bad
 // argument prints the usage and exits with status 2; --help prints it on
@@ -40,7 +41,7 @@ void usage(const char *argv0, FILE *out) {
                "       [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T] "
                "[--top-k K] [--top-p P] [--verify-forward] [--logits-out DIR]\n"
                "       [--serve FILE | --rate R [--requests N] [--min-prompt-len L]] "
-               "[--output FILE] [--end-token ID]\n",
+               "[--output FILE] [--end-token ID] [--static-batching]\n",
                argv0);
 }
 
@@ -111,6 +112,7 @@ constexpr std::pair<const char *, bool Args::*> kSwitches[] = {
     {"--dump-first-step", &Args::dumpFirstStep},
     {"--check-replicas", &Args::checkReplicas},
     {"--verify-forward", &Args::verifyForward},
+    {"--static-batching", &Args::staticBatching},
 };
 
 /// The flags that take a string, and the message for an empty one (null:

@@ -2,7 +2,7 @@
 //
 //   PROGRAM --serve REQUESTS.jsonl | --rate R [--requests N] [--prompt-len L]
 //           [--min-prompt-len M] [--generate N] [--output FILE]
-//           [--end-token ID] [--logits-out DIR] [--seed S]
+//           [--end-token ID] [--logits-out DIR] [--seed S] [--static-batching]
 //
 // A serving binary holds prefill and decode programs derived with a paged KV
 // cache (--braid-derive-inference page-size=P): prefill takes Bp rows of at
@@ -15,6 +15,8 @@
 // running sequence; this file runs the two calls and hands back the drawn
 // tokens. Requests arrive at their arrival_ms (a wall clock from the start);
 // every rank admits the same ones (the largest count any rank saw).
+// --static-batching admits them in waves instead (serve_scheduler.h, policy
+// 6): the baseline bench/serving measures continuous batching against.
 //
 // stdout: each request's ids as it completes, "request R: ID ...", a refused
 // one's "request R: refused: line L: WHY" (also on stderr), then
@@ -206,6 +208,8 @@ private:
     // A shared page holds the keys and values of its prefix, not the Mamba
     // states after it: a model with Mamba layers computes every prefix.
     config.sharePrefixes = !shapes.mamba;
+    // The baseline continuous batching is measured against (bench/serving).
+    config.staticBatches = s.args.staticBatching;
     return config;
   }
 

@@ -14,6 +14,8 @@
 # - hybrid-tiny (Mamba and attention) with the small pool: verified, and no
 #   page shared (a shared page does not hold the Mamba states of its prefix);
 # - llama-tiny on tp=2 with the small pool; mamba-tiny, gpt-tiny, moe-tiny;
+# - static batching (--static-batching, bench/serving's baseline: waves of 3
+#   that start when the last has ended): verified, in more iterations;
 # - the negative tests: a page table entry pointing at another
 #   sequence's page, a chunk boundary off by one (BRAID_TEST_SERVE_FAULT):
 #   each FAILS --verify;
@@ -78,7 +80,7 @@ def served(model, *extra, env=None, what=None):
 
 
 output = os.path.join(test.work, "out.jsonl")
-s = served("llama-tiny.mlir", "--output", output)
+s = continuous = served("llama-tiny.mlir", "--output", output)
 expect(s and int(s.group(6)) > 0, "llama-tiny: no page shared between the prompts of one head")
 with open(output) as f:
     lines = [json.loads(line) for line in f]
@@ -95,6 +97,9 @@ expect(s and int(s.group(5)) > 0 and s.group(6) == "0",
 served("llama-tiny.mlir", "--kv-pages", "5", "--grid", "tp=2")
 for model in ("mamba-tiny.mlir", "gpt-tiny.mlir", "moe-tiny.mlir"):
     served(model)
+s = served("llama-tiny.mlir", "--static-batching")
+expect(s and continuous and int(s.group(7)) > int(continuous.group(7)),
+       "llama-tiny, static batching: no more iterations than continuous batching")
 
 # The negative tests: each FAILS --verify.
 for fault, what in (("page", "a page table entry pointing at another sequence's page"),

@@ -305,6 +305,11 @@ static cl::opt<int64_t> prefillChunk(
 static cl::opt<int64_t> prefillBatch("prefill-batch", cl::cat(serveCategory),
                                      cl::desc("Prompt chunks per iteration (default 1)"),
                                      cl::init(1));
+static cl::opt<bool> staticBatching(
+    "static-batching", cl::cat(serveCategory),
+    cl::desc("Admit requests in waves of --batch that start only when the last "
+             "one has ended, instead of continuous batching (the baseline of "
+             "bench/serving)"));
 
 /// The lowering's options (--grid, --zero, --dtype, ...): the training
 /// pipeline's own, defined once in braid/Pipelines.h and made flags of
@@ -427,6 +432,7 @@ int main(int argc, char **argv) {
       generate.serve.kvPages = kvPages;
       generate.serve.prefillChunk = prefillChunk;
       generate.serve.prefillBatch = prefillBatch;
+      generate.serve.staticBatches = staticBatching;
       return ::braid::driver::serveModel(*module, pipeline, options, generate);
     }
     return ::braid::driver::generateModel(*module, pipeline, options, generate);
