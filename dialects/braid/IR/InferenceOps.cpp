@@ -10,19 +10,14 @@
 
 #include "dialects/braid/IR/AttentionKernelArgs.h"
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/CacheAttentionRules.h"
 #include "dialects/braid/IR/ShapeErrors.h"
-
-#include <cmath>
 
 using namespace mlir;
 using namespace mlir::braid;
 using namespace mlir::braid::detail;
 
 using P = std::pair<Value, int64_t>;
-
-static RankedTensorType rankedOf(Value value) {
-  return value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
-}
 
 /// `positions` must be [B] for sequences of `batch`.
 template <typename OpTy>
@@ -60,14 +55,9 @@ LogicalResult CacheWriteOp::verify() {
            << rows.getDimSize(1) << " rows per sequence into a cache of "
            << cache.getDimSize(1);
   if (failed(checkPositions(error, getPositions().getType(),
-                            cache.getDimSize(0), "positions")))
+                            cache.getDimSize(0), "positions")) ||
+      failed(checkRopeTheta(error, getRopeThetaAttr(), cache.getDimSize(3))))
     return failure();
-  if (FloatAttr thetaAttr = getRopeThetaAttr();
-      thetaAttr && (!(thetaAttr.getValueAsDouble() > 0.0) ||
-                    cache.getDimSize(3) % 2 != 0))
-    return emitOpError("rope_theta needs a positive theta and an even head "
-                       "dimension, found ")
-           << thetaAttr.getValueAsDouble() << " and " << cache.getDimSize(3);
   // In place: a second reader of the cache operand would see the rows
   // this op writes or not depending on where the scheduler put it.
   if (!getCache().hasOneUse())
@@ -121,15 +111,13 @@ LogicalResult CacheAttentionOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
   ShapeErrors<CacheAttentionOp> error{loc};
-  auto q = rankedOf(adaptor.getQuery()), k = rankedOf(adaptor.getKeyCache()),
-       v = rankedOf(adaptor.getValueCache()),
-       pos = rankedOf(adaptor.getPositions());
+  auto q = typeOf(adaptor.getQuery()), k = typeOf(adaptor.getKeyCache()),
+       v = typeOf(adaptor.getValueCache()),
+       pos = typeOf(adaptor.getPositions());
   if (!q || !k || !v || !pos)
     return failure();
-  if (failed(error.expectRank(q, 4, "query", "[B, S, Hq, D]")) ||
-      failed(error.expectRank(k, 4, "key cache", "[B, C, Hkv, D]")) ||
-      failed(error.expectRank(v, 4, "value cache", "[B, C, Hkv, Dv]")) ||
-      failed(error.expectSameElementType({q, k, v})))
+  if (failed(checkAttentionRanks(error, q, k, v, "key cache", "[B, C, Hkv, D]",
+                                 "value cache", "[B, C, Hkv, Dv]")))
     return failure();
   if (k.getDimSize(0) != q.getDimSize(0) || v.getDimSize(0) != q.getDimSize(0))
     return error("the caches hold ", k.getDimSize(0), " and ",
@@ -137,29 +125,16 @@ LogicalResult CacheAttentionOp::inferReturnTypes(
   if (k.getDimSize(1) != v.getDimSize(1) || k.getDimSize(2) != v.getDimSize(2))
     return error("the key cache ", k, " and the value cache ", v,
                  " differ in rows or heads");
-  if (k.getDimSize(3) != q.getDimSize(3))
-    return error("the key cache's head dimension ", k.getDimSize(3),
-                 " differs from the query's ", q.getDimSize(3));
-  if (q.getDimSize(2) % k.getDimSize(2) != 0)
-    return error(q.getDimSize(2), " query heads are not a multiple of ",
-                 k.getDimSize(2), " key/value heads");
-  if (failed(checkPositions(error, pos, q.getDimSize(0), "positions")))
+  if (failed(checkAttentionHeads(error, q, k, "key cache")) ||
+      failed(checkPositions(error, pos, q.getDimSize(0), "positions")) ||
+      failed(checkRopeTheta(error, adaptor.getRopeThetaAttr(), q.getDimSize(3))))
     return failure();
-  if (FloatAttr thetaAttr = adaptor.getRopeThetaAttr();
-      thetaAttr && (!(thetaAttr.getValueAsDouble() > 0.0) ||
-                    q.getDimSize(3) % 2 != 0))
-    return error("rope_theta needs a positive theta and an even head "
-                 "dimension, found ",
-                 thetaAttr.getValueAsDouble(), " and ", q.getDimSize(3));
-  inferred.push_back(q.clone(
-      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)}));
+  inferred.push_back(attentionResultType(q, v));
   return success();
 }
 
 double CacheAttentionOp::getScaleOrDefault() {
-  if (FloatAttr scale = getScaleAttr())
-    return scale.getValueAsDouble();
-  return 1.0 / std::sqrt(static_cast<double>(getQuery().getType().getDimSize(3)));
+  return scaleOrDefault(getScaleAttr(), getQuery().getType());
 }
 
 ShardingRule CacheAttentionOp::getShardingRule() {
@@ -171,16 +146,10 @@ ShardingRule CacheAttentionOp::getShardingRule() {
 }
 
 OpCost CacheAttentionOp::getCost() {
-  OpCost cost;
-  ArrayRef<int64_t> q = getQuery().getType().getShape();
-  ArrayRef<int64_t> k = getKeyCache().getType().getShape();
-  ArrayRef<int64_t> v = getValueCache().getType().getShape();
-  // Counted over the whole cache (the positions are runtime data): the
-  // bound of a step at full context, as braid.attention counts S x Skv.
-  int64_t scores = q[0] * q[2] * q[1] * k[1];
-  cost.matmulFlops = 2 * scores * q[3] + 2 * scores * v[3];
-  cost.otherFlops = 5 * scores;
-  return cost;
+  // Over the whole cache: its C rows per sequence.
+  return cacheAttentionCost(getQuery().getType().getShape(),
+                            getKeyCache().getType().getDimSize(1),
+                            getValueCache().getType().getDimSize(3));
 }
 
 //===----------------------------------------------------------------------===//
@@ -192,7 +161,7 @@ LogicalResult TakeRowsOp::inferReturnTypes(MLIRContext *,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &inferred) {
   ShapeErrors<TakeRowsOp> error{loc};
-  auto input = rankedOf(adaptor.getInput()), index = rankedOf(adaptor.getIndex());
+  auto input = typeOf(adaptor.getInput()), index = typeOf(adaptor.getIndex());
   if (!input || !index)
     return failure();
   if (failed(error.expectRank(input, 3, "input", "[B, S, H]")) ||
@@ -230,8 +199,8 @@ LogicalResult AddPositionsOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
   ShapeErrors<AddPositionsOp> error{loc};
-  auto input = rankedOf(adaptor.getInput()), table = rankedOf(adaptor.getTable()),
-       pos = rankedOf(adaptor.getPositions());
+  auto input = typeOf(adaptor.getInput()), table = typeOf(adaptor.getTable()),
+       pos = typeOf(adaptor.getPositions());
   if (!input || !table || !pos)
     return failure();
   if (failed(error.expectRank(input, 3, "input", "[B, S, H]")) ||

@@ -10,19 +10,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/CacheAttentionRules.h"
 #include "dialects/braid/IR/ShapeErrors.h"
-
-#include <cmath>
 
 using namespace mlir;
 using namespace mlir::braid;
 using namespace mlir::braid::detail;
 
 using P = std::pair<Value, int64_t>;
-
-static RankedTensorType rankedOf(Value value) {
-  return value ? dyn_cast<RankedTensorType>(value.getType()) : nullptr;
-}
 
 /// The per-sequence operands of both ops: `positions` and `last_rows` [B],
 /// `pages` [B, T].
@@ -31,25 +26,14 @@ static LogicalResult checkPageTable(ShapeErrors<OpTy> error, int64_t batch,
                                     RankedTensorType positions,
                                     RankedTensorType pages,
                                     RankedTensorType lastRows) {
-  for (auto [type, role] : {std::pair{positions, "positions"},
-                            std::pair{lastRows, "last_rows"}})
+  for (auto [type, role] :
+       {std::pair{positions, "positions"}, std::pair{lastRows, "last_rows"}})
     if (type.getRank() != 1 || type.getDimSize(0) != batch)
       return error(role, " must be [", batch, "] (one per sequence), found ",
                    type);
   if (pages.getRank() != 2 || pages.getDimSize(0) != batch)
     return error("pages must be [", batch,
                  ", T] (one page table per sequence), found ", pages);
-  return success();
-}
-
-/// RoPE rotates pairs (i, i + D/2) of a positive theta.
-template <typename OpTy>
-static LogicalResult checkRope(ShapeErrors<OpTy> error, FloatAttr theta,
-                               int64_t headDim) {
-  if (theta && (!(theta.getValueAsDouble() > 0.0) || headDim % 2 != 0))
-    return error("rope_theta needs a positive theta and an even head "
-                 "dimension, found ",
-                 theta.getValueAsDouble(), " and ", headDim);
   return success();
 }
 
@@ -70,12 +54,11 @@ LogicalResult PagedCacheWriteOp::verify() {
     return failure();
   if (pool.getDimSize(2) != rows.getDimSize(2) ||
       pool.getDimSize(3) != rows.getDimSize(3))
-    return emitOpError("rows ")
-           << rows << " do not fit the pool " << pool
-           << ": the heads and head dimension must match";
+    return emitOpError("rows ") << rows << " do not fit the pool " << pool
+                                << ": the heads and head dimension must match";
   if (failed(checkPageTable(error, rows.getDimSize(0), getPositions().getType(),
                             getPages().getType(), getLastRows().getType())) ||
-      failed(checkRope(error, getRopeThetaAttr(), pool.getDimSize(3))))
+      failed(checkRopeTheta(error, getRopeThetaAttr(), pool.getDimSize(3))))
     return failure();
   // In place, as braid.cache_write: a second reader of the pool would see
   // the rows this op writes or not depending on where it was scheduled.
@@ -87,12 +70,11 @@ LogicalResult PagedCacheWriteOp::verify() {
 
 ShardingRule PagedCacheWriteOp::getShardingRule() {
   ShardingRuleBuilder r(*this);
-  Value pool = getPool(), rows = getRows(), y = getResult(),
-        pages = getPages();
+  Value pool = getPool(), rows = getRows(), y = getResult(), pages = getPages();
   // The sequences: the pool has no such dimension (any page may be any
   // sequence's), so a split of them leaves the pool whole.
-  r.add(FactorKind::Parallel, {P{rows, 0}, P{getPositions(), 0}, P{pages, 0},
-                               P{getLastRows(), 0}});
+  r.add(FactorKind::Parallel,
+        {P{rows, 0}, P{getPositions(), 0}, P{pages, 0}, P{getLastRows(), 0}});
   r.add(FactorKind::Whole, {P{rows, 1}});
   r.add(FactorKind::Whole, {P{pool, 0}, P{y, 0}});
   r.add(FactorKind::Whole, {P{pool, 1}, P{y, 1}});
@@ -135,41 +117,29 @@ LogicalResult PagedCacheAttentionOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &inferred) {
   ShapeErrors<PagedCacheAttentionOp> error{loc};
-  auto q = rankedOf(adaptor.getQuery()), k = rankedOf(adaptor.getKeyPool()),
-       v = rankedOf(adaptor.getValuePool()),
-       pos = rankedOf(adaptor.getPositions()),
-       pages = rankedOf(adaptor.getPages()),
-       last = rankedOf(adaptor.getLastRows());
+  auto q = typeOf(adaptor.getQuery()), k = typeOf(adaptor.getKeyPool()),
+       v = typeOf(adaptor.getValuePool()), pos = typeOf(adaptor.getPositions()),
+       pages = typeOf(adaptor.getPages()), last = typeOf(adaptor.getLastRows());
   if (!q || !k || !v || !pos || !pages || !last)
     return failure();
-  if (failed(error.expectRank(q, 4, "query", "[B, S, Hq, D]")) ||
-      failed(error.expectRank(k, 4, "key pool", "[N, P, Hkv, D]")) ||
-      failed(error.expectRank(v, 4, "value pool", "[N, P, Hkv, Dv]")) ||
-      failed(error.expectSameElementType({q, k, v})))
+  if (failed(checkAttentionRanks(error, q, k, v, "key pool", "[N, P, Hkv, D]",
+                                 "value pool", "[N, P, Hkv, Dv]")))
     return failure();
   if (k.getDimSize(0) != v.getDimSize(0) ||
       k.getDimSize(1) != v.getDimSize(1) || k.getDimSize(2) != v.getDimSize(2))
     return error("the key pool ", k, " and the value pool ", v,
                  " differ in pages, page size or heads");
-  if (k.getDimSize(3) != q.getDimSize(3))
-    return error("the key pool's head dimension ", k.getDimSize(3),
-                 " differs from the query's ", q.getDimSize(3));
-  if (q.getDimSize(2) % k.getDimSize(2) != 0)
-    return error(q.getDimSize(2), " query heads are not a multiple of ",
-                 k.getDimSize(2), " key/value heads");
-  if (failed(checkPageTable(error, q.getDimSize(0), pos, pages, last)) ||
-      failed(checkRope(error, adaptor.getRopeThetaAttr(), q.getDimSize(3))))
+  if (failed(checkAttentionHeads(error, q, k, "key pool")) ||
+      failed(checkPageTable(error, q.getDimSize(0), pos, pages, last)) ||
+      failed(
+          checkRopeTheta(error, adaptor.getRopeThetaAttr(), q.getDimSize(3))))
     return failure();
-  inferred.push_back(q.clone(
-      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)}));
+  inferred.push_back(attentionResultType(q, v));
   return success();
 }
 
 double PagedCacheAttentionOp::getScaleOrDefault() {
-  if (FloatAttr scale = getScaleAttr())
-    return scale.getValueAsDouble();
-  return 1.0 /
-         std::sqrt(static_cast<double>(getQuery().getType().getDimSize(3)));
+  return scaleOrDefault(getScaleAttr(), getQuery().getType());
 }
 
 ShardingRule PagedCacheAttentionOp::getShardingRule() {
@@ -195,17 +165,12 @@ ShardingRule PagedCacheAttentionOp::getShardingRule() {
 }
 
 OpCost PagedCacheAttentionOp::getCost() {
-  OpCost cost;
-  ArrayRef<int64_t> q = getQuery().getType().getShape();
-  ArrayRef<int64_t> k = getKeyPool().getType().getShape();
-  ArrayRef<int64_t> v = getValuePool().getType().getShape();
   // As braid.cache_attention's, over the most rows a sequence's page table
-  // reaches (T pages of P rows): the bound of a step at full context.
-  int64_t rows = getPages().getType().getDimSize(1) * k[1];
-  int64_t scores = q[0] * q[2] * q[1] * rows;
-  cost.matmulFlops = 2 * scores * q[3] + 2 * scores * v[3];
-  cost.otherFlops = 5 * scores;
-  return cost;
+  // reaches (T pages of P rows).
+  return cacheAttentionCost(getQuery().getType().getShape(),
+                            getPages().getType().getDimSize(1) *
+                                getKeyPool().getType().getDimSize(1),
+                            getValuePool().getType().getDimSize(3));
 }
 
 LogicalResult
@@ -226,12 +191,12 @@ PagedCacheAttentionOp::getKernelCalls(SmallVectorImpl<KernelCall> &calls) {
        {"v_head_dim", v[3]},
        {"scale", KernelArg::real(getScaleOrDefault())},
        {"rope_theta", KernelArg::real(ropeThetaOr0(getRopeThetaAttr()))}});
-  calls.push_back({"braid_k_paged_cache_attention",
-                   {KernelArg::dtype(getType()), getQuery(), getKeyPool(),
-                    getValuePool(),
-                    KernelArg::buffer(getPositions(), "const int32_t *"),
-                    KernelArg::buffer(getPages(), "const int32_t *"),
-                    KernelArg::buffer(getLastRows(), "const int32_t *"),
-                    getResult(), shape}});
+  calls.push_back(
+      {"braid_k_paged_cache_attention",
+       {KernelArg::dtype(getType()), getQuery(), getKeyPool(), getValuePool(),
+        KernelArg::buffer(getPositions(), "const int32_t *"),
+        KernelArg::buffer(getPages(), "const int32_t *"),
+        KernelArg::buffer(getLastRows(), "const int32_t *"), getResult(),
+        shape}});
   return success();
 }

@@ -55,8 +55,7 @@ int64_t checkSequence(const PagedCall &c, int64_t b, const char *verb, FirstChec
   return last + 1;
 }
 
-void checkPagedGeometry(const char *kernel, int64_t pages, int64_t pageSize,
-                        int64_t pagesPerSeq) {
+void checkPagedGeometry(const char *kernel, int64_t pages, int64_t pageSize, int64_t pagesPerSeq) {
   if (pages < 0 || pageSize <= 0 || pagesPerSeq < 0)
     fail(kernel, "bad page geometry (pages %lld, page_size %lld, pages_per_seq %lld)",
          (long long)pages, (long long)pageSize, (long long)pagesPerSeq);
@@ -68,9 +67,9 @@ extern "C" {
 
 void braid_k_paged_cache_write(braid_rt *, braid_dtype dt, void *pool, const void *rows,
                                const int32_t *positions, const int32_t *page_table,
-                               const int32_t *last_rows, int64_t batch, int64_t seq,
-                               int64_t pages, int64_t page_size, int64_t pages_per_seq,
-                               int64_t heads, int64_t head_dim, double rope_theta) {
+                               const int32_t *last_rows, int64_t batch, int64_t seq, int64_t pages,
+                               int64_t page_size, int64_t pages_per_seq, int64_t heads,
+                               int64_t head_dim, double rope_theta) {
   constexpr const char *kKernel = "paged_cache_write";
   if (head_dim > kMaxHeadDim)
     fail(kKernel, "head dim %lld exceeds the supported %lld", (long long)head_dim,
@@ -79,7 +78,7 @@ void braid_k_paged_cache_write(braid_rt *, braid_dtype dt, void *pool, const voi
   checkPagedGeometry(kKernel, pages, page_size, pages_per_seq);
   if (batch <= 0 || seq <= 0)
     return;
-  const PagedCall call{kKernel, batch,     seq,        pages,    page_size,
+  const PagedCall call{kKernel,       batch,     seq,        pages,    page_size,
                        pages_per_seq, positions, page_table, last_rows};
   // Only the pages of the written positions are checked: the earlier ones
   // are read by attention, which checks them.
@@ -101,8 +100,8 @@ void braid_k_paged_cache_write(braid_rt *, braid_dtype dt, void *pool, const voi
 
 void braid_k_paged_cache_attention(braid_rt *, braid_dtype dt, const void *q, const void *k_pool,
                                    const void *v_pool, const int32_t *positions,
-                                   const int32_t *page_table, const int32_t *last_rows,
-                                   void *out, const braid_paged_cache_attention_shape *shape) {
+                                   const int32_t *page_table, const int32_t *last_rows, void *out,
+                                   const braid_paged_cache_attention_shape *shape) {
   constexpr const char *kKernel = "paged_cache_attention";
   const braid_paged_cache_attention_shape &ps = *shape;
   // braid_k_cache_attention's shape over sequences of one page each: its
@@ -114,7 +113,7 @@ void braid_k_paged_cache_attention(braid_rt *, braid_dtype dt, const void *q, co
   checkPagedGeometry(kKernel, ps.pages, ps.page_size, ps.pages_per_seq);
   if (!checkCacheShape(kKernel, sh))
     return;
-  const PagedCall call{kKernel,          ps.batch, ps.seq,     ps.pages, ps.page_size,
+  const PagedCall call{kKernel,          ps.batch,  ps.seq,     ps.pages, ps.page_size,
                        ps.pages_per_seq, positions, page_table, last_rows};
   int64_t maxKeys = 0;
   for (int64_t b = 0; b < ps.batch; ++b)

@@ -122,8 +122,7 @@ struct PagedMask {
   }
 };
 
-void checkPageGeometry(const char *kernel, int64_t pages, int64_t pageSize,
-                       int64_t pagesPerSeq) {
+void checkPageGeometry(const char *kernel, int64_t pages, int64_t pageSize, int64_t pagesPerSeq) {
   if (pages < 0 || pageSize <= 0 || pagesPerSeq < 0 || pagesPerSeq * pageSize > INT32_MAX)
     BRAID_CUDA_FATAL("%s: bad page geometry (pages %lld, page_size %lld, pages_per_seq %lld)",
                      kernel, static_cast<long long>(pages), static_cast<long long>(pageSize),
@@ -137,8 +136,8 @@ extern "C" void braid_k_paged_cache_write(braid_rt *rt, braid_dtype dt, void *po
                                           const void *rows, const int32_t *positions,
                                           const int32_t *page_table, const int32_t *last_rows,
                                           int64_t batch, int64_t seq, int64_t pages,
-                                          int64_t page_size, int64_t pages_per_seq,
-                                          int64_t heads, int64_t head_dim, double rope_theta) {
+                                          int64_t page_size, int64_t pages_per_seq, int64_t heads,
+                                          int64_t head_dim, double rope_theta) {
   using namespace braid::cuda;
   attn::checkRope("paged_cache_write", rope_theta, head_dim);
   checkPageGeometry("paged_cache_write", pages, page_size, pages_per_seq);
@@ -150,15 +149,14 @@ extern "C" void braid_k_paged_cache_write(braid_rt *rt, braid_dtype dt, void *po
   const int64_t n = batch * seq * heads * head_dim;
   BRAID_DISPATCH_FLOAT(dt, T,
                        launchElements("paged_cache_write", n, streamOf(rt),
-                                      attn::rotatedWriteKernel<T, PagedRows>, pool, rows,
-                                      positions, batch, seq, heads, static_cast<int>(head_dim),
-                                      rope_theta, dest));
+                                      attn::rotatedWriteKernel<T, PagedRows>, pool, rows, positions,
+                                      batch, seq, heads, static_cast<int>(head_dim), rope_theta,
+                                      dest));
 }
 
 extern "C" void braid_k_paged_cache_attention(braid_rt *rt, braid_dtype dt, const void *q,
                                               const void *k_pool, const void *v_pool,
-                                              const int32_t *positions,
-                                              const int32_t *page_table,
+                                              const int32_t *positions, const int32_t *page_table,
                                               const int32_t *last_rows, void *out,
                                               const braid_paged_cache_attention_shape *shape) {
   using namespace braid::cuda;
@@ -167,9 +165,8 @@ extern "C" void braid_k_paged_cache_attention(braid_rt *rt, braid_dtype dt, cons
   checkPageGeometry("paged_cache_attention", c.pages, c.page_size, c.pages_per_seq);
   // The attention core's keys: the positions a page table reaches.
   const int64_t reach = c.pages_per_seq * c.page_size;
-  const braid_cache_attention_shape keys{c.batch,    c.seq,      reach,   c.heads,
-                                         c.kv_heads, c.head_dim, c.v_head_dim, c.scale,
-                                         c.rope_theta};
+  const braid_cache_attention_shape keys{c.batch,    c.seq,        reach,   c.heads,     c.kv_heads,
+                                         c.head_dim, c.v_head_dim, c.scale, c.rope_theta};
   if (!checkCacheShape("paged_cache_attention", keys, reach))
     return;
   const AttentionShape sh = attentionShapeOf(keys);
@@ -177,13 +174,11 @@ extern "C" void braid_k_paged_cache_attention(braid_rt *rt, braid_dtype dt, cons
                        {page_table, last_rows, c.seq, c.pages, c.page_size, c.pages_per_seq},
                        deviceErrorRecord()};
   cudaStream_t stream = streamOf(rt);
-  dispatchAttention(dt, c.v_head_dim, q, k_pool, v_pool, nullptr,
-                    [&](const auto &in, auto dpl) {
-                      using T = std::remove_cv_t<std::remove_pointer_t<decltype(in.q)>>;
-                      constexpr int kDpl = decltype(dpl)::value;
-                      launchTiles("paged_cache_attention",
-                                  attentionForwardKernel<T, kDpl, PagedMask, StoreOutput>,
-                                  tileGrid(sh.S, sh.Hq, sh.batch), forwardSmemBytes(sh), stream,
-                                  sh, in, mask, StoreOutput{out});
-                    });
+  dispatchAttention(dt, c.v_head_dim, q, k_pool, v_pool, nullptr, [&](const auto &in, auto dpl) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(in.q)>>;
+    constexpr int kDpl = decltype(dpl)::value;
+    launchTiles("paged_cache_attention", attentionForwardKernel<T, kDpl, PagedMask, StoreOutput>,
+                tileGrid(sh.S, sh.Hq, sh.batch), forwardSmemBytes(sh), stream, sh, in, mask,
+                StoreOutput{out});
+  });
 }
