@@ -85,6 +85,47 @@ braidGenerateModel(MlirModule module, BraidTrainingPipelineOptions pipeline,
                    const BraidRunOptions *run,
                    const BraidGenerateOptions *generate);
 
+/// What braid-run's --serve flags ask for: continuous batching over a
+/// paged KV cache (docs/serving.md). Requests come from `requestsFile`
+/// (JSON lines) or, when it is empty and `rate` > 0, are generated.
+typedef struct BraidServeOptions {
+  MlirStringRef requestsFile; ///< --serve FILE; empty: --rate's requests
+  double rate;                ///< --rate R: Poisson arrivals per second
+  int64_t requests;           ///< --requests N of rate
+  int64_t promptLen;          ///< --prompt-len of rate; 0: the prefill chunk
+  int64_t minPromptLen;       ///< --min-prompt-len of rate; 0: promptLen
+  MlirStringRef outputFile;   ///< --output: JSON lines; empty: none
+  int64_t endToken;           ///< --end-token ID; -1: none
+  int64_t pageSize;           ///< --page-size: positions per page
+  int64_t kvPages;            ///< --kv-pages; 0: batch x context / pageSize
+  int64_t prefillChunk;       ///< --prefill-chunk; 0: min(context, 512)
+  int64_t prefillBatch;       ///< --prefill-batch: prompt chunks per iteration
+  int64_t maxNewTokens;       ///< --generate N: max_new_tokens default
+  int64_t batch;              ///< decode rows; 0: the model's batch
+  int64_t context;            ///< positions per sequence; 0: the model's
+  double temperature;         ///< a request's default; 0: greedy
+  int64_t topK;               ///< a request's default; 0: every token
+  double topP;                ///< a request's default; 1: every token
+  bool staticBatching;        ///< --static-batching: waves, not continuous
+} BraidServeOptions;
+
+/// braid-run's --serve defaults: 16 new tokens, greedy, pages of 16
+/// positions, one prompt chunk per iteration, 16 requests of rate.
+MLIR_CAPI_EXPORTED BraidServeOptions braidServeOptionsGetDefault(void);
+
+/// braid-run --serve: derives `module`'s paged prefill and decode programs
+/// (in place), builds them at `pipeline`'s dtype and grid (one rank or tp)
+/// and serves the requests with `run`'s backend, seed, quiet, compileOnly
+/// and verify (each request against itself generated alone on one rank).
+/// stdout has a "request R: ID ..." or "request R: refused: WHY" line per
+/// request, the summary ("serve: ...") and the verdict of verify; returns the
+/// exit code (0; 1 on an error or a failed verify; 2 when a request was
+/// refused, the others served).
+MLIR_CAPI_EXPORTED int braidServeModel(MlirModule module,
+                                       BraidTrainingPipelineOptions pipeline,
+                                       const BraidRunOptions *run,
+                                       const BraidServeOptions *serve);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@
 
 #include "braid-c/Driver.h"
 
+#include "braid/Driver/Compile.h"
 #include "braid/Driver/Generate.h"
 #include "braid/Driver/Progress.h"
 #include "braid/Driver/Run.h"
@@ -116,4 +117,60 @@ int braidGenerateModel(MlirModule module, BraidTrainingPipelineOptions pipeline,
   what.topP = generate->topP;
   return braid::driver::generateModel(unwrap(module), unwrapPipeline(pipeline),
                                       options, what);
+}
+
+BraidServeOptions braidServeOptionsGetDefault(void) {
+  braid::driver::GenerateOptions defaults;
+  const braid::driver::GenerateOptions::Serve &serve = defaults.serve;
+  BraidServeOptions options = {};
+  options.requestsFile = mlirStringRefCreate(nullptr, 0);
+  options.rate = serve.rate;
+  options.requests = serve.requests;
+  options.promptLen = defaults.promptLen;
+  options.minPromptLen = serve.minPromptLen;
+  options.outputFile = mlirStringRefCreate(nullptr, 0);
+  options.endToken = serve.endToken;
+  options.pageSize = serve.pageSize;
+  options.kvPages = serve.kvPages;
+  options.prefillChunk = serve.prefillChunk;
+  options.prefillBatch = serve.prefillBatch;
+  options.maxNewTokens = 16; // braid-run's --serve without --generate
+  options.batch = defaults.batch;
+  options.context = defaults.context;
+  options.temperature = defaults.temperature;
+  options.topK = defaults.topK;
+  options.topP = defaults.topP;
+  options.staticBatching = serve.staticBatches;
+  return options;
+}
+
+int braidServeModel(MlirModule module, BraidTrainingPipelineOptions pipeline,
+                    const BraidRunOptions *run,
+                    const BraidServeOptions *serve) {
+  std::optional<braid::driver::Progress> progress;
+  braid::driver::RunOptions options = runOptions(run, progress);
+  braid::driver::GenerateOptions what;
+  what.tokens = serve->maxNewTokens;
+  what.batch = serve->batch;
+  what.context = serve->context;
+  what.promptLen = serve->promptLen;
+  what.temperature = serve->temperature;
+  what.topK = serve->topK;
+  what.topP = serve->topP;
+  what.serve.requestsFile = unwrap(serve->requestsFile).str();
+  what.serve.rate = serve->rate;
+  what.serve.requests = serve->requests;
+  what.serve.minPromptLen = serve->minPromptLen;
+  what.serve.outputFile = unwrap(serve->outputFile).str();
+  what.serve.endToken = serve->endToken;
+  what.serve.pageSize = serve->pageSize;
+  what.serve.kvPages = serve->kvPages;
+  what.serve.prefillChunk = serve->prefillChunk;
+  what.serve.prefillBatch = serve->prefillBatch;
+  what.serve.staticBatches = serve->staticBatching;
+  if (!what.serve.enabled())
+    return braid::driver::fail(
+        "braidServeModel: no requests (give requestsFile, or a rate > 0)");
+  return braid::driver::serveModel(unwrap(module), unwrapPipeline(pipeline),
+                                   options, what);
 }
