@@ -193,9 +193,40 @@ int64_t modelContext(ModuleOp module) {
   return rows;
 }
 
+/// How --grid's ranks serve: dp=R makes R replicas (independent groups of
+/// ranks, each with its own pool and scheduler, as vLLM's data-parallel
+/// engines), the other axes (tp) partition each replica's programs.
+struct ServeGrid {
+  std::string programGrid; ///< the replica's grid (empty: one rank)
+  int64_t replicas = 1, ranksPerReplica = 1;
+  int64_t ranks() const { return replicas * ranksPerReplica; }
+};
+
+/// --grid read as ServeGrid; fails after a message naming what is not served.
+FailureOr<ServeGrid> serveGridOf(StringRef grid) {
+  ServeGrid out;
+  SmallVector<StringRef> axes;
+  grid.split(axes, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef axis : axes) {
+    auto [name, size] = axis.trim().split('=');
+    int64_t n = 0;
+    if (size.getAsInteger(10, n) || n < 1)
+      return fail("--grid " + grid + ": '" + axis.trim() + "' is not AXIS=SIZE"), failure();
+    if (name == "dp") {
+      out.replicas = n;
+    } else if (name == "tp") {
+      out.programGrid = axis.trim().str();
+      out.ranksPerReplica = n;
+    } else {
+      return fail("--serve runs on dp and tp grids; " + axis.trim() + " is not served yet"),
+             failure();
+    }
+  }
+  return out;
+}
+
 /// What serving does not do (yet); fails after a message naming it.
-LogicalResult checkServeOptions(const TrainingPipelineOptions &pipeline, const RunOptions &options,
-                                const GenerateOptions &generate, int64_t ranks) {
+LogicalResult checkServeOptions(const RunOptions &options, const GenerateOptions &generate) {
   const GenerateOptions::Serve &serve = generate.serve;
   if (!serve.requestsFile.empty() && serve.rate > 0)
     return fail("--serve FILE and --rate R are two sources of requests: give one"), failure();
@@ -215,16 +246,6 @@ LogicalResult checkServeOptions(const TrainingPipelineOptions &pipeline, const R
   if (!options.checkpointDir.empty() || !options.resumeFrom.empty() ||
       !options.verifyFrom.empty())
     return fail("--serve takes none of --checkpoint-dir, --resume, --verify-from"), failure();
-  if (ranks > 1) {
-    // One rank, or tp alone: the scheduler owns the pages of one pool.
-    SmallVector<StringRef> axes;
-    StringRef(pipeline.grid).split(axes, ',');
-    for (StringRef axis : axes)
-      if (!axis.trim().starts_with("tp="))
-        return fail("--serve runs on one rank or a tp grid; " + axis.trim() +
-                    " is not served yet"),
-               failure();
-  }
   return success();
 }
 
@@ -232,9 +253,14 @@ LogicalResult checkServeOptions(const TrainingPipelineOptions &pipeline, const R
 
 int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
                const RunOptions &options, const GenerateOptions &generate) {
-  FailureOr<int64_t> ranks = pipeline.grid.empty() ? 1 : gridRanks(pipeline.grid);
-  if (failed(ranks) || failed(checkServeOptions(pipeline, options, generate, *ranks)))
+  FailureOr<ServeGrid> grid = serveGridOf(pipeline.grid);
+  if (failed(grid) || failed(checkServeOptions(options, generate)))
     return 1;
+  const int64_t ranks = grid->ranks();
+  // Each replica's programs are partitioned for its own grid (tp).
+  TrainingPipelineOptions replica;
+  replica.copyOptionValuesFrom(pipeline);
+  replica.grid = grid->programGrid;
   Progress *progress = options.compile.progress;
   if (progress)
     progress->phase("deriving the serving programs");
@@ -247,8 +273,8 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
     sized.serve.prefillChunk = std::min<int64_t>(context, 512);
   }
   FailureOr<std::string> binary =
-      buildServing(module, pipeline, options, deriveOptions(sized, requests, context, /*paged=*/true),
-                   *ranks > 1 ? StringRef(pipeline.grid) : "", *ranks > 1, /*emit=*/true, progress);
+      buildServing(module, replica, options, deriveOptions(sized, requests, context, /*paged=*/true),
+                   grid->programGrid, ranks > 1, /*emit=*/true, progress);
   if (failed(binary))
     return 1;
   FailureOr<std::string> single =
@@ -263,8 +289,10 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   if (progress)
     progress->phase("serving");
   SmallVector<std::string> args = serveArgs(options, generate);
+  if (grid->replicas > 1)
+    args.append({"--replicas", std::to_string(grid->replicas)});
   if (!reference)
-    return runPrograms({*binary}, *ranks, pipeline.grid, args);
+    return runPrograms({*binary}, ranks, pipeline.grid, args);
   FailureOr<std::string> servedDir = logitsDirectory(), aloneDir = logitsDirectory();
   if (failed(servedDir) || failed(aloneDir))
     return 1;
@@ -272,7 +300,7 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   args.append({"--logits-out", *servedDir});
   SmallVector<std::string> aloneArgs = commonArgs(options, generate);
   aloneArgs.append({"--prompts", generate.serve.requestsFile, "--logits-out", *aloneDir});
-  int status = runCaptured({*binary}, *ranks, pipeline.grid, args, served.text, /*echo=*/true);
+  int status = runCaptured({*binary}, ranks, pipeline.grid, args, served.text, /*echo=*/true);
   int aloneStatus = runCaptured({*single}, 1, "", aloneArgs, alone.text, /*echo=*/false);
   bool same = (status == 0 || status == 2) && (aloneStatus == 0 || aloneStatus == 2) &&
               compareGenerations(served, alone, "serving against each request alone on 1 rank",

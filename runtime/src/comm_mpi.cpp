@@ -324,19 +324,26 @@ private:
   int rank_ = 0, size_ = 1;
 };
 
+/// The communicator of this rank's replica group (splitReplicas), the launch
+/// without replicas: the "world" of the program's grid.
+MPI_Comm &groupComm() {
+  static MPI_Comm comm = MPI_COMM_WORLD;
+  return comm;
+}
+
 class MpiProvider final : public CommProvider {
 public:
   explicit MpiProvider(Grid grid) : grid_(std::move(grid)) {
     int size = 0;
-    check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size", "world");
-    check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank", "world");
+    check(MPI_Comm_size(groupComm(), &size), "MPI_Comm_size", "world");
+    check(MPI_Comm_rank(groupComm(), &rank_), "MPI_Comm_rank", "world");
     size_ = size;
     if (grid_.ranks() != size_)
       fatal("grid %s has %lld ranks but the MPI world has %d ranks", grid_.str().c_str(),
             (long long)grid_.ranks(), size_);
     // The runtime's traffic stays on its own communicators.
     world_ = std::make_shared<Handle>();
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &world_->comm), "MPI_Comm_dup", "world");
+    check(MPI_Comm_dup(groupComm(), &world_->comm), "MPI_Comm_dup", "world");
     check(MPI_Comm_set_errhandler(world_->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
           "world");
     coords_ = grid_.coordinates(rank_);
@@ -491,26 +498,75 @@ bool initialized() {
 
 int32_t worldSize() {
   int size = 1;
-  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size", "world");
+  check(MPI_Comm_size(groupComm(), &size), "MPI_Comm_size", "world");
   return size;
 }
 
 int32_t worldRank() {
   int rank = 0;
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank", "world");
+  check(MPI_Comm_rank(groupComm(), &rank), "MPI_Comm_rank", "world");
   return rank;
 }
+
+int32_t launchSize() {
+  int size = 1;
+  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size", "launch");
+  return size;
+}
+
+int32_t launchRank() {
+  int rank = 0;
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank", "launch");
+  return rank;
+}
+
+int32_t splitReplicas(int32_t replicas) {
+  const int32_t size = launchSize(), rank = launchRank();
+  if (replicas < 1 || size % replicas != 0)
+    fatal("%d replicas cannot share the launch's %d ranks evenly", int(replicas), int(size));
+  if (replicas == 1)
+    return 0;
+  const int32_t group = rank / (size / replicas);
+  MPI_Comm comm;
+  check(MPI_Comm_split(MPI_COMM_WORLD, group, rank, &comm), "MPI_Comm_split", "replicas");
+  check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", "replica");
+  groupComm() = comm;
+  return group;
+}
+
+std::vector<double> gatherOnLaunchRoot(const std::vector<double> &values) {
+  const int32_t size = launchSize();
+  int count = int(values.size());
+  std::vector<int> counts(size_t(size), 0), offsets(size_t(size), 0);
+  check(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD),
+        "MPI_Gather", "launch");
+  int total = 0;
+  for (int32_t r = 0; r < size; ++r) {
+    offsets[size_t(r)] = total;
+    total += counts[size_t(r)];
+  }
+  std::vector<double> all(launchRank() == 0 ? size_t(total) : 0);
+  check(MPI_Gatherv(values.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
+                    MPI_DOUBLE, 0, MPI_COMM_WORLD),
+        "MPI_Gatherv", "launch");
+  return all;
+}
+
+void launchBarrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", "launch"); }
 
 void broadcastFromRoot(void *data, int64_t bytes) {
   if (bytes < 0 || bytes > INT_MAX)
     fatal("MPI_Bcast of %lld bytes", (long long)bytes);
-  check(MPI_Bcast(data, int(bytes), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast", "world");
+  check(MPI_Bcast(data, int(bytes), MPI_BYTE, 0, groupComm()), "MPI_Bcast", "world");
 }
 
 void finalize() {
   setFatalAbort(nullptr);
-  if (initialized())
-    MPI_Finalize();
+  if (!initialized())
+    return;
+  if (groupComm() != MPI_COMM_WORLD)
+    MPI_Comm_free(&groupComm());
+  MPI_Finalize();
 }
 
 std::unique_ptr<CommProvider> makeCommProvider(const Grid &grid) {

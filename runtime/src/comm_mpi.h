@@ -22,6 +22,13 @@
 // their cycles. BRAID_PROGRESS_THREAD=0, or an MPI without
 // MPI_THREAD_SERIALIZED, leaves progress to kernel boundaries and waits.
 //
+// Replicas (serving's data parallelism, driver_serve.cpp): with
+// splitReplicas(R) the launch's ranks form R groups of consecutive ranks, each
+// running the program on its own grid independently. Every "world" here
+// (worldSize, worldRank, the provider's communicators, broadcastFromRoot) is
+// then the rank's group; launchSize/launchRank and the gathers below span the
+// whole launch.
+//
 // The link emulator: BRAID_LINK="tp:2us,20GB/s;dp:10us,2GB/s" gives each grid
 // axis a link (braid/link_model.h), so that communication costs, relative to
 // the CPU's compute, what it would on a cluster. Each group has its own link,
@@ -58,6 +65,7 @@
 #include "comm.h"
 
 #include <memory>
+#include <vector>
 
 namespace braid::rt::mpi {
 
@@ -72,6 +80,17 @@ void initialize(int *argc, char ***argv);
 bool initialized();
 int32_t worldSize();
 int32_t worldRank();
+/// Splits the launch into `replicas` groups of consecutive ranks (collective
+/// over the launch; its size must be a multiple); the "world" of everything
+/// after is the rank's group. The rank's group, or 0.
+int32_t splitReplicas(int32_t replicas);
+int32_t launchSize();
+int32_t launchRank();
+/// Every launch rank's `values` concatenated in launch rank order, on launch
+/// rank 0 (empty elsewhere). Collective over the launch.
+std::vector<double> gatherOnLaunchRoot(const std::vector<double> &values);
+/// MPI_Barrier over the launch.
+void launchBarrier();
 /// MPI_Bcast of `bytes` at `data` from world rank 0 over MPI_COMM_WORLD (the
 /// NCCL provider's bootstrap of its unique id).
 void broadcastFromRoot(void *data, int64_t bytes);

@@ -75,6 +75,7 @@ struct Args {
   std::string outputFile;     ///< --output FILE: each request's ids as JSON lines
   int64_t endToken = -1;      ///< --end-token ID: a drawn ID ends its request (-1: none)
   bool staticBatching = false; ///< --static-batching: waves instead of continuous batching
+  int64_t replicas = 1;        ///< --replicas R: R independent groups of ranks serve (dp)
 };
 
 /// The command line; --help prints the usage and exits 0, a bad argument
@@ -90,7 +91,8 @@ Args parseArgs(int argc, char **argv);
 
 /// This process among the ranks: MPI when launched by mpirun (MPI builds).
 struct Ranks {
-  int32_t size = 1, rank = 0;
+  int32_t size = 1, rank = 0;    ///< in this rank's replica (the program's world)
+  int32_t replica = 0, replicas = 1; ///< --replicas: the launch's groups (serving's dp)
   bool mpi = false;
   bool store = false;     ///< GPU ranks from BRAID_WORLD_SIZE / BRAID_RANK (NCCL)
   int32_t localRank = -1; ///< store mode: BRAID_LOCAL_RANK
@@ -99,8 +101,10 @@ struct Ranks {
 };
 
 /// Joins the ranks this process was launched among: MPI_Init under mpirun
-/// (MPI builds), the file store's ranks (NCCL builds), else one rank.
-Ranks startRanks(int *argc, char ***argv);
+/// (MPI builds), the file store's ranks (NCCL builds), else one rank. With
+/// `replicas` > 1 (MPI), the launch is split into that many groups of
+/// consecutive ranks and the rank's group is its world.
+Ranks startRanks(int *argc, char ***argv, int64_t replicas);
 
 /// One run of a program: what it describes, the command line, and what the
 /// driver's parts make of them, in the order they run.

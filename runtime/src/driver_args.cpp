@@ -11,6 +11,7 @@
 //           [--logits-out DIR]
 //           [--serve FILE | --rate R [--requests N] [--min-prompt-len L]]
 //           [--output FILE] [--end-token ID] [--static-batching]
+//           [--replicas R]
 //                                                     (serving, driver_serve.cpp)
 //
 // Every flag takes its value as the next argument or after '='. A bad
@@ -41,7 +42,7 @@ void usage(const char *argv0, FILE *out) {
                "       [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T] "
                "[--top-k K] [--top-p P] [--verify-forward] [--logits-out DIR]\n"
                "       [--serve FILE | --rate R [--requests N] [--min-prompt-len L]] "
-               "[--output FILE] [--end-token ID] [--static-batching]\n",
+               "[--output FILE] [--end-token ID] [--static-batching] [--replicas R]\n",
                argv0);
 }
 
@@ -191,6 +192,10 @@ bool parseGenerationNumber(ArgReader &reader, Args &args) {
         int64_t(reader.unsignedValue(1ull << 30, "--min-prompt-len needs a positive integer"));
     if (args.minPromptLen < 1)
       reader.fail("--min-prompt-len needs a positive integer");
+  } else if (flag == "--replicas") {
+    args.replicas = int64_t(reader.unsignedValue(1ull << 20, "--replicas needs a positive integer"));
+    if (args.replicas < 1)
+      reader.fail("--replicas needs a positive integer");
   } else if (flag == "--end-token") {
     args.endToken = int64_t(reader.unsignedValue(1ull << 31, "--end-token needs a token id"));
   } else {

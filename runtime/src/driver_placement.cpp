@@ -48,12 +48,14 @@ void Ranks::finalize() {
 #endif
 }
 
-Ranks startRanks(int *argc, char ***argv) {
+Ranks startRanks(int *argc, char ***argv, int64_t replicas) {
   Ranks ranks;
 #ifdef BRAID_RUNTIME_MPI
   if (mpi::launched()) {
     mpi::initialize(argc, argv);
     ranks.mpi = true;
+    ranks.replicas = int32_t(replicas);
+    ranks.replica = mpi::splitReplicas(int32_t(replicas));
     ranks.size = mpi::worldSize();
     ranks.rank = mpi::worldRank();
   }
@@ -61,6 +63,8 @@ Ranks startRanks(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
 #endif
+  if (replicas > 1 && !ranks.mpi)
+    fatal("--replicas %lld needs ranks launched by mpirun", (long long)replicas);
 #ifdef BRAID_RUNTIME_NCCL
   if (!ranks.mpi && nccl::storeLaunched()) {
     nccl::storeRanks(&ranks.size, &ranks.rank, &ranks.localRank, &ranks.storeDir);

@@ -51,6 +51,10 @@
 #include "serve_requests.h"
 #include "serve_scheduler.h"
 
+#ifdef BRAID_RUNTIME_MPI
+#include "comm_mpi.h"
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -176,6 +180,8 @@ void reportRefusal(const Session &s, const ServeRequest &request, std::FILE *out
   }
 }
 
+struct ServeTotals;
+
 /// The serving loop.
 class Server {
 public:
@@ -189,8 +195,8 @@ public:
 
   /// Serves every request (those refused by the file already reported).
   void run(std::vector<ServeRequest> &requests);
-  /// The summary line.
-  void summarize() const;
+  /// What the summary counts, of this replica.
+  ServeTotals totals() const;
   /// --logits-out DIR/request<R>.npy of each completed request.
   void writeLogits() const;
   int64_t refused = 0;
@@ -449,28 +455,100 @@ void Server::finish(const serve::Finished &finished) {
   std::fflush(output);
 }
 
-void Server::summarize() const {
+/// What the summary counts, of one replica or of all.
+struct ServeTotals {
+  double endMs = 0;
+  int64_t requests = 0, refused = 0, completed = 0, tokens = 0;
+  int64_t peakPages = 0, preemptions = 0, sharedPages = 0, iterations = 0;
   std::vector<double> ttft, tpot;
-  int64_t tokens = 0;
+
+  static constexpr size_t kHeader = 10;
+  /// As doubles, for the gather over replicas: the counts, then each
+  /// completed request's TTFT and TPOT (-1: one token).
+  std::vector<double> flatten() const {
+    std::vector<double> out = {endMs,
+                               double(requests),
+                               double(refused),
+                               double(completed),
+                               double(tokens),
+                               double(peakPages),
+                               double(preemptions),
+                               double(sharedPages),
+                               double(iterations),
+                               double(ttft.size())};
+    out.insert(out.end(), ttft.begin(), ttft.end());
+    out.insert(out.end(), tpot.begin(), tpot.end());
+    return out;
+  }
+  /// Adds the replicas' flattened totals, concatenated.
+  void addFlattened(const std::vector<double> &all) {
+    for (size_t at = 0; at + kHeader <= all.size();) {
+      const double *h = all.data() + at;
+      endMs = std::max(endMs, h[0]);
+      requests += int64_t(h[1]), refused += int64_t(h[2]), completed += int64_t(h[3]);
+      tokens += int64_t(h[4]), peakPages = std::max(peakPages, int64_t(h[5]));
+      preemptions += int64_t(h[6]), sharedPages += int64_t(h[7]), iterations += int64_t(h[8]);
+      const size_t n = size_t(h[9]);
+      ttft.insert(ttft.end(), h + kHeader, h + kHeader + n);
+      for (size_t i = 0; i < n; ++i)
+        if (h[kHeader + n + i] >= 0)
+          tpot.push_back(h[kHeader + n + i]);
+      at += kHeader + 2 * n;
+    }
+  }
+};
+
+ServeTotals Server::totals() const {
+  ServeTotals t;
+  t.endMs = endMs;
+  t.requests = int64_t(lives.size());
+  t.refused = refused;
+  t.completed = int64_t(completed.size());
+  t.peakPages = scheduler.peakPagesInUse();
+  t.preemptions = scheduler.preemptions();
+  t.sharedPages = scheduler.sharedPages();
+  t.iterations = iterations;
   for (int64_t sequence : completed) {
     const RequestLife &life = lives.at(sequence);
-    ttft.push_back(life.tokenMs.front() - life.request->arrivalMs);
-    if (life.tokenMs.size() > 1)
-      tpot.push_back(tpotMs(life));
-    tokens += int64_t(life.tokenMs.size());
+    t.ttft.push_back(life.tokenMs.front() - life.request->arrivalMs);
+    t.tpot.push_back(life.tokenMs.size() > 1 ? tpotMs(life) : -1.0);
+    t.tokens += int64_t(life.tokenMs.size());
   }
-  const double seconds = endMs / 1e3;
+  return t;
+}
+
+/// The summary line, over every replica (printed by the launch's first rank).
+void summarize(const Session &s, const ServeTotals &local, int64_t poolPages) {
+  ServeTotals all;
+  if (s.ranks.replicas > 1) {
+#ifdef BRAID_RUNTIME_MPI
+    // Only each replica's first rank reports; the others send nothing.
+    all.addFlattened(mpi::gatherOnLaunchRoot(s.ranks.rank == 0 ? local.flatten()
+                                                               : std::vector<double>()));
+#endif
+    if (s.ranks.replica != 0 || s.ranks.rank != 0)
+      return;
+  } else {
+    all.addFlattened(local.flatten());
+  }
+  if (!s.talks)
+    return;
+  const std::vector<double> &ttft = all.ttft, &tpot = all.tpot;
+  const double seconds = all.endMs / 1e3;
+  const std::string replicas =
+      s.ranks.replicas > 1 ? " (of a replica; " + std::to_string(s.ranks.replicas) +
+                                 " replicas)"
+                           : "";
   std::printf("%sserve: %zu requests (%lld refused), %.2f requests/s, %.1f output tokens/s, "
               "ttft median/p90/p99 %.1f/%.1f/%.1f ms, tpot median/p90/p99 %.2f/%.2f/%.2f ms, "
-              "pages peak %lld of %lld, preemptions %lld, shared pages %lld, iterations %lld\n",
-              s.prefix.c_str(), lives.size(), (long long)refused,
-              seconds > 0 ? double(completed.size()) / seconds : 0.0,
-              seconds > 0 ? double(tokens) / seconds : 0.0, percentile(ttft, 0.5),
+              "pages peak %lld of %lld%s, preemptions %lld, shared pages %lld, iterations %lld\n",
+              s.prefix.c_str(), (long long)all.requests, (long long)all.refused,
+              seconds > 0 ? double(all.completed) / seconds : 0.0,
+              seconds > 0 ? double(all.tokens) / seconds : 0.0, percentile(ttft, 0.5),
               percentile(ttft, 0.9), percentile(ttft, 0.99), percentile(tpot, 0.5),
-              percentile(tpot, 0.9), percentile(tpot, 0.99),
-              (long long)scheduler.peakPagesInUse(), (long long)shapes.pages,
-              (long long)scheduler.preemptions(), (long long)scheduler.sharedPages(),
-              (long long)iterations);
+              percentile(tpot, 0.9), percentile(tpot, 0.99), (long long)all.peakPages,
+              (long long)poolPages, replicas.c_str(), (long long)all.preemptions,
+              (long long)all.sharedPages, (long long)all.iterations);
   std::fflush(stdout);
 }
 
@@ -491,6 +569,44 @@ void Server::writeLogits() const {
                           {int64_t(life.ids.size()), shapes.vocab}, rows.data(), &error))
       fatal("--logits-out: %s", error.c_str());
   }
+}
+
+/// --replicas R (serving's data parallelism, as vLLM's engines): replica r
+/// serves the requests whose index is r modulo R, with its own pool and
+/// scheduler.
+void keepReplicaShare(const Session &s, std::vector<ServeRequest> &requests) {
+  if (s.ranks.replicas <= 1)
+    return;
+  std::vector<ServeRequest> share;
+  for (ServeRequest &request : requests)
+    if (request.index % s.ranks.replicas == s.ranks.replica)
+      share.push_back(std::move(request));
+  requests = std::move(share);
+}
+
+/// --output, on each replica's first rank: emptied by the launch's first
+/// rank, then appended to line by line by every replica (whole lines, each
+/// one write).
+std::FILE *openOutput(const Session &s) {
+  if (s.args.outputFile.empty())
+    return nullptr;
+  const bool first = s.ranks.replica == 0 && s.ranks.rank == 0;
+  bool emptied = true;
+  if (first)
+    if (std::FILE *file = std::fopen(s.args.outputFile.c_str(), "w"))
+      std::fclose(file);
+    else
+      emptied = false;
+#ifdef BRAID_RUNTIME_MPI
+  if (s.ranks.replicas > 1)
+    mpi::launchBarrier();
+#endif
+  if (!emptied || s.ranks.rank != 0)
+    return nullptr;
+  std::FILE *file = std::fopen(s.args.outputFile.c_str(), "a");
+  if (file)
+    std::setvbuf(file, nullptr, _IOFBF, 1 << 16); // a line goes out in one write (fflush)
+  return file;
 }
 
 } // namespace
@@ -527,11 +643,11 @@ int runServing(Session &s, const InferencePrograms &programs) {
     if (!serve::readServeRequests(s.args.serveFile, defaults, &requests, &error))
       return s.refuse("--serve: " + error);
   }
+  keepReplicaShare(s, requests);
   // The requests are read before anything is initialized: an unreadable
   // file ends the run first.
-  std::FILE *output = nullptr;
-  if (!s.args.outputFile.empty() && s.ranks.rank == 0 &&
-      !(output = std::fopen(s.args.outputFile.c_str(), "w")))
+  std::FILE *output = openOutput(s);
+  if (!s.args.outputFile.empty() && s.ranks.rank == 0 && !output)
     return s.refuse("--output: cannot write " + s.args.outputFile);
   if (!initializeState(s))
     return s.stop(2);
@@ -543,8 +659,7 @@ int runServing(Session &s, const InferencePrograms &programs) {
       ++server.refused;
     }
   server.run(requests);
-  if (s.talks)
-    server.summarize();
+  summarize(s, server.totals(), shapes.pages);
   server.writeLogits();
   if (output)
     std::fclose(output);

@@ -155,7 +155,7 @@ const EntryDriver &driverFor(const braid_program &program, const std::string &na
 int main(int argc, char **argv) {
   Session s;
   s.args = parseArgs(argc, argv);
-  s.ranks = startRanks(&argc, &argv);
+  s.ranks = startRanks(&argc, &argv, s.args.replicas);
   s.argv0 = argv[0];
   reportTermination();
   // A generation binary runs prefill and decode (driver_generate.cpp) over
@@ -170,11 +170,14 @@ int main(int argc, char **argv) {
   }
   s.programName = s.program->name ? s.program->name : "?";
   const EntryDriver *driver = inference.prefill ? nullptr : &driverFor(*s.program, s.programName);
+  const bool serving = inference.prefill && (!s.args.serveFile.empty() || s.args.rate > 0);
+  if (s.args.replicas > 1 && !serving)
+    return s.refuse("--replicas serves requests (--serve, --rate) in independent groups; "
+                    "training and --generate run one");
   if (int status = place(s))
     return status;
   startRuntime(s);
   if (driver)
     return driver->run(s);
-  const bool serving = !s.args.serveFile.empty() || s.args.rate > 0;
   return serving ? runServing(s, inference) : runGeneration(s, inference);
 }

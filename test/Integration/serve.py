@@ -13,7 +13,9 @@
 #   --output's JSON lines; with a pool of 5 pages: preempted and verified;
 # - hybrid-tiny (Mamba and attention) with the small pool: verified, and no
 #   page shared (a shared page does not hold the Mamba states of its prefix);
-# - llama-tiny on tp=2 with the small pool; mamba-tiny, gpt-tiny, moe-tiny;
+# - llama-tiny on tp=2 with the small pool; hybrid-tiny on dp=2,tp=2 (two
+#   replicas, each its own pool and scheduler; --output written by both);
+#   mamba-tiny, gpt-tiny, moe-tiny;
 # - static batching (--static-batching, bench/serving's baseline: waves of 3
 #   that start when the last has ended): verified, in more iterations;
 # - the negative tests: a page table entry pointing at another
@@ -35,7 +37,7 @@ expect = test.expect
 
 SERVE_OK = re.compile(r"^verify: serving against each request alone on 1 rank: ok \(ids "
                       r"identical for (\d+) requests, worst logit difference (\S+) at", re.M)
-SUMMARY = re.compile(r"^serve: (\d+) requests \((\d+) refused\), .* pages peak (\d+) of (\d+), "
+SUMMARY = re.compile(r"^serve: (\d+) requests \((\d+) refused\), .* pages peak (\d+) of (\d+)(?: \([^)]*\))?, "
                      r"preemptions (\d+), shared pages (\d+), iterations (\d+)$", re.M)
 
 
@@ -95,6 +97,12 @@ s = served("hybrid-tiny.mlir", "--kv-pages", "5")
 expect(s and int(s.group(5)) > 0 and s.group(6) == "0",
        "hybrid-tiny, 5 pages: no preemption, or pages shared by a model with Mamba states")
 served("llama-tiny.mlir", "--kv-pages", "5", "--grid", "tp=2")
+# Two replicas (dp) of tp=2, each with its own pool of 5 pages and scheduler.
+s = served("hybrid-tiny.mlir", "--kv-pages", "5", "--grid", "dp=2,tp=2", "--output", output)
+with open(output) as f:
+    lines = [json.loads(line) for line in f]
+expect(sorted(line["request"] for line in lines) == list(range(8)),
+       f"dp=2,tp=2: --output does not have one line per request from both replicas: {lines}")
 for model in ("mamba-tiny.mlir", "gpt-tiny.mlir", "moe-tiny.mlir"):
     served(model)
 s = served("llama-tiny.mlir", "--static-batching")
