@@ -6,7 +6,7 @@ published presets; `braid.models` is the command line
 (`python3 -m braid.models NAME [...] > model.mlir`) and re-exports all of them.
 
 `braid.compile`, `braid.run`, `braid.generate`, `braid.visualize_sharding`
-(braid.api) and the SVG pictures `braid.pipeline_schedule_svg`,
+(braid.api), `braid.serve` (braid.serving) and the SVG pictures `braid.pipeline_schedule_svg`,
 `braid.trace_svg` (braid.svg) use the compiler through its C API: the extension `braid._braid`, built by Braid's CMake
 build into <build>/python/braid (found through $BRAID_BUILD_DIR, else ../build
 next to this folder) or installed by `pip install ./python`.
@@ -41,6 +41,8 @@ _API_NAMES = {"compile": "api", "run": "api", "visualize_sharding": "api",
               "generate": "api", "BraidError": "api", "VerifyError": "api",
               "GenerateError": "api", "CompileResult": "api",
               "RunResult": "api", "TensorSharding": "api",
+              "serve": "serving", "ServeResult": "serving",
+              "RequestOutput": "serving", "ServeStats": "serving",
               "pipeline_schedule_svg": "svg", "trace_svg": "svg"}
 
 

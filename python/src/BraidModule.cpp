@@ -138,6 +138,23 @@ public:
   BraidTrainingPipelineOptions options;
 };
 
+/// braidServeModel's options with owned strings: Python sets the fields by
+/// name, the others keep braidServeOptionsGetDefault's values.
+struct ServeOptions {
+  ServeOptions() : options(braidServeOptionsGetDefault()) {}
+
+  /// The C struct, its strings pointing into this object.
+  BraidServeOptions get() const {
+    BraidServeOptions c = options;
+    c.requestsFile = ref(requestsFile);
+    c.outputFile = ref(outputFile);
+    return c;
+  }
+
+  std::string requestsFile, outputFile;
+  BraidServeOptions options;
+};
+
 /// A context with Braid's dialects and one module parsed from text.
 class Module {
 public:
@@ -312,9 +329,44 @@ public:
     return {rc, out, err};
   }
 
+  /// (exit code, stdout, stderr): braidServeModel, deriving the paged
+  /// programs in place; stdout holds a "request R: ..." line per request as
+  /// it completes, the summary and the verdict of verify.
+  std::tuple<int, std::string, std::string>
+  serve(const PipelineOptions &options, const ServeOptions &serve, bool verify,
+        const std::string &backend, int64_t seed, bool quiet) {
+    BraidRunOptions run = braidRunOptionsGetDefault();
+    run.backend = ref(backend);
+    run.verify = verify;
+    run.quiet = quiet;
+    if (seed >= 0) {
+      run.hasSeed = true;
+      run.seed = static_cast<uint64_t>(seed);
+    }
+    BraidServeOptions what = serve.get();
+    int rc;
+    std::string out, err;
+    {
+      nb::gil_scoped_release release;
+      Capture capture;
+      rc = braidServeModel(module, options.options, &run, &what);
+      std::tie(out, err) = capture.finish();
+    }
+    return {rc, out, err};
+  }
+
   MlirContext context;
   MlirModule module;
 };
+
+/// A read-write property `name` of ServeOptions over a field of the C struct.
+template <typename T>
+void serveField(nb::class_<ServeOptions> &c, const char *name,
+                T BraidServeOptions::*field) {
+  c.def_prop_rw(
+      name, [field](const ServeOptions &o) { return o.options.*field; },
+      [field](ServeOptions &o, T value) { o.options.*field = value; });
+}
 
 } // namespace
 
@@ -336,6 +388,31 @@ NB_MODULE(_braid, m) {
            "returns (ok, stderr).")
       .def("__str__", &PipelineOptions::str);
 
+  nb::class_<ServeOptions> serveOptions(
+      m, "ServeOptions",
+      "braidServeModel's options by snake_case name (braidServeOptions"
+      "GetDefault's values until set).");
+  serveOptions.def(nb::init<>())
+      .def_rw("requests_file", &ServeOptions::requestsFile)
+      .def_rw("output_file", &ServeOptions::outputFile);
+  serveField(serveOptions, "rate", &BraidServeOptions::rate);
+  serveField(serveOptions, "requests", &BraidServeOptions::requests);
+  serveField(serveOptions, "prompt_len", &BraidServeOptions::promptLen);
+  serveField(serveOptions, "min_prompt_len", &BraidServeOptions::minPromptLen);
+  serveField(serveOptions, "end_token", &BraidServeOptions::endToken);
+  serveField(serveOptions, "page_size", &BraidServeOptions::pageSize);
+  serveField(serveOptions, "kv_pages", &BraidServeOptions::kvPages);
+  serveField(serveOptions, "prefill_chunk", &BraidServeOptions::prefillChunk);
+  serveField(serveOptions, "prefill_batch", &BraidServeOptions::prefillBatch);
+  serveField(serveOptions, "max_new_tokens", &BraidServeOptions::maxNewTokens);
+  serveField(serveOptions, "batch", &BraidServeOptions::batch);
+  serveField(serveOptions, "context", &BraidServeOptions::context);
+  serveField(serveOptions, "temperature", &BraidServeOptions::temperature);
+  serveField(serveOptions, "top_k", &BraidServeOptions::topK);
+  serveField(serveOptions, "top_p", &BraidServeOptions::topP);
+  serveField(serveOptions, "static_batching",
+             &BraidServeOptions::staticBatching);
+
   nb::class_<Module>(m, "Module", "An MLIR context holding one module.")
       .def(nb::init<>())
       .def("parse", &Module::parse, nb::arg("source"), nb::arg("name"))
@@ -354,5 +431,8 @@ NB_MODULE(_braid, m) {
            nb::arg("tokens"), nb::arg("prompts_file"), nb::arg("batch"),
            nb::arg("context"), nb::arg("temperature"), nb::arg("top_k"),
            nb::arg("top_p"), nb::arg("verify"), nb::arg("backend"),
-           nb::arg("seed"), nb::arg("quiet"));
+           nb::arg("seed"), nb::arg("quiet"))
+      .def("serve", &Module::serve, nb::arg("options"), nb::arg("serve"),
+           nb::arg("verify"), nb::arg("backend"), nb::arg("seed"),
+           nb::arg("quiet"));
 }
