@@ -173,12 +173,7 @@ extern "C" void braid_k_paged_cache_attention(braid_rt *rt, braid_dtype dt, cons
   const PagedMask mask{positions,
                        {page_table, last_rows, c.seq, c.pages, c.page_size, c.pages_per_seq},
                        deviceErrorRecord()};
-  cudaStream_t stream = streamOf(rt);
   dispatchAttention(dt, c.v_head_dim, q, k_pool, v_pool, nullptr, [&](const auto &in, auto dpl) {
-    using T = std::remove_cv_t<std::remove_pointer_t<decltype(in.q)>>;
-    constexpr int kDpl = decltype(dpl)::value;
-    launchTiles("paged_cache_attention", attentionForwardKernel<T, kDpl, PagedMask, StoreOutput>,
-                tileGrid(sh.S, sh.Hq, sh.batch), forwardSmemBytes(sh), stream, sh, in, mask,
-                StoreOutput{out});
+    launchForward<decltype(dpl)::value>(streamOf(rt), sh, in, mask, StoreOutput{out});
   });
 }
