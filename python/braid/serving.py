@@ -50,11 +50,12 @@ class ServeStats:
     tokens_per_s: float             # output tokens
     ttft_ms: tuple
     tpot_ms: tuple
-    pages_peak: int                 # most pages of the pool in use at once
-    pages: int                      # the pool's pages
+    pages_peak: int                 # most pages of a pool in use at once
+    pages: int                      # a pool's pages (each dp replica has its own)
     preemptions: int
     shared_pages: int
     iterations: int
+    replicas: int = 1               # dp replicas, each with its pool and scheduler
 
 
 @dataclasses.dataclass
@@ -86,8 +87,8 @@ _NUMBER = r"(\S+?)"
 _SUMMARY = re.compile(
     r"serve: (\d+) requests \((\d+) refused\), {n} requests/s, {n} output tokens/s, "
     r"ttft median/p90/p99 {n}/{n}/{n} ms, tpot median/p90/p99 {n}/{n}/{n} ms, "
-    r"pages peak (\d+) of (\d+), preemptions (\d+), shared pages (\d+), "
-    r"iterations (\d+)".format(n=_NUMBER))
+    r"pages peak (\d+) of (\d+)(?: \(of a replica; (\d+) replicas\))?, preemptions (\d+), "
+    r"shared pages (\d+), iterations (\d+)".format(n=_NUMBER))
 
 
 def parse_summary(stdout: str) -> Optional[ServeStats]:
@@ -98,7 +99,7 @@ def parse_summary(stdout: str) -> Optional[ServeStats]:
     g = m.groups()
     return ServeStats(int(g[0]), int(g[1]), float(g[2]), float(g[3]),
                       tuple(map(float, g[4:7])), tuple(map(float, g[7:10])),
-                      *map(int, g[10:15]))
+                      int(g[10]), int(g[11]), *map(int, g[13:16]), replicas=int(g[12] or 1))
 
 
 def parse_outputs(text: str, count: int) -> tuple[list, dict]:

@@ -200,10 +200,15 @@ def test_compiler_and_driver_errors_raise_braid_error():
     assert not isinstance(info.value, braid.GenerateError)
 
 
-def test_tp_grid_serves_what_one_rank_serves():
-    alone = braid.serve(LLAMA, requests(PROMPTS), max_new_tokens=3, **PAGED).ids
-    assert braid.serve(LLAMA, requests(PROMPTS), max_new_tokens=3, grid="tp=2",
-                       **PAGED).ids == alone
+def test_grids_serve_what_one_rank_serves():
+    # tp=2 (one pool split over kv heads) and dp=2 (two replicas, each with
+    # its own pool and scheduler) on two CPU ranks serve one rank's ids.
+    alone = braid.serve(LLAMA, requests(PROMPTS), max_new_tokens=3, **PAGED)
+    tp = braid.serve(LLAMA, requests(PROMPTS), max_new_tokens=3, grid="tp=2", **PAGED)
+    assert tp.ids == alone.ids and tp.stats.replicas == 1
+    dp = braid.serve(LLAMA, requests(PROMPTS), max_new_tokens=3, grid={"dp": 2}, **PAGED)
+    assert dp.ids == alone.ids
+    assert dp.stats.replicas == 2 and dp.stats.requests == 4
 
 
 def test_static_batching_serves_the_same_ids_in_more_iterations():
