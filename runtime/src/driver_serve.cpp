@@ -161,6 +161,35 @@ struct RequestLife {
   std::map<int64_t, std::vector<float>> logits;
 };
 
+/// The trace's words for an iteration's calls.
+std::string describePrefill(const std::vector<serve::PrefillChunk> &chunks) {
+  std::string text;
+  for (const serve::PrefillChunk &chunk : chunks)
+    text += (text.empty() ? "" : ", ") + std::string("request ") +
+            std::to_string(chunk.sequence) + " at " + std::to_string(chunk.position) + " +" +
+            std::to_string(chunk.tokens.size()) + (chunk.completesPrompt ? " (last)" : "");
+  return text;
+}
+
+std::string describeDecode(const std::vector<serve::DecodeRow> &rows) {
+  std::string text = std::to_string(rows.size()) + " rows: requests";
+  for (const serve::DecodeRow &row : rows)
+    text += " " + std::to_string(row.sequence);
+  return text;
+}
+
+std::string describeIteration(const serve::Iteration &iteration) {
+  auto list = [](const std::vector<int64_t> &ids) {
+    std::string text;
+    for (int64_t id : ids)
+      text += (text.empty() ? "" : " ") + std::to_string(id);
+    return text.empty() ? std::string("none") : text;
+  };
+  return std::to_string(iteration.prefill.size()) + " prompt chunks, " +
+         std::to_string(iteration.decode.size()) + " decode rows; admitted " +
+         list(iteration.admitted) + "; preempted " + list(iteration.preempted);
+}
+
 /// A refused request on stdout (and stderr) and in --output.
 void reportRefusal(const Session &s, const ServeRequest &request, std::FILE *output) {
   std::string where = request.line ? "line " + std::to_string(request.line) + ": " : "";
@@ -220,6 +249,9 @@ private:
   }
 
   void admitArrivals(size_t *next, const std::vector<ServeRequest *> &order);
+  /// --trace: the interval from *beginUs to now on the lane "serve" (and
+  /// *beginUs moved to now).
+  void traceSpan(const std::string &name, const std::string &detail, double *beginUs);
   void waitForArrival(const ServeRequest &request);
   std::vector<int32_t> runPrefill(const std::vector<serve::PrefillChunk> &chunks);
   std::vector<int32_t> runDecode(const std::vector<serve::DecodeRow> &rows);
@@ -265,6 +297,13 @@ void Server::admitArrivals(size_t *next, const std::vector<ServeRequest *> &orde
   }
 }
 
+void Server::traceSpan(const std::string &name, const std::string &detail, double *beginUs) {
+  const double now = Trace::nowUs();
+  if (!s.args.traceFile.empty())
+    s.rt->trace.addSpan({"serve", name, detail, caller.calls, *beginUs, now});
+  *beginUs = now;
+}
+
 void Server::waitForArrival(const ServeRequest &request) {
   double wait = request.arrivalMs - msSince(start);
   if (wait > 0)
@@ -294,8 +333,15 @@ void Server::run(std::vector<ServeRequest> &requests) {
       fatal("serve: the scheduler has requests but planned nothing (pages %lld of %lld in use)",
             (long long)scheduler.pagesInUse(), (long long)shapes.pages);
     ++iterations;
+    double iterationUs = Trace::nowUs(), callUs = iterationUs;
     std::vector<int32_t> prefillIds = runPrefill(iteration.prefill);
+    if (!iteration.prefill.empty())
+      traceSpan("prefill", describePrefill(iteration.prefill), &callUs);
     std::vector<int32_t> decodeIds = runDecode(iteration.decode);
+    if (!iteration.decode.empty())
+      traceSpan("decode", describeDecode(iteration.decode), &callUs);
+    traceSpan("iteration " + std::to_string(iterations), describeIteration(iteration),
+              &iterationUs);
     const double now = msSince(start);
     for (size_t i = 0; i < iteration.prefill.size(); ++i)
       if (iteration.prefill[i].completesPrompt)

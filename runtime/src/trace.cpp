@@ -5,6 +5,7 @@
 #include "json.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -50,6 +51,31 @@ std::string micros(int64_t ns) {
 
 } // namespace
 
+double Trace::nowUs() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void Trace::writeSpans(FILE *file, int32_t pid, int firstLane) const {
+  std::map<std::string, int> lanes;
+  for (const Span &span : spans_) {
+    auto [it, fresh] = lanes.try_emplace(span.lane, firstLane + int(lanes.size()));
+    if (fresh)
+      std::fprintf(file,
+                   ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                   "\"args\":{\"name\":%s}}",
+                   int(pid), it->second, json::quote(span.lane).c_str());
+    int64_t begin = std::llround(span.beginUs * 1e3), end = std::llround(span.endUs * 1e3);
+    std::fprintf(file,
+                 ",\n{\"name\":%s,\"cat\":\"span\",\"ph\":\"X\",\"ts\":%s,\"dur\":%s,"
+                 "\"pid\":%d,\"tid\":%d,\"args\":{\"detail\":%s,\"step\":%lld}}",
+                 json::quote(span.name).c_str(), micros(begin).c_str(),
+                 micros(end > begin ? end - begin : 0).c_str(), int(pid), it->second,
+                 json::quote(span.detail).c_str(), (long long)span.step);
+  }
+}
+
 bool Trace::write(Backend &backend, const std::string &path, int32_t pid,
                   std::string *error) const {
   backend.synchronize();
@@ -73,7 +99,7 @@ bool Trace::write(Backend &backend, const std::string &path, int32_t pid,
                "\"tid\":0,\"args\":{\"name\":\"rank %d\"}},\n{\"name\":\"process_sort_index\","
                "\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}",
                int(pid), int(pid), int(pid), int(pid));
-  if (!transfers_.empty())
+  if (!transfers_.empty() || !spans_.empty())
     std::fprintf(file,
                  ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
                  "\"args\":{\"name\":\"compute\"}}",
@@ -117,6 +143,7 @@ bool Trace::write(Backend &backend, const std::string &path, int32_t pid,
       std::fprintf(file, ",\"link_end\":%s", micros(std::llround(t.linkEndUs * 1e3)).c_str());
     std::fputs("}}", file);
   }
+  writeSpans(file, pid, int(lanes.size()) + 1);
   std::fputs("\n],\"displayTimeUnit\":\"ms\"}\n", file);
   if (std::fclose(file) != 0) {
     if (error)

@@ -14,6 +14,10 @@
 //   {"name":"thread_name","ph":"M","pid":R,"tid":L,"args":{"name":"comm AXES"}},
 //   {"name":KIND,"cat":"comm","ph":"X","ts":T,"dur":D,"pid":R,"tid":L,
 //    "args":{"group":AXES,"step":K[,"link_end":E]}},
+//   ...
+//   {"name":"thread_name","ph":"M","pid":R,"tid":S,"args":{"name":LANE}},
+//   {"name":NAME,"cat":"span","ph":"X","ts":T,"dur":D,"pid":R,"tid":S,
+//    "args":{"detail":DETAIL,"step":K}},
 //   ...],"displayTimeUnit":"ms"}
 //
 // - One complete event ("ph":"X") per braid_rt_op_begin / braid_rt_op_end
@@ -36,6 +40,9 @@
 //   brackets each transfer with timed events on its stream, from when the
 //   stream could start it (the compute stream had produced its input) to
 //   when NCCL finished it; the trace places them on the clock when written.
+// - Span lanes: a driver's own intervals on lanes of their own, after the
+//   communication lanes (serving: lane "serve" holds each iteration and,
+//   inside it, its prefill and decode calls, driver_serve.cpp).
 // - "pid" is the world rank R, so that the traceEvents of every rank's file
 //   concatenated make one trace with a row per rank.
 // - "ts" and "dur" are microseconds. "ts" is on the steady clock since its
@@ -53,6 +60,7 @@
 #include "backend.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -80,11 +88,22 @@ public:
     std::shared_ptr<DeviceSpan> span;
   };
 
+  /// A driver's interval on a lane of its own (host clock, microseconds).
+  struct Span {
+    std::string lane, name, detail;
+    int64_t step = 0;
+    double beginUs = 0, endUs = 0;
+  };
+
   /// Opens op `id` = size() and marks its begin.
   int64_t begin(Backend &backend, const char *op, const char *label, std::string scope,
                 int64_t step, const char *category = "kernel");
   /// Records a transfer on the lane of its group.
   void addTransfer(Transfer transfer) { transfers_.push_back(std::move(transfer)); }
+  /// Records a span on its lane.
+  void addSpan(Span span) { spans_.push_back(std::move(span)); }
+  /// Now on the trace's clock (the steady clock, microseconds).
+  static double nowUs();
   /// Marks the end of the innermost open op; false if none is open.
   bool end(Backend &backend);
   /// Sets the FLOPs of the innermost open op; false if none is open.
@@ -101,6 +120,9 @@ private:
   std::vector<Op> ops_;
   std::vector<int64_t> open_;
   std::vector<Transfer> transfers_;
+  std::vector<Span> spans_;
+
+  void writeSpans(FILE *file, int32_t pid, int firstLane) const;
 };
 
 } // namespace braid::rt

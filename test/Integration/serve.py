@@ -10,7 +10,7 @@
 # - llama-tiny, 8 requests of mixed prompt lengths (three share an 8-token
 #   head) with greedy, temperature/top-k and top-p requests, 3 decode rows,
 #   chunks of 4 tokens, pages of 4: verified, pages shared (prefix sharing),
-#   --output's JSON lines; with a pool of 5 pages: preempted and verified;
+#   --output's JSON lines, --trace's lane of iterations; with a pool of 5 pages: preempted and verified;
 # - hybrid-tiny (Mamba and attention) with the small pool: verified, and no
 #   page shared (a shared page does not hold the Mamba states of its prefix);
 # - llama-tiny on tp=2 with the small pool; hybrid-tiny on dp=2,tp=2 (two
@@ -82,8 +82,21 @@ def served(model, *extra, env=None, what=None):
 
 
 output = os.path.join(test.work, "out.jsonl")
-s = continuous = served("llama-tiny.mlir", "--output", output)
+trace = os.path.join(test.work, "trace.json")
+s = continuous = served("llama-tiny.mlir", "--output", output, "--trace", trace)
 expect(s and int(s.group(6)) > 0, "llama-tiny: no page shared between the prompts of one head")
+# --trace: the lane "serve" holds every iteration, its calls inside it.
+with open(trace) as f:
+    events = json.load(f)["traceEvents"]
+lanes = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+spans = [e for e in events if e.get("cat") == "span" and lanes.get(e["tid"]) == "serve"]
+rounds = [e for e in spans if e["name"].startswith("iteration ")]
+calls = [e for e in spans if e["name"] in ("prefill", "decode")]
+expect(s and len(rounds) == int(s.group(7)) and calls
+       and all(any(r["ts"] <= c["ts"] and c["ts"] + c["dur"] <= r["ts"] + r["dur"] + 1e-3
+                   for r in rounds) for c in calls)
+       and any("(last)" in c["args"]["detail"] for c in calls if c["name"] == "prefill"),
+       f"--trace: not one 'serve' span per iteration holding its calls: {spans[:4]}")
 with open(output) as f:
     lines = [json.loads(line) for line in f]
 expect(sorted(line["request"] for line in lines) == list(range(8))
