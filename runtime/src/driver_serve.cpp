@@ -45,6 +45,7 @@
 
 #include "generate_logits.h"
 #include "generate_ranks.h"
+#include "generate_requests.h"
 #include "json.h"
 #include "npy.h"
 #include "program_calls.h"
@@ -480,14 +481,7 @@ int runServing(Session &s, const InferencePrograms &programs) {
       return s.refuse("serving runs on one rank or a tp grid; the " + axis +
                       " axis is not served yet");
   const ServeShapes shapes = serveShapesOf(programs);
-  serve::RequestDefaults defaults;
-  defaults.vocab = shapes.vocab;
-  defaults.context = shapes.context;
-  defaults.maxNewTokens = s.args.generate;
-  defaults.temperature = s.args.temperature;
-  defaults.topK = s.args.topK;
-  defaults.topP = s.args.topP;
-  defaults.seed = s.args.seed;
+  serve::RequestDefaults defaults = requestDefaultsOf(s.args, shapes.vocab, shapes.context);
   std::vector<ServeRequest> requests;
   if (s.args.rate > 0) {
     const int64_t longest = s.args.promptLen ? s.args.promptLen : shapes.chunk;

@@ -144,14 +144,7 @@ SamplingOptions runOptions(const Args &args) {
 /// generated alone with the same ones.
 std::vector<Request> jsonRequests(const Session &s, const Shapes &shapes,
                                   const std::string &text) {
-  serve::RequestDefaults defaults;
-  defaults.vocab = shapes.vocab;
-  defaults.context = shapes.context;
-  defaults.maxNewTokens = s.args.generate;
-  defaults.temperature = s.args.temperature;
-  defaults.topK = s.args.topK;
-  defaults.topP = s.args.topP;
-  defaults.seed = s.args.seed;
+  serve::RequestDefaults defaults = requestDefaultsOf(s.args, shapes.vocab, shapes.context);
   std::vector<Request> requests;
   for (const serve::ServeRequest &line : serve::parseServeRequests(text, defaults)) {
     Request &request = requests.emplace_back();
@@ -167,6 +160,18 @@ std::vector<Request> jsonRequests(const Session &s, const Shapes &shapes,
 }
 
 } // namespace
+
+serve::RequestDefaults requestDefaultsOf(const Args &args, int64_t vocab, int64_t context) {
+  serve::RequestDefaults defaults;
+  defaults.vocab = vocab;
+  defaults.context = context;
+  defaults.maxNewTokens = args.generate;
+  defaults.temperature = args.temperature;
+  defaults.topK = args.topK;
+  defaults.topP = args.topP;
+  defaults.seed = args.seed;
+  return defaults;
+}
 
 std::vector<Request> readRequests(Session &s, const Shapes &shapes) {
   std::vector<Request> requests;

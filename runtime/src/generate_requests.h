@@ -11,6 +11,7 @@
 
 #include "driver.h"
 #include "sampling.h"
+#include "serve_requests.h"
 
 #include <cstdint>
 #include <string>
@@ -52,6 +53,10 @@ Shapes shapesOf(Session &s, const InferencePrograms &programs);
 /// braid-run --serve reads them: serve_requests.h), else B drawn prompts
 /// (the run stops with status 2 when the file cannot be read).
 std::vector<Request> readRequests(Session &s, const Shapes &shapes);
+
+/// What a JSON-lines request takes when it does not say: the run's
+/// --generate N, sampling options and seed, and the programs' sizes.
+serve::RequestDefaults requestDefaultsOf(const Args &args, int64_t vocab, int64_t context);
 
 /// Why `request` cannot run with these programs; empty when it can.
 std::string refusalOf(const Request &request, const Shapes &shapes);
