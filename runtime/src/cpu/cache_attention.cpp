@@ -21,13 +21,14 @@
 // so that at decode (seq = 1) the whole group is one block: the sequence's
 // cache rows of that kv head are read once for all its query heads (the
 // decode step is bound by the cache's bytes, not by arithmetic). In f32 the
-// GEMMs read the cache in place (leading dimension Hkv D); bf16 and f16 rows
-// are converted to f32 in chunks of kKeyChunk rows, each read by its GEMM
-// while it is still in cache.
+// GEMMs read the cache in place (leading dimension Hkv D), a page at a time
+// when paged (pages of fewer than kKeyChunk rows are gathered into chunks of
+// kKeyChunk rows first); bf16 and f16 rows are converted to f32 in chunks of
+// kKeyChunk rows, each read by its GEMM while it is still in cache.
 //
 // Memory (GEMM form): scratch per thread from the arena (scratch.h), in
-// floats, kQB (D + Dv + T) plus kKeyChunk max(D, Dv) for bf16 / f16, T the
-// longest sequence's last position + 1.
+// floats, kQB (D + Dv + T) plus kKeyChunk max(D, Dv) for bf16 / f16 or a
+// paged cache, T the longest sequence's last position + 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,13 +141,18 @@ template <typename T> void referenceItem(const CacheProblem<T> &p, int64_t b, in
 /// the cache's bytes are read once.
 constexpr int64_t kKeyChunk = 256;
 
-/// Keys per GEMM: in f32 (the cache read in place) all of them, one product
-/// as in attention_gemm.cpp, or a page's (the rows of one page are
-/// contiguous, the pages not); kKeyChunk for the converted types.
-template <typename T> int64_t keyChunk(const CacheProblem<T> &p, int64_t keys) {
+/// Keys per chunk: f32 rows are read in place, all of them at once (one
+/// product, as in attention_gemm.cpp) or, paged, a page at a time (the rows
+/// of one page are contiguous, the pages not), except that the GEMM form
+/// gathers pages of fewer than kKeyChunk rows into chunks of kKeyChunk (a
+/// GEMM per small page is mostly call overhead); bf16 / f16 rows are
+/// converted in chunks of kKeyChunk.
+template <typename T> int64_t keyChunk(const CacheProblem<T> &p, int64_t keys, bool gemm) {
   if (!std::is_same_v<T, float>)
     return kKeyChunk;
-  return p.pages ? p.pages->pageSize : std::max<int64_t>(keys, 1);
+  if (!p.pages)
+    return std::max<int64_t>(keys, 1);
+  return gemm && p.pages->pageSize < kKeyChunk ? kKeyChunk : p.pages->pageSize;
 }
 
 /// f32 rows with a leading dimension.
@@ -156,23 +162,25 @@ struct F32Rows {
 };
 
 /// Rows [t0, t0 + n) of one (sequence, kv head) of a cache of `dim` values
-/// per row as f32: the cache itself in f32 (the rows of one page, keyChunk),
-/// else converted into buf.
+/// per row as f32: the cache itself in f32 when they are contiguous (a
+/// sequence's cache, or one page), else converted or gathered into buf.
 template <typename T>
 F32Rows cacheRows(const CacheProblem<T> &p, const T *cache, int64_t dim, int64_t b, int64_t g,
                   int64_t t0, int64_t n, float *buf) {
   if constexpr (std::is_same_v<T, float>)
-    return {cache + p.cacheRow(b, t0, g) * dim, p.sh.kv_heads * dim};
+    if (!p.pages || t0 % p.pages->pageSize + n <= p.pages->pageSize)
+      return {cache + p.cacheRow(b, t0, g) * dim, p.sh.kv_heads * dim};
   for (int64_t t = 0; t < n; ++t)
     toF32(cache + p.cacheRow(b, t0 + t, g) * dim, buf + t * dim, dim);
   return {buf, dim};
 }
 
-/// Scratch floats of gemmItem: queries, outputs and scores of a block, and
-/// (bf16 / f16) a converted chunk of key or value rows.
-template <typename T> int64_t gemmItemFloats(int64_t maxKeys, int64_t D, int64_t Dv) {
-  const int64_t chunk = std::is_same_v<T, float> ? 0 : kKeyChunk * std::max(D, Dv);
-  return kQB * (D + Dv + maxKeys) + chunk;
+/// Scratch floats of an item: queries, outputs and scores of a block, and
+/// (bf16 / f16, or gathered pages) a chunk of key or value rows.
+template <typename T> int64_t itemFloats(const CacheProblem<T> &p, int64_t maxKeys) {
+  const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim;
+  const bool converts = !std::is_same_v<T, float> || p.pages;
+  return kQB * (D + Dv + maxKeys) + (converts ? kKeyChunk * std::max(D, Dv) : 0);
 }
 
 template <typename T>
@@ -183,7 +191,7 @@ void gemmItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxKeys, f
   double rowL[kQB];
   for (int64_t r0 = 0; r0 < R; r0 += kQB) {
     const int64_t qb = std::min(kQB, R - r0);
-    const int64_t tEnd = p.keysOf(b, r0, qb), chunk = keyChunk(p, tEnd);
+    const int64_t tEnd = p.keysOf(b, r0, qb), chunk = keyChunk(p, tEnd, /*gemm=*/true);
     for (int64_t i = 0; i < qb; ++i)
       p.loadQuery(b, g, r0 + i, qr + i * D);
     for (int64_t t0 = 0; t0 < tEnd; t0 += chunk) { // S = Q' K^T
@@ -226,7 +234,7 @@ void fewQueriesItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxK
   const int64_t D = p.sh.head_dim, Dv = p.sh.v_head_dim, R = p.rows(b);
   if (R == 0)
     return; // an idle sequence
-  const int64_t tEnd = p.keysOf(b, 0, R), chunk = keyChunk(p, tEnd);
+  const int64_t tEnd = p.keysOf(b, 0, R), chunk = keyChunk(p, tEnd, /*gemm=*/false);
   float *qr = ws, *ob = qr + kQB * D, *sc = ob + kQB * Dv, *buf = sc + kQB * maxKeys;
   for (int64_t r = 0; r < R; ++r)
     p.loadQuery(b, g, r, qr + r * D);
@@ -272,7 +280,7 @@ template <typename T> void fewQueries(const CacheProblem<T> &p, int64_t maxKeys)
   const int64_t items = sh.batch * sh.kv_heads;
   const int64_t macs = items * p.rows() * maxKeys * (sh.head_dim + sh.v_head_dim);
   const int64_t threads = macs < kMinThreadedMacs ? 1 : parallelThreads(items);
-  const int64_t slot = gemmItemFloats<T>(maxKeys, sh.head_dim, sh.v_head_dim);
+  const int64_t slot = itemFloats(p, maxKeys);
   Scratch scratch(0, threads, slot * int64_t(sizeof(float)));
   auto run = [&](int64_t s, int64_t begin, int64_t end) {
     float *ws = reinterpret_cast<float *>(scratch.slot(s));
@@ -313,7 +321,7 @@ void cacheAttention(braid_dtype dt, const CacheProblem<T> &p, int64_t maxKeys) {
   if (p.rows() <= kFewRows)
     return fewQueries(p, maxKeys);
   const int64_t threads = parallelThreads(items);
-  const int64_t slot = gemmItemFloats<T>(maxKeys, sh.head_dim, sh.v_head_dim);
+  const int64_t slot = itemFloats(p, maxKeys);
   Scratch scratch(0, threads, slot * int64_t(sizeof(float)));
   const SerialBlas serial(threads > 1);
   parallelForSlots(items, [&](int64_t s, int64_t begin, int64_t end) {
