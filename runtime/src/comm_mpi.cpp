@@ -324,6 +324,19 @@ private:
   int rank_ = 0, size_ = 1;
 };
 
+/// The live provider's shared state: MPI calls outside its communicators
+/// (the launch's gathers) take its lock, as the progress thread does
+/// (MPI_THREAD_SERIALIZED).
+Shared *&activeShared() {
+  static Shared *shared = nullptr;
+  return shared;
+}
+
+std::unique_lock<std::mutex> lockMpi() {
+  Shared *shared = activeShared();
+  return shared ? std::unique_lock<std::mutex>(shared->mpi) : std::unique_lock<std::mutex>();
+}
+
 /// The communicator of this rank's replica group (splitReplicas), the launch
 /// without replicas: the "world" of the program's grid.
 MPI_Comm &groupComm() {
@@ -347,6 +360,7 @@ public:
     check(MPI_Comm_set_errhandler(world_->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
           "world");
     coords_ = grid_.coordinates(rank_);
+    activeShared() = shared_.get();
     if (const char *text = std::getenv("BRAID_LINK"); text && *text) {
       std::string error;
       if (!link::parse(text, &shared_->links, &error))
@@ -374,6 +388,8 @@ public:
       drain();
     else
       stopProgress();
+    if (activeShared() == shared_.get())
+      activeShared() = nullptr;
   }
   const char *kind() const override { return "mpi"; }
   int32_t worldSize() const override { return size_; }
@@ -538,6 +554,7 @@ std::vector<double> gatherOnLaunchRoot(const std::vector<double> &values) {
   const int32_t size = launchSize();
   int count = int(values.size());
   std::vector<int> counts(size_t(size), 0), offsets(size_t(size), 0);
+  std::unique_lock<std::mutex> lock = lockMpi();
   check(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD),
         "MPI_Gather", "launch");
   int total = 0;
@@ -552,7 +569,10 @@ std::vector<double> gatherOnLaunchRoot(const std::vector<double> &values) {
   return all;
 }
 
-void launchBarrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", "launch"); }
+void launchBarrier() {
+  std::unique_lock<std::mutex> lock = lockMpi();
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", "launch");
+}
 
 void broadcastFromRoot(void *data, int64_t bytes) {
   if (bytes < 0 || bytes > INT_MAX)
