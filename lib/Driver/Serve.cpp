@@ -256,7 +256,10 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   FailureOr<ServeGrid> grid = serveGridOf(pipeline.grid);
   if (failed(grid) || failed(checkServeOptions(options, generate)))
     return 1;
-  const int64_t ranks = grid->ranks();
+  // Disaggregated: a prefill group and a decode group, each of the grid.
+  const int64_t ranks = grid->ranks() * (generate.serve.disaggregate ? 2 : 1);
+  if (generate.serve.disaggregate && grid->replicas > 1)
+    return fail("--disaggregate with dp: the decode group's replicas are not served yet");
   // Each replica's programs are partitioned for its own grid (tp).
   TrainingPipelineOptions replica;
   replica.copyOptionValuesFrom(pipeline);
@@ -291,6 +294,8 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   SmallVector<std::string> args = serveArgs(options, generate);
   if (grid->replicas > 1)
     args.append({"--replicas", std::to_string(grid->replicas)});
+  if (generate.serve.disaggregate)
+    args.append({"--replicas", "2", "--disaggregate"});
   if (!reference)
     return runPrograms({*binary}, ranks, pipeline.grid, args);
   FailureOr<std::string> servedDir = logitsDirectory(), aloneDir = logitsDirectory();

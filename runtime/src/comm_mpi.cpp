@@ -569,6 +569,40 @@ std::vector<double> gatherOnLaunchRoot(const std::vector<double> &values) {
   return all;
 }
 
+void maxOnLaunch(std::vector<int32_t> &values) {
+  std::unique_lock<std::mutex> lock = lockMpi();
+  check(MPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()), MPI_INT32_T, MPI_MAX,
+                      MPI_COMM_WORLD),
+        "MPI_Allreduce", "launch");
+}
+
+namespace {
+int messageBytes(int64_t bytes, const char *what) {
+  if (bytes < 0 || bytes > INT_MAX)
+    fatal("%s of %lld bytes over the launch", what, (long long)bytes);
+  return int(bytes);
+}
+} // namespace
+
+void broadcastOnLaunch(void *data, int64_t bytes, int32_t root) {
+  std::unique_lock<std::mutex> lock = lockMpi();
+  check(MPI_Bcast(data, messageBytes(bytes, "MPI_Bcast"), MPI_BYTE, root, MPI_COMM_WORLD),
+        "MPI_Bcast", "launch");
+}
+
+void sendOnLaunch(const void *data, int64_t bytes, int32_t to, int32_t tag) {
+  std::unique_lock<std::mutex> lock = lockMpi();
+  check(MPI_Send(data, messageBytes(bytes, "MPI_Send"), MPI_BYTE, to, tag, MPI_COMM_WORLD),
+        "MPI_Send", "launch");
+}
+
+void receiveOnLaunch(void *data, int64_t bytes, int32_t from, int32_t tag) {
+  std::unique_lock<std::mutex> lock = lockMpi();
+  check(MPI_Recv(data, messageBytes(bytes, "MPI_Recv"), MPI_BYTE, from, tag, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE),
+        "MPI_Recv", "launch");
+}
+
 void launchBarrier() {
   std::unique_lock<std::mutex> lock = lockMpi();
   check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", "launch");

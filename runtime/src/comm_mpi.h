@@ -91,6 +91,13 @@ int32_t launchRank();
 std::vector<double> gatherOnLaunchRoot(const std::vector<double> &values);
 /// MPI_Barrier over the launch.
 void launchBarrier();
+/// Each entry of `values` replaced by its maximum over the launch.
+void maxOnLaunch(std::vector<int32_t> &values);
+/// MPI_Bcast of `bytes` at `data` from launch rank `root` over the launch.
+void broadcastOnLaunch(void *data, int64_t bytes, int32_t root);
+/// Blocking point-to-point messages between launch ranks (tag `tag`).
+void sendOnLaunch(const void *data, int64_t bytes, int32_t to, int32_t tag);
+void receiveOnLaunch(void *data, int64_t bytes, int32_t from, int32_t tag);
 /// MPI_Bcast of `bytes` at `data` from world rank 0 over MPI_COMM_WORLD (the
 /// NCCL provider's bootstrap of its unique id).
 void broadcastFromRoot(void *data, int64_t bytes);

@@ -76,6 +76,7 @@ struct Args {
   int64_t endToken = -1;      ///< --end-token ID: a drawn ID ends its request (-1: none)
   bool staticBatching = false; ///< --static-batching: waves instead of continuous batching
   int64_t replicas = 1;        ///< --replicas R: R independent groups of ranks serve (dp)
+  bool disaggregate = false;   ///< --disaggregate: group 0 prefills, group 1 decodes
 };
 
 /// The command line; --help prints the usage and exits 0, a bad argument

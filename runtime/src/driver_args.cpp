@@ -11,7 +11,7 @@
 //           [--logits-out DIR]
 //           [--serve FILE | --rate R [--requests N] [--min-prompt-len L]]
 //           [--output FILE] [--end-token ID] [--static-batching]
-//           [--replicas R]
+//           [--replicas R] [--disaggregate]
 //                                                     (serving, driver_serve.cpp)
 //
 // Every flag takes its value as the next argument or after '='. A bad
@@ -42,7 +42,7 @@ void usage(const char *argv0, FILE *out) {
                "       [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T] "
                "[--top-k K] [--top-p P] [--verify-forward] [--logits-out DIR]\n"
                "       [--serve FILE | --rate R [--requests N] [--min-prompt-len L]] "
-               "[--output FILE] [--end-token ID] [--static-batching] [--replicas R]\n",
+               "[--output FILE] [--end-token ID] [--static-batching] [--replicas R] [--disaggregate]\n",
                argv0);
 }
 
@@ -114,6 +114,7 @@ constexpr std::pair<const char *, bool Args::*> kSwitches[] = {
     {"--check-replicas", &Args::checkReplicas},
     {"--verify-forward", &Args::verifyForward},
     {"--static-batching", &Args::staticBatching},
+    {"--disaggregate", &Args::disaggregate},
 };
 
 /// The flags that take a string, and the message for an empty one (null:

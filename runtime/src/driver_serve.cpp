@@ -52,6 +52,11 @@
 #include "serve_requests.h"
 #include "serve_report.h"
 #include "serve_scheduler.h"
+#include "serve_transfer.h"
+
+#ifdef BRAID_RUNTIME_MPI
+#include "comm_mpi.h"
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -60,6 +65,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <thread>
 
 namespace braid::rt::driver {
@@ -159,15 +165,27 @@ struct RequestLife {
   std::map<int64_t, std::vector<float>> logits;
 };
 
+/// What this rank's group runs: both calls, or (--disaggregate) the
+/// prefill calls or the decode calls of the same plan.
+enum class Role { Colocated, Prefill, Decode };
+
+Role roleOf(const Session &s) {
+  if (!s.args.disaggregate)
+    return Role::Colocated;
+  return s.ranks.replica == 0 ? Role::Prefill : Role::Decode;
+}
+
 /// The serving loop.
 class Server {
 public:
   Server(Session &s, const InferencePrograms &programs, const ServeShapes &shapes,
          std::vector<ServeRequest> &requests, std::FILE *output)
       : s(s), programs(programs), shapes(shapes), scheduler(configOf(s, shapes)), caller(s),
-        output(output) {
+        output(output), role(roleOf(s)) {
     for (ServeRequest &request : requests)
       lives[request.index].request = &request;
+    if (role != Role::Colocated)
+      transfer.emplace(s);
   }
 
   /// Serves every request (those refused by the file already reported).
@@ -210,6 +228,12 @@ private:
   void keepLogits(const std::vector<float> &logits, int64_t row, int64_t sequence,
                   int64_t step);
   void finish(const serve::Finished &finished);
+  /// --disaggregate: the iteration's calls on this group, the prefilled
+  /// rows moved, the drawn tokens (and the first tokens' logits) shared.
+  void runCalls(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
+                std::vector<int32_t> &decodeIds);
+  void shareTokens(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
+                   std::vector<int32_t> &decodeIds);
 
   Session &s;
   const InferencePrograms &programs;
@@ -222,6 +246,11 @@ private:
   Clock::time_point start = Clock::now();
   double endMs = 0;
   int64_t iterations = 0;
+  Role role;
+  std::optional<CacheTransfer> transfer;
+  /// The logits of the prefill rows that completed a prompt, in chunk order
+  /// (--logits-out, shared with the decode group).
+  std::vector<float> firstTokenLogits;
 };
 
 /// Admits every request whose arrival time has come (the same ones on every
@@ -232,7 +261,12 @@ void Server::admitArrivals(size_t *next, const std::vector<ServeRequest *> &orde
   while (*next + size_t(count[0]) < order.size() &&
          order[*next + size_t(count[0])]->arrivalMs <= now)
     ++count[0];
-  if (s.multi)
+#ifdef BRAID_RUNTIME_MPI
+  if (role != Role::Colocated)
+    mpi::maxOnLaunch(count); // both groups plan alike
+  else
+#endif
+      if (s.multi)
     maxOverRanks(s.rt.get(), count);
   for (int32_t i = 0; i < count[0]; ++i) {
     ServeRequest &request = *order[(*next)++];
@@ -281,13 +315,9 @@ void Server::run(std::vector<ServeRequest> &requests) {
       fatal("serve: the scheduler has requests but planned nothing (pages %lld of %lld in use)",
             (long long)scheduler.pagesInUse(), (long long)shapes.pages);
     ++iterations;
-    double iterationUs = Trace::nowUs(), callUs = iterationUs;
-    std::vector<int32_t> prefillIds = runPrefill(iteration.prefill);
-    if (!iteration.prefill.empty())
-      traceSpan("prefill", describePrefill(iteration.prefill), &callUs);
-    std::vector<int32_t> decodeIds = runDecode(iteration.decode);
-    if (!iteration.decode.empty())
-      traceSpan("decode", describeDecode(iteration.decode), &callUs);
+    double iterationUs = Trace::nowUs();
+    std::vector<int32_t> prefillIds, decodeIds;
+    runCalls(iteration, prefillIds, decodeIds);
     traceSpan("iteration " + std::to_string(iterations), describeIteration(iteration),
               &iterationUs);
     const double now = msSince(start);
@@ -302,6 +332,62 @@ void Server::run(std::vector<ServeRequest> &requests) {
       fatal("serve: the scheduler's pages are inconsistent: %s", problem.c_str());
   }
   endMs = msSince(start);
+}
+
+void Server::runCalls(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
+                      std::vector<int32_t> &decodeIds) {
+  double callUs = Trace::nowUs();
+  if (role != Role::Decode && !iteration.prefill.empty()) {
+    prefillIds = runPrefill(iteration.prefill);
+    traceSpan("prefill", describePrefill(iteration.prefill), &callUs);
+  }
+  std::vector<std::vector<int32_t>> tables;
+  for (const serve::PrefillChunk &chunk : iteration.prefill)
+    tables.push_back(scheduler.pageTable(chunk.slot));
+  if (role == Role::Prefill && !iteration.prefill.empty()) {
+    transfer->send(iteration.prefill, tables);
+    traceSpan("send cache", describePrefill(iteration.prefill), &callUs);
+  }
+  if (role != Role::Prefill && !iteration.decode.empty()) {
+    decodeIds = runDecode(iteration.decode);
+    traceSpan("decode", describeDecode(iteration.decode), &callUs);
+  }
+  if (role == Role::Decode && !iteration.prefill.empty()) {
+    transfer->receive(iteration.prefill, tables);
+    traceSpan("receive cache", describePrefill(iteration.prefill), &callUs);
+  }
+  if (role != Role::Colocated)
+    shareTokens(iteration, prefillIds, decodeIds);
+}
+
+/// The prefill group's first rank gives its tokens (and, for --logits-out,
+/// the first tokens' logits) to every rank, the decode group's first rank
+/// its own, so that both groups complete the iteration alike.
+void Server::shareTokens(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
+                         std::vector<int32_t> &decodeIds) {
+#ifdef BRAID_RUNTIME_MPI
+  prefillIds.resize(iteration.prefill.size());
+  decodeIds.resize(iteration.decode.size());
+  const int32_t decodeRoot = s.ranks.size;
+  mpi::broadcastOnLaunch(prefillIds.data(), int64_t(prefillIds.size() * sizeof(int32_t)), 0);
+  mpi::broadcastOnLaunch(decodeIds.data(), int64_t(decodeIds.size() * sizeof(int32_t)),
+                         decodeRoot);
+  if (s.args.logitsOut.empty())
+    return;
+  size_t completing = 0;
+  for (const serve::PrefillChunk &chunk : iteration.prefill)
+    completing += chunk.completesPrompt ? 1 : 0;
+  firstTokenLogits.resize(completing * size_t(shapes.vocab));
+  mpi::broadcastOnLaunch(firstTokenLogits.data(),
+                         int64_t(firstTokenLogits.size() * sizeof(float)), 0);
+  size_t row = 0;
+  for (const serve::PrefillChunk &chunk : iteration.prefill)
+    if (chunk.completesPrompt)
+      keepLogits(firstTokenLogits, int64_t(row++), chunk.sequence, chunk.step);
+#else
+  (void)iteration, (void)prefillIds, (void)decodeIds;
+  fatal("--disaggregate needs ranks launched by mpirun");
+#endif
 }
 
 SampleInputs Server::sampleInputs(int64_t rows) const {
@@ -371,10 +457,14 @@ std::vector<int32_t> Server::runPrefill(const std::vector<serve::PrefillChunk> &
   const bool keep = !s.args.logitsOut.empty();
   std::vector<int32_t> drawn = call(*programs.prefill, inputs, "prefill", keep ? &logits : nullptr);
   std::vector<int32_t> ids;
+  firstTokenLogits.clear();
   for (const serve::PrefillChunk &chunk : chunks) {
     ids.push_back(drawn[size_t(chunk.row)]);
-    if (keep && chunk.completesPrompt)
-      keepLogits(logits, chunk.row, chunk.sequence, chunk.step);
+    if (!keep || !chunk.completesPrompt)
+      continue;
+    keepLogits(logits, chunk.row, chunk.sequence, chunk.step);
+    const float *first = logits.data() + size_t(chunk.row * shapes.vocab);
+    firstTokenLogits.insert(firstTokenLogits.end(), first, first + shapes.vocab);
   }
   return ids;
 }
@@ -450,7 +540,7 @@ ServeTotals Server::totals() const {
 }
 
 void Server::writeLogits() const {
-  if (s.args.logitsOut.empty() || s.ranks.rank != 0)
+  if (s.args.logitsOut.empty() || s.ranks.rank != 0 || role == Role::Prefill)
     return;
   for (int64_t sequence : completed) {
     const RequestLife &life = lives.at(sequence);
@@ -476,6 +566,12 @@ int runServing(Session &s, const InferencePrograms &programs) {
                     "--checkpoint-dir are for training)");
   if (!s.args.serveFile.empty() && s.args.rate > 0)
     return s.refuse("--serve FILE and --rate R are two sources of requests: give one");
+  if (s.args.disaggregate && s.ranks.replicas != 2)
+    return s.refuse("--disaggregate serves with two groups of ranks (--replicas 2): prefill, "
+                    "then decode");
+  // Disaggregated, the decode group reports what is served.
+  if (roleOf(s) == Role::Prefill)
+    s.talks = false;
   for (const std::string &axis : s.grid.names)
     if (axis != "tp" && axis != "world")
       return s.refuse("serving runs on one rank or a tp grid; the " + axis +

@@ -54,7 +54,7 @@ void ServeTotals::addFlattened(const std::vector<double> &all) {
 /// The summary line, over every replica (printed by the launch's first rank).
 void summarizeServing(const Session &s, const ServeTotals &local, int64_t poolPages) {
   ServeTotals all;
-  if (s.ranks.replicas > 1) {
+  if (s.ranks.replicas > 1 && !s.args.disaggregate) {
 #ifdef BRAID_RUNTIME_MPI
     // Only each replica's first rank reports; the others send nothing.
     all.addFlattened(mpi::gatherOnLaunchRoot(s.ranks.rank == 0 ? local.flatten()
@@ -70,9 +70,10 @@ void summarizeServing(const Session &s, const ServeTotals &local, int64_t poolPa
   const std::vector<double> &ttft = all.ttft, &tpot = all.tpot;
   const double seconds = all.endMs / 1e3;
   const std::string replicas =
-      s.ranks.replicas > 1 ? " (of a replica; " + std::to_string(s.ranks.replicas) +
-                                 " replicas)"
-                           : "";
+      s.args.disaggregate ? " (each group's pool; prefill and decode groups)"
+      : s.ranks.replicas > 1
+          ? " (of a replica; " + std::to_string(s.ranks.replicas) + " replicas)"
+          : "";
   std::printf("%sserve: %lld requests (%lld refused), %.2f requests/s, %.1f output tokens/s, "
               "ttft median/p90/p99 %.1f/%.1f/%.1f ms, tpot median/p90/p99 %.2f/%.2f/%.2f ms, "
               "pages peak %lld of %lld%s, preemptions %lld, shared pages %lld, iterations %lld\n",
@@ -134,7 +135,7 @@ void reportCompletion(const Session &s, const ServeRequest &request,
 /// serves the requests whose index is r modulo R, with its own pool and
 /// scheduler.
 void keepReplicaShare(const Session &s, std::vector<ServeRequest> &requests) {
-  if (s.ranks.replicas <= 1)
+  if (s.ranks.replicas <= 1 || s.args.disaggregate)
     return;
   std::vector<ServeRequest> share;
   for (ServeRequest &request : requests)
@@ -149,7 +150,9 @@ void keepReplicaShare(const Session &s, std::vector<ServeRequest> &requests) {
 std::FILE *openServeOutput(const Session &s) {
   if (s.args.outputFile.empty())
     return nullptr;
-  const bool first = s.ranks.replica == 0 && s.ranks.rank == 0;
+  // Disaggregated, the decode group (the second) reports the requests.
+  const int32_t reporting = s.args.disaggregate ? 1 : 0;
+  const bool first = s.ranks.replica == reporting && s.ranks.rank == 0;
   bool emptied = true;
   if (first) {
     std::FILE *file = std::fopen(s.args.outputFile.c_str(), "w");
@@ -161,7 +164,7 @@ std::FILE *openServeOutput(const Session &s) {
   if (s.ranks.replicas > 1)
     mpi::launchBarrier();
 #endif
-  if (!emptied || s.ranks.rank != 0)
+  if (!emptied || s.ranks.rank != 0 || (s.args.disaggregate && s.ranks.replica != 1))
     return nullptr;
   std::FILE *file = std::fopen(s.args.outputFile.c_str(), "a");
   if (file)

@@ -35,7 +35,8 @@ struct ServeTotals {
 };
 
 /// The summary line over every replica, printed by the launch's first rank
-/// (collective over the launch with --replicas).
+/// (collective over the launch with --replicas; --disaggregate: the decode
+/// group's, which knows every request's tokens).
 void summarizeServing(const Session &s, const ServeTotals &local, int64_t poolPages);
 
 /// A refused request on stdout (and stderr) and in --output.

@@ -18,9 +18,11 @@
 #   mamba-tiny, gpt-tiny, moe-tiny;
 # - static batching (--static-batching, bench/serving's baseline: waves of 3
 #   that start when the last has ended): verified, in more iterations;
+# - disaggregated prefill and decode groups: llama-tiny on 1 + 1 ranks
+#   (preempted, pages shared), hybrid-tiny on tp=2 + tp=2;
 # - the negative tests: a page table entry pointing at another
-#   sequence's page, a chunk boundary off by one (BRAID_TEST_SERVE_FAULT):
-#   each FAILS --verify;
+#   sequence's page, a chunk boundary off by one, a cache transfer missing
+#   one layer (BRAID_TEST_SERVE_FAULT): each FAILS --verify;
 # - bad requests refused with their line and reason, the others served (exit
 #   2), every one in --output; --end-token ends a request at that token.
 import json
@@ -122,10 +124,20 @@ s = served("llama-tiny.mlir", "--static-batching")
 expect(s and continuous and int(s.group(7)) > int(continuous.group(7)),
        "llama-tiny, static batching: no more iterations than continuous batching")
 
+# Disaggregated: a prefill group and a decode group (each of --grid's
+# ranks), the prefilled rows and Mamba states moved between them.
+s = served("llama-tiny.mlir", "--kv-pages", "6", "--disaggregate")
+expect(s and int(s.group(5)) > 0 and int(s.group(6)) > 0,
+       "llama-tiny disaggregated: no preemption or no shared page")
+served("hybrid-tiny.mlir", "--kv-pages", "6", "--disaggregate", "--grid", "tp=2")
+
 # The negative tests: each FAILS --verify.
-for fault, what in (("page", "a page table entry pointing at another sequence's page"),
-                    ("chunk", "a chunk boundary off by one")):
-    r = test.run("llama-tiny.mlir", *SERVE, "--verify", env={"BRAID_TEST_SERVE_FAULT": fault})
+for fault, what, extra in (
+        ("page", "a page table entry pointing at another sequence's page", ()),
+        ("chunk", "a chunk boundary off by one", ()),
+        ("transfer", "a cache transfer missing one layer", ("--disaggregate",))):
+    r = test.run("llama-tiny.mlir", *SERVE, "--verify", *extra,
+                 env={"BRAID_TEST_SERVE_FAULT": fault})
     m = re.search(r"^verify: FAIL serving against each request alone on 1 rank: request \d+ "
                   r"step \d+: logit difference (\S+) > ", r.stdout, re.M)
     expect(r.returncode == 1 and m and "alone on 1 rank: ok" not in r.stdout,

@@ -310,6 +310,10 @@ static cl::opt<bool> staticBatching(
     cl::desc("Admit requests in waves of --batch that start only when the last "
              "one has ended, instead of continuous batching (the baseline of "
              "bench/serving)"));
+static cl::opt<bool> disaggregate(
+    "disaggregate", cl::cat(serveCategory),
+    cl::desc("Prefill on one group of --grid's ranks and decode on a second, the cache moved "
+             "between them"));
 
 /// The lowering's options (--grid, --zero, --dtype, ...): the training
 /// pipeline's own, defined once in braid/Pipelines.h and made flags of
@@ -433,6 +437,7 @@ int main(int argc, char **argv) {
       generate.serve.prefillChunk = prefillChunk;
       generate.serve.prefillBatch = prefillBatch;
       generate.serve.staticBatches = staticBatching;
+      generate.serve.disaggregate = disaggregate;
       return ::braid::driver::serveModel(*module, pipeline, options, generate);
     }
     return ::braid::driver::generateModel(*module, pipeline, options, generate);
