@@ -210,13 +210,29 @@ struct Block {
 };
 } // namespace
 
+/// The fraction of HBM peak that serving's decode kernels reach (the GEMVs
+/// streaming the weights, paged attention streaming the cache). Not the
+/// training calibration's memory_efficiency (fitted to training step times,
+/// 0.6 on Hopper and 0.95 on A100): calibrated on the two rows that
+/// bench/planner/published-serving.json marks "calibration" (TensorRT-LLM
+/// 0.6.1's Llama 2 7B at 128/2048 on one A100 and one H100, decode-bound),
+/// balanced between them (-3.2% and +2.8%); the other rows are held out.
+static constexpr double kDecodeMemoryEfficiency = 0.76;
+
 /// Adds `block`'s time to `t`: to compute when its FLOPs take longer than
 /// its bytes, else to memory; the launches where kernels finish before the
-/// next one is launched.
-static void addBlock(PhaseTime &t, const Block &b, double bandwidth, double launch, double times) {
+/// next one is launched. With `overlapped` false the bytes and the FLOPs
+/// add (each to its own part).
+static void addBlock(PhaseTime &t, const Block &b, double bandwidth, double launch, double times,
+                     bool overlapped = true) {
   double compute = b.flops / b.rate, memory = b.bytes / bandwidth;
-  double work = std::max(compute, memory);
-  (compute > memory ? t.compute : t.memory) += times * work;
+  double work = overlapped ? std::max(compute, memory) : compute + memory;
+  if (!overlapped) {
+    t.compute += times * compute;
+    t.memory += times * memory;
+  } else {
+    (compute > memory ? t.compute : t.memory) += times * work;
+  }
   t.launch += times * std::max(0.0, b.kernels * launch - work);
 }
 
@@ -226,7 +242,7 @@ PhaseTime InferenceCost::decodeStep(const ServeLayout &l, double batch, double c
   double b = std::max(1.0, batch / l.dp) / l.pp;
   double h = m.hidden, q = double(m.heads) * m.headDim;
   double wb = weightBytes(), act = 2;
-  double bandwidth = hw.hbmBytesPerSecond * cal.memoryEfficiency;
+  double bandwidth = hw.hbmBytesPerSecond * kDecodeMemoryEfficiency;
   auto rate = [&](double rows) {
     return peak() * cal.gemmEfficiency * rows / (rows + cal.gemmHalfDim);
   };
@@ -310,11 +326,20 @@ PhaseTime InferenceCost::stagePrefill(const ServeLayout &l, double prompts, doub
   // Chunks riding along with a decode step share its launches and its
   // all-reduces' latency: only their bytes add.
   double launch = readsWeights ? hw.kernelLaunch : 0;
+  // A prefill's products stream their weights (and the prompt's activations)
+  // once while the tensor cores work on the tiles already loaded; at the
+  // row counts of a prompt (a few 128-row tiles) the loads are not hidden
+  // behind the math, so the two add: the roofline's max would leave a
+  // 128-token first token on A100 at 0.57-0.67 of TensorRT-LLM 0.5's
+  // published latency (nothing fitted: bench/planner/serving.py).
+  auto add = [&](const Block &block, double times) {
+    addBlock(t, block, bandwidth, launch, times, /*overlapped=*/false);
+  };
   double tpReduce = allReduce(l.tp, nodes(l.tp), rows * h * act) -
                     (readsWeights ? 0 : allReduce(l.tp, nodes(l.tp), 1));
   if (double n = stageLayers(l, Mixer::Attention)) {
-    addBlock(t, gemm(rows, q / l.tp + 2 * kv, h), bandwidth, launch, n);
-    addBlock(t, gemm(rows, h, q / l.tp), bandwidth, launch, n);
+    add(gemm(rows, q / l.tp + 2 * kv, h), n);
+    add(gemm(rows, h, q / l.tp), n);
     // Causal attention over the prompt: half the square, split over the cp
     // ring (balanced by zigzag chunks); the ring's key/value shifts hidden
     // behind it.
@@ -335,7 +360,7 @@ PhaseTime InferenceCost::stagePrefill(const ServeLayout &l, double prompts, doub
   for (Mixer mixer : {Mixer::Mamba, Mixer::Mamba2})
     if (double n = stageLayers(l, mixer)) {
       double params = m.layerParameters({mixer, Ffn::None}) / l.tp;
-      addBlock(t, gemm(rows, params / h, h), bandwidth, launch, n);
+      add(gemm(rows, params / h, h), n);
       double e = double(m.dInner()) / l.tp;
       if (mixer == Mixer::Mamba)
         t.compute += n * cal.scanSeconds(hw, rows * e * m.dState * 9, rows * e * act * 4);
@@ -345,8 +370,8 @@ PhaseTime InferenceCost::stagePrefill(const ServeLayout &l, double prompts, doub
       t.tp += n * tpReduce;
     }
   if (double n = stageLayers(l, Ffn::Dense)) {
-    addBlock(t, gemm(rows, (mats - 1) * m.ffn / l.tp, h), bandwidth, launch, n);
-    addBlock(t, gemm(rows, h, double(m.ffn) / l.tp), bandwidth, launch, n);
+    add(gemm(rows, (mats - 1) * m.ffn / l.tp, h), n);
+    add(gemm(rows, h, double(m.ffn) / l.tp), n);
     t.tp += n * tpReduce;
   }
   if (double n = stageLayers(l, Ffn::MoE)) {
@@ -357,14 +382,14 @@ PhaseTime InferenceCost::stagePrefill(const ServeLayout &l, double prompts, doub
     Block experts{2 * tokens * k * expert / shards,
                   touched * expert / shards * weightRead + 2 * tokens * k * h * act / shards, 2,
                   peak() * cal.gemmEfficiency * qf(perExpert) * qf(h) * qf(m.ffn)};
-    addBlock(t, experts, bandwidth, launch, n);
+    add(experts, n);
     if (m.sharedFfn)
-      addBlock(t, gemm(rows, mats * m.sharedFfn / l.tp, h), bandwidth, launch, n);
+      add(gemm(rows, mats * m.sharedFfn / l.tp, h), n);
     t.ep += n * dispatchSeconds(l, rows);
     t.tp += n * (l.ep == 1 || m.sharedFfn > 0 ? tpReduce : 0);
   }
   // The head on each prompt's last token only.
-  addBlock(t, gemm(prompts, double(m.vocab) / l.tp, h), bandwidth, launch, 1);
+  add(gemm(prompts, double(m.vocab) / l.tp, h), 1);
   return t;
 }
 

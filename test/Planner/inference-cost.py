@@ -16,7 +16,10 @@ src = sys.argv[1]
 hw = json.load(open(os.path.join(src, "lib/CostModel/hardware/h100-sxm.json")))
 cal = json.load(open(os.path.join(src, "lib/CostModel/calibration/h100-sxm.json")))
 GiB = float(1 << 30)
-BW = hw["hbm_bytes_per_s"] * cal["memory_efficiency"]
+# A decode step reads at serving's decode efficiency (kDecodeMemoryEfficiency
+# in InferenceCost.cpp, fitted on bench/planner's calibration rows); a
+# prefill at the training calibration's.
+BW = hw["hbm_bytes_per_s"] * 0.76
 PEAK, EFF, HALF = hw["peak_bf16_flops"], cal["gemm_efficiency"], cal["gemm_half_dim"]
 LAUNCH = hw["kernel_launch_s"]
 NV = hw["intra_node"]

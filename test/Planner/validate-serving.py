@@ -7,15 +7,16 @@
 #   H200 in FP8, tensor parallelism 5.6x faster than pipeline parallelism at
 #   minimum latency and pipeline parallelism 1.5x the throughput at maximum:
 #   the model's ratios within 15% of both;
-# - a regression guard on the rows (deterministic: a change of a formula or a
-#   calibration that moves them fails here): median |error| at most 25%,
-#   every row within 150%, and the dense rows of TensorRT-LLM's in-flight
+# - a regression guard on the 73 validation rows (the two rows marked
+#   "calibration" fit decode's HBM efficiency and are left out; deterministic:
+#   a change of a formula or a calibration that moves them fails here): the
+#   issue's median target, |error| at most 10%, every row within 150%, at
+#   least 55 within 25%, and the dense rows of TensorRT-LLM's in-flight
 #   batching (Llama 3.1 8B, 3.3 70B, 3.1 405B on H100 and H200) at a median
-#   of 15% at most. The issue's targets (median 10%, every row within 25%)
-#   are not met yet: TensorRT-LLM 0.6's tensor-parallel FP8 rows on H100 run
-#   1.2-2.4x slower than the model, its first tokens at 128-token prompts
-#   take 3-19 ms more (the runtime's per-request cost, which the model leaves
-#   out), and the MoE rows of Qwen3-235B 1.4-2.1x slower (docs/planner.md).
+#   of 10% at most. The issue's other target (every row within 25%) is not
+#   met yet: TensorRT-LLM 0.6's tensor-parallel FP8 rows of the GQA models on
+#   H100 run 1.2-2.4x slower than the model, and the MoE rows of Qwen3-235B
+#   1.4-2.0x slower (docs/planner.md).
 import os
 import re
 import shutil
@@ -28,20 +29,22 @@ out = subprocess.run([sys.executable, os.path.join(src, "bench", "planner", "ser
                      capture_output=True, text=True, check=True).stdout
 print(out)
 failures = []
-m = re.search(r"^all: (\d+) rows, median \|error\| ([\d.]+)%, max ([\d.]+)%, "
+m = re.search(r"^validation: (\d+) rows, median \|error\| ([\d.]+)%, max ([\d.]+)%, "
               r"within 25%: (\d+)/(\d+)$", out, re.M)
 if not m:
     sys.exit("FAIL: no summary line")
-rows, median, worst = int(m[1]), float(m[2]), float(m[3])
-if rows < 75:
-    failures.append(f"{rows} rows, expected at least 75")
+rows, median, worst, within = int(m[1]), float(m[2]), float(m[3]), int(m[4])
+if rows < 73:
+    failures.append(f"{rows} validation rows, expected at least 73")
+if within < 55:
+    failures.append(f"{within} validation rows within 25%, expected at least 55")
 dense = re.search(r"^group trtperf dense output_tokens_per_s: (\d+) rows, median \|error\| "
                   r"([\d.]+)%", out, re.M)
-if not dense or float(dense[2]) > 15.0:
-    failures.append("the dense in-flight rows' median |error| is past 15%" if dense else
+if not dense or float(dense[2]) > 10.0:
+    failures.append("the dense in-flight rows' median |error| is past 10%" if dense else
                     "no group line of the dense in-flight rows")
-if median > 25.0:
-    failures.append(f"median |error| {median}% > 25%")
+if median > 10.0:
+    failures.append(f"median |error| {median}% > 10%")
 if worst > 150.0:
     failures.append(f"a row beyond 150% (max {worst}%)")
 ratios = re.findall(r"^ratio .*$", out, re.M)
