@@ -35,9 +35,10 @@ int execute(StringRef program, ArrayRef<std::string> args,
 
 int runPrograms(ArrayRef<std::string> binaries, int64_t ranks,
                 StringRef gridSpec, ArrayRef<std::string> args,
-                std::optional<StringRef> stdoutFile) {
+                std::optional<StringRef> stdoutFile, ArrayRef<int64_t> counts) {
   const int64_t programs = binaries.size();
-  if (programs == 0 || ranks % programs != 0) {
+  if (programs == 0 || (counts.empty() && ranks % programs != 0) ||
+      (!counts.empty() && counts.size() != binaries.size())) {
     llvm::errs() << "braid-run: --grid " << gridSpec << " has " << ranks
                  << " ranks, which " << programs
                  << " pipeline stages cannot share evenly\n";
@@ -75,10 +76,11 @@ int runPrograms(ArrayRef<std::string> binaries, int64_t ranks,
   // One app context per program; those flags above are global, and each
   // context gets its ranks in order, which is what puts stage S on
   // [S*K, (S+1)*K).
-  for (const std::string &binary : binaries) {
-    if (&binary != &binaries.front())
+  for (const auto &[index, binary] : llvm::enumerate(binaries)) {
+    if (index > 0)
       full.push_back(":");
-    full.append({"-np", std::to_string(ranks / programs), binary});
+    const int64_t count = counts.empty() ? ranks / programs : counts[index];
+    full.append({"-np", std::to_string(count), binary});
     full.append(args.begin(), args.end());
   }
   return execute(*launcher, full, stdoutFile);
@@ -86,7 +88,7 @@ int runPrograms(ArrayRef<std::string> binaries, int64_t ranks,
 
 int runCaptured(ArrayRef<std::string> binaries, int64_t ranks,
                 StringRef gridSpec, ArrayRef<std::string> args,
-                std::string &text, bool echo) {
+                std::string &text, bool echo, ArrayRef<int64_t> counts) {
   llvm::SmallString<128> file;
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("braid-run", "out", file)) {
@@ -94,7 +96,7 @@ int runCaptured(ArrayRef<std::string> binaries, int64_t ranks,
                  << ec.message() << "\n";
     return 1;
   }
-  int rc = runPrograms(binaries, ranks, gridSpec, args, StringRef(file));
+  int rc = runPrograms(binaries, ranks, gridSpec, args, StringRef(file), counts);
   if (auto buffer = llvm::MemoryBuffer::getFile(file))
     text = (*buffer)->getBuffer().str();
   llvm::sys::fs::remove(file);

@@ -256,10 +256,22 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   FailureOr<ServeGrid> grid = serveGridOf(pipeline.grid);
   if (failed(grid) || failed(checkServeOptions(options, generate)))
     return 1;
-  // Disaggregated: a prefill group and a decode group, each of the grid.
-  const int64_t ranks = grid->ranks() * (generate.serve.disaggregate ? 2 : 1);
-  if (generate.serve.disaggregate && grid->replicas > 1)
-    return fail("--disaggregate with dp: the decode group's replicas are not served yet");
+  // Disaggregated: the prefill group on --prefill-grid (default: --grid),
+  // the decode group on --grid.
+  const bool disaggregate = generate.serve.disaggregate;
+  FailureOr<ServeGrid> prefillGrid =
+      disaggregate && !generate.serve.prefillGrid.empty() ? serveGridOf(generate.serve.prefillGrid)
+                                                          : grid;
+  if (failed(prefillGrid))
+    return 1;
+  if (disaggregate && (grid->replicas > 1 || prefillGrid->replicas > 1))
+    return fail("--disaggregate with dp: the groups' replicas are not served yet");
+  if (!disaggregate && !generate.serve.prefillGrid.empty())
+    return fail("--prefill-grid is the prefill group's grid of --disaggregate");
+  const SmallVector<int64_t> groups = {prefillGrid->ranks(), grid->ranks()};
+  const int64_t ranks = disaggregate ? groups[0] + groups[1] : grid->ranks();
+  const bool ownPrefillBinary = disaggregate && prefillGrid->programGrid != grid->programGrid;
+  OwningOpRef<ModuleOp> prefillModule = ownPrefillBinary ? module.clone() : nullptr;
   // Each replica's programs are partitioned for its own grid (tp).
   TrainingPipelineOptions replica;
   replica.copyOptionValuesFrom(pipeline);
@@ -280,6 +292,16 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
                    grid->programGrid, ranks > 1, /*emit=*/true, progress);
   if (failed(binary))
     return 1;
+  TrainingPipelineOptions prefillPipeline;
+  prefillPipeline.copyOptionValuesFrom(pipeline);
+  prefillPipeline.grid = prefillGrid->programGrid;
+  FailureOr<std::string> prefillBinary =
+      prefillModule ? buildServing(*prefillModule, prefillPipeline, options,
+                                   deriveOptions(sized, requests, context, /*paged=*/true),
+                                   prefillGrid->programGrid, true, /*emit=*/false, nullptr)
+                    : binary;
+  if (failed(prefillBinary))
+    return 1;
   FailureOr<std::string> single =
       reference ? buildServing(*reference, pipeline, options,
                                deriveOptions(generate, requests, context, /*paged=*/false), "", false,
@@ -294,10 +316,16 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   SmallVector<std::string> args = serveArgs(options, generate);
   if (grid->replicas > 1)
     args.append({"--replicas", std::to_string(grid->replicas)});
-  if (generate.serve.disaggregate)
-    args.append({"--replicas", "2", "--disaggregate"});
+  SmallVector<std::string> binaries = {*binary};
+  SmallVector<int64_t> counts;
+  if (disaggregate) {
+    args.append({"--disaggregate", "--groups",
+                 std::to_string(groups[0]) + "," + std::to_string(groups[1])});
+    binaries = {*prefillBinary, *binary};
+    counts = groups;
+  }
   if (!reference)
-    return runPrograms({*binary}, ranks, pipeline.grid, args);
+    return runPrograms(binaries, ranks, pipeline.grid, args, std::nullopt, counts);
   FailureOr<std::string> servedDir = logitsDirectory(), aloneDir = logitsDirectory();
   if (failed(servedDir) || failed(aloneDir))
     return 1;
@@ -305,7 +333,8 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   args.append({"--logits-out", *servedDir});
   SmallVector<std::string> aloneArgs = commonArgs(options, generate);
   aloneArgs.append({"--prompts", generate.serve.requestsFile, "--logits-out", *aloneDir});
-  int status = runCaptured({*binary}, ranks, pipeline.grid, args, served.text, /*echo=*/true);
+  int status =
+      runCaptured(binaries, ranks, pipeline.grid, args, served.text, /*echo=*/true, counts);
   int aloneStatus = runCaptured({*single}, 1, "", aloneArgs, alone.text, /*echo=*/false);
   bool same = (status == 0 || status == 2) && (aloneStatus == 0 || aloneStatus == 2) &&
               compareGenerations(served, alone, "serving against each request alone on 1 rank",

@@ -536,13 +536,26 @@ int32_t launchRank() {
   return rank;
 }
 
-int32_t splitReplicas(int32_t replicas) {
+int32_t splitGroups(int32_t replicas, const std::vector<int32_t> &sizes) {
   const int32_t size = launchSize(), rank = launchRank();
-  if (replicas < 1 || size % replicas != 0)
-    fatal("%d replicas cannot share the launch's %d ranks evenly", int(replicas), int(size));
-  if (replicas == 1)
+  std::vector<int32_t> groups = sizes;
+  if (groups.empty()) {
+    if (replicas < 1 || size % replicas != 0)
+      fatal("%d replicas cannot share the launch's %d ranks evenly", int(replicas), int(size));
+    groups.assign(size_t(replicas), size / replicas);
+  }
+  int32_t total = 0, group = -1;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g] < 1)
+      fatal("a group of %d ranks", int(groups[g]));
+    if (group < 0 && rank < total + groups[g])
+      group = int32_t(g);
+    total += groups[g];
+  }
+  if (total != size)
+    fatal("groups of %d ranks in all, but the launch has %d", int(total), int(size));
+  if (groups.size() == 1)
     return 0;
-  const int32_t group = rank / (size / replicas);
   MPI_Comm comm;
   check(MPI_Comm_split(MPI_COMM_WORLD, group, rank, &comm), "MPI_Comm_split", "replicas");
   check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", "replica");
@@ -566,6 +579,15 @@ std::vector<double> gatherOnLaunchRoot(const std::vector<double> &values) {
   check(MPI_Gatherv(values.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
                     MPI_DOUBLE, 0, MPI_COMM_WORLD),
         "MPI_Gatherv", "launch");
+  return all;
+}
+
+std::vector<int64_t> allGatherOnLaunch(const std::vector<int64_t> &values) {
+  std::vector<int64_t> all(values.size() * size_t(launchSize()));
+  std::unique_lock<std::mutex> lock = lockMpi();
+  check(MPI_Allgather(values.data(), int(values.size()), MPI_INT64_T, all.data(),
+                      int(values.size()), MPI_INT64_T, MPI_COMM_WORLD),
+        "MPI_Allgather", "launch");
   return all;
 }
 

@@ -80,10 +80,11 @@ void initialize(int *argc, char ***argv);
 bool initialized();
 int32_t worldSize();
 int32_t worldRank();
-/// Splits the launch into `replicas` groups of consecutive ranks (collective
-/// over the launch; its size must be a multiple); the "world" of everything
+/// Splits the launch into groups of consecutive ranks, `sizes[g]` ranks in
+/// group g, or (`sizes` empty) `replicas` groups of equal size (collective
+/// over the launch; the sizes must add up to it); the "world" of everything
 /// after is the rank's group. The rank's group, or 0.
-int32_t splitReplicas(int32_t replicas);
+int32_t splitGroups(int32_t replicas, const std::vector<int32_t> &sizes);
 int32_t launchSize();
 int32_t launchRank();
 /// Every launch rank's `values` concatenated in launch rank order, on launch
@@ -91,6 +92,9 @@ int32_t launchRank();
 std::vector<double> gatherOnLaunchRoot(const std::vector<double> &values);
 /// MPI_Barrier over the launch.
 void launchBarrier();
+/// Every launch rank's `values` (the same count on each), concatenated in
+/// launch rank order, on every rank.
+std::vector<int64_t> allGatherOnLaunch(const std::vector<int64_t> &values);
 /// Each entry of `values` replaced by its maximum over the launch.
 void maxOnLaunch(std::vector<int32_t> &values);
 /// MPI_Bcast of `bytes` at `data` from launch rank `root` over the launch.

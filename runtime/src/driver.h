@@ -77,6 +77,7 @@ struct Args {
   bool staticBatching = false; ///< --static-batching: waves instead of continuous batching
   int64_t replicas = 1;        ///< --replicas R: R independent groups of ranks serve (dp)
   bool disaggregate = false;   ///< --disaggregate: group 0 prefills, group 1 decodes
+  std::vector<int32_t> groupSizes; ///< --groups P,D: the groups' sizes (else --replicas')
 };
 
 /// The command line; --help prints the usage and exits 0, a bad argument
@@ -94,6 +95,7 @@ Args parseArgs(int argc, char **argv);
 struct Ranks {
   int32_t size = 1, rank = 0;    ///< in this rank's replica (the program's world)
   int32_t replica = 0, replicas = 1; ///< --replicas: the launch's groups (serving's dp)
+  int32_t launchSize = 1, launchRank = 0; ///< over every group
   bool mpi = false;
   bool store = false;     ///< GPU ranks from BRAID_WORLD_SIZE / BRAID_RANK (NCCL)
   int32_t localRank = -1; ///< store mode: BRAID_LOCAL_RANK
@@ -105,7 +107,8 @@ struct Ranks {
 /// (MPI builds), the file store's ranks (NCCL builds), else one rank. With
 /// `replicas` > 1 (MPI), the launch is split into that many groups of
 /// consecutive ranks and the rank's group is its world.
-Ranks startRanks(int *argc, char ***argv, int64_t replicas);
+Ranks startRanks(int *argc, char ***argv, int64_t replicas,
+                 const std::vector<int32_t> &groupSizes);
 
 /// One run of a program: what it describes, the command line, and what the
 /// driver's parts make of them, in the order they run.

@@ -11,7 +11,7 @@
 //           [--logits-out DIR]
 //           [--serve FILE | --rate R [--requests N] [--min-prompt-len L]]
 //           [--output FILE] [--end-token ID] [--static-batching]
-//           [--replicas R] [--disaggregate]
+//           [--replicas R] [--disaggregate [--groups P,D]]
 //                                                     (serving, driver_serve.cpp)
 //
 // Every flag takes its value as the next argument or after '='. A bad
@@ -42,7 +42,7 @@ void usage(const char *argv0, FILE *out) {
                "       [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T] "
                "[--top-k K] [--top-p P] [--verify-forward] [--logits-out DIR]\n"
                "       [--serve FILE | --rate R [--requests N] [--min-prompt-len L]] "
-               "[--output FILE] [--end-token ID] [--static-batching] [--replicas R] [--disaggregate]\n",
+               "[--output FILE] [--end-token ID] [--static-batching] [--replicas R] [--disaggregate [--groups P,D]]\n",
                argv0);
 }
 
@@ -193,6 +193,20 @@ bool parseGenerationNumber(ArgReader &reader, Args &args) {
         int64_t(reader.unsignedValue(1ull << 30, "--min-prompt-len needs a positive integer"));
     if (args.minPromptLen < 1)
       reader.fail("--min-prompt-len needs a positive integer");
+  } else if (flag == "--groups") {
+    // P,D: the disaggregated groups' sizes.
+    std::string text = reader.next();
+    size_t at = 0;
+    while (at <= text.size()) {
+      size_t comma = text.find(',', at);
+      uint64_t v = 0;
+      if (!parseUnsigned(text.substr(at, comma - at), &v) || v < 1 || v > (1u << 20))
+        reader.fail("--groups needs sizes N,M,... of at least 1");
+      args.groupSizes.push_back(int32_t(v));
+      if (comma == std::string::npos)
+        break;
+      at = comma + 1;
+    }
   } else if (flag == "--replicas") {
     args.replicas = int64_t(reader.unsignedValue(1ull << 20, "--replicas needs a positive integer"));
     if (args.replicas < 1)

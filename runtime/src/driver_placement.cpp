@@ -48,14 +48,17 @@ void Ranks::finalize() {
 #endif
 }
 
-Ranks startRanks(int *argc, char ***argv, int64_t replicas) {
+Ranks startRanks(int *argc, char ***argv, int64_t replicas,
+                 const std::vector<int32_t> &groupSizes) {
   Ranks ranks;
 #ifdef BRAID_RUNTIME_MPI
   if (mpi::launched()) {
     mpi::initialize(argc, argv);
     ranks.mpi = true;
-    ranks.replicas = int32_t(replicas);
-    ranks.replica = mpi::splitReplicas(int32_t(replicas));
+    ranks.replicas = groupSizes.empty() ? int32_t(replicas) : int32_t(groupSizes.size());
+    ranks.replica = mpi::splitGroups(int32_t(replicas), groupSizes);
+    ranks.launchSize = mpi::launchSize();
+    ranks.launchRank = mpi::launchRank();
     ranks.size = mpi::worldSize();
     ranks.rank = mpi::worldRank();
   }
@@ -63,7 +66,7 @@ Ranks startRanks(int *argc, char ***argv, int64_t replicas) {
   (void)argc;
   (void)argv;
 #endif
-  if (replicas > 1 && !ranks.mpi)
+  if ((replicas > 1 || !groupSizes.empty()) && !ranks.mpi)
     fatal("--replicas %lld needs ranks launched by mpirun", (long long)replicas);
 #ifdef BRAID_RUNTIME_NCCL
   if (!ranks.mpi && nccl::storeLaunched()) {

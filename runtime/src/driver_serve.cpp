@@ -368,7 +368,9 @@ void Server::shareTokens(const serve::Iteration &iteration, std::vector<int32_t>
 #ifdef BRAID_RUNTIME_MPI
   prefillIds.resize(iteration.prefill.size());
   decodeIds.resize(iteration.decode.size());
-  const int32_t decodeRoot = s.ranks.size;
+  // The decode group's first rank follows the prefill group's ranks.
+  const int32_t decodeRoot =
+      role == Role::Prefill ? s.ranks.size : s.ranks.launchSize - s.ranks.size;
   mpi::broadcastOnLaunch(prefillIds.data(), int64_t(prefillIds.size() * sizeof(int32_t)), 0);
   mpi::broadcastOnLaunch(decodeIds.data(), int64_t(decodeIds.size() * sizeof(int32_t)),
                          decodeRoot);
@@ -567,7 +569,7 @@ int runServing(Session &s, const InferencePrograms &programs) {
   if (!s.args.serveFile.empty() && s.args.rate > 0)
     return s.refuse("--serve FILE and --rate R are two sources of requests: give one");
   if (s.args.disaggregate && s.ranks.replicas != 2)
-    return s.refuse("--disaggregate serves with two groups of ranks (--replicas 2): prefill, "
+    return s.refuse("--disaggregate serves with two groups of ranks (--groups P,D): prefill, "
                     "then decode");
   // Disaggregated, the decode group reports what is served.
   if (roleOf(s) == Role::Prefill)

@@ -155,7 +155,7 @@ const EntryDriver &driverFor(const braid_program &program, const std::string &na
 int main(int argc, char **argv) {
   Session s;
   s.args = parseArgs(argc, argv);
-  s.ranks = startRanks(&argc, &argv, s.args.replicas);
+  s.ranks = startRanks(&argc, &argv, s.args.replicas, s.args.groupSizes);
   s.argv0 = argv[0];
   reportTermination();
   // A generation binary runs prefill and decode (driver_generate.cpp) over

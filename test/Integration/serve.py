@@ -19,7 +19,8 @@
 # - static batching (--static-batching, bench/serving's baseline: waves of 3
 #   that start when the last has ended): verified, in more iterations;
 # - disaggregated prefill and decode groups: llama-tiny on 1 + 1 ranks
-#   (preempted, pages shared), hybrid-tiny on tp=2 + tp=2;
+#   (preempted, pages shared), hybrid-tiny prefilled on tp=2 and decoded on
+#   one rank (the blocks' intersections moved);
 # - the issue's negative tests: a page table entry pointing at another
 #   sequence's page, a chunk boundary off by one, a cache transfer missing
 #   one layer (BRAID_TEST_SERVE_FAULT): each FAILS --verify;
@@ -129,7 +130,9 @@ expect(s and continuous and int(s.group(7)) > int(continuous.group(7)),
 s = served("llama-tiny.mlir", "--kv-pages", "6", "--disaggregate")
 expect(s and int(s.group(5)) > 0 and int(s.group(6)) > 0,
        "llama-tiny disaggregated: no preemption or no shared page")
-served("hybrid-tiny.mlir", "--kv-pages", "6", "--disaggregate", "--grid", "tp=2")
+# Different layouts: prefill on tp=2, decode on one rank (each pool's heads
+# and each Mamba state's channels moved by the intersection of the blocks).
+served("hybrid-tiny.mlir", "--kv-pages", "6", "--disaggregate", "--prefill-grid", "tp=2")
 
 # The negative tests: each FAILS --verify.
 for fault, what, extra in (

@@ -314,6 +314,10 @@ static cl::opt<bool> disaggregate(
     "disaggregate", cl::cat(serveCategory),
     cl::desc("Prefill on one group of --grid's ranks and decode on a second, the cache moved "
              "between them"));
+static cl::opt<std::string> prefillGrid(
+    "prefill-grid", cl::cat(serveCategory),
+    cl::desc("With --disaggregate: the prefill group's grid (default: --grid, the decode "
+             "group's)"));
 
 /// The lowering's options (--grid, --zero, --dtype, ...): the training
 /// pipeline's own, defined once in braid/Pipelines.h and made flags of
@@ -438,6 +442,7 @@ int main(int argc, char **argv) {
       generate.serve.prefillBatch = prefillBatch;
       generate.serve.staticBatches = staticBatching;
       generate.serve.disaggregate = disaggregate;
+      generate.serve.prefillGrid = prefillGrid;
       return ::braid::driver::serveModel(*module, pipeline, options, generate);
     }
     return ::braid::driver::generateModel(*module, pipeline, options, generate);

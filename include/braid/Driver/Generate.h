@@ -40,6 +40,7 @@ struct GenerateOptions {
     int64_t prefillChunk = 0; ///< --prefill-chunk L (0: min(context, 512))
     int64_t prefillBatch = 1; ///< --prefill-batch: prompt chunks per iteration
     bool disaggregate = false; ///< --disaggregate: a prefill group and a decode group
+    std::string prefillGrid;   ///< --prefill-grid: the prefill group's (default: --grid)
     bool staticBatches = false; ///< --static-batching: waves (bench/serving's baseline)
     bool enabled() const { return !requestsFile.empty() || rate > 0; }
   } serve;

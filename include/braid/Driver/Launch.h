@@ -30,17 +30,20 @@ int execute(llvm::StringRef program, llvm::ArrayRef<std::string> args,
 /// Runs built programs, each with `args`, on `ranks` ranks: one program on
 /// all of them (under mpirun when more than one), or several under one
 /// mpirun, MPMD, program S on the K = ranks / programs ranks [S*K, (S+1)*K)
-/// (an error unless they divide evenly). `gridSpec` names the grid in errors;
-/// stdout into `stdoutFile` when given. Returns the exit code.
+/// (an error unless they divide evenly), or program S on `counts[S]` ranks
+/// in order when `counts` is given (serving's groups). `gridSpec` names the
+/// grid in errors; stdout into `stdoutFile` when given. Returns the exit
+/// code.
 int runPrograms(llvm::ArrayRef<std::string> binaries, int64_t ranks,
                 llvm::StringRef gridSpec, llvm::ArrayRef<std::string> args,
-                std::optional<llvm::StringRef> stdoutFile = std::nullopt);
+                std::optional<llvm::StringRef> stdoutFile = std::nullopt,
+                llvm::ArrayRef<int64_t> counts = {});
 
 /// runPrograms with stdout captured into `text`, then copied to ours when
 /// `echo` or on failure.
 int runCaptured(llvm::ArrayRef<std::string> binaries, int64_t ranks,
                 llvm::StringRef gridSpec, llvm::ArrayRef<std::string> args,
-                std::string &text, bool echo);
+                std::string &text, bool echo, llvm::ArrayRef<int64_t> counts = {});
 
 } // namespace braid::driver
 
