@@ -1,6 +1,6 @@
 // RUN: braid-opt --braid-partition="grid=tp=2" %s | FileCheck %s --check-prefix=TP2
 // RUN: braid-opt --braid-partition="grid=tp=4" %s 2>/dev/null | FileCheck %s --check-prefix=TP4
-// RUN: braid-opt --braid-partition="grid=dp=2,tp=2" %s | FileCheck %s --check-prefix=DPTP
+// RUN: not braid-opt --braid-partition="grid=dp=2,tp=2" %s 2>&1 | FileCheck %s --check-prefix=DPTP
 
 // A serving decode step over a paged KV cache (pools [N, P, Hkv, D]).
 
@@ -25,14 +25,11 @@
 // TP4: %[[VS:.*]] = braid.slice %[[V]] along 2 over ["tp"] {replicas = 2 : i64} : tensor<8x4x2x8xf32> -> tensor<8x4x1x8xf32>
 // TP4: braid.paged_cache_attention %{{.*}}, %[[KS]], %[[VS]], %arg1, %arg2, %arg3 {{.*}} : tensor<2x1x1x8xf32>, tensor<8x4x1x8xf32>, tensor<8x4x1x8xf32>, tensor<2xi32>, tensor<2x3xi32>, tensor<2xi32> -> tensor<2x1x1x8xf32>
 
-// dp=2,tp=2: the sequences split over dp (rows, queries, positions, page
-// tables, last rows); the pools have no sequence dimension: each dp rank
-// holds whole pools (of its tp heads) for its own sequences' pages.
-// DPTP: braid.state @cache.layers.0.k zeros {braid.global_shape = array<i64: 8, 4, 2, 8>, braid.split = {{\[}}[], [], ["tp"], []]} : tensor<8x4x1x8xf32>
-// DPTP-LABEL: func.func @decode(
-// DPTP-SAME: %arg2: tensor<1x3xi32> {braid.global_shape = array<i64: 2, 3>, braid.split = {{\[}}["dp"], []]}
-// DPTP: braid.paged_cache_write %{{.*}} : tensor<8x4x1x8xf32>, tensor<1x1x1x8xf32>, tensor<1xi32>, tensor<1x3xi32>, tensor<1xi32>
-// DPTP: braid.paged_cache_attention %{{.*}} : tensor<1x1x2x8xf32>, tensor<8x4x1x8xf32>, tensor<8x4x1x8xf32>, tensor<1xi32>, tensor<1x3xi32>, tensor<1xi32> -> tensor<1x1x2x8xf32>
+// dp=2,tp=2: refused. A pool holds the pages of every sequence of the
+// program; a batch split over dp would leave each rank a whole pool written
+// only for its own sequences (a replicated state whose copies differ).
+// Serving runs dp as replicas of the program (braid-run --serve --grid dp=N).
+// DPTP: error: --braid-partition: a paged KV cache is not split over dp (dp=2 in the grid): serve dp as replicas of the program (braid-run --serve --grid dp=N,tp=T)
 
 module {
   braid.param @tok_embeddings normal(2.000000e-02) : tensor<64x32xf32>

@@ -98,7 +98,35 @@ int64_t Partitioner::mambaHaloRows() {
   return rows;
 }
 
+/// A paged KV cache pools the pages of every sequence of a program: a batch
+/// split over dp or ep would leave each rank a whole pool written only in
+/// part (its own sequences' pages), a replicated state whose copies differ.
+/// Serving runs dp as independent replicas of the program instead.
+static LogicalResult checkPagedBatchSplit(ArrayRef<func::FuncOp> functions,
+                                          const Grid &grid) {
+  for (auto [name, size] : llvm::zip(grid.names, grid.sizes)) {
+    if (size <= 1 || (name != "dp" && name != "ep"))
+      continue;
+    for (func::FuncOp f : functions) {
+      WalkResult paged = f.walk([&](Operation *op) {
+        if (!isa<PagedCacheWriteOp, PagedCacheAttentionOp>(op))
+          return WalkResult::advance();
+        op->emitError("--braid-partition: a paged KV cache is not split over ")
+            << name << " (" << name << "=" << size
+            << " in the grid): serve dp as replicas of the program "
+               "(braid-run --serve --grid dp=N,tp=T)";
+        return WalkResult::interrupt();
+      });
+      if (paged.wasInterrupted())
+        return failure();
+    }
+  }
+  return success();
+}
+
 LogicalResult Partitioner::checkInferenceGrid() {
+  if (failed(checkPagedBatchSplit(functions, grid)))
+    return failure();
   std::optional<int16_t> cp = contextAxis(grid);
   if (!cp)
     return success();
