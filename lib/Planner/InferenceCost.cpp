@@ -34,7 +34,9 @@ llvm::Expected<ServeDtype> plan::parseServeDtype(llvm::StringRef name) {
     return ServeDtype::FP16;
   if (name == "fp8")
     return ServeDtype::FP8;
-  return error("--dtype is bf16, fp16 or fp8, not '" + name + "'");
+  if (name == "f32")
+    return ServeDtype::F32;
+  return error("--dtype is bf16, fp16, fp8 or f32, not '" + name + "'");
 }
 
 const char *plan::serveDtypeName(ServeDtype dtype) {
@@ -45,6 +47,8 @@ const char *plan::serveDtypeName(ServeDtype dtype) {
     return "fp16";
   case ServeDtype::FP8:
     return "fp8";
+  case ServeDtype::F32:
+    return "f32";
   }
   return "?";
 }
@@ -241,7 +245,7 @@ PhaseTime InferenceCost::decodeStep(const ServeLayout &l, double batch, double c
   // replica's share are in flight.
   double b = std::max(1.0, batch / l.dp) / l.pp;
   double h = m.hidden, q = double(m.heads) * m.headDim;
-  double wb = weightBytes(), act = 2;
+  double wb = weightBytes(), act = activationBytes();
   double bandwidth = hw.hbmBytesPerSecond * kDecodeMemoryEfficiency;
   auto rate = [&](double rows) {
     return peak() * cal.gemmEfficiency * rows / (rows + cal.gemmHalfDim);
@@ -313,7 +317,7 @@ PhaseTime InferenceCost::stagePrefill(const ServeLayout &l, double prompts, doub
                                       bool readsWeights) const {
   double rows = prompts * tokens / l.cp; // a rank's share of the prompts' tokens
   double h = m.hidden, q = double(m.heads) * m.headDim, kv = kvHeadsPerGpu(l.tp) * m.headDim;
-  double wb = weightBytes(), act = 2, mats = m.gated ? 3 : 2;
+  double wb = weightBytes(), act = activationBytes(), mats = m.gated ? 3 : 2;
   double bandwidth = hw.hbmBytesPerSecond * cal.memoryEfficiency;
   auto qf = [&](double x) { return x / (x + cal.gemmHalfDim); };
   // A product of rows x k by k x n, its weights in the serving precision.

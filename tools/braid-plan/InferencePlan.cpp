@@ -39,7 +39,7 @@ static cl::opt<int64_t>
 static cl::opt<double> rate("rate", cl::desc("Requests per second on the cluster"),
                             cl::init(0), cl::cat(inferenceCategory()));
 static cl::opt<std::string> dtypeName("dtype",
-                                      cl::desc("Weights and KV cache: bf16, fp16 or fp8"),
+                                      cl::desc("Weights and KV cache: bf16, fp16, fp8 or f32 (CPU ranks)"),
                                       cl::init("bf16"), cl::cat(inferenceCategory()));
 static cl::opt<std::string>
     objectiveName("objective",

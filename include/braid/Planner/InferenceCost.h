@@ -44,7 +44,8 @@
 namespace braid::plan {
 
 /// The precision of weights and KV cache (activations stay in 16 bits).
-enum class ServeDtype { BF16, FP16, FP8 };
+/// F32 is what braid-run's CPU ranks serve in (bench/planner/cpu_inference.py).
+enum class ServeDtype { BF16, FP16, FP8, F32 };
 llvm::Expected<ServeDtype> parseServeDtype(llvm::StringRef name);
 const char *serveDtypeName(ServeDtype dtype);
 
@@ -146,7 +147,11 @@ public:
   const cost::Hardware &hardware() const { return hw; }
   const Workload &workload() const { return w; }
   /// Bytes per weight and per cached element.
-  double weightBytes() const { return w.dtype == ServeDtype::FP8 ? 1 : 2; }
+  double weightBytes() const {
+    return w.dtype == ServeDtype::FP8 ? 1 : w.dtype == ServeDtype::F32 ? 4 : 2;
+  }
+  /// Activations are 16-bit on GPUs, f32 on braid-run's CPU ranks.
+  double activationBytes() const { return w.dtype == ServeDtype::F32 ? 4 : 2; }
   /// Bytes of KV cache one token of one sequence holds on one GPU of
   /// `layout`'s busiest stage, and of Mamba state one sequence holds.
   double cacheBytesPerToken(const ServeLayout &layout) const;
