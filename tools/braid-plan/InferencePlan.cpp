@@ -12,6 +12,7 @@
 #include "PlanReport.h"
 
 #include "braid/Planner/InferenceSearch.h"
+#include "braid/Planner/ServePlanFile.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -239,6 +240,25 @@ static void printExplain(raw_ostream &os, size_t rank, const ServeChoice &c) {
                (long long)e.batch, (long long)e.maxBatch);
 }
 
+/// --plan-file: the chosen layout (rank 1, or --explain's) as braid-run's
+/// --generate / --serve flags, with the cost model's figures for it.
+static Error writeServePlan(const InferenceContext &ctx, const Workload &w,
+                            const ServeChoice &chosen) {
+  Expected<ServeRunFlags> flags = serveRunFlags(chosen, w);
+  if (!flags)
+    return flags.takeError();
+  json::Object root{{"model", ctx.model.name},
+                    {"hardware", ctx.hw.name},
+                    {"gpus", ctx.gpus},
+                    {"prompt", w.prompt},
+                    {"output", w.output},
+                    {"dtype", serveDtypeName(w.dtype)},
+                    {"batching", std::string(batching)},
+                    {"layout", chosen.str()},
+                    {"predicted", choiceJson(chosen)}};
+  return writeServePlanFile(ctx.planFile, std::move(root), *flags);
+}
+
 Error runInference(const InferenceContext &ctx, raw_ostream &os) {
   Expected<Workload> w = workload(ctx);
   if (!w)
@@ -250,9 +270,6 @@ Error runInference(const InferenceContext &ctx, raw_ostream &os) {
   Expected<ServeSearchOptions> options = serveOptions(ctx);
   if (!options)
     return options.takeError();
-  if (!ctx.planFile.empty())
-    return error("--plan-file: serving plan files are not written yet (braid-run --serve "
-                 "does not read them)");
   InferenceCost cost(ctx.model, ctx.hw, ctx.cal, *w, fp8);
 
   ServeSearchResult result;
@@ -274,6 +291,9 @@ Error runInference(const InferenceContext &ctx, raw_ostream &os) {
   if (ctx.explain > result.best.size())
     return error("--explain " + Twine(ctx.explain) + ": only " + Twine(result.best.size()) +
                  " layouts");
+  if (!ctx.planFile.empty())
+    if (Error e = writeServePlan(ctx, *w, result.best[ctx.explain ? ctx.explain - 1 : 0]))
+      return e;
 
   if (ctx.json) {
     json::Array layouts;

@@ -114,6 +114,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "braid/Planner/PlanFile.h"
+#include "braid/Planner/ServePlanFile.h"
 #include "braid/Driver/Progress.h"
 #include "braid/Driver/Generate.h"
 #include "braid/Driver/Run.h"
@@ -213,7 +214,9 @@ static cl::opt<std::string> planFile(
     cl::desc("Run the plan braid-plan --plan-file wrote: its grid, ZeRO stage, "
              "recompute, micro-batches, schedule, virtual stages and layout "
              "(the reduced plan on CPU ranks, the full one with --backend "
-             "cuda)"));
+             "cuda); or the serving plan braid-plan --inference --plan-file wrote: "
+             "--generate, --batch, --prompt-len, --context, --grid, --page-size, "
+             "--kv-pages, --prefill-chunk (and --disaggregate) where not given"));
 
 static cl::opt<std::string> injectFault(
     "inject-fault", cl::cat(runCategory),
@@ -325,8 +328,39 @@ static cl::opt<std::string> prefillGrid(
 /// ops), and the links it schedules for come from BRAID_LINK.
 static ::braid::TrainingPipelineOptions pipeline;
 
+/// Sets the --generate / --serve flags of a serving plan (braid-plan
+/// --inference --plan-file) that the command line leaves unset.
+static void applyServePlan(const ::braid::plan::ServeRunFlags &f) {
+  // As if given: braid-run picks its mode by the flags that occur.
+  auto set = [](cl::Option &opt, const llvm::Twine &value) {
+    if (!opt.getNumOccurrences())
+      (void)opt.addOccurrence(0, opt.ArgStr, value.str());
+  };
+  set(generateTokens, llvm::Twine(f.generate));
+  set(generateBatch, llvm::Twine(f.batch));
+  set(promptLen, llvm::Twine(f.promptLen));
+  set(generateContext, llvm::Twine(f.context));
+  set(pageSize, llvm::Twine(f.pageSize));
+  set(kvPages, llvm::Twine(f.kvPages));
+  set(prefillChunk, llvm::Twine(f.prefillChunk));
+  if (!f.grid.empty())
+    set(pipeline.grid, f.grid);
+  if (f.disaggregate) {
+    set(disaggregate, "true");
+    set(prefillGrid, f.prefillGrid);
+  }
+}
+
 /// Sets the options of the plan in --plan-file; fails after a message.
 static LogicalResult applyPlanFile() {
+  llvm::Expected<std::optional<::braid::plan::ServeRunFlags>> serve =
+      ::braid::plan::readServePlanFile(planFile);
+  if (!serve)
+    return ::braid::driver::fail(llvm::toString(serve.takeError())), failure();
+  if (*serve) {
+    applyServePlan(**serve);
+    return success();
+  }
   // A plan file sets the plan's options; giving one of them as well would
   // leave which one runs unclear.
   for (cl::Option *opt : std::initializer_list<cl::Option *>{
