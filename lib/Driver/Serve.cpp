@@ -20,6 +20,7 @@
 #include "braid/Driver/Progress.h"
 #include "InferenceBuild.h"
 
+#include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -225,6 +226,47 @@ FailureOr<ServeGrid> serveGridOf(StringRef grid) {
   return out;
 }
 
+/// The bytes of one page on a rank, over every attention layer's pools:
+/// the lowered programs' cache.<...>.k/.v states [N, P, Hkv, D] (this rank's
+/// block, in their storage type) over N.
+int64_t pageBytesOf(ModuleOp lowered) {
+  int64_t bytes = 0;
+  lowered.walk([&](mlir::braid::StateOp state) {
+    StringRef name = state.getSymName();
+    auto type = dyn_cast<RankedTensorType>(state.getType());
+    if (!type || type.getRank() != 4 || !name.starts_with("cache.") ||
+        !(name.ends_with(".k") || name.ends_with(".v")))
+      return;
+    const int64_t bits = type.getElementTypeBitWidth();
+    bytes += type.getNumElements() / type.getDimSize(0) * bits / 8;
+  });
+  return bytes;
+}
+
+/// --kv-memory: the pages that many bytes per rank hold, measured on the
+/// programs lowered for `grid` with one page.
+FailureOr<int64_t> pagesOfMemory(ModuleOp module, const TrainingPipelineOptions &pipeline,
+                                 mlir::braid::BraidDeriveInferencePassOptions derive,
+                                 int64_t memory) {
+  OwningOpRef<ModuleOp> probe = module.clone();
+  derive.kvPages = 1;
+  PassManager pm(probe->getContext());
+  pm.addPass(mlir::braid::createBraidDeriveInferencePass(derive));
+  if (failed(pm.run(*probe)) ||
+      failed(lowerPrograms(*probe, pipeline, pipeline.grid, CompileOptions(), nullptr)))
+    return failure();
+  const int64_t page = pageBytesOf(*probe);
+  if (page == 0)
+    return fail("--kv-memory sizes a KV cache, which this model (no attention layer) does not "
+                "have: use --batch for its Mamba states"),
+           failure();
+  if (memory < page)
+    return fail("--kv-memory " + Twine(memory) + " bytes hold no page of " + Twine(page) +
+                " bytes (every layer's keys and values for --page-size positions)"),
+           failure();
+  return memory / page;
+}
+
 /// What serving does not do (yet); fails after a message naming it.
 LogicalResult checkServeOptions(const RunOptions &options, const GenerateOptions &generate) {
   const GenerateOptions::Serve &serve = generate.serve;
@@ -235,7 +277,9 @@ LogicalResult checkServeOptions(const RunOptions &options, const GenerateOptions
   if (!generate.promptsFile.empty())
     return fail("--serve reads its prompts from its requests; --prompts is --generate's"),
            failure();
-  if (serve.pageSize < 1 || serve.kvPages < 0 || serve.prefillChunk < 0 ||
+  if (serve.kvPages > 0 && serve.kvMemory > 0)
+    return fail("--kv-pages and --kv-memory both size the pool: give one"), failure();
+  if (serve.pageSize < 1 || serve.kvPages < 0 || serve.kvMemory < 0 || serve.prefillChunk < 0 ||
       serve.prefillBatch < 1 || serve.requests < 1)
     return fail("--page-size, --prefill-batch and --requests must be >= 1; --kv-pages and "
                 "--prefill-chunk >= 0"),
@@ -250,6 +294,26 @@ LogicalResult checkServeOptions(const RunOptions &options, const GenerateOptions
 }
 
 } // namespace
+
+std::optional<int64_t> parseByteSize(StringRef text) {
+  StringRef digits = text.take_while([](char c) { return c >= '0' && c <= '9'; });
+  StringRef unit = text.drop_front(digits.size());
+  uint64_t value = 0;
+  if (digits.empty() || digits.getAsInteger(10, value))
+    return std::nullopt;
+  int shift = 0;
+  if (unit == "KiB" || unit == "K")
+    shift = 10;
+  else if (unit == "MiB" || unit == "M")
+    shift = 20;
+  else if (unit == "GiB" || unit == "G")
+    shift = 30;
+  else if (!unit.empty() && unit != "B")
+    return std::nullopt;
+  if (value > (uint64_t(INT64_MAX) >> shift))
+    return std::nullopt;
+  return int64_t(value << shift);
+}
 
 int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
                const RunOptions &options, const GenerateOptions &generate) {
@@ -286,6 +350,14 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   if (!sized.serve.prefillChunk) {
     // Chunks of up to 512 prompt tokens, as long as the context allows.
     sized.serve.prefillChunk = std::min<int64_t>(context, 512);
+  }
+  if (generate.serve.kvMemory > 0) {
+    FailureOr<int64_t> pages = pagesOfMemory(
+        module, replica, deriveOptions(sized, requests, context, /*paged=*/true),
+        generate.serve.kvMemory);
+    if (failed(pages))
+      return 1;
+    sized.serve.kvPages = *pages;
   }
   FailureOr<std::string> binary =
       buildServing(module, replica, options, deriveOptions(sized, requests, context, /*paged=*/true),

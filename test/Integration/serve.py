@@ -106,6 +106,11 @@ expect(sorted(line["request"] for line in lines) == list(range(8))
        and all(len(line["ids"]) == 6 and line["finish"] == "length" and line["ttft_ms"] >= 0
                for line in lines), f"--output: not one line of 6 ids per request: {lines}")
 
+# --kv-memory: 4 pages of 4 positions of 2 layers' keys and values (2 kv heads
+# of 16, f32: 2048 bytes a page), as many as the longest request needs.
+r = test.run("llama-tiny.mlir", *SERVE, "--kv-memory", "8KiB")
+m = SUMMARY.search(r.stdout)
+expect(r.returncode == 0 and m and m.group(4) == "4", "--kv-memory 8KiB: not a pool of 4 pages", r)
 s = served("llama-tiny.mlir", "--kv-pages", "5")
 expect(s and int(s.group(5)) > 0 and int(s.group(3)) <= 5,
        "llama-tiny, 5 pages: no preemption, or more pages than the pool")

@@ -299,6 +299,10 @@ static cl::opt<int64_t> kvPages(
     cl::desc("Pages of the KV cache's pool (default: --batch sequences of the "
              "whole context)"),
     cl::init(0));
+static cl::opt<std::string> kvMemory(
+    "kv-memory", cl::cat(serveCategory),
+    cl::desc("Size the KV cache's pool by bytes per rank instead of --kv-pages (e.g. 64MiB, "
+             "1GiB, or a number of bytes)"));
 static cl::opt<int64_t> prefillChunk(
     "prefill-chunk", cl::cat(serveCategory),
     cl::desc("Prompt tokens a prefill call takes per sequence: longer prompts "
@@ -472,6 +476,13 @@ int main(int argc, char **argv) {
       generate.serve.endToken = endToken;
       generate.serve.pageSize = pageSize;
       generate.serve.kvPages = kvPages;
+      if (kvMemory.getNumOccurrences()) {
+        std::optional<int64_t> bytes = ::braid::driver::parseByteSize(kvMemory);
+        if (!bytes || *bytes < 1)
+          return fail("--kv-memory needs a size such as 64MiB, 1GiB or 1048576, found '" +
+                      kvMemory + "'");
+        generate.serve.kvMemory = *bytes;
+      }
       generate.serve.prefillChunk = prefillChunk;
       generate.serve.prefillBatch = prefillBatch;
       generate.serve.staticBatches = staticBatching;

@@ -13,6 +13,7 @@
 
 #include "braid/Driver/Run.h"
 
+#include <optional>
 #include <string>
 
 namespace braid::driver {
@@ -37,6 +38,7 @@ struct GenerateOptions {
     int64_t endToken = -1;    ///< --end-token ID
     int64_t pageSize = 16;    ///< --page-size P
     int64_t kvPages = 0;      ///< --kv-pages N (0: batch x context / P)
+    int64_t kvMemory = 0;     ///< --kv-memory BYTES per rank of the pool (0: --kv-pages)
     int64_t prefillChunk = 0; ///< --prefill-chunk L (0: min(context, 512))
     int64_t prefillBatch = 1; ///< --prefill-batch: prompt chunks per iteration
     bool disaggregate = false; ///< --disaggregate: a prefill group and a decode group
@@ -52,6 +54,10 @@ struct GenerateOptions {
 int generateModel(mlir::ModuleOp module,
                   const TrainingPipelineOptions &pipeline,
                   const RunOptions &options, const GenerateOptions &generate);
+
+/// A size in bytes: digits, then B, KiB, MiB, GiB (or K, M, G, binary);
+/// none when malformed or past int64.
+std::optional<int64_t> parseByteSize(llvm::StringRef text);
 
 /// braid-run --serve: derives paged prefill and decode programs of `module`
 /// (in place), builds them and serves the requests; with `options.verify`,
