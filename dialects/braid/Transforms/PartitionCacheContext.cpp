@@ -104,7 +104,10 @@ int64_t Partitioner::mambaHaloRows() {
 /// Serving runs dp as independent replicas of the program instead.
 static LogicalResult checkPagedBatchSplit(ArrayRef<func::FuncOp> functions,
                                           const Grid &grid) {
-  for (auto [name, size] : llvm::zip(grid.names, grid.sizes)) {
+  for (auto [axis, axisSize] : llvm::zip(grid.names, grid.sizes)) {
+    // Copies: a lambda below names them (captured bindings are C++20).
+    const std::string name = axis;
+    const int64_t size = axisSize;
     if (size <= 1 || (name != "dp" && name != "ep"))
       continue;
     for (func::FuncOp f : functions) {
