@@ -29,10 +29,12 @@ served over the rate offered (1: the run kept up with the arrivals).
   b. Chunked prefill on (--prefill-chunk 64) against off (the whole context
      per call), continuous batching, with long prompts mixed in: p99 TPOT
      (and TTFT) at the same rates.
-  c. Disaggregated against colocated (braid-run --disaggregate, built
-     during this session): not measured yet.
+  c. Disaggregated against colocated (braid-run --disaggregate) on the two
+     cores of this kind of machine: a prefill rank and a decode rank (one
+     thread each) against tp=2 (one thread each) and one rank of two
+     threads, a's requests at one rate: TTFT and TPOT.
 
---quick runs a 0.8M-parameter model and a few requests (< 30 s) to check the
+--quick runs a 0.9M-parameter model and a few requests (< 30 s once built) to check the
 script; its figures mean little.
 """
 
@@ -68,6 +70,7 @@ MODES = {
         # outputs uniform in [16, 64].
         long=dict(requests=32, short=(16, 64), long=(256, 448), share=0.2, output=(16, 64)),
         long_rates=(0.75,),
+        disaggregated_rate=2.0,
         timeout=600),
     "quick": dict(
         model=dict(name="llama-serve-quick", layers=2, hidden=128, heads=4, kv_heads=2,
@@ -77,6 +80,7 @@ MODES = {
         fractions=(0.5, 1.0),
         long=dict(requests=8, short=(4, 16), long=(64, 100), share=0.25, output=(4, 16)),
         long_rates=(20.0,),
+        disaggregated_rate=40.0,
         timeout=120),
 }
 TPOT_BOUNDS = (2, 3, 5)   # times the TPOT of one request served alone
@@ -84,7 +88,7 @@ TPOT_BOUNDS = (2, 3, 5)   # times the TPOT of one request served alone
 SUMMARY = re.compile(
     r"serve: (\d+) requests \((\d+) refused\), (\S+) requests/s, (\S+) output tokens/s, "
     r"ttft median/p90/p99 (\S+)/(\S+)/(\S+) ms, tpot median/p90/p99 (\S+)/(\S+)/(\S+) ms, "
-    r"pages peak (\d+) of (\d+), preemptions (\d+), shared pages (\d+), iterations (\d+)")
+    r"pages peak (\d+) of (\d+)[^,]*, preemptions (\d+), shared pages (\d+), iterations (\d+)")
 
 
 # --------------------------------------------------------------------------
@@ -136,7 +140,8 @@ class Failed(Exception):
     pass
 
 
-def serve(args, workload, rate, chunk, prefill_batch, static=False, tag="run"):
+def serve(args, workload, rate, chunk, prefill_batch, static=False, tag="run", extra=(),
+          threads=None):
     """One braid-run --serve; a dict of the summary's figures and the run's
     completion and arrival rates."""
     tmp = pathlib.Path(args.tmp)
@@ -145,7 +150,11 @@ def serve(args, workload, rate, chunk, prefill_batch, static=False, tag="run"):
     cmd = [str(args.build / "bin" / "braid-run"), str(args.model), "--serve", str(requests),
            "--batch", str(args.mode["batch"]), "--prefill-chunk", str(chunk),
            "--prefill-batch", str(prefill_batch), "--page-size", str(args.mode["page"]),
-           "--output", str(output), "--seed", "1", "--cpu-threads", str(args.threads), "--quiet"]
+           "--seed", "1", "--cpu-threads", str(threads or args.threads), "--quiet", *extra]
+    # --disaggregate with --output hangs (one group cannot open the file
+    # and the other waits for it): those runs count the summary's requests.
+    if "--disaggregate" not in extra:
+        cmd += ["--output", str(output)]
     if static:
         cmd.append("--static-batching")
     try:
@@ -156,8 +165,10 @@ def serve(args, workload, rate, chunk, prefill_batch, static=False, tag="run"):
     if r.returncode or not m:
         raise Failed(f"{' '.join(cmd)}: exit {r.returncode}\n{r.stderr[-2000:]}")
     g = [float(x) for x in m.groups()]
-    with open(output) as f:
-        served = sum("ids" in json.loads(line) for line in f)
+    served = int(m.group(1)) - int(m.group(2))
+    if "--output" in cmd:
+        with open(output) as f:
+            served = sum("ids" in json.loads(line) for line in f)
     if served != len(workload.requests):
         raise Failed(f"{' '.join(cmd)}: {served} of {len(workload.requests)} requests served")
     return dict(rate=rate, rps=g[2], tps=g[3], ttft=g[4:7], tpot=g[7:10], iterations=int(g[14]))
@@ -262,13 +273,37 @@ def chunked_prefill(args):
               f"p99 TTFT off/on {off['ttft'][2] / on['ttft'][2]:.2f}x |  |  |  |  |  |  |")
 
 
+def disaggregated(args):
+    """Part c on this machine's two cores: two ranks, one thread each, as a
+    prefill rank and a decode rank against tp=2, and one rank of two threads."""
+    mode = args.mode
+    work = mixed_workload(mode["mixed"], args.seed)
+    rate = mode["disaggregated_rate"]
+    print(f"\n## c. disaggregated against colocated: part a's requests at {rate:.2f}/s, batch "
+          f"{mode['batch']}, chunks of {mode['chunk']}, prefill batch 1, on two cores\n")
+    print(HEADER)
+    runs = {"colocated, 1 rank of 2 threads": ((), args.threads),
+            "colocated, tp=2 (1 thread each)": (("--grid", "tp=2"), 1),
+            "disaggregated, prefill 1 rank + decode 1 rank (1 thread each)":
+                (("--disaggregate", "--prefill-grid", "tp=1", "--grid", "tp=1"), 1)}
+    res = {}
+    for label, (extra, threads) in runs.items():
+        res[label] = serve(args, work, rate, mode["chunk"], 1, tag="disaggregated", extra=extra,
+                           threads=threads)
+        row(label, res[label])
+    (_, one), (_, tp2), (_, dis) = res.items()
+    for name, base in (("1 rank", one), ("tp=2", tp2)):
+        print(f"|  | disaggregated / colocated {name}: p90 TTFT {dis['ttft'][1] / base['ttft'][1]:.2f}x, "
+              f"p90 TPOT {dis['tpot'][1] / base['tpot'][1]:.2f}x |  |  |  |  |  |  |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", type=pathlib.Path, default=ROOT / "build")
     ap.add_argument("--quick", action="store_true", help="a tiny model and few requests (< 30 s)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--only", choices=("a", "b"), help="run one part")
+    ap.add_argument("--only", choices=("a", "b", "c"), help="run one part")
     ap.add_argument("--batch", type=int, help="decode rows (default: 8, quick 4)")
     ap.add_argument("--chunk", type=int, help="prefill chunk (default: 64, quick 16)")
     args = ap.parse_args()
@@ -296,11 +331,11 @@ def main():
                 continuous_vs_static(args)
             if args.only in (None, "b"):
                 chunked_prefill(args)
+            if args.only in (None, "c"):
+                disaggregated(args)
         except Failed as e:
             print(f"FAILED: {e}")
             return 1
-        print("\n## c. disaggregated against colocated: not measured yet (braid-run "
-              "--disaggregate)")
         print(f"\nload average {os.getloadavg()[0]:.2f} at the end")
     return 0
 
