@@ -596,8 +596,9 @@ int runServing(Session &s, const InferencePrograms &programs) {
   keepReplicaShare(s, requests);
   // The requests are read before anything is initialized: an unreadable
   // file ends the run first.
-  std::FILE *output = openServeOutput(s);
-  if (!s.args.outputFile.empty() && s.ranks.rank == 0 && !output)
+  bool outputFailed = false;
+  std::FILE *output = openServeOutput(s, &outputFailed);
+  if (outputFailed)
     return s.refuse("--output: cannot write " + s.args.outputFile);
   if (!initializeState(s))
     return s.stop(2);

@@ -3,6 +3,7 @@
 #include "serve_report.h"
 
 #include "json.h"
+#include "generate_ranks.h"
 #include "program_calls.h"
 
 #ifdef BRAID_RUNTIME_MPI
@@ -147,26 +148,36 @@ void keepReplicaShare(const Session &s, std::vector<ServeRequest> &requests) {
 /// --output, on each replica's first rank: emptied by the launch's first
 /// rank, then appended to line by line by every replica (whole lines, each
 /// one write).
-std::FILE *openServeOutput(const Session &s) {
+std::FILE *openServeOutput(const Session &s, bool *failed) {
+  *failed = false;
   if (s.args.outputFile.empty())
     return nullptr;
-  // Disaggregated, the decode group (the second) reports the requests.
-  const int32_t reporting = s.args.disaggregate ? 1 : 0;
-  const bool first = s.ranks.replica == reporting && s.ranks.rank == 0;
-  bool emptied = true;
+  // Each replica's first rank writes; disaggregated, the decode group's (the
+  // second), which reports the requests.
+  const bool writes =
+      s.ranks.rank == 0 && (s.args.disaggregate ? s.ranks.replica == 1 : true);
+  const bool first = writes && (s.args.disaggregate || s.ranks.replica == 0);
+  std::vector<int32_t> failures = {0};
   if (first) {
     std::FILE *file = std::fopen(s.args.outputFile.c_str(), "w");
-    emptied = file != nullptr;
+    failures[0] = file ? 0 : 1;
     if (file)
       std::fclose(file);
   }
+  // Every rank of the launch learns whether the file could be made, so that
+  // all refuse together (none waits for a partner that left).
 #ifdef BRAID_RUNTIME_MPI
   if (s.ranks.replicas > 1)
-    mpi::launchBarrier();
+    mpi::maxOnLaunch(failures);
+  else
 #endif
-  if (!emptied || s.ranks.rank != 0 || (s.args.disaggregate && s.ranks.replica != 1))
+      if (s.multi)
+    maxOverRanks(s.rt.get(), failures);
+  *failed = failures[0] != 0;
+  if (*failed || !writes)
     return nullptr;
   std::FILE *file = std::fopen(s.args.outputFile.c_str(), "a");
+  *failed = file == nullptr; // the first opened it a moment ago
   if (file)
     std::setvbuf(file, nullptr, _IOFBF, 1 << 16); // a line goes out in one write (fflush)
   return file;

@@ -51,10 +51,11 @@ void reportCompletion(const Session &s, const serve::ServeRequest &request,
 /// --replicas R: keeps the requests replica r serves (index r modulo R).
 void keepReplicaShare(const Session &s, std::vector<serve::ServeRequest> &requests);
 
-/// --output opened for appending on each replica's first rank (emptied
-/// first by the launch's first rank; collective with --replicas); null
-/// elsewhere or without --output.
-std::FILE *openServeOutput(const Session &s);
+/// --output opened for appending on each replica's first rank (the decode
+/// group's, disaggregated), emptied first by the first of them; null
+/// elsewhere or without --output. Collective over the launch: `failed` is
+/// the same on every rank (the file could not be made).
+std::FILE *openServeOutput(const Session &s, bool *failed);
 
 /// The trace's words for an iteration and its calls.
 std::string describePrefill(const std::vector<serve::PrefillChunk> &chunks);

@@ -132,9 +132,18 @@ expect(s and continuous and int(s.group(7)) > int(continuous.group(7)),
 
 # Disaggregated: a prefill group and a decode group (each of --grid's
 # ranks), the prefilled rows and Mamba states moved between them.
-s = served("llama-tiny.mlir", "--kv-pages", "6", "--disaggregate")
+s = served("llama-tiny.mlir", "--kv-pages", "6", "--disaggregate", "--output", output)
 expect(s and int(s.group(5)) > 0 and int(s.group(6)) > 0,
        "llama-tiny disaggregated: no preemption or no shared page")
+with open(output) as f:
+    lines = [json.loads(line) for line in f]
+expect(sorted(line["request"] for line in lines) == list(range(8)),
+       f"disaggregated: --output does not have one line per request: {lines}")
+# An --output that cannot be made: both groups refuse, none waits for the other.
+r = test.run("llama-tiny.mlir", *SERVE, "--disaggregate", "--output",
+             os.path.join(test.work, "missing", "out.jsonl"))
+expect(r.returncode == 2 and "--output: cannot write" in r.stderr,
+       "disaggregated, an --output that cannot be made: not refused", r)
 # Different layouts: prefill on tp=2, decode on one rank (each pool's heads
 # and each Mamba state's channels moved by the intersection of the blocks).
 served("hybrid-tiny.mlir", "--kv-pages", "6", "--disaggregate", "--prefill-grid", "tp=2")
