@@ -107,8 +107,8 @@ struct Ranks {
 /// (MPI builds), the file store's ranks (NCCL builds), else one rank. With
 /// `replicas` > 1 (MPI), the launch is split into that many groups of
 /// consecutive ranks and the rank's group is its world.
-Ranks startRanks(int *argc, char ***argv, int64_t replicas,
-                 const std::vector<int32_t> &groupSizes);
+Ranks startRanks(int *argc, char ***argv, int64_t replicas = 1,
+                 const std::vector<int32_t> &groupSizes = {});
 
 /// One run of a program: what it describes, the command line, and what the
 /// driver's parts make of them, in the order they run.
