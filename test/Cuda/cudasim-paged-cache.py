@@ -2,7 +2,7 @@
 # braid_k_paged_cache_write, braid_k_paged_cache_attention; cache.cu's
 # braid_k_take_rows with -1) on the CUDA emulation (runtime/cudasim), against
 # braid_ref.ops_inference and the unpaged cache kernels: the cases and bounds
-# of test/Kernels/cpu-paged-cache.py (Inputs/paged_cache_cases.py there), every
+# of test/Kernels/cpu-cache.py (Inputs/paged_cache_cases.py there), every
 # operand in device memory through Inputs/device_shim.cpp, fatal errors through
 # the device error record. Threads and blocks run in both orders, as
 # cudasim-cache.py.

@@ -1,6 +1,6 @@
 """The paged KV cache kernels (runtime_inference.h: braid_k_paged_cache_write,
 braid_k_paged_cache_attention, and braid_k_take_rows' -1) against
-braid_ref.ops_inference, on the CPU (test/Kernels/cpu-paged-cache.py) and on the
+braid_ref.ops_inference, on the CPU (test/Kernels/cpu-cache.py) and on the
 CUDA kernels under cudasim (test/Cuda/cudasim-paged-cache.py).
 
 Usage: paged_cache_cases.py KERNELS.so [--device] [abort CASE]
