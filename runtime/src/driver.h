@@ -236,6 +236,14 @@ braid_program mergedProgram(const InferencePrograms &programs);
 /// a step: with none run the peak is the persistent tensors'), else 0.
 int tearDown(Session &s, bool peakIsPlanned);
 
+/// The exit status of an inference run after tearDown's `status`: the first
+/// rank (of each group) says the run's `verdict`, which every rank reached
+/// and it printed; the others their own status. mpirun ends a job when one
+/// rank exits non-zero while others are still leaving (their exit is then a
+/// kill, noise on stderr; seen under load): a non-zero verdict waits for
+/// them first, as they have nothing left to do but exit.
+int exitStatus(const Session &s, int status, int verdict);
+
 /// Seconds since `t0`.
 double secondsSince(std::chrono::steady_clock::time_point t0);
 

@@ -567,21 +567,8 @@ int runGeneration(Session &s, const InferencePrograms &programs) {
                   generation.worst, generation.worstAt.c_str());
     std::fflush(stdout);
   }
-  int status = tearDown(s, /*peakIsPlanned=*/false);
-  // Every rank reached the same verdict; rank 0, which printed it, says it
-  // by its status. mpirun ends a job when one rank exits non-zero, and the
-  // others may still be leaving (their exit is then a kill, its noise on
-  // stderr).
-  if (s.ranks.rank != 0)
-    return status;
-  const int verdict = !verified ? 1 : refused ? 2 : status;
-  // The other ranks have passed MPI_Finalize with this one and are leaving;
-  // a rank still leaving when this one exits non-zero is killed by mpirun
-  // (SIGTERM, noise on stderr; seen under load). They have nothing left to
-  // do but exit: give them the time.
-  if (verdict != 0 && s.ranks.size > 1)
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  return verdict;
+  const int status = tearDown(s, /*peakIsPlanned=*/false);
+  return exitStatus(s, status, !verified ? 1 : refused ? 2 : status);
 }
 
 } // namespace braid::rt::driver

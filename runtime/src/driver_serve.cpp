@@ -75,17 +75,6 @@ namespace {
 using serve::ServeRequest;
 using Clock = std::chrono::steady_clock;
 
-const braid_tensor_desc *inputNamed(const braid_program &program, const char *name) {
-  for (int32_t i = 0; i < program.num_inputs; ++i)
-    if (program.inputs[i].name && std::strcmp(program.inputs[i].name, name) == 0)
-      return &program.inputs[i];
-  return nullptr;
-}
-
-int64_t globalDimOf(const braid_tensor_desc &desc, int32_t d) {
-  return desc.global_shape ? desc.global_shape[d] : desc.shape[d];
-}
-
 /// The sizes the paged programs were built for.
 struct ServeShapes {
   int64_t decodeRows = 0, prefillRows = 0, chunk = 0;
@@ -99,47 +88,40 @@ struct ServeShapes {
 /// the programs are not paged.
 ServeShapes serveShapesOf(const InferencePrograms &programs) {
   const braid_program &prefill = *programs.prefill, &decode = *programs.decode;
-  const braid_tensor_desc *prefillTokens = inputNamed(prefill, "tokens"),
-                          *decodeTokens = inputNamed(decode, "tokens"),
-                          *pages = inputNamed(decode, "pages");
+  const braid_tensor_desc *prefillTokens = findInput(prefill, "tokens"),
+                          *decodeTokens = findInput(decode, "tokens"),
+                          *pages = findInput(decode, "pages");
   // A model without attention layers (Mamba) has no pages to address.
-  if (!prefillTokens || !decodeTokens || !inputNamed(decode, "last_rows") ||
+  if (!prefillTokens || !decodeTokens || !findInput(decode, "last_rows") ||
       prefill.num_outputs != 2 || decode.num_outputs != 2)
     fatal("--serve needs prefill and decode programs with a paged KV cache and sampling "
           "(braid-run --serve builds them; --braid-derive-inference page-size=P sample=true)");
   ServeShapes shapes;
-  shapes.prefillRows = globalDimOf(*prefillTokens, 0);
-  shapes.chunk = globalDimOf(*prefillTokens, 1);
-  shapes.decodeRows = globalDimOf(*decodeTokens, 0);
-  shapes.tableEntries = pages ? globalDimOf(*pages, 1) : 1;
-  shapes.slots = inputNamed(prefill, "slots") != nullptr;
-  for (int32_t i = 0; i < prefill.num_params; ++i) {
-    std::string name = prefill.params[i].name;
-    auto endsWith = [&](const char *tail) {
-      size_t n = std::strlen(tail);
-      return name.size() >= n && name.compare(name.size() - n, n, tail) == 0;
-    };
-    shapes.mamba |= name.rfind("cache.", 0) == 0 && (endsWith(".conv") || endsWith(".ssm"));
-  }
-  shapes.vocab = globalDimOf(prefill.outputs[0], 1);
+  shapes.prefillRows = globalDim(*prefillTokens, 0);
+  shapes.chunk = globalDim(*prefillTokens, 1);
+  shapes.decodeRows = globalDim(*decodeTokens, 0);
+  shapes.tableEntries = pages ? globalDim(*pages, 1) : 1;
+  shapes.slots = findInput(prefill, "slots") != nullptr;
+  shapes.vocab = globalDim(prefill.outputs[0], 1);
   shapes.logitsDtype = prefill.outputs[0].dtype;
   for (int32_t i = 0; i < prefill.num_params; ++i) {
-    std::string name = prefill.params[i].name;
-    if (name.rfind("cache.", 0) == 0 && name.size() > 2 &&
-        name.compare(name.size() - 2, 2, ".k") == 0 && prefill.params[i].rank == 4) {
-      shapes.pages = globalDimOf(prefill.params[i], 0);
-      shapes.pageSize = globalDimOf(prefill.params[i], 1);
+    const braid_tensor_desc &state = prefill.params[i];
+    const CacheState kind = cacheStateOf(state.name);
+    shapes.mamba |= kind == CacheState::Mamba;
+    if (kind == CacheState::KeysValues && state.rank == 4) { // a pool [N, P, Hkv, D]
+      shapes.pages = globalDim(state, 0);
+      shapes.pageSize = globalDim(state, 1);
     }
   }
   if (!shapes.pages) {
     // No attention layer (Mamba only): the pages are addressed by no one;
     // the context is the forward program's, one page per position.
     const braid_tensor_desc *forwardTokens =
-        programs.forward ? inputNamed(*programs.forward, "tokens") : nullptr;
+        programs.forward ? findInput(*programs.forward, "tokens") : nullptr;
     if (!forwardTokens)
       fatal("--serve: a model without attention layers needs its forward program to size "
             "the context");
-    shapes.pageSize = globalDimOf(*forwardTokens, 1);
+    shapes.pageSize = globalDim(*forwardTokens, 1);
     shapes.pages = shapes.decodeRows * shapes.tableEntries;
   }
   shapes.context = shapes.pageSize * shapes.tableEntries;
@@ -614,13 +596,8 @@ int runServing(Session &s, const InferencePrograms &programs) {
   server.writeLogits();
   if (output)
     std::fclose(output);
-  int status = tearDown(s, /*peakIsPlanned=*/false);
-  const int verdict = status ? status : server.refused ? 2 : 0;
-  // As runGeneration: the other ranks are leaving; give them the time
-  // before a non-zero exit makes mpirun kill them.
-  if (verdict != 0 && s.ranks.size > 1 && s.ranks.rank == 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  return s.ranks.rank == 0 ? verdict : status;
+  const int status = tearDown(s, /*peakIsPlanned=*/false);
+  return exitStatus(s, status, status ? status : server.refused ? 2 : 0);
 }
 
 } // namespace braid::rt::driver

@@ -14,7 +14,9 @@
 
 #include "driver.h"
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 namespace braid::rt::driver {
 
@@ -64,6 +66,15 @@ int tearDown(Session &s, bool peakIsPlanned) {
     return 1;
   }
   return 0;
+}
+
+int exitStatus(const Session &s, int status, int verdict) {
+  if (s.ranks.rank != 0)
+    return status;
+  // Several ranks: of the launch (MPI groups), or of the store (NCCL).
+  if (verdict != 0 && std::max(s.ranks.size, s.ranks.launchSize) > 1)
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  return verdict;
 }
 
 } // namespace braid::rt::driver

@@ -25,11 +25,7 @@ int64_t globalDim(const braid_tensor_desc &desc, int32_t d) {
   return desc.global_shape ? desc.global_shape[d] : desc.shape[d];
 }
 
-namespace {
-
-/// A KV cache state (cache.<...>.k / .v, [B, C, Hkv, D]): its rows are the
-/// context. A Mamba layer's states (cache.<...>.conv, .ssm) are not.
-bool isKvCache(const std::string &name) {
+CacheState cacheStateOf(const std::string &name) {
   auto endsWith = [](const std::string &text, const char *tail) {
     size_t n = std::strlen(tail);
     return text.size() >= n && text.compare(text.size() - n, n, tail) == 0;
@@ -39,7 +35,13 @@ bool isKvCache(const std::string &name) {
   if (size_t dot = base.rfind(".mb"); dot != std::string::npos &&
                                       base.find_first_not_of("0123456789", dot + 3) == std::string::npos)
     base.resize(dot);
-  return base.rfind("cache.", 0) == 0 && (endsWith(base, ".k") || endsWith(base, ".v"));
+  if (base.rfind("cache.", 0) != 0)
+    return CacheState::None;
+  if (endsWith(base, ".k") || endsWith(base, ".v"))
+    return CacheState::KeysValues;
+  if (endsWith(base, ".conv") || endsWith(base, ".ssm"))
+    return CacheState::Mamba;
+  return CacheState::None;
 }
 
 const braid_tensor_desc *findInput(const braid_program &program, const char *name) {
@@ -48,6 +50,8 @@ const braid_tensor_desc *findInput(const braid_program &program, const char *nam
       return &program.inputs[i];
   return nullptr;
 }
+
+namespace {
 
 /// What this rank's programs say of the sizes: a pipeline stage knows part
 /// of them (the first stage takes the tokens, the last returns the logits),
@@ -63,7 +67,8 @@ Shapes localShapes(const InferencePrograms &programs) {
   if (prefill.num_outputs >= 1 && prefill.outputs[0].rank == 2)
     shapes.vocab = globalDim(prefill.outputs[0], 1);
   for (int32_t i = 0; i < prefill.num_params; ++i)
-    if (isKvCache(prefill.params[i].name) && prefill.params[i].rank >= 2)
+    if (cacheStateOf(prefill.params[i].name) == CacheState::KeysValues &&
+        prefill.params[i].rank >= 2)
       shapes.context = globalDim(prefill.params[i], 1);
   if (!shapes.context && programs.forward)
     if (const braid_tensor_desc *tokens = findInput(*programs.forward, "tokens"))

@@ -45,6 +45,15 @@ struct Shapes {
 /// tensors are blocks of it).
 int64_t globalDim(const braid_tensor_desc &desc, int32_t d);
 
+/// The program's input named `name`, or null.
+const braid_tensor_desc *findInput(const braid_program &program, const char *name);
+
+/// What a persistent tensor holds, by its name: an attention layer's keys
+/// or values (cache.<...>.k / .v, a micro-batch's copy cache.<...>.k.mb<j>
+/// too), a Mamba layer's state (cache.<...>.conv / .ssm), or neither.
+enum class CacheState { None, KeysValues, Mamba };
+CacheState cacheStateOf(const std::string &name);
+
 /// The sizes of the whole run: each the largest any rank's programs know,
 /// the layers summed over the pipeline's stages (collective).
 Shapes shapesOf(Session &s, const InferencePrograms &programs);

@@ -9,6 +9,7 @@
 
 #include "serve_transfer.h"
 
+#include "generate_requests.h"
 #include "rng.h"
 
 #ifdef BRAID_RUNTIME_MPI
@@ -22,11 +23,6 @@
 namespace braid::rt::driver {
 
 namespace {
-
-bool endsWith(const std::string &text, const char *tail) {
-  size_t n = std::strlen(tail);
-  return text.size() >= n && text.compare(text.size() - n, n, tail) == 0;
-}
 
 [[maybe_unused]] constexpr int32_t kTransferTag = 4301;
 constexpr size_t kMaxRank = 4;
@@ -57,12 +53,11 @@ bool faultDropsFirstPool() {
 CacheTransfer::CacheTransfer(Session &s) : s(s) {
   for (const Persistent &p : s.persistent) {
     const std::string name = p.desc->name;
-    if (name.rfind("cache.", 0) != 0)
-      continue;
+    const CacheState kind = cacheStateOf(name);
     size_t lead = 0;
-    if ((endsWith(name, ".k") || endsWith(name, ".v")) && p.shape.size() == 4)
+    if (kind == CacheState::KeysValues && p.shape.size() == 4)
       lead = 2; // [pages, page rows | heads, head dim]
-    else if (endsWith(name, ".conv") || endsWith(name, ".ssm"))
+    else if (kind == CacheState::Mamba)
       lead = 1; // [slots | ...]
     else
       continue;
