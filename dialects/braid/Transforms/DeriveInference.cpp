@@ -378,18 +378,10 @@ RankedTensorType InferenceDeriver::cacheType(Value rows) const {
 }
 
 bool InferenceDeriver::hasAttention(func::FuncOp f) {
-  bool found = false;
-  f.walk([&](Operation *op) {
-    // Before or after the attention became the cache's (callees first).
-    if (isa<AttentionOp, PagedCacheAttentionOp>(op))
-      found = true;
-    else if (auto call = dyn_cast<func::CallOp>(op))
-      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
-          callee && callee != f)
-        found |= hasAttention(callee);
-    return found ? WalkResult::interrupt() : WalkResult::advance();
+  // Before or after the attention became the cache's (callees first).
+  return reachesOp(f, symbols, [](Operation *op) {
+    return isa<AttentionOp, PagedCacheAttentionOp>(op);
   });
-  return found;
 }
 
 bool InferenceDeriver::needsCaches(func::FuncOp f) {

@@ -25,19 +25,26 @@ bool mlir::braid::carriesMambaState(Operation *op) {
   return isa<Conv1dOp, SelectiveScanOp>(op);
 }
 
-bool mlir::braid::hasMambaState(func::FuncOp f, SymbolTable &symbols) {
+bool mlir::braid::reachesOp(func::FuncOp f, SymbolTable &symbols,
+                            llvm::function_ref<bool(Operation *)> matches) {
   bool found = false;
   f.walk([&](Operation *op) {
-    // Before or after its ops became steps (a callee is threaded first).
-    if (isa<Conv1dOp, SelectiveScanOp, ConvStepOp, ScanStepOp>(op))
+    if (matches(op))
       found = true;
     else if (auto call = dyn_cast<func::CallOp>(op))
       if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
           callee && callee != f)
-        found |= hasMambaState(callee, symbols);
+        found |= reachesOp(callee, symbols, matches);
     return found ? WalkResult::interrupt() : WalkResult::advance();
   });
   return found;
+}
+
+bool mlir::braid::hasMambaState(func::FuncOp f, SymbolTable &symbols) {
+  // Before or after its ops became steps (a callee is threaded first).
+  return reachesOp(f, symbols, [](Operation *op) {
+    return isa<Conv1dOp, SelectiveScanOp, ConvStepOp, ScanStepOp>(op);
+  });
 }
 
 std::pair<std::string, RankedTensorType>

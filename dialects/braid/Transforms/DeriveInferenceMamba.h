@@ -26,6 +26,11 @@ bool carriesMambaState(Operation *op);
 /// Whether `f` or a function it calls has an op that carries a Mamba state.
 bool hasMambaState(func::FuncOp f, SymbolTable &symbols);
 
+/// Whether `f`, or a function it calls (through func.call, recursively),
+/// holds an op that `matches`.
+bool reachesOp(func::FuncOp f, SymbolTable &symbols,
+               llvm::function_ref<bool(Operation *)> matches);
+
 /// The state `op` (a braid.conv1d or braid.selective_scan of a program of
 /// `batch` sequences) carries: its name within the layer ("conv" for the
 /// convolution's last K-1 inputs [B, K-1, C], "ssm" for the scan's f32 h
