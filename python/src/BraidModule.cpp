@@ -294,14 +294,10 @@ public:
     return {rc, out, err};
   }
 
-  /// (exit code, stdout, stderr): braidGenerateModel, deriving the
-  /// inference programs in place; stdout holds a "request R: ..." line per
-  /// request, the summary and the verdict of verify.
-  std::tuple<int, std::string, std::string>
-  generate(const PipelineOptions &options, int64_t tokens,
-           const std::string &promptsFile, int64_t batch, int64_t context,
-           double temperature, int64_t topK, double topP, bool verify,
-           const std::string &backend, int64_t seed, bool quiet) {
+  /// The run options generate() and serve() share (seed < 0: the default).
+  /// `backend` must outlive the returned options (they refer to it).
+  static BraidRunOptions inferenceRunOptions(bool verify, const std::string &backend,
+                                             int64_t seed, bool quiet) {
     BraidRunOptions run = braidRunOptionsGetDefault();
     run.backend = ref(backend);
     run.verify = verify;
@@ -310,6 +306,18 @@ public:
       run.hasSeed = true;
       run.seed = static_cast<uint64_t>(seed);
     }
+    return run;
+  }
+
+  /// (exit code, stdout, stderr): braidGenerateModel, deriving the
+  /// inference programs in place; stdout holds a "request R: ..." line per
+  /// request, the summary and the verdict of verify.
+  std::tuple<int, std::string, std::string>
+  generate(const PipelineOptions &options, int64_t tokens,
+           const std::string &promptsFile, int64_t batch, int64_t context,
+           double temperature, int64_t topK, double topP, bool verify,
+           const std::string &backend, int64_t seed, bool quiet) {
+    BraidRunOptions run = inferenceRunOptions(verify, backend, seed, quiet);
     BraidGenerateOptions generate = braidGenerateOptionsGetDefault();
     generate.tokens = tokens;
     generate.promptsFile = ref(promptsFile);
@@ -335,14 +343,7 @@ public:
   std::tuple<int, std::string, std::string>
   serve(const PipelineOptions &options, const ServeOptions &serve, bool verify,
         const std::string &backend, int64_t seed, bool quiet) {
-    BraidRunOptions run = braidRunOptionsGetDefault();
-    run.backend = ref(backend);
-    run.verify = verify;
-    run.quiet = quiet;
-    if (seed >= 0) {
-      run.hasSeed = true;
-      run.seed = static_cast<uint64_t>(seed);
-    }
+    BraidRunOptions run = inferenceRunOptions(verify, backend, seed, quiet);
     BraidServeOptions what = serve.get();
     int rc;
     std::string out, err;
