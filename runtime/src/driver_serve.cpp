@@ -75,59 +75,6 @@ namespace {
 using serve::ServeRequest;
 using Clock = std::chrono::steady_clock;
 
-/// The sizes the paged programs were built for.
-struct ServeShapes {
-  int64_t decodeRows = 0, prefillRows = 0, chunk = 0;
-  int64_t pageSize = 0, pages = 0, tableEntries = 0, context = 0, vocab = 0;
-  bool slots = false; ///< prefill takes Mamba state slots
-  bool mamba = false; ///< the model has Mamba layers (states per slot)
-  braid_dtype logitsDtype = BRAID_F32;
-};
-
-/// Reads the sizes from the programs' inputs and the cache pool; fatal when
-/// the programs are not paged.
-ServeShapes serveShapesOf(const InferencePrograms &programs) {
-  const braid_program &prefill = *programs.prefill, &decode = *programs.decode;
-  const braid_tensor_desc *prefillTokens = findInput(prefill, "tokens"),
-                          *decodeTokens = findInput(decode, "tokens"),
-                          *pages = findInput(decode, "pages");
-  // A model without attention layers (Mamba) has no pages to address.
-  if (!prefillTokens || !decodeTokens || !findInput(decode, "last_rows") ||
-      prefill.num_outputs != 2 || decode.num_outputs != 2)
-    fatal("--serve needs prefill and decode programs with a paged KV cache and sampling "
-          "(braid-run --serve builds them; --braid-derive-inference page-size=P sample=true)");
-  ServeShapes shapes;
-  shapes.prefillRows = globalDim(*prefillTokens, 0);
-  shapes.chunk = globalDim(*prefillTokens, 1);
-  shapes.decodeRows = globalDim(*decodeTokens, 0);
-  shapes.tableEntries = pages ? globalDim(*pages, 1) : 1;
-  shapes.slots = findInput(prefill, "slots") != nullptr;
-  shapes.vocab = globalDim(prefill.outputs[0], 1);
-  shapes.logitsDtype = prefill.outputs[0].dtype;
-  for (int32_t i = 0; i < prefill.num_params; ++i) {
-    const braid_tensor_desc &state = prefill.params[i];
-    const CacheState kind = cacheStateOf(state.name);
-    shapes.mamba |= kind == CacheState::Mamba;
-    if (kind == CacheState::KeysValues && state.rank == 4) { // a pool [N, P, Hkv, D]
-      shapes.pages = globalDim(state, 0);
-      shapes.pageSize = globalDim(state, 1);
-    }
-  }
-  if (!shapes.pages) {
-    // No attention layer (Mamba only): the pages are addressed by no one;
-    // the context is the forward program's, one page per position.
-    const braid_tensor_desc *forwardTokens =
-        programs.forward ? findInput(*programs.forward, "tokens") : nullptr;
-    if (!forwardTokens)
-      fatal("--serve: a model without attention layers needs its forward program to size "
-            "the context");
-    shapes.pageSize = globalDim(*forwardTokens, 1);
-    shapes.pages = shapes.decodeRows * shapes.tableEntries;
-  }
-  shapes.context = shapes.pageSize * shapes.tableEntries;
-  return shapes;
-}
-
 /// BRAID_TEST_SERVE_FAULT, or empty.
 std::string serveFault() {
   const char *hook = std::getenv("BRAID_TEST_SERVE_FAULT");

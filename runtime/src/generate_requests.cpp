@@ -178,6 +178,48 @@ serve::RequestDefaults requestDefaultsOf(const Args &args, int64_t vocab, int64_
   return defaults;
 }
 
+ServeShapes serveShapesOf(const InferencePrograms &programs) {
+  const braid_program &prefill = *programs.prefill, &decode = *programs.decode;
+  const braid_tensor_desc *prefillTokens = findInput(prefill, "tokens"),
+                          *decodeTokens = findInput(decode, "tokens"),
+                          *pages = findInput(decode, "pages");
+  // A model without attention layers (Mamba) has no pages to address.
+  if (!prefillTokens || !decodeTokens || !findInput(decode, "last_rows") ||
+      prefill.num_outputs != 2 || decode.num_outputs != 2)
+    fatal("--serve needs prefill and decode programs with a paged KV cache and sampling "
+          "(braid-run --serve builds them; --braid-derive-inference page-size=P sample=true)");
+  ServeShapes shapes;
+  shapes.prefillRows = globalDim(*prefillTokens, 0);
+  shapes.chunk = globalDim(*prefillTokens, 1);
+  shapes.decodeRows = globalDim(*decodeTokens, 0);
+  shapes.tableEntries = pages ? globalDim(*pages, 1) : 1;
+  shapes.slots = findInput(prefill, "slots") != nullptr;
+  shapes.vocab = globalDim(prefill.outputs[0], 1);
+  shapes.logitsDtype = prefill.outputs[0].dtype;
+  for (int32_t i = 0; i < prefill.num_params; ++i) {
+    const braid_tensor_desc &state = prefill.params[i];
+    const CacheState kind = cacheStateOf(state.name);
+    shapes.mamba |= kind == CacheState::Mamba;
+    if (kind == CacheState::KeysValues && state.rank == 4) { // a pool [N, P, Hkv, D]
+      shapes.pages = globalDim(state, 0);
+      shapes.pageSize = globalDim(state, 1);
+    }
+  }
+  if (!shapes.pages) {
+    // No attention layer (Mamba only): the pages are addressed by no one;
+    // the context is the forward program's, one page per position.
+    const braid_tensor_desc *forwardTokens =
+        programs.forward ? findInput(*programs.forward, "tokens") : nullptr;
+    if (!forwardTokens)
+      fatal("--serve: a model without attention layers needs its forward program to size "
+            "the context");
+    shapes.pageSize = globalDim(*forwardTokens, 1);
+    shapes.pages = shapes.decodeRows * shapes.tableEntries;
+  }
+  shapes.context = shapes.pageSize * shapes.tableEntries;
+  return shapes;
+}
+
 std::vector<Request> readRequests(Session &s, const Shapes &shapes) {
   std::vector<Request> requests;
   if (!s.args.promptsFile.empty()) {

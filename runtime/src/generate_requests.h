@@ -2,7 +2,8 @@
 //
 // What the generation driver (driver_generate.cpp) serves: the requests
 // (--prompts FILE's lines, or prompts drawn from the seed), the sizes the
-// programs were built for, and why a request cannot run with them.
+// programs were built for (and those of serving's paged programs,
+// driver_serve.cpp), and why a request cannot run with them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +58,20 @@ CacheState cacheStateOf(const std::string &name);
 /// The sizes of the whole run: each the largest any rank's programs know,
 /// the layers summed over the pipeline's stages (collective).
 Shapes shapesOf(Session &s, const InferencePrograms &programs);
+
+/// The sizes the paged programs were built for.
+struct ServeShapes {
+  int64_t decodeRows = 0, prefillRows = 0, chunk = 0;
+  int64_t pageSize = 0, pages = 0, tableEntries = 0, context = 0, vocab = 0;
+  bool slots = false; ///< prefill takes Mamba state slots
+  bool mamba = false; ///< the model has Mamba layers (states per slot)
+  braid_dtype logitsDtype = BRAID_F32;
+};
+
+/// Reads the sizes of paged programs (braid-run --serve: driver_serve.cpp)
+/// from their inputs and the cache pool; fatal when the programs are not
+/// paged.
+ServeShapes serveShapesOf(const InferencePrograms &programs);
 
 /// The requests: --prompts FILE's lines (token ids, or JSON objects as
 /// braid-run --serve reads them: serve_requests.h), else B drawn prompts
