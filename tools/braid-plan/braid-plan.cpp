@@ -21,6 +21,7 @@
 #include "PlanReport.h"
 
 #include "braid/InitAllDialects.h"
+#include "braid/Support/CommandLine.h"
 #include "dialects/braid/IR/BraidDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -462,7 +463,8 @@ static int planInference(const ModelShape &model) {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&planCategory, &inferenceCategory()});
-  cl::ParseCommandLineOptions(argc, argv,
+  braid::installVersionPrinter();
+  braid::parseToolCommandLine(argc, argv,
                               "braid-plan: choose a parallel plan for a model and a cluster\n");
 
   mlir::DialectRegistry registry;

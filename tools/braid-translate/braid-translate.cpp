@@ -8,11 +8,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "braid/Support/CommandLine.h"
 #include "braid/Target/Cpp.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 
 int main(int argc, char **argv) {
+  // Before the translation's options: what is registered is LLVM's.
+  braid::hideLibraryOptions();
+  braid::installVersionPrinter();
   braid::registerToCppTranslation();
   return mlir::failed(
       mlir::mlirTranslateMain(argc, argv, "Braid translation driver\n"));

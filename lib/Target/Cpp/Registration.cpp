@@ -11,23 +11,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
-static llvm::cl::opt<std::string> programOption(
-    "braid-program",
-    llvm::cl::desc("The program to emit when the module has several: an entry "
-                   "point (braid.entry) or a pipeline rank's step"),
-    llvm::cl::init(""));
-static llvm::cl::opt<std::string> outputDirOption(
-    "braid-output-dir",
-    llvm::cl::desc("Emit every program of the module (its pipeline ranks or "
-                   "entry points), each to <dir>/<program>.cpp, instead of "
-                   "one program to the output"),
-    llvm::cl::value_desc("dir"), llvm::cl::init(""));
-static llvm::cl::opt<bool> rollOption(
-    "braid-roll-repeats",
-    llvm::cl::desc("Print repeated op groups (layers, micro-batches) as loops "
-                   "over tables of their literals"),
-    llvm::cl::init(true));
-
 /// Writes every program of `module` to `dir`/<name>.cpp: one parse of the
 /// module for all of a pipeline's ranks, rather than one per rank. Errors are
 /// reported at the module's location without printing it (a pipelined
@@ -64,6 +47,25 @@ static mlir::LogicalResult writePrograms(mlir::ModuleOp module,
 }
 
 void braid::registerToCppTranslation() {
+  // Registered with the translation, not when the library loads: braid-run
+  // and the C API link the emitter without these flags, and braid-translate
+  // registers them after hiding LLVM's own from --help.
+  static llvm::cl::opt<std::string> programOption(
+      "braid-program",
+      llvm::cl::desc("The program to emit when the module has several: an entry "
+                     "point (braid.entry) or a pipeline rank's step"),
+      llvm::cl::init(""));
+  static llvm::cl::opt<std::string> outputDirOption(
+      "braid-output-dir",
+      llvm::cl::desc("Emit every program of the module (its pipeline ranks or "
+                     "entry points), each to <dir>/<program>.cpp, instead of "
+                     "one program to the output"),
+      llvm::cl::value_desc("dir"), llvm::cl::init(""));
+  static llvm::cl::opt<bool> rollOption(
+      "braid-roll-repeats",
+      llvm::cl::desc("Print repeated op groups (layers, micro-batches) as loops "
+                     "over tables of their literals"),
+      llvm::cl::init(true));
   mlir::TranslateFromMLIRRegistration registration(
       "braid-to-cpp", "emit a braid program as C++/CUDA source for the runtime",
       [](mlir::Operation *op, llvm::raw_ostream &os) -> mlir::LogicalResult {
