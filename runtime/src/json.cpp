@@ -1,11 +1,20 @@
 //===- json.cpp - the JSON the runtime reads and writes -------------------===//
+//
+// nlohmann-json (Debian's nlohmann-json3-dev, header-only) reads and checks
+// the text: RFC 8259, UTF-8 validated, \uXXXX escapes and surrogate pairs
+// decoded. Its SAX interface builds the runtime's own Value here rather than
+// an nlohmann::json, so that the readers (checkpoints, requests, plans) keep
+// their member order and the literal of each number, and so that no
+// exception crosses the runtime: a syntax error arrives as a callback.
+//
+//===----------------------------------------------------------------------===//
 
 #include "json.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 namespace braid::rt::json {
 
@@ -32,235 +41,121 @@ bool Value::asInt(int64_t *out) const {
 
 namespace {
 
-/// A recursive-descent reader; nesting is bounded so that a corrupt file
-/// cannot exhaust the stack.
-class Parser {
+using Json = nlohmann::json;
+
+/// Builds a Value from nlohmann's SAX events. Nesting is bounded: Value's
+/// destructor recurses, so a corrupt file must not nest without end.
+class Builder {
 public:
-  explicit Parser(const std::string &text) : text_(text) {}
+  explicit Builder(Value *root) : root_(root) {}
 
-  bool document(Value *out, std::string *error) {
-    if (!value(out, 0) || (skip(), pos_ != text_.size())) {
-      if (message_.empty())
-        message_ = "unexpected text";
-      *error = message_ + " at byte " + std::to_string(pos_);
-      return false;
+  bool null() { return add(Value()); }
+  bool boolean(bool b) {
+    Value v;
+    v.kind = Value::Bool;
+    v.boolean = b;
+    return add(std::move(v));
+  }
+  bool number_integer(Json::number_integer_t n) { return integer(std::to_string(n), double(n)); }
+  bool number_unsigned(Json::number_unsigned_t n) {
+    return integer(std::to_string(n), double(n));
+  }
+  bool number_float(Json::number_float_t n, const std::string &literal) {
+    Value v;
+    v.kind = Value::Number;
+    v.number = n;
+    v.text = literal;
+    return add(std::move(v));
+  }
+  bool string(std::string &s) {
+    Value v;
+    v.kind = Value::String;
+    v.text = std::move(s);
+    return add(std::move(v));
+  }
+  bool binary(Json::binary_t &) { return fail("binary data"); }
+  bool start_object(std::size_t) { return open(Value::Object); }
+  bool key(std::string &name) {
+    stack_.back()->members.emplace_back(std::move(name), Value());
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool start_array(std::size_t) { return open(Value::Array); }
+  bool end_array() { return close(); }
+  bool parse_error(std::size_t position, const std::string &,
+                   const nlohmann::detail::exception &error) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 17:
+    // syntax error while parsing array - unexpected end of input; expected
+    // ']'": the reason, and the byte where reading stopped.
+    std::string what = error.what(), context;
+    if (size_t colon = what.find(": "); colon != std::string::npos)
+      what = what.substr(colon + 2);
+    if (what.rfind("syntax error while parsing ", 0) == 0) {
+      size_t dash = what.find(" - ");
+      if (dash != std::string::npos) {
+        context = what.substr(27, dash - 27);
+        what = what.substr(dash + 3);
+      }
     }
-    return true;
-  }
-
-private:
-  static constexpr int kMaxDepth = 64;
-
-  void skip() {
-    while (pos_ < text_.size() && std::strchr(" \t\r\n", text_[pos_]) && text_[pos_])
-      ++pos_;
-  }
-
-  /// Steps over `c` when it comes next.
-  bool consume(char c) {
-    if (pos_ >= text_.size() || text_[pos_] != c)
-      return false;
-    ++pos_;
-    return true;
-  }
-
-  bool fail(const char *message) {
-    message_ = message;
+    const std::string byte = "byte " + std::to_string(position > 0 ? position - 1 : 0);
+    message_ = what + (context.empty() ? " at " + byte : " (in " + context + ", at " + byte + ")");
     return false;
   }
 
-  bool literal(const char *word) {
-    size_t n = std::strlen(word);
-    if (text_.compare(pos_, n, word) != 0)
-      return fail("unexpected text");
-    pos_ += n;
+  const std::string &message() const { return message_; }
+
+private:
+  static constexpr size_t kMaxDepth = 64;
+
+  bool fail(const char *what) {
+    message_ = what;
+    return false;
+  }
+
+  bool integer(std::string literal, double n) {
+    Value v;
+    v.kind = Value::Number;
+    v.number = n;
+    v.text = std::move(literal);
+    return add(std::move(v));
+  }
+
+  /// Where the next value goes: the root, the open array's next item or the
+  /// open object's last key.
+  Value *slot() {
+    if (stack_.empty())
+      return root_;
+    Value *open = stack_.back();
+    if (open->kind == Value::Array) {
+      open->items.emplace_back();
+      return &open->items.back();
+    }
+    return &open->members.back().second;
+  }
+
+  bool add(Value v) {
+    *slot() = std::move(v);
     return true;
   }
 
-  bool value(Value *out, int depth) {
-    if (depth > kMaxDepth)
+  // A container is filled in place; its parent gets no other child while it
+  // is open, so the pointers on the stack stay valid.
+  bool open(Value::Kind kind) {
+    if (stack_.size() >= kMaxDepth)
       return fail("nesting too deep");
-    skip();
-    if (pos_ >= text_.size())
-      return fail("unexpected end");
-    char c = text_[pos_];
-    if (c == '{')
-      return object(out, depth);
-    if (c == '[')
-      return array(out, depth);
-    if (c == '"') {
-      out->kind = Value::String;
-      return string(&out->text);
-    }
-    if (c == 't' || c == 'f') {
-      out->kind = Value::Bool;
-      out->boolean = c == 't';
-      return literal(c == 't' ? "true" : "false");
-    }
-    if (c == 'n') {
-      out->kind = Value::Null;
-      return literal("null");
-    }
-    return number(out);
-  }
-
-  bool number(Value *out) {
-    size_t begin = pos_;
-    consume('-');
-    while (pos_ < text_.size() && std::strchr("0123456789.eE+-", text_[pos_]) && text_[pos_])
-      ++pos_;
-    out->kind = Value::Number;
-    out->text = text_.substr(begin, pos_ - begin);
-    char *end = nullptr;
-    out->number = std::strtod(out->text.c_str(), &end);
-    if (out->text.empty() || !end || *end)
-      return fail("malformed number");
+    Value *v = slot();
+    v->kind = kind;
+    stack_.push_back(v);
     return true;
   }
 
-  static void appendUtf8(std::string *s, uint32_t code) {
-    if (code < 0x80) {
-      *s += char(code);
-    } else if (code < 0x800) {
-      *s += char(0xC0 | (code >> 6));
-      *s += char(0x80 | (code & 0x3F));
-    } else if (code < 0x10000) {
-      *s += char(0xE0 | (code >> 12));
-      *s += char(0x80 | ((code >> 6) & 0x3F));
-      *s += char(0x80 | (code & 0x3F));
-    } else {
-      *s += char(0xF0 | (code >> 18));
-      *s += char(0x80 | ((code >> 12) & 0x3F));
-      *s += char(0x80 | ((code >> 6) & 0x3F));
-      *s += char(0x80 | (code & 0x3F));
-    }
-  }
-
-  bool hex4(uint32_t *code) {
-    if (pos_ + 4 > text_.size())
-      return fail("unexpected end");
-    *code = 0;
-    for (int i = 0; i < 4; ++i) {
-      char c = text_[pos_++];
-      int digit = c >= '0' && c <= '9'   ? c - '0'
-                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                         : -1;
-      if (digit < 0)
-        return fail("malformed \\u escape");
-      *code = *code * 16 + uint32_t(digit);
-    }
+  bool close() {
+    stack_.pop_back();
     return true;
   }
 
-  bool string(std::string *out) {
-    ++pos_; // the opening quote
-    out->clear();
-    while (pos_ < text_.size()) {
-      char c = text_[pos_++];
-      if (c == '"')
-        return true;
-      if (static_cast<unsigned char>(c) < 0x20)
-        return fail("control character in a string");
-      if (c != '\\') {
-        *out += c;
-        continue;
-      }
-      if (pos_ >= text_.size())
-        break;
-      char e = text_[pos_++];
-      switch (e) {
-      case '"':
-      case '\\':
-      case '/':
-        *out += e;
-        break;
-      case 'b':
-        *out += '\b';
-        break;
-      case 'f':
-        *out += '\f';
-        break;
-      case 'n':
-        *out += '\n';
-        break;
-      case 'r':
-        *out += '\r';
-        break;
-      case 't':
-        *out += '\t';
-        break;
-      case 'u': {
-        uint32_t code;
-        if (!hex4(&code))
-          return false;
-        // A surrogate pair encodes a code point past the BMP.
-        if (code >= 0xD800 && code < 0xDC00 && text_.compare(pos_, 2, "\\u") == 0) {
-          pos_ += 2;
-          uint32_t low;
-          if (!hex4(&low))
-            return false;
-          code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-        }
-        appendUtf8(out, code);
-        break;
-      }
-      default:
-        return fail("unknown escape in a string");
-      }
-    }
-    return fail("unterminated string");
-  }
-
-  bool array(Value *out, int depth) {
-    out->kind = Value::Array;
-    ++pos_;
-    skip();
-    if (consume(']'))
-      return true;
-    while (true) {
-      out->items.emplace_back();
-      if (!value(&out->items.back(), depth + 1))
-        return false;
-      skip();
-      if (consume(','))
-        continue;
-      if (consume(']'))
-        return true;
-      return fail("expected ',' or ']'");
-    }
-  }
-
-  bool object(Value *out, int depth) {
-    out->kind = Value::Object;
-    ++pos_;
-    skip();
-    if (consume('}'))
-      return true;
-    while (true) {
-      skip();
-      if (pos_ >= text_.size() || text_[pos_] != '"')
-        return fail("expected a member name");
-      std::string key;
-      if (!string(&key))
-        return false;
-      skip();
-      if (!consume(':'))
-        return fail("expected ':'");
-      out->members.emplace_back(std::move(key), Value());
-      if (!value(&out->members.back().second, depth + 1))
-        return false;
-      skip();
-      if (consume(','))
-        continue;
-      if (consume('}'))
-        return true;
-      return fail("expected ',' or '}'");
-    }
-  }
-
-  const std::string &text_;
-  size_t pos_ = 0;
+  Value *root_;
+  std::vector<Value *> stack_;
   std::string message_;
 };
 
@@ -268,39 +163,18 @@ private:
 
 bool parse(const std::string &text, Value *out, std::string *error) {
   *out = Value();
-  return Parser(text).document(out, error);
+  Builder builder(out);
+  if (Json::sax_parse(text, &builder, nlohmann::detail::input_format_t::json, /*strict=*/true,
+                      /*ignore_comments=*/false))
+    return true;
+  *out = Value();
+  *error = builder.message().empty() ? "malformed JSON" : builder.message();
+  return false;
 }
 
 std::string quote(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        char escaped[8];
-        std::snprintf(escaped, sizeof escaped, "\\u%04x", unsigned(c));
-        out += escaped;
-      } else {
-        out += c;
-      }
-    }
-  }
-  return out + "\"";
+  // Bytes that are not UTF-8 become U+FFFD rather than an invalid document.
+  return Json(s).dump(-1, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
 }
 
 } // namespace braid::rt::json
