@@ -1,9 +1,9 @@
 //===- json.h - the JSON the runtime reads and writes -----------*- C++ -*-===//
 //
 // Checkpoints describe themselves in JSON (manifest.json, each rank's index,
-// the safetensors headers). The runtime has no dependencies beyond the C++
-// library, so this is a small reader of RFC 8259 JSON (UTF-8 passed through,
-// \uXXXX escapes decoded) and the quoting a writer needs.
+// the safetensors headers), and serving reads its requests as JSON lines.
+// nlohmann-json reads RFC 8259 JSON (json.cpp) into this Value, which keeps
+// members in order and each number's literal, and writes string literals.
 //
 //===----------------------------------------------------------------------===//
 
