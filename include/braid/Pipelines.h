@@ -73,6 +73,7 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Device grid as AXIS=SIZE,... over pp, dp, ep, cp and tp in "
                      "any order (pp placed outermost; the last axis on "
                      "neighbouring ranks), e.g. pp=2,dp=2,tp=2; empty: one rank"),
+      llvm::cl::value_desc("axis=size,..."),
       llvm::cl::init(pass_options::Partition().gridOption)};
   Option<mlir::braid::ShardPlan> plan{
       *this, "plan",
@@ -111,7 +112,8 @@ struct TrainingPipelineOptions
   ListOption<int64_t> ppLayout{
       *this, "pp-layout",
       llvm::cl::desc("Layers per model chunk, e.g. 7,8,8,7 (empty: balanced "
-                     "by cost, or the layers' braid.stage attributes)")};
+                     "by cost, or the layers' braid.stage attributes)"),
+      llvm::cl::value_desc("layers,...")};
   // The per-rank program's transfers as dist ops (--convert-braid-to-dist),
   // what the emitter takes. Off, the pipeline stops at the partitioned braid
   // and shard ops (for tools that rewrite those first).
@@ -183,13 +185,16 @@ struct TrainingPipelineOptions
                      "on instead, as BRAID_LINK gives them (tp:2us,20GB/s;dp:...)"),
       llvm::cl::init(pass_options::ScheduleOverlap().link)};
 
-  /// Makes these options flags of the tool's top-level command line, in
-  /// `category` (braid-run's --grid, --zero, ...: the options are defined
-  /// once, here), except those named in `keep`. Call before
-  /// llvm::cl::ParseCommandLineOptions on an object that outlives it; its
-  /// parseFromString then knows only the kept options.
-  void addToCommandLine(llvm::cl::OptionCategory &category,
-                        llvm::ArrayRef<llvm::StringRef> keep = {});
+  /// Makes these options flags of the tool's top-level command line
+  /// (braid-run's --grid, --zero, ...: the options are defined once, here),
+  /// each in the category `categoryOf` gives for its name; one it gives none
+  /// stays the pipeline's. Each flag's help ends with its default, as the
+  /// pipeline prints it. Call before llvm::cl::ParseCommandLineOptions on an
+  /// object that outlives it; its parseFromString then knows only the
+  /// options left to it.
+  void addToCommandLine(
+      llvm::function_ref<llvm::cl::OptionCategory *(llvm::StringRef name)>
+          categoryOf);
 };
 
 /// The module attribute the pipeline pass leaves on a pipelined module: the

@@ -120,6 +120,7 @@
 #include "braid/Driver/Run.h"
 #include "braid/InitAllDialects.h"
 #include "braid/Pipelines.h"
+#include "braid/Support/CommandLine.h"
 #include "braid/Support/Debug.h"
 #include "test/lib/Transforms/InjectFault.h"
 
@@ -127,6 +128,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -134,62 +136,72 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-/// braid-run's own options: --help lists these, not the hundreds of LLVM's
-/// that linking MLIR registers.
-static cl::OptionCategory runCategory("braid-run options");
+/// braid-run's options by subject: --help lists these (categories in
+/// alphabetical order), not the hundreds of LLVM's that linking MLIR
+/// registers. The training pipeline's join them in main (pipelineCategory).
+static cl::OptionCategory modelCategory("Model, grid and backend");
+static cl::OptionCategory trainingCategory("Training");
+static cl::OptionCategory pipelineParallelCategory("Pipeline parallelism and micro-batches");
+static cl::OptionCategory contextCategory("Context parallelism (a cp axis)");
+static cl::OptionCategory overlapCategory("Communication and its overlap");
+static cl::OptionCategory checkpointCategory("Checkpoints");
+static cl::OptionCategory verifyCategory("Verification");
+static cl::OptionCategory outputCategory("Output");
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::cat(runCategory), cl::desc("<model.mlir>"),
+static cl::opt<std::string> inputFile(cl::Positional, cl::cat(modelCategory), cl::desc("<model.mlir>"),
                                       cl::init("-"));
-static cl::opt<int> steps("steps", cl::cat(runCategory),
-                          cl::desc("The last step to run (1 to N; after --resume, from the "
-                                   "checkpoint's step on)"),
+static cl::opt<int> steps("steps", cl::cat(trainingCategory),
+                          cl::desc("The last step to run, at least 1 (after --resume, from "
+                                   "the checkpoint's step on; default: 1)"),
                           cl::init(1));
-static cl::opt<uint64_t> seed("seed", cl::cat(runCategory), cl::desc("Initialization seed"),
+static cl::opt<uint64_t> seed("seed", cl::cat(trainingCategory), cl::desc("Initialization and input seed (default: 0; with "
+                                       "--resume, the checkpoint's)"),
                               cl::init(0));
-static cl::opt<std::string> dumpDir("dump", cl::cat(runCategory),
+static cl::opt<std::string> dumpDir("dump", cl::cat(outputCategory), cl::value_desc("dir"),
                                     cl::desc("Write every named tensor as "
                                              ".npy into this directory"));
 static cl::opt<std::string>
-    traceFile("trace", cl::cat(runCategory),
+    traceFile("trace", cl::cat(outputCategory), cl::value_desc("file"),
               cl::desc("Write a Perfetto/Chrome trace (with several ranks, one "
                        "per rank: trace.rank1.json for trace.json)"));
-static cl::opt<std::string> backend("backend", cl::cat(runCategory), cl::desc("cpu, cuda or cudasim (the CUDA backend on "
-                                             "the CPU emulation)"),
+static cl::opt<std::string> backend("backend", cl::cat(modelCategory), cl::desc("cpu, cuda or cudasim (the CUDA backend on "
+                                             "the CPU emulation; default: cpu)"),
                                     cl::init("cpu"));
-static cl::opt<std::string> emitCpp("emit-cpp", cl::cat(runCategory),
+static cl::opt<std::string> emitCpp("emit-cpp", cl::cat(outputCategory), cl::value_desc("file"),
                                     cl::desc("Also write the generated C++ "
                                              "source to this file"));
 static cl::opt<bool> rollRepeats(
-    "roll-repeats", cl::cat(runCategory),
+    "roll-repeats", cl::cat(outputCategory),
     cl::desc("Print repeated statement groups of the generated program "
              "(layers, micro-batches) as loops over tables; off prints every "
-             "statement"),
+             "statement (default: true)"),
     cl::init(true));
-static cl::opt<bool> compileOnly("compile-only", cl::cat(runCategory),
+static cl::opt<bool> compileOnly("compile-only", cl::cat(outputCategory),
                                  cl::desc("Build the program, do not run it"));
 // Not --threads: LLVM's libraries register that name.
 static cl::opt<int> cpuThreads(
-    "cpu-threads", cl::cat(runCategory),
+    "cpu-threads", cl::cat(modelCategory),
     cl::desc("CPU threads of each rank's kernels (passed to the programs as "
              "--threads; default 0: the machine's cores shared by the ranks "
              "started on it, at least 1)"),
     cl::init(0));
-static cl::opt<bool> quiet("quiet", cl::cat(runCategory), cl::desc("Only print the losses and "
+static cl::opt<bool> quiet("quiet", cl::cat(outputCategory), cl::desc("Only print the losses and "
                                              "peaks"));
 static cl::opt<bool> verifyRuns(
-    "verify", cl::cat(runCategory),
+    "verify", cl::cat(verifyCategory),
     cl::desc("With --grid: also run the unpartitioned program on one rank "
              "(same seed and steps) and compare losses, gradients and updated "
              "parameters; exit 1 when they differ by more than "
              "--verify-tolerance (with --dtype bf16: bounds from bf16 "
              "rounding, measured against the 1-rank program at f32)"));
 static cl::opt<double>
-    verifyTolerance("verify-tolerance", cl::cat(runCategory),
-                    cl::desc("Largest relative difference --verify accepts"),
+    verifyTolerance("verify-tolerance", cl::cat(verifyCategory),
+                    cl::desc("Largest relative difference --verify accepts "
+                             "(default: 1e-5)"),
                     cl::init(1e-5));
 
 static cl::opt<std::string> verifyFrom(
-    "verify-from", cl::cat(runCategory),
+    "verify-from", cl::cat(verifyCategory), cl::value_desc("dir"),
     cl::desc("Judge as --verify does runs made elsewhere (GPU ranks started "
              "by a launcher): the partitioned run's dumps and stdout.txt in "
              "this directory, the 1-rank run's in DIR/reference (and "
@@ -197,20 +209,21 @@ static cl::opt<std::string> verifyFrom(
              "out; runs nothing"));
 
 static cl::opt<std::string> checkpointDir(
-    "checkpoint-dir", cl::cat(runCategory),
+    "checkpoint-dir", cl::cat(checkpointCategory), cl::value_desc("dir"),
     cl::desc("Write checkpoints (parameters, optimizer state, step, seed) into this "
              "directory: after every --checkpoint-every steps and after the last"));
 static cl::opt<int64_t> checkpointEvery(
-    "checkpoint-every", cl::cat(runCategory),
-    cl::desc("With --checkpoint-dir, steps between checkpoints (0: only after the last)"),
+    "checkpoint-every", cl::cat(checkpointCategory),
+    cl::desc("With --checkpoint-dir, steps between checkpoints (default 0: only after "
+             "the last)"),
     cl::init(0));
 static cl::opt<std::string> resumeFrom(
-    "resume", cl::cat(runCategory),
+    "resume", cl::cat(checkpointCategory), cl::value_desc("dir"),
     cl::desc("Continue from the latest checkpoint in this directory (or from this "
              "checkpoint), written on any grid; --steps is then the last step"));
 
 static cl::opt<std::string> planFile(
-    "plan-file", cl::cat(runCategory),
+    "plan-file", cl::cat(modelCategory), cl::value_desc("file"),
     cl::desc("Run the plan braid-plan --plan-file wrote: its grid, ZeRO stage, "
              "recompute, micro-batches, schedule, virtual stages and layout "
              "(the reduced plan on CPU ranks, the full one with --backend "
@@ -219,21 +232,22 @@ static cl::opt<std::string> planFile(
              "--kv-pages, --prefill-chunk (and --disaggregate) where not given"));
 
 static cl::opt<std::string> injectFault(
-    "inject-fault", cl::cat(runCategory),
+    "inject-fault", cl::cat(verifyCategory),
     cl::desc("Testing --verify: break the partitioned program in one known "
              "way before it is emitted (--braid-test-inject-fault kinds)"),
     cl::Hidden);
 
 static cl::opt<bool> showProgress(
-    "progress", cl::cat(runCategory),
+    "progress", cl::cat(outputCategory),
     cl::desc("Show the phases of long work (lowering, building, running) on "
              "stderr (default: when stderr is a terminal and not --quiet)"));
 
-static cl::OptionCategory generateCategory("braid-run --generate options");
+static cl::OptionCategory generateCategory("Generation (--generate)");
 static cl::opt<int64_t> generateTokens(
     "generate", cl::cat(generateCategory),
     cl::desc("Generate N tokens per request with the model's prefill and "
-             "decode programs instead of training"),
+             "decode programs instead of training (with --serve: each request's "
+             "default max_new_tokens, default 16)"),
     cl::init(0));
 static cl::opt<int64_t> generateBatch(
     "batch", cl::cat(generateCategory),
@@ -247,27 +261,27 @@ static cl::opt<int64_t> generateContext(
 static cl::opt<int64_t> promptLen(
     "prompt-len", cl::cat(generateCategory),
     cl::desc("With --generate: prefill's prompt length; without --prompts, "
-             "prompts of this length drawn from --seed"),
+             "prompts of this length drawn from --seed (default: the context)"),
     cl::init(0));
 static cl::opt<std::string> promptsFile(
-    "prompts", cl::cat(generateCategory),
+    "prompts", cl::cat(generateCategory), cl::value_desc("file"),
     cl::desc("With --generate: one request per line, token ids separated by "
              "spaces"));
 static cl::opt<double> temperature(
     "temperature", cl::cat(generateCategory),
-    cl::desc("With --generate: sampling temperature (0: greedy)"), cl::init(0));
+    cl::desc("With --generate: sampling temperature (default 0: greedy)"), cl::init(0));
 static cl::opt<int64_t> topK("top-k", cl::cat(generateCategory),
                              cl::desc("With --generate: sample among the K "
-                                      "likeliest tokens (0: all)"),
+                                      "likeliest tokens (default 0: all)"),
                              cl::init(0));
 static cl::opt<double> topP("top-p", cl::cat(generateCategory),
                             cl::desc("With --generate: sample among the "
-                                     "likeliest tokens of this mass (1: all)"),
+                                     "likeliest tokens of this mass (default 1: all)"),
                             cl::init(1));
 
-static cl::OptionCategory serveCategory("braid-run --serve options");
+static cl::OptionCategory serveCategory("Serving (--serve or --rate)");
 static cl::opt<std::string> serveFile(
-    "serve", cl::cat(serveCategory),
+    "serve", cl::cat(serveCategory), cl::value_desc("file"),
     cl::desc("Serve the requests of this JSON-lines file with continuous "
              "batching over a paged KV cache (--generate N: their default "
              "max_new_tokens)"));
@@ -285,7 +299,7 @@ static cl::opt<int64_t> minPromptLen(
     cl::desc("With --rate: the shortest generated prompt (default: --prompt-len)"),
     cl::init(0));
 static cl::opt<std::string> serveOutput(
-    "output", cl::cat(serveCategory),
+    "output", cl::cat(serveCategory), cl::value_desc("file"),
     cl::desc("With --serve or --rate: write each request's ids as a JSON line "
              "as it completes"));
 static cl::opt<int64_t> endToken("end-token", cl::cat(serveCategory),
@@ -322,7 +336,7 @@ static cl::opt<bool> disaggregate(
     cl::desc("Prefill on one group of --grid's ranks and decode on a second, the cache moved "
              "between them"));
 static cl::opt<std::string> prefillGrid(
-    "prefill-grid", cl::cat(serveCategory),
+    "prefill-grid", cl::cat(serveCategory), cl::value_desc("axis=size,..."),
     cl::desc("With --disaggregate: the prefill group's grid (default: --grid, the decode "
              "group's)"));
 
@@ -387,14 +401,35 @@ static LogicalResult applyPlanFile() {
   return success();
 }
 
+/// Where each of the training pipeline's options goes in braid-run's --help;
+/// none: it stays the pipeline's, set by braid-run itself (lower-to-dist,
+/// record-layouts) or from BRAID_LINK (schedule-link).
+static cl::OptionCategory *categoryOf(StringRef name) {
+  return llvm::StringSwitch<cl::OptionCategory *>(name)
+      .Cases({"grid", "plan", "dtype", "zero", "sequence-parallel"}, &modelCategory)
+      .Cases({"optimizer", "lr", "weight-decay", "eps", "max-norm", "recompute"},
+             &trainingCategory)
+      .Cases({"microbatches", "schedule", "virtual-stages", "pp-layout"},
+             &pipelineParallelCategory)
+      .Cases({"cp-attention", "cp-layout"}, &contextCategory)
+      .Cases({"collective-matmul", "schedule-overlap", "bucket-mb", "first-bucket-mb",
+              "defer-param-gather", "schedule-hardware"},
+             &overlapCategory)
+      .Case("gather-logits", &generateCategory)
+      .Default(nullptr);
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  pipeline.addToCommandLine(runCategory,
-                            {"lower-to-dist", "schedule-link", "record-layouts"});
-  cl::HideUnrelatedOptions({&runCategory, &generateCategory, &serveCategory});
+  pipeline.addToCommandLine(categoryOf);
+  cl::HideUnrelatedOptions({&modelCategory, &trainingCategory, &pipelineParallelCategory,
+                            &contextCategory, &overlapCategory, &checkpointCategory,
+                            &verifyCategory, &outputCategory, &generateCategory,
+                            &serveCategory});
   // After hiding: -debug-only stays in --help-hidden.
   mlir::braid::registerDebugOptions();
-  cl::ParseCommandLineOptions(argc, argv, "Braid: compile and run a model\n");
+  ::braid::installVersionPrinter();
+  ::braid::parseToolCommandLine(argc, argv, "Braid: compile and run a model\n");
   using ::braid::driver::fail;
 
   if (!planFile.empty() && failed(applyPlanFile()))
