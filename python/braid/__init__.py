@@ -7,7 +7,11 @@ published presets; `braid.models` is the command line
 
 `braid.compile`, `braid.run`, `braid.generate`, `braid.visualize_sharding`
 (braid.api), `braid.serve` (braid.serving) and the SVG pictures `braid.pipeline_schedule_svg`,
-`braid.trace_svg` (braid.svg) use the compiler through its C API: the extension `braid._braid`, built by Braid's CMake
+`braid.trace_svg` (braid.svg) use the compiler through its C API; they take a
+preset name, a path (pathlib.Path or a string ending in .mlir), a braid.Module
+(`braid.Module.parse(text)` for MLIR text) or a ModelConfig, their options as
+keyword arguments (braid.options) and raise braid.BraidError (braid.errors) on
+any failure. They need the extension `braid._braid`, built by Braid's CMake
 build into <build>/python/braid (found through $BRAID_BUILD_DIR, else ../build
 next to this folder) or installed by `pip install ./python`.
 """
@@ -36,10 +40,13 @@ from .ir import (FLOAT_DTYPES, INDEX_DTYPE, IRError, Function, Init, Module, ONE
 _MODEL_NAMES = {"ModelConfig": "config", "config_from_attrs": "config",
                 "FAMILIES": "families", "build_model": "families",
                 "PRESETS": "presets", "build": "presets", "preset": "presets"}
-# name -> submodule of the API over the C API (these need braid._braid)
+# name -> submodule of the API over the C API (these need braid._braid, the
+# exceptions and options do not)
 _API_NAMES = {"compile": "api", "run": "api", "visualize_sharding": "api",
-              "generate": "api", "BraidError": "api", "VerifyError": "api",
-              "GenerateError": "api", "CompileResult": "api",
+              "generate": "api", "BraidError": "errors", "ArgumentError": "errors",
+              "ArgumentTypeError": "errors", "PathNotFoundError": "errors",
+              "DependencyError": "errors", "VerifyError": "api",
+              "GenerateError": "api", "PIPELINE_OPTIONS": "options", "CompileResult": "api",
               "RunResult": "api", "TensorSharding": "api",
               "serve": "serving", "ServeResult": "serving",
               "RequestOutput": "serving", "ServeStats": "serving",

@@ -8,12 +8,15 @@
     braid.visualize_sharding("llama-tiny", grid="dp=2,tp=2", tensors=["output"])
     ids = braid.generate("llama-tiny", [[5, 9, 2], [7]], max_new_tokens=4)
 
-A model is MLIR text, a preset name (`braid.PRESETS`), a builder `braid.Module`,
-a `braid.ModelConfig` or a path to a .mlir file. Options of the training
-pipeline (braid-opt's `--braid-training-pipeline="..."`, braid-run's flags) are
-keyword arguments in snake_case: `zero=1`, `microbatches=4`, `dtype="bf16"`.
-The native part is `braid._braid` (nanobind over include/braid-c); only the
-functions here need it, the builder does not.
+A model is a preset name (`braid.PRESETS`), a path (a `pathlib.Path`, or a
+string ending in `.mlir`), a builder `braid.Module` or `braid.ModelConfig`, or
+MLIR text through `braid.Module.parse(text)`: any other string is an error
+naming what it tried. The training pipeline's options (braid-opt's
+`--braid-training-pipeline="..."`, braid-run's flags) are keyword arguments in
+snake_case, listed with their types and defaults in each function's signature
+(braid.options): `zero=1`, `microbatches=4`, `dtype="bf16"`. Every failure is a
+BraidError (braid.errors). The native part is `braid._braid` (nanobind over
+include/braid-c); only the functions here need it, the builder does not.
 """
 
 from __future__ import annotations
@@ -26,9 +29,13 @@ import shutil
 import tempfile
 from typing import Iterable, Mapping, Optional, Sequence
 
+from .errors import (ArgumentError, ArgumentTypeError, BraidError, DependencyError,
+                     PathNotFoundError, did_you_mean)
+from .options import (Grid, api_function, boolean, choice, grid_text, integer, optional, path,
+                      pipeline_text, real, string)
 
-class BraidError(RuntimeError):
-    """A failure reported by Braid: the message is what the C API printed."""
+__all__ = ["compile", "run", "generate", "visualize_sharding", "BraidError", "ArgumentError",
+           "VerifyError", "GenerateError", "CompileResult", "RunResult", "TensorSharding"]
 
 
 class VerifyError(BraidError):
@@ -43,7 +50,7 @@ def _native():
     try:
         from . import _braid
     except ImportError as e:
-        raise ImportError(
+        raise DependencyError(
             "braid._braid (the bindings over Braid's C API) is not built: build Braid "
             "with nanobind importable (tools/braid-dev setup), or `pip install ./python` "
             f"(see README.md, 'Using it'); {e}") from e
@@ -54,59 +61,61 @@ def _native():
 # Inputs
 # ---------------------------------------------------------------------------
 
+_MODEL_KINDS = ("a preset name (braid.PRESETS), a path (pathlib.Path or a string ending in "
+               "'.mlir'), a braid.Module, a braid.ModelConfig, or MLIR text through "
+               "braid.Module.parse(text)")
+
+
 def model_text(model) -> tuple[str, str]:
     """(MLIR text, name for diagnostics) of anything `compile` accepts."""
     from . import ir
     if isinstance(model, ir.Module):
-        return model.render(), "model.mlir"
+        return model.render(), getattr(model, "source_name", "model.mlir")
     from .config import ModelConfig
     if isinstance(model, ModelConfig):
         from .families import build_model
         return build_model(model).render(), f"{model.name or 'model'}.mlir"
     if isinstance(model, os.PathLike):
-        with open(model) as f:
-            return f.read(), os.fspath(model)
+        return _read_model(os.fspath(model))
     if isinstance(model, str):
         from .presets import PRESETS, build
         if model in PRESETS:
             return build(model), f"{model}.mlir"
-        if "\n" not in model and model.endswith(".mlir") and os.path.exists(model):
-            with open(model) as f:
-                return f.read(), model
-        return model, "model.mlir"
-    raise TypeError(f"expected MLIR text, a preset name, a braid.Module, a ModelConfig "
-                    f"or a path, found {type(model).__name__}")
+        if model.endswith(".mlir"):
+            return _read_model(model)
+        raise ArgumentError(_not_a_model(model, PRESETS))
+    raise ArgumentTypeError(f"model must be {_MODEL_KINDS}; found {type(model).__name__}")
 
 
-def _option_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
-    return str(value)
+def _read_model(file: str) -> tuple[str, str]:
+    try:
+        with open(file) as f:
+            return f.read(), file
+    except FileNotFoundError:
+        raise PathNotFoundError(f"model file {file!r} does not exist (read as a path: a "
+                                "pathlib.Path or a string ending in '.mlir')", file) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ArgumentError(f"cannot read the model file {file!r}: "
+                            f"{getattr(e, 'strerror', None) or e}") from None
 
 
-def grid_text(grid) -> str:
-    """A grid as the pipeline takes it: "dp=2,tp=2", or {"dp": 2, "tp": 2}."""
-    if isinstance(grid, Mapping):
-        return ",".join(f"{axis}={size}" for axis, size in grid.items())
-    return grid or ""
+def _not_a_model(model: str, presets) -> str:
+    """What a string that is neither a preset nor a .mlir path was taken for."""
+    if "\n" in model or "{" in model or model.lstrip().startswith(("module", "func.func")):
+        return ("the model string is not a preset name nor a path ending in '.mlir'; it "
+                "looks like MLIR text, which the API takes as braid.Module.parse(text)")
+    text = (f"unknown model {model!r}: not a preset{did_you_mean(model, presets)} "
+            "(braid.PRESETS, python3 -m braid.models --list), and not a path (a "
+            "pathlib.Path or a string ending in '.mlir')")
+    if os.path.isfile(model):
+        text += f"; to read the file {model!r}, pass pathlib.Path({model!r})"
+    return text + "; MLIR text goes through braid.Module.parse(text)"
 
 
-def pipeline_text(grid="", **options) -> str:
-    """The training pipeline's option text: `grid=dp=2,tp=2 sequence-parallel=true`."""
-    grid = grid_text(grid)
-    parts = [f"grid={grid}"] if grid else []
-    for key, value in options.items():
-        if value is None:
-            continue
-        parts.append(f"{key.replace('_', '-')}={_option_value(value)}")
-    return " ".join(parts)
-
-
-def _options(grid: str, options: Mapping):
-    native = _native()
+def _options(grid, options: Mapping):
+    """The native pipeline options of `grid` and PIPELINE_OPTIONS by keyword."""
     text = pipeline_text(grid, **options)
+    native = _native()
     opts = native.PipelineOptions()
     ok, err = opts.parse(text)
     if not ok:
@@ -225,18 +234,24 @@ class CompileResult:
         return self.plan
 
 
-def compile(model, grid: str = "", *, sequence_parallel: Optional[bool] = None,
-            zero: Optional[int] = None, emit_cpp: bool = True,
-            roll_repeats: bool = True, plan_options: str = "",
-            **options) -> CompileResult:
-    """Lowers `model` with the training pipeline on `grid` ("dp=2,tp=2", "" for
-    one rank); returns the partitioned IR, the plan and the emitted C++.
-    Other keyword arguments are the pipeline's options (microbatches=4,
-    schedule="1f1b", dtype="bf16", plan="data", ...); `plan_options` are
-    --braid-print-plan's ("hardware=h200-sxm"). Raises BraidError."""
+def _backend(value, what: str) -> str:
+    # lib/Driver/Build.cpp's backends.
+    return choice(value, what, ("cpu", "cuda", "cudasim"))
+
+
+@api_function(emit_cpp=boolean, roll_repeats=boolean, plan_options=string)
+def compile(model, grid: Grid = "", *, emit_cpp: bool = True, roll_repeats: bool = True,
+            plan_options: str = "", **options) -> CompileResult:
+    """Lowers `model` with the training pipeline on `grid` ("dp=2,tp=2" or
+    {"dp": 2, "tp": 2}; "" for one rank); returns the partitioned IR, the plan
+    and the emitted C++ (`emit_cpp`; `roll_repeats` keeps a model's repeated
+    layers a loop). `plan_options` are --braid-print-plan's
+    ("hardware=h200-sxm"). `model`: a preset name, a path (pathlib.Path or a
+    string ending in .mlir), a braid.Module (braid.Module.parse(text) for MLIR
+    text) or a braid.ModelConfig. Raises BraidError."""
     text, name = model_text(model)
     grid = grid_text(grid)
-    opts = _options(grid, dict(sequence_parallel=sequence_parallel, zero=zero, **options))
+    opts = _options(grid, options)
     module = _parse(text, name)
     ok, _, err = module.lower(opts)
     log = err
@@ -292,34 +307,47 @@ def load_dumps(directory: str) -> dict:
             for p in sorted(glob.glob(os.path.join(glob.escape(directory), "*.npy")))}
 
 
-def run(model, grid: str = "", *, steps: int = 1, verify: bool = False,
+def _dump(value, what: str):
+    return bool(value) if value is None or isinstance(value, bool) else path(value, what)
+
+
+@api_function(steps=lambda v, w: integer(v, w, 1), verify=boolean,
+              verify_tolerance=lambda v, w: real(v, w, 0.0), dump=_dump,
+              trace=optional(path), seed=optional(integer, 0), backend=_backend,
+              quiet=boolean)
+def run(model, grid: Grid = "", *, steps: int = 1, verify: bool = False,
         verify_tolerance: float = 1e-5, dump=False, trace=None,
         seed: Optional[int] = None, backend: str = "cpu", quiet: bool = True,
-        sequence_parallel: Optional[bool] = None, zero: Optional[int] = None,
         **options) -> RunResult:
     """Compiles `model` for `grid`, builds it and trains `steps` steps on its
     CPU ranks (as braid-run does). `dump`: True (a temporary folder) or a
     folder: every named tensor comes back as a numpy array in `.dumps`.
     `trace`: a file for the Perfetto trace (one per rank with several).
     `verify`: also runs the 1-rank program and compares (VerifyError when they
-    differ beyond `verify_tolerance`). Raises BraidError when a step fails."""
+    differ beyond `verify_tolerance`). `seed` (default: the model's) seeds
+    the initialization and the data; `backend` is "cpu", "cuda" or
+    "cudasim". Raises BraidError when a step fails."""
     text, name = model_text(model)
     grid = grid_text(grid)
-    opts = _options(grid, dict(sequence_parallel=sequence_parallel, zero=zero, **options))
+    opts = _options(grid, options)
     module = _parse(text, name)
     dump_dir = ""
     scratch = None
-    if dump is True:
-        scratch = dump_dir = tempfile.mkdtemp(prefix="braid-dump-")
-    elif dump:
-        dump_dir = os.fspath(dump)
-        os.makedirs(dump_dir, exist_ok=True)
     trace_file = os.fspath(trace) if trace else ""
-    if trace_file:
-        os.makedirs(os.path.dirname(os.path.abspath(trace_file)), exist_ok=True)
-        # Stale traces of an earlier run with more ranks would mislead.
-        for old in _trace_files(trace_file):
-            os.remove(old)
+    try:
+        if dump is True:
+            scratch = dump_dir = tempfile.mkdtemp(prefix="braid-dump-")
+        elif dump:
+            dump_dir = os.fspath(dump)
+            os.makedirs(dump_dir, exist_ok=True)
+        if trace_file:
+            os.makedirs(os.path.dirname(os.path.abspath(trace_file)), exist_ok=True)
+            # Stale traces of an earlier run with more ranks would mislead.
+            for old in _trace_files(trace_file):
+                os.remove(old)
+    except OSError as e:
+        raise BraidError(f"cannot prepare {e.filename!r} for the run's output: "
+                         f"{e.strerror}") from None
     try:
         rc, out, err = module.run(opts, steps, verify, verify_tolerance, dump_dir,
                                   trace_file, backend, -1 if seed is None else seed, quiet)
@@ -384,22 +412,30 @@ def parse_requests(stdout: str, count: int) -> tuple[list, dict]:
 
 
 def _prompt_lines(prompts) -> list:
+    if isinstance(prompts, (str, bytes)) or not hasattr(prompts, "__iter__"):
+        raise ArgumentTypeError("prompts must be a list of prompts, each a list of token "
+                                f"ids; found {type(prompts).__name__}")
     lines = []
     for i, prompt in enumerate(prompts):
         if isinstance(prompt, (str, bytes)):
-            raise TypeError(f"prompt {i} is text; generate takes token ids "
-                            "(a list of ints per prompt)")
+            raise ArgumentTypeError(f"prompt {i} is text; generate takes token ids "
+                                    "(a list of ints per prompt)")
         try:
             tokens = [int(t) for t in prompt]
         except (TypeError, ValueError) as e:
-            raise TypeError(f"prompt {i} is not a sequence of token ids: {e}") from e
+            raise ArgumentTypeError(f"prompt {i} is not a sequence of token ids: {e}") from None
         if any(int(t) != t for t in prompt):
-            raise TypeError(f"prompt {i} holds a token id that is not an integer")
+            raise ArgumentTypeError(f"prompt {i} holds a token id that is not an integer")
         lines.append(" ".join(map(str, tokens)))
     return lines
 
 
-def generate(model, prompts, max_new_tokens: int = 16, grid: str = "", *,
+@api_function(max_new_tokens=lambda v, w: integer(v, w, 1),
+              temperature=lambda v, w: real(v, w, 0.0), top_k=lambda v, w: integer(v, w, 0),
+              top_p=lambda v, w: real(v, w, 0.0, 1.0, open_low=True),
+              seed=optional(integer, 0), batch=optional(integer, 1),
+              context=optional(integer, 1), verify=boolean, backend=_backend, quiet=boolean)
+def generate(model, prompts, max_new_tokens: int = 16, grid: Grid = "", *,
              temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
              seed: Optional[int] = None, batch: Optional[int] = None,
              context: Optional[int] = None, verify: bool = False,
@@ -424,8 +460,6 @@ def generate(model, prompts, max_new_tokens: int = 16, grid: str = "", *,
     the other prompts still ran, their ids in the error's `.ids`. Raises
     BraidError when the model cannot be compiled or run (e.g. a grid the
     generation does not run on)."""
-    if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be positive, found {max_new_tokens}")
     lines = _prompt_lines(prompts)
     if not lines:
         return []
@@ -502,13 +536,29 @@ def sharding_table(t: TensorSharding, grid: Mapping[str, int]) -> str:
     return "\n".join(lines)
 
 
-def visualize_sharding(model, grid: str = "", *, tensors: Optional[Iterable[str]] = None,
+_KINDS = ("param", "state", "boundary")
+
+
+def _names(value, what: str) -> list:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ArgumentTypeError(f"{what} must be a list of names, found {value!r}")
+    return [string(v, f"{what}[{i}]") for i, v in enumerate(value)]
+
+
+def _kinds(value, what: str) -> list:
+    return [choice(k, f"{what}[{i}]", _KINDS) for i, k in enumerate(_names(value, what))]
+
+
+@api_function(tensors=optional(_names), kinds=_kinds)
+def visualize_sharding(model, grid: Grid = "", *, tensors: Optional[Iterable[str]] = None,
                        kinds: Sequence[str] = ("param", "boundary"), file=None,
                        **options) -> str:
     """Prints (to `file`, default stdout; None-like False: not at all) a table
     per tensor of the plan: which mesh axes shard which dimension and each
     rank's shard, as jax.debug.visualize_array_sharding does for one array.
-    `tensors` picks names (default: every tensor of `kinds`). Returns the text."""
+    `tensors` picks names (default: every tensor of `kinds`: "param", "state",
+    "boundary"). Returns the text; a name the plan does not hold raises
+    ArgumentError."""
     grid = grid_text(grid)
     result = compile(model, grid, emit_cpp=False, **options)
     if not result.shardings:
@@ -522,8 +572,11 @@ def visualize_sharding(model, grid: str = "", *, tensors: Optional[Iterable[str]
         chosen = []
         for name in tensors:
             if name not in result.shardings:
-                raise KeyError(f"no tensor {name!r} in the plan; it has "
-                               f"{', '.join(list(result.shardings)[:8])}, ...")
+                names = list(result.shardings)
+                raise ArgumentError(
+                    f"no tensor {name!r} in the plan of grid '{grid}'"
+                    f"{did_you_mean(name, names)} (it has {len(names)}: "
+                    f"{', '.join(names[:8])}{', ...' if len(names) > 8 else ''})")
             chosen.append(result.shardings[name])
     text = "\n\n".join(sharding_table(t, result.grid) for t in chosen) + "\n"
     if file is not False:

@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .errors import ArgumentError
+
 __all__ = ["ModelConfig", "moe_capacity", "config_from_attrs"]
 
 
@@ -105,17 +107,17 @@ class ModelConfig:
         families = _families().FAMILIES
         fam = families.get(self.family)
         if fam is None:
-            raise ValueError(f"unknown family {self.family!r}; known: {', '.join(families)}")
+            raise ArgumentError(f"unknown family {self.family!r}; known: {', '.join(families)}")
         c = dataclasses.replace(self)
         for key in ("vocab", "hidden", "layers", "seq", "batch", "pad_vocab_multiple"):
             if getattr(c, key) < 1:
-                raise ValueError(f"{c.name}: {key} must be positive")
+                raise ArgumentError(f"{c.name}: {key} must be positive")
         if c.heads is not None:
             if c.kv_heads is None:
                 c.kv_heads = c.heads
             if c.head_dim is None:
                 if c.hidden % c.heads:
-                    raise ValueError(f"{c.name}: hidden {c.hidden} not divisible by "
+                    raise ArgumentError(f"{c.name}: hidden {c.hidden} not divisible by "
                                      f"{c.heads} heads (give head_dim)")
                 c.head_dim = c.hidden // c.heads
         if c.ffn is None and fam.default_ffn_mult:
@@ -126,23 +128,23 @@ class ModelConfig:
             c.dt_rank = math.ceil(c.hidden / 16)
         for key in fam.required:
             if getattr(c, key) is None:
-                raise ValueError(f"{c.name}: family {c.family} needs {key}")
+                raise ArgumentError(f"{c.name}: family {c.family} needs {key}")
         if c.heads is not None and c.heads % c.kv_heads:
-            raise ValueError(f"{c.name}: {c.heads} heads not a multiple of {c.kv_heads} kv heads")
+            raise ArgumentError(f"{c.name}: {c.heads} heads not a multiple of {c.kv_heads} kv heads")
         if c.top_k is not None and c.experts is not None and not 1 <= c.top_k <= c.experts:
-            raise ValueError(f"{c.name}: top_k {c.top_k} must be in [1, experts={c.experts}]")
+            raise ArgumentError(f"{c.name}: top_k {c.top_k} must be in [1, experts={c.experts}]")
         if c.attn_period is not None and not 0 <= c.attn_offset < c.attn_period:
-            raise ValueError(f"{c.name}: attn_offset must be in [0, attn_period)")
+            raise ArgumentError(f"{c.name}: attn_offset must be in [0, attn_period)")
         if c.expert_period is not None and not 0 <= c.expert_offset < c.expert_period:
-            raise ValueError(f"{c.name}: expert_offset must be in [0, expert_period)")
+            raise ArgumentError(f"{c.name}: expert_offset must be in [0, expert_period)")
         if c.max_positions < c.seq:
-            raise ValueError(f"{c.name}: max_positions {c.max_positions} < seq {c.seq}")
+            raise ArgumentError(f"{c.name}: max_positions {c.max_positions} < seq {c.seq}")
         if c.moe_group_size is not None and (c.moe_group_size < 1
                                              or c.tokens % c.moe_group_size):
-            raise ValueError(f"{c.name}: moe_group_size {c.moe_group_size} must divide the "
+            raise ArgumentError(f"{c.name}: moe_group_size {c.moe_group_size} must divide the "
                              f"{c.tokens} tokens of a step")
         if c.dtype not in ("f32", "bf16", "f16"):
-            raise ValueError(f"{c.name}: dtype must be f32, bf16 or f16")
+            raise ArgumentError(f"{c.name}: dtype must be f32, bf16 or f16")
         return c
 
     def model_attrs(self) -> dict:

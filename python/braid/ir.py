@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from .errors import BraidError
+
 __all__ = [
     "IRError", "TensorType", "Value", "Init", "Param", "Function", "Module",
     "tensor", "normal", "ZEROS", "ONES", "FLOAT_DTYPES", "INDEX_DTYPE",
@@ -40,7 +42,7 @@ _BARE_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
 _SSA_BAD_CHARS = re.compile(r"[^A-Za-z0-9_$.]")
 
 
-class IRError(ValueError):
+class IRError(BraidError, ValueError):
     """An op was given operands its shape/type rules reject."""
 
 
@@ -605,6 +607,9 @@ class Module:
     """A module: the `braid.model` attribute dictionary, parameter
     declarations and functions, printed in that order."""
 
+    # The name diagnostics give the rendered text (braid.compile & co.).
+    source_name = "model.mlir"
+
     def __init__(self, model_attrs: Mapping, attr_name: str = "braid.model"):
         self.model_attrs = dict(model_attrs)
         self.attr_name = attr_name
@@ -644,3 +649,42 @@ class Module:
         parts += [f.render() for f in self.functions.values()]
         parts.append("}")
         return "\n".join(parts) + "\n"
+
+    @classmethod
+    def parse(cls, text: str, name: str = "model.mlir") -> "Module":
+        """A module of MLIR text as written (the braid dialect, or linalg that
+        Braid raises), for braid.compile, braid.run and the other functions of
+        the API: they take MLIR text only this way, so that a mistyped preset
+        name or path is an error rather than text. The text is checked by
+        Braid's parser now (this needs braid._braid): a syntax error raises
+        braid.BraidError at `name`'s line and column."""
+        if not isinstance(text, str):
+            from .errors import ArgumentTypeError
+            raise ArgumentTypeError(f"Module.parse takes MLIR text (a str), found "
+                                    f"{type(text).__name__}")
+        from .api import _parse
+        _parse(text, name)
+        return _ParsedModule(text, name)
+
+
+class _ParsedModule(Module):
+    """MLIR text behind Module's interface (Module.parse): it renders as
+    written; the builder's methods do not apply to it."""
+
+    def __init__(self, text: str, name: str):
+        super().__init__({})
+        self.text = text
+        self.source_name = name
+
+    def render(self) -> str:
+        return self.text
+
+    def param(self, *args, **kwargs):
+        raise IRError("a module parsed from MLIR text cannot be extended; build one "
+                      "with braid.Module(attrs)")
+
+    function = param
+
+    def num_parameters(self) -> int:
+        raise IRError("a module parsed from MLIR text does not count its parameters; "
+                      "braid-opt --braid-model-stats does")

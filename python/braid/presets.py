@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from .config import ModelConfig
+from .errors import ArgumentError, did_you_mean
 from .families import build_model
 
 __all__ = ["PRESETS", "preset", "build"]
@@ -24,7 +25,8 @@ def _preset(name: str, family: str, description: str, **kw) -> None:
 def preset(name: str, /, **overrides) -> ModelConfig:
     """A copy of preset `name` with field overrides (which may rename it: name=...)."""
     if name not in PRESETS:
-        raise KeyError(f"unknown preset {name!r}; see --list")
+        raise ArgumentError(f"unknown preset {name!r}{did_you_mean(str(name), PRESETS)} "
+                            "(python3 -m braid.models --list lists them)")
     return dataclasses.replace(PRESETS[name], **overrides)
 
 

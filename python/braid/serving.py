@@ -18,17 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
-import numbers
-import operator
 import os
 import re
 import shutil
 import tempfile
 from typing import Iterator, Mapping, Optional
 
-from .api import (BraidError, GenerateError, VerifyError, _message, _native, _options,
-                  _parse, grid_text, model_text)
+from .api import (BraidError, GenerateError, VerifyError, _backend, _message, _native,
+                  _options, _parse, grid_text, model_text)
+from .errors import ArgumentError, ArgumentTypeError, PathNotFoundError, did_you_mean
+from .options import Grid, api_function, boolean, integer as _integer, real as _real
 
 
 @dataclasses.dataclass
@@ -127,32 +126,9 @@ def parse_outputs(text: str, count: int) -> tuple[list, dict]:
 # Checking the arguments
 # ---------------------------------------------------------------------------
 
-def _integer(value, what: str, low: int) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{what} must be an integer, found {value!r}")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{what} must be an integer, found {value!r}") from None
-    if value < low:
-        raise ValueError(f"{what} must be >= {low}, found {value}")
-    return value
-
-
-def _real(value, what: str, low: float, high: float = math.inf,
-          open_low: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a number, found {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value < low or value > high or (open_low and value == low):
-        bounds = f"in ({low:g}, {high:g}]" if open_low else f">= {low:g}"
-        raise ValueError(f"{what} must be a finite number {bounds}, found {value!r}")
-    return value
-
-
 def _prompt(value, what: str) -> list:
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-        raise TypeError(f"{what} must be a list of token ids, found {value!r}")
+        raise ArgumentTypeError(f"{what} must be a list of token ids, found {value!r}")
     return [_integer(t, f"{what}[{j}]", 0) for j, t in enumerate(value)]
 
 
@@ -174,15 +150,16 @@ def request_lines(requests) -> list:
     lines = []
     for i, request in enumerate(requests):
         if not isinstance(request, Mapping):
-            raise TypeError(f"request {i} must be a dict of request fields, found "
-                            f"{type(request).__name__}")
+            raise ArgumentTypeError(f"request {i} must be a dict of request fields, found "
+                                    f"{type(request).__name__}")
         unknown = [k for k in request if k not in _FIELDS]
         if unknown:
-            raise ValueError(f"request {i}: unknown field {unknown[0]!r} (the fields: "
-                             f"{', '.join(_FIELDS)})")
+            raise ArgumentError(f"request {i}: unknown field {unknown[0]!r}"
+                                f"{did_you_mean(str(unknown[0]), _FIELDS)} (the fields: "
+                                f"{', '.join(_FIELDS)})")
         if ("prompt" in request) == ("prompt_len" in request):
-            raise ValueError(f"request {i}: give one of 'prompt' (token ids) and "
-                             "'prompt_len' (drawn ids)")
+            raise ArgumentError(f"request {i}: give one of 'prompt' (token ids) and "
+                                "'prompt_len' (drawn ids)")
         record = {k: check(request[k], f"request {i}: {k}")
                   for k, check in _FIELDS.items() if k in request}
         lines.append(json.dumps(record))
@@ -191,8 +168,12 @@ def request_lines(requests) -> list:
 
 def _request_count(path: str) -> int:
     # The runtime skips blank lines (space, tab, CR) without counting them.
-    with open(path, newline="") as f:
-        return sum(1 for line in f.read().split("\n") if line.strip(" \t\r"))
+    try:
+        with open(path, newline="") as f:
+            return sum(1 for line in f.read().split("\n") if line.strip(" \t\r"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise ArgumentError(f"cannot read the requests file {path!r}: "
+                            f"{getattr(e, 'strerror', None) or e}") from None
 
 
 def _optional(value, what: str, low: int) -> int:
@@ -211,7 +192,8 @@ def _serve_options(native, **values):
 # serve
 # ---------------------------------------------------------------------------
 
-def serve(model, requests, *, max_new_tokens: int = 16, grid="",
+@api_function()
+def serve(model, requests, *, max_new_tokens: int = 16, grid: Grid = "",
           batch: Optional[int] = None, context: Optional[int] = None,
           page_size: int = 16, kv_pages: Optional[int] = None,
           prefill_chunk: Optional[int] = None, prefill_batch: int = 1,
@@ -243,8 +225,10 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid="",
     every request's ids and logits against itself generated alone on one
     rank (VerifyError when they differ).
 
-    A field that is unknown or of the wrong type or range raises ValueError or
-    TypeError naming the request before anything runs. A request the model
+    A field or argument that is unknown or of the wrong type or range raises
+    ArgumentError (also a ValueError; ArgumentTypeError, also a TypeError, for
+    a wrong type) naming the request or the argument before anything runs; a
+    missing requests file, PathNotFoundError. A request the model
     cannot take (a token outside the vocabulary, a prompt that does not fit
     the context with its output, more pages than the pool holds) raises
     GenerateError naming it; the others were served: the error's `.result`
@@ -262,19 +246,19 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid="",
         top_k=_integer(top_k, "top_k", 0),
         top_p=_real(top_p, "top_p", 0.0, 1.0, open_low=True),
         end_token=-1 if end_token is None else _integer(end_token, "end_token", 0),
-        static_batching=bool(static_batching))
+        static_batching=boolean(static_batching, "static_batching"))
     seed = -1 if seed is None else _integer(seed, "seed", 0)
-    if not isinstance(backend, str):
-        raise TypeError(f"backend must be a string, found {backend!r}")
+    backend = _backend(backend, "backend")
+    verify, quiet = boolean(verify, "verify"), boolean(quiet, "quiet")
     if isinstance(requests, (str, os.PathLike)):
         requests_file = os.fspath(requests)
         if not os.path.isfile(requests_file):
-            raise FileNotFoundError(f"no requests file {requests_file!r}")
+            raise PathNotFoundError(f"no requests file {requests_file!r}", requests_file)
         lines, count = None, _request_count(requests_file)
     else:
         if isinstance(requests, (bytes, Mapping)) or not hasattr(requests, "__iter__"):
-            raise TypeError("requests must be a list of dicts or the path of a "
-                            f"JSON-lines file, found {type(requests).__name__}")
+            raise ArgumentTypeError("requests must be a list of dicts or the path of a "
+                                    f"JSON-lines file, found {type(requests).__name__}")
         lines = request_lines(requests)
         count = len(lines)
     if count == 0:

@@ -21,6 +21,10 @@ import tempfile
 from typing import Iterable, Optional, Sequence
 from xml.sax.saxutils import escape
 
+from .errors import ArgumentTypeError, BraidError, PathNotFoundError
+from .options import PIPELINE_OPTIONS, api_function, boolean, choice, integer, optional
+from .options import path as path_arg
+
 _COLORS = {"F": "#4e79a7", "B": "#f28e2b", "W": "#59a14f", "comm": "#b07aa1",
            "wait": "#e15759", "kernel": "#76b7b2", "pipeline": "#edc948"}
 
@@ -35,10 +39,13 @@ def _svg(width: float, height: float, body: Sequence[str], title: str) -> str:
         *body, "</svg>", ""])
 
 
-def _write(text: str, path) -> str:
-    if path:
-        with open(path, "w") as f:
-            f.write(text)
+def _write(text: str, file) -> str:
+    if file:
+        try:
+            with open(file, "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise BraidError(f"cannot write {os.fspath(file)!r}: {e.strerror}") from None
     return text
 
 
@@ -86,7 +93,7 @@ def schedule_events(model, pp: int, microbatches: int, schedule: str = "1f1b",
                     virtual_stages: int = 1, uniform: bool = False) -> tuple[list, str]:
     """(the simulated actions as trace events, the schedule's report) of
     --braid-print-schedule on `model`'s step function."""
-    from .api import BraidError, _message, _parse, model_text
+    from .api import _message, _parse, model_text
     text, name = model_text(model)
     module = _parse(text, name)
     with tempfile.TemporaryDirectory(prefix="braid-schedule-") as tmp:
@@ -103,6 +110,13 @@ def schedule_events(model, pp: int, microbatches: int, schedule: str = "1f1b",
     return [e for e in events if e.get("ph") == "X"], report
 
 
+def _positive(value, what: str) -> int:
+    return integer(value, what, 1)
+
+
+@api_function(pipeline=False, pp=_positive, microbatches=_positive,
+              schedule=lambda v, w: choice(v, w, PIPELINE_OPTIONS["schedule"].choices),
+              virtual_stages=_positive, uniform=boolean, path=optional(path_arg))
 def pipeline_schedule_svg(model, pp: int = 2, microbatches: int = 4,
                           schedule: str = "1f1b", virtual_stages: int = 1,
                           uniform: bool = False, path=None) -> str:
@@ -132,14 +146,30 @@ def _trace_events(traces) -> list:
         traces = traces.traces
     if isinstance(traces, (str, os.PathLike)):
         traces = [traces]
+    if not hasattr(traces, "__iter__"):
+        raise ArgumentTypeError("traces must be a RunResult, a trace file or a list of "
+                                f"them, found {type(traces).__name__}")
     events = []
-    for path in traces:
-        with open(path) as f:
-            doc = json.load(f)
-        events += doc["traceEvents"] if isinstance(doc, dict) else doc
+    for file in traces:
+        file = path_arg(file, "a trace file")
+        try:
+            with open(file) as f:
+                doc = json.load(f)
+            events += doc["traceEvents"] if isinstance(doc, dict) else doc
+        except FileNotFoundError:
+            raise PathNotFoundError(f"no trace file {file!r}", file) from None
+        except (OSError, ValueError, KeyError) as e:
+            raise BraidError(f"{file!r} is not a readable Perfetto trace: {e}") from None
     return events
 
 
+def _steps(value, what: str) -> list:
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ArgumentTypeError(f"{what} must be a list of step numbers, found {value!r}")
+    return [integer(v, f"{what}[{i}]", 0) for i, v in enumerate(value)]
+
+
+@api_function(pipeline=False, path=optional(path_arg), steps=optional(_steps))
 def trace_svg(traces, path=None, steps: Optional[Iterable[int]] = None) -> str:
     """A run's traces (a RunResult, a file or files) as SVG: per rank a compute
     lane (kernels, waits for transfers) and a lane per communication group.

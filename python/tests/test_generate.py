@@ -100,8 +100,13 @@ def test_bad_arguments_raise_before_compiling():
         braid.generate(LLAMA, ["hello"], max_new_tokens=2)
     with pytest.raises(TypeError, match="not an integer"):
         braid.generate(LLAMA, [[1.5, 2]], max_new_tokens=2)
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="max_new_tokens must be >= 1, found 0"):
         braid.generate(LLAMA, [[1, 2]], max_new_tokens=0)
+    # Each is also a BraidError, as every failure of the API.
+    with pytest.raises(braid.BraidError, match="text"):
+        braid.generate(LLAMA, ["hello"], max_new_tokens=2)
+    with pytest.raises(braid.BraidError, match=r"top_p must be a finite number in \(0, 1\]"):
+        braid.generate(LLAMA, [[1, 2]], top_p=1.5)
     assert braid.generate(LLAMA, [], max_new_tokens=2) == []
 
 

@@ -185,9 +185,14 @@ def test_bad_arguments_raise_before_compiling():
         braid.serve(bad_model, "/nonexistent/requests.jsonl")
     empty = braid.serve(bad_model, [])
     assert len(empty) == 0 and empty.stats is None
-    # And a model that is not one is the compiler's error.
-    with pytest.raises(braid.BraidError):
+    # And a model that is not one: neither a preset nor a path.
+    with pytest.raises(braid.ArgumentError, match="unknown model 'this is not MLIR'"):
         braid.serve(bad_model, ok)
+    # Every one of these is also a BraidError.
+    with pytest.raises(braid.BraidError, match=r"no requests file"):
+        braid.serve(bad_model, "/nonexistent/requests.jsonl")
+    with pytest.raises(braid.BraidError, match=r"request 0: prompt must be a list"):
+        braid.serve(bad_model, [{"prompt": "hello"}])
 
 
 def test_compiler_and_driver_errors_raise_braid_error():
