@@ -9,51 +9,84 @@ each a safetensors entry. ``load(D)`` assembles them:
     manifest, tensors = checkpoint.load("ckpt")        # D/latest's checkpoint
     tensors["layers.0.attn.wq"]                         # numpy, global shape
 
-bf16 tensors come back as float32 (exactly: bf16 is the top half of an f32),
-or as their uint16 bits with ``bf16_bits=True``. ``python3 -m braid.checkpoint
-D`` prints the manifest's summary and every tensor's shape, dtype and norm.
+The files are read by the `safetensors` package (PyPI). bf16 tensors come back
+as float32 (exactly: bf16 is the top half of an f32), or as their uint16 bits
+with ``bf16_bits=True``. ``python3 -m braid.checkpoint D`` prints the
+manifest's summary and every tensor's shape, dtype and norm. A failure raises
+braid.BraidError (a missing directory: braid.PathNotFoundError).
 """
 from __future__ import annotations
 
 import json
 import os
-import struct
 import sys
 
+from .errors import BraidError, DependencyError, PathNotFoundError
+
+# safetensors' dtype names -> numpy's, for the dtypes Braid writes. BF16 is
+# here because numpy has no bfloat16 (safetensors.numpy refuses BF16 entries):
+# its entries come back as their uint16 bits and are widened by hand below.
 _DTYPES = {"F32": "<f4", "F16": "<f2", "I32": "<i4", "I64": "<i8", "BF16": "<u2"}
 
 
 def resolve(path):
     """The checkpoint directory `path` names: itself when it holds a
     manifest, else the one its `latest` file names."""
+    path = os.fspath(path)
     if os.path.exists(os.path.join(path, "manifest.json")):
         return path
-    with open(os.path.join(path, "latest")) as f:
-        return os.path.join(path, f.read().strip())
+    if not os.path.isdir(path):
+        raise PathNotFoundError(f"no checkpoint directory {path!r}", path)
+    try:
+        with open(os.path.join(path, "latest")) as f:
+            return os.path.join(path, f.read().strip())
+    except OSError:
+        raise BraidError(f"{path!r} is not a checkpoint: it holds neither manifest.json "
+                         "nor latest") from None
 
 
-def read_safetensors_header(path):
-    """(header dict without __metadata__, metadata, data offset) of a file."""
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-    metadata = header.pop("__metadata__", {})
-    return header, metadata, 8 + n
+def _safetensors():
+    try:
+        import safetensors
+    except ImportError as e:
+        raise DependencyError("braid.checkpoint reads safetensors files with the "
+                              f"safetensors package: pip install safetensors ({e})") from e
+    return safetensors
 
 
-def read_entry(path, header, data_start, key, bf16_bits=False):
-    """One safetensors entry as a numpy array."""
+def read_entries(path) -> dict:
+    """{key: (dtype, shape, data)} of every entry of a safetensors file, as
+    the safetensors package parses and checks it (its header, offsets and
+    sizes); `data` is the entry's bytes as stored (little endian)."""
+    safetensors = _safetensors()
+    try:
+        with open(path, "rb") as f:
+            entries = safetensors.deserialize(f.read())
+    except FileNotFoundError:
+        raise PathNotFoundError(f"no checkpoint file {os.fspath(path)!r}",
+                                os.fspath(path)) from None
+    except (OSError, safetensors.SafetensorError) as e:
+        raise BraidError(f"cannot read {os.fspath(path)!r} as safetensors: {e}") from None
+    return {key: (e["dtype"], list(e["shape"]), e["data"]) for key, e in entries}
+
+
+def read_file(path, bf16_bits=False) -> dict:
+    """Every entry of a safetensors file as a numpy array, as
+    safetensors.numpy.load reads them (numpy over safetensors.deserialize's
+    entries), and BF16, which it refuses, as float32 (or its uint16 bits with
+    `bf16_bits`)."""
     import numpy as np
 
-    entry = header[key]
-    begin, end = entry["data_offsets"]
-    with open(path, "rb") as f:
-        f.seek(data_start + begin)
-        raw = f.read(end - begin)
-    a = np.frombuffer(raw, dtype=_DTYPES[entry["dtype"]]).reshape(entry["shape"])
-    if entry["dtype"] == "BF16" and not bf16_bits:
-        a = (a.astype(np.uint32) << 16).view(np.float32)
-    return a
+    arrays = {}
+    for key, (dtype, shape, data) in read_entries(path).items():
+        if dtype not in _DTYPES:
+            raise BraidError(f"{os.fspath(path)!r}: entry {key!r} has dtype {dtype}, which "
+                             f"Braid does not write ({', '.join(_DTYPES)})")
+        a = np.frombuffer(data, dtype=_DTYPES[dtype]).reshape(shape)
+        if dtype == "BF16" and not bf16_bits:
+            a = (a.astype(np.uint32) << 16).view(np.float32)
+        arrays[key] = a
+    return arrays
 
 
 def fnv1a64(data):
@@ -64,27 +97,42 @@ def fnv1a64(data):
     return h
 
 
+def _manifest(directory):
+    try:
+        with open(os.path.join(directory, "manifest.json")) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise BraidError(f"{directory!r} holds no manifest.json (an incomplete "
+                         "checkpoint?)") from None
+    except (OSError, ValueError) as e:
+        raise BraidError(f"cannot read {directory!r}/manifest.json: {e}") from None
+
+
 def load(path, bf16_bits=False):
     """(manifest, {name: global numpy array}) of the checkpoint `path` names."""
     import numpy as np
 
     directory = resolve(path)
-    with open(os.path.join(directory, "manifest.json")) as f:
-        manifest = json.load(f)
-    headers = {}
+    manifest = _manifest(directory)
+    files = {}
     tensors = {}
-    for t in manifest["tensors"]:
-        dtype = np.uint16 if t["dtype"] == "BF16" and bf16_bits else (
-            np.float32 if t["dtype"] == "BF16" else np.dtype(_DTYPES[t["dtype"]]))
-        out = np.zeros(t["shape"], dtype=dtype)
-        for p in t["pieces"]:
-            file = os.path.join(directory, p["file"])
-            if file not in headers:
-                headers[file] = read_safetensors_header(file)
-            header, _, start = headers[file]
-            box = tuple(slice(s, s + n) for s, n in zip(p["start"], p["shape"]))
-            out[box] = read_entry(file, header, start, p["key"], bf16_bits)
-        tensors[t["name"]] = out
+    try:
+        for t in manifest["tensors"]:
+            dtype = np.uint16 if t["dtype"] == "BF16" and bf16_bits else (
+                np.float32 if t["dtype"] == "BF16" else np.dtype(_DTYPES[t["dtype"]]))
+            out = np.zeros(t["shape"], dtype=dtype)
+            for p in t["pieces"]:
+                file = os.path.join(directory, p["file"])
+                if file not in files:
+                    files[file] = read_file(file, bf16_bits)
+                box = tuple(slice(s, s + n) for s, n in zip(p["start"], p["shape"]))
+                out[box] = files[file][p["key"]]
+            tensors[t["name"]] = out
+    except BraidError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise BraidError(f"{directory!r}: the manifest does not match its files "
+                         f"({type(e).__name__}: {e})") from None
     return manifest, tensors
 
 
@@ -95,7 +143,11 @@ def main(argv=None):
     if len(argv) != 1:
         print("usage: python3 -m braid.checkpoint DIR", file=sys.stderr)
         return 2
-    manifest, tensors = load(argv[0])
+    try:
+        manifest, tensors = load(argv[0])
+    except BraidError as e:
+        print(f"braid.checkpoint: {e}", file=sys.stderr)
+        return 1
     print(f"{resolve(argv[0])}: model {manifest['model']}, step {manifest['step']}, "
           f"seed {manifest['seed']}, written on {manifest['grid']} "
           f"({len(manifest['files'])} files)")

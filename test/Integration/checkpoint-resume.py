@@ -12,7 +12,7 @@
 #   micro-batches (1F1B);
 # - Llama tiny with bf16 parameters on dp=2, ZeRO-1: stored as BF16, the bits
 #   themselves.
-# The format is read back with numpy (python/braid/checkpoint.py): the global
+# The format is read back with safetensors into numpy (python/braid/checkpoint.py): the global
 # tensors assembled from every rank's pieces are the run's own dumps of the
 # same step, the pieces' hashes are FNV-1a 64 of their bytes, and D/latest
 # names the last checkpoint.
@@ -96,17 +96,16 @@ def check_format(label, ckpt, dump, step, grid, bf16=False):
     # The documented hash, on the small pieces (pure Python is slow).
     directory = checkpoint.resolve(ckpt)
     hashed = bad = 0
+    entries = {}
     for t in manifest["tensors"]:
         for p in t["pieces"]:
-            header, _, start = checkpoint.read_safetensors_header(os.path.join(directory,
-                                                                               p["file"]))
-            b, e = header[p["key"]]["data_offsets"]
-            if e - b > 4096:
+            if p["file"] not in entries:
+                entries[p["file"]] = checkpoint.read_entries(os.path.join(directory, p["file"]))
+            data = entries[p["file"]][p["key"]][2]
+            if len(data) > 4096:
                 continue
-            with open(os.path.join(directory, p["file"]), "rb") as f:
-                f.seek(start + b)
-                hashed += 1
-                bad += checkpoint.fnv1a64(f.read(e - b)) != int(p["fnv1a64"], 16)
+            hashed += 1
+            bad += checkpoint.fnv1a64(data) != int(p["fnv1a64"], 16)
     print(f"{label}: step-{step} holds {len(tensors)} tensors ({', '.join(sorted(dtypes))}) in "
           f"{len(manifest['files'])} files; {len(tensors) - len(mismatched)} equal the run's "
           f"dumps; {hashed - bad} of {hashed} small pieces match their FNV-1a 64")
