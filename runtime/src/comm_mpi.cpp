@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "comm_mpi.h"
+#include "comm_mpi_join.h"
 #include "comm_mpi_progress.h"
 
 #include <algorithm>
@@ -337,10 +338,17 @@ std::unique_lock<std::mutex> lockMpi() {
   return shared ? std::unique_lock<std::mutex>(shared->mpi) : std::unique_lock<std::mutex>();
 }
 
+/// Every rank of the launch: MPI_COMM_WORLD under mpirun, the joined world
+/// of ranks started through a store (comm_mpi_join.h).
+MPI_Comm &launchComm() {
+  static MPI_Comm comm = MPI_COMM_WORLD;
+  return comm;
+}
+
 /// The communicator of this rank's replica group (splitReplicas), the launch
 /// without replicas: the "world" of the program's grid.
 MPI_Comm &groupComm() {
-  static MPI_Comm comm = MPI_COMM_WORLD;
+  static MPI_Comm comm = launchComm();
   return comm;
 }
 
@@ -480,6 +488,8 @@ private:
 bool launched() {
   if (const char *force = std::getenv("BRAID_MPI"); force && *force)
     return std::strcmp(force, "0") != 0;
+  if (storeLaunched())
+    return true;
   for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK",
                            "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE", "I_MPI_HYDRA_HOST_FILE"})
     if (std::getenv(name))
@@ -488,6 +498,12 @@ bool launched() {
 }
 
 void initialize(int *argc, char ***argv) {
+  std::optional<StoreRanks> store;
+  if (storeLaunched()) {
+    store = storeRanks();
+    setFatalRank(store->rank);
+    pointAtRendezvous(*store);
+  }
   int done = 0;
   MPI_Initialized(&done);
   if (!done) {
@@ -498,10 +514,16 @@ void initialize(int *argc, char ***argv) {
   }
   check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
         "world");
+  if (store) {
+    launchComm() = joinStore(*store);
+    groupComm() = launchComm();
+    check(MPI_Comm_set_errhandler(launchComm(), MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
+          "launch");
+  }
   if (worldSize() > 1) {
     setFatalRank(worldRank());
     // A rank that stops alone would leave the others blocked in collectives.
-    setFatalAbort([] { MPI_Abort(MPI_COMM_WORLD, 134); });
+    setFatalAbort([] { MPI_Abort(launchComm(), 134); });
   }
 }
 
@@ -526,13 +548,13 @@ int32_t worldRank() {
 
 int32_t launchSize() {
   int size = 1;
-  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size", "launch");
+  check(MPI_Comm_size(launchComm(), &size), "MPI_Comm_size", "launch");
   return size;
 }
 
 int32_t launchRank() {
   int rank = 0;
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank", "launch");
+  check(MPI_Comm_rank(launchComm(), &rank), "MPI_Comm_rank", "launch");
   return rank;
 }
 
@@ -557,7 +579,7 @@ int32_t splitGroups(int32_t replicas, const std::vector<int32_t> &sizes) {
   if (groups.size() == 1)
     return 0;
   MPI_Comm comm;
-  check(MPI_Comm_split(MPI_COMM_WORLD, group, rank, &comm), "MPI_Comm_split", "replicas");
+  check(MPI_Comm_split(launchComm(), group, rank, &comm), "MPI_Comm_split", "replicas");
   check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", "replica");
   groupComm() = comm;
   return group;
@@ -568,7 +590,7 @@ std::vector<double> gatherOnLaunchRoot(const std::vector<double> &values) {
   int count = int(values.size());
   std::vector<int> counts(size_t(size), 0), offsets(size_t(size), 0);
   std::unique_lock<std::mutex> lock = lockMpi();
-  check(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD),
+  check(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, launchComm()),
         "MPI_Gather", "launch");
   int total = 0;
   for (int32_t r = 0; r < size; ++r) {
@@ -577,7 +599,7 @@ std::vector<double> gatherOnLaunchRoot(const std::vector<double> &values) {
   }
   std::vector<double> all(launchRank() == 0 ? size_t(total) : 0);
   check(MPI_Gatherv(values.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
-                    MPI_DOUBLE, 0, MPI_COMM_WORLD),
+                    MPI_DOUBLE, 0, launchComm()),
         "MPI_Gatherv", "launch");
   return all;
 }
@@ -586,7 +608,7 @@ std::vector<int64_t> allGatherOnLaunch(const std::vector<int64_t> &values) {
   std::vector<int64_t> all(values.size() * size_t(launchSize()));
   std::unique_lock<std::mutex> lock = lockMpi();
   check(MPI_Allgather(values.data(), int(values.size()), MPI_INT64_T, all.data(),
-                      int(values.size()), MPI_INT64_T, MPI_COMM_WORLD),
+                      int(values.size()), MPI_INT64_T, launchComm()),
         "MPI_Allgather", "launch");
   return all;
 }
@@ -594,7 +616,7 @@ std::vector<int64_t> allGatherOnLaunch(const std::vector<int64_t> &values) {
 void maxOnLaunch(std::vector<int32_t> &values) {
   std::unique_lock<std::mutex> lock = lockMpi();
   check(MPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()), MPI_INT32_T, MPI_MAX,
-                      MPI_COMM_WORLD),
+                      launchComm()),
         "MPI_Allreduce", "launch");
 }
 
@@ -608,26 +630,26 @@ int messageBytes(int64_t bytes, const char *what) {
 
 void broadcastOnLaunch(void *data, int64_t bytes, int32_t root) {
   std::unique_lock<std::mutex> lock = lockMpi();
-  check(MPI_Bcast(data, messageBytes(bytes, "MPI_Bcast"), MPI_BYTE, root, MPI_COMM_WORLD),
+  check(MPI_Bcast(data, messageBytes(bytes, "MPI_Bcast"), MPI_BYTE, root, launchComm()),
         "MPI_Bcast", "launch");
 }
 
 void sendOnLaunch(const void *data, int64_t bytes, int32_t to, int32_t tag) {
   std::unique_lock<std::mutex> lock = lockMpi();
-  check(MPI_Send(data, messageBytes(bytes, "MPI_Send"), MPI_BYTE, to, tag, MPI_COMM_WORLD),
+  check(MPI_Send(data, messageBytes(bytes, "MPI_Send"), MPI_BYTE, to, tag, launchComm()),
         "MPI_Send", "launch");
 }
 
 void receiveOnLaunch(void *data, int64_t bytes, int32_t from, int32_t tag) {
   std::unique_lock<std::mutex> lock = lockMpi();
-  check(MPI_Recv(data, messageBytes(bytes, "MPI_Recv"), MPI_BYTE, from, tag, MPI_COMM_WORLD,
+  check(MPI_Recv(data, messageBytes(bytes, "MPI_Recv"), MPI_BYTE, from, tag, launchComm(),
                  MPI_STATUS_IGNORE),
         "MPI_Recv", "launch");
 }
 
 void launchBarrier() {
   std::unique_lock<std::mutex> lock = lockMpi();
-  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", "launch");
+  check(MPI_Barrier(launchComm()), "MPI_Barrier", "launch");
 }
 
 void broadcastFromRoot(void *data, int64_t bytes) {
@@ -640,8 +662,10 @@ void finalize() {
   setFatalAbort(nullptr);
   if (!initialized())
     return;
-  if (groupComm() != MPI_COMM_WORLD)
+  if (groupComm() != launchComm())
     MPI_Comm_free(&groupComm());
+  if (launchComm() != MPI_COMM_WORLD && launchComm() != MPI_COMM_SELF)
+    MPI_Comm_free(&launchComm());
   MPI_Finalize();
 }
 

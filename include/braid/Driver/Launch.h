@@ -9,6 +9,13 @@
 // nothing: their stdin is /dev/null, so that mpirun, which forwards its stdin
 // to rank 0, cannot consume a caller's script.
 //
+// Across machines, mpirun takes a hostfile (LaunchOptions::hostfile). For any
+// other launcher (Slurm's srun, a Kubernetes job, a shell loop), braid-run
+// builds the programs and prints each rank's command with its environment
+// instead (LaunchOptions::printOnly): the ranks find each other through a
+// store directory (BRAID_MPI_STORE and Open MPI's rendezvous server for CPU
+// ranks, runtime/src/comm_mpi_join.cpp; BRAID_NCCL_STORE for GPU ranks).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BRAID_DRIVER_LAUNCH_H
@@ -21,6 +28,19 @@
 #include <string>
 
 namespace braid::driver {
+
+/// How runPrograms starts several ranks; braid-run's --hostfile, --launcher
+/// and --store set it.
+struct LaunchOptions {
+  /// mpirun's --hostfile: the machines and their slots.
+  std::string hostfile;
+  /// Print each rank's command rather than run it (--launcher none).
+  bool printOnly = false;
+  /// The store directory the printed commands name; empty: a new directory
+  /// under the system's temporary one (one machine only).
+  std::string store;
+};
+LaunchOptions &launchOptions();
 
 /// Runs `program` with `args`, output passed through (stdout into
 /// `stdoutFile` when given); returns its exit code.

@@ -64,11 +64,12 @@ int threadsPerRank() {
   static const int threads = [] {
     if (int n = positiveEnv("BRAID_CPU_THREADS"))
       return n;
-    // Ranks started together on one machine share its cores; Open MPI,
+    // Ranks started together on one machine share its cores; Braid's own
+    // launch (BRAID_LOCAL_WORLD_SIZE, braid-run --launcher none), Open MPI,
     // MPICH/Hydra and Slurm each say how many there are.
     int local = 0;
-    for (const char *name :
-         {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+    for (const char *name : {"BRAID_LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                             "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
       if (const char *text = std::getenv(name); text && *text) {
         local = std::atoi(text);
         break;
