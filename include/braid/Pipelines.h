@@ -197,6 +197,41 @@ struct TrainingPipelineOptions
           categoryOf);
 };
 
+/// How a message names one of the pipeline's options: as the flag of a tool
+/// (braid-run's `--zero 5`) or as the keyword of the pipeline's text
+/// (`zero=5`: the C API's and Python's options, braid-opt's
+/// --braid-training-pipeline="zero=5").
+enum class OptionSpelling { Keyword, Flag };
+
+/// `--zero` or `zero`.
+std::string spellOption(llvm::StringRef name, OptionSpelling spelling);
+/// `--zero 5` or `zero=5`.
+std::string spellOption(llvm::StringRef name, const llvm::Twine &value,
+                        OptionSpelling spelling);
+
+/// What checkTrainingPipelineOptions found.
+struct OptionProblems {
+  /// The first value outside its documented range, or an option given that
+  /// cannot act on this grid (a pipeline schedule without a pipeline): the
+  /// run stops. Empty when there is none.
+  std::string error;
+  /// Options that have no effect on this grid but change nothing the user
+  /// would otherwise get (ZeRO without a dp axis): the run goes on.
+  llvm::SmallVector<std::string> warnings;
+};
+
+/// Checks `options` before any pass runs, in the user's terms: each message
+/// names the option as `spelling` does, its value and what is accepted, where
+/// the pass that takes it would name itself and its own option.
+/// Without `useOnGrid`, only the values themselves are checked (ranges, the
+/// grid's syntax, the timing model's hardware and links), not what the grid
+/// makes of them: buildTrainingPipeline's check, which also sees the
+/// driver's derived options (the 1-rank reference of --verify keeps the
+/// schedule the user gave for the pipelined run).
+OptionProblems checkTrainingPipelineOptions(const TrainingPipelineOptions &options,
+                                            OptionSpelling spelling,
+                                            bool useOnGrid = true);
+
 /// The module attribute the pipeline pass leaves on a pipelined module: the
 /// step function of each pipeline rank (an array of symbol references, index
 /// = the rank's coordinate on the pp axis). braid-translate emits each as its
@@ -206,8 +241,10 @@ inline constexpr llvm::StringLiteral kPipelineEntriesAttr =
 
 /// Lowers a model description to the step braid-translate emits: expert FFNs
 /// expanded, floats converted when asked, for training the backward pass and
-/// the optimizer appended, and every transfer made a dist op. Option values are checked by the passes that
-/// take them, which fail with a diagnostic when run.
+/// the optimizer appended, and every transfer made a dist op. Fails with
+/// `error` (options named as keywords: checkTrainingPipelineOptions) when an
+/// option is out of range or cannot act on the grid; what depends on the
+/// model is checked by the passes, which fail with a diagnostic when run.
 mlir::LogicalResult buildTrainingPipeline(mlir::OpPassManager &pm,
                                           const TrainingPipelineOptions &options,
                                           std::string *error = nullptr);

@@ -54,6 +54,8 @@ braid::driver::RunOptions
 runOptions(const BraidRunOptions *options,
            std::optional<braid::driver::Progress> &progress) {
   braid::driver::RunOptions run;
+  // Messages name the options as the options text does (zero=5).
+  run.spelling = braid::OptionSpelling::Keyword;
   run.compile.backend = unwrap(options->backend).str();
   run.compile.rollRepeats = options->rollRepeats;
   run.compile.emitCpp = unwrap(options->emitCpp).str();

@@ -48,8 +48,15 @@ void braidTrainingPipelineOptionsPrint(BraidTrainingPipelineOptions options,
 MlirLogicalResult
 braidTrainingPipelineAddPasses(MlirOpPassManager passManager,
                                BraidTrainingPipelineOptions options) {
-  std::string error;
-  if (mlir::failed(braid::buildTrainingPipeline(*unwrap(passManager),
+  // What braid-opt's --braid-training-pipeline checks: the values, then
+  // what the grid makes of them (a schedule without a pipeline).
+  braid::OptionProblems problems = braid::checkTrainingPipelineOptions(
+      *unwrap(options), braid::OptionSpelling::Keyword);
+  for (const std::string &warning : problems.warnings)
+    llvm::errs() << "braid: warning: " << warning << "\n";
+  std::string error = problems.error;
+  if (!error.empty() ||
+      mlir::failed(braid::buildTrainingPipeline(*unwrap(passManager),
                                                 *unwrap(options), &error))) {
     llvm::errs() << "braid: "
                  << (error.empty() ? "cannot build the pass pipeline" : error)

@@ -4,6 +4,7 @@
 #include "braid/Driver/Launch.h"
 #include "braid/Driver/Progress.h"
 #include "braid/Driver/Verify.h"
+#include "braid/link_model.h"
 
 #include "dialects/braid/IR/BraidOps.h"
 
@@ -13,49 +14,52 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdlib>
 
 using namespace mlir;
 
 namespace braid::driver {
 
 LogicalResult checkOptions(const TrainingPipelineOptions &pipeline,
-                           const RunOptions &options) {
+                           const RunOptions &options, bool warn) {
   auto bad = [](const Twine &message) {
     fail(message);
     return failure();
   };
+  auto name = [&](StringRef option) { return spellOption(option, options.spelling); };
   if (!pipeline.grid.empty() && failed(gridRanks(pipeline.grid)))
     return failure();
   if (options.verify && options.verifyFrom.empty() && pipeline.grid.empty() &&
       pipeline.microbatches == 1)
-    return bad("--verify compares a partitioned or micro-batched run with "
-               "the 1-rank run: it needs --grid or --microbatches");
+    return bad(name("verify") + " compares a partitioned or micro-batched run with "
+               "the 1-rank run: it needs " + name("grid") + " or " + name("microbatches"));
   if (options.cpuThreads < 0)
-    return bad("--cpu-threads must be at least 1 (or 0: cores / ranks), found " +
+    return bad(name("cpu-threads") + " must be at least 1 (or 0: cores / ranks), found " +
                Twine(options.cpuThreads));
   if (options.checkpointEvery < 0)
-    return bad("--checkpoint-every must be at least 0, found " +
+    return bad(name("checkpoint-every") + " must be at least 0, found " +
                Twine(options.checkpointEvery));
   if (!(options.verifyTolerance >= 0) ||
       !std::isfinite(options.verifyTolerance))
-    return bad("--verify-tolerance must be a non-negative number");
-  if (pipeline.zero < 0 || pipeline.zero > 3)
-    return bad("--zero must be 0, 1, 2 or 3, found " +
-               Twine(pipeline.zero.getValue()));
-  if (pipeline.microbatches < 1)
-    return bad("--microbatches must be at least 1, found " +
-               Twine(pipeline.microbatches.getValue()));
-  if (pipeline.virtualStages < 1)
-    return bad("--virtual-stages must be at least 1, found " +
-               Twine(pipeline.virtualStages.getValue()));
-  if (llvm::any_of(pipeline.ppLayout, [](int64_t n) { return n < 1; })) {
-    std::string layout;
-    for (int64_t n : pipeline.ppLayout)
-      layout += (layout.empty() ? "" : ",") + std::to_string(n);
-    return bad("--pp-layout must list positive layer counts (e.g. 2,3), "
-               "found '" +
-               layout + "'");
+    return bad(name("verify-tolerance") + " must be a non-negative number");
+  // --steps 0 would build and initialize, run nothing and exit 0.
+  if (options.steps < 1)
+    return bad(name("steps") + " must be at least 1 (the last step to run), found " +
+               Twine(options.steps));
+  // The links the programs are scheduled for (Compile.cpp passes them on).
+  if (const char *links = std::getenv("BRAID_LINK")) {
+    std::string why;
+    ::braid::link::Links parsed;
+    if (*links && !::braid::link::parse(links, &parsed, &why))
+      return bad("BRAID_LINK='" + Twine(links) + "': " + why);
   }
+  // The pipeline's options, in the caller's terms.
+  OptionProblems problems = checkTrainingPipelineOptions(pipeline, options.spelling);
+  if (warn)
+    for (const std::string &warning : problems.warnings)
+      fail("warning: " + warning);
+  if (!problems.error.empty())
+    return bad(problems.error);
   return success();
 }
 

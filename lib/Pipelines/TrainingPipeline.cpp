@@ -20,6 +20,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace braid {
 using namespace mlir;
@@ -30,12 +31,23 @@ using mlir::braid::Precision;
 // Each pass's options, set from the pipeline's that mean the same (the
 // pass's others keep their defaults, which are the pipeline's too).
 
+/// Whether the grid option names the axis `name` (the grid's other checks
+/// are the partitioner's).
+static bool hasGridAxis(StringRef gridOption, StringRef name) {
+  std::string ignored;
+  FailureOr<mlir::braid::Grid> grid = mlir::braid::Grid::parse(gridOption, ignored);
+  return succeeded(grid) && grid->find(name);
+}
+
 static pass_options::Partition partitionOptions(const TrainingPipelineOptions &o) {
   pass_options::Partition partition;
   partition.gridOption = o.grid;
   partition.plan = o.plan;
-  partition.zero = o.zero;
-  partition.sequenceParallel = o.sequenceParallel;
+  // Without the axis they shard over they do nothing (the pipeline's check
+  // warns): the partitioner, which refuses sequence parallelism on a grid
+  // without tp, is not asked.
+  partition.zero = hasGridAxis(o.grid, "dp") ? o.zero.getValue() : 0;
+  partition.sequenceParallel = o.sequenceParallel && hasGridAxis(o.grid, "tp");
   partition.cpAttention = o.cpAttention;
   partition.cpLayout = o.cpLayout;
   partition.recordLayouts = o.recordLayouts;
@@ -88,6 +100,13 @@ static int64_t pipelineRanks(StringRef gridOption) {
 LogicalResult buildTrainingPipeline(OpPassManager &pm,
                                     const TrainingPipelineOptions &options,
                                     std::string *error) {
+  OptionProblems problems =
+      checkTrainingPipelineOptions(options, OptionSpelling::Keyword, /*useOnGrid=*/false);
+  if (!problems.error.empty()) {
+    if (error)
+      *error = problems.error;
+    return failure();
+  }
   bool training = options.optimizer != OptimizerKind::None;
   int64_t pp = pipelineRanks(options.grid);
   bool pipelined = training && (pp > 1 || options.microbatches != 1);
@@ -153,12 +172,30 @@ LogicalResult buildTrainingPipeline(OpPassManager &pm,
 }
 
 void registerTrainingPipeline() {
-  PassPipelineRegistration<TrainingPipelineOptions>(
+  // PassPipelineRegistration's, except that the options are checked as a
+  // whole and a bad one fails the pipeline before the module is touched (a
+  // pass would fail on the module, which braid-opt then prints whole).
+  registerPassPipeline(
       "braid-training-pipeline",
-      "Lower a model to the training (or forward) step braid-translate "
-      "emits",
-      [](OpPassManager &pm, const TrainingPipelineOptions &options) {
-        (void)buildTrainingPipeline(pm, options);
+      "Lower a model to the training (or forward) step braid-translate emits",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) -> LogicalResult {
+        TrainingPipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        OptionProblems problems =
+            checkTrainingPipelineOptions(options, OptionSpelling::Keyword);
+        for (const std::string &warning : problems.warnings)
+          llvm::errs() << "warning: --braid-training-pipeline: " << warning << "\n";
+        if (!problems.error.empty())
+          return errorHandler("--braid-training-pipeline: " + problems.error);
+        std::string error;
+        if (failed(buildTrainingPipeline(pm, options, &error)))
+          return errorHandler("--braid-training-pipeline: " + error);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> printOptions) {
+        printOptions(TrainingPipelineOptions());
       });
 }
 

@@ -106,7 +106,10 @@ void RunFlags::applyTo(TrainingPipelineOptions &options) const {
   options.zero = zero;
   options.recompute = recompute;
   options.microbatches = int(microbatches);
-  options.schedule = schedule;
+  // A schedule orders micro-batches: braid-run refuses one given for a step
+  // that has neither a pipeline nor several micro-batches.
+  if (microbatches > 1 || grid.find("pp=") != std::string::npos)
+    options.schedule = schedule;
   options.virtualStages = int(virtualStages);
   options.ppLayout = ArrayRef<int64_t>(ppLayout);
   options.sequenceParallel = sequenceParallel;

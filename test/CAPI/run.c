@@ -1,8 +1,8 @@
 //===- run.c - build and run a model through the C API -------------------===//
 //
 // braidRunModel: a model trained two steps on one CPU rank, then on a dp=2
-// grid (two ranks under mpirun) checked against the 1-rank run, and an
-// option error reported before any work.
+// grid (two ranks under mpirun) checked against the 1-rank run, and option
+// errors reported before any work.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +69,24 @@ int main(int argc, char **argv) {
   // CHECK-NEXT: exit code 1
   printf("bad grid:\n");
   rc = run(context, text, size, "grid=dp=0", &options);
+  printf("exit code %d\n", rc);
+
+  // The pipeline's options are named as the options text names them, and
+  // the run's by their field: checked before any work, as braid-run's flags.
+  // ERR: schedule=1f1b orders the micro-batches of a pipeline, which one rank (no grid) with microbatches=1 does not have
+  // CHECK-LABEL: schedule without a pipeline:
+  // CHECK-NEXT: exit code 1
+  options.verify = false;
+  printf("schedule without a pipeline:\n");
+  rc = run(context, text, size, "schedule=1f1b", &options);
+  printf("exit code %d\n", rc);
+
+  // ERR: steps must be at least 1 (the last step to run), found 0
+  // CHECK-LABEL: no steps:
+  // CHECK-NEXT: exit code 1
+  options.steps = 0;
+  printf("no steps:\n");
+  rc = run(context, text, size, "", &options);
   printf("exit code %d\n", rc);
 
   mlirContextDestroy(context);

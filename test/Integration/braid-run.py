@@ -127,7 +127,7 @@ for args, message in (
         (["--grid", "dp=0"], "bad --grid 'dp=0': axis dp needs a positive size, got '0'"),
         (["--grid", "tp=2,tp=2"], "bad --grid 'tp=2,tp=2': axis tp appears twice"),
         (["--grid="], "--grid needs AXIS=SIZE"),
-        (["--zero", "4"], "--zero must be 0, 1, 2 or 3, found 4"),
+        (["--zero", "4"], "--zero must be 0, 1, 2 or 3 (the ZeRO stage), found 4"),
         (["--plan", "fsdp"], "for the --plan option: expected megatron or data, found 'fsdp'"),
         (["--microbatches", "0"], "--microbatches must be at least 1, found 0"),
         (["--schedule", "zigzag"],
@@ -145,13 +145,14 @@ for args, message in (
         failures.append(f"{args}: rc {r.returncode}, stdout {r.stdout!r}, stderr:\n{r.stderr}")
 
 # The overlap scheduler's timing model: a hardware it does not know, and
-# links that do not parse, are errors of its pass; BRAID_LINK reaches it (the
-# program is scheduled for the links it runs on).
+# links that do not parse, are refused before any work, named as the user gave
+# them (not as the pass that takes them); BRAID_LINK reaches the scheduler
+# (the program is scheduled for the links it runs on).
 for args, env, message in (
         (["--schedule-hardware", "tpu-v9"], {},
-         "--braid-schedule-overlap: no hardware description 'tpu-v9'"),
+         "braid-run: --schedule-hardware tpu-v9: no hardware description 'tpu-v9'"),
         ([], {"BRAID_LINK": "dp:fast"},
-         "--braid-schedule-overlap: link=: 'dp:fast' is not axis:latency,bandwidth")):
+         "braid-run: BRAID_LINK='dp:fast': 'dp:fast' is not axis:latency,bandwidth")):
     r = subprocess.run(["braid-run", model, "--grid", "dp=2", "--compile-only", *args],
                        capture_output=True, text=True, env=dict(os.environ, **env))
     if r.returncode != 1 or message not in r.stderr:

@@ -468,9 +468,10 @@ int main(int argc, char **argv) {
   options.resumeFrom = resumeFrom;
   options.cpuThreads = cpuThreads;
   // --generate checks its own (generateModel): --verify needs no grid there.
+  // runModel checks again and warns (once) about options without effect.
   const bool serving = serveFile.getNumOccurrences() || serveRate.getNumOccurrences();
   if (!generateTokens.getNumOccurrences() && !serving &&
-      failed(::braid::driver::checkOptions(pipeline, options)))
+      failed(::braid::driver::checkOptions(pipeline, options, /*warn=*/false)))
     return 1;
 
   DialectRegistry registry;

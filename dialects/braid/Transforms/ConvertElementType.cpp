@@ -79,7 +79,7 @@ struct BraidConvertElementTypePass
     else if (to == Precision::F16)
       target = Float16Type::get(context);
     else {
-      module.emitError("--braid-convert-element-type: 'to' must be bf16 or "
+      emitError(module.getLoc(), "--braid-convert-element-type: 'to' must be bf16 or "
                        "f16, found 'f32' (the model's own)");
       return signalPassFailure();
     }

@@ -158,8 +158,8 @@ struct BraidMicrobatchPass
 
   LogicalResult runOnEntry(ModuleOp module, func::FuncOp step) {
     if (count < 1)
-      return step.emitError(
-                 "--braid-microbatch: count must be at least 1, found ")
+      return emitError(step.getLoc(),
+                       "--braid-microbatch: count must be at least 1, found ")
              << static_cast<int64_t>(count);
     if (count == 1)
       return success();

@@ -79,7 +79,7 @@ struct BraidMicrobatchInferencePass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (count < 1) {
-      module.emitError("--braid-microbatch-inference: count must be at least "
+      emitError(module.getLoc(), "--braid-microbatch-inference: count must be at least "
                        "1, found ")
           << static_cast<int64_t>(count);
       return signalPassFailure();

@@ -64,7 +64,7 @@ struct BraidOptimizerPass
     ModuleOp module = getOperation();
     symbols.emplace(module);
     if (kind == OptimizerKind::None) {
-      module.emitError("--braid-optimizer: kind must be adamw or sgd, found "
+      emitError(module.getLoc(), "--braid-optimizer: kind must be adamw or sgd, found "
                        "'none' (the pipeline's optimizer=none runs no "
                        "optimizer)");
       return signalPassFailure();

@@ -453,11 +453,11 @@ bool Partitioner::returnsSplitLogits(func::FuncOp entry) const {
 
 LogicalResult Partitioner::run() {
   if (zero < 0 || zero > 3)
-    return module.emitError("--braid-partition: zero must be 0, 1, 2 or 3, "
+    return emitError(module.getLoc(), "--braid-partition: zero must be 0, 1, 2 or 3, "
                             "found ")
            << zero;
   if (sequenceParallel && !grid.find("tp"))
-    return module.emitError("--braid-partition: sequence parallelism needs "
+    return emitError(module.getLoc(), "--braid-partition: sequence parallelism needs "
                             "a tp axis");
   if (failed(collectFunctions()) || failed(checkInferenceGrid()) ||
       failed(chooseSequenceLayout()))
@@ -552,11 +552,24 @@ Partitioner::inputShardings(func::FuncOp step) {
     if (type.getRank() > 0)
       if (const Seed *seed = seedOf(arg, 0); seed && seed->priority == 0) {
         s.split[0] = seed->axes;
-        if (type.getDimSize(0) % grid.size(seed->axes) != 0)
+        if (type.getDimSize(0) % grid.size(seed->axes) != 0) {
+          // After --braid-microbatch the step's batch is one micro-batch.
+          auto microbatches = step->getAttrOfType<IntegerAttr>(kMicrobatchesAttrName);
+          if (microbatches && microbatches.getInt() > 1)
+            return step.emitError("the micro-batch (")
+                   << type.getDimSize(0) << " = the batch "
+                   << type.getDimSize(0) * microbatches.getInt() << " / "
+                   << microbatches.getInt() << " micro-batches) of input #"
+                   << arg.getArgNumber() << " is not a multiple of "
+                   << grid.describe(seed->axes) << " (" << grid.size(seed->axes)
+                   << " ranks): use fewer micro-batches or a batch of a "
+                      "multiple of "
+                   << microbatches.getInt() * grid.size(seed->axes);
           return step.emitError("the batch (")
                  << type.getDimSize(0) << ") of input #" << arg.getArgNumber()
                  << " is not a multiple of " << grid.describe(seed->axes)
                  << " (" << grid.size(seed->axes) << " ranks)";
+        }
       }
     // Context parallelism: each rank reads its chunk of the sequence (two
     // chunks under zigzag balancing).
@@ -694,15 +707,17 @@ struct BraidPartitionPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // The options' ranges hold on one rank too (a bad value is a user's
-    // mistake whichever grid it comes with).
+    // mistake whichever grid it comes with). Option errors are located at
+    // the module without it attached: they say nothing about its IR, which
+    // braid-opt would otherwise print whole.
     if (zero < 0 || zero > 3) {
-      module.emitError("--braid-partition: zero must be 0, 1, 2 or 3, found ")
+      emitError(module.getLoc(), "--braid-partition: zero must be 0, 1, 2 or 3, found ")
           << static_cast<int64_t>(zero);
       return signalPassFailure();
     }
     if (gridOption.empty()) {
       if (zero != 0 || sequenceParallel)
-        module.emitWarning("--braid-partition: no grid; zero and "
+        emitWarning(module.getLoc(), "--braid-partition: no grid; zero and "
                            "sequence-parallel have no effect");
       dropAnnotations(module);
       return;
@@ -717,7 +732,7 @@ struct BraidPartitionPass
     std::string error;
     FailureOr<Grid> grid = Grid::parse(gridOption, error);
     if (failed(grid)) {
-      module.emitError("--braid-partition: ") << error;
+      emitError(module.getLoc(), "--braid-partition: ") << error;
       return signalPassFailure();
     }
     // A grid of one rank partitions nothing.

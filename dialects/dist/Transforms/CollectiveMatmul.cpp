@@ -485,7 +485,7 @@ struct BraidCollectiveMatmulPass
       return;
     llvm::Expected<::braid::cost::Hardware> hw = ::braid::cost::Hardware::named(hardware);
     if (!hw) {
-      module.emitError("--braid-collective-matmul: ") << llvm::toString(hw.takeError());
+      emitError(module.getLoc(), "--braid-collective-matmul: ") << llvm::toString(hw.takeError());
       return signalPassFailure();
     }
     SmallVector<Candidate> chosen;

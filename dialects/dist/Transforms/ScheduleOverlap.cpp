@@ -125,14 +125,14 @@ struct BraidScheduleOverlapPass
   LogicalResult makeTiming(ModuleOp module) {
     llvm::Expected<::braid::cost::Hardware> hw = ::braid::cost::Hardware::named(hardware);
     if (!hw)
-      return module.emitError("--braid-schedule-overlap: ") << llvm::toString(hw.takeError());
+      return emitError(module.getLoc(), "--braid-schedule-overlap: ") << llvm::toString(hw.takeError());
     hardwareModel = *hw;
     std::string error;
     if (!link.empty() && !::braid::link::parse(link, &links, &error))
-      return module.emitError("--braid-schedule-overlap: link=: ") << error;
+      return emitError(module.getLoc(), "--braid-schedule-overlap: link=: ") << error;
     auto calibrated = StepTiming::calibrationFor(calibration, hardware);
     if (!calibrated)
-      return module.emitError("--braid-schedule-overlap: ")
+      return emitError(module.getLoc(), "--braid-schedule-overlap: ")
              << llvm::toString(calibrated.takeError());
     rates = std::move(*calibrated);
     FailureOr<std::optional<Grid>> gridOf = Grid::of(module);

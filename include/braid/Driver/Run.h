@@ -51,12 +51,17 @@ struct RunOptions {
   /// CPU threads of each rank's kernels (the programs' --threads); 0: the
   /// machine's cores shared by the ranks started on it, at least 1.
   int cpuThreads = 0;
+  /// How messages name the options: braid-run's flags (--zero 5), or the C
+  /// API's keywords (zero=5).
+  OptionSpelling spelling = OptionSpelling::Flag;
 };
 
-/// Checks the values of `pipeline` and `options` braid-run acts on itself
-/// before any work (the passes check theirs); fails after a message.
+/// Checks the values of `pipeline` and `options` before any work, in the
+/// user's terms (checkTrainingPipelineOptions; what depends on the model the
+/// passes check); fails after a message. With `warn`, also prints the
+/// options that have no effect on the grid.
 mlir::LogicalResult checkOptions(const TrainingPipelineOptions &pipeline,
-                                 const RunOptions &options);
+                                 const RunOptions &options, bool warn = true);
 
 /// Parses one builtin.module from `sourceMgr`'s main buffer and verifies it;
 /// ops are named after the SSA name of their first result in the source
