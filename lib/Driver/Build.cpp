@@ -3,6 +3,7 @@
 #include "braid/Driver/Build.h"
 
 #include "braid/Driver/Launch.h"
+#include "braid/Driver/RuntimeLocation.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
@@ -17,7 +18,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <optional>
 #include <vector>
 
 using namespace llvm;
@@ -28,42 +28,6 @@ namespace {
 
 void fail(const Twine &message) {
   llvm::errs() << "braid-run: " << message << "\n";
-}
-
-/// Where programs find the runtime's headers and libraries: an installed
-/// tree (`cmake --install`: P/include/braid-runtime and P/lib) beside the
-/// running executable (P/bin/braid-run) or named by $BRAID_PREFIX (for
-/// hosts whose executable lies elsewhere, such as Python), else the build
-/// tree this driver was built in.
-struct RuntimeLocation {
-  std::string include, lib;
-};
-
-const RuntimeLocation &runtimeLocation() {
-  static const RuntimeLocation location = [] {
-    auto installedAt = [](StringRef prefix) -> std::optional<RuntimeLocation> {
-      SmallString<256> include(prefix), lib(prefix);
-      sys::path::append(include, "include", "braid-runtime");
-      sys::path::append(lib, "lib");
-      SmallString<256> runtime(lib);
-      sys::path::append(runtime, "libbraid_runtime.a");
-      if (!sys::fs::is_directory(include) || !sys::fs::exists(runtime))
-        return std::nullopt;
-      return RuntimeLocation{include.str().str(), lib.str().str()};
-    };
-    if (const char *prefix = std::getenv("BRAID_PREFIX"); prefix && *prefix)
-      if (auto at = installedAt(prefix))
-        return *at;
-    static int anchor;
-    std::string exe = sys::fs::getMainExecutable("braid-run", &anchor);
-    if (!exe.empty()) {
-      StringRef bin = sys::path::parent_path(exe);
-      if (auto at = installedAt(sys::path::parent_path(bin)))
-        return *at;
-    }
-    return RuntimeLocation{BRAID_RUNTIME_INCLUDE_DIR, BRAID_LIBRARY_DIR};
-  }();
-  return location;
 }
 
 /// The linker arguments of MPI (configure-time FindMPI: the libraries with an
@@ -122,12 +86,14 @@ SmallVector<std::string> hostCompileArgs(ArrayRef<std::string> sources,
 }
 
 /// The command that builds `sources` (a binary's translation units) into
-/// `binary` for `backend`; `mpi`: for several ranks started by mpirun.
+/// `binary` for `backend` against `runtime`; `mpi`: for several ranks started
+/// by mpirun.
 FailureOr<SmallVector<std::string>>
 buildCommand(ArrayRef<std::string> sources, StringRef binary,
-             StringRef backend, std::string &compiler, bool mpi) {
-  std::string lib = runtimeLocation().lib;
-  const std::string &include = runtimeLocation().include;
+             StringRef backend, const RuntimeLocation &runtime,
+             std::string &compiler, bool mpi) {
+  const std::string &lib = runtime.lib;
+  const std::string &include = runtime.include;
   SmallVector<std::string> args;
   if (backend == "cpu") {
     compiler = BRAID_HOST_CXX;
@@ -237,9 +203,11 @@ buildCommand(ArrayRef<std::string> sources, StringRef binary,
   return failure();
 }
 
-/// The cache key of the binary built from `sources` for `backend`.
+/// The cache key of the binary built from `sources` for `backend` against
+/// `runtime`.
 FailureOr<std::string> cacheKey(ArrayRef<std::string> sources,
-                                StringRef backend, bool mpi) {
+                                StringRef backend,
+                                const RuntimeLocation &runtime, bool mpi) {
   // The key covers what the binary is built from: the source, the compiler
   // and its whole command line (backend, runtime libraries, MPI's flags), and
   // the identity (size, modification time) of the libraries it links and the
@@ -256,7 +224,7 @@ FailureOr<std::string> cacheKey(ArrayRef<std::string> sources,
     for (size_t i = 0; i < sources.size(); ++i)
       names.push_back(i ? "source" + std::to_string(i) : std::string("source"));
     FailureOr<SmallVector<std::string>> args =
-        buildCommand(names, "binary", backend, compilerName, mpi);
+        buildCommand(names, "binary", backend, runtime, compilerName, mpi);
     if (failed(args))
       return failure();
     identity += "\n" + compilerName;
@@ -276,7 +244,7 @@ FailureOr<std::string> cacheKey(ArrayRef<std::string> sources,
   std::vector<std::string> headers;
   std::error_code ec;
   for (llvm::sys::fs::recursive_directory_iterator
-           it(runtimeLocation().include, ec),
+           it(runtime.include, ec),
        end;
        it != end && !ec; it.increment(ec)) {
     llvm::sys::fs::file_status status;
@@ -316,7 +284,10 @@ FailureOr<std::string> buildLinkedProgram(ArrayRef<std::string> sources,
     fail("cannot create " + cache + ": " + ec.message());
     return failure();
   }
-  FailureOr<std::string> key = cacheKey(sources, backend, mpi);
+  FailureOr<RuntimeLocation> runtime = findRuntime();
+  if (failed(runtime))
+    return failure();
+  FailureOr<std::string> key = cacheKey(sources, backend, *runtime, mpi);
   if (failed(key))
     return failure();
   llvm::SmallString<128> base(cache);
@@ -356,7 +327,7 @@ FailureOr<std::string> buildLinkedProgram(ArrayRef<std::string> sources,
                                   /*MakeAbsolute=*/false);
   std::string compiler;
   FailureOr<SmallVector<std::string>> args =
-      buildCommand(ownSources, ownBinary, backend, compiler, mpi);
+      buildCommand(ownSources, ownBinary, backend, *runtime, compiler, mpi);
   if (failed(args))
     return failure();
   auto program = llvm::sys::findProgramByName(compiler);

@@ -13,6 +13,7 @@
 #include "braid-c/Passes.h"
 #include "braid-c/Pipelines.h"
 #include "braid-c/Target.h"
+#include "braid-c/Version.h"
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/IR.h"
@@ -374,12 +375,20 @@ void serveField(nb::class_<ServeOptions> &c, const char *name,
 NB_MODULE(_braid, m) {
   m.doc() = "Braid's C API (include/braid-c) for Python; braid.api is the "
             "interface to use.";
-#ifdef BRAID_INSTALL_PREFIX
-  // Built against an installed Braid (pip install ./python): its programs
-  // build against that prefix's runtime (lib/Driver reads $BRAID_PREFIX)
-  // unless the environment names another.
-  setenv("BRAID_PREFIX", BRAID_INSTALL_PREFIX, /*overwrite=*/0);
-#endif
+  m.def(
+      "version",
+      [] {
+        MlirStringRef v = braidGetVersion();
+        return std::string(v.data, v.length);
+      },
+      "Braid's version (braid.__version__), as the tools' --version prints it.");
+  m.def(
+      "commit",
+      [] {
+        MlirStringRef c = braidGetCommit();
+        return std::string(c.data, c.length);
+      },
+      "The git commit the library was built from (empty without one).");
 
   nb::class_<PipelineOptions>(m, "PipelineOptions",
                               "The training pipeline's options.")
