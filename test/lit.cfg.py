@@ -84,6 +84,17 @@ if os.path.exists(os.path.join(config.braid_tools_dir, "braid-fuzz-parse")):
 # `cmake`: the installed package can be built against.
 if shutil.which("cmake"):
     config.available_features.add("cmake")
+# `python-bindings`: the build made braid._braid (where nanobind was
+# importable; not in a sanitized build).
+import glob  # noqa: E402
+if glob.glob(os.path.join(config.braid_obj_root, "python", "braid", "_braid*.so")):
+    config.available_features.add("python-bindings")
+    # `python-wheel`: `pip install ./python` can build the wheel here, without
+    # fetching its build requirements.
+    import subprocess  # noqa: E402
+    if subprocess.run([config.python_executable, "-c", "import scikit_build_core, nanobind"],
+                      capture_output=True).returncode == 0:
+        config.available_features.add("python-wheel")
 # `mpirun`: several CPU ranks can run.
 if shutil.which("mpirun") or shutil.which("mpiexec"):
     config.available_features.add("mpirun")
