@@ -53,10 +53,28 @@ _API_NAMES = {"compile": "api", "run": "api", "visualize_sharding": "api",
               "pipeline_schedule_svg": "svg", "trace_svg": "svg"}
 
 
+def _version():
+    # The compiler's version (braidGetVersion, what the tools' --version
+    # prints); without the extension, the installed package's.
+    try:
+        from ._braid import version
+        return version()
+    except ImportError:
+        pass
+    import importlib.metadata
+    try:
+        return importlib.metadata.version("braid")
+    except importlib.metadata.PackageNotFoundError:
+        raise AttributeError("braid.__version__ needs braid._braid (Braid's build, or "
+                             "pip install ./python)") from None
+
+
 def __getattr__(name):
     # The model modules are imported lazily, so that `import braid` stays cheap
     # and `python3 -m braid.models` never finds braid.models already imported
     # (runpy warns about that).
+    if name == "__version__":
+        return _version()
     module = _MODEL_NAMES.get(name) or _API_NAMES.get(name)
     if module:
         import importlib

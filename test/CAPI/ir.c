@@ -1,21 +1,33 @@
 //===- ir.c - Braid's dialects through MLIR's C API ----------------------===//
 //
 // Registers Braid's dialects into an MlirDialectRegistry, parses a model
-// with MLIR's parser and with braidParseModel, and prints it back.
+// with MLIR's parser and with braidParseModel, and prints it back; the
+// library's version (braidGetVersion) is the tools'.
 //
 //===----------------------------------------------------------------------===//
 
 // RUN: braid-capi-ir-test %braid_src/examples/gpt-tiny.mlir 2>&1 | FileCheck %s
+// RUN: braid-capi-ir-test %braid_src/examples/gpt-tiny.mlir > %t 2>&1
+// RUN: braid-opt --version >> %t
+// RUN: FileCheck %s --check-prefix=SAME < %t
+// SAME: version: [[VERSION:[0-9]+\.[0-9]+\.[0-9]+]], commit [[COMMIT:[0-9a-f]*]].
+// SAME: Braid version [[VERSION]]
 
 #include "common.h"
 
 #include "braid-c/Driver.h"
+#include "braid-c/Version.h"
 
 int main(int argc, char **argv) {
   size_t size;
   char *text = readModelArgument(argc, argv, &size);
   if (!text)
     return 2;
+
+  // CHECK: version: {{[0-9]+\.[0-9]+\.[0-9]+}}, commit {{[0-9a-f]*}}.
+  MlirStringRef version = braidGetVersion(), commit = braidGetCommit();
+  printf("version: %.*s, commit %.*s.\n", (int)version.length, version.data,
+         (int)commit.length, commit.data);
 
   // CHECK: dialects: braid dist
   MlirStringRef braid = mlirDialectHandleGetNamespace(mlirGetDialectHandle__braid__());
