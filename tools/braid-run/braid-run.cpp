@@ -422,10 +422,16 @@ static cl::OptionCategory *categoryOf(StringRef name) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   pipeline.addToCommandLine(categoryOf);
-  cl::HideUnrelatedOptions({&modelCategory, &trainingCategory, &pipelineParallelCategory,
-                            &contextCategory, &overlapCategory, &checkpointCategory,
-                            &verifyCategory, &outputCategory, &generateCategory,
-                            &serveCategory});
+  // --help shows these categories, and that of how ranks start, which
+  // LaunchOptions.cpp defines with its options.
+  SmallVector<const cl::OptionCategory *> shown = {
+      &modelCategory,      &trainingCategory, &pipelineParallelCategory,
+      &contextCategory,    &overlapCategory,  &checkpointCategory,
+      &verifyCategory,     &outputCategory,   &generateCategory,
+      &serveCategory};
+  if (cl::Option *launcher = cl::getRegisteredOptions().lookup("launcher"))
+    llvm::append_range(shown, launcher->Categories);
+  cl::HideUnrelatedOptions(shown);
   // After hiding: -debug-only stays in --help-hidden.
   mlir::braid::registerDebugOptions();
   ::braid::installVersionPrinter();
