@@ -23,7 +23,7 @@ using namespace braid::plan;
 namespace braid::plan::report {
 
 cl::OptionCategory &inferenceCategory() {
-  static cl::OptionCategory category("braid-plan --inference options");
+  static cl::OptionCategory category("Serving plans (--inference)");
   return category;
 }
 
@@ -40,12 +40,14 @@ static cl::opt<int64_t>
 static cl::opt<double> rate("rate", cl::desc("Requests per second on the cluster"),
                             cl::init(0), cl::cat(inferenceCategory()));
 static cl::opt<std::string> dtypeName("dtype",
-                                      cl::desc("Weights and KV cache: bf16, fp16, fp8 or f32 (CPU ranks)"),
+                                      cl::desc("Weights and KV cache: bf16, fp16, fp8 or f32 (CPU ranks; "
+                                               "default: bf16)"),
                                       cl::init("bf16"), cl::cat(inferenceCategory()));
 static cl::opt<std::string>
     objectiveName("objective",
                   cl::desc("latency (end to end at the batch), throughput (output tokens/s "
-                           "per GPU), targets (throughput within --ttft-ms and --tpot-ms)"),
+                           "per GPU), targets (throughput within --ttft-ms and --tpot-ms; "
+                           "default: throughput)"),
                   cl::init("throughput"), cl::cat(inferenceCategory()));
 static cl::opt<double> ttftMs("ttft-ms", cl::desc("Target time to first token (ms)"),
                               cl::init(0), cl::cat(inferenceCategory()));
@@ -54,7 +56,7 @@ static cl::opt<double> tpotMs("tpot-ms", cl::desc("Target time per output token 
 static cl::opt<std::string>
     batching("batching",
              cl::desc("continuous (steady state, chunked prefill) or static (a batch "
-                      "prefilled together, then decoded to the end)"),
+                      "prefilled together, then decoded to the end; default: continuous)"),
              cl::init("continuous"), cl::cat(inferenceCategory()));
 static cl::opt<bool>
     disaggregate("disaggregate",
@@ -62,7 +64,7 @@ static cl::opt<bool>
                           "--disaggregate=false: colocated only)"),
                  cl::init(true), cl::cat(inferenceCategory()));
 static cl::opt<int64_t> prefillChunk("prefill-chunk",
-                                     cl::desc("Most prompt tokens a prefill pass takes"),
+                                     cl::desc("Most prompt tokens a prefill pass takes (default: 8192)"),
                                      cl::init(8192), cl::cat(inferenceCategory()));
 
 bool inferenceRequested() { return inference; }

@@ -43,77 +43,87 @@ using namespace llvm;
 using namespace braid::plan;
 using namespace braid::plan::report;
 
-static cl::OptionCategory planCategory("braid-plan options");
+// braid-plan's options by subject (--help lists the categories in
+// alphabetical order); --inference's are InferencePlan.cpp's.
+static cl::OptionCategory modelCategory("Model");
+static cl::OptionCategory clusterCategory("Cluster and runtime modelled");
+static cl::OptionCategory searchCategory("Search");
+static cl::OptionCategory outputCategory("Output");
+/// The hardware's help names its default, which the passes share.
+static const std::string hardwareHelp =
+    std::string("h100-sxm, h200-sxm, a100-sxm or a .json (default: ") +
+    mlir::braid::kDefaultHardware + ")";
 
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("[model.mlir]"),
-                                      cl::init(""), cl::cat(planCategory));
+                                      cl::init(""), cl::cat(modelCategory));
 static cl::opt<std::string>
     modelSpec("model",
               cl::desc("The model as key=value,... (the keys of braid.model) instead "
                        "of a file"),
-              cl::init(""), cl::cat(planCategory));
+              cl::init(""), cl::cat(modelCategory));
 static cl::opt<int64_t> gpus("gpus", cl::desc("GPUs of the cluster"), cl::init(0),
-                             cl::cat(planCategory));
+                             cl::cat(clusterCategory));
 static cl::opt<std::string> hardwareName("hardware",
-                                         cl::desc("h100-sxm, h200-sxm, a100-sxm or a .json"),
+                                         cl::desc(hardwareHelp),
                                          cl::init(mlir::braid::kDefaultHardware),
-                                         cl::cat(planCategory));
+                                         cl::cat(clusterCategory));
 static cl::opt<std::string>
     calibrationName("calibration",
                     cl::desc("Compute calibration (default: the hardware's built-in one)"),
-                    cl::init(""), cl::cat(planCategory));
+                    cl::init(""), cl::cat(clusterCategory));
 static cl::opt<std::string>
     runtimeName("runtime",
                 cl::desc("Whose overlap and storage to model: braid, megatron-2021, "
-                         "megatron-deepspeed, megatron-core, nemo-automodel, torchtitan"),
-                cl::init("braid"), cl::cat(planCategory));
+                         "megatron-deepspeed, megatron-core, nemo-automodel, torchtitan "
+                         "(default: braid)"),
+                cl::init("braid"), cl::cat(clusterCategory));
 static cl::opt<std::string> moeDispatcher(
     "moe-dispatcher",
     cl::desc("How the runtime dispatches tokens to experts (default: the runtime's own): "
              "alltoall (a copy per chosen expert) or deepep (a copy per rank holding one)"),
-    cl::init(""), cl::cat(planCategory));
+    cl::init(""), cl::cat(clusterCategory));
 static cl::opt<int64_t> globalBatch("global-batch", cl::desc("Sequences per step"),
-                                    cl::init(0), cl::cat(planCategory));
+                                    cl::init(0), cl::cat(modelCategory));
 static cl::opt<int64_t> seqOverride("seq", cl::desc("Sequence length (default: the model's)"),
-                                    cl::init(0), cl::cat(planCategory));
-static cl::opt<unsigned> top("top", cl::desc("Plans to list"), cl::init(10),
-                             cl::cat(planCategory));
+                                    cl::init(0), cl::cat(modelCategory));
+static cl::opt<unsigned> top("top", cl::desc("Plans to list (default: 10)"), cl::init(10),
+                             cl::cat(outputCategory));
 static cl::opt<unsigned> explain("explain",
                                  cl::desc("Break the step of the plan of this rank down"),
-                                 cl::init(0), cl::cat(planCategory));
+                                 cl::init(0), cl::cat(outputCategory));
 static cl::opt<std::string>
     evaluatePlan("evaluate",
                  cl::desc("Evaluate one plan instead of searching: dp=..,ep=..,cp=..,tp=..,"
                           "pp=..,vpp=..,mbs=..,zero=..,recompute=..,sp=..,schedule=zb-h1,"
                           "layout=a:b:.."),
-                 cl::init(""), cl::cat(planCategory));
+                 cl::init(""), cl::cat(searchCategory));
 // The search's choices (default: SearchOptions', every one).
 static cl::list<int> zeroStages("zero", cl::desc("ZeRO stages to consider (default: 0-3)"),
-                                cl::CommaSeparated, cl::cat(planCategory));
+                                cl::CommaSeparated, cl::cat(searchCategory));
 static cl::list<Recompute>
     recomputes("recompute", cl::desc("Recompute policies to consider (default: all)"),
-               cl::CommaSeparated, cl::cat(planCategory));
-static cl::opt<std::string> outputFormat("format", cl::desc("text or json"), cl::init("text"),
-                                         cl::cat(planCategory));
+               cl::CommaSeparated, cl::cat(searchCategory));
+static cl::opt<std::string> outputFormat("format", cl::desc("text or json (default: text)"), cl::init("text"),
+                                         cl::cat(outputCategory));
 static cl::opt<std::string>
-    planFile("plan-file",
+    planFile("plan-file", cl::value_desc("file"),
              cl::desc("Write the chosen plan (rank 1, or --explain's) for braid-run --plan-file"),
-             cl::init(""), cl::cat(planCategory));
+             cl::init(""), cl::cat(outputCategory));
 static cl::opt<bool>
     modelStats("model-stats",
                cl::desc("Print the model's parameters and FLOPs as the cost model counts "
                         "them (the keys of braid-opt --braid-model-stats) and stop"),
-               cl::init(false), cl::cat(planCategory));
+               cl::init(false), cl::cat(modelCategory));
 static cl::opt<unsigned> compileTop(
     "compile",
     cl::desc("Compile plans in rank order with the training pipeline until N fit by their "
              "static memory plan, taking their memory from it and their exposed "
              "communication from the overlap scheduler's simulation, and rank them again "
              "(needs the model file, built with --batch the global batch)"),
-    cl::init(0), cl::cat(planCategory));
+    cl::init(0), cl::cat(searchCategory));
 static cl::opt<bool> progress("progress",
                               cl::desc("Show the search's progress (default: on a terminal)"),
-                              cl::init(false), cl::cat(planCategory));
+                              cl::init(false), cl::cat(outputCategory));
 
 static int fail(const Twine &message) {
   errs() << "braid-plan: " << message << "\n";
@@ -462,7 +472,8 @@ static int planInference(const ModelShape &model) {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions({&planCategory, &inferenceCategory()});
+  cl::HideUnrelatedOptions({&modelCategory, &clusterCategory, &searchCategory, &outputCategory,
+                            &inferenceCategory()});
   braid::installVersionPrinter();
   braid::parseToolCommandLine(argc, argv,
                               "braid-plan: choose a parallel plan for a model and a cluster\n");
