@@ -48,6 +48,9 @@ class ModelConfig:
     kv_heads: int | None = None      # None: = heads (no GQA)
     head_dim: int | None = None      # None: hidden // heads
     rope_theta: float | None = None  # None: no RoPE
+    qkv_bias: bool = False           # biases on the q/k/v projections (Qwen2)
+    o_bias: bool = False             # bias on the output projection (Llama attention_bias)
+    qk_norm: bool = False            # RMSNorm over head_dim of each q and k head (Qwen3)
     max_positions: int | None = None # rows of GPT's learned position table; None: seq
     # dense MLP
     ffn: int | None = None           # None: 4 * hidden (GPT)
@@ -65,6 +68,9 @@ class ModelConfig:
     d_conv: int = 4
     expand: int = 2
     dt_rank: int | None = None       # None: ceil(hidden / 16)
+    mamba_conv_bias: bool = True     # bias of the depthwise conv (HF use_conv_bias)
+    mamba_proj_bias: bool = False    # biases of in_proj and out_proj (HF use_bias)
+    mamba_inner_norms: bool = False  # RMSNorms on dt, B and C (Jamba's mixer)
     # hybrid (Jamba): layer i is attention iff i % attn_period == attn_offset,
     # and its FFN is MoE iff i % expert_period == expert_offset
     attn_period: int | None = None
@@ -129,6 +135,10 @@ class ModelConfig:
         for key in fam.required:
             if getattr(c, key) is None:
                 raise ArgumentError(f"{c.name}: family {c.family} needs {key}")
+        for key in _OPTIONS:
+            if key not in fam.options and getattr(c, key) != _OPTION_DEFAULTS[key]:
+                raise ArgumentError(f"{c.name}: family {c.family} does not take {key} "
+                                    f"(it takes: {', '.join(fam.options) or 'none'})")
         if c.heads is not None and c.heads % c.kv_heads:
             raise ArgumentError(f"{c.name}: {c.heads} heads not a multiple of {c.kv_heads} kv heads")
         if c.top_k is not None and c.experts is not None and not 1 <= c.top_k <= c.experts:
@@ -161,6 +171,11 @@ class ModelConfig:
             value = getattr(c, key)
             if value is not None:
                 attrs[key] = value
+        # The block options are recorded only where they differ from the
+        # default, so that a module built without them reads as before.
+        for key in fam.options:
+            if getattr(c, key) != _OPTION_DEFAULTS[key]:
+                attrs[key] = getattr(c, key)
         attrs.update(norm=fam.norm.kind, norm_eps=c.norm_eps,
                      tied_embeddings=c.tied_embeddings, init_std=c.init_std,
                      scale_residual_init=c.scale_residual_init)
@@ -168,6 +183,13 @@ class ModelConfig:
             attrs["layer_pattern"] = [k.name[:-len("_layer")]
                                     for k in _families().hybrid_plan(c)]
         return attrs
+
+
+# Block options (a family honours those in its Family.options) and their defaults.
+_OPTIONS = ("qkv_bias", "o_bias", "qk_norm", "mamba_conv_bias", "mamba_proj_bias",
+            "mamba_inner_norms")
+_OPTION_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)
+                    if f.name in _OPTIONS}
 
 
 def moe_capacity(capacity_factor: float, top_k: int, tokens: int, experts: int) -> int:

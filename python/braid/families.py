@@ -128,20 +128,27 @@ class Block(abc.ABC):
 
 class Attention(Block):
     """Multi-head causal self-attention with separate q/k/v/o projections.
-    GQA when kv_heads < heads; RoPE when cfg.rope_theta is set; optional biases."""
+    GQA when kv_heads < heads; RoPE when cfg.rope_theta is set; optional
+    biases on q/k/v (`qkv_bias`) and on the output projection (`o_bias`);
+    with `qk_norm`, an RMSNorm over head_dim of every q and k head before
+    RoPE (Qwen3), with gains `q_norm` and `k_norm` shared by the heads."""
     prefix = "attn"
 
-    def __init__(self, norm: Norm, bias: bool):
+    def __init__(self, norm: Norm, qkv_bias: bool, o_bias: bool, qk_norm: bool = False):
         super().__init__(norm)
-        self.bias = bias
+        self.qkv_bias, self.o_bias, self.qk_norm = qkv_bias, o_bias, qk_norm
 
     def weights(self, cfg, init):
         h, q_dim, kv_dim = cfg.hidden, cfg.heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
+        # GPT's order (wq..wo, bq..bo) is kept: checkpoints list parameters so.
         ws = [("wq", (h, q_dim), init.weight), ("wk", (h, kv_dim), init.weight),
               ("wv", (h, kv_dim), init.weight), ("wo", (q_dim, h), init.residual)]
-        if self.bias:
-            ws += [("bq", (q_dim,), ZEROS), ("bk", (kv_dim,), ZEROS),
-                   ("bv", (kv_dim,), ZEROS), ("bo", (h,), ZEROS)]
+        if self.qkv_bias:
+            ws += [("bq", (q_dim,), ZEROS), ("bk", (kv_dim,), ZEROS), ("bv", (kv_dim,), ZEROS)]
+        if self.o_bias:
+            ws += [("bo", (h,), ZEROS)]
+        if self.qk_norm:
+            ws += [("q_norm", (cfg.head_dim,), ONES), ("k_norm", (cfg.head_dim,), ONES)]
         return ws
 
     def body(self, f, cfg, h, w):
@@ -150,7 +157,11 @@ class Attention(Block):
         qkv = []
         for n in "qkv":
             proj = f.linear(h, w["w" + n], bias=w.get("b" + n), name=n)
-            qkv.append(f.reshape(proj, lead + (heads[n], cfg.head_dim), name=n + "_heads"))
+            x = f.reshape(proj, lead + (heads[n], cfg.head_dim), name=n + "_heads")
+            if self.qk_norm and n != "v":
+                # braid.attention applies RoPE inside, so this norm comes before it.
+                x = f.rms_norm(x, w[n + "_norm"], cfg.norm_eps, name=n + "_normed")
+            qkv.append(x)
         o = f.attention(*qkv, causal=True, rope_theta=cfg.rope_theta, name="attn")
         o = f.reshape(o, lead + (cfg.heads * cfg.head_dim,), name="attn_flat")
         return f.linear(o, w["wo"], bias=w.get("bo"), name="attn_proj")
@@ -219,8 +230,16 @@ class MoE(Block):
 
 class Mamba(Block):
     """Mamba-1 mixer. in_proj is split into in_x and in_z, x_proj into x_dt,
-    x_B and x_C; A = -exp(A_log)."""
+    x_B and x_C; A = -exp(A_log). Options: the conv's bias (`conv_bias`),
+    biases of in_proj and out_proj (`proj_bias`: b_in_x, b_in_z, out_bias)
+    and Jamba's RMSNorms on dt, B and C after x_proj (`inner_norms`: gains
+    dt_norm, B_norm, C_norm)."""
     prefix = "mamba"
+
+    def __init__(self, norm: Norm, conv_bias: bool = True, proj_bias: bool = False,
+                 inner_norms: bool = False):
+        super().__init__(norm)
+        self.conv_bias, self.proj_bias, self.inner_norms = conv_bias, proj_bias, inner_norms
 
     def weights(self, cfg, init):
         # Mamba's own initialization (mamba_ssm: Mamba.__init__ and
@@ -241,27 +260,37 @@ class Mamba(Block):
             return normal(float("%.6e" % (1.0 / math.sqrt(3.0 * fan_in))))
 
         out_std = (1.0 / math.sqrt(3.0 * di)) * (init.residual_std / init.std)
-        return [("in_x", (h, di), linear(h)), ("in_z", (h, di), linear(h)),
-                ("conv_w", (di, cfg.d_conv), linear(cfg.d_conv)), ("conv_b", (di,), ZEROS),
-                ("x_dt", (di, r), linear(di)), ("x_B", (di, n), linear(di)),
-                ("x_C", (di, n), linear(di)),
-                ("dt_proj", (r, di), linear(r)), ("dt_bias", (di,), MAMBA_DT),
-                ("A_log", (di, n), S4D_REAL), ("D", (di,), ONES),
-                ("out_proj", (di, h), normal(float("%.6e" % out_std)))]
+        ws = [("in_x", (h, di), linear(h)), ("in_z", (h, di), linear(h)),
+              ("conv_w", (di, cfg.d_conv), linear(cfg.d_conv))]
+        ws += [("conv_b", (di,), ZEROS)] if self.conv_bias else []
+        ws += [("x_dt", (di, r), linear(di)), ("x_B", (di, n), linear(di)),
+               ("x_C", (di, n), linear(di)),
+               ("dt_proj", (r, di), linear(r)), ("dt_bias", (di,), MAMBA_DT),
+               ("A_log", (di, n), S4D_REAL), ("D", (di,), ONES),
+               ("out_proj", (di, h), normal(float("%.6e" % out_std)))]
+        if self.proj_bias:
+            ws += [("b_in_x", (di,), ZEROS), ("b_in_z", (di,), ZEROS), ("out_bias", (h,), ZEROS)]
+        if self.inner_norms:
+            ws += [("dt_norm", (r,), ONES), ("B_norm", (n,), ONES), ("C_norm", (n,), ONES)]
+        return ws
 
     def body(self, f, cfg, h, w):
-        x = f.linear(h, w["in_x"], name="x_in")
-        z = f.linear(h, w["in_z"], name="z")
-        x = f.conv1d(x, w["conv_w"], bias=w["conv_b"], name="x_conv")
+        x = f.linear(h, w["in_x"], bias=w.get("b_in_x"), name="x_in")
+        z = f.linear(h, w["in_z"], bias=w.get("b_in_z"), name="z")
+        x = f.conv1d(x, w["conv_w"], bias=w.get("conv_b"), name="x_conv")
         x = f.silu(x, name="x_act")
         dt = f.linear(x, w["x_dt"], name="dt_low")
         b = f.linear(x, w["x_B"], name="B")
         c = f.linear(x, w["x_C"], name="C")
+        if self.inner_norms:
+            dt = f.rms_norm(dt, w["dt_norm"], cfg.norm_eps, name="dt_normed")
+            b = f.rms_norm(b, w["B_norm"], cfg.norm_eps, name="B_normed")
+            c = f.rms_norm(c, w["C_norm"], cfg.norm_eps, name="C_normed")
         dt = f.linear(dt, w["dt_proj"], bias=w["dt_bias"], name="dt")
         a = f.neg(f.exp(w["A_log"], name="A_exp"), name="A")
         y = f.selective_scan(x, dt, a, b, c, w["D"], delta_softplus=True, name="y")
         y = f.glu("silu", z, y, name="y_gated")
-        return f.linear(y, w["out_proj"], name="mamba_proj")
+        return f.linear(y, w["out_proj"], bias=w.get("out_bias"), name="mamba_proj")
 
 
 @dataclass(frozen=True)
@@ -355,15 +384,27 @@ def build_gpt(cfg: ModelConfig) -> Module:
     """GPT-2/GPT-3: learned positions, pre-LayerNorm, biased projections,
     GELU(tanh) MLP, LM head tied to the token embedding."""
     ln = LayerNorm()
-    layer = LayerKind("gpt_layer", (Attention(ln, bias=True),
+    layer = LayerKind("gpt_layer", (Attention(ln, qkv_bias=True, o_bias=True),
                                     MLP(ln, gated=False, bias=True, act="gelu_tanh")))
     return build_decoder(cfg, [layer] * cfg.layers, ln, learned_positions=True)
 
 
+def _attention(norm: Norm, cfg: ModelConfig) -> Attention:
+    """The attention block of the RMSNorm families, with the config's options."""
+    return Attention(norm, qkv_bias=cfg.qkv_bias, o_bias=cfg.o_bias, qk_norm=cfg.qk_norm)
+
+
+def _mamba(norm: Norm, cfg: ModelConfig) -> Mamba:
+    """The Mamba mixer with the config's options."""
+    return Mamba(norm, conv_bias=cfg.mamba_conv_bias, proj_bias=cfg.mamba_proj_bias,
+                 inner_norms=cfg.mamba_inner_norms)
+
+
 def build_llama(cfg: ModelConfig) -> Module:
-    """Llama 2/3: RMSNorm, RoPE, GQA, SwiGLU, no biases."""
+    """Llama 2/3: RMSNorm, RoPE, GQA, SwiGLU, no biases (Qwen2's q/k/v biases
+    and Qwen3's q/k norms as options)."""
     rms = RMSNorm()
-    layer = LayerKind("llama_layer", (Attention(rms, bias=False),
+    layer = LayerKind("llama_layer", (_attention(rms, cfg),
                                       MLP(rms, gated=True, bias=False, act="silu")))
     return build_decoder(cfg, [layer] * cfg.layers, rms)
 
@@ -371,14 +412,14 @@ def build_llama(cfg: ModelConfig) -> Module:
 def build_mamba(cfg: ModelConfig) -> Module:
     """Mamba-1: a stack of RMSNorm + Mamba mixer blocks, tied LM head."""
     rms = RMSNorm()
-    layer = LayerKind("mamba_layer", (Mamba(rms),))
+    layer = LayerKind("mamba_layer", (_mamba(rms, cfg),))
     return build_decoder(cfg, [layer] * cfg.layers, rms)
 
 
 def build_moe(cfg: ModelConfig) -> Module:
     """Mixtral: Llama attention and a top-k routed SwiGLU MoE in every layer."""
     rms = RMSNorm()
-    layer = LayerKind("moe_layer", (Attention(rms, bias=False), MoE(rms)))
+    layer = LayerKind("moe_layer", (_attention(rms, cfg), MoE(rms)))
     return build_decoder(cfg, [layer] * cfg.layers, rms)
 
 
@@ -388,7 +429,7 @@ def hybrid_plan(cfg: ModelConfig) -> list:
     i % expert_period == expert_offset, else a dense SwiGLU MLP.
     Each (mixer, FFN) combination is one layer kind, e.g. @mamba_moe_layer."""
     rms = RMSNorm()
-    mixers = {"attn": Attention(rms, bias=False), "mamba": Mamba(rms)}
+    mixers = {"attn": _attention(rms, cfg), "mamba": _mamba(rms, cfg)}
     ffns = {"mlp": MLP(rms, gated=True, bias=False, act="silu"), "moe": MoE(rms)}
     kinds, plan = {}, []
     for i in range(cfg.layers):
@@ -415,26 +456,30 @@ class Family:
     attr_keys: tuple            # family-specific keys of braid.model
     required: tuple = ()        # config fields that must be set
     default_ffn_mult: int = 0   # ffn = mult * hidden when ffn is not given
+    options: tuple = ()         # block options of ModelConfig the family honours
 
 
 _ATTN_KEYS = ("heads", "kv_heads", "head_dim", "rope_theta")
 _MOE_KEYS = ("experts", "top_k", "capacity_factor", "moe_group_size", "capacity",
              "router_normalize")
 _MAMBA_KEYS = ("d_state", "d_conv", "expand", "d_inner", "dt_rank")
+_ATTN_OPTIONS = ("qkv_bias", "o_bias", "qk_norm")
+_MAMBA_OPTIONS = ("mamba_conv_bias", "mamba_proj_bias", "mamba_inner_norms")
 
 FAMILIES = {
     "gpt": Family(build_gpt, LayerNorm(), ("heads", "head_dim", "ffn", "max_positions"),
                   required=("heads",), default_ffn_mult=4),
     "llama": Family(build_llama, RMSNorm(), _ATTN_KEYS + ("ffn",),
-                    required=("heads", "ffn")),
-    "mamba": Family(build_mamba, RMSNorm(), _MAMBA_KEYS),
+                    required=("heads", "ffn"), options=_ATTN_OPTIONS),
+    "mamba": Family(build_mamba, RMSNorm(), _MAMBA_KEYS, options=_MAMBA_OPTIONS),
     "moe": Family(build_moe, RMSNorm(), _ATTN_KEYS + ("ffn",) + _MOE_KEYS,
-                  required=("heads", "ffn", "experts", "top_k")),
+                  required=("heads", "ffn", "experts", "top_k"), options=_ATTN_OPTIONS),
     "hybrid": Family(build_hybrid, RMSNorm(),
                      _ATTN_KEYS + ("ffn",) + _MOE_KEYS + _MAMBA_KEYS +
                      ("attn_period", "attn_offset", "expert_period", "expert_offset"),
                      required=("heads", "ffn", "experts", "top_k", "attn_period",
-                               "expert_period")),
+                               "expert_period"),
+                     options=_ATTN_OPTIONS + _MAMBA_OPTIONS),
 }
 
 
