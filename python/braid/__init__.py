@@ -1,8 +1,9 @@
 """Braid: the pure-Python model builder of the braid MLIR compiler.
 
 `braid.ir` emits the textual IR of the `braid` dialect; `braid.config` holds
-`ModelConfig`, `braid.families` the model families and `braid.presets` the
-published presets; `braid.models` is the command line
+`ModelConfig`, `braid.families` the model families, `braid.presets` the
+published presets and `braid.hf` the models of Hugging Face configurations
+(`braid.from_hf(path)`); `braid.models` is the command line
 (`python3 -m braid.models NAME [...] > model.mlir`) and re-exports all of them.
 
 `braid.compile`, `braid.run`, `braid.generate`, `braid.visualize_sharding`
@@ -39,7 +40,8 @@ from .ir import (FLOAT_DTYPES, INDEX_DTYPE, IRError, Function, Init, Module, ONE
 # name -> submodule that defines it
 _MODEL_NAMES = {"ModelConfig": "config", "config_from_attrs": "config",
                 "FAMILIES": "families", "build_model": "families",
-                "PRESETS": "presets", "build": "presets", "preset": "presets"}
+                "PRESETS": "presets", "build": "presets", "preset": "presets",
+                "from_hf": "hf", "config_from_hf": "hf", "UnsupportedConfigError": "hf"}
 # name -> submodule of the API over the C API (these need braid._braid, the
 # exceptions and options do not)
 _API_NAMES = {"compile": "api", "run": "api", "visualize_sharding": "api",

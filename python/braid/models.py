@@ -3,12 +3,14 @@
     PYTHONPATH=python python3 -m braid.models llama-tiny > model.mlir
     PYTHONPATH=python python3 -m braid.models llama3-8b --layers 2 --seq 512
     PYTHONPATH=python python3 -m braid.models --list
+    PYTHONPATH=python python3 -m braid.models --hf path/to/Qwen3-8B --seq 2048
 
 The work is done in three modules, whose public names are re-exported here:
 `braid.config` (`ModelConfig`, derived sizes, the `braid.model` dictionary),
 `braid.families` (the residual blocks, `build_decoder` and the family builders
 `build_gpt`, `build_llama`, `build_mamba`, `build_moe`, `build_hybrid`) and
-`braid.presets` (`PRESETS`, `preset`, `build`).
+`braid.presets` (`PRESETS`, `preset`, `build`); `braid.hf` reads Hugging
+Face configurations (`from_hf`).
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from .families import (FAMILIES, Attention, Block, Family, Inits, LayerKind, Lay
                        Mamba, MoE, Norm, ParamSpec, RMSNorm, build_decoder, build_gpt,
                        build_hybrid, build_llama, build_mamba, build_model, build_moe,
                        hybrid_plan)
+from .hf import UnsupportedConfigError, config_from_hf, from_hf
 from .presets import PRESETS, build, preset
 
 __all__ = [
     "ModelConfig", "PRESETS", "FAMILIES", "build", "build_model", "build_decoder",
     "build_gpt", "build_llama", "build_mamba", "build_moe", "build_hybrid",
-    "config_from_attrs", "moe_capacity", "preset", "main",
+    "config_from_attrs", "moe_capacity", "preset", "from_hf", "config_from_hf",
+    "UnsupportedConfigError", "main",
 ]
 
 
@@ -71,8 +75,12 @@ _OVERRIDES = [
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python3 -m braid.models",
-        description="Print the braid MLIR module of a model preset, with overrides.")
+        description="Print the braid MLIR module of a model preset or of a Hugging Face "
+                    "configuration, with overrides.")
     p.add_argument("preset", nargs="?", help="preset name (see --list)")
+    p.add_argument("--hf", metavar="DIR_OR_CONFIG",
+                   help="build the model of a Hugging Face config.json (a directory "
+                        "holding it, or the file) instead of a preset")
     p.add_argument("--list", action="store_true", help="list the presets and exit")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--count-params", action="store_true",
@@ -101,12 +109,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, cfg in PRESETS.items():
             print(f"{name:<{width}}  {cfg.description}")
         return 0
-    if not args.preset:
-        parser.error("a preset name is required (see --list)")
+    if bool(args.preset) == bool(args.hf):
+        parser.error("give a preset name (see --list) or --hf DIR_OR_CONFIG" +
+                     (", not both" if args.preset else ""))
     fields = [d for _, d, _, _ in _OVERRIDES] + ["dtype", "tied_embeddings", "router_normalize"]
     overrides = {k: getattr(args, k) for k in fields if getattr(args, k) is not None}
     try:
-        module = build_model(preset(args.preset, **overrides))
+        cfg = from_hf(args.hf, **overrides) if args.hf else preset(args.preset, **overrides)
+        module = build_model(cfg)
     except (KeyError, ValueError) as e:
         parser.error(str(e).strip("'\""))
     text = f"{module.num_parameters()}\n" if args.count_params else module.render()
