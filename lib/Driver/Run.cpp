@@ -42,6 +42,17 @@ LogicalResult checkOptions(const TrainingPipelineOptions &pipeline,
   if (!(options.verifyTolerance >= 0) ||
       !std::isfinite(options.verifyTolerance))
     return bad(name("verify-tolerance") + " must be a non-negative number");
+  if (options.evalDataFile.empty() != (options.evalEvery == 0))
+    return bad(name("eval-data") + " and " + name("eval-every") +
+               " (at least 1) go together");
+  if (options.evalEvery < 0 || options.evalBatches < 1)
+    return bad(name("eval-every") + " must be at least 1 and " + name("eval-batches") +
+               " at least 1");
+  if (!options.dataDtype.empty() && options.dataDtype != "uint16" &&
+      options.dataDtype != "uint32")
+    return bad(name("data-dtype") + " is uint16 or uint32, found '" + options.dataDtype + "'");
+  if ((!options.dataDtype.empty() || options.shuffle) && options.dataFile.empty())
+    return bad(name(options.shuffle ? "shuffle" : "data-dtype") + " needs " + name("data"));
   // --steps 0 would build and initialize, run nothing and exit 0.
   if (options.steps < 1)
     return bad(name("steps") + " must be at least 1 (the last step to run), found " +
@@ -305,6 +316,18 @@ int runModel(ModuleOp module, const TrainingPipelineOptions &given,
     runArgs.append({"--threads", std::to_string(options.cpuThreads)});
   if (!options.resumeFrom.empty())
     runArgs.append({"--resume", options.resumeFrom});
+  // The data reaches every run alike: --verify compares batches of the same
+  // windows.
+  if (!options.dataFile.empty())
+    runArgs.append({"--data", options.dataFile});
+  if (!options.dataDtype.empty())
+    runArgs.append({"--data-dtype", options.dataDtype});
+  if (options.shuffle)
+    runArgs.push_back("--shuffle");
+  if (!options.evalDataFile.empty())
+    runArgs.append({"--eval-data", options.evalDataFile, "--eval-every",
+                    std::to_string(options.evalEvery), "--eval-batches",
+                    std::to_string(options.evalBatches)});
   SmallVector<std::string> referenceArgs = runArgs;
   // Only the run being verified writes checkpoints.
   if (!options.checkpointDir.empty())

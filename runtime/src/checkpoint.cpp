@@ -37,7 +37,7 @@ int64_t reduceOverWorld(braid_rt *rt, int64_t value, braid_redop op) {
   return value;
 }
 
-bool agreeOnError(braid_rt *rt, const std::string &error) {
+bool agreeOnError(braid_rt *rt, const std::string &error, const char *topic) {
   const int64_t rank = rt->comms->worldRank();
   const int64_t first = reduceOverWorld(rt, error.empty() ? INT64_MAX : rank, BRAID_RED_MIN);
   if (first == INT64_MAX)
@@ -46,7 +46,7 @@ bool agreeOnError(braid_rt *rt, const std::string &error) {
   if (first == rank) {
     std::string who =
         rt->comms->worldSize() > 1 ? "rank " + std::to_string(rank) + ": " : std::string();
-    std::fprintf(stderr, "braid runtime: %scheckpoint: %s\n", who.c_str(), error.c_str());
+    std::fprintf(stderr, "braid runtime: %s%s: %s\n", who.c_str(), topic, error.c_str());
     std::fflush(stderr);
   }
   return false;
@@ -271,7 +271,7 @@ bool checkCheckpointDir(braid_rt *rt, const std::string &dir, const Resumed *res
 }
 
 bool saveCheckpoint(braid_rt *rt, const CheckpointRun &run, const std::string &dir, int64_t step,
-                    uint64_t seed) {
+                    uint64_t seed, const ckpt::DataState &data) {
   const bool root = rt->comms->worldRank() == 0;
   const std::string name = "step-" + std::to_string(step);
   const std::string tmp = dir + "/" + name + ".tmp";
@@ -291,6 +291,7 @@ bool saveCheckpoint(braid_rt *rt, const CheckpointRun &run, const std::string &d
   Manifest manifest;
   if (root) {
     error = buildManifest(rt, run, tmp, step, seed, &manifest);
+    manifest.data = data;
     if (error.empty() && !writeDurably(tmp + "/manifest.json", manifestJson(manifest), &error))
       error = error.empty() ? "cannot write the manifest" : error;
     if (error.empty())

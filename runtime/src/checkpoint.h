@@ -17,6 +17,7 @@
 //   {"format": "braid-checkpoint", "version": 1, "model": <braid.model name>,
 //    "step": K, "seed": S, "grid": "dp=2,tp=2", "ranks": 4,
 //    "inputs": <how the step's batch is made>, "rng": <what draws remain>,
+//    ["data": {"file": F, "tokens": N, "position": P},]  (--data runs)
 //    "files": [{"name": "rank00000.safetensors", "bytes": N}, ...],
 //    "tensors": [{"name": "layers.0.attn.wq", "dtype": "F32",
 //                 "shape": [64, 64],          (global)
@@ -35,7 +36,10 @@
 // major) and back. The inputs are not saved: the tokens and labels are drawn
 // once from the seed (rng.h) and every step reads the same batch, so the
 // data position is the step; the seed is the whole of the rng's state (no
-// draws after initialization).
+// draws after initialization). A run on a dataset (--data, data.h) also
+// writes "data": {"file": F, "tokens": N, "position": P}, the windows it has
+// read; a run resumed with a file of N tokens continues from window P (on any
+// grid: the global batch is the model's), with another file from its start.
 //
 // Writing is collective over the world and atomic: rank 0 makes
 // D/step-K.tmp/ (removing a stale one), every rank that owns data (coordinate
@@ -88,9 +92,9 @@ struct Resumed {
 };
 
 /// Collective over the world: the lowest rank with a non-empty `error`
-/// prints it ("braid runtime: checkpoint: ..." on stderr); true when no rank
+/// prints it ("braid runtime: <topic>: ..." on stderr); true when no rank
 /// has one.
-bool agreeOnError(braid_rt *rt, const std::string &error);
+bool agreeOnError(braid_rt *rt, const std::string &error, const char *topic = "checkpoint");
 
 /// `value` reduced over the world with `op` (collective).
 int64_t reduceOverWorld(braid_rt *rt, int64_t value, braid_redop op);
@@ -111,9 +115,10 @@ bool checkCheckpointDir(braid_rt *rt, const std::string &dir, const Resumed *res
 
 /// Writes the state after `step` as dir/step-<step> and points dir/latest
 /// at it (collective over the world; the parameters must be complete). False,
-/// the message printed, when a rank could not write.
+/// the message printed, when a rank could not write. `data`: where a run on
+/// a dataset stands after the step.
 bool saveCheckpoint(braid_rt *rt, const CheckpointRun &run, const std::string &dir, int64_t step,
-                    uint64_t seed);
+                    uint64_t seed, const ckpt::DataState &data = {});
 
 } // namespace braid::rt
 

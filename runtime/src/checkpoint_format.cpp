@@ -185,7 +185,11 @@ std::string manifestJson(const Manifest &m) {
   out += "  \"seed\": " + std::to_string(m.seed) + ",\n";
   out += "  \"grid\": " + json::quote(m.grid) + ",\n";
   out += "  \"ranks\": " + std::to_string(m.ranks) + ",\n";
-  out += "  \"inputs\": " + json::quote(kInputs) + ",\n";
+  out += "  \"inputs\": " + json::quote(m.data.used() ? kInputsData : kInputs) + ",\n";
+  if (m.data.used())
+    out += "  \"data\": {\"file\": " + json::quote(m.data.file) +
+           ", \"tokens\": " + std::to_string(m.data.tokens) +
+           ", \"position\": " + std::to_string(m.data.position) + "},\n";
   out += "  \"rng\": " + json::quote(kRng) + ",\n";
   out += "  \"files\": [";
   for (size_t i = 0; i < m.files.size(); ++i)
@@ -229,6 +233,19 @@ bool parseManifest(const std::string &text, Manifest *out, std::string *error) {
     m.seed = std::strtoull(s->text.c_str(), &end, 10);
     if (errno || !end || *end || s->text[0] == '-')
       f.fail("'seed' is not an unsigned integer");
+  }
+  // A run on a dataset says where it stands (absent: inputs from the seed).
+  if (const json::Value *data = root.get("data")) {
+    Fields fd(*data, "'data'");
+    fd.string("file", &m.data.file);
+    fd.integer("tokens", &m.data.tokens);
+    fd.integer("position", &m.data.position);
+    if (!fd.ok(error))
+      return false;
+    if (m.data.tokens < 0 || m.data.position < 0) {
+      *error = "'data' has a negative token count or position";
+      return false;
+    }
   }
   const json::Value *files = f.field("files", json::Value::Array);
   const json::Value *tensors = f.field("tensors", json::Value::Array);

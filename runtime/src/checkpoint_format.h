@@ -25,6 +25,10 @@ constexpr int64_t kVersion = 1;
 constexpr const char *kInputs =
     "fixed: the tokens and labels are drawn once from the seed and every step reads the "
     "same batch; the data position is the step";
+/// ... and when the run trained on a dataset (--data; the position in "data").
+constexpr const char *kInputsData =
+    "data: each step reads the next global batch of windows of seq + 1 tokens of the file in "
+    "\"data\"; \"position\" is the number of windows read (data.h)";
 constexpr const char *kRng =
     "counter-based (Philox4x32-10 keyed by seed and tensor name), used only to initialize: "
     "the seed is its whole state";
@@ -48,10 +52,19 @@ struct File {
   int64_t bytes = 0;
 };
 
+/// Where a run on a dataset stands: `position` windows of the file of
+/// `tokens` ids read (data.h). `tokens` -1: the inputs are drawn from the seed.
+struct DataState {
+  std::string file;
+  int64_t tokens = -1, position = 0;
+  bool used() const { return tokens >= 0; }
+};
+
 struct Manifest {
   std::string model, grid;
   int64_t step = 0, ranks = 0;
   uint64_t seed = 0;
+  DataState data;
   std::vector<File> files;
   std::vector<Tensor> tensors;
 

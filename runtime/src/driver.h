@@ -10,6 +10,7 @@
 //   driver_state.cpp       the persistent state: initialized or resumed,
 //                          dumped; calling the program's functions
 //   driver_train_step.cpp  the run loop of a train_step entry
+//   driver_data.cpp        its batches from a dataset (--data), validation
 //   driver_generate.cpp    the run loop of generation (prefill + decode), with
 //                          generate_requests.cpp (requests, sizes) and
 //                          generate_ranks.cpp (exchanges between ranks)
@@ -58,6 +59,13 @@ struct Args {
   bool checkReplicas = false; ///< dump how far every copy is from rank 0's
   std::string checkpointDir, resume;
   int64_t checkpointEvery = 0; ///< 0: only after the last step
+  // Data (driver_data.cpp): a tokenized dataset instead of the seed's batch.
+  std::string dataFile;        ///< --data PATH
+  std::string dataDtype;       ///< --data-dtype uint16|uint32 of a headerless .bin
+  bool shuffle = false;        ///< --shuffle: windows in a permuted order per epoch
+  std::string evalDataFile;    ///< --eval-data PATH
+  int64_t evalEvery = 0;       ///< --eval-every K: a validation loss after every K-th step
+  int64_t evalBatches = 8;     ///< --eval-batches N: global batches averaged
   // Generation (driver_generate.cpp).
   int64_t generate = 8;       ///< --generate N: tokens per request
   std::string promptsFile;    ///< --prompts FILE: one request per line
@@ -145,6 +153,8 @@ struct Session {
   bool resuming = false;
   Resumed resumed;
   int64_t firstStep = 1; ///< the first step to run (after a resumed one)
+  /// --data and --eval-data, opened and checked (openData); null: none.
+  std::shared_ptr<struct DataFeed> data;
   std::chrono::steady_clock::time_point initStart;
 
   /// What checkpoints are written from and loaded into.
@@ -197,6 +207,29 @@ void finishStep(Session &s, int64_t k);
 /// Dumps every parameter and state as PREFIX<name> (a mirror as
 /// mirror.PREFIX<name>, only when checking replicas: its owner dumps it).
 void dumpParameters(Session &s, const std::string &prefix);
+
+//===----------------------------------------------------------------------===//
+// Data (driver_data.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Opens --data and --eval-data (collective over the world) and checks them
+/// against the program's tokens and labels: the format, a global batch of
+/// windows at least, every id inside the vocabulary (each rank scans its
+/// share of the file). A resumed run continues at the checkpoint's data
+/// position. False, the message printed naming the file, on a refusal.
+bool openData(Session &s);
+
+/// Writes step k's global batch into this rank's slices of the tokens and
+/// labels (no-op without --data).
+void feedStep(Session &s, int64_t k);
+
+/// Where the data stands after step k (for its checkpoint).
+ckpt::DataState dataStateAfter(const Session &s, int64_t k);
+
+/// After step k: the loss of --eval-batches global batches of --eval-data
+/// with the parameters of step k, printed as "step K validation loss X".
+/// The training state is restored after, so that the run continues unchanged.
+void evaluate(Session &s, int64_t k);
 
 //===----------------------------------------------------------------------===//
 // Entry drivers

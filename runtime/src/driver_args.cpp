@@ -6,6 +6,8 @@
 //           [--dump-first-step] [--check-replicas]
 //           [--checkpoint-dir D] [--checkpoint-every K] [--resume D]
 //           [--threads N]
+//           [--data PATH [--data-dtype uint16|uint32] [--shuffle]]
+//           [--eval-data PATH --eval-every K [--eval-batches N]]  (driver_data.cpp)
 //           [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T]
 //           [--top-k K] [--top-p P] [--verify-forward]      (generation binaries)
 //           [--logits-out DIR]
@@ -39,6 +41,8 @@ void usage(const char *argv0, FILE *out) {
                "[--dump-first-step] [--check-replicas]\n"
                "       [--checkpoint-dir D] [--checkpoint-every K] [--resume D] "
                "[--threads N]\n"
+               "       [--data PATH [--data-dtype uint16|uint32] [--shuffle]] "
+               "[--eval-data PATH --eval-every K [--eval-batches N]]\n"
                "       [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T] "
                "[--top-k K] [--top-p P] [--verify-forward] [--logits-out DIR]\n"
                "       [--serve FILE | --rate R [--requests N] [--min-prompt-len L]] "
@@ -115,6 +119,7 @@ constexpr std::pair<const char *, bool Args::*> kSwitches[] = {
     {"--verify-forward", &Args::verifyForward},
     {"--static-batching", &Args::staticBatching},
     {"--disaggregate", &Args::disaggregate},
+    {"--shuffle", &Args::shuffle},
 };
 
 /// The flags that take a string, and the message for an empty one (null:
@@ -135,6 +140,9 @@ const StringFlag kStringFlags[] = {
     {"--logits-out", &Args::logitsOut, "--logits-out needs a directory"},
     {"--serve", &Args::serveFile, "--serve needs a file of requests"},
     {"--output", &Args::outputFile, "--output needs a file"},
+    {"--data", &Args::dataFile, "--data needs a file"},
+    {"--data-dtype", &Args::dataDtype, "--data-dtype needs uint16 or uint32"},
+    {"--eval-data", &Args::evalDataFile, "--eval-data needs a file"},
 };
 
 /// A flag of kSwitches or kStringFlags; false when it is none of them.
@@ -230,6 +238,14 @@ bool parseNumber(ArgReader &reader, Args &args) {
   } else if (flag == "--checkpoint-every") {
     args.checkpointEvery = int64_t(
         reader.unsignedValue(1ull << 62, "--checkpoint-every needs a non-negative integer"));
+  } else if (flag == "--eval-every") {
+    args.evalEvery =
+        int64_t(reader.unsignedValue(1ull << 62, "--eval-every needs a non-negative integer"));
+  } else if (flag == "--eval-batches") {
+    args.evalBatches =
+        int64_t(reader.unsignedValue(1ull << 30, "--eval-batches needs a positive integer"));
+    if (args.evalBatches < 1)
+      reader.fail("--eval-batches needs a positive integer");
   } else if (flag == "--threads") {
     // Threads of this rank's CPU kernels: the kernel library reads
     // BRAID_CPU_THREADS (its default: the cores shared by the local ranks).
@@ -265,6 +281,8 @@ Args parseArgs(int argc, char **argv) {
         !parseGenerationNumber(reader, args))
       reader.fail("unknown argument '" + flag + "'");
   }
+  if (args.evalDataFile.empty() != (args.evalEvery == 0))
+    reader.fail("--eval-data and --eval-every K (K >= 1) go together");
   return args;
 }
 

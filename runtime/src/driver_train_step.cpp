@@ -17,6 +17,11 @@
 // per rank); a pipeline mirror is also dumped by the stage that mirrors it,
 // as DIR/mirror.<name>.npy.
 //
+// Data. --data PATH: each step reads the next global batch of the dataset
+// (driver_data.cpp); --eval-data PATH --eval-every K prints
+//   step K validation loss X
+// after every K-th step.
+//
 // Checkpoints (checkpoint.h: the format). --checkpoint-dir D writes the
 // parameters and optimizer state after every K-th step (--checkpoint-every
 // K; 0, the default: none between) and after the last, as D/step-<K>, which
@@ -48,6 +53,7 @@ public:
       runStep(k);
       if (!checkpointAfter(k))
         return false;
+      evaluate(s, k);
     }
     rt->backend->synchronize();
     stepSeconds = secondsSince(start) - checkpointSeconds;
@@ -79,6 +85,7 @@ private:
     rt->step = k;
     setCurrentStep(k);
     rt->collectives.clear();
+    feedStep(s, k);
     s.program->step(rt, rt->arena);
     checkReturned(s, "step", k);
     // The state after the first step, which starts from the same state on
@@ -109,7 +116,8 @@ private:
     auto start = std::chrono::steady_clock::now();
     finishStep(s, k);
     rt->backend->synchronize();
-    if (!saveCheckpoint(rt, s.checkpointRun(), args.checkpointDir, k, args.seed))
+    if (!saveCheckpoint(rt, s.checkpointRun(), args.checkpointDir, k, args.seed,
+                        dataStateAfter(s, k)))
       return false;
     checkpointSeconds += secondsSince(start);
     if (!args.quiet)
@@ -133,6 +141,10 @@ int runTrainSteps(Session &s) {
   if (!s.args.checkpointDir.empty() &&
       !checkCheckpointDir(s.rt.get(), s.args.checkpointDir, s.resuming ? &s.resumed : nullptr))
     return s.stop(2);
+  if (!openData(s))
+    return s.stop(2);
+  // The dumps of the initial state show the first step's batch.
+  feedStep(s, s.firstStep);
   dumpInitialState(s);
 
   TrainingRun run(s);

@@ -7,7 +7,8 @@
 //             [--schedule gpipe|1f1b|interleaved|zb-h1] [--virtual-stages V]
 //             [--pp-layout L,...] [--verify] [--verify-tolerance T]
 //             [--checkpoint-dir D] [--checkpoint-every K] [--resume D]
-//             [--cpu-threads N]
+//             [--cpu-threads N] [--data FILE [--data-dtype T] [--shuffle]]
+//             [--eval-data FILE --eval-every K [--eval-batches N]]
 //   braid-run model.mlir --generate N [--batch B] [--context C]
 //             [--prompt-len L | --prompts FILE] [--temperature T] [--top-k K]
 //             [--top-p P] [--seed S] [--verify]
@@ -79,6 +80,11 @@
 // checkpoint written on any grid; --steps N is then the last step. With
 // --verify the 1-rank run resumes from the same checkpoint (and writes
 // none), and the steps judged are those after it.
+//
+// --data FILE trains on a tokenized dataset instead of the batch drawn from
+// the seed (runtime/src/data.h: formats and order; driver_data.cpp: how each
+// rank reads its windows); the data position is saved in checkpoints, and
+// --eval-data FILE --eval-every K prints "step K validation loss X".
 //
 // --verify (needs --grid) also builds the unpartitioned, unpipelined program
 // (no grid, one micro-batch, the same other options), runs both with the same
@@ -221,6 +227,31 @@ static cl::opt<std::string> resumeFrom(
     "resume", cl::cat(checkpointCategory), cl::value_desc("dir"),
     cl::desc("Continue from the latest checkpoint in this directory (or from this "
              "checkpoint), written on any grid; --steps is then the last step"));
+
+static cl::OptionCategory dataCategory("Data");
+static cl::opt<std::string> dataFile(
+    "data", cl::cat(dataCategory), cl::value_desc("file"),
+    cl::desc("Train on this tokenized dataset: each step reads the next global batch of "
+             "windows of seq + 1 tokens (a .npy of int32/int64/uint16/uint32 ids, a "
+             "headerless .bin of uint16 ids, or Megatron's .bin/.idx pair; default: one "
+             "batch drawn from the seed for every step)"));
+static cl::opt<std::string> dataDtype(
+    "data-dtype", cl::cat(dataCategory),
+    cl::desc("The ids of a headerless .bin: uint16 or uint32 (default: uint16)"));
+static cl::opt<bool> shuffle(
+    "shuffle", cl::cat(dataCategory),
+    cl::desc("With --data: read the windows in an order permuted from the seed, anew each "
+             "epoch (default: file order)"));
+static cl::opt<std::string> evalDataFile(
+    "eval-data", cl::cat(dataCategory), cl::value_desc("file"),
+    cl::desc("With --eval-every: print a validation loss on this dataset"));
+static cl::opt<int64_t> evalEvery(
+    "eval-every", cl::cat(dataCategory),
+    cl::desc("Steps between validation losses on --eval-data (default 0: none)"), cl::init(0));
+static cl::opt<int64_t> evalBatches(
+    "eval-batches", cl::cat(dataCategory),
+    cl::desc("Global batches of --eval-data a validation loss averages (default 8)"),
+    cl::init(8));
 
 static cl::opt<std::string> planFile(
     "plan-file", cl::cat(modelCategory), cl::value_desc("file"),
@@ -426,7 +457,7 @@ int main(int argc, char **argv) {
   // LaunchOptions.cpp defines with its options.
   SmallVector<const cl::OptionCategory *> shown = {
       &modelCategory,      &trainingCategory, &pipelineParallelCategory,
-      &contextCategory,    &overlapCategory,  &checkpointCategory,
+      &contextCategory,    &overlapCategory,  &checkpointCategory, &dataCategory,
       &verifyCategory,     &outputCategory,   &generateCategory,
       &serveCategory};
   if (cl::Option *launcher = cl::getRegisteredOptions().lookup("launcher"))
@@ -473,6 +504,12 @@ int main(int argc, char **argv) {
   options.checkpointEvery = checkpointEvery;
   options.resumeFrom = resumeFrom;
   options.cpuThreads = cpuThreads;
+  options.dataFile = dataFile;
+  options.dataDtype = dataDtype;
+  options.shuffle = shuffle;
+  options.evalDataFile = evalDataFile;
+  options.evalEvery = evalEvery;
+  options.evalBatches = evalBatches;
   // --generate checks its own (generateModel): --verify needs no grid there.
   // runModel checks again and warns (once) about options without effect.
   const bool serving = serveFile.getNumOccurrences() || serveRate.getNumOccurrences();

@@ -48,6 +48,18 @@ struct RunOptions {
   int64_t checkpointEvery = 0;
   /// A checkpoint directory (or checkpoint) to continue from.
   std::string resumeFrom;
+  /// A tokenized dataset the steps read their batches from (the programs'
+  /// --data; runtime/src/data.h has the formats); empty: the seed's batch.
+  std::string dataFile;
+  /// The element type of a headerless .bin: "uint16" (empty) or "uint32".
+  std::string dataDtype;
+  /// Read the windows in an order permuted from the seed.
+  bool shuffle = false;
+  /// A validation loss over `evalBatches` global batches of `evalDataFile`
+  /// after every `evalEvery` steps (0: none).
+  std::string evalDataFile;
+  int64_t evalEvery = 0;
+  int64_t evalBatches = 8;
   /// CPU threads of each rank's kernels (the programs' --threads); 0: the
   /// machine's cores shared by the ranks started on it, at least 1.
   int cpuThreads = 0;
