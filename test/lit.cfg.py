@@ -95,6 +95,11 @@ if glob.glob(os.path.join(config.braid_obj_root, "python", "braid", "_braid*.so"
     if subprocess.run([config.python_executable, "-c", "import scikit_build_core, nanobind"],
                       capture_output=True).returncode == 0:
         config.available_features.add("python-wheel")
+# `tokenizers`: the PyPI package braid.data tokenizes text with.
+import subprocess  # noqa: E402
+if subprocess.run([config.python_executable, "-c", "import tokenizers"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("tokenizers")
 # `mpirun`: several CPU ranks can run.
 if shutil.which("mpirun") or shutil.which("mpiexec"):
     config.available_features.add("mpirun")
