@@ -42,7 +42,7 @@ std::string npyField(const std::string &dict, const std::string &key) {
   if (at == std::string::npos)
     return "";
   char open = dict[at];
-  size_t end = open == '\'' ? dict.find('\'', at + 1)
+  size_t end = open == '\''  ? dict.find('\'', at + 1)
                : open == '(' ? dict.find(')', at + 1)
                              : dict.find_first_of(",}", at);
   if (end == std::string::npos)
@@ -220,10 +220,14 @@ bool TokenFile::openMegatron(const std::string &idxPath, const std::string &binP
     const char *name;
   };
   static const Type kTypes[9] = {{}, // codes: Megatron's DType
-                                 {Kind::U8, 1, "uint8"},   {Kind::I8, 1, "int8"},
-                                 {Kind::I16, 2, "int16"},  {Kind::I32, 4, "int32"},
-                                 {Kind::I64, 8, "int64"},  {Kind::U8, 0, "float64"},
-                                 {Kind::U8, 0, "float32"}, {Kind::U16, 2, "uint16"}};
+                                 {Kind::U8, 1, "uint8"},
+                                 {Kind::I8, 1, "int8"},
+                                 {Kind::I16, 2, "int16"},
+                                 {Kind::I32, 4, "int32"},
+                                 {Kind::I64, 8, "int64"},
+                                 {Kind::U8, 0, "float64"},
+                                 {Kind::U8, 0, "float32"},
+                                 {Kind::U16, 2, "uint16"}};
   const unsigned code = p[17];
   if (code < 1 || code > 8 || kTypes[code].size == 0)
     return bad("dtype code " + std::to_string(code) +
@@ -234,8 +238,8 @@ bool TokenFile::openMegatron(const std::string &idxPath, const std::string &binP
   // Lengths (4), pointers (8), document indices (8), and modes (1) when multimodal.
   const uint64_t limit = uint64_t(1) << 40;
   if (sequences > limit || documents > limit)
-    return bad("counts " + std::to_string(sequences) + " sequences, " +
-               std::to_string(documents) + " documents");
+    return bad("counts " + std::to_string(sequences) + " sequences, " + std::to_string(documents) +
+               " documents");
   const uint64_t plain = kHeader + 12 * sequences + 8 * documents;
   if (idx.size() != plain && idx.size() != plain + sequences)
     return bad(std::to_string(sequences) + " sequences and " + std::to_string(documents) +
@@ -249,8 +253,10 @@ bool TokenFile::openMegatron(const std::string &idxPath, const std::string &binP
     const int64_t pointer = load<int64_t>(pointers + 8 * i);
     if (length < 0 || pointer != at * type.size)
       return bad("sequence " + std::to_string(i) + " (length " + std::to_string(length) +
-                 ", byte " + std::to_string(pointer) + ") does not follow the one before it "
-                 "(byte " + std::to_string(at * type.size) + ")");
+                 ", byte " + std::to_string(pointer) +
+                 ") does not follow the one before it "
+                 "(byte " +
+                 std::to_string(at * type.size) + ")");
     at += length;
   }
   const unsigned char *docs = pointers + 8 * sequences;

@@ -73,8 +73,8 @@ std::string dataShape(const Session &s, int64_t *batch, int64_t *seq, int64_t *v
 }
 
 /// Opens one file and checks that it holds a global batch; "" or the error.
-std::string openSource(const Session &s, const std::string &path, const char *flag,
-                       DataFeed &feed, DataFeed::Source *out) {
+std::string openSource(const Session &s, const std::string &path, const char *flag, DataFeed &feed,
+                       DataFeed::Source *out) {
   std::string error;
   if (!out->file.open(path, s.args.dataDtype, &error))
     return error;
@@ -82,11 +82,11 @@ std::string openSource(const Session &s, const std::string &path, const char *fl
   const int64_t windows = tokens > 0 ? (tokens - 1) / feed.seq : 0;
   if (windows < feed.batch)
     return path + " (" + flag + "): too short for one global batch: " + std::to_string(tokens) +
-           " tokens make " + std::to_string(windows) + " windows of seq + 1 = " +
-           std::to_string(feed.seq + 1) + " tokens, a global batch takes " +
-           std::to_string(feed.batch);
-  out->order = std::make_unique<data::DataOrder>(windows, s.args.shuffle && out == &feed.train,
-                                                 s.args.seed);
+           " tokens make " + std::to_string(windows) +
+           " windows of seq + 1 = " + std::to_string(feed.seq + 1) +
+           " tokens, a global batch takes " + std::to_string(feed.batch);
+  out->order =
+      std::make_unique<data::DataOrder>(windows, s.args.shuffle && out == &feed.train, s.args.seed);
   return "";
 }
 
@@ -94,8 +94,7 @@ std::string openSource(const Session &s, const std::string &path, const char *fl
 /// each (collective); false after the message.
 bool checkIds(Session &s, const DataFeed::Source &source, int64_t vocab) {
   braid_rt *rt = s.rt.get();
-  const int64_t n = source.file.size(), ranks = rt->comms->worldSize(),
-                me = rt->comms->worldRank();
+  const int64_t n = source.file.size(), ranks = rt->comms->worldSize(), me = rt->comms->worldRank();
   const int64_t lo = n / ranks * me + std::min(me, n % ranks);
   const int64_t hi = lo + n / ranks + (me < n % ranks ? 1 : 0);
   std::string error;
@@ -115,12 +114,12 @@ int64_t resumedPosition(const Session &s, const DataFeed &feed) {
   if (saved.used() && saved.tokens == feed.train.file.size())
     return saved.position;
   if (s.talks && !s.args.quiet)
-    std::fprintf(stderr, "%sbraid: %s: the checkpoint %s; reading the data from its start\n",
-                 s.prefix.c_str(), feed.train.file.path().c_str(),
-                 saved.used() ? ("read " + saved.file + " of " + std::to_string(saved.tokens) +
-                                 " tokens")
-                                    .c_str()
-                              : "was written by a run without --data");
+    std::fprintf(
+        stderr, "%sbraid: %s: the checkpoint %s; reading the data from its start\n",
+        s.prefix.c_str(), feed.train.file.path().c_str(),
+        saved.used()
+            ? ("read " + saved.file + " of " + std::to_string(saved.tokens) + " tokens").c_str()
+            : "was written by a run without --data");
   return 0;
 }
 
@@ -185,12 +184,13 @@ bool openData(Session &s) {
   if (s.talks && !s.args.quiet)
     for (const DataFeed::Source *source : {&feed->train, &feed->eval})
       if (source->order)
-        std::fprintf(stderr,
-                     "%sbraid: data %s (%s): %lld tokens, %lld windows of %lld, %s%s\n",
+        std::fprintf(stderr, "%sbraid: data %s (%s): %lld tokens, %lld windows of %lld, %s%s\n",
                      s.prefix.c_str(), source->file.path().c_str(), source->file.format().c_str(),
                      (long long)source->file.size(), (long long)source->order->windows(),
                      (long long)feed->seq + 1,
-                     source == &feed->eval ? "validation" : s.args.shuffle ? "shuffled" : "in order",
+                     source == &feed->eval ? "validation"
+                     : s.args.shuffle      ? "shuffled"
+                                           : "in order",
                      source == &feed->train && feed->start
                          ? (", from window " + std::to_string(feed->start)).c_str()
                          : "");

@@ -513,6 +513,12 @@ int main(int argc, char **argv) {
   // --generate checks its own (generateModel): --verify needs no grid there.
   // runModel checks again and warns (once) about options without effect.
   const bool serving = serveFile.getNumOccurrences() || serveRate.getNumOccurrences();
+  // The data feeds training steps: generation and serving would ignore it.
+  if ((generateTokens.getNumOccurrences() || serving) &&
+      (!dataFile.empty() || !evalDataFile.empty()))
+    return fail(std::string(dataFile.empty() ? "--eval-data" : "--data") +
+                " feeds training steps; it does not apply to " +
+                (serving ? "--serve or --rate" : "--generate"));
   if (!generateTokens.getNumOccurrences() && !serving &&
       failed(::braid::driver::checkOptions(pipeline, options, /*warn=*/false)))
     return 1;
