@@ -309,8 +309,9 @@ int runModel(ModuleOp module, const TrainingPipelineOptions &given,
     runArgs.append({"--seed", std::to_string(*options.seed)});
   if (options.compile.quiet)
     runArgs.push_back("--quiet");
-  // The program reports its initialization's progress too.
-  if (options.compile.progress)
+  // The program reports its initialization's progress too, when braid-run
+  // reports its own (the Progress object is always there; it may be off).
+  if (options.compile.progress && options.compile.progress->isEnabled())
     runArgs.push_back("--progress");
   if (options.cpuThreads > 0)
     runArgs.append({"--threads", std::to_string(options.cpuThreads)});
