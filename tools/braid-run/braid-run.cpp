@@ -522,6 +522,14 @@ int main(int argc, char **argv) {
   if (!generateTokens.getNumOccurrences() && !serving &&
       failed(::braid::driver::checkOptions(pipeline, options, /*warn=*/false)))
     return 1;
+  // Generation and serving lower the same options: their values are checked
+  // here too, named as braid-run's flags rather than the pipeline's keywords.
+  if (generateTokens.getNumOccurrences() || serving) {
+    ::braid::OptionProblems problems = ::braid::checkTrainingPipelineOptions(
+        pipeline, ::braid::OptionSpelling::Flag, /*useOnGrid=*/false);
+    if (!problems.error.empty())
+      return fail(problems.error);
+  }
 
   DialectRegistry registry;
   ::braid::registerAllDialects(registry);
