@@ -52,7 +52,7 @@ _API_NAMES = {"compile": "api", "run": "api", "visualize_sharding": "api",
               "RunResult": "api", "TensorSharding": "api",
               "serve": "serving", "ServeResult": "serving",
               "RequestOutput": "serving", "ServeStats": "serving",
-              "pipeline_schedule_svg": "svg", "trace_svg": "svg"}
+              "pipeline_schedule_svg": "svg", "trace_svg": "svg", "TextOutput": "text"}
 
 
 def _version():

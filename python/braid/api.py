@@ -29,6 +29,7 @@ import shutil
 import tempfile
 from typing import Iterable, Mapping, Optional, Sequence
 
+from . import text as text_io
 from .errors import (ArgumentError, ArgumentTypeError, BraidError, DependencyError,
                      PathNotFoundError, did_you_mean)
 from .options import (Grid, api_function, boolean, choice, grid_text, integer, optional, path,
@@ -384,12 +385,15 @@ class GenerateError(BraidError, ValueError):
     """`generate` refused some prompts (too long for the context, a token id
     outside the vocabulary, empty). The others still ran: `.ids` holds every
     prompt's ids in order, None for a refused one; `.refused` maps a refused
-    prompt's index to the reason."""
+    prompt's index to the reason; with a tokenizer, `.outputs` holds each
+    prompt's TextOutput (None for a refused one), else it is None."""
 
-    def __init__(self, message: str, ids: list, refused: dict):
+    def __init__(self, message: str, ids: list, refused: dict,
+                 outputs: Optional[list] = None):
         super().__init__(message)
         self.ids = ids
         self.refused = refused
+        self.outputs = outputs
 
 
 _REQUEST = re.compile(r"^request (\d+): (.*)$", re.M)
@@ -411,15 +415,20 @@ def parse_requests(stdout: str, count: int) -> tuple[list, dict]:
     return ids, refused
 
 
-def _prompt_lines(prompts) -> list:
+def _prompt_list(prompts) -> list:
     if isinstance(prompts, (str, bytes)) or not hasattr(prompts, "__iter__"):
         raise ArgumentTypeError("prompts must be a list of prompts, each a list of token "
-                                f"ids; found {type(prompts).__name__}")
+                                f"ids (or text, with a tokenizer); found "
+                                f"{type(prompts).__name__}")
+    return list(prompts)
+
+
+def _prompt_lines(prompts) -> list:
     lines = []
     for i, prompt in enumerate(prompts):
         if isinstance(prompt, (str, bytes)):
             raise ArgumentTypeError(f"prompt {i} is text; generate takes token ids "
-                                    "(a list of ints per prompt)")
+                                    "(a list of ints per prompt) unless a tokenizer is given")
         try:
             tokens = [int(t) for t in prompt]
         except (TypeError, ValueError) as e:
@@ -439,7 +448,7 @@ def generate(model, prompts, max_new_tokens: int = 16, grid: Grid = "", *,
              temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
              seed: Optional[int] = None, batch: Optional[int] = None,
              context: Optional[int] = None, verify: bool = False,
-             backend: str = "cpu", quiet: bool = True, **options) -> list:
+             backend: str = "cpu", quiet: bool = True, tokenizer=None, **options) -> list:
     """Generates `max_new_tokens` token ids after each prompt (a list of
     token-id lists, of any lengths) with the model's prefill and decode
     programs, as `braid-run MODEL --generate N --prompts FILE` does; returns
@@ -454,16 +463,33 @@ def generate(model, prompts, max_new_tokens: int = 16, grid: Grid = "", *,
     `verify`: teacher forcing, every step's logits against the forward
     program's (VerifyError when they differ).
 
+    `tokenizer` (a directory holding a Hugging Face tokenizer.json, the
+    file, or a tokenizers.Tokenizer; needs the `tokenizers` package): a
+    prompt may then be text, encoded with the tokenizer's special tokens as
+    Hugging Face encodes for generation, and each prompt's result is a
+    TextOutput: `.text` the new tokens decoded without special tokens,
+    `.ids` the new ids, `.prompt_ids` the encoded prompt. A tokenizer with
+    more ids than the model's vocabulary, or a text encoding to an id past
+    it, raises ArgumentError.
+
     A prompt the programs cannot take (empty, a token id outside the
     vocabulary, prompt + max_new_tokens - 1 past the context) raises
     GenerateError naming it, as vLLM refuses such a prompt with a ValueError;
     the other prompts still ran, their ids in the error's `.ids`. Raises
     BraidError when the model cannot be compiled or run (e.g. a grid the
     generation does not run on)."""
-    lines = _prompt_lines(prompts)
-    if not lines:
+    prompts = _prompt_list(prompts)
+    if tokenizer is not None:
+        tokenizer = text_io.load_tokenizer(tokenizer)
+    if not prompts:
         return []
     text, name = model_text(model)
+    if tokenizer is not None:
+        vocab = text_io.model_vocab(text)
+        text_io.check_fits(tokenizer, vocab)
+        prompts = [text_io.encode_one(tokenizer, p, i, vocab) if isinstance(p, str) else p
+                   for i, p in enumerate(prompts)]
+    lines = _prompt_lines(prompts)
     grid = grid_text(grid)
     opts = _options(grid, options)
     module = _parse(text, name)
@@ -482,13 +508,19 @@ def generate(model, prompts, max_new_tokens: int = 16, grid: Grid = "", *,
     if rc == 1 and verify and "verify: FAIL" in out:
         report = "\n".join(l for l in out.splitlines() if l.startswith("verify: FAIL"))
         raise VerifyError(report, RunResult([], {}, [], False, out, err))
+    outputs = None
+    if tokenizer is not None:
+        # Text is only a wrapper: the ids are those of the encoded prompts.
+        outputs = [None if i is None else
+                   text_io.TextOutput(text_io.decode(tokenizer, i), i, list(map(int, p)))
+                   for i, p in zip(ids, prompts)]
     if refused:
         names = "; ".join(f"prompt {i}: {why}" for i, why in sorted(refused.items()))
         raise GenerateError(f"generate refused {len(refused)} of {len(lines)} prompts: "
-                            f"{names}", ids, refused)
+                            f"{names}", ids, refused, outputs)
     if rc != 0 or any(i is None for i in ids):
         raise BraidError(_message(err, f"generation failed (exit code {rc})"))
-    return ids
+    return ids if outputs is None else outputs
 
 
 # ---------------------------------------------------------------------------

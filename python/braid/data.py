@@ -10,26 +10,36 @@ as one flat stream: a headerless .bin of uint16 ids (nanoGPT's format;
 uint32 when the vocabulary needs it or with --dtype uint32) or a 1-d .npy.
 It prints the file, the id count and the dtype; braid-run needs a
 --data-dtype uint32 for a uint32 .bin.
+
+    python3 -m braid.data encode --tokenizer DIR TEXT...
+    python3 -m braid.data decode --tokenizer DIR [FILE...]
+
+are text in and out of `braid-run --generate` (its --prompt-text): encode
+prints one line of ids per TEXT (the --prompts format), with the special
+tokens of the tokenizer's post-processor as Hugging Face adds them for
+generation; decode copies a generation's output and adds after each
+"request N: ids" line a "request N text: ..." line, the ids decoded without
+special tokens as a JSON string.
 """
 import argparse
 import json
 import os
+import re
 import sys
 
 import numpy as np
 
+from . import text as text_io
+
 
 def load_tokenizer(path):
     """The tokenizers.Tokenizer of DIR/tokenizer.json (or of that file)."""
+    from .errors import BraidError
+    from .text import load_tokenizer as load
     try:
-        from tokenizers import Tokenizer
-    except ImportError as e:
-        raise SystemExit("braid.data: the `tokenizers` package is needed "
-                         "(python3 -m pip install tokenizers)") from e
-    file = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
-    if not os.path.isfile(file):
-        raise SystemExit(f"braid.data: no tokenizer.json at {path}")
-    return Tokenizer.from_file(file)
+        return load(path)
+    except BraidError as e:
+        raise SystemExit(f"braid.data: {e}") from None
 
 
 def eos_id(tokenizer, path):
@@ -73,6 +83,31 @@ def tokenize(tokenizer_path, texts, out, dtype=None, eos=None, add_eos=True):
     return len(array), dtype
 
 
+_REQUEST = re.compile(r"^request (\d+): ([\d ]*)$")
+
+
+def encode(tokenizer_path, texts, out):
+    """Writes one line of ids per text (the --prompts format of braid-run
+    --generate), special tokens added as for generation."""
+    tokenizer = load_tokenizer(tokenizer_path)
+    for i, text in enumerate(texts):
+        out.write(" ".join(map(str, text_io.encode_one(tokenizer, text, i))) + "\n")
+
+
+def decode(tokenizer_path, lines, out):
+    """Copies a generation's output, each "request N: ids" line followed by
+    "request N text: ..." (the ids decoded without special tokens, as a JSON
+    string)."""
+    tokenizer = load_tokenizer(tokenizer_path)
+    for line in lines:
+        out.write(line)
+        m = _REQUEST.match(line.rstrip("\n"))
+        if m:
+            ids = [int(t) for t in m.group(2).split()]
+            text = json.dumps(text_io.decode(tokenizer, ids), ensure_ascii=False)
+            out.write(f"request {m.group(1)} text: {text}\n")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python3 -m braid.data",
                                      description="Tokenized datasets for braid-run --data.")
@@ -88,7 +123,22 @@ def main(argv=None):
     t.add_argument("--eos", type=int, metavar="ID",
                    help="the id after each file (default: the tokenizer's eos_token)")
     t.add_argument("--no-eos", action="store_true", help="no id between the files")
+    e = sub.add_parser("encode", help="prompts as text -> a --prompts file (ids per line)")
+    e.add_argument("texts", nargs="+", metavar="TEXT", help="prompts, one per argument")
+    d = sub.add_parser("decode", help="a --generate output with each request's text added")
+    d.add_argument("inputs", nargs="*", metavar="FILE", help="default: stdin")
+    for p in (e, d):
+        p.add_argument("--tokenizer", required=True, metavar="DIR",
+                       help="a directory with tokenizer.json, or the file")
     args = parser.parse_args(argv)
+    if args.command == "encode":
+        encode(args.tokenizer, args.texts, sys.stdout)
+        return 0
+    if args.command == "decode":
+        files = [open(f, encoding="utf-8") for f in args.inputs] or [sys.stdin]
+        for f in files:
+            decode(args.tokenizer, f, sys.stdout)
+        return 0
     count, dtype = tokenize(args.tokenizer, args.texts, args.output, args.dtype, args.eos,
                             not args.no_eos)
     hint = " (braid-run --data-dtype uint32)" if dtype == "uint32" and args.output.endswith(
