@@ -24,7 +24,9 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <map>
@@ -106,6 +108,76 @@ LogicalResult checkGenerateOptions(const TrainingPipelineOptions &pipeline,
   if (options.compile.breakProgram && pipeline.grid.empty())
     return fail("--generate --inject-fault breaks a partitioned program: it "
                 "needs a --grid"),
+           failure();
+  return success();
+}
+
+/// Runs `python3 -m braid.data ARGS...` (python/braid/data.py: braid-run has
+/// no tokenizer of its own), stdout to `stdoutFile` or ours; its stderr
+/// carries its message. Whether it succeeded.
+bool runBraidData(ArrayRef<std::string> args, std::optional<StringRef> stdoutFile) {
+  llvm::ErrorOr<std::string> python = llvm::sys::findProgramByName("python3");
+  if (!python)
+    return fail("--tokenizer needs python3 on PATH (python3 -m braid.data)"), false;
+  SmallVector<StringRef> argv = {*python, "-m", "braid.data"};
+  argv.append(args.begin(), args.end());
+  llvm::outs().flush();
+  std::optional<StringRef> redirects[] = {StringRef(""), stdoutFile, std::nullopt};
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(*python, argv, std::nullopt, redirects, 0, 0, &error);
+  if (rc != 0)
+    return fail("python3 -m braid.data " + args.front() + " failed" +
+                (error.empty() ? "" : ": " + error)),
+           false;
+  return true;
+}
+
+/// A temporary file (removed by the caller); empty after a message.
+std::string temporaryFile(StringRef prefix, StringRef suffix) {
+  SmallString<128> path;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(prefix, suffix, path))
+    return fail("cannot create a temporary file: " + ec.message()), "";
+  return path.str().str();
+}
+
+/// --prompt-text: the texts encoded into a temporary --prompts file (its
+/// path; empty after a message).
+std::string encodePrompts(const GenerateOptions &generate) {
+  std::string file = temporaryFile("braid-prompts", "txt");
+  if (file.empty())
+    return "";
+  SmallVector<std::string> args = {"encode", "--tokenizer", generate.tokenizer};
+  args.append(generate.promptTexts.begin(), generate.promptTexts.end());
+  if (!runBraidData(args, StringRef(file))) {
+    llvm::sys::fs::remove(file);
+    return "";
+  }
+  return file;
+}
+
+/// Runs the generation with its output captured, then prints it with each
+/// request's text (--tokenizer); the program's exit status, or 1 when the
+/// decoding fails.
+int runDecoded(ArrayRef<std::string> binaries, int64_t ranks, StringRef grid,
+               ArrayRef<std::string> args, StringRef tokenizer) {
+  std::string output = temporaryFile("braid-generate", "out");
+  if (output.empty())
+    return 1;
+  int status = runPrograms(binaries, ranks, grid, args, StringRef(output));
+  bool decoded = runBraidData({"decode", "--tokenizer", tokenizer.str(), output}, std::nullopt);
+  llvm::sys::fs::remove(output);
+  return decoded || status != 0 ? status : 1;
+}
+
+/// The text flags' combinations; fails after a message.
+LogicalResult checkTextOptions(const GenerateOptions &generate, bool compareRanks) {
+  if (!generate.promptTexts.empty() && generate.tokenizer.empty())
+    return fail("--prompt-text needs --tokenizer DIR (a Hugging Face tokenizer.json)"),
+           failure();
+  if (!generate.promptTexts.empty() && (!generate.promptsFile.empty() || generate.promptLen))
+    return fail("--prompt-text takes the place of --prompts and --prompt-len"), failure();
+  if (!generate.tokenizer.empty() && compareRanks)
+    return fail("--tokenizer does not run with --verify on a grid of several ranks yet"),
            failure();
   return success();
 }
@@ -234,9 +306,20 @@ int runVerified(ArrayRef<std::string> binaries, ArrayRef<std::string> reference,
 } // namespace
 
 int generateModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
-                  const RunOptions &options, const GenerateOptions &generate) {
+                  const RunOptions &options, const GenerateOptions &given) {
   if (failed(checkGenerateOptions(pipeline, options)))
     return 1;
+  FailureOr<int64_t> ranks = pipeline.grid.empty() ? 1 : gridRanks(pipeline.grid);
+  if (failed(ranks) || failed(checkTextOptions(given, options.verify && *ranks > 1)))
+    return 1;
+  // --prompt-text becomes a --prompts file, removed when the run is over.
+  GenerateOptions generate = given;
+  if (!given.promptTexts.empty() && (generate.promptsFile = encodePrompts(given)).empty())
+    return 1;
+  llvm::scope_exit removePrompts([&] {
+    if (!given.promptTexts.empty())
+      llvm::sys::fs::remove(generate.promptsFile);
+  });
   if (!generate.promptsFile.empty() &&
       !llvm::MemoryBuffer::getFile(generate.promptsFile))
     return fail("cannot read --prompts " + generate.promptsFile);
@@ -249,9 +332,6 @@ int generateModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
                 "must not be negative");
   if (!(generate.temperature >= 0) || !(generate.topP > 0 && generate.topP <= 1))
     return fail("--temperature must be >= 0 and --top-p in (0, 1]");
-  FailureOr<int64_t> ranks = pipeline.grid.empty() ? 1 : gridRanks(pipeline.grid);
-  if (failed(ranks))
-    return 1;
   Progress *progress = options.compile.progress;
   if (progress)
     progress->phase("deriving the inference programs");
@@ -300,6 +380,8 @@ int generateModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
   SmallVector<std::string> args = programArgs(options, generate);
   if (compareRanks)
     return runVerified(*binaries, *reference, *ranks, pipeline, args);
+  if (!generate.tokenizer.empty())
+    return runDecoded(*binaries, *ranks, pipeline.grid, args, generate.tokenizer);
   return runPrograms(*binaries, *ranks, pipeline.grid, args);
 }
 

@@ -12,6 +12,7 @@
 //   braid-run model.mlir --generate N [--batch B] [--context C]
 //             [--prompt-len L | --prompts FILE] [--temperature T] [--top-k K]
 //             [--top-p P] [--seed S] [--verify]
+//             [--tokenizer DIR [--prompt-text TEXT]...]
 //   braid-run model.mlir --serve REQUESTS.jsonl | --rate R [--requests N]
 //             [--batch B] [--prefill-chunk L] [--prefill-batch BP]
 //             [--page-size P] [--kv-pages N] [--output FILE] [--end-token ID]
@@ -61,7 +62,9 @@
 // --verify it checks every generated step's logits against the forward
 // program's at that position (teacher forcing, 1e-5 relative) and exits 1
 // on a difference. One rank and f32 for now (issue 42): a --grid of several
-// ranks is refused.
+// ranks is refused. --tokenizer DIR with --prompt-text TEXT (repeatable)
+// takes text: python3 -m braid.data encode writes the --prompts file, and
+// decode adds "request R text: ..." after each request's ids.
 //
 // --serve REQUESTS (or --rate R) serves requests arriving over time with
 // continuous batching and chunked prefill over a paged KV cache (--page-size,
@@ -298,6 +301,15 @@ static cl::opt<std::string> promptsFile(
     "prompts", cl::cat(generateCategory), cl::value_desc("file"),
     cl::desc("With --generate: one request per line, token ids separated by "
              "spaces"));
+static cl::list<std::string> promptTexts(
+    "prompt-text", cl::cat(generateCategory), cl::value_desc("text"),
+    cl::desc("With --generate and --tokenizer: a prompt as text (repeatable; in "
+             "place of --prompts)"));
+static cl::opt<std::string> tokenizerDir(
+    "tokenizer", cl::cat(generateCategory), cl::value_desc("dir"),
+    cl::desc("With --generate: a Hugging Face tokenizer.json (or its directory) "
+             "that encodes --prompt-text and prints each request's text "
+             "(python3 -m braid.data, the `tokenizers` package)"));
 static cl::opt<double> temperature(
     "temperature", cl::cat(generateCategory),
     cl::desc("With --generate: sampling temperature (default 0: greedy)"), cl::init(0));
@@ -557,10 +569,14 @@ int main(int argc, char **argv) {
     generate.context = generateContext;
     generate.promptLen = promptLen;
     generate.promptsFile = promptsFile;
+    generate.promptTexts.assign(promptTexts.begin(), promptTexts.end());
+    generate.tokenizer = tokenizerDir;
     generate.temperature = temperature;
     generate.topK = topK;
     generate.topP = topP;
     if (serving) {
+      if (!promptTexts.empty() || !tokenizerDir.empty())
+        return fail("--prompt-text and --tokenizer are --generate's; --serve reads ids");
       generate.serve.requestsFile = serveFile;
       generate.serve.rate = serveRate;
       generate.serve.requests = serveRequests;

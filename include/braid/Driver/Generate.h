@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace braid::driver {
 
@@ -27,6 +28,13 @@ struct GenerateOptions {
   double temperature = 0;
   int64_t topK = 0;
   double topP = 1;
+  /// --prompt-text: prompts as text, encoded with --tokenizer into a
+  /// --prompts file by `python3 -m braid.data encode` (the `tokenizers`
+  /// package from PyPI; C++ has none).
+  std::vector<std::string> promptTexts;
+  /// --tokenizer DIR: each "request R: ids" line is followed by the ids'
+  /// text, "request R text: ..." (`python3 -m braid.data decode`).
+  std::string tokenizer;
   /// braid-run --serve FILE / --rate R: continuous batching over paged
   /// programs (Serve.cpp) instead of static waves.
   struct Serve {
