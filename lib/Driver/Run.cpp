@@ -53,10 +53,12 @@ LogicalResult checkOptions(const TrainingPipelineOptions &pipeline,
     return bad(name("data-dtype") + " is uint16 or uint32, found '" + options.dataDtype + "'");
   if ((!options.dataDtype.empty() || options.shuffle) && options.dataFile.empty())
     return bad(name(options.shuffle ? "shuffle" : "data-dtype") + " needs " + name("data"));
-  // --steps 0 would build and initialize, run nothing and exit 0.
-  if (options.steps < 1)
+  // --steps 0 builds and initializes and runs nothing: what --dump of the
+  // initial state is for, and nothing else.
+  if (options.steps < 0 || (options.steps == 0 && options.dumpDir.empty()))
     return bad(name("steps") + " must be at least 1 (the last step to run), found " +
-               Twine(options.steps));
+               Twine(options.steps) + "; 0 runs no step, only with " + name("dump") +
+               " DIR, which then holds the initial state");
   // The links the programs are scheduled for (Compile.cpp passes them on).
   if (const char *links = std::getenv("BRAID_LINK")) {
     std::string why;

@@ -24,8 +24,16 @@ namespace {
 
 /// The peaks and what the last step's collectives moved (the plan
 /// printer's model).
-void reportPeaks(const Session &s, int64_t planned, int64_t measured) {
+void reportPeaks(const Session &s, int64_t planned, int64_t measured, bool stepRan) {
   const char *prefix = s.prefix.c_str();
+  // Without a step (training's --steps 0: initialize, and dump with --dump)
+  // nothing reached the plan's peak: there is no measurement to print.
+  if (s.talks && !stepRan) {
+    std::printf("%splanned_peak_bytes: %lld\n%smeasured_peak_bytes: none (no step ran)\n",
+                prefix, (long long)planned, prefix);
+    std::fflush(stdout);
+    return;
+  }
   if (s.talks) {
     std::printf("%splanned_peak_bytes: %lld\n%smeasured_peak_bytes: %lld\n", prefix,
                 (long long)planned, prefix, (long long)measured);
@@ -56,7 +64,7 @@ int tearDown(Session &s, bool peakIsPlanned) {
       fatal("trace: %s", error.c_str());
   }
   const int64_t planned = s.program->arena_bytes, measured = s.rt->peakBytes;
-  reportPeaks(s, planned, measured);
+  reportPeaks(s, planned, measured, /*stepRan=*/s.args.steps > 0);
   s.stop(0);
   if (planned != measured && peakIsPlanned) {
     std::fprintf(stderr,

@@ -161,7 +161,8 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::cat(modelCategory), cl
                                       cl::init("-"));
 static cl::opt<int> steps("steps", cl::cat(trainingCategory),
                           cl::desc("The last step to run, at least 1 (after --resume, from "
-                                   "the checkpoint's step on; default: 1)"),
+                                   "the checkpoint's step on; 0 with --dump: initialize and "
+                                   "dump the initial state; default: 1)"),
                           cl::init(1));
 static cl::opt<uint64_t> seed("seed", cl::cat(trainingCategory), cl::desc("Initialization and input seed (default: 0; with "
                                        "--resume, the checkpoint's)"),
