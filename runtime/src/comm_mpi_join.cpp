@@ -17,6 +17,7 @@
 #include "comm_mpi_join.h"
 
 #include "rt_impl.h"
+#include "store_env.h"
 
 #include <mpi.h>
 
@@ -39,29 +40,10 @@ namespace braid::rt::mpi {
 
 namespace {
 
-std::string env(const char *name) {
-  const char *value = std::getenv(name);
-  return value ? value : "";
-}
+using store::env;
+using store::parseInt;
 
-bool parseInt(const std::string &text, int64_t *value) {
-  if (text.empty())
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno || *end)
-    return false;
-  *value = v;
-  return true;
-}
-
-std::string portFile(const std::string &dir) {
-  std::string name = dir + "/mpi-port";
-  if (std::string run = env("BRAID_RUN_ID"); !run.empty())
-    name += "." + run;
-  return name;
-}
+std::string portFile(const std::string &dir) { return store::fileName(dir, "mpi-port"); }
 
 std::string mpiError(int code) {
   char text[MPI_MAX_ERROR_STRING];

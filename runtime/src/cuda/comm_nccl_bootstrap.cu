@@ -10,6 +10,7 @@
 #include "cuda/comm_nccl.h"
 
 #include "rt_impl.h"
+#include "store_env.h"
 
 #include <cuda_runtime.h>
 
@@ -28,29 +29,10 @@ namespace braid::rt::nccl {
 
 namespace {
 
-std::string env(const char *name) {
-  const char *value = std::getenv(name);
-  return value ? value : "";
-}
+using store::env;
+using store::parseInt;
 
-bool parseInt(const std::string &text, int64_t *value) {
-  if (text.empty())
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno || *end)
-    return false;
-  *value = v;
-  return true;
-}
-
-std::string storeFile(const std::string &dir) {
-  std::string name = dir + "/nccl-unique-id";
-  if (std::string run = env("BRAID_RUN_ID"); !run.empty())
-    name += "." + run;
-  return name;
-}
+std::string storeFile(const std::string &dir) { return store::fileName(dir, "nccl-unique-id"); }
 
 } // namespace
 
