@@ -57,20 +57,26 @@ TokenFile::~TokenFile() {
     ::munmap(const_cast<unsigned char *>(base_), mapped_);
 }
 
-bool TokenFile::map(const std::string &file, int fd, std::string *error) {
+bool TokenFile::map(const std::string &file, const std::string &named, std::string *error) {
+  int fd = ::open(file.c_str(), O_RDONLY);
+  if (fd < 0) {
+    *error = named + ": " + std::strerror(errno);
+    return false;
+  }
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     *error = file + ": " + std::strerror(errno);
+    ::close(fd);
     return false;
   }
   mapped_ = size_t(st.st_size);
-  if (mapped_ == 0)
-    return true; // nothing to map: the checks below find it too short
-  void *p = ::mmap(nullptr, mapped_, PROT_READ, MAP_SHARED, fd, 0);
+  void *p = mapped_ ? ::mmap(nullptr, mapped_, PROT_READ, MAP_SHARED, fd, 0) : nullptr;
+  ::close(fd); // the mapping outlives the descriptor
   if (p == MAP_FAILED) {
     *error = file + ": cannot map it: " + std::strerror(errno);
     return false;
   }
+  // An empty file maps nothing: the checks after find it too short.
   base_ = static_cast<const unsigned char *>(p);
   return true;
 }
@@ -93,14 +99,7 @@ bool TokenFile::open(const std::string &path, const std::string &rawDtype, std::
   }
   if (megatron)
     return openMegatron(stem + ".idx", stem + ".bin", error);
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) {
-    *error = path + ": " + std::strerror(errno);
-    return false;
-  }
-  bool ok = map(path, fd, error);
-  ::close(fd);
-  if (!ok)
+  if (!map(path, path, error))
     return false;
   if (isNpy)
     return openNpy(error);
@@ -265,14 +264,7 @@ bool TokenFile::openMegatron(const std::string &idxPath, const std::string &binP
       return bad("document " + std::to_string(i) + " starts at sequence " + std::to_string(d) +
                  " of " + std::to_string(sequences));
 
-  fd = ::open(binPath.c_str(), O_RDONLY);
-  if (fd < 0) {
-    *error = binPath + " (the data of " + idxPath + "): " + std::strerror(errno);
-    return false;
-  }
-  bool ok = map(binPath, fd, error);
-  ::close(fd);
-  if (!ok)
+  if (!map(binPath, binPath + " (the data of " + idxPath + ")", error))
     return false;
   if (mapped_ != size_t(at * type.size)) {
     *error = binPath + ": " + std::to_string(mapped_) + " bytes, its index " + idxPath +

@@ -63,7 +63,8 @@ public:
 
 private:
   enum class Kind { U8, I8, I16, U16, I32, U32, I64 };
-  bool map(const std::string &file, int fd, std::string *error);
+  /// Opens and maps `file` whole; `named` is how an open failure names it.
+  bool map(const std::string &file, const std::string &named, std::string *error);
   bool openNpy(std::string *error);
   bool openMegatron(const std::string &idxPath, const std::string &binPath, std::string *error);
 
