@@ -17,8 +17,11 @@
 //   driver_teardown.cpp    the closing report and the exit status
 // A driver for another entry kind (prefill, decode) is a run loop beside
 // driver_train_step.cpp and a line of main.cpp's table; the other parts are
-// shared. Built once per main() library (braid_runtime_main*), each with its
-// own BRAID_RUNTIME_MPI / _CUDA / _NCCL.
+// shared. The parts that differ by build (driver_runtime.cpp,
+// driver_placement.cpp, driver_serve.cpp, serve_report.cpp,
+// serve_transfer.cpp and main.cpp: BRAID_RUNTIME_MPI / _CUDA / _NCCL) are
+// built once per main() library (braid_runtime_main*); the others once for
+// all of them (braid_runtime_driver_common).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,16 +44,17 @@ namespace braid::rt::driver {
 // The command line (driver_args.cpp)
 //===----------------------------------------------------------------------===//
 
+/// "cuda" where main() was built with BRAID_RUNTIME_CUDA, else "cpu"
+/// (driver_runtime.cpp): the one place the backend's build shows, so that the
+/// driver's other sources compile once for every braid_runtime_main* variant.
+const char *defaultBackend();
+
 struct Args {
   int64_t steps = 1;
   uint64_t seed = 0;
   bool seedGiven = false; ///< --seed given (a resumed run must match it)
   std::string dumpDir, traceFile;
-#ifdef BRAID_RUNTIME_CUDA
-  std::string backend = "cuda";
-#else
-  std::string backend = "cpu";
-#endif
+  std::string backend = defaultBackend();
   bool quiet = false;
   bool progress = false; ///< report initialization's progress (braid-run --progress)
   std::string grid;      ///< empty: "world=<ranks>"

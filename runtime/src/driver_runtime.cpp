@@ -35,6 +35,14 @@
 
 namespace braid::rt::driver {
 
+const char *defaultBackend() {
+#ifdef BRAID_RUNTIME_CUDA
+  return "cuda";
+#else
+  return "cpu";
+#endif
+}
+
 namespace {
 
 std::unique_ptr<Backend> makeBackend(const std::string &name) {
