@@ -60,6 +60,7 @@ _sanitize = getattr(config, "braid_sanitize", False)
 _ctypes_cxx, _ctypes_python = "c++", config.python_executable
 if _sanitize:
     config.available_features.add("sanitize")
+    config.environment["BRAID_TEST_SANITIZED"] = "1"
     config.environment["ASAN_OPTIONS"] = "detect_leaks=0:allow_user_poisoning=0:use_sigaltstack=0:abort_on_error=0:exitcode=1"
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
     _wrappers = os.path.join(config.braid_obj_root, "test")
@@ -82,6 +83,11 @@ if not _sanitize and (os.path.exists(_nvcc) or shutil.which("nvcc")):
 if os.path.exists(os.path.join(config.braid_tools_dir, "braid-fuzz-parse")):
     config.available_features.add("libfuzzer")
 # `cmake`: the installed package can be built against.
+# `cudasim`: the CUDA backend on the CPU emulation was built (runtime/cudasim;
+# a sanitized CI build leaves it out, BRAID_RUNTIME_ENABLE_CUDASIM=OFF).
+if os.path.exists(os.path.join(config.braid_obj_root, "lib", "libbraid_kernels_cudasim.a")):
+    config.available_features.add("cudasim")
+    config.environment["BRAID_TEST_CUDASIM"] = "1"
 if shutil.which("cmake"):
     config.available_features.add("cmake")
 # `python-bindings`: the build made braid._braid (where nanobind was

@@ -1,3 +1,4 @@
+# REQUIRES: cudasim
 # The kernels of a KV cache split by sequence over context-parallel ranks in
 # runtime/src/cuda (cache_context.cu: braid_k_cache_write_chunk,
 # braid_k_cache_attention_chunk, braid_k_cache_attention_merge) on the CUDA

@@ -1,3 +1,4 @@
+# REQUIRES: cudasim
 # The KV cache and generation kernels of runtime/src/cuda (cache.cu:
 # braid_k_cache_write, braid_k_cache_attention, braid_k_take_rows,
 # braid_k_add_positions) on the CUDA emulation (runtime/cudasim), against

@@ -1,3 +1,4 @@
+# REQUIRES: cudasim
 # The Mamba state kernels of inference of runtime/src/cuda (mamba_step.cu:
 # braid_k_conv_step, braid_k_scan_step) on the CUDA emulation (runtime/cudasim)
 # against braid_ref.ops: the cases and bounds of test/Kernels/cpu-mamba-step.py

@@ -1,3 +1,4 @@
+# REQUIRES: cudasim
 # The paged KV cache kernels of runtime/src/cuda (paged_cache.cu:
 # braid_k_paged_cache_write, braid_k_paged_cache_attention; cache.cu's
 # braid_k_take_rows with -1) on the CUDA emulation (runtime/cudasim), against

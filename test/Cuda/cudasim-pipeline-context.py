@@ -1,4 +1,4 @@
-# REQUIRES: mpirun
+# REQUIRES: mpirun, cudasim
 # UNSUPPORTED: sanitize
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: %python %s %t

@@ -1,3 +1,4 @@
+# REQUIRES: cudasim
 # RUN: rm -rf %t && mkdir -p %t
 # RUN: %python %s %braid_src %t
 #

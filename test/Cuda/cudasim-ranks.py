@@ -1,4 +1,4 @@
-# REQUIRES: mpirun
+# REQUIRES: mpirun, cudasim
 # UNSUPPORTED: sanitize
 # RUN: %python %s %braid_src
 #

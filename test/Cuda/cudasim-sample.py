@@ -1,3 +1,4 @@
+# REQUIRES: cudasim
 # braid.sample's CUDA kernels (runtime/src/cuda/sample.cu) under cudasim,
 # against braid_ref.ops_inference.sample: the cases of test/Kernels/cpu-sample.py
 # (Inputs/sample_cases.py) with every operand in device memory, and the fatal

@@ -1,4 +1,4 @@
-# REQUIRES: mpirun
+# REQUIRES: mpirun, cudasim
 # RUN: %python %s %braid_rt_bin/cudasim-nccl-cases mpirun
 #
 # cudasim's NCCL (over MPI) holds a send until its receive has started, as
