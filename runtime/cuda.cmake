@@ -58,7 +58,16 @@ target_include_directories(braid_kernels_cuda PUBLIC
   ${BRAID_RUNTIME_DIR}/src)
 target_compile_definitions(braid_kernels_cuda PUBLIC BRAID_RUNTIME_CUDA)
 # Errors with line info; warnings of the LLVM-style C++ flags do not apply to nvcc.
-target_compile_options(braid_kernels_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+# BRAID_CUDA_WERROR (tools/braid-dev sets it): nvcc's warnings are errors, so
+# the build itself checks that every kernel compiles cleanly for sm_90, and
+# test/Cuda/compile.py compiles them again only where it is off.
+option(BRAID_CUDA_WERROR "Treat nvcc's warnings as errors" OFF)
+set(BRAID_CUDA_FLAGS -lineinfo)
+if(BRAID_CUDA_WERROR)
+  list(APPEND BRAID_CUDA_FLAGS -Werror all-warnings)
+endif()
+target_compile_options(braid_kernels_cuda PRIVATE
+  "$<$<COMPILE_LANGUAGE:CUDA>:${BRAID_CUDA_FLAGS}>")
 target_link_libraries(braid_kernels_cuda PUBLIC CUDA::cudart CUDA::cublasLt)
 
 # NCCL communicators (GPU ranks), when NCCL is installed.
@@ -85,7 +94,7 @@ if(BRAID_RUNTIME_ENABLE_NCCL AND BRAID_NCCL_LIBRARY AND BRAID_NCCL_INCLUDE_DIR)
     ${BRAID_RUNTIME_DIR}/src
     ${BRAID_NCCL_INCLUDE_DIR})
   target_compile_definitions(braid_comm_nccl PUBLIC BRAID_RUNTIME_CUDA)
-  target_compile_options(braid_comm_nccl PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+  target_compile_options(braid_comm_nccl PRIVATE "$<$<COMPILE_LANGUAGE:CUDA>:${BRAID_CUDA_FLAGS}>")
   # libnccl.so is outside the loader's default paths (/usr/local/cuda/lib):
   # programs linked with this library find it through the rpath.
   target_link_libraries(braid_comm_nccl PUBLIC CUDA::cudart ${BRAID_NCCL_LIBRARY}

@@ -1,11 +1,14 @@
 # REQUIRES: nvcc
-# RUN: %python %s %braid_src
+# RUN: %python %s %braid_src %braid_obj
 #
 # The CUDA backend must compile wherever CUDA is installed, even on machines
 # without a GPU (CI): every runtime/src/cuda/*.cu is compiled for sm_90 with
-# the flags of runtime/cuda.cmake (nvcc, host compiler g++-12). Reported
-# UNSUPPORTED by lit without nvcc; fails on any compile error with it.
-# Set BRAID_NVCC to use another nvcc.
+# the flags of runtime/cuda.cmake (nvcc, host compiler g++-12) and nvcc's
+# warnings as errors. A build configured with BRAID_CUDA_WERROR=ON
+# (tools/braid-dev) has done exactly that for braid-run: then this checks that
+# its libraries hold an object of every source instead of compiling them
+# again. Reported UNSUPPORTED by lit without nvcc; fails on any compile error
+# with it. Set BRAID_NVCC to use another nvcc.
 
 import concurrent.futures
 import os
@@ -29,6 +32,35 @@ sources = sorted(f for f in os.listdir(cuda_dir) if f.endswith(".cu"))
 if not sources:
     print(f"FAIL: no .cu files in {cuda_dir}")
     sys.exit(1)
+
+
+def built_with_werror(obj):
+    """The object files in the build's CUDA libraries where it compiled them
+    with nvcc's warnings as errors (BRAID_CUDA_WERROR); None otherwise."""
+    try:
+        cache = open(os.path.join(obj, "CMakeCache.txt")).read().splitlines()
+    except OSError:
+        return None
+    if "BRAID_CUDA_WERROR:BOOL=ON" not in cache:
+        return None
+    members = set()
+    for lib in ("libbraid_kernels_cuda.a", "libbraid_comm_nccl.a"):
+        path = os.path.join(obj, "lib", lib)
+        if os.path.exists(path):
+            listing = subprocess.run(["ar", "t", path], capture_output=True, text=True)
+            members.update(listing.stdout.split())
+    return members
+
+
+members = built_with_werror(sys.argv[2]) if len(sys.argv) > 2 else None
+if members is not None:
+    missing = [name for name in sources if name + ".o" not in members]
+    if missing:
+        print(f"FAIL: the build's CUDA libraries hold no object of {', '.join(missing)}")
+        sys.exit(1)
+    print(f"{len(sources)}/{len(sources)} CUDA sources compiled by the build "
+          "with -Werror all-warnings")
+    sys.exit(0)
 
 flags = ["-std=c++17", "-ccbin", os.environ.get("BRAID_CUDA_HOST_CXX", "g++-12"),
          "-gencode", "arch=compute_90,code=sm_90",
