@@ -87,7 +87,6 @@ if os.path.exists(os.path.join(config.braid_tools_dir, "braid-fuzz-parse")):
 # a sanitized CI build leaves it out, BRAID_RUNTIME_ENABLE_CUDASIM=OFF).
 if os.path.exists(os.path.join(config.braid_obj_root, "lib", "libbraid_kernels_cudasim.a")):
     config.available_features.add("cudasim")
-    config.environment["BRAID_TEST_CUDASIM"] = "1"
 if shutil.which("cmake"):
     config.available_features.add("cmake")
 # `python-bindings`: the build made braid._braid (where nanobind was

@@ -1,5 +1,5 @@
 # RUN: rm -rf %t && mkdir -p %t
-# RUN: %python %s %t %braid_src
+# RUN: %python %s %t %braid_src %if cudasim %{ --cudasim %}
 #
 # braid-run --generate --verify with Mamba layers under context parallelism
 # (issue 42: "CP for prefill (... the Mamba state carry that training has)"):
@@ -42,7 +42,7 @@ cases = [
 for model, grid, extra in cases:
     test.check_grid(model, grid, prompts, *extra)
 two = test.prompts("two.txt", ["1 2 3 4 5 6 7 8", "17 3"])
-if os.environ.get("BRAID_TEST_CUDASIM"):  # lit's `cudasim` feature
+if "--cudasim" in sys.argv[3:]:  # lit's `cudasim` feature (the RUN line)
     test.check_grid("mamba-tiny.mlir", "cp=2", two, "--backend", "cudasim", requests=2, tokens=3)
 
 # The SSM state not carried from rank to rank at prefill.
