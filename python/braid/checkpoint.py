@@ -14,11 +14,20 @@ as float32 (exactly: bf16 is the top half of an f32), or as their uint16 bits
 with ``bf16_bits=True``. ``python3 -m braid.checkpoint D`` prints the
 manifest's summary and every tensor's shape, dtype and norm. A failure raises
 braid.BraidError (a missing directory: braid.PathNotFoundError).
+
+``export_hf`` (``python3 -m braid.checkpoint export-hf D OUT --config HF``)
+writes a checkpoint's model as a Hugging Face directory: OUT/model.safetensors
+named and laid out as transformers' architecture of the configuration HF
+(a directory holding config.json, or the file), and OUT/config.json, its copy.
+The naming is braid.hf_weights' table read backwards; the optimizer states
+("opt.*") are not exported.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shutil
 import sys
 
 from .errors import BraidError, DependencyError, PathNotFoundError
@@ -136,12 +145,105 @@ def load(path, bf16_bits=False):
     return manifest, tensors
 
 
+# --dtype of export-hf -> the safetensors dtype it writes.
+_EXPORT_DTYPES = {"f32": "F32", "bf16": "BF16", "f16": "F16"}
+
+
+def _bf16_bits(a):
+    """float32 values as bf16 bits, rounded to nearest even (NaNs stay NaN)."""
+    import numpy as np
+
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    bits = a.view(np.uint32)
+    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16)
+    nan = (bits >> 16).astype(np.uint16) | np.uint16(0x40)
+    return np.where(np.isnan(a), nan, rounded.astype(np.uint16))
+
+
+def _encode(a, dtype):
+    import numpy as np
+
+    if dtype == "BF16":
+        return _bf16_bits(a).astype("<u2").tobytes()
+    return np.ascontiguousarray(a, dtype="<f4" if dtype == "F32" else "<f2").tobytes()
+
+
+def write_safetensors(path, arrays, dtype="f32"):
+    """Write {key: float array} to a safetensors file in `dtype` (f32, bf16,
+    f16): by hand, since safetensors.numpy cannot write BF16. The metadata
+    says format "pt", which transformers' loader expects."""
+    if dtype not in _EXPORT_DTYPES:
+        raise BraidError(f"dtype {dtype!r}: expected one of {', '.join(_EXPORT_DTYPES)}")
+    st = _EXPORT_DTYPES[dtype]
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for key, a in arrays.items():
+        data = _encode(a, st)
+        header[key] = {"dtype": st, "shape": list(a.shape),
+                       "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for data in blobs:
+            f.write(data)
+
+
+def export_hf(ckpt, out, config, dtype="f32"):
+    """Write the checkpoint `ckpt` (a directory, as for load) as the Hugging
+    Face model of `config` (a directory holding config.json, or the file):
+    out/model.safetensors and out/config.json. Raises a
+    braid.hf_weights.WeightsError naming a tensor the configuration does
+    not give, or a configuration's tensor the checkpoint lacks. Returns the
+    {HF name: array} written (before the cast to `dtype`)."""
+    from . import hf_weights
+    from .hf import _architecture, config_from_hf, read_hf_config
+
+    if dtype not in _EXPORT_DTYPES:
+        raise BraidError(f"dtype {dtype!r}: expected one of {', '.join(_EXPORT_DTYPES)}")
+    hf_config, file, folder = read_hf_config(config)
+    model = config_from_hf(hf_config, folder or None, source=file)
+    _, tensors = load(ckpt)
+    arrays = hf_weights.to_hf(model, _architecture(hf_config, file), tensors,
+                              source=resolve(ckpt))
+    os.makedirs(out, exist_ok=True)
+    write_safetensors(os.path.join(out, "model.safetensors"), arrays, dtype)
+    shutil.copyfile(file, os.path.join(out, "config.json"))
+    return arrays
+
+
+def _export_main(argv):
+    p = argparse.ArgumentParser(prog="python3 -m braid.checkpoint export-hf",
+                                description="Write a Braid checkpoint as a Hugging Face "
+                                            "model directory (model.safetensors, config.json).")
+    p.add_argument("ckpt", metavar="CKPT", help="checkpoint directory (or its root)")
+    p.add_argument("out", metavar="OUT", help="directory to write")
+    p.add_argument("--config", required=True, metavar="HF_DIR_OR_CONFIG_JSON",
+                   help="the Hugging Face configuration the checkpoint's model was built from")
+    p.add_argument("--dtype", choices=tuple(_EXPORT_DTYPES), default="f32")
+    args = p.parse_args(argv)
+    try:
+        arrays = export_hf(args.ckpt, args.out, args.config, args.dtype)
+    except (BraidError, OSError) as e:
+        print(f"braid.checkpoint: {e}", file=sys.stderr)
+        return 1
+    print(f"{os.path.join(args.out, 'model.safetensors')}: {len(arrays)} tensors "
+          f"({args.dtype}), and config.json")
+    return 0
+
+
 def main(argv=None):
     import numpy as np
 
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["export-hf"]:
+        return _export_main(argv[1:])
     if len(argv) != 1:
-        print("usage: python3 -m braid.checkpoint DIR", file=sys.stderr)
+        print("usage: python3 -m braid.checkpoint DIR\n"
+              "       python3 -m braid.checkpoint export-hf CKPT OUT --config HF "
+              "[--dtype f32|bf16|f16]", file=sys.stderr)
         return 2
     try:
         manifest, tensors = load(argv[0])
