@@ -39,6 +39,8 @@ typedef struct BraidRunOptions {
   bool compileOnly;        ///< build, do not run
   bool verify;             ///< compare with the program on one rank
   double verifyTolerance;
+  MlirStringRef initFrom; ///< a weights map the parameters start from; empty: the seed's
+  MlirStringRef dataFile; ///< a tokenized dataset the steps read; empty: the seed's batch
 } BraidRunOptions;
 
 /// braid-run's defaults: cpu, one step, rolled, tolerance 1e-5.

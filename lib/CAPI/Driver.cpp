@@ -23,6 +23,8 @@ BraidRunOptions braidRunOptionsGetDefault(void) {
   options.hasSeed = false;
   options.seed = 0;
   options.dumpDir = mlirStringRefCreate(nullptr, 0);
+  options.initFrom = mlirStringRefCreate(nullptr, 0);
+  options.dataFile = mlirStringRefCreate(nullptr, 0);
   options.traceFile = mlirStringRefCreate(nullptr, 0);
   options.emitCpp = mlirStringRefCreate(nullptr, 0);
   options.rollRepeats = defaults.compile.rollRepeats;
@@ -72,6 +74,8 @@ runOptions(const BraidRunOptions *options,
   run.compileOnly = options->compileOnly;
   run.verify = options->verify;
   run.verifyTolerance = options->verifyTolerance;
+  run.initFrom = unwrap(options->initFrom).str();
+  run.dataFile = unwrap(options->dataFile).str();
   return run;
 }
 

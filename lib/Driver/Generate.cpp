@@ -69,6 +69,8 @@ SmallVector<std::string> programArgs(const RunOptions &options,
   SmallVector<std::string> args = {"--generate", std::to_string(generate.tokens)};
   if (options.seed)
     args.append({"--seed", std::to_string(*options.seed)});
+  if (!options.initFrom.empty())
+    args.append({"--init-from", options.initFrom});
   if (!generate.promptsFile.empty())
     args.append({"--prompts", generate.promptsFile});
   else if (generate.promptLen)

@@ -53,6 +53,9 @@ LogicalResult checkOptions(const TrainingPipelineOptions &pipeline,
     return bad(name("data-dtype") + " is uint16 or uint32, found '" + options.dataDtype + "'");
   if ((!options.dataDtype.empty() || options.shuffle) && options.dataFile.empty())
     return bad(name(options.shuffle ? "shuffle" : "data-dtype") + " needs " + name("data"));
+  if (!options.initFrom.empty() && !options.resumeFrom.empty())
+    return bad(name("init-from") + " starts from another model's weights, " + name("resume") +
+               " from a checkpoint's: give one of them");
   // --steps 0 builds and initializes and runs nothing: what --dump of the
   // initial state is for, and nothing else.
   if (options.steps < 0 || (options.steps == 0 && options.dumpDir.empty()))
@@ -319,6 +322,8 @@ int runModel(ModuleOp module, const TrainingPipelineOptions &given,
     runArgs.append({"--threads", std::to_string(options.cpuThreads)});
   if (!options.resumeFrom.empty())
     runArgs.append({"--resume", options.resumeFrom});
+  if (!options.initFrom.empty())
+    runArgs.append({"--init-from", options.initFrom});
   // The data reaches every run alike: --verify compares batches of the same
   // windows.
   if (!options.dataFile.empty())

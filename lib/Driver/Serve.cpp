@@ -95,6 +95,8 @@ SmallVector<std::string> commonArgs(const RunOptions &options, const GenerateOpt
   SmallVector<std::string> args = {"--generate", std::to_string(generate.tokens)};
   if (options.seed)
     args.append({"--seed", std::to_string(*options.seed)});
+  if (!options.initFrom.empty())
+    args.append({"--init-from", options.initFrom});
   if (generate.temperature > 0)
     args.append({"--temperature", real(generate.temperature)});
   if (generate.topK > 0)

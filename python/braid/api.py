@@ -88,6 +88,34 @@ def model_text(model) -> tuple[str, str]:
     raise ArgumentTypeError(f"model must be {_MODEL_KINDS}; found {type(model).__name__}")
 
 
+
+def init_from_map(model, init_from, scratch: str) -> str:
+    """The weights map the runtime's --init-from reads, for `init_from`: a
+    map file as it is, or a Hugging Face model directory (config.json and
+    safetensors), whose map braid.hf_weights writes into `scratch` for
+    `model`, which must then be the braid.ModelConfig of that configuration
+    (braid.from_hf(directory, ...)). "" for None."""
+    if init_from is None:
+        return ""
+    if not isinstance(init_from, (str, os.PathLike)):
+        raise ArgumentTypeError("init_from must be a weights map or a Hugging Face model "
+                                f"directory, found {type(init_from).__name__}")
+    path = os.fspath(init_from)
+    if os.path.isfile(path):
+        return path
+    if not os.path.isdir(path):
+        raise PathNotFoundError(f"init_from {path!r} does not exist", path)
+    from .config import ModelConfig
+    if not isinstance(model, ModelConfig):
+        raise ArgumentError(f"init_from={path!r} is a model directory: its weights map needs "
+                            "the model as a braid.ModelConfig (braid.from_hf(directory)); "
+                            "or pass a map from python3 -m braid.hf_weights")
+    from . import hf_weights
+    out = os.path.join(scratch, "weights.json")
+    hf_weights.write_weights_map(model, path, out)
+    return out
+
+
 def _read_model(file: str) -> tuple[str, str]:
     try:
         with open(file) as f:
@@ -319,7 +347,7 @@ def _dump(value, what: str):
 def run(model, grid: Grid = "", *, steps: int = 1, verify: bool = False,
         verify_tolerance: float = 1e-5, dump=False, trace=None,
         seed: Optional[int] = None, backend: str = "cpu", quiet: bool = True,
-        **options) -> RunResult:
+        init_from=None, data=None, **options) -> RunResult:
     """Compiles `model` for `grid`, builds it and trains `steps` steps on its
     CPU ranks (as braid-run does). `dump`: True (a temporary folder) or a
     folder: every named tensor comes back as a numpy array in `.dumps`.
@@ -327,17 +355,26 @@ def run(model, grid: Grid = "", *, steps: int = 1, verify: bool = False,
     `verify`: also runs the 1-rank program and compares (VerifyError when they
     differ beyond `verify_tolerance`). `seed` (default: the model's) seeds
     the initialization and the data; `backend` is "cpu", "cuda" or
-    "cudasim". Raises BraidError when a step fails."""
+    "cudasim". `init_from`: the parameters start from these weights (a
+    weights map, or a Hugging Face model directory when `model` is its
+    braid.from_hf config; the optimizer starts fresh). `data`: the steps
+    read their batches from this tokenized dataset (braid-run --data: .npy,
+    uint16 .bin, Megatron .bin/.idx). Raises BraidError when a step fails."""
     text, name = model_text(model)
     grid = grid_text(grid)
     opts = _options(grid, options)
     module = _parse(text, name)
     dump_dir = ""
-    scratch = None
     trace_file = os.fspath(trace) if trace else ""
+    data_file = "" if data is None else os.fspath(data)
+    if data_file and not os.path.isfile(data_file):
+        raise PathNotFoundError(f"no data file {data_file!r}", data_file)
+    scratch = tempfile.mkdtemp(prefix="braid-run-")
     try:
+        weights = init_from_map(model, init_from, scratch)
         if dump is True:
-            scratch = dump_dir = tempfile.mkdtemp(prefix="braid-dump-")
+            dump_dir = os.path.join(scratch, "dump")
+            os.makedirs(dump_dir)
         elif dump:
             dump_dir = os.fspath(dump)
             os.makedirs(dump_dir, exist_ok=True)
@@ -347,15 +384,19 @@ def run(model, grid: Grid = "", *, steps: int = 1, verify: bool = False,
             for old in _trace_files(trace_file):
                 os.remove(old)
     except OSError as e:
+        shutil.rmtree(scratch, ignore_errors=True)
         raise BraidError(f"cannot prepare {e.filename!r} for the run's output: "
                          f"{e.strerror}") from None
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     try:
         rc, out, err = module.run(opts, steps, verify, verify_tolerance, dump_dir,
-                                  trace_file, backend, -1 if seed is None else seed, quiet)
+                                  trace_file, backend, -1 if seed is None else seed, quiet,
+                                  init_from=weights, data_file=data_file)
         dumps = load_dumps(dump_dir) if dump_dir and rc == 0 else {}
     finally:
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     verified = None
     if verify:
         verified = "verify: PASS" in out
@@ -448,7 +489,8 @@ def generate(model, prompts, max_new_tokens: int = 16, grid: Grid = "", *,
              temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
              seed: Optional[int] = None, batch: Optional[int] = None,
              context: Optional[int] = None, verify: bool = False,
-             backend: str = "cpu", quiet: bool = True, tokenizer=None, **options) -> list:
+             backend: str = "cpu", quiet: bool = True, tokenizer=None, init_from=None,
+             **options) -> list:
     """Generates `max_new_tokens` token ids after each prompt (a list of
     token-id lists, of any lengths) with the model's prefill and decode
     programs, as `braid-run MODEL --generate N --prompts FILE` does; returns
@@ -461,7 +503,8 @@ def generate(model, prompts, max_new_tokens: int = 16, grid: Grid = "", *,
     sequence length); the prefill program takes the longest prompt. `grid`
     and the other keyword arguments are the pipeline's (dtype="bf16").
     `verify`: teacher forcing, every step's logits against the forward
-    program's (VerifyError when they differ).
+    program's (VerifyError when they differ). `init_from`: the weights (as
+    `run`'s), else the seed's.
 
     `tokenizer` (a directory holding a Hugging Face tokenizer.json, the
     file, or a tokenizers.Tokenizer; needs the `tokenizers` package): a
@@ -495,13 +538,14 @@ def generate(model, prompts, max_new_tokens: int = 16, grid: Grid = "", *,
     module = _parse(text, name)
     scratch = tempfile.mkdtemp(prefix="braid-generate-")
     try:
+        weights = init_from_map(model, init_from, scratch)
         prompts_file = os.path.join(scratch, "prompts.txt")
         with open(prompts_file, "w") as f:
             f.write("".join(line + "\n" for line in lines))
         rc, out, err = module.generate(
             opts, max_new_tokens, prompts_file, batch or 0, context or 0,
             float(temperature), int(top_k), float(top_p), verify, backend,
-            -1 if seed is None else seed, quiet)
+            -1 if seed is None else seed, quiet, init_from=weights)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     ids, refused = parse_requests(out, len(lines))

@@ -25,7 +25,7 @@ import tempfile
 from typing import Iterator, Mapping, Optional
 
 from .api import (BraidError, GenerateError, VerifyError, _backend, _message, _native,
-                  _options, _parse, grid_text, model_text)
+                  _options, _parse, grid_text, init_from_map, model_text)
 from .errors import ArgumentError, ArgumentTypeError, PathNotFoundError, did_you_mean
 from .options import Grid, api_function, boolean, integer as _integer, real as _real
 
@@ -200,7 +200,8 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid: Grid = "",
           temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
           seed: Optional[int] = None, end_token: Optional[int] = None,
           static_batching: bool = False, verify: bool = False,
-          backend: str = "cpu", quiet: bool = True, **options) -> ServeResult:
+          backend: str = "cpu", quiet: bool = True, init_from=None,
+          **options) -> ServeResult:
     """Serves `requests` with continuous batching and chunked prefill over a
     paged KV cache, as `braid-run MODEL --serve FILE` does (docs/serving.md);
     returns a ServeResult: one RequestOutput per request in order (`.ids`,
@@ -223,7 +224,9 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid: Grid = "",
     against). `grid` (one that serving runs on, docs/serving.md) and the
     other keyword arguments are the pipeline's (dtype="bf16"). `verify`:
     every request's ids and logits against itself generated alone on one
-    rank (VerifyError when they differ).
+    rank (VerifyError when they differ). `init_from`: the weights (a weights
+    map, or a Hugging Face directory when `model` is its braid.from_hf
+    config), else the seed's.
 
     A field or argument that is unknown or of the wrong type or range raises
     ArgumentError (also a ValueError; ArgumentTypeError, also a TypeError, for
@@ -269,6 +272,7 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid: Grid = "",
     module = _parse(text, name)
     scratch = tempfile.mkdtemp(prefix="braid-serve-")
     try:
+        weights = init_from_map(model, init_from, scratch)
         if lines is not None:
             requests_file = os.path.join(scratch, "requests.jsonl")
             with open(requests_file, "w") as f:
@@ -277,7 +281,7 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid: Grid = "",
         serve_options = _serve_options(_native(), requests_file=requests_file,
                                        output_file=output_file, **checked)
         rc, out, err = module.serve(opts, serve_options, bool(verify), backend, seed,
-                                    bool(quiet))
+                                    bool(quiet), init_from=weights)
         written = ""
         if os.path.exists(output_file):
             with open(output_file) as f:

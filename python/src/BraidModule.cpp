@@ -270,9 +270,12 @@ public:
   run(const PipelineOptions &options, int steps, bool verify,
       double verifyTolerance, const std::string &dumpDir,
       const std::string &traceFile, const std::string &backend,
-      int64_t seed, bool quiet) {
+      int64_t seed, bool quiet, const std::string &initFrom,
+      const std::string &dataFile) {
     BraidRunOptions run = braidRunOptionsGetDefault();
     run.backend = ref(backend);
+    run.initFrom = ref(initFrom);
+    run.dataFile = ref(dataFile);
     run.steps = steps;
     run.verify = verify;
     run.verifyTolerance = verifyTolerance;
@@ -296,11 +299,14 @@ public:
   }
 
   /// The run options generate() and serve() share (seed < 0: the default).
-  /// `backend` must outlive the returned options (they refer to it).
+  /// `backend` and `initFrom` must outlive the returned options (they refer
+  /// to them).
   static BraidRunOptions inferenceRunOptions(bool verify, const std::string &backend,
-                                             int64_t seed, bool quiet) {
+                                             int64_t seed, bool quiet,
+                                             const std::string &initFrom) {
     BraidRunOptions run = braidRunOptionsGetDefault();
     run.backend = ref(backend);
+    run.initFrom = ref(initFrom);
     run.verify = verify;
     run.quiet = quiet;
     if (seed >= 0) {
@@ -317,8 +323,9 @@ public:
   generate(const PipelineOptions &options, int64_t tokens,
            const std::string &promptsFile, int64_t batch, int64_t context,
            double temperature, int64_t topK, double topP, bool verify,
-           const std::string &backend, int64_t seed, bool quiet) {
-    BraidRunOptions run = inferenceRunOptions(verify, backend, seed, quiet);
+           const std::string &backend, int64_t seed, bool quiet,
+           const std::string &initFrom) {
+    BraidRunOptions run = inferenceRunOptions(verify, backend, seed, quiet, initFrom);
     BraidGenerateOptions generate = braidGenerateOptionsGetDefault();
     generate.tokens = tokens;
     generate.promptsFile = ref(promptsFile);
@@ -343,8 +350,9 @@ public:
   /// it completes, the summary and the verdict of verify.
   std::tuple<int, std::string, std::string>
   serve(const PipelineOptions &options, const ServeOptions &serve, bool verify,
-        const std::string &backend, int64_t seed, bool quiet) {
-    BraidRunOptions run = inferenceRunOptions(verify, backend, seed, quiet);
+        const std::string &backend, int64_t seed, bool quiet,
+        const std::string &initFrom) {
+    BraidRunOptions run = inferenceRunOptions(verify, backend, seed, quiet, initFrom);
     BraidServeOptions what = serve.get();
     int rc;
     std::string out, err;
@@ -436,13 +444,13 @@ NB_MODULE(_braid, m) {
       .def("run", &Module::run, nb::arg("options"), nb::arg("steps"),
            nb::arg("verify"), nb::arg("verify_tolerance"), nb::arg("dump_dir"),
            nb::arg("trace_file"), nb::arg("backend"), nb::arg("seed"),
-           nb::arg("quiet"))
+           nb::arg("quiet"), nb::arg("init_from") = "", nb::arg("data_file") = "")
       .def("generate", &Module::generate, nb::arg("options"),
            nb::arg("tokens"), nb::arg("prompts_file"), nb::arg("batch"),
            nb::arg("context"), nb::arg("temperature"), nb::arg("top_k"),
            nb::arg("top_p"), nb::arg("verify"), nb::arg("backend"),
-           nb::arg("seed"), nb::arg("quiet"))
+           nb::arg("seed"), nb::arg("quiet"), nb::arg("init_from") = "")
       .def("serve", &Module::serve, nb::arg("options"), nb::arg("serve"),
            nb::arg("verify"), nb::arg("backend"), nb::arg("seed"),
-           nb::arg("quiet"));
+           nb::arg("quiet"), nb::arg("init_from") = "");
 }

@@ -18,6 +18,8 @@ namespace braid::rt::ckpt {
 
 namespace {
 
+using json::Fields;
+
 std::string intArray(const std::vector<int64_t> &values) {
   std::string out = "[";
   for (size_t i = 0; i < values.size(); ++i)
@@ -62,64 +64,6 @@ std::string tensorsJson(const std::vector<Tensor> &tensors, const char *indent) 
   }
   return out + "]";
 }
-
-/// Reads fields of a JSON object, remembering the first that is missing or
-/// malformed.
-class Fields {
-public:
-  Fields(const json::Value &object, std::string where)
-      : object_(object), where_(std::move(where)) {}
-
-  const json::Value *field(const char *name, json::Value::Kind kind) {
-    const json::Value *v = object_.get(name);
-    if (!v || v->kind != kind) {
-      fail(std::string("no ") +
-           (kind == json::Value::String   ? "string"
-            : kind == json::Value::Number ? "number"
-            : kind == json::Value::Array  ? "array"
-                                          : "value") +
-           " '" + name + "'");
-      return nullptr;
-    }
-    return v;
-  }
-  void string(const char *name, std::string *out) {
-    if (const json::Value *v = field(name, json::Value::String))
-      *out = v->text;
-  }
-  void integer(const char *name, int64_t *out) {
-    const json::Value *v = field(name, json::Value::Number);
-    if (v && !v->asInt(out))
-      fail(std::string("'") + name + "' is not an integer");
-  }
-  void shape(const char *name, std::vector<int64_t> *out) {
-    const json::Value *v = field(name, json::Value::Array);
-    if (!v)
-      return;
-    out->clear();
-    for (const json::Value &item : v->items) {
-      int64_t n;
-      if (!item.asInt(&n) || n < 0)
-        return fail(std::string("'") + name + "' is not a list of sizes");
-      out->push_back(n);
-    }
-  }
-  void fail(const std::string &message) {
-    if (error_.empty())
-      error_ = where_ + ": " + message;
-  }
-  bool ok(std::string *error) const {
-    if (error_.empty())
-      return true;
-    *error = error_;
-    return false;
-  }
-
-private:
-  const json::Value &object_;
-  std::string where_;
-  std::string error_;
-};
 
 bool parsePiece(const json::Value &value, const std::string &where, Piece *out,
                 std::string *error) {

@@ -62,6 +62,8 @@ struct Args {
   bool dumpFirstStep = false; ///< also keep the first step's dumps as step<K>.*
   bool checkReplicas = false; ///< dump how far every copy is from rank 0's
   std::string checkpointDir, resume;
+  /// A weights map the parameters start from (weights_map.h).
+  std::string initFrom;
   int64_t checkpointEvery = 0; ///< 0: only after the last step
   // Data (driver_data.cpp): a tokenized dataset instead of the seed's batch.
   std::string dataFile;        ///< --data PATH

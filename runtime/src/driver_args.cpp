@@ -5,6 +5,7 @@
 //           [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks]
 //           [--dump-first-step] [--check-replicas]
 //           [--checkpoint-dir D] [--checkpoint-every K] [--resume D]
+//           [--init-from MAP]
 //           [--threads N]
 //           [--data PATH [--data-dtype uint16|uint32] [--shuffle]]
 //           [--eval-data PATH --eval-every K [--eval-batches N]]  (driver_data.cpp)
@@ -40,7 +41,7 @@ void usage(const char *argv0, FILE *out) {
                "       [--grid AXIS=SIZE,...] [--all-ranks] [--dump-all-ranks] "
                "[--dump-first-step] [--check-replicas]\n"
                "       [--checkpoint-dir D] [--checkpoint-every K] [--resume D] "
-               "[--threads N]\n"
+               "[--init-from MAP] [--threads N]\n"
                "       [--data PATH [--data-dtype uint16|uint32] [--shuffle]] "
                "[--eval-data PATH --eval-every K [--eval-batches N]]\n"
                "       [--generate N] [--prompts FILE] [--prompt-len L] [--temperature T] "
@@ -136,6 +137,7 @@ const StringFlag kStringFlags[] = {
     {"--grid", &Args::grid, "--grid needs AXIS=SIZE[,AXIS=SIZE...]"},
     {"--checkpoint-dir", &Args::checkpointDir, "--checkpoint-dir needs a directory"},
     {"--resume", &Args::resume, "--resume needs a checkpoint directory"},
+    {"--init-from", &Args::initFrom, "--init-from needs a weights map (python3 -m braid.hf_weights)"},
     {"--prompts", &Args::promptsFile, "--prompts needs a file"},
     {"--logits-out", &Args::logitsOut, "--logits-out needs a directory"},
     {"--serve", &Args::serveFile, "--serve needs a file of requests"},
@@ -283,6 +285,9 @@ Args parseArgs(int argc, char **argv) {
   }
   if (args.evalDataFile.empty() != (args.evalEvery == 0))
     reader.fail("--eval-data and --eval-every K (K >= 1) go together");
+  if (!args.initFrom.empty() && !args.resume.empty())
+    reader.fail("--init-from starts from another model's weights, --resume from a checkpoint's: "
+                "give one of them");
   return args;
 }
 

@@ -543,8 +543,8 @@ int runGeneration(Session &s, const InferencePrograms &programs) {
   if (s.args.verifyForward && !programs.forward)
     return s.refuse("--verify-forward needs the forward program, which this binary lacks");
   if (!s.args.resume.empty() || !s.args.checkpointDir.empty())
-    return s.refuse("generation starts from initialized parameters (--resume and "
-                    "--checkpoint-dir are for training)");
+    return s.refuse("generation starts from initialized parameters (the seed's, or "
+                    "--init-from's; --resume and --checkpoint-dir are for training)");
   // The requests first: an unreadable --prompts file ends the run before
   // anything is initialized.
   const Shapes shapes = shapesOf(s, programs);

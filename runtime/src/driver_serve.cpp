@@ -493,8 +493,8 @@ void Server::writeLogits() const {
 
 int runServing(Session &s, const InferencePrograms &programs) {
   if (!s.args.resume.empty() || !s.args.checkpointDir.empty())
-    return s.refuse("serving starts from initialized parameters (--resume and "
-                    "--checkpoint-dir are for training)");
+    return s.refuse("serving starts from initialized parameters (the seed's, or "
+                    "--init-from's; --resume and --checkpoint-dir are for training)");
   if (!s.args.serveFile.empty() && s.args.rate > 0)
     return s.refuse("--serve FILE and --rate R are two sources of requests: give one");
   if (s.args.disaggregate && s.ranks.replicas != 2)

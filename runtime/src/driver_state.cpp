@@ -7,6 +7,8 @@
 // element's global index (so that N ranks start from the state of one), zero
 // in padding. --resume D then loads a checkpoint's parameters and state over
 // them (checkpoint.h); the inputs are drawn from the checkpoint's seed.
+// --init-from MAP loads another model's weights over the parameters
+// (weights_map.h): the optimizer's state stays the rng's, as at step 0.
 //
 // With --dump DIR the initial state is written as DIR/<name>.npy: a sharded
 // tensor is gathered (persistent.h, rt_impl.h's dumpSharded) and written as
@@ -16,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "driver.h"
+#include "weights_map.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -80,6 +83,10 @@ bool initializeState(Session &s) {
   s.resuming = !s.args.resume.empty();
   if (s.resuming && !openResumed(s))
     return false;
+  weights::Map weights;
+  if (!s.args.initFrom.empty() &&
+      !weights::openWeights(rt, s.checkpointRun(), s.args.initFrom, &weights))
+    return false;
   s.firstStep = s.resumed.step + 1;
   rt->options.firstStep = s.firstStep;
 
@@ -91,6 +98,8 @@ bool initializeState(Session &s) {
     braid_rt_alloc(rt, r.offset, r.bytes, r.name);
   s.persistentLive = rt->live.size();
   generate(s);
+  if (!s.args.initFrom.empty())
+    return weights::loadWeights(rt, s.checkpointRun(), weights);
   return !s.resuming || loadCheckpoint(rt, s.checkpointRun(), s.resumed);
 }
 

@@ -161,6 +161,60 @@ private:
 
 } // namespace
 
+const Value *Fields::field(const char *name, Value::Kind kind) {
+  const Value *v = object_.get(name);
+  if (v && v->kind == kind)
+    return v;
+  const char *what = kind == Value::String   ? "string"
+                     : kind == Value::Number ? "number"
+                     : kind == Value::Array  ? "array"
+                     : kind == Value::Bool   ? "boolean"
+                                             : "value";
+  fail(std::string("no ") + what + " '" + name + "'");
+  return nullptr;
+}
+
+void Fields::string(const char *name, std::string *out) {
+  if (const Value *v = field(name, Value::String))
+    *out = v->text;
+}
+
+void Fields::integer(const char *name, int64_t *out) {
+  const Value *v = field(name, Value::Number);
+  if (v && !v->asInt(out))
+    fail(std::string("'") + name + "' is not an integer");
+}
+
+void Fields::boolean(const char *name, bool *out) {
+  if (const Value *v = field(name, Value::Bool))
+    *out = v->boolean;
+}
+
+void Fields::shape(const char *name, std::vector<int64_t> *out) {
+  const Value *v = field(name, Value::Array);
+  if (!v)
+    return;
+  out->clear();
+  for (const Value &item : v->items) {
+    int64_t n;
+    if (!item.asInt(&n) || n < 0)
+      return fail(std::string("'") + name + "' is not a list of sizes");
+    out->push_back(n);
+  }
+}
+
+void Fields::fail(const std::string &message) {
+  if (error_.empty())
+    error_ = where_ + ": " + message;
+}
+
+bool Fields::ok(std::string *error) const {
+  if (error_.empty())
+    return true;
+  *error = error_;
+  return false;
+}
+
 bool parse(const std::string &text, Value *out, std::string *error) {
   *out = Value();
   Builder builder(out);

@@ -33,6 +33,29 @@ struct Value {
   bool asInt(int64_t *out) const;
 };
 
+/// Reads fields of a JSON object, remembering the first that is missing or
+/// malformed: "WHERE: no string 'name'", "WHERE: 'step' is not an integer".
+class Fields {
+public:
+  Fields(const Value &object, std::string where) : object_(object), where_(std::move(where)) {}
+
+  /// The member `name` when it is of `kind`; else null, the failure noted.
+  const Value *field(const char *name, Value::Kind kind);
+  void string(const char *name, std::string *out);
+  void integer(const char *name, int64_t *out);
+  void boolean(const char *name, bool *out);
+  /// A list of non-negative integers (a shape, a start).
+  void shape(const char *name, std::vector<int64_t> *out);
+  void fail(const std::string &message);
+  /// True when nothing failed; else false with the first failure.
+  bool ok(std::string *error) const;
+
+private:
+  const Value &object_;
+  std::string where_;
+  std::string error_;
+};
+
 /// Parses a whole document; false with a message (the byte offset of the
 /// problem) in `error`.
 bool parse(const std::string &text, Value *out, std::string *error);

@@ -21,9 +21,6 @@ namespace {
 /// A prompt_len is drawn only up to this when the context is not known.
 constexpr int64_t kDrawnPromptBound = int64_t(1) << 24;
 
-const char *const kFields[] = {"prompt",      "prompt_len", "max_new_tokens", "temperature",
-                               "top_k",       "top_p",      "seed",           "arrival_ms"};
-
 /// A value as a refusal quotes it.
 std::string describe(const json::Value &v) {
   switch (v.kind) {

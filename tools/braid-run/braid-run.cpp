@@ -231,6 +231,11 @@ static cl::opt<std::string> resumeFrom(
     "resume", cl::cat(checkpointCategory), cl::value_desc("dir"),
     cl::desc("Continue from the latest checkpoint in this directory (or from this "
              "checkpoint), written on any grid; --steps is then the last step"));
+static cl::opt<std::string> initFrom(
+    "init-from", cl::cat(checkpointCategory), cl::value_desc("map"),
+    cl::desc("Start from another model's weights: a weights map that python3 -m "
+             "braid.hf_weights writes for a Hugging Face model directory (each rank reads "
+             "its own slices; the optimizer starts fresh)"));
 
 static cl::OptionCategory dataCategory("Data");
 static cl::opt<std::string> dataFile(
@@ -516,6 +521,7 @@ int main(int argc, char **argv) {
   options.checkpointDir = checkpointDir;
   options.checkpointEvery = checkpointEvery;
   options.resumeFrom = resumeFrom;
+  options.initFrom = initFrom;
   options.cpuThreads = cpuThreads;
   options.dataFile = dataFile;
   options.dataDtype = dataDtype;

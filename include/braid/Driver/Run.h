@@ -48,6 +48,9 @@ struct RunOptions {
   int64_t checkpointEvery = 0;
   /// A checkpoint directory (or checkpoint) to continue from.
   std::string resumeFrom;
+  /// A weights map (python3 -m braid.hf_weights) the parameters start from:
+  /// another model's weights, the optimizer's state fresh.
+  std::string initFrom;
   /// A tokenized dataset the steps read their batches from (the programs'
   /// --data; runtime/src/data.h has the formats); empty: the seed's batch.
   std::string dataFile;
