@@ -286,7 +286,10 @@ def _qwen_moe(r, *, shared: bool, qk_norm: bool):
     # false; Qwen3-MoE's attention is Qwen3's (attention_bias, q/k norms).
     kw = _llama_like(r, default_theta=1e4, qkv_bias=not qk_norm and r.get("qkv_bias", True),
                      qk_norm=qk_norm, windowed_by_flag=True, has_attention_bias=qk_norm)
-    experts, top_k = r.integer("num_experts"), r.integer("num_experts_per_tok")
+    # transformers 5 writes the expert count under Mixtral's name
+    # (Qwen3MoeConfig.attribute_map: num_experts -> num_local_experts).
+    experts = r.integer("num_experts", "num_local_experts")
+    top_k = r.integer("num_experts_per_tok")
     layers = kw["layers"]
     step = r.get("decoder_sparse_step", 1)
     only = r.get("mlp_only_layers") or []
@@ -406,7 +409,8 @@ def _jamba(r):
              default="silu")
     _no_window(r, False)
     _router_loss(r)
-    r.neutral("use_mamba_kernels", "num_logits_to_keep")
+    # Kernel choices of the Mamba mixer (as in _mamba), not the function.
+    r.neutral("use_mamba_kernels", "num_logits_to_keep", "use_mambapy", "use_associative_scan")
     return kw
 
 

@@ -362,6 +362,17 @@ def test_moe_routing_as_configured():
         assert c.resolved().capacity == c.moe_group == 64
 
 
+def test_transformers5_field_names():
+    # transformers 5 saves Qwen3-MoE's expert count as num_local_experts
+    # (its attribute_map) and Jamba's Mamba kernel switches.
+    v5 = {k: v for k, v in QWEN3_30B_A3B.items() if k != "num_experts"}
+    assert config_from_hf(dict(v5, num_local_experts=128)).experts == 128
+    with pytest.raises(UnsupportedConfigError, match="num_local_experts"):
+        config_from_hf(dict(QWEN3_30B_A3B, num_local_experts=64))
+    jamba = config_from_hf(dict(JAMBA_V01, use_mambapy=False, use_associative_scan=True))
+    assert jamba.family == "hybrid"
+
+
 def test_jamba_layout():
     c = config_from_hf(JAMBA_V01, seq=64)
     attrs = c.model_attrs()
