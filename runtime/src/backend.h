@@ -48,6 +48,9 @@ public:
   virtual void release(void *pointer) = 0;
   virtual void copyToDevice(void *dst, const void *src, int64_t bytes) = 0;
   virtual void copyToHost(void *dst, const void *src, int64_t bytes) = 0;
+  /// Whether the host may write the arena directly (the cpu backend): a
+  /// loader then skips staging and copyToDevice.
+  virtual bool hostAddressable() const { return false; }
   /// Device to device, ordered with the kernels (not overlapping).
   virtual void copy(void *dst, const void *src, int64_t bytes) = 0;
   /// Waits for all work issued so far.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 
 namespace braid::rt {
 
@@ -17,11 +18,22 @@ public:
   CpuBackend() = default;
   const char *name() const override { return "cpu"; }
 
+  bool hostAddressable() const override { return true; }
+
   void *allocate(int64_t bytes) override {
-    constexpr size_t alignment = 64;
+    // A large buffer (the arena) lies on 2 MiB boundaries and asks for
+    // transparent huge pages: its first touch (the memset below) then takes
+    // one fault per 2 MiB instead of per 4 KiB, and the kernels fewer TLB
+    // misses. perf put page faults at a third of loading a 1B model.
+    constexpr size_t kHuge = size_t(2) << 20;
     size_t size = size_t(bytes > 0 ? bytes : 1);
+    const size_t alignment = size >= 2 * kHuge ? kHuge : 64;
     size = (size + alignment - 1) / alignment * alignment; // aligned_alloc wants a multiple
     void *pointer = std::aligned_alloc(alignment, size);
+#ifdef MADV_HUGEPAGE
+    if (pointer && alignment == kHuge)
+      ::madvise(pointer, size, MADV_HUGEPAGE); // advice only: failure changes nothing
+#endif
     if (!pointer) {
       std::fprintf(stderr, "braid runtime: cpu backend: cannot allocate %lld bytes\n",
                    (long long)bytes);

@@ -49,7 +49,7 @@ bool openResumed(Session &s) {
 }
 
 /// Fills the persistent tensors from the rng (a resumed run: the inputs
-/// alone). With --progress it says what it does and, every 5 s, how far it
+/// alone; a run from a weights map: all but the weights). With --progress it says what it does and, every 5 s, how far it
 /// is (a real-size model's parameters take seconds to generate).
 void generate(Session &s) {
   const bool progress = s.args.progress && s.talks;
@@ -63,7 +63,11 @@ void generate(Session &s) {
   double reported = 0;
   for (size_t i = 0; i < s.persistent.size(); ++i) {
     const Persistent &p = s.persistent[i];
-    if (!s.resuming || !p.param)
+    // What a checkpoint or a weights map fills is not drawn: they write
+    // every byte of the buffer, padding included.
+    const bool loaded = p.param && (s.resuming || (!s.args.initFrom.empty() &&
+                                                   !weights::isState(p.desc->name)));
+    if (!loaded)
       initialize(s.rt.get(), p, s.args.seed);
     doneMb += double(p.bytes) / 1e6;
     if (progress && secondsSince(s.initStart) - reported >= 5) {

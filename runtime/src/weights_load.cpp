@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <map>
@@ -181,8 +182,9 @@ std::string checkFiles(const Map &map) {
   return "";
 }
 
-/// Row-major strides of `shape`, the last two swapped with `transpose`:
-/// the element of the transposed view at index i is at sum(i[d] * s[d]).
+/// Row-major strides of the piece's view, the last two swapped with
+/// `transpose`: the element of the transposed view at index i is at
+/// sum(i[d] * s[d]).
 std::vector<int64_t> readStrides(const Piece &piece) {
   const size_t rank = piece.view.size();
   std::vector<int64_t> strides(rank, 1);
@@ -193,68 +195,149 @@ std::vector<int64_t> readStrides(const Piece &piece) {
   return strides;
 }
 
-float loadElement(const char *src, braid_dtype dtype, int64_t i) {
-  if (dtype == BRAID_F32) {
-    float v;
-    std::memcpy(&v, src + 4 * i, 4);
-    return v;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, src + 2 * i, 2);
-  return dtype == BRAID_BF16 ? bf16_to_float(bits) : f16_to_float(bits);
+/// Row-major strides of `shape`.
+std::vector<int64_t> rowStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
 }
 
-void storeElement(char *dst, braid_dtype dtype, int64_t i, float v) {
-  if (dtype == BRAID_F32) {
-    std::memcpy(dst + 4 * i, &v, 4);
+/// Element types as the copies read and write them (unaligned: an entry's
+/// bytes need not be aligned in its file).
+struct F32 {
+  using Bits = float;
+  static float get(Bits v) { return v; }
+  static Bits put(float v) { return v; }
+};
+struct BF16 {
+  using Bits = uint16_t;
+  static float get(Bits v) { return bf16_to_float(v); }
+  static Bits put(float v) { return float_to_bf16(v); }
+};
+struct F16 {
+  using Bits = uint16_t;
+  static float get(Bits v) { return f16_to_float(v); }
+  static Bits put(float v) { return float_to_f16(v); }
+};
+
+/// A 2-d block of `rows` x `cols` elements: the source's element (r, c) at
+/// src[r * srcRow + c * srcCol], the destination's at dst[r * dstRow + c].
+struct Block {
+  const char *src;
+  int64_t srcRow, srcCol;
+  char *dst;
+  int64_t dstRow, rows, cols;
+};
+
+template <typename From, typename To> void copyBlock(const Block &b) {
+  using S = typename From::Bits;
+  using D = typename To::Bits;
+  auto load = [&](int64_t i) {
+    S v;
+    std::memcpy(&v, b.src + i * int64_t(sizeof(S)), sizeof(S));
+    return From::get(v);
+  };
+  auto store = [&](int64_t i, float v) {
+    D bits = To::put(v);
+    std::memcpy(b.dst + i * int64_t(sizeof(D)), &bits, sizeof(D));
+  };
+  if (b.srcCol == 1) { // rows of both are contiguous
+    for (int64_t r = 0; r < b.rows; ++r)
+      for (int64_t c = 0; c < b.cols; ++c)
+        store(r * b.dstRow + c, load(r * b.srcRow + c));
     return;
   }
-  uint16_t bits = dtype == BRAID_BF16 ? float_to_bf16(v) : float_to_f16(v);
-  std::memcpy(dst + 2 * i, &bits, 2);
+  // A transposed source: tiles small enough that the source's rows of a
+  // tile and the destination's stay in cache while the tile is copied.
+  constexpr int64_t kTile = 64;
+  for (int64_t r0 = 0; r0 < b.rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < b.cols; c0 += kTile) {
+      const int64_t r1 = std::min(b.rows, r0 + kTile), c1 = std::min(b.cols, c0 + kTile);
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r)
+          store(r * b.dstRow + c, load(r * b.srcRow + c * b.srcCol));
+    }
 }
 
-/// Copies `count` elements from src (every `step`-th from `at`) to dst (from
-/// `to`), converting the type: the same type and a step of 1 is a memcpy.
-void copyRow(const char *src, braid_dtype srcType, int64_t at, int64_t step, char *dst,
-             braid_dtype dstType, int64_t to, int64_t count) {
-  if (srcType == dstType && step == 1) {
-    const int64_t size = braid_dtype_size(srcType);
-    std::memcpy(dst + to * size, src + at * size, size_t(count * size));
+template <typename From> void copyBlockTo(braid_dtype to, const Block &b) {
+  if (to == BRAID_F32)
+    return copyBlock<From, F32>(b);
+  if (to == BRAID_BF16)
+    return copyBlock<From, BF16>(b);
+  copyBlock<From, F16>(b);
+}
+
+void copyBlockAs(braid_dtype from, braid_dtype to, const Block &b) {
+  if (from == to && b.srcCol == 1) { // no conversion: a memcpy per row
+    const int64_t size = braid_dtype_size(from);
+    for (int64_t r = 0; r < b.rows; ++r)
+      std::memcpy(b.dst + r * b.dstRow * size, b.src + r * b.srcRow * size, size_t(b.cols * size));
     return;
   }
-  for (int64_t k = 0; k < count; ++k)
-    storeElement(dst, dstType, to + k, loadElement(src, srcType, at + k * step));
+  if (from == BRAID_F32)
+    return copyBlockTo<F32>(to, b);
+  if (from == BRAID_BF16)
+    return copyBlockTo<BF16>(to, b);
+  copyBlockTo<F16>(to, b);
 }
 
-/// A tensor's local buffer being filled: its slice and the host copy.
+/// Asks the kernel to read the pages of `common` in the source ahead
+/// (MADV_WILLNEED: asynchronous reads of the whole range, where faulting
+/// them in one by one reads 4 KiB at a time from a cold cache).
+void prefetch(const char *src, int64_t size, const Piece &piece, const Box &common,
+              const std::vector<int64_t> &strides) {
+  int64_t first = 0, last = 0;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    const int64_t start = piece.from[d] + common.start[d] - piece.box.start[d];
+    first += start * strides[d];
+    last += (start + common.shape[d] - 1) * strides[d];
+  }
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = uintptr_t(src + first * size) / page * page;
+  const uintptr_t end = uintptr_t(src + (last + 1) * size);
+  ::madvise(reinterpret_cast<void *>(begin), size_t(end - begin), MADV_WILLNEED); // advice only
+}
+
+/// A tensor's local buffer being filled: its slice and where it is written
+/// (the arena itself on a host-addressable backend, else a staging copy).
 struct Target {
   const LocalSlice &slice;
-  char *host;
+  char *buffer;
   braid_dtype dtype;
 };
 
 /// Copies the part `common` of `piece` (bytes at `src`) that lies in the
-/// box `need` of `target`, row by row along the last dimension.
+/// box `need` of `target`: a 2-d block (the last two dimensions) for each
+/// index of the others.
 void copyCommon(const Piece &piece, const char *src, const Box &common, const Placed &need,
                 const Target &target) {
   const size_t rank = common.shape.size();
-  const std::vector<int64_t> strides = readStrides(piece);
-  const int64_t count = rank ? common.shape[rank - 1] : 1;
-  const int64_t step = rank ? strides[rank - 1] : 1;
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < rank; ++d)
-    rows *= common.shape[d];
-  std::vector<int64_t> index(rank, 0), local(rank);
-  for (int64_t row = 0; row < rows && count > 0; ++row) {
-    int64_t at = 0;
+  const std::vector<int64_t> srcStrides = readStrides(piece);
+  const std::vector<int64_t> dstStrides = rowStrides(target.slice.block->local);
+  const int64_t srcSize = braid_dtype_size(piece.dtype), dstSize = braid_dtype_size(target.dtype);
+  // The block's dimensions: the last two (a vector's one, a scalar's none).
+  const size_t inner = rank < 2 ? 0 : rank - 2;
+  auto extent = [&](size_t d) { return d < rank ? common.shape[d] : 1; };
+  auto stride = [&](const std::vector<int64_t> &s, size_t d) { return d < rank ? s[d] : 0; };
+  const size_t rowDim = rank >= 2 ? rank - 2 : rank, colDim = rank >= 1 ? rank - 1 : rank;
+  int64_t outer = 1;
+  for (size_t d = 0; d < inner; ++d)
+    outer *= common.shape[d];
+  prefetch(src, srcSize, piece, common, srcStrides);
+  std::vector<int64_t> index(inner, 0);
+  for (int64_t n = 0; n < outer; ++n) {
+    int64_t at = 0, to = -target.slice.base;
     for (size_t d = 0; d < rank; ++d) {
-      const int64_t global = common.start[d] + index[d];
-      at += (piece.from[d] + global - piece.box.start[d]) * strides[d];
-      local[d] = need.local[d] + global - need.global.start[d];
+      const int64_t global = common.start[d] + (d < inner ? index[d] : 0);
+      at += (piece.from[d] + global - piece.box.start[d]) * srcStrides[d];
+      to += (need.local[d] + global - need.global.start[d]) * dstStrides[d];
     }
-    const int64_t to = rowMajor(local, target.slice.block->local) - target.slice.base;
-    copyRow(src, piece.dtype, at, step, target.host, target.dtype, to, count);
-    for (size_t d = rank > 0 ? rank - 1 : 0; d-- > 0;) {
+    copyBlockAs(piece.dtype, target.dtype,
+                {src + at * srcSize, stride(srcStrides, rowDim), stride(srcStrides, colDim),
+                 target.buffer + to * dstSize, stride(dstStrides, rowDim), extent(rowDim),
+                 extent(colDim)});
+    for (size_t d = inner; d-- > 0;) {
       if (++index[d] < common.shape[d])
         break;
       index[d] = 0;
@@ -263,14 +346,24 @@ void copyCommon(const Piece &piece, const char *src, const Box &common, const Pl
 }
 
 /// Fills `p`'s local buffer from the pieces of `t`: its slice, padding zero.
-std::string loadTensor(braid_rt *rt, const Persistent &p, const Tensor &t, Files &files) {
+/// `staging`: the host copy a device backend's buffer is written through.
+std::string loadTensor(braid_rt *rt, const Persistent &p, const Tensor &t, Files &files,
+                       std::vector<char> &staging) {
   const LocalSlice slice = localSlice(rt, p);
-  std::vector<char> host(size_t(p.bytes), 0);
-  const Target target{slice, host.data(), p.desc->dtype};
+  const bool direct = rt->backend->hostAddressable();
+  char *buffer = rt->arena + p.desc->offset;
+  if (!direct) {
+    staging.resize(std::max(staging.size(), size_t(p.bytes)));
+    buffer = staging.data();
+  }
   int64_t wanted = 0, covered = 0;
-  std::string error;
-  for (const Placed &need : slice.boxes) {
+  for (const Placed &need : slice.boxes)
     wanted += need.global.numel();
+  if (wanted != p.numel) // padding (a split that does not divide): zeros
+    std::memset(buffer, 0, size_t(p.bytes));
+  const Target target{slice, buffer, p.desc->dtype};
+  std::string error;
+  for (const Placed &need : slice.boxes)
     for (const Piece &piece : t.pieces) {
       const Box common = need.global.intersect(piece.box);
       if (common.numel() == 0)
@@ -282,12 +375,12 @@ std::string loadTensor(braid_rt *rt, const Persistent &p, const Tensor &t, Files
       copyCommon(piece, file->data(*entry), common, need, target);
       covered += common.numel();
     }
-  }
   if (covered != wanted)
     return "the pieces of tensor '" + t.name + "' in " + files.mapPath() + " hold " +
            std::to_string(covered) + " of the " + std::to_string(wanted) +
            " elements this rank needs (they overlap)";
-  rt->backend->copyToDevice(rt->arena + p.desc->offset, host.data(), p.bytes);
+  if (!direct)
+    rt->backend->copyToDevice(rt->arena + p.desc->offset, buffer, p.bytes);
   return "";
 }
 
@@ -321,11 +414,12 @@ bool openWeights(braid_rt *rt, const CheckpointRun &run, const std::string &path
 
 bool loadWeights(braid_rt *rt, const CheckpointRun &run, const Map &map) {
   Files files(map, /*mapBytes=*/true);
+  std::vector<char> staging;
   std::string error;
   for (const Persistent &p : *run.persistent) {
     if (!p.param || isState(p.desc->name))
       continue;
-    error = loadTensor(rt, p, *map.find(p.desc->name), files);
+    error = loadTensor(rt, p, *map.find(p.desc->name), files, staging);
     if (!error.empty())
       break;
   }
