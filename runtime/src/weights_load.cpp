@@ -248,15 +248,22 @@ template <typename From, typename To> void copyBlock(const Block &b) {
         store(r * b.dstRow + c, load(r * b.srcRow + c));
     return;
   }
-  // A transposed source: tiles small enough that the source's rows of a
-  // tile and the destination's stay in cache while the tile is copied.
+  // A transposed source, tile by tile through a small buffer: each tile's
+  // source rows are read in one contiguous run each, and its destination rows
+  // written so. Copying straight across would step through one side at a
+  // power-of-two stride (a row of 2048 elements), every access then falling
+  // into the same cache set: perf put 90% of a 1B model's load there.
   constexpr int64_t kTile = 64;
+  float tile[kTile][kTile];
   for (int64_t r0 = 0; r0 < b.rows; r0 += kTile)
     for (int64_t c0 = 0; c0 < b.cols; c0 += kTile) {
-      const int64_t r1 = std::min(b.rows, r0 + kTile), c1 = std::min(b.cols, c0 + kTile);
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t r = r0; r < r1; ++r)
-          store(r * b.dstRow + c, load(r * b.srcRow + c * b.srcCol));
+      const int64_t rows = std::min(kTile, b.rows - r0), cols = std::min(kTile, b.cols - c0);
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t r = 0; r < rows; ++r)
+          tile[r][c] = load((r0 + r) * b.srcRow + (c0 + c) * b.srcCol);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          store((r0 + r) * b.dstRow + c0 + c, tile[r][c]);
     }
 }
 
@@ -324,7 +331,6 @@ void copyCommon(const Piece &piece, const char *src, const Box &common, const Pl
   int64_t outer = 1;
   for (size_t d = 0; d < inner; ++d)
     outer *= common.shape[d];
-  prefetch(src, srcSize, piece, common, srcStrides);
   std::vector<int64_t> index(inner, 0);
   for (int64_t n = 0; n < outer; ++n) {
     int64_t at = 0, to = -target.slice.base;
@@ -345,6 +351,35 @@ void copyCommon(const Piece &piece, const char *src, const Box &common, const Pl
   }
 }
 
+/// fn(piece, its entry's bytes, common, need) for each part `common` of a
+/// piece of `t` that lies in a box `need` of this rank's slice; the error of
+/// a file that cannot be read, else "".
+template <typename Fn>
+std::string forEachOverlap(const LocalSlice &slice, const Tensor &t, Files &files, Fn fn) {
+  std::string error;
+  for (const Placed &need : slice.boxes)
+    for (const Piece &piece : t.pieces) {
+      const Box common = need.global.intersect(piece.box);
+      if (common.numel() == 0)
+        continue;
+      const MappedFile *file = files.get(piece.file, &error);
+      const safetensors::Entry *entry = file ? findEntry(*file, piece, piece.file, &error) : nullptr;
+      if (!entry)
+        return error;
+      fn(piece, file->data(*entry), common, need);
+    }
+  return "";
+}
+
+/// Asks for the pages of `p`'s slice of the files ahead (prefetch).
+std::string prefetchTensor(braid_rt *rt, const Persistent &p, const Tensor &t, Files &files) {
+  return forEachOverlap(localSlice(rt, p), t, files,
+                        [](const Piece &piece, const char *src, const Box &common, const Placed &) {
+                          prefetch(src, braid_dtype_size(piece.dtype), piece, common,
+                                   readStrides(piece));
+                        });
+}
+
 /// Fills `p`'s local buffer from the pieces of `t`: its slice, padding zero.
 /// `staging`: the host copy a device backend's buffer is written through.
 std::string loadTensor(braid_rt *rt, const Persistent &p, const Tensor &t, Files &files,
@@ -362,19 +397,14 @@ std::string loadTensor(braid_rt *rt, const Persistent &p, const Tensor &t, Files
   if (wanted != p.numel) // padding (a split that does not divide): zeros
     std::memset(buffer, 0, size_t(p.bytes));
   const Target target{slice, buffer, p.desc->dtype};
-  std::string error;
-  for (const Placed &need : slice.boxes)
-    for (const Piece &piece : t.pieces) {
-      const Box common = need.global.intersect(piece.box);
-      if (common.numel() == 0)
-        continue;
-      const MappedFile *file = files.get(piece.file, &error);
-      const safetensors::Entry *entry = file ? findEntry(*file, piece, piece.file, &error) : nullptr;
-      if (!entry)
-        return error;
-      copyCommon(piece, file->data(*entry), common, need, target);
-      covered += common.numel();
-    }
+  std::string error = forEachOverlap(
+      slice, t, files,
+      [&](const Piece &piece, const char *src, const Box &common, const Placed &need) {
+        copyCommon(piece, src, common, need, target);
+        covered += common.numel();
+      });
+  if (!error.empty())
+    return error;
   if (covered != wanted)
     return "the pieces of tensor '" + t.name + "' in " + files.mapPath() + " hold " +
            std::to_string(covered) + " of the " + std::to_string(wanted) +
@@ -416,13 +446,17 @@ bool loadWeights(braid_rt *rt, const CheckpointRun &run, const Map &map) {
   Files files(map, /*mapBytes=*/true);
   std::vector<char> staging;
   std::string error;
-  for (const Persistent &p : *run.persistent) {
-    if (!p.param || isState(p.desc->name))
-      continue;
-    error = loadTensor(rt, p, *map.find(p.desc->name), files, staging);
-    if (!error.empty())
-      break;
-  }
+  // Every range this rank reads is asked for first, so that the reads of a
+  // cold cache stream while the copies run, instead of one page per fault.
+  for (int pass = 0; pass < 2 && error.empty(); ++pass)
+    for (const Persistent &p : *run.persistent) {
+      if (!p.param || isState(p.desc->name))
+        continue;
+      const Tensor &t = *map.find(p.desc->name);
+      error = pass == 0 ? prefetchTensor(rt, p, t, files) : loadTensor(rt, p, t, files, staging);
+      if (!error.empty())
+        break;
+    }
   rt->backend->synchronize();
   return agreeOnError(rt, error, "init-from");
 }
