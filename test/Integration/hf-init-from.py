@@ -17,8 +17,8 @@
 #   gradients and updates equal the 1-rank run's);
 # - generation: greedy ids equal the reference's greedy decoding (Llama, Mamba);
 # - the Python API: braid.run(cfg, init_from=DIR) (the map written for the
-#   directory) gives the logits braid-run gave, braid.generate(cfg, ...,
-#   init_from=DIR) the reference's ids;
+#   directory) gives the logits braid-run gave, braid.run(..., data=FILE) its
+#   --data losses, braid.generate(cfg, ..., init_from=DIR) the reference's ids;
 # - round trip: import, train a step with a checkpoint, export-hf, map the
 #   export, load it: every parameter bit-identical to the checkpoint's;
 # - refusals, each a named error before any step: a truncated file and a map
@@ -26,6 +26,7 @@
 #   (braid-run's own check).
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -130,6 +131,14 @@ cfg = from_hf(os.path.join(work, "mixtral"), seq=SEQ, batch=BATCH)
 result = braid.run(cfg, init_from=os.path.join(work, "mixtral"), steps=1, dump=True)
 expect(np.array_equal(result.dumps["logits"], np.load(f"{work}/mixtral-dump/logits.npy")),
        "braid.run(init_from=DIR): logits differ from braid-run --init-from's")
+tokens_file = os.path.join(work, "tokens.npy")
+np.save(tokens_file, np.random.default_rng(1).integers(0, ref.V, 4 * SEQ * BATCH, dtype=np.int32))
+api = braid.run(cfg, init_from=os.path.join(work, "mixtral"), steps=2, data=tokens_file)
+cli = run(models["mixtral"][2], "--init-from", models["mixtral"][3], "--steps", 2,
+          "--data", tokens_file)
+expect(api.losses == [float(x) for x in re.findall(r"^step \d+ loss (\S+)$", cli.stdout, re.M)]
+       and len(api.losses) == 2,
+       f"braid.run(data=...): losses {api.losses}, braid-run --data's {cli.stdout}")
 config, tensors, _, _ = models["mixtral"]
 ids = braid.generate(cfg, PROMPTS, 4, init_from=os.path.join(work, "mixtral"))
 want = [ref.greedy(config, tensors, p, 4) for p in PROMPTS]
