@@ -12,9 +12,10 @@
 #   conv1d [DI, 1, K]): the first step's logits equal transformers' forward
 #   written in numpy (float64) within 1e-4 of the largest logit, and its loss
 #   the cross entropy of those logits;
-# - grids: Llama on dp=2 x tp=2 and Qwen2 (tied: a pipeline mirror) on
-#   pp=2 x tp=2 under --verify (every rank reads its own slices; loss,
-#   gradients and updates equal the 1-rank run's);
+# - grids: Llama on dp=2 x tp=2, Qwen2 (tied: a pipeline mirror) on
+#   pp=2 x tp=2 and Mixtral on ep=2 (each rank its experts' pieces) under
+#   --verify (every rank reads its own slices; loss, gradients and updates
+#   equal the 1-rank run's);
 # - generation: greedy ids equal the reference's greedy decoding (Llama, Mamba);
 # - the Python API: braid.run(cfg, init_from=DIR) (the map written for the
 #   directory) gives the logits braid-run gave, braid.run(..., data=FILE) its
@@ -105,7 +106,7 @@ for kind in ("llama", "qwen2", "qwen3", "gpt2", "mixtral", "qwen3_moe", "mamba")
     models[kind] = check_logits(kind, "bf16" if kind == "llama" else "f32")
 
 # Grids: each rank reads its own slices; the 1-rank run is the judge.
-for kind, grid in (("llama", "dp=2,tp=2"), ("qwen2", "pp=2,tp=2")):
+for kind, grid in (("llama", "dp=2,tp=2"), ("qwen2", "pp=2,tp=2"), ("mixtral", "ep=2")):
     _, _, model, weights = models[kind]
     r = run(model, "--init-from", weights, "--grid", grid, "--steps", 2, "--verify", ok=False)
     expect(r.returncode == 0 and "verify: PASS" in r.stdout,
