@@ -1,7 +1,7 @@
 //===- CheckpointReaders.cpp - fuzz target: what --resume reads -----------===//
 //
-// A checkpoint's manifest and per-rank index (JSON) and a safetensors file's
-// header come from disk, where a crash or another program may have left
+// A checkpoint's manifest and per-rank index (JSON), a safetensors file's
+// header and a weights map (--init-from, weights_map.h) come from disk, where a crash or another program may have left
 // anything. The input's first byte picks the reader, the rest is the file:
 // a reader answers false with a message, never crashes. Seeds: a checkpoint
 // the test writes with braid-run (test/Fuzz/checkpoint-readers.py).
@@ -11,6 +11,7 @@
 #include "checkpoint_format.h"
 #include "json.h"
 #include "safetensors.h"
+#include "weights_map.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +23,7 @@ using namespace braid::rt;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0)
     return 0;
-  const uint8_t which = data[0] % 4;
+  const uint8_t which = data[0] % 5;
   std::string text(reinterpret_cast<const char *>(data) + 1, size - 1);
   std::string error;
   switch (which) {
@@ -52,6 +53,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     safetensors::Header header;
     (void)safetensors::readHeader(file, static_cast<int64_t>(text.size()), &header, &error);
     std::fclose(file);
+    break;
+  }
+  case 4: {
+    weights::Map map;
+    (void)weights::parseMap(text, "map.json", &map, &error);
     break;
   }
   }
