@@ -20,11 +20,14 @@ The description (written to the temporary directory, printed):
   - flash_forward_efficiency: braid_k_cache_attention's rate over a causal
     prompt of the row's length (positions 0, the cache holding the prompt),
     as a fraction of that GEMM rate;
-  - hbm_bytes_per_s: the rate at which braid_k_linear streams 512 MiB of
-    weights at one row (a GEMV, as a decode step at batch 1 runs; twice the
-    260 MiB L3; copy_bw.c's read bandwidth is printed beside it: on this
-    machine it swings 9-27 GB/s with the other tenants' load where the
-    GEMV and braid-run's decode stay near 14 GB/s), divided by the serving model's
+  - hbm_bytes_per_s: the rate at which braid_k_linear streams a layer's
+    weights at the decode batch's rows, called as the decode programs call
+    it (BRAID_LINEAR_ROWS_APART: the weights streamed once for the rows, not
+    packed for sgemm), over copies of the layer filling 512 MiB (twice the
+    260 MiB L3 of the machine this was written on), so that every product
+    reads its weights from DRAM as a decode step does (copy_bw.c's read
+    bandwidth is printed beside it: on a shared machine it swings 9-27 GB/s
+    with the other tenants' load), divided by the serving model's
     decode efficiency (kDecodeMemoryEfficiency, 0.76, a GPU figure) so that
     the model's decode reads at exactly the measured rate;
   - kernel_launch_s 0: CPU kernels are calls, not launches.
@@ -80,15 +83,24 @@ ROWS = {
 }
 
 
-def kernel_rates(lib_path, rows, shapes, attention, threads, reps=5):
+# braid_k_linear's flag for a decode step's rows (runtime.h): each row its own
+# sequence, so the kernel streams the weights once for a few rows
+# (few_rows_linear.h) instead of packing them for sgemm, as the decode
+# programs call it; a prompt's rows (prefill) are one sequence's and go to
+# sgemm (flags 0).
+ROWS_APART = 2
+
+
+def kernel_rates(lib_path, rows, shapes, attention, threads, reps=5, flags=0, stream_rows=1):
     """(GEMM FLOP/s, attention FLOP/s, GEMV bytes/s) of Braid's CPU kernels, in a child with
     BRAID_CPU_THREADS set: braid_k_linear (f32) over a layer's products (k, n)
     at `rows` rows, their FLOPs over the sum of each one's best of `reps`;
     braid_k_cache_attention of a `rows`-token prompt over its own cache
     (positions 0: causal) with `attention` = (heads, kv_heads, head_dim),
     2 rows^2 heads head_dim FLOPs (QK^T and PV over the causal half, as the
-    serving model counts them) over its best of `reps`; braid_k_linear of one
-    row over 512 MiB of weights, the bytes over its best of `reps`."""
+    serving model counts them) over its best of `reps`; braid_k_linear of
+    `stream_rows` rows (ROWS_APART) over copies of the layer's weights
+    filling 512 MiB, the bytes over its best of `reps` (the stream)."""
     heads, kv_heads, head_dim = attention
     code = f"""
 import ctypes, time, numpy as np
@@ -113,7 +125,7 @@ for k, n in {shapes!r}:
     w = rng.standard_normal((k, n)).astype(np.float32)
     y = np.empty(({rows}, n), np.float32)
     total += best(lambda: lib.braid_k_linear(None, 0, x.ctypes.data, w.ctypes.data, None,
-                                             y.ctypes.data, {rows}, k, n, 0))
+                                             y.ctypes.data, {rows}, k, n, {flags}))
 q = rng.standard_normal((1, {rows}, {heads}, {head_dim})).astype(np.float32)
 kc, vc = (rng.standard_normal((1, {rows}, {kv_heads}, {head_dim})).astype(np.float32)
           for _ in range(2))
@@ -124,14 +136,22 @@ shape = Shape(1, {rows}, {rows}, {heads}, {kv_heads}, {head_dim}, {head_dim},
 att = best(lambda: lib.braid_k_cache_attention(None, 0, q.ctypes.data, kc.ctypes.data,
                                                vc.ctypes.data, pos.ctypes.data, o.ctypes.data,
                                                ctypes.byref(shape)))
-# A GEMV over 512 MiB of weights, twice the L3 of the machine this was
-# written on: the rate at which Braid's linear kernel streams weights from
-# DRAM, as a decode step at batch 1 does.
-wg = np.ones((2048, 65536), np.float32)
-xg, yg = np.ones((1, 2048), np.float32), np.empty((1, 65536), np.float32)
-gemv = best(lambda: lib.braid_k_linear(None, 0, xg.ctypes.data, wg.ctypes.data, None,
-                                       yg.ctypes.data, 1, 2048, 65536, 0))
-print(total, att, wg.nbytes / gemv)
+# The decode step's weight stream: the layer's products at the decode
+# batch's rows, as the decode programs call them (ROWS_APART), over copies
+# of the layer's weights filling 512 MiB (twice the L3 of the machine this
+# was written on), each read once per pass from DRAM, as a decode step
+# reads every layer's.
+layer = sum(k * n * 4 for k, n in {shapes!r})
+copies = max(1, (512 << 20) // layer)
+ws = [[np.ones((k, n), np.float32) for k, n in {shapes!r}] for _ in range(copies)]
+xs = {{k: np.ones(({stream_rows}, k), np.float32) for k, _ in {shapes!r}}}
+ys = {{n: np.empty(({stream_rows}, n), np.float32) for _, n in {shapes!r}}}
+def stream():
+    for copy in ws:
+        for (k, n), w in zip({shapes!r}, copy):
+            lib.braid_k_linear(None, 0, xs[k].ctypes.data, w.ctypes.data, None,
+                               ys[n].ctypes.data, {stream_rows}, k, n, {ROWS_APART})
+print(total, att, copies * layer / best(stream))
 """
     env = dict(os.environ, BRAID_CPU_THREADS=str(threads))
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
@@ -192,11 +212,12 @@ def measure_machine(args, tmp, rows, batch, c):
     read_bw, stream, flops, small, attention_flops = 0.0, 0.0, 0.0, 0.0, 0.0
     for _ in range(args.repeats):
         read_bw = max(read_bw, inference.copy_bandwidth(args, tmp)[1] * 1e9)
-        g, a, b = kernel_rates(lib, rows, layer_shapes(c), attention, args.threads)
+        g, a, b = kernel_rates(lib, rows, layer_shapes(c), attention, args.threads,
+                               stream_rows=batch)
         flops, attention_flops, stream = max(flops, g), max(attention_flops, a), max(stream, b)
         if 1 < batch < rows:
             small = max(small, kernel_rates(lib, batch, layer_shapes(c), attention,
-                                            args.threads)[0])
+                                            args.threads, flags=ROWS_APART)[0])
     half = 0.0
     rho = small / flops
     if 1 < batch < rows and rho < 1:
@@ -226,13 +247,13 @@ def main():
     print(f"model: {overrides['name']} ({model.params / 1e6:.0f}M parameters, f32), "
           f"braid-plan --model {spec}")
     print("per row: the machine measured just before (read: copy_bw.c's read bandwidth, GB/s, "
-          "for reference; GEMV: braid_k_linear's stream of 512 MiB of weights at one row, "
-          "GB/s, the description's bandwidth; "
+          "for reference; stream: braid_k_linear over 512 MiB of copies of a layer's weights "
+          "at the decode batch's rows, as decode calls it, GB/s, the description's bandwidth; "
           "braid_k_linear's f32 rate over a layer's products at the prompt's rows, and at the "
           "batch's rows for half, the rows at which the rate is half its peak; "
           "braid_k_cache_attention's rate over the prompt, attn), written as the CPU "
           "description braid-plan --inference --evaluate tp=1 --dtype f32 reads")
-    print(f"{'batch':>5s} {'prompt':>6s} {'steps':>5s} {'read':>5s} {'GEMV':>5s} {'GFLOP/s':>8s} "
+    print(f"{'batch':>5s} {'prompt':>6s} {'steps':>5s} {'read':>5s} {'stream':>6s} {'GFLOP/s':>8s} "
           f"{'half':>5s} {'attn':>6s}  "
           f"{'decode ms/step':>14s} {'pred':>8s} {'ratio':>6s}  {'prefill ms':>10s} {'pred':>8s} "
           f"{'ratio':>6s}")
@@ -249,7 +270,7 @@ def main():
             ttft_s, step_ms = predict(args, spec, hardware, calibration, batch, prompt, steps)
             rd, rp = step_ms / decode_ms, ttft_s / prefill_s
             worst = max(worst, abs(rd - 1), abs(rp - 1))
-            print(f"{batch:5d} {prompt:6d} {steps:5d} {read_bw / 1e9:5.1f} {stream / 1e9:5.1f} "
+            print(f"{batch:5d} {prompt:6d} {steps:5d} {read_bw / 1e9:5.1f} {stream / 1e9:6.1f} "
                   f"{flops / 1e9:8.1f} "
                   f"{half:5.1f} {attention_flops / 1e9:6.1f}  "
                   f"{decode_ms:14.2f} {step_ms:8.2f} {rd:6.3f}  {1e3 * prefill_s:10.1f} "
