@@ -23,6 +23,7 @@
 #include <memory>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace braid::rt::weights {
@@ -116,6 +117,15 @@ public:
     if (!file->open(*listed, map_.path, mapBytes_, error))
       return nullptr;
     return (files_[path] = std::move(file)).get();
+  }
+
+  /// Opens every file of the map now; get() then only looks files up, so
+  /// that other threads may call it. False with the first file's error.
+  bool openAll(std::string *error) {
+    for (const File &f : map_.files)
+      if (!get(f.path, error))
+        return false;
+    return true;
   }
 
   const std::string &mapPath() const { return map_.path; }
@@ -444,19 +454,29 @@ bool openWeights(braid_rt *rt, const CheckpointRun &run, const std::string &path
 
 bool loadWeights(braid_rt *rt, const CheckpointRun &run, const Map &map) {
   Files files(map, /*mapBytes=*/true);
+  std::vector<const Persistent *> loaded;
+  for (const Persistent &p : *run.persistent)
+    if (p.param && !isState(p.desc->name))
+      loaded.push_back(&p);
   std::vector<char> staging;
   std::string error;
-  // Every range this rank reads is asked for first, so that the reads of a
-  // cold cache stream while the copies run, instead of one page per fault.
-  for (int pass = 0; pass < 2 && error.empty(); ++pass)
-    for (const Persistent &p : *run.persistent) {
-      if (!p.param || isState(p.desc->name))
-        continue;
-      const Tensor &t = *map.find(p.desc->name);
-      error = pass == 0 ? prefetchTensor(rt, p, t, files) : loadTensor(rt, p, t, files, staging);
+  if (files.openAll(&error)) {
+    // A thread asks for every range this rank reads, in the order the
+    // copies read them, while the copies run: the reads of a cold cache
+    // then stream beside the copies (asking for them all first took as
+    // long as reading them, before the first copy). Advice only: a range
+    // not read ahead yet is faulted in by the copy.
+    std::thread ahead([&] {
+      for (const Persistent *p : loaded)
+        (void)prefetchTensor(rt, *p, *map.find(p->desc->name), files);
+    });
+    for (const Persistent *p : loaded) {
+      error = loadTensor(rt, *p, *map.find(p->desc->name), files, staging);
       if (!error.empty())
         break;
     }
+    ahead.join();
+  }
   rt->backend->synchronize();
   return agreeOnError(rt, error, "init-from");
 }
