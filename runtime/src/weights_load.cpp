@@ -428,7 +428,11 @@ std::string loadTensor(braid_rt *rt, const Persistent &p, const Tensor &t, Files
 
 bool openWeights(braid_rt *rt, const CheckpointRun &run, const std::string &path, Map *out) {
   std::string text, error;
-  if (!ckpt::readWholeFile(path, &text, &error) && error.empty())
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    error = path + " is a directory; --init-from takes the weights map of a model directory: " +
+            "python3 -m braid.hf_weights " + path + " -o MAP.json (with the model's overrides)";
+  else if (!ckpt::readWholeFile(path, &text, &error) && error.empty())
     error = "cannot read the weights map " + path;
   if (error.empty())
     parseMap(text, path, out, &error);

@@ -22,9 +22,9 @@
 #   --data losses, braid.generate(cfg, ..., init_from=DIR) the reference's ids;
 # - round trip: import, train a step with a checkpoint, export-hf, map the
 #   export, load it: every parameter bit-identical to the checkpoint's;
-# - refusals, each a named error before any step: a truncated file and a map
-#   of another model (exit 2 from the program), --init-from with --resume
-#   (braid-run's own check).
+# - refusals, each a named error before any step: a truncated file, a map
+#   of another model and a model directory instead of its map (exit 2 from
+#   the program), --init-from with --resume (braid-run's own check).
 import json
 import os
 import re
@@ -172,6 +172,9 @@ expect(r.returncode == 2 and shard in r.stderr and "truncated" in r.stderr,
 r = run(models["llama"][2], "--init-from", models["qwen2"][3], ok=False)
 expect(r.returncode == 2 and "has no tensor 'output'" in r.stderr,
        f"another model's map: exit {r.returncode}, {r.stderr[-500:]}")
+r = run(models["llama"][2], "--init-from", os.path.join(work, "llama"), ok=False)
+expect(r.returncode == 2 and "python3 -m braid.hf_weights" in r.stderr,
+       f"a model directory given to --init-from: exit {r.returncode}, {r.stderr[-500:]}")
 r = run(models["llama"][2], "--init-from", models["llama"][3], "--resume", ckpt, ok=False)
 expect(r.returncode != 0 and "give one of them" in r.stderr,
        f"--init-from with --resume: exit {r.returncode}, {r.stderr[-500:]}")
