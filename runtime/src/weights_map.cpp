@@ -11,11 +11,30 @@
 #include "json.h"
 #include "safetensors.h"
 
+#include <algorithm>
+
 namespace braid::rt::weights {
 
 namespace {
 
 std::string shapeText(const std::vector<int64_t> &shape) { return ckpt::shapeText(shape); }
+
+/// The most dimensions and elements a map's shapes, starts and extents may
+/// have: more is no weight, and products and sums of such sizes cannot
+/// overflow int64_t in the checks below.
+constexpr size_t kMaxRank = 8;
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+
+/// Whether `sizes` (a shape, or a start) stays within those bounds.
+bool bounded(const std::vector<int64_t> &sizes) {
+  if (sizes.size() > kMaxRank)
+    return false;
+  int64_t n = 1;
+  for (int64_t d : sizes)
+    if (d > kMaxElements || (n = n * std::max<int64_t>(d, 1)) > kMaxElements)
+      return false;
+  return true;
+}
 
 int64_t numel(const std::vector<int64_t> &shape) { return Box{{}, shape}.numel(); }
 
@@ -69,6 +88,13 @@ bool parsePiece(const json::Value &value, const std::string &where, Piece *out,
   f.shape("shape", &out->box.shape);
   if (!f.ok(error))
     return false;
+  for (const std::vector<int64_t> *sizes :
+       {&out->entryShape, &out->view, &out->from, &out->box.start, &out->box.shape})
+    if (!bounded(*sizes)) {
+      *error = where + ": a shape, start or extent beyond " + std::to_string(kMaxRank) +
+               " dimensions or 2^48 elements";
+      return false;
+    }
   if (!safetensors::parseDtype(dtype, &out->dtype) ||
       (out->dtype != BRAID_F32 && out->dtype != BRAID_BF16 && out->dtype != BRAID_F16)) {
     *error = where + ": dtype '" + dtype + "' is not a weight's (F32, BF16 or F16)";
@@ -87,6 +113,11 @@ bool parseTensor(const json::Value &value, Tensor *out, std::string *error) {
   const json::Value *pieces = named.field("pieces", json::Value::Array);
   if (!named.ok(error))
     return false;
+  if (!bounded(out->shape)) {
+    *error = "tensor '" + out->name + "': a shape beyond " + std::to_string(kMaxRank) +
+             " dimensions or 2^48 elements";
+    return false;
+  }
   int64_t covered = 0;
   for (const json::Value &item : pieces->items) {
     Piece piece;
@@ -96,6 +127,8 @@ bool parseTensor(const json::Value &value, Tensor *out, std::string *error) {
       return false;
     covered += piece.box.numel();
     out->pieces.push_back(std::move(piece));
+    if (covered > numel(out->shape))
+      break; // overlapping pieces: said below, before the sum can grow further
   }
   if (covered != numel(out->shape)) {
     *error = "the pieces of tensor '" + out->name + "' hold " + std::to_string(covered) +
