@@ -37,6 +37,15 @@ int64_t reduceOverWorld(braid_rt *rt, int64_t value, braid_redop op) {
   return value;
 }
 
+int64_t countRunTensors(braid_rt *rt, const CheckpointRun &run,
+                        bool (*counts)(const Persistent &p)) {
+  int64_t ours = 0;
+  if (run.countsTensors)
+    for (const Persistent &p : *run.persistent)
+      ours += p.param && !p.desc->mirror && counts(p);
+  return reduceOverWorld(rt, ours, BRAID_RED_SUM);
+}
+
 bool agreeOnError(braid_rt *rt, const std::string &error, const char *topic) {
   const int64_t rank = rt->comms->worldRank();
   const int64_t first = reduceOverWorld(rt, error.empty() ? INT64_MAX : rank, BRAID_RED_MIN);

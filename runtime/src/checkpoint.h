@@ -99,6 +99,13 @@ bool agreeOnError(braid_rt *rt, const std::string &error, const char *topic = "c
 /// `value` reduced over the world with `op` (collective).
 int64_t reduceOverWorld(braid_rt *rt, int64_t value, braid_redop op);
 
+/// The run's parameters and states, each counted once over the world (the
+/// leader of each pipeline stage counts its program's, mirrors left out),
+/// those `counts` accepts (collective). A checkpoint or a weights map with
+/// another number of tensors is another model's.
+int64_t countRunTensors(braid_rt *rt, const CheckpointRun &run,
+                        bool (*counts)(const Persistent &p));
+
 /// Reads the checkpoint `dir` (D/step-K, or D holding `latest`) and checks
 /// it against the run (collective over the world). False, the message
 /// printed by one rank, when it cannot be resumed.

@@ -56,11 +56,6 @@ std::string resolve(std::string dir, std::string *path) {
   return "";
 }
 
-/// The global shape `p` has in this program.
-const std::vector<int64_t> &globalShape(const Persistent &p) {
-  return (p.zeroAxes.empty() ? p.layout : p.zeroBlock).global;
-}
-
 /// A tensor loads from a saved one of the same elements: the same shape, or
 /// the same count where one side is flat (a ZeRO-1/2 plan's flat moments).
 bool compatible(const std::vector<int64_t> &saved, const std::vector<int64_t> &ours) {
@@ -335,11 +330,7 @@ bool openCheckpoint(braid_rt *rt, const CheckpointRun &run, const std::string &d
     return false;
   // Every tensor of the manifest belongs to one of the run's programs: a
   // model with more (another layer count) is another model.
-  int64_t ours = 0;
-  if (run.countsTensors)
-    for (const Persistent &p : *run.persistent)
-      ours += p.param && !p.desc->mirror;
-  const int64_t total = reduceOverWorld(rt, ours, BRAID_RED_SUM);
+  const int64_t total = countRunTensors(rt, run, [](const Persistent &) { return true; });
   if (total != int64_t(manifest->tensors.size()))
     error = where + " holds " + std::to_string(manifest->tensors.size()) +
             " tensors, this run's programs " + std::to_string(total) +

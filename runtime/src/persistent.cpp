@@ -53,6 +53,10 @@ std::vector<int> zeroAxesOf(const braid_rt *rt, const Persistent &p) {
 
 } // namespace
 
+const std::vector<int64_t> &globalShape(const Persistent &p) {
+  return (p.zeroAxes.empty() ? p.layout : p.zeroBlock).global;
+}
+
 LocalSlice localSlice(const braid_rt *rt, const Persistent &p) {
   LocalSlice slice;
   slice.block = p.zeroAxes.empty() ? &p.layout : &p.zeroBlock;

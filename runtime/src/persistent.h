@@ -53,6 +53,10 @@ struct LocalSlice {
   std::vector<Placed> boxes;
 };
 
+/// The global shape `p` has in this program: its layout's, or for a ZeRO
+/// range its block's (a flat moment of an unsharded weight: [N]).
+const std::vector<int64_t> &globalShape(const Persistent &p);
+
 /// The slice of `p` that the rank at rt->coords holds.
 LocalSlice localSlice(const braid_rt *rt, const Persistent &p);
 

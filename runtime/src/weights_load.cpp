@@ -153,11 +153,6 @@ const safetensors::Entry *findEntry(const MappedFile &file, const Piece &piece,
   return e;
 }
 
-/// The global shape `p` has in this program.
-const std::vector<int64_t> &globalShape(const Persistent &p) {
-  return (p.zeroAxes.empty() ? p.layout : p.zeroBlock).global;
-}
-
 /// Why the run's programs cannot start from `map` ("" when they can).
 std::string checkProgram(const CheckpointRun &run, const Map &map) {
   for (const Persistent &p : *run.persistent) {
@@ -444,11 +439,8 @@ bool openWeights(braid_rt *rt, const CheckpointRun &run, const std::string &path
     return false;
   // Every tensor of the map belongs to one of the run's programs (one rank
   // per pipeline stage counts its own): a map with more is another model's.
-  int64_t ours = 0;
-  if (run.countsTensors)
-    for (const Persistent &p : *run.persistent)
-      ours += p.param && !p.desc->mirror && !isState(p.desc->name);
-  const int64_t total = reduceOverWorld(rt, ours, BRAID_RED_SUM);
+  const int64_t total =
+      countRunTensors(rt, run, [](const Persistent &p) { return !isState(p.desc->name); });
   if (total != int64_t(out->tensors.size()))
     error = path + " holds " + std::to_string(out->tensors.size()) +
             " tensors, this run's programs " + std::to_string(total) + " parameters: it maps " +

@@ -17,7 +17,7 @@ namespace braid::rt::weights {
 
 namespace {
 
-std::string shapeText(const std::vector<int64_t> &shape) { return ckpt::shapeText(shape); }
+using ckpt::shapeText;
 
 /// The most dimensions and elements a map's shapes, starts and extents may
 /// have: more is no weight, and products and sums of such sizes cannot
