@@ -29,6 +29,7 @@ import shutil
 import tempfile
 from typing import Iterable, Mapping, Optional, Sequence
 
+from . import hf_weights
 from . import text as text_io
 from .errors import (ArgumentError, ArgumentTypeError, BraidError, DependencyError,
                      PathNotFoundError, did_you_mean)
@@ -87,33 +88,6 @@ def model_text(model) -> tuple[str, str]:
         raise ArgumentError(_not_a_model(model, PRESETS))
     raise ArgumentTypeError(f"model must be {_MODEL_KINDS}; found {type(model).__name__}")
 
-
-
-def init_from_map(model, init_from, scratch: str) -> str:
-    """The weights map the runtime's --init-from reads, for `init_from`: a
-    map file as it is, or a Hugging Face model directory (config.json and
-    safetensors), whose map braid.hf_weights writes into `scratch` for
-    `model`, which must then be the braid.ModelConfig of that configuration
-    (braid.from_hf(directory, ...)). "" for None."""
-    if init_from is None:
-        return ""
-    if not isinstance(init_from, (str, os.PathLike)):
-        raise ArgumentTypeError("init_from must be a weights map or a Hugging Face model "
-                                f"directory, found {type(init_from).__name__}")
-    path = os.fspath(init_from)
-    if os.path.isfile(path):
-        return path
-    if not os.path.isdir(path):
-        raise PathNotFoundError(f"init_from {path!r} does not exist", path)
-    from .config import ModelConfig
-    if not isinstance(model, ModelConfig):
-        raise ArgumentError(f"init_from={path!r} is a model directory: its weights map needs "
-                            "the model as a braid.ModelConfig (braid.from_hf(directory)); "
-                            "or pass a map from python3 -m braid.hf_weights")
-    from . import hf_weights
-    out = os.path.join(scratch, "weights.json")
-    hf_weights.write_weights_map(model, path, out)
-    return out
 
 
 def _read_model(file: str) -> tuple[str, str]:
@@ -371,7 +345,7 @@ def run(model, grid: Grid = "", *, steps: int = 1, verify: bool = False,
         raise PathNotFoundError(f"no data file {data_file!r}", data_file)
     scratch = tempfile.mkdtemp(prefix="braid-run-")
     try:
-        weights = init_from_map(model, init_from, scratch)
+        weights = hf_weights.map_for_run(model, init_from, scratch)
         if dump is True:
             dump_dir = os.path.join(scratch, "dump")
             os.makedirs(dump_dir)
@@ -538,7 +512,7 @@ def generate(model, prompts, max_new_tokens: int = 16, grid: Grid = "", *,
     module = _parse(text, name)
     scratch = tempfile.mkdtemp(prefix="braid-generate-")
     try:
-        weights = init_from_map(model, init_from, scratch)
+        weights = hf_weights.map_for_run(model, init_from, scratch)
         prompts_file = os.path.join(scratch, "prompts.txt")
         with open(prompts_file, "w") as f:
             f.write("".join(line + "\n" for line in lines))

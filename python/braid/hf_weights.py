@@ -88,9 +88,9 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from .config import ModelConfig
-from .errors import ArgumentError, BraidError, PathNotFoundError
+from .errors import ArgumentError, ArgumentTypeError, BraidError, PathNotFoundError
 from .families import build_model
-from .hf import _architecture, config_from_hf, read_hf_config
+from .hf import _architecture, from_hf, read_hf_config
 
 __all__ = ["weights_map", "write_weights_map", "hf_layout", "read_checkpoint", "Piece",
            "WeightsError", "MissingWeightError", "UnexpectedWeightError", "WeightShapeError",
@@ -583,33 +583,52 @@ def write_weights_map(model: ModelConfig, hf_dir: str | os.PathLike,
     return wmap
 
 
+def map_for_run(model, init_from, scratch: str) -> str:
+    """The weights map the runtime's --init-from reads, for `init_from`: a
+    map file as it is, or a Hugging Face model directory (config.json and
+    safetensors), whose map braid.hf_weights writes into `scratch` for
+    `model`, which must then be the braid.ModelConfig of that configuration
+    (braid.from_hf(directory, ...)). "" for None."""
+    if init_from is None:
+        return ""
+    if not isinstance(init_from, (str, os.PathLike)):
+        raise ArgumentTypeError("init_from must be a weights map or a Hugging Face model "
+                                f"directory, found {type(init_from).__name__}")
+    path = os.fspath(init_from)
+    if os.path.isfile(path):
+        return path
+    if not os.path.isdir(path):
+        raise PathNotFoundError(f"init_from {path!r} does not exist", path)
+    if not isinstance(model, ModelConfig):
+        raise ArgumentError(f"init_from={path!r} is a model directory: its weights map needs "
+                            "the model as a braid.ModelConfig (braid.from_hf(directory)); "
+                            "or pass a map from python3 -m braid.hf_weights")
+    out = os.path.join(scratch, "weights.json")
+    write_weights_map(model, path, out)
+    return out
+
+
 # --------------------------------------------------------------------------
 # Command line
 # --------------------------------------------------------------------------
 
 def _parser() -> argparse.ArgumentParser:
-    from .models import _OVERRIDES  # braid.models' override flags, shared
+    from .models import add_override_flags  # the model braid.models builds
     p = argparse.ArgumentParser(
         prog="python3 -m braid.hf_weights",
         description="Write the weights map of a Hugging Face model directory (config.json "
                     "and safetensors) for the Braid model of its configuration.")
     p.add_argument("hf_dir", metavar="DIR", help="directory of config.json and the weights")
     p.add_argument("-o", "--output", required=True, metavar="MAP.json")
-    for flag, dest, typ, help_ in _OVERRIDES:
-        p.add_argument(flag, dest=dest, type=typ, help=help_)
-    p.add_argument("--dtype", choices=("f32", "bf16", "f16"), help="parameter/activation type")
+    add_override_flags(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .models import _OVERRIDES
-    parser = _parser()
-    args = parser.parse_args(argv)
-    fields = [d for _, d, _, _ in _OVERRIDES] + ["dtype"]
-    overrides = {k: getattr(args, k) for k in fields if getattr(args, k) is not None}
+    from .models import overrides_of
+    args = _parser().parse_args(argv)
     try:
-        config, file, folder = read_hf_config(args.hf_dir)
-        cfg = config_from_hf(config, folder or None, source=file, **overrides)
+        cfg = from_hf(args.hf_dir, **overrides_of(args))
         wmap = write_weights_map(cfg, args.hf_dir, args.output)
     except (BraidError, OSError) as e:
         print(f"braid.hf_weights: {e}", file=sys.stderr)

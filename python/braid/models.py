@@ -72,19 +72,10 @@ _OVERRIDES = [
 ]
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python3 -m braid.models",
-        description="Print the braid MLIR module of a model preset or of a Hugging Face "
-                    "configuration, with overrides.")
-    p.add_argument("preset", nargs="?", help="preset name (see --list)")
-    p.add_argument("--hf", metavar="DIR_OR_CONFIG",
-                   help="build the model of a Hugging Face config.json (a directory "
-                        "holding it, or the file) instead of a preset")
-    p.add_argument("--list", action="store_true", help="list the presets and exit")
-    p.add_argument("-o", "--output", help="write to this file instead of stdout")
-    p.add_argument("--count-params", action="store_true",
-                   help="print the parameter count instead of the module")
+def add_override_flags(p: argparse.ArgumentParser) -> None:
+    """The ModelConfig overrides as flags (--layers, --seq, ..., --dtype,
+    --tied/--untied, --router-normalize): braid.models' and
+    braid.hf_weights', which must build the same model from the same flags."""
     for flag, dest, typ, help_ in _OVERRIDES:
         p.add_argument(flag, dest=dest, type=typ, help=help_)
     p.add_argument("--dtype", choices=("f32", "bf16", "f16"), help="parameter/activation type")
@@ -98,6 +89,29 @@ def _parser() -> argparse.ArgumentParser:
                     const=True, help="renormalise top-k router weights")
     rn.add_argument("--no-router-normalize", dest="router_normalize", action="store_const",
                     const=False)
+
+
+def overrides_of(args: argparse.Namespace) -> dict:
+    """The overrides add_override_flags' flags were given, as from_hf and
+    preset take them."""
+    fields = [d for _, d, _, _ in _OVERRIDES] + ["dtype", "tied_embeddings", "router_normalize"]
+    return {k: getattr(args, k) for k in fields if getattr(args, k) is not None}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python3 -m braid.models",
+        description="Print the braid MLIR module of a model preset or of a Hugging Face "
+                    "configuration, with overrides.")
+    p.add_argument("preset", nargs="?", help="preset name (see --list)")
+    p.add_argument("--hf", metavar="DIR_OR_CONFIG",
+                   help="build the model of a Hugging Face config.json (a directory "
+                        "holding it, or the file) instead of a preset")
+    p.add_argument("--list", action="store_true", help="list the presets and exit")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("--count-params", action="store_true",
+                   help="print the parameter count instead of the module")
+    add_override_flags(p)
     return p
 
 
@@ -112,8 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bool(args.preset) == bool(args.hf):
         parser.error("give a preset name (see --list) or --hf DIR_OR_CONFIG" +
                      (", not both" if args.preset else ""))
-    fields = [d for _, d, _, _ in _OVERRIDES] + ["dtype", "tied_embeddings", "router_normalize"]
-    overrides = {k: getattr(args, k) for k in fields if getattr(args, k) is not None}
+    overrides = overrides_of(args)
     try:
         cfg = from_hf(args.hf, **overrides) if args.hf else preset(args.preset, **overrides)
         module = build_model(cfg)

@@ -24,8 +24,9 @@ import shutil
 import tempfile
 from typing import Iterator, Mapping, Optional
 
+from . import hf_weights
 from .api import (BraidError, GenerateError, VerifyError, _backend, _message, _native,
-                  _options, _parse, grid_text, init_from_map, model_text)
+                  _options, _parse, grid_text, model_text)
 from .errors import ArgumentError, ArgumentTypeError, PathNotFoundError, did_you_mean
 from .options import Grid, api_function, boolean, integer as _integer, real as _real
 
@@ -272,7 +273,7 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid: Grid = "",
     module = _parse(text, name)
     scratch = tempfile.mkdtemp(prefix="braid-serve-")
     try:
-        weights = init_from_map(model, init_from, scratch)
+        weights = hf_weights.map_for_run(model, init_from, scratch)
         if lines is not None:
             requests_file = os.path.join(scratch, "requests.jsonl")
             with open(requests_file, "w") as f:
