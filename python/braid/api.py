@@ -346,25 +346,21 @@ def run(model, grid: Grid = "", *, steps: int = 1, verify: bool = False,
     scratch = tempfile.mkdtemp(prefix="braid-run-")
     try:
         weights = hf_weights.map_for_run(model, init_from, scratch)
-        if dump is True:
-            dump_dir = os.path.join(scratch, "dump")
-            os.makedirs(dump_dir)
-        elif dump:
-            dump_dir = os.fspath(dump)
-            os.makedirs(dump_dir, exist_ok=True)
-        if trace_file:
-            os.makedirs(os.path.dirname(os.path.abspath(trace_file)), exist_ok=True)
-            # Stale traces of an earlier run with more ranks would mislead.
-            for old in _trace_files(trace_file):
-                os.remove(old)
-    except OSError as e:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise BraidError(f"cannot prepare {e.filename!r} for the run's output: "
-                         f"{e.strerror}") from None
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    try:
+        try:
+            if dump is True:
+                dump_dir = os.path.join(scratch, "dump")
+                os.makedirs(dump_dir)
+            elif dump:
+                dump_dir = os.fspath(dump)
+                os.makedirs(dump_dir, exist_ok=True)
+            if trace_file:
+                os.makedirs(os.path.dirname(os.path.abspath(trace_file)), exist_ok=True)
+                # Stale traces of an earlier run with more ranks would mislead.
+                for old in _trace_files(trace_file):
+                    os.remove(old)
+        except OSError as e:
+            raise BraidError(f"cannot prepare {e.filename!r} for the run's output: "
+                             f"{e.strerror}") from None
         rc, out, err = module.run(opts, steps, verify, verify_tolerance, dump_dir,
                                   trace_file, backend, -1 if seed is None else seed, quiet,
                                   init_from=weights, data_file=data_file)
