@@ -202,8 +202,12 @@ def continuous_vs_static(args):
     mode = args.mode
     work = mixed_workload(mode["mixed"], args.seed)
     B, L = mode["batch"], mode["chunk"]
-    policies = {"continuous": dict(prefill_batch=1, static=False),
-                "static": dict(prefill_batch=B, static=True)}
+    # Continuous batching with prefill and decode calls apart, and with both
+    # in one mixed call of B + L token rows (--token-budget).
+    policies = {"continuous": dict(prefill_batch=1, static=False, extra=()),
+                "mixed": dict(prefill_batch=1, static=False,
+                              extra=("--token-budget", str(B + L))),
+                "static": dict(prefill_batch=B, static=True, extra=())}
     print(f"\n## a. continuous against static batching: {len(work.requests)} requests, prompts "
           f"{mode['mixed']['prompt'][0]}-{mode['mixed']['prompt'][1]} tokens (uniform), outputs "
           f"{mode['mixed']['output'][0]}-{mode['mixed']['output'][1]} (log-uniform); batch {B}, "
@@ -222,13 +226,17 @@ def continuous_vs_static(args):
     for fraction in (None,) + tuple(mode["fractions"]):
         for name, p in policies.items():
             rate = round(results[name][0]["rps"] * fraction, 2) if fraction else None
-            res = serve(args, work, rate, L, p["prefill_batch"], p["static"], tag=name)
+            res = serve(args, work, rate, L, p["prefill_batch"], p["static"], tag=name,
+                        extra=p["extra"])
             row(name, res)
             results[name].append(res)
-    c, s = results["continuous"][0], results["static"][0]
-    print(f"\nsaturation (every request at once): continuous {c['rps']:.2f} requests/s "
-          f"(p90 TPOT {c['tpot'][1]:.1f} ms), static {s['rps']:.2f} (p90 TPOT "
-          f"{s['tpot'][1]:.1f} ms): {c['rps'] / s['rps']:.2f}x")
+    s = results["static"][0]
+    print(f"\nsaturation (every request at once): static {s['rps']:.2f} requests/s (p90 TPOT "
+          f"{s['tpot'][1]:.1f} ms)")
+    for name in ("continuous", "mixed"):
+        c = results[name][0]
+        print(f"saturation: {name} {c['rps']:.2f} requests/s (p90 TPOT {c['tpot'][1]:.1f} ms): "
+              f"{c['rps'] / s['rps']:.2f}x static")
     for k in TPOT_BOUNDS:
         bound = k * unit
         best = {name: best_under(rs, bound) for name, rs in results.items()}
@@ -236,9 +244,11 @@ def continuous_vs_static(args):
                 f"{'at once' if b['rate'] is None else '%.2f/s' % b['rate']}, p90 TPOT "
                 f"{b['tpot'][1]:.1f} ms)" if b else f"{name}: none of its runs"
                 for name, b in best.items()]
-        ratio = (f"{best['continuous']['rps'] / best['static']['rps']:.2f}x"
-                 if all(best.values()) else "n/a")
-        print(f"p90 TPOT <= {bound:.1f} ms ({k}x alone): {', '.join(text)}: {ratio}")
+        ratios = ", ".join(
+            f"{name} / static " + (f"{best[name]['rps'] / best['static']['rps']:.2f}x"
+                                   if best[name] and best["static"] else "n/a")
+            for name in ("continuous", "mixed"))
+        print(f"p90 TPOT <= {bound:.1f} ms ({k}x alone): {', '.join(text)}: {ratios}")
     return results
 
 

@@ -147,6 +147,7 @@ BraidServeOptions braidServeOptionsGetDefault(void) {
   options.topK = defaults.topK;
   options.topP = defaults.topP;
   options.staticBatching = serve.staticBatches;
+  options.tokenBudget = serve.tokenBudget;
   return options;
 }
 
@@ -174,6 +175,7 @@ int braidServeModel(MlirModule module, BraidTrainingPipelineOptions pipeline,
   what.serve.prefillChunk = serve->prefillChunk;
   what.serve.prefillBatch = serve->prefillBatch;
   what.serve.staticBatches = serve->staticBatching;
+  what.serve.tokenBudget = serve->tokenBudget;
   if (!what.serve.enabled())
     return braid::driver::fail(
         "braidServeModel: no requests (give requestsFile, or a rate > 0)");

@@ -158,6 +158,7 @@ mlir::braid::BraidDeriveInferencePassOptions deriveOptions(const GenerateOptions
   derive.promptLen = serve.prefillChunk;
   derive.pageSize = serve.pageSize;
   derive.kvPages = serve.kvPages;
+  derive.mixedRows = serve.tokenBudget;
   return derive;
 }
 
@@ -182,18 +183,41 @@ FailureOr<std::string> buildServing(ModuleOp module, const TrainingPipelineOptio
   return binaries->front();
 }
 
-/// The model's sequence length: the training step's tokens [B, S] (0 when
-/// there is none; the derivation then says what is wrong).
-int64_t modelContext(ModuleOp module) {
-  int64_t rows = 0;
+
+/// The training step's tokens [B, S] (null when there is none).
+RankedTensorType stepTokens(ModuleOp module) {
+  RankedTensorType found;
   module.walk([&](func::FuncOp f) {
     auto kind = f->getAttrOfType<StringAttr>("braid.entry");
     auto tokens = f.getNumArguments() ? dyn_cast<RankedTensorType>(f.getArgumentTypes()[0])
                                       : RankedTensorType();
     if (kind && kind.getValue() == "train_step" && tokens && tokens.getRank() == 2)
-      rows = tokens.getDimSize(1);
+      found = tokens;
   });
-  return rows;
+  return found;
+}
+
+/// --token-budget's mixed program: rows beyond the decode rows, and a model
+/// whose layers take a chunk's tokens as independent rows (a Mamba layer's
+/// state advances one token per call). Fails after a message.
+LogicalResult checkTokenBudget(ModuleOp module, const GenerateOptions &generate) {
+  const int64_t budget = generate.serve.tokenBudget;
+  if (!budget)
+    return success();
+  RankedTensorType tokens = stepTokens(module);
+  const int64_t rows = generate.batch ? generate.batch : tokens ? tokens.getDimSize(0) : 0;
+  if (budget <= rows)
+    return fail("--token-budget " + Twine(budget) + " must exceed --batch " + Twine(rows) +
+                ": a mixed call holds every decode row and the prompt tokens beside them"),
+           failure();
+  bool mamba = false;
+  module.walk([&](mlir::braid::SelectiveScanOp) { mamba = true; });
+  if (mamba)
+    return fail("--token-budget runs a prompt chunk's tokens as rows of one call, which a model "
+                "with Mamba layers cannot (their states advance one token per call): leave it "
+                "out"),
+           failure();
+  return success();
 }
 
 /// How --grid's ranks serve: dp=R makes R replicas (independent groups of
@@ -282,9 +306,9 @@ LogicalResult checkServeOptions(const RunOptions &options, const GenerateOptions
   if (serve.kvPages > 0 && serve.kvMemory > 0)
     return fail("--kv-pages and --kv-memory both size the pool: give one"), failure();
   if (serve.pageSize < 1 || serve.kvPages < 0 || serve.kvMemory < 0 || serve.prefillChunk < 0 ||
-      serve.prefillBatch < 1 || serve.requests < 1)
-    return fail("--page-size, --prefill-batch and --requests must be >= 1; --kv-pages and "
-                "--prefill-chunk >= 0"),
+      serve.prefillBatch < 1 || serve.requests < 1 || serve.tokenBudget < 0)
+    return fail("--page-size, --prefill-batch and --requests must be >= 1; --kv-pages, "
+                "--prefill-chunk and --token-budget >= 0"),
            failure();
   if (options.verify && serve.requestsFile.empty())
     return fail("--serve --verify compares the requests of a --serve FILE (not --rate's)"),
@@ -320,7 +344,8 @@ std::optional<int64_t> parseByteSize(StringRef text) {
 int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
                const RunOptions &options, const GenerateOptions &generate) {
   FailureOr<ServeGrid> grid = serveGridOf(pipeline.grid);
-  if (failed(grid) || failed(checkServeOptions(options, generate)))
+  if (failed(grid) || failed(checkServeOptions(options, generate)) ||
+      failed(checkTokenBudget(module, generate)))
     return 1;
   // Disaggregated: the prefill group on --prefill-grid (default: --grid),
   // the decode group on --grid.
@@ -334,6 +359,9 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
     return fail("--disaggregate with dp: the groups' replicas are not served yet");
   if (!disaggregate && !generate.serve.prefillGrid.empty())
     return fail("--prefill-grid is the prefill group's grid of --disaggregate");
+  if (disaggregate && generate.serve.tokenBudget)
+    return fail("--token-budget runs prefill and decode in one call; --disaggregate runs them on "
+                "two groups: give one");
   const SmallVector<int64_t> groups = {prefillGrid->ranks(), grid->ranks()};
   const int64_t ranks = disaggregate ? groups[0] + groups[1] : grid->ranks();
   const bool ownPrefillBinary = disaggregate && prefillGrid->programGrid != grid->programGrid;
@@ -347,7 +375,12 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
     progress->phase("deriving the serving programs");
   const RequestsSummary requests = summarizeRequests(generate);
   OwningOpRef<ModuleOp> reference = options.verify ? module.clone() : nullptr;
-  const int64_t context = generate.context ? generate.context : modelContext(module);
+  RankedTensorType tokens = stepTokens(module);
+  // The model's sequence length (0 without a step: the derivation then says
+  // what is wrong).
+  const int64_t context = generate.context ? generate.context
+                          : tokens        ? tokens.getDimSize(1)
+                                          : 0;
   GenerateOptions sized = generate;
   if (!sized.serve.prefillChunk) {
     // Chunks of up to 512 prompt tokens, as long as the context allows.

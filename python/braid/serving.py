@@ -200,7 +200,8 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid: Grid = "",
           prefill_chunk: Optional[int] = None, prefill_batch: int = 1,
           temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
           seed: Optional[int] = None, end_token: Optional[int] = None,
-          static_batching: bool = False, verify: bool = False,
+          static_batching: bool = False, token_budget: Optional[int] = None,
+          verify: bool = False,
           backend: str = "cpu", quiet: bool = True, init_from=None,
           **options) -> ServeResult:
     """Serves `requests` with continuous batching and chunked prefill over a
@@ -222,7 +223,9 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid: Grid = "",
     `prefill_batch` the chunks per iteration; `end_token` ends a request at
     that id; `static_batching` admits requests in waves of `batch` that start
     when the last has ended (the baseline continuous batching is measured
-    against). `grid` (one that serving runs on, docs/serving.md) and the
+    against); `token_budget` runs each iteration's decode rows and prompt
+    chunks as one call of that many token rows (more than `batch`; models
+    without Mamba layers). `grid` (one that serving runs on, docs/serving.md) and the
     other keyword arguments are the pipeline's (dtype="bf16"). `verify`:
     every request's ids and logits against itself generated alone on one
     rank (VerifyError when they differ). `init_from`: the weights (a weights
@@ -250,7 +253,8 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid: Grid = "",
         top_k=_integer(top_k, "top_k", 0),
         top_p=_real(top_p, "top_p", 0.0, 1.0, open_low=True),
         end_token=-1 if end_token is None else _integer(end_token, "end_token", 0),
-        static_batching=boolean(static_batching, "static_batching"))
+        static_batching=boolean(static_batching, "static_batching"),
+        token_budget=0 if token_budget is None else _integer(token_budget, "token_budget", 1))
     seed = -1 if seed is None else _integer(seed, "seed", 0)
     backend = _backend(backend, "backend")
     verify, quiet = boolean(verify, "verify"), boolean(quiet, "quiet")

@@ -430,6 +430,7 @@ NB_MODULE(_braid, m) {
   serveField(serveOptions, "top_p", &BraidServeOptions::topP);
   serveField(serveOptions, "static_batching",
              &BraidServeOptions::staticBatching);
+  serveField(serveOptions, "token_budget", &BraidServeOptions::tokenBudget);
 
   nb::class_<Module>(m, "Module", "An MLIR context holding one module.")
       .def(nb::init<>())

@@ -223,3 +223,16 @@ def test_static_batching_serves_the_same_ids_in_more_iterations():
                         **PAGED)
     assert waves.ids == continuous.ids
     assert waves.stats.iterations > continuous.stats.iterations
+
+
+def test_token_budget_serves_generates_ids_in_mixed_calls():
+    # Decode rows and prompt chunks in one call of 8 token rows (batch 2):
+    # the ids generate gives, verified in the run, preempted in a small pool.
+    out = braid.serve(LLAMA, requests(PROMPTS), max_new_tokens=5, batch=2, kv_pages=4,
+                      token_budget=8, verify=True, **PAGED)
+    assert out.verified is True and out.stats.preemptions > 0
+    assert out.ids == braid.generate(LLAMA, PROMPTS, max_new_tokens=5)
+    with pytest.raises(ValueError, match=r"token_budget must be >= 1, found 0"):
+        braid.serve(LLAMA, requests(PROMPTS), token_budget=0)
+    with pytest.raises(braid.BraidError, match=r"--token-budget 2 must exceed --batch 2"):
+        braid.serve(LLAMA, requests(PROMPTS), batch=2, token_budget=2)

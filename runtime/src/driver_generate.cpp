@@ -529,7 +529,9 @@ braid_program mergedProgram(const InferencePrograms &programs) {
   checkSharedState(*programs.prefill, *programs.decode, "decode");
   if (programs.forward)
     checkSharedState(*programs.prefill, *programs.forward, "forward");
-  for (const braid_program *p : {programs.decode, programs.forward})
+  if (programs.mixed)
+    checkSharedState(*programs.prefill, *programs.mixed, "mixed");
+  for (const braid_program *p : {programs.decode, programs.forward, programs.mixed})
     if (p)
       merged.arena_bytes = std::max(merged.arena_bytes, p->arena_bytes);
   merged.num_inputs = 0;

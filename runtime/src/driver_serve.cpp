@@ -140,6 +140,11 @@ private:
     config.sharePrefixes = !shapes.mamba;
     // The baseline continuous batching is measured against (bench/serving).
     config.staticBatches = s.args.staticBatching;
+    // A mixed program runs an iteration's decode rows and prompt tokens in
+    // one call: the iteration holds at most its rows (disaggregated groups
+    // run the two apart, so they keep the separate calls).
+    if (roleOf(s) == Role::Colocated)
+      config.tokenBudget = shapes.mixedRows;
     return config;
   }
 
@@ -150,6 +155,8 @@ private:
   void waitForArrival(const ServeRequest &request);
   std::vector<int32_t> runPrefill(const std::vector<serve::PrefillChunk> &chunks);
   std::vector<int32_t> runDecode(const std::vector<serve::DecodeRow> &rows);
+  void runMixed(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
+                std::vector<int32_t> &decodeIds);
   std::vector<int32_t> call(const braid_program &program, const CallInputs &inputs,
                             const char *what, std::vector<float> *logits);
   SampleInputs sampleInputs(int64_t rows) const;
@@ -266,6 +273,11 @@ void Server::run(std::vector<ServeRequest> &requests) {
 void Server::runCalls(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
                       std::vector<int32_t> &decodeIds) {
   double callUs = Trace::nowUs();
+  if (role == Role::Colocated && shapes.mixedRows && !iteration.prefill.empty()) {
+    runMixed(iteration, prefillIds, decodeIds);
+    traceSpan("mixed", describeIteration(iteration), &callUs);
+    return;
+  }
   if (role != Role::Decode && !iteration.prefill.empty()) {
     prefillIds = runPrefill(iteration.prefill);
     traceSpan("prefill", describePrefill(iteration.prefill), &callUs);
@@ -433,6 +445,94 @@ std::vector<int32_t> Server::runDecode(const std::vector<serve::DecodeRow> &rows
       keepLogits(logits, row.slot, row.sequence, row.step);
   }
   return ids;
+}
+
+/// The iteration's decode rows and prompt chunks as rows of one call of the
+/// mixed program: M rows in K groups of G. A row whose logits are needed (a
+/// decode row, a chunk's last token when it completes its prompt) is the
+/// first row of a group of its own, picked by logit_rows; the other prompt
+/// tokens fill the free rows. Each row carries its sequence's position and
+/// page table, so the rows of one chunk attend to each other as the
+/// prefill program's would (the call writes every row before it attends).
+void Server::runMixed(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
+                      std::vector<int32_t> &decodeIds) {
+  const int64_t M = shapes.mixedRows, K = shapes.logitGroups, G = M / K,
+                T = shapes.tableEntries;
+  std::vector<int32_t> tokens(size_t(M), 0), positions(size_t(M), 0), lastRows(size_t(M), -1),
+      pages(size_t(M * T), -1), logitRows(size_t(K), -1);
+  std::vector<bool> used(size_t(M), false);
+  SampleInputs sample = sampleInputs(K);
+  auto place = [&](int64_t row, int32_t token, int64_t position, int64_t slot) {
+    used[size_t(row)] = true;
+    tokens[size_t(row)] = token;
+    positions[size_t(row)] = int32_t(position);
+    lastRows[size_t(row)] = 0;
+    std::vector<int32_t> table = scheduler.pageTable(slot);
+    std::copy(table.begin(), table.end(), pages.begin() + row * T);
+  };
+  int64_t group = 0;
+  auto placeWithLogits = [&](int32_t token, int64_t position, int64_t slot, int64_t sequence,
+                             int64_t step) {
+    if (group == K)
+      fatal("serve: an iteration needs more logits than the mixed program's %lld groups",
+            (long long)K);
+    place(group * G, token, position, slot);
+    logitRows[size_t(group)] = 0;
+    setSample(sample, group, sequence, step);
+    return group++;
+  };
+  std::vector<int64_t> decodeGroups, chunkGroups(iteration.prefill.size(), -1);
+  for (const serve::DecodeRow &row : iteration.decode)
+    decodeGroups.push_back(placeWithLogits(row.token, row.position, row.slot, row.sequence,
+                                           row.step));
+  if (serveFault() == "page")
+    for (size_t j = 1; j < iteration.decode.size(); ++j)
+      pages[size_t(decodeGroups[j] * G * T)] = pages[size_t(decodeGroups[0] * G * T)];
+  // BRAID_TEST_SERVE_FAULT=chunk: a later chunk starts one position early.
+  auto startOf = [&](const serve::PrefillChunk &chunk) {
+    return chunk.position - int64_t(chunk.position > 0 && serveFault() == "chunk");
+  };
+  for (size_t c = 0; c < iteration.prefill.size(); ++c) {
+    const serve::PrefillChunk &chunk = iteration.prefill[c];
+    const int64_t last = int64_t(chunk.tokens.size()) - 1;
+    if (chunk.completesPrompt)
+      chunkGroups[c] = placeWithLogits(chunk.tokens.back(), startOf(chunk) + last, chunk.slot,
+                                       chunk.sequence, chunk.step);
+  }
+  int64_t free = 0;
+  for (size_t c = 0; c < iteration.prefill.size(); ++c) {
+    const serve::PrefillChunk &chunk = iteration.prefill[c];
+    const int64_t n = int64_t(chunk.tokens.size()) - (chunk.completesPrompt ? 1 : 0);
+    for (int64_t i = 0; i < n; ++i) {
+      while (free < M && used[size_t(free)])
+        ++free;
+      if (free == M)
+        fatal("serve: an iteration's tokens exceed the mixed program's %lld rows", (long long)M);
+      place(free, chunk.tokens[size_t(i)], startOf(chunk) + i, chunk.slot);
+    }
+  }
+  CallInputs inputs;
+  inputs.add("tokens", &tokens).add("positions", &positions).add("last_rows", &lastRows);
+  inputs.add("pages", &pages).add("logit_rows", &logitRows).addSample(&sample);
+  std::vector<float> logits;
+  const bool keep = !s.args.logitsOut.empty();
+  std::vector<int32_t> drawn = call(*programs.mixed, inputs, "mixed", keep ? &logits : nullptr);
+  decodeIds.clear();
+  for (size_t j = 0; j < iteration.decode.size(); ++j) {
+    const serve::DecodeRow &row = iteration.decode[j];
+    decodeIds.push_back(drawn[size_t(decodeGroups[j])]);
+    if (keep)
+      keepLogits(logits, decodeGroups[j], row.sequence, row.step);
+  }
+  prefillIds.assign(iteration.prefill.size(), 0);
+  for (size_t c = 0; c < iteration.prefill.size(); ++c) {
+    if (chunkGroups[c] < 0)
+      continue;
+    prefillIds[c] = drawn[size_t(chunkGroups[c])];
+    if (keep)
+      keepLogits(logits, chunkGroups[c], iteration.prefill[c].sequence,
+                 iteration.prefill[c].step);
+  }
 }
 
 /// Mean time per output token after the first; 0 for one token.

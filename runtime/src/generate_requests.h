@@ -65,6 +65,9 @@ struct ServeShapes {
   int64_t pageSize = 0, pages = 0, tableEntries = 0, context = 0, vocab = 0;
   bool slots = false; ///< prefill takes Mamba state slots
   bool mamba = false; ///< the model has Mamba layers (states per slot)
+  /// The mixed program's rows (the token budget) and groups of rows (the
+  /// logits it returns); 0 without one.
+  int64_t mixedRows = 0, logitGroups = 0;
   braid_dtype logitsDtype = BRAID_F32;
 };
 

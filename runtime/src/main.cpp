@@ -84,6 +84,7 @@ extern "C" {
 const braid_program *braid_program_get_prefill(void) __attribute__((weak));
 const braid_program *braid_program_get_decode(void) __attribute__((weak));
 const braid_program *braid_program_get_forward(void) __attribute__((weak));
+const braid_program *braid_program_get_mixed(void) __attribute__((weak));
 }
 
 using namespace braid::rt;
@@ -132,10 +133,13 @@ InferencePrograms inferencePrograms() {
   programs.decode = checkedProgram(braid_program_get_decode(), "braid_program_get_decode");
   if (braid_program_get_forward)
     programs.forward = checkedProgram(braid_program_get_forward(), "braid_program_get_forward");
+  if (braid_program_get_mixed)
+    programs.mixed = checkedProgram(braid_program_get_mixed(), "braid_program_get_mixed");
   if (programs.prefill->entry_kind != BRAID_ENTRY_PREFILL ||
       programs.decode->entry_kind != BRAID_ENTRY_DECODE ||
+      (programs.mixed && programs.mixed->entry_kind != BRAID_ENTRY_PREFILL) ||
       (programs.forward && programs.forward->entry_kind != BRAID_ENTRY_FORWARD))
-    fatal("the generation programs' entry kinds are not prefill, decode and forward");
+    fatal("the generation programs' entry kinds are not prefill, decode, forward and (mixed) prefill");
   return programs;
 }
 

@@ -65,6 +65,9 @@ struct Scheduler::State {
   /// Static batching: the current wave's members not yet (or, preempted,
   /// no longer) admitted; they wait in front of the queue.
   int64_t waveLeft = 0;
+  /// Prompt tokens the iteration being planned may still take (the token
+  /// budget less its decode rows; unbounded without a budget).
+  int64_t chunkTokensLeft = 0;
 
   explicit State(const SchedulerConfig &c)
       : config(c), pool(c.pages, c.pageSize), slotOwner(size_t(c.decodeRows), -1),
@@ -220,7 +223,7 @@ bool Scheduler::State::planDecode(Sequence &s, Iteration &it) {
 bool Scheduler::State::planChunk(Sequence &s, Iteration &it, int64_t row) {
   shareCommittedPrefix(s);
   int64_t from = s.cached;
-  int64_t to = std::min(s.prefillLength, from + config.chunk);
+  int64_t to = std::min(s.prefillLength, from + std::min(config.chunk, chunkTokensLeft));
   while (missingPages(s, from, to) > pool.freePages()) {
     if (running.back() != s.index) {
       preemptNewest(it);
@@ -234,6 +237,7 @@ bool Scheduler::State::planChunk(Sequence &s, Iteration &it, int64_t row) {
     }
   }
   takePages(s, from, to);
+  chunkTokensLeft -= to - from;
   PrefillChunk chunk;
   chunk.sequence = s.index;
   chunk.row = row;
@@ -253,7 +257,8 @@ void Scheduler::State::planRunning(Iteration &it, int64_t &prefillRowsLeft) {
     Sequence &s = of(running[i]);
     if (!s.prefilling())
       planDecode(s, it);
-    else if (prefillRowsLeft > 0 && planChunk(s, it, config.prefillRows - prefillRowsLeft))
+    else if (prefillRowsLeft > 0 && chunkTokensLeft > 0 &&
+             planChunk(s, it, config.prefillRows - prefillRowsLeft))
       --prefillRowsLeft;
   }
 }
@@ -265,13 +270,14 @@ void Scheduler::State::planRunning(Iteration &it, int64_t &prefillRowsLeft) {
 void Scheduler::State::admit(Iteration &it, int64_t &prefillRowsLeft) {
   if (config.staticBatches && running.empty() && waveLeft == 0)
     waveLeft = std::min(config.decodeRows, int64_t(waiting.size()));
-  while (!waiting.empty() && prefillRowsLeft > 0 && (!config.staticBatches || waveLeft > 0)) {
+  while (!waiting.empty() && prefillRowsLeft > 0 && chunkTokensLeft > 0 &&
+         (!config.staticBatches || waveLeft > 0)) {
     auto freeSlot = std::find(slotOwner.begin(), slotOwner.end(), -1);
     if (freeSlot == slotOwner.end())
       return;
     Sequence &s = of(waiting.front());
     int64_t start = int64_t(matchShared(s).size()) * config.pageSize;
-    int64_t end = std::min(s.prefillLength, start + config.chunk);
+    int64_t end = std::min(s.prefillLength, start + std::min(config.chunk, chunkTokensLeft));
     // The pages shared are held by others: the first chunk needs only its own.
     if (missingPages(s, start, end) > pool.freePages())
       return;
@@ -320,6 +326,9 @@ Scheduler::Scheduler(const SchedulerConfig &config) {
     if (size < 1 || size > std::numeric_limits<int32_t>::max())
       schedulerBug("a scheduler needs rows, chunk, page size, pages and table entries in "
                    "[1, 2^31)");
+  if (config.tokenBudget && (config.tokenBudget <= config.decodeRows ||
+                             config.tokenBudget > std::numeric_limits<int32_t>::max()))
+    schedulerBug("a token budget must exceed the decode rows and be below 2^31");
   state = new State(config);
 }
 
@@ -372,6 +381,15 @@ Iteration Scheduler::plan() {
     schedulerBug("plan() called again before complete()");
   Iteration it;
   int64_t prefillRowsLeft = st.config.prefillRows;
+  // A token budget holds every decode row that may run (each running
+  // sequence past its prompt) and the prompt tokens beside them.
+  st.chunkTokensLeft = std::numeric_limits<int64_t>::max();
+  if (st.config.tokenBudget > 0) {
+    int64_t decoding = 0;
+    for (int64_t index : st.running)
+      decoding += st.of(index).prefilling() ? 0 : 1;
+    st.chunkTokensLeft = st.config.tokenBudget - decoding;
+  }
   st.planRunning(it, prefillRowsLeft);
   // Pages were short: admitting now would only take them back (as vLLM,
   // no admission in an iteration that preempted; one still runs).

@@ -62,6 +62,13 @@
 //     stays empty meanwhile. A wave member preempted in 2 or 3 waits in
 //     front of the queue and is admitted again within its wave. Chunking,
 //     paging and sampling are as above.
+//  7. A token budget (tokenBudget, vLLM's max_num_batched_tokens): the
+//     iteration's decode rows and prompt tokens together are at most the
+//     budget, so that the driver runs them as one call of a mixed program
+//     (a prompt chunk's tokens are rows beside the decode rows). Every
+//     sequence past its prompt counts as a decode row before any chunk is
+//     planned; the chunks (still at most prefillRows of at most chunk
+//     tokens) take what is left, the oldest first, the last one shorter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,6 +96,9 @@ struct SchedulerConfig {
   /// Static batching (policy 6): admit a wave only when nothing runs, and
   /// nobody else until the wave ends.
   bool staticBatches = false;
+  /// Mixed iterations (policy 7): an iteration's decode rows and prompt
+  /// tokens together at most (0: no budget; else > decodeRows).
+  int64_t tokenBudget = 0;
 };
 
 /// One prompt chunk of an iteration's prefill call, in row `row` of it.

@@ -359,6 +359,9 @@ void scenarioStress() {
     config.sharePrefixes = random.in(0, 3) != 0;
     // Not drawn: the other runs' draws stay those they were before waves.
     config.staticBatches = runs % 3 == 2;
+    // A token budget (mixed iterations) in a quarter of the runs: from one
+    // prompt token beside every decode row.
+    config.tokenBudget = runs % 4 == 1 ? B + 1 + runs % 7 : 0;
     RunResult r = serveFake(config, vocab, requests);
     if (!r.problem.empty())
       problem = "run " + std::to_string(runs) + ": " + r.problem;
@@ -370,6 +373,43 @@ void scenarioStress() {
           std::to_string(runs) + " random runs, " + std::to_string(requestsServed) +
               " requests served, " + std::to_string(preemptions) + " preemptions, " +
               std::to_string(shared) + " pages shared");
+}
+
+/// A token budget (a mixed program's rows): every iteration's decode rows
+/// and prompt tokens fit it, the chunks shrink to what the decode rows
+/// leave, and the ids are those of separate calls.
+void scenarioTokenBudget() {
+  const int64_t vocab = 64;
+  Random random(7);
+  std::vector<Request> requests;
+  for (int64_t i = 0; i < 6; ++i)
+    requests.push_back({i, randomPrompt(random, 4 + 5 * i, vocab), 6 + i, i});
+  SchedulerConfig apart = makeConfig(3, 2, 8, 4, 64, 16);
+  SchedulerConfig mixed = apart;
+  mixed.tokenBudget = 10;
+  RunResult a = serveFake(apart, vocab, requests), m = serveFake(mixed, vocab, requests);
+  std::string problem = !m.problem.empty() ? m.problem : a.problem;
+  int64_t full = 0, shortened = 0, most = 0;
+  for (const Logged &l : m.log) {
+    int64_t tokens = int64_t(l.plan.decode.size());
+    for (const PrefillChunk &c : l.plan.prefill)
+      tokens += int64_t(c.tokens.size());
+    most = std::max(most, tokens);
+    full += tokens == 10;
+    // A chunk the budget cut: shorter than the chunk size, its prompt not done.
+    for (const PrefillChunk &c : l.plan.prefill)
+      shortened += !c.completesPrompt && int64_t(c.tokens.size()) < 8;
+  }
+  if (problem.empty() && a.ids != m.ids)
+    problem = "the ids differ with and without the budget";
+  if (problem.empty() && (full == 0 || shortened == 0))
+    problem = "the budget was never filled (" + std::to_string(full) + ") or never cut a "
+              "chunk (" + std::to_string(shortened) + ")";
+  verdict("token budget", problem,
+          "at most " + std::to_string(most) + " of 10 tokens per iteration, " +
+              std::to_string(full) + " iterations full, " + std::to_string(shortened) +
+              " chunks cut to the budget, ids equal to separate calls': " +
+              (a.ids == m.ids ? "yes" : "no"));
 }
 
 //===----------------------------------------------------------------------===//
@@ -483,6 +523,7 @@ int main(int argc, char **argv) {
   scenarioSharing();
   scenarioEndToken();
   scenarioStatic();
+  scenarioTokenBudget();
   scenarioRefusals();
   scenarioNegative();
   scenarioStress();

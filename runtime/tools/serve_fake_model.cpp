@@ -116,6 +116,13 @@ bool FakeServing::checkRows(const Iteration &plan) {
     if (d.slot < 0 || d.slot >= config.decodeRows || !slots.insert(d.slot).second ||
         !sequences.insert(d.sequence).second)
       return fail("bad decode row for sequence " + std::to_string(d.sequence));
+  // A token budget (a mixed program's rows) holds the whole iteration.
+  int64_t tokens = int64_t(plan.decode.size());
+  for (const PrefillChunk &c : plan.prefill)
+    tokens += int64_t(c.tokens.size());
+  if (config.tokenBudget && tokens > config.tokenBudget)
+    return fail(std::to_string(tokens) + " tokens in an iteration, over the budget of " +
+                std::to_string(config.tokenBudget));
   return true;
 }
 

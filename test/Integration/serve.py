@@ -16,6 +16,8 @@
 # - llama-tiny on tp=2 with the small pool; hybrid-tiny on dp=2,tp=2 (two
 #   replicas, each its own pool and scheduler; --output written by both);
 #   mamba-tiny, gpt-tiny, moe-tiny;
+# - mixed iterations (--token-budget 8: decode rows and prompt chunks in one
+#   call): preempted, tp=2, gpt-tiny with two chunks per iteration; refusals;
 # - static batching (--static-batching, bench/serving's baseline: waves of 3
 #   that start when the last has ended): verified, in more iterations;
 # - disaggregated prefill and decode groups: llama-tiny on 1 + 1 ranks
@@ -130,6 +132,27 @@ s = served("llama-tiny.mlir", "--static-batching")
 expect(s and continuous and int(s.group(7)) > int(continuous.group(7)),
        "llama-tiny, static batching: no more iterations than continuous batching")
 
+# Mixed iterations (--token-budget 8): an iteration's decode rows and prompt
+# chunks run as rows of one call (a chunk's tokens attend to each other
+# through the pages the call writes first), preempted, on tp=2, and with
+# learned positions and two chunks per iteration.
+s = served("llama-tiny.mlir", "--token-budget", "8", "--kv-pages", "5", "--trace", trace)
+with open(trace) as f:
+    events = json.load(f)["traceEvents"]
+names = [e["name"] for e in events if e.get("cat") == "span"]
+expect(s and int(s.group(5)) > 0 and "mixed" in names and "prefill" not in names,
+       f"--token-budget: no preemption, or prompt chunks not in mixed calls: {set(names)}")
+served("llama-tiny.mlir", "--token-budget", "8", "--grid", "tp=2")
+served("gpt-tiny.mlir", "--token-budget", "10", "--prefill-batch", "2")
+for model, extra, message in (
+        ("llama-tiny.mlir", ("--token-budget", "3"), "--token-budget 3 must exceed --batch 3"),
+        ("llama-tiny.mlir", ("--token-budget", "8", "--disaggregate"),
+         "--token-budget runs prefill and decode in one call"),
+        ("hybrid-tiny.mlir", ("--token-budget", "8"), "a model with Mamba layers cannot")):
+    r = test.run(model, *SERVE, *extra)
+    expect(r.returncode == 1 and message in r.stderr,
+           f"{model} {' '.join(extra)}: not refused", r)
+
 # Disaggregated: a prefill group and a decode group (each of --grid's
 # ranks), the prefilled rows and Mamba states moved between them.
 s = served("llama-tiny.mlir", "--kv-pages", "6", "--disaggregate", "--output", output)
@@ -152,6 +175,9 @@ served("hybrid-tiny.mlir", "--kv-pages", "6", "--disaggregate", "--prefill-grid"
 for fault, what, extra in (
         ("page", "a page table entry pointing at another sequence's page", ()),
         ("chunk", "a chunk boundary off by one", ()),
+        ("page", "a page table entry pointing at another sequence's page (mixed)",
+         ("--token-budget", "8")),
+        ("chunk", "a chunk boundary off by one (mixed)", ("--token-budget", "8")),
         ("transfer", "a cache transfer missing one layer", ("--disaggregate",))):
     r = test.run("llama-tiny.mlir", *SERVE, "--verify", *extra,
                  env={"BRAID_TEST_SERVE_FAULT": fault})

@@ -375,6 +375,12 @@ static cl::opt<int64_t> prefillChunk(
 static cl::opt<int64_t> prefillBatch("prefill-batch", cl::cat(serveCategory),
                                      cl::desc("Prompt chunks per iteration (default 1)"),
                                      cl::init(1));
+static cl::opt<int64_t> tokenBudget(
+    "token-budget", cl::cat(serveCategory),
+    cl::desc("Run each iteration's decode rows and prompt chunks as one call of a mixed "
+             "program of this many token rows (more than --batch; attention-only models; "
+             "default 0: prefill and decode calls apart)"),
+    cl::init(0));
 static cl::opt<bool> staticBatching(
     "static-batching", cl::cat(serveCategory),
     cl::desc("Admit requests in waves of --batch that start only when the last "
@@ -602,6 +608,7 @@ int main(int argc, char **argv) {
       generate.serve.prefillChunk = prefillChunk;
       generate.serve.prefillBatch = prefillBatch;
       generate.serve.staticBatches = staticBatching;
+      generate.serve.tokenBudget = tokenBudget;
       generate.serve.disaggregate = disaggregate;
       generate.serve.prefillGrid = prefillGrid;
       return ::braid::driver::serveModel(*module, pipeline, options, generate);

@@ -353,6 +353,10 @@ LogicalResult BraidDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   if (attr.getName() == kSplitAttrName ||
       attr.getName() == kGlobalShapeAttrName)
     return verifyLayoutValue(op, attr);
+  if (attr.getName() == kInputNameAttrName)
+    return expect(isFunc(op) && isa<StringAttr>(attr.getValue()) &&
+                      !cast<StringAttr>(attr.getValue()).empty(),
+                  op, attr, "must be a non-empty string on a func.func argument");
   return op->emitError() << "unknown braid argument attribute '"
                          << attr.getName().getValue() << "'";
 }

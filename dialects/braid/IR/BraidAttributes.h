@@ -22,6 +22,7 @@ namespace mlir::braid {
 // What a module and its functions are.
 BRAID_ATTR_NAME(kEntryAttrName, Entry)
 BRAID_ATTR_NAME(kServesAttrName, Serves)
+BRAID_ATTR_NAME(kInputNameAttrName, Input)
 BRAID_ATTR_NAME(kModelAttrName, Model)
 BRAID_ATTR_NAME(kAxesAttrName, Axes)
 

@@ -43,6 +43,10 @@ def Braid_Dialect : Dialect {
     // getProgramKind). Its kernel calls may depend on it (a decode step's
     // linears: braid_k_linear's BRAID_LINEAR_ROWS_APART).
     "::mlir::StringAttr":$serves,
+    // The runtime's name for an entry's argument (an argument attribute)
+    // where its readers do not tell it: the mixed serving program's
+    // `logit_rows`, which braid.take_rows reads as prefill's last rows are.
+    "::mlir::StringAttr":$input,
     // The model's hyper-parameters on the module: a flat dictionary of
     // scalars and arrays of scalars with a string `name` and `family`.
     "::mlir::DictionaryAttr":$model,

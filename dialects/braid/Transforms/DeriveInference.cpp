@@ -19,6 +19,7 @@
 #include "dialects/braid/Transforms/Passes.h"
 #include "dialects/braid/Transforms/Retype.h"
 
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidDialect.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/braid/IR/EntryPoints.h"
@@ -43,11 +44,14 @@ struct TokenShape {
   int64_t batch = 0, rows = 0;
 };
 
-/// One program to derive.
+/// One program to derive. `logitGroups` K > 0 (the mixed program): its
+/// batch rows form K groups of batch / K rows, and the logits are those of
+/// one row per group, picked by the `logit_rows` argument.
 struct ProgramSpec {
   EntryKind kind;
   StringRef name;
   TokenShape shape;
+  int64_t logitGroups = 0;
 };
 
 /// The extra arguments a function takes in an inference program: its
@@ -78,6 +82,8 @@ struct PagedSpec {
 /// where the program does not take them.
 struct SequenceInputs {
   Value positions, lastRows, pages, slots;
+  /// The mixed program's row of each group whose logits it returns.
+  Value logitRows;
 };
 
 class InferenceDeriver {
@@ -294,6 +300,13 @@ FailureOr<Value> InferenceDeriver::pickRows(CrossEntropyOp loss,
   else
     b.setInsertionPointToStart(loss->getBlock());
   auto type = cast<RankedTensorType>(rows.getType());
+  if (int64_t groups = spec->logitGroups) {
+    // [M, 1, H] as K groups of M / K rows: one row of each is picked.
+    rows = ReshapeOp::create(b, loss.getLoc(),
+                             type.clone({groups, type.getDimSize(0) / groups,
+                                         type.getDimSize(2)}),
+                             rows);
+  }
   Value picked =
       lastRows ? TakeRowsOp::create(b, loss.getLoc(), rows, lastRows).getResult()
                : ReshapeOp::create(b, loss.getLoc(),
@@ -569,7 +582,10 @@ LogicalResult InferenceDeriver::derive(const ProgramSpec &program) {
   Value positions = in.positions;
   // Prefill's logits are those of each row's last real row; decode's of its
   // one row (an idle row's are dropped).
-  Value last = program.kind == EntryKind::Prefill ? in.lastRows : Value();
+  // The mixed program's of one row per group of rows.
+  Value last = program.logitGroups       ? in.logitRows
+               : program.kind == EntryKind::Prefill ? in.lastRows
+                                                    : Value();
   // Tokens first, re-typed to the program's; the labels keep theirs until
   // the loss that reads them goes.
   SmallVector<Type> inputs(body.getArgumentTypes());
@@ -588,6 +604,11 @@ LogicalResult InferenceDeriver::derive(const ProgramSpec &program) {
     return failure();
   entry.setType(FunctionType::get(ctx, body.getArgumentTypes(),
                                   body.getTerminator()->getOperandTypes()));
+  // Named for the runtime here: its one reader, braid.take_rows, would name
+  // it last_rows.
+  if (in.logitRows)
+    entry.setArgAttr(cast<BlockArgument>(in.logitRows).getArgNumber(),
+                     kInputNameAttrName, StringAttr::get(ctx, "logit_rows"));
   return success();
 }
 
@@ -609,6 +630,9 @@ SequenceInputs InferenceDeriver::addEntryArguments(func::FuncOp entry) {
         loc);
   if (paged && spec->kind == EntryKind::Prefill && hasMambaState(step, symbols))
     in.slots = body.addArgument(perSequence, loc);
+  if (spec->logitGroups)
+    in.logitRows = body.addArgument(
+        RankedTensorType::get({spec->logitGroups}, i32), loc);
   return in;
 }
 
@@ -686,15 +710,57 @@ struct BraidDeriveInferencePass
     if (failed(paging))
       return failure();
     InferenceDeriver deriver(module, step, train, rows, sampling, *paging);
-    ProgramSpec programs[] = {
+    SmallVector<ProgramSpec> programs = {
         {EntryKind::Prefill, "prefill", {prefillRows, prompt}},
         {EntryKind::Decode, "decode", {sequences, 1}},
         {EntryKind::Forward, "forward", {sequences, rows}}};
+    FailureOr<std::optional<ProgramSpec>> mixed =
+        mixedProgramOf(module, step, *paging, sequences, prefillRows);
+    if (failed(mixed))
+      return failure();
+    if (*mixed)
+      programs.push_back(**mixed);
     for (const ProgramSpec &program : programs)
       if (failed(deriver.derive(program)))
         return failure();
     deriver.eraseTrainingStep();
     return success();
+  }
+
+  /// The mixed program `mixed-rows` asks for: decode's shape with the token
+  /// budget's rows, rounded up to `groups` (decode rows plus prompt chunks:
+  /// the rows whose logits a call may need) groups of equal size. Its kind
+  /// is prefill's: most of its rows are prompt tokens, and its products are
+  /// a prefill's (a decode step's stream W for a few rows: MatmulOps.cpp).
+  FailureOr<std::optional<ProgramSpec>>
+  mixedProgramOf(ModuleOp module, func::FuncOp step,
+                 const std::optional<PagedSpec> &paging, int64_t sequences,
+                 int64_t prefillRows) {
+    const char *flag = "--braid-derive-inference";
+    if (mixedRows < 0)
+      return step.emitError(flag) << ": mixed-rows must be >= 0";
+    if (!mixedRows)
+      return std::optional<ProgramSpec>();
+    if (!paging)
+      return step.emitError(flag)
+             << ": mixed-rows needs a paged cache (page-size)";
+    // A Mamba state advances one token per call: a chunk's tokens cannot be
+    // rows of one call.
+    SymbolTable symbols(module);
+    if (hasMambaState(step, symbols))
+      return step.emitError(flag)
+             << ": mixed-rows needs a model without Mamba layers (their "
+                "states advance one token per call)";
+    if (mixedRows <= sequences)
+      return step.emitError(flag)
+             << ": mixed-rows (" << static_cast<int64_t>(mixedRows)
+             << ") must exceed the batch (" << sequences
+             << "): its rows hold every decode row and the prompt tokens beside "
+                "them";
+    int64_t groups = sequences + prefillRows;
+    int64_t perGroup = (mixedRows + groups - 1) / groups;
+    return std::optional<ProgramSpec>(ProgramSpec{
+        EntryKind::Prefill, "mixed", {groups * perGroup, 1}, groups});
   }
 
   /// The paged cache the options ask for (none without page-size).

@@ -52,6 +52,7 @@ struct GenerateOptions {
     bool disaggregate = false; ///< --disaggregate: a prefill group and a decode group
     std::string prefillGrid;   ///< --prefill-grid: the prefill group's (default: --grid)
     bool staticBatches = false; ///< --static-batching: waves (bench/serving's baseline)
+    int64_t tokenBudget = 0;    ///< --token-budget: decode rows + prompt tokens per call (0: apart)
     bool enabled() const { return !requestsFile.empty() || rate > 0; }
   } serve;
 };

@@ -322,13 +322,14 @@ LogicalResult ProgramEmitter::emit(raw_ostream &os) {
           "[[maybe_unused]] inline void *advance(void *base, int64_t bytes) {\n"
           "  return static_cast<char *>(base) + bytes;\n}\n\n";
   os << kernels << functions << descriptor;
-  // Inference programs (prefill, decode, forward) are linked into one binary,
-  // so each exports a getter named after its kind (braid_program_get_decode,
-  // a pipeline stage's @decode.pp1 too: a stage's binary holds its stage's
-  // programs); a training step is the binary's one program.
+  // Inference programs (prefill, decode, forward, mixed) are linked into one
+  // binary, so each exports a getter named after its entry, without a
+  // pipeline stage's suffix (braid_program_get_decode for @decode and for
+  // @decode.pp1: a stage's binary holds its stage's programs); a training
+  // step is the binary's one program.
   std::string getter = "braid_program_get";
   if (plan.kind != EntryKind::TrainStep)
-    getter += "_" + stringifyEntryKind(plan.kind).str();
+    getter += "_" + plan.entry.getSymName().split('.').first.str();
   os << "\n} // namespace\n\nextern \"C\" const braid_program *" << getter
      << "(void) { return &kProgram; }\n";
   return success();

@@ -9,6 +9,7 @@
 
 #include "Emitter.h"
 
+#include "dialects/braid/IR/BraidAttributes.h"
 #include "dialects/braid/IR/BraidOps.h"
 #include "dialects/dist/IR/DistDialect.h"
 
@@ -148,6 +149,12 @@ static std::optional<std::string> inputRole(Value value) {
 }
 
 static FailureOr<std::string> inputName(BlockArgument arg) {
+  // Named by the pass that made it (braid.input), where its readers do not
+  // tell it.
+  if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+    if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                      kInputNameAttrName))
+      return name.getValue().str();
   if (std::optional<std::string> role = inputRole(arg))
     return *role;
   return emitError(arg.getLoc(), "step argument #")
