@@ -45,6 +45,20 @@ func.func @f(%x: tensor<4xf32> {braid.global_shape = [8]}) {
 
 // -----
 
+// expected-error @+1 {{'braid.input' must be a non-empty string on a func.func argument}}
+func.func @f(%x: tensor<4xi32> {braid.input = 3 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'braid.input' must be a non-empty string on a func.func argument}}
+func.func @f(%x: tensor<4xi32> {braid.input = ""}) {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{unknown braid argument attribute 'braid.stage'}}
 func.func @f(%x: tensor<4xf32> {braid.stage = 0 : i64}) {
   return
