@@ -134,6 +134,23 @@ SmallVector<std::string> serveArgs(const RunOptions &options, const GenerateOpti
   return args;
 }
 
+/// The mixed programs --token-budget N builds beside the decode rows B: room
+/// for a quarter, a half and all of the N - B prompt tokens, so that an
+/// iteration with a short chunk runs a call sized to it, not to the budget
+/// (the programs have static shapes; the runtime takes the smallest that
+/// holds the iteration). None without a budget.
+SmallVector<int64_t> mixedSizes(int64_t budget, int64_t batch) {
+  if (!budget)
+    return {};
+  const int64_t room = budget - batch;
+  SmallVector<int64_t> sizes;
+  for (int64_t part : {room / 4, room / 2})
+    if (part > 0)
+      sizes.push_back(batch + part);
+  sizes.push_back(budget);
+  return sizes;
+}
+
 /// --braid-derive-inference's options: paged (serving), or the 1-rank
 /// reference's static cache with one sequence per call.
 mlir::braid::BraidDeriveInferencePassOptions deriveOptions(const GenerateOptions &generate,
@@ -158,7 +175,7 @@ mlir::braid::BraidDeriveInferencePassOptions deriveOptions(const GenerateOptions
   derive.promptLen = serve.prefillChunk;
   derive.pageSize = serve.pageSize;
   derive.kvPages = serve.kvPages;
-  derive.mixedRows = serve.tokenBudget;
+  derive.mixedRows = mixedSizes(serve.tokenBudget, generate.batch);
   return derive;
 }
 
@@ -382,6 +399,9 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
                           : tokens        ? tokens.getDimSize(1)
                                           : 0;
   GenerateOptions sized = generate;
+  // The decode rows, which the mixed programs' sizes start from.
+  if (!sized.batch && tokens)
+    sized.batch = tokens.getDimSize(0);
   if (!sized.serve.prefillChunk) {
     // Chunks of up to 512 prompt tokens, as long as the context allows.
     sized.serve.prefillChunk = std::min<int64_t>(context, 512);

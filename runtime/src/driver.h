@@ -246,12 +246,12 @@ void evaluate(Session &s, int64_t k);
 int runTrainSteps(Session &s);
 
 /// The programs of a generation binary (weak getters, main.cpp): prefill and
-/// decode, forward when linked (teacher forcing), and mixed when serving
-/// with a token budget (--braid-derive-inference mixed-rows: decode rows
-/// and prompt chunks in one call).
+/// decode, forward when linked (teacher forcing), and the mixed programs,
+/// smallest first, when serving with a token budget (--braid-derive-inference
+/// mixed-rows: decode rows and prompt chunks in one call).
 struct InferencePrograms {
-  const braid_program *prefill = nullptr, *decode = nullptr, *forward = nullptr,
-                      *mixed = nullptr;
+  const braid_program *prefill = nullptr, *decode = nullptr, *forward = nullptr;
+  std::vector<const braid_program *> mixed;
 };
 
 /// Runs generation (driver_generate.cpp) with `programs`; s.program must be

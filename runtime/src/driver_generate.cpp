@@ -529,9 +529,11 @@ braid_program mergedProgram(const InferencePrograms &programs) {
   checkSharedState(*programs.prefill, *programs.decode, "decode");
   if (programs.forward)
     checkSharedState(*programs.prefill, *programs.forward, "forward");
-  if (programs.mixed)
-    checkSharedState(*programs.prefill, *programs.mixed, "mixed");
-  for (const braid_program *p : {programs.decode, programs.forward, programs.mixed})
+  for (const braid_program *p : programs.mixed)
+    checkSharedState(*programs.prefill, *p, "mixed");
+  std::vector<const braid_program *> others = {programs.decode, programs.forward};
+  others.insert(others.end(), programs.mixed.begin(), programs.mixed.end());
+  for (const braid_program *p : others)
     if (p)
       merged.arena_bytes = std::max(merged.arena_bytes, p->arena_bytes);
   merged.num_inputs = 0;

@@ -155,8 +155,8 @@ private:
   void waitForArrival(const ServeRequest &request);
   std::vector<int32_t> runPrefill(const std::vector<serve::PrefillChunk> &chunks);
   std::vector<int32_t> runDecode(const std::vector<serve::DecodeRow> &rows);
-  void runMixed(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
-                std::vector<int32_t> &decodeIds);
+  int64_t runMixed(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
+                   std::vector<int32_t> &decodeIds);
   std::vector<int32_t> call(const braid_program &program, const CallInputs &inputs,
                             const char *what, std::vector<float> *logits);
   SampleInputs sampleInputs(int64_t rows) const;
@@ -274,8 +274,9 @@ void Server::runCalls(const serve::Iteration &iteration, std::vector<int32_t> &p
                       std::vector<int32_t> &decodeIds) {
   double callUs = Trace::nowUs();
   if (role == Role::Colocated && shapes.mixedRows && !iteration.prefill.empty()) {
-    runMixed(iteration, prefillIds, decodeIds);
-    traceSpan("mixed", describeIteration(iteration), &callUs);
+    const int64_t rows = runMixed(iteration, prefillIds, decodeIds);
+    traceSpan("mixed", describeIteration(iteration) + " in " + std::to_string(rows) + " rows",
+              &callUs);
     return;
   }
   if (role != Role::Decode && !iteration.prefill.empty()) {
@@ -448,23 +449,34 @@ std::vector<int32_t> Server::runDecode(const std::vector<serve::DecodeRow> &rows
 }
 
 /// The iteration's decode rows and prompt chunks as rows of one call of the
-/// mixed program: M rows in K groups of G. A row whose logits are needed (a
+/// smallest mixed program that holds them: M rows in K groups of G. A row whose logits are needed (a
 /// decode row, a chunk's last token when it completes its prompt) is the
 /// first row of a group of its own, picked by logit_rows; the other prompt
 /// tokens fill the free rows. Each row carries its sequence's position and
 /// page table, so the rows of one chunk attend to each other as the
 /// prefill program's would (the call writes every row before it attends).
-void Server::runMixed(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
-                      std::vector<int32_t> &decodeIds) {
-  const int64_t M = shapes.mixedRows, K = shapes.logitGroups, G = M / K,
+/// Returns the program's rows.
+int64_t Server::runMixed(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
+                         std::vector<int32_t> &decodeIds) {
+  int64_t tokens = int64_t(iteration.decode.size()), logitRows = tokens;
+  for (const serve::PrefillChunk &chunk : iteration.prefill) {
+    tokens += int64_t(chunk.tokens.size());
+    logitRows += chunk.completesPrompt ? 1 : 0;
+  }
+  size_t pick = 0;
+  while (pick + 1 < shapes.mixed.size() &&
+         (shapes.mixed[pick].rows < tokens || shapes.mixed[pick].groups < logitRows))
+    ++pick;
+  const braid_program &program = *programs.mixed[pick];
+  const int64_t M = shapes.mixed[pick].rows, K = shapes.mixed[pick].groups, G = M / K,
                 T = shapes.tableEntries;
-  std::vector<int32_t> tokens(size_t(M), 0), positions(size_t(M), 0), lastRows(size_t(M), -1),
-      pages(size_t(M * T), -1), logitRows(size_t(K), -1);
+  std::vector<int32_t> ids(size_t(M), 0), positions(size_t(M), 0), lastRows(size_t(M), -1),
+      pages(size_t(M * T), -1), logitRow(size_t(K), -1);
   std::vector<bool> used(size_t(M), false);
   SampleInputs sample = sampleInputs(K);
   auto place = [&](int64_t row, int32_t token, int64_t position, int64_t slot) {
     used[size_t(row)] = true;
-    tokens[size_t(row)] = token;
+    ids[size_t(row)] = token;
     positions[size_t(row)] = int32_t(position);
     lastRows[size_t(row)] = 0;
     std::vector<int32_t> table = scheduler.pageTable(slot);
@@ -477,7 +489,7 @@ void Server::runMixed(const serve::Iteration &iteration, std::vector<int32_t> &p
       fatal("serve: an iteration needs more logits than the mixed program's %lld groups",
             (long long)K);
     place(group * G, token, position, slot);
-    logitRows[size_t(group)] = 0;
+    logitRow[size_t(group)] = 0;
     setSample(sample, group, sequence, step);
     return group++;
   };
@@ -512,11 +524,11 @@ void Server::runMixed(const serve::Iteration &iteration, std::vector<int32_t> &p
     }
   }
   CallInputs inputs;
-  inputs.add("tokens", &tokens).add("positions", &positions).add("last_rows", &lastRows);
-  inputs.add("pages", &pages).add("logit_rows", &logitRows).addSample(&sample);
+  inputs.add("tokens", &ids).add("positions", &positions).add("last_rows", &lastRows);
+  inputs.add("pages", &pages).add("logit_rows", &logitRow).addSample(&sample);
   std::vector<float> logits;
   const bool keep = !s.args.logitsOut.empty();
-  std::vector<int32_t> drawn = call(*programs.mixed, inputs, "mixed", keep ? &logits : nullptr);
+  std::vector<int32_t> drawn = call(program, inputs, "mixed", keep ? &logits : nullptr);
   decodeIds.clear();
   for (size_t j = 0; j < iteration.decode.size(); ++j) {
     const serve::DecodeRow &row = iteration.decode[j];
@@ -533,6 +545,7 @@ void Server::runMixed(const serve::Iteration &iteration, std::vector<int32_t> &p
       keepLogits(logits, chunkGroups[c], iteration.prefill[c].sequence,
                  iteration.prefill[c].step);
   }
+  return M;
 }
 
 /// Mean time per output token after the first; 0 for one token.

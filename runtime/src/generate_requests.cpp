@@ -217,21 +217,21 @@ ServeShapes serveShapesOf(const InferencePrograms &programs) {
     shapes.pages = shapes.decodeRows * shapes.tableEntries;
   }
   shapes.context = shapes.pageSize * shapes.tableEntries;
-  if (programs.mixed) {
-    const braid_tensor_desc *mixedTokens = findInput(*programs.mixed, "tokens"),
-                            *logitRows = findInput(*programs.mixed, "logit_rows");
-    if (!mixedTokens || !logitRows || !findInput(*programs.mixed, "pages") ||
-        programs.mixed->num_outputs != 2)
-      fatal("--serve: the mixed program needs tokens, pages and logit_rows and returns logits "
+  for (const braid_program *mixed : programs.mixed) {
+    const braid_tensor_desc *mixedTokens = findInput(*mixed, "tokens"),
+                            *logitRows = findInput(*mixed, "logit_rows");
+    if (!mixedTokens || !logitRows || !findInput(*mixed, "pages") || mixed->num_outputs != 2)
+      fatal("--serve: a mixed program needs tokens, pages and logit_rows and returns logits "
             "and ids (--braid-derive-inference mixed-rows=M)");
-    shapes.mixedRows = globalDim(*mixedTokens, 0);
-    shapes.logitGroups = globalDim(*logitRows, 0);
-    if (shapes.logitGroups < shapes.decodeRows + shapes.prefillRows ||
-        shapes.mixedRows % shapes.logitGroups)
-      fatal("--serve: the mixed program's %lld rows in %lld groups cannot hold %lld decode rows "
-            "and %lld prompt chunks",
-            (long long)shapes.mixedRows, (long long)shapes.logitGroups,
-            (long long)shapes.decodeRows, (long long)shapes.prefillRows);
+    ServeShapes::Mixed m{globalDim(*mixedTokens, 0), globalDim(*logitRows, 0)};
+    if (m.groups < shapes.decodeRows + shapes.prefillRows || m.rows % m.groups ||
+        m.rows <= shapes.mixedRows)
+      fatal("--serve: a mixed program's %lld rows in %lld groups cannot hold %lld decode rows "
+            "and %lld prompt chunks, or the programs are not in increasing size",
+            (long long)m.rows, (long long)m.groups, (long long)shapes.decodeRows,
+            (long long)shapes.prefillRows);
+    shapes.mixed.push_back(m);
+    shapes.mixedRows = m.rows;
   }
   return shapes;
 }

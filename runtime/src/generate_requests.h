@@ -65,9 +65,14 @@ struct ServeShapes {
   int64_t pageSize = 0, pages = 0, tableEntries = 0, context = 0, vocab = 0;
   bool slots = false; ///< prefill takes Mamba state slots
   bool mamba = false; ///< the model has Mamba layers (states per slot)
-  /// The mixed program's rows (the token budget) and groups of rows (the
-  /// logits it returns); 0 without one.
-  int64_t mixedRows = 0, logitGroups = 0;
+  /// The rows and groups of rows (the logits each returns) of the mixed
+  /// programs, smallest first; mixedRows is the largest's (the token
+  /// budget), 0 without them.
+  struct Mixed {
+    int64_t rows = 0, groups = 0;
+  };
+  std::vector<Mixed> mixed;
+  int64_t mixedRows = 0;
   braid_dtype logitsDtype = BRAID_F32;
 };
 

@@ -74,6 +74,9 @@
 
 #include "driver.h"
 
+#include <algorithm>
+#include <utility>
+
 // The programs a binary may hold, resolved at link time: a training binary
 // defines braid_program_get, a generation binary (braid-run --generate) the
 // inference entry points' own getters (the emitter names them after the
@@ -84,7 +87,10 @@ extern "C" {
 const braid_program *braid_program_get_prefill(void) __attribute__((weak));
 const braid_program *braid_program_get_decode(void) __attribute__((weak));
 const braid_program *braid_program_get_forward(void) __attribute__((weak));
-const braid_program *braid_program_get_mixed(void) __attribute__((weak));
+const braid_program *braid_program_get_mixed_0(void) __attribute__((weak));
+const braid_program *braid_program_get_mixed_1(void) __attribute__((weak));
+const braid_program *braid_program_get_mixed_2(void) __attribute__((weak));
+const braid_program *braid_program_get_mixed_3(void) __attribute__((weak));
 }
 
 using namespace braid::rt;
@@ -133,11 +139,20 @@ InferencePrograms inferencePrograms() {
   programs.decode = checkedProgram(braid_program_get_decode(), "braid_program_get_decode");
   if (braid_program_get_forward)
     programs.forward = checkedProgram(braid_program_get_forward(), "braid_program_get_forward");
-  if (braid_program_get_mixed)
-    programs.mixed = checkedProgram(braid_program_get_mixed(), "braid_program_get_mixed");
+  // The mixed programs, smallest first (--braid-derive-inference mixed-rows).
+  using Getter = const braid_program *(*)(void);
+  const std::pair<Getter, const char *> mixed[] = {
+      {braid_program_get_mixed_0, "braid_program_get_mixed_0"},
+      {braid_program_get_mixed_1, "braid_program_get_mixed_1"},
+      {braid_program_get_mixed_2, "braid_program_get_mixed_2"},
+      {braid_program_get_mixed_3, "braid_program_get_mixed_3"}};
+  for (auto [getter, name] : mixed)
+    if (getter)
+      programs.mixed.push_back(checkedProgram(getter(), name));
   if (programs.prefill->entry_kind != BRAID_ENTRY_PREFILL ||
       programs.decode->entry_kind != BRAID_ENTRY_DECODE ||
-      (programs.mixed && programs.mixed->entry_kind != BRAID_ENTRY_PREFILL) ||
+      std::any_of(programs.mixed.begin(), programs.mixed.end(),
+                  [](const braid_program *p) { return p->entry_kind != BRAID_ENTRY_PREFILL; }) ||
       (programs.forward && programs.forward->entry_kind != BRAID_ENTRY_FORWARD))
     fatal("the generation programs' entry kinds are not prefill, decode, forward and (mixed) prefill");
   return programs;

@@ -714,12 +714,9 @@ struct BraidDeriveInferencePass
         {EntryKind::Prefill, "prefill", {prefillRows, prompt}},
         {EntryKind::Decode, "decode", {sequences, 1}},
         {EntryKind::Forward, "forward", {sequences, rows}}};
-    FailureOr<std::optional<ProgramSpec>> mixed =
-        mixedProgramOf(module, step, *paging, sequences, prefillRows);
-    if (failed(mixed))
+    if (failed(addMixedPrograms(module, step, *paging, sequences, prefillRows,
+                                programs)))
       return failure();
-    if (*mixed)
-      programs.push_back(**mixed);
     for (const ProgramSpec &program : programs)
       if (failed(deriver.derive(program)))
         return failure();
@@ -727,20 +724,21 @@ struct BraidDeriveInferencePass
     return success();
   }
 
-  /// The mixed program `mixed-rows` asks for: decode's shape with the token
-  /// budget's rows, rounded up to `groups` (decode rows plus prompt chunks:
-  /// the rows whose logits a call may need) groups of equal size. Its kind
-  /// is prefill's: most of its rows are prompt tokens, and its products are
-  /// a prefill's (a decode step's stream W for a few rows: MatmulOps.cpp).
-  FailureOr<std::optional<ProgramSpec>>
-  mixedProgramOf(ModuleOp module, func::FuncOp step,
-                 const std::optional<PagedSpec> &paging, int64_t sequences,
-                 int64_t prefillRows) {
+  /// The mixed programs `mixed-rows` asks for, smallest first: decode's
+  /// shape with each size's rows, rounded up to `groups` (decode rows plus
+  /// prompt chunks: the rows whose logits a call may need) groups of equal
+  /// size. Their kind is prefill's: most of their rows are prompt tokens,
+  /// and their products are a prefill's (a decode step's stream W for a few
+  /// rows: MatmulOps.cpp).
+  LogicalResult addMixedPrograms(ModuleOp module, func::FuncOp step,
+                                 const std::optional<PagedSpec> &paging,
+                                 int64_t sequences, int64_t prefillRows,
+                                 SmallVectorImpl<ProgramSpec> &programs) {
+    static constexpr StringLiteral kNames[] = {"mixed_0", "mixed_1",
+                                               "mixed_2", "mixed_3"};
     const char *flag = "--braid-derive-inference";
-    if (mixedRows < 0)
-      return step.emitError(flag) << ": mixed-rows must be >= 0";
-    if (!mixedRows)
-      return std::optional<ProgramSpec>();
+    if (mixedRows.empty())
+      return success();
     if (!paging)
       return step.emitError(flag)
              << ": mixed-rows needs a paged cache (page-size)";
@@ -751,16 +749,28 @@ struct BraidDeriveInferencePass
       return step.emitError(flag)
              << ": mixed-rows needs a model without Mamba layers (their "
                 "states advance one token per call)";
-    if (mixedRows <= sequences)
-      return step.emitError(flag)
-             << ": mixed-rows (" << static_cast<int64_t>(mixedRows)
-             << ") must exceed the batch (" << sequences
-             << "): its rows hold every decode row and the prompt tokens beside "
-                "them";
     int64_t groups = sequences + prefillRows;
-    int64_t perGroup = (mixedRows + groups - 1) / groups;
-    return std::optional<ProgramSpec>(ProgramSpec{
-        EntryKind::Prefill, "mixed", {groups * perGroup, 1}, groups});
+    SmallVector<int64_t> rows;
+    for (int64_t size : mixedRows) {
+      if (size <= sequences)
+        return step.emitError(flag)
+               << ": mixed-rows (" << size << ") must exceed the batch ("
+               << sequences
+               << "): its rows hold every decode row and the prompt tokens "
+                  "beside them";
+      rows.push_back((size + groups - 1) / groups * groups);
+    }
+    llvm::sort(rows);
+    rows.erase(llvm::unique(rows), rows.end());
+    if (rows.size() > std::size(kNames))
+      return step.emitError(flag)
+             << ": mixed-rows has " << rows.size()
+             << " sizes (after rounding up to multiples of " << groups
+             << "); at most " << std::size(kNames) << " are derived";
+    for (auto [i, size] : llvm::enumerate(rows))
+      programs.push_back(
+          {EntryKind::Prefill, kNames[i], {size, 1}, groups});
+    return success();
   }
 
   /// The paged cache the options ask for (none without page-size).

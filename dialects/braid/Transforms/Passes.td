@@ -439,19 +439,22 @@ def BraidDeriveInferencePass
     model with Mamba layers, `slots` [B]: the decode row whose Mamba states
     (`[batch, ...]`) the prefill row advances.
 
-    With `mixed-rows` M > 0 (paged, attention-only models) a fourth program,
-    `@mixed` (`braid.entry = "prefill"`: most of its rows are prompt tokens,
-    and its products are a prefill's, not a decode step's few rows), runs
-    one serving iteration's decode tokens and prompt chunks in one call, as vLLM's and SARATHI-Serve's
-    mixed batches: it is decode with M' rows of one token each (M rounded
-    up to K G, K = `batch` + `prefill-batch`, G = ceil(M / K)), every row
-    with its own position, last row and page table, so that a chunk's tokens
-    are rows of one sequence (each attends to the rows before it, which the
-    same call writes first). Its rows form K groups of G consecutive rows,
-    and `logit_rows` [K] (i32, `braid.input = "logit_rows"`) says which row
-    of each group the final norm, the LM head and the sampler run on (-1:
-    none): the logits and ids are [K], one per decode row or completed
-    prompt, not one per token.
+    With `mixed-rows` (paged, attention-only models) up to four more
+    programs, `@mixed_0`, `@mixed_1`, ... in increasing size, run a serving
+    iteration's decode tokens and prompt chunks in one call, as vLLM's and
+    SARATHI-Serve's mixed batches (the runtime takes the smallest that holds
+    the iteration). Each is decode with M' rows of one token each (its M
+    rounded up to K G, K = `batch` + `prefill-batch`, G = ceil(M / K)),
+    every row with its own position, last row and page table, so that a
+    chunk's tokens are rows of one sequence (each attends to the rows before
+    it, which the same call writes first). Its rows form K groups of G
+    consecutive rows, and `logit_rows` [K] (i32, `braid.input =
+    "logit_rows"`) says which row of each group the final norm, the LM head
+    and the sampler run on (-1: none): the logits and ids are [K], one per
+    decode row or completed prompt, not one per token. Their kind is
+    prefill's (`braid.entry = "prefill"`): most of their rows are prompt
+    tokens, and their products are a prefill's, not a decode step's few
+    rows.
   }];
   let options = [
     Option<"batch", "batch", "int64_t", /*default=*/"0",
@@ -477,10 +480,10 @@ def BraidDeriveInferencePass
     Option<"kvPages", "kv-pages", "int64_t", /*default=*/"0",
            "Pages of the paged KV cache's pool (0: batch x ceil(context / "
            "page-size))">,
-    Option<"mixedRows", "mixed-rows", "int64_t", /*default=*/"0",
-           "Token budget of the mixed program (paged, no Mamba layer; 0: no "
-           "mixed program), rounded up to a multiple of batch + "
-           "prefill-batch">,
+    ListOption<"mixedRows", "mixed-rows", "int64_t",
+               "Token rows of the mixed programs, at most 4 (paged, no Mamba "
+               "layer; none: no mixed program), each rounded up to a multiple "
+               "of batch + prefill-batch">,
   ];
 }
 
