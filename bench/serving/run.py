@@ -151,10 +151,7 @@ def serve(args, workload, rate, chunk, prefill_batch, static=False, tag="run", e
            "--batch", str(args.mode["batch"]), "--prefill-chunk", str(chunk),
            "--prefill-batch", str(prefill_batch), "--page-size", str(args.mode["page"]),
            "--seed", "1", "--cpu-threads", str(threads or args.threads), "--quiet", *extra]
-    # --disaggregate with --output hangs (one group cannot open the file
-    # and the other waits for it): those runs count the summary's requests.
-    if "--disaggregate" not in extra:
-        cmd += ["--output", str(output)]
+    cmd += ["--output", str(output)]
     if static:
         cmd.append("--static-batching")
     try:
@@ -272,15 +269,21 @@ def chunked_prefill(args):
               f"{mode['chunk']}, {ttft[1]:.0f} ms in one call of {context} rows")
     print()
     print(HEADER)
+    B, L = mode["batch"], mode["chunk"]
     for rate in mode["long_rates"]:
-        pair = {}
-        for label, chunk in ((f"chunks of {mode['chunk']}", mode["chunk"]),
-                             (f"whole prompt ({context})", context)):
-            pair[label] = serve(args, work, rate, chunk, 1, tag=f"chunk{chunk}")
-            row(label, pair[label])
-        on, off = pair.values()
-        print(f"|  | at {rate:.2f}/s: p99 TPOT off/on {off['tpot'][2] / on['tpot'][2]:.2f}x, "
-              f"p99 TTFT off/on {off['ttft'][2] / on['ttft'][2]:.2f}x |  |  |  |  |  |  |")
+        runs = {}
+        for label, chunk, extra in (
+                (f"chunks of {L}", L, ()),
+                (f"chunks of {L} in mixed calls (--token-budget {B + L})", L,
+                 ("--token-budget", str(B + L))),
+                (f"whole prompt ({context})", context, ())):
+            runs[label] = serve(args, work, rate, chunk, 1, tag=f"chunk{chunk}", extra=extra)
+            row(label, runs[label])
+        on, mixed, off = runs.values()
+        for name, res in (("on", on), ("mixed", mixed)):
+            print(f"|  | at {rate:.2f}/s: p99 TPOT off/{name} "
+                  f"{off['tpot'][2] / res['tpot'][2]:.2f}x, p99 TTFT off/{name} "
+                  f"{off['ttft'][2] / res['ttft'][2]:.2f}x |  |  |  |  |  |  |")
 
 
 def disaggregated(args):

@@ -89,6 +89,10 @@ double msSince(Clock::time_point start) {
 /// --logits-out, the logits that chose it (by step).
 struct RequestLife {
   ServeRequest *request = nullptr;
+  /// When it arrived on this rank's clock: its arrival_ms, or earlier when
+  /// another rank's clock admitted it first (every rank admits what any has
+  /// seen arrive), so that its time to first token is never negative.
+  double arrivedMs = 0;
   std::vector<double> tokenMs; ///< ms from the start
   std::vector<int32_t> ids;    ///< once finished
   std::map<int64_t, std::vector<float>> logits;
@@ -206,6 +210,7 @@ void Server::admitArrivals(size_t *next, const std::vector<ServeRequest *> &orde
     maxOverRanks(s.rt.get(), count);
   for (int32_t i = 0; i < count[0]; ++i) {
     ServeRequest &request = *order[(*next)++];
+    lives[request.index].arrivedMs = std::min(request.arrivalMs, now);
     std::string why;
     if (scheduler.arrive(request.index, request.prompt, request.maxNewTokens, &why))
       continue;
@@ -560,7 +565,7 @@ void Server::finish(const serve::Finished &finished) {
   completed.push_back(finished.sequence);
   life.tokenMs.resize(finished.ids.size());
   life.ids = finished.ids;
-  reportCompletion(s, *life.request, finished, life.tokenMs.front() - life.request->arrivalMs,
+  reportCompletion(s, *life.request, finished, life.tokenMs.front() - life.arrivedMs,
                    tpotMs(life), output);
 }
 
@@ -576,7 +581,7 @@ ServeTotals Server::totals() const {
   t.iterations = iterations;
   for (int64_t sequence : completed) {
     const RequestLife &life = lives.at(sequence);
-    t.ttft.push_back(life.tokenMs.front() - life.request->arrivalMs);
+    t.ttft.push_back(life.tokenMs.front() - life.arrivedMs);
     t.tpot.push_back(life.tokenMs.size() > 1 ? tpotMs(life) : -1.0);
     t.tokens += int64_t(life.tokenMs.size());
   }

@@ -271,7 +271,7 @@ void fewQueriesItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxK
 }
 
 /// Below this many multiply-adds a call runs on the calling thread.
-constexpr int64_t kMinThreadedMacs = int64_t(1) << 21;
+constexpr int64_t kMinThreadedMacs = int64_t(1) << 17;
 
 /// The few-query form over the items, on the rank's threads when the call is
 /// worth them (a decode step of many sequences).
