@@ -241,10 +241,8 @@ void fewQueriesItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxK
   for (int64_t t0 = 0; t0 < tEnd; t0 += chunk) { // S = Q' K^T, scaled
     const int64_t n = std::min(chunk, tEnd - t0);
     const F32Rows k = cacheRows(p, p.k, D, b, g, t0, n, buf);
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t r = 0; r < R; ++r)
-        sc[r * tEnd + t0 + t] =
-            float(p.sh.scale) * dotLanes(qr + r * D, k.data + t * k.ld, D);
+    for (int64_t r = 0; r < R; ++r)
+      dotLanesRows(qr + r * D, k.data, k.ld, n, D, float(p.sh.scale), sc + r * tEnd + t0);
   }
   std::fill(ob, ob + R * Dv, 0.0f);
   float rowM;
@@ -257,10 +255,8 @@ void fewQueriesItem(const CacheProblem<T> &p, int64_t b, int64_t g, int64_t maxK
   for (int64_t t0 = 0; t0 < tEnd; t0 += chunk) { // O = P V
     const int64_t n = std::min(chunk, tEnd - t0);
     const F32Rows v = cacheRows(p, p.v, Dv, b, g, t0, n, buf);
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t r = 0; r < R; ++r)
-        if (const float weight = sc[r * tEnd + t0 + t]; weight != 0.0f)
-          addScaled(weight, v.data + t * v.ld, ob + r * Dv, Dv);
+    for (int64_t r = 0; r < R; ++r)
+      addScaledRows(sc + r * tEnd + t0, v.data, v.ld, n, ob + r * Dv, Dv);
   }
   for (int64_t r = 0; r < R; ++r) {
     T *dst = p.outRow(b, g, r);

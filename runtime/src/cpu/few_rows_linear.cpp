@@ -98,6 +98,37 @@ void braid::cpu::addScaled(float a, const float *x, float *y, int64_t n) {
     y[i] = __builtin_fmaf(a, x[i], y[i]);
 }
 
+BRAID_CPU_CLONES
+void braid::cpu::dotLanesRows(const float *a, const float *b, int64_t ld, int64_t n, int64_t k,
+                              float scale, float *out) {
+  for (int64_t t = 0; t < n; ++t) {
+    const float *row = b + t * ld;
+    float lane[16] = {};
+    int64_t kk = 0;
+    for (; kk + 16 <= k; kk += 16)
+      for (int l = 0; l < 16; ++l)
+        lane[l] = __builtin_fmaf(a[kk + l], row[kk + l], lane[l]);
+    for (int l = 0; kk < k; ++kk, ++l)
+      lane[l] = __builtin_fmaf(a[kk], row[kk], lane[l]);
+    for (int width = 8; width >= 1; width /= 2)
+      for (int l = 0; l < width; ++l)
+        lane[l] += lane[l + width];
+    out[t] = scale * lane[0];
+  }
+}
+
+BRAID_CPU_CLONES
+void braid::cpu::addScaledRows(const float *w, const float *x, int64_t ld, int64_t n, float *y,
+                               int64_t dim) {
+  for (int64_t t = 0; t < n; ++t) {
+    if (w[t] == 0.0f)
+      continue;
+    const float a = w[t], *row = x + t * ld;
+    for (int64_t i = 0; i < dim; ++i)
+      y[i] = __builtin_fmaf(a, row[i], y[i]);
+  }
+}
+
 namespace {
 
 /// y[r, j] for j in [j0, j1), W [n, k].

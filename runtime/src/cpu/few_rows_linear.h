@@ -38,6 +38,16 @@ float dotLanes(const float *a, const float *b, int64_t k);
 /// y[i] = fma(a, x[i], y[i]) for i in [0, n).
 void addScaled(float a, const float *x, float *y, int64_t n);
 
+/// out[t] = scale * dotLanes(a, b + t ld, k) for t in [0, n): the same
+/// values, in one call (a decode step's scores of one query row over a page
+/// of keys; a call per key was mostly call overhead).
+void dotLanesRows(const float *a, const float *b, int64_t ld, int64_t n, int64_t k, float scale,
+                  float *out);
+
+/// For t in [0, n) in order, where w[t] != 0: addScaled(w[t], x + t ld, y,
+/// dim): the same sums, in one call.
+void addScaledRows(const float *w, const float *x, int64_t ld, int64_t n, float *y, int64_t dim);
+
 } // namespace braid::cpu
 
 #endif // BRAID_RUNTIME_CPU_FEW_ROWS_LINEAR_H
