@@ -77,8 +77,11 @@ void rowMajorColumns(const float *x, const float *w, const float *bias, float *y
 
 } // namespace
 
-BRAID_CPU_CLONES
-float braid::cpu::dotLanes(const float *a, const float *b, int64_t k) {
+namespace {
+/// dotLanes's arithmetic, inlined into each clone that uses it: 16
+/// interleaved partial sums (i mod 16) of fused multiply-adds, added in a
+/// fixed tree.
+[[gnu::always_inline]] inline float sumOfLanes(const float *a, const float *b, int64_t k) {
   float lane[16] = {};
   int64_t kk = 0;
   for (; kk + 16 <= k; kk += 16)
@@ -91,6 +94,12 @@ float braid::cpu::dotLanes(const float *a, const float *b, int64_t k) {
       lane[l] += lane[l + width];
   return lane[0];
 }
+} // namespace
+
+BRAID_CPU_CLONES
+float braid::cpu::dotLanes(const float *a, const float *b, int64_t k) {
+  return sumOfLanes(a, b, k);
+}
 
 BRAID_CPU_CLONES
 void braid::cpu::addScaled(float a, const float *x, float *y, int64_t n) {
@@ -101,20 +110,8 @@ void braid::cpu::addScaled(float a, const float *x, float *y, int64_t n) {
 BRAID_CPU_CLONES
 void braid::cpu::dotLanesRows(const float *a, const float *b, int64_t ld, int64_t n, int64_t k,
                               float scale, float *out) {
-  for (int64_t t = 0; t < n; ++t) {
-    const float *row = b + t * ld;
-    float lane[16] = {};
-    int64_t kk = 0;
-    for (; kk + 16 <= k; kk += 16)
-      for (int l = 0; l < 16; ++l)
-        lane[l] = __builtin_fmaf(a[kk + l], row[kk + l], lane[l]);
-    for (int l = 0; kk < k; ++kk, ++l)
-      lane[l] = __builtin_fmaf(a[kk], row[kk], lane[l]);
-    for (int width = 8; width >= 1; width /= 2)
-      for (int l = 0; l < width; ++l)
-        lane[l] += lane[l + width];
-    out[t] = scale * lane[0];
-  }
+  for (int64_t t = 0; t < n; ++t)
+    out[t] = scale * sumOfLanes(a, b + t * ld, k);
 }
 
 BRAID_CPU_CLONES
