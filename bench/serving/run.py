@@ -201,17 +201,18 @@ def continuous_vs_static(args):
     B, L = mode["batch"], mode["chunk"]
     # Continuous batching with prefill and decode calls apart, and with both
     # in one mixed call of B + L token rows (--token-budget).
-    policies = {"continuous": dict(prefill_batch=1, static=False, extra=()),
+    APART = ("--token-budget", "0")
+    policies = {"continuous": dict(prefill_batch=1, static=False, extra=APART),
                 "mixed": dict(prefill_batch=1, static=False,
                               extra=("--token-budget", str(B + L))),
-                "static": dict(prefill_batch=B, static=True, extra=())}
+                "static": dict(prefill_batch=B, static=True, extra=APART)}
     print(f"\n## a. continuous against static batching: {len(work.requests)} requests, prompts "
           f"{mode['mixed']['prompt'][0]}-{mode['mixed']['prompt'][1]} tokens (uniform), outputs "
           f"{mode['mixed']['output'][0]}-{mode['mixed']['output'][1]} (log-uniform); batch {B}, "
           f"chunks of {L}; continuous: prefill batch 1, static: prefill batch {B} (the wave)")
     alone = serve(args, Workload(args.seed, 1, lambda r: mode["mixed"]["prompt"][1],
                                  lambda r: mode["mixed"]["output"][1] // 2),
-                  None, L, 1, tag="alone")
+                  None, L, 1, tag="alone", extra=("--token-budget", "0"))
     unit = alone["tpot"][0]
     print(f"one request alone (prompt {mode['mixed']['prompt'][1]}, "
           f"{mode['mixed']['output'][1] // 2} tokens): TPOT {unit:.2f} ms, TTFT "
@@ -263,7 +264,8 @@ def chunked_prefill(args):
     # short the prompt. One short and one long prompt alone show it.
     for prompt in (spec["short"][1], spec["long"][1]):
         alone = Workload(args.seed, 1, lambda r: prompt, lambda r: spec["output"][0])
-        ttft = [serve(args, alone, None, chunk, 1, tag="alone")["ttft"][0]
+        ttft = [serve(args, alone, None, chunk, 1, tag="alone",
+                      extra=("--token-budget", "0"))["ttft"][0]
                 for chunk in (mode["chunk"], context)]
         print(f"a {prompt}-token prompt alone: TTFT {ttft[0]:.0f} ms in chunks of "
               f"{mode['chunk']}, {ttft[1]:.0f} ms in one call of {context} rows")
@@ -273,10 +275,10 @@ def chunked_prefill(args):
     for rate in mode["long_rates"]:
         runs = {}
         for label, chunk, extra in (
-                (f"chunks of {L}", L, ()),
+                (f"chunks of {L}", L, ("--token-budget", "0")),
                 (f"chunks of {L} in mixed calls (--token-budget {B + L})", L,
                  ("--token-budget", str(B + L))),
-                (f"whole prompt ({context})", context, ())):
+                (f"whole prompt ({context})", context, ("--token-budget", "0"))):
             runs[label] = serve(args, work, rate, chunk, 1, tag=f"chunk{chunk}", extra=extra)
             row(label, runs[label])
         on, mixed, off = runs.values()
@@ -295,8 +297,8 @@ def disaggregated(args):
     print(f"\n## c. disaggregated against colocated: part a's requests at {rate:.2f}/s, batch "
           f"{mode['batch']}, chunks of {mode['chunk']}, prefill batch 1, on two cores\n")
     print(HEADER)
-    runs = {"colocated, 1 rank of 2 threads": ((), args.threads),
-            "colocated, tp=2 (1 thread each)": (("--grid", "tp=2"), 1),
+    runs = {"colocated, 1 rank of 2 threads": (("--token-budget", "0"), args.threads),
+            "colocated, tp=2 (1 thread each)": (("--grid", "tp=2", "--token-budget", "0"), 1),
             "disaggregated, prefill 1 rank + decode 1 rank (1 thread each)":
                 (("--disaggregate", "--prefill-grid", "tp=1", "--grid", "tp=1"), 1)}
     res = {}

@@ -109,7 +109,7 @@ typedef struct BraidServeOptions {
   int64_t topK;               ///< a request's default; 0: every token
   double topP;                ///< a request's default; 1: every token
   bool staticBatching;        ///< --static-batching: waves, not continuous
-  int64_t tokenBudget;        ///< --token-budget: rows of a mixed call; 0: none
+  int64_t tokenBudget;        ///< --token-budget: rows of a mixed call; 0: none; -1: default
 } BraidServeOptions;
 
 /// braid-run's --serve defaults: 16 new tokens, greedy, pages of 16

@@ -214,22 +214,27 @@ RankedTensorType stepTokens(ModuleOp module) {
   return found;
 }
 
+/// Whether `module` has Mamba layers (selective scans).
+bool hasMambaLayers(ModuleOp module) {
+  bool mamba = false;
+  module.walk([&](mlir::braid::SelectiveScanOp) { mamba = true; });
+  return mamba;
+}
+
 /// --token-budget's mixed program: rows beyond the decode rows, and a model
 /// whose layers take a chunk's tokens as independent rows (a Mamba layer's
 /// state advances one token per call). Fails after a message.
 LogicalResult checkTokenBudget(ModuleOp module, const GenerateOptions &generate) {
   const int64_t budget = generate.serve.tokenBudget;
-  if (!budget)
-    return success();
+  if (budget <= 0)
+    return success(); // none, or the default (which takes what the model allows)
   RankedTensorType tokens = stepTokens(module);
   const int64_t rows = generate.batch ? generate.batch : tokens ? tokens.getDimSize(0) : 0;
   if (budget <= rows)
     return fail("--token-budget " + Twine(budget) + " must exceed --batch " + Twine(rows) +
                 ": a mixed call holds every decode row and the prompt tokens beside them"),
            failure();
-  bool mamba = false;
-  module.walk([&](mlir::braid::SelectiveScanOp) { mamba = true; });
-  if (mamba)
+  if (hasMambaLayers(module))
     return fail("--token-budget runs a prompt chunk's tokens as rows of one call, which a model "
                 "with Mamba layers cannot (their states advance one token per call): leave it "
                 "out"),
@@ -323,9 +328,9 @@ LogicalResult checkServeOptions(const RunOptions &options, const GenerateOptions
   if (serve.kvPages > 0 && serve.kvMemory > 0)
     return fail("--kv-pages and --kv-memory both size the pool: give one"), failure();
   if (serve.pageSize < 1 || serve.kvPages < 0 || serve.kvMemory < 0 || serve.prefillChunk < 0 ||
-      serve.prefillBatch < 1 || serve.requests < 1 || serve.tokenBudget < 0)
-    return fail("--page-size, --prefill-batch and --requests must be >= 1; --kv-pages, "
-                "--prefill-chunk and --token-budget >= 0"),
+      serve.prefillBatch < 1 || serve.requests < 1 || serve.tokenBudget < -1)
+    return fail("--page-size, --prefill-batch and --requests must be >= 1; --kv-pages and "
+                "--prefill-chunk >= 0; --token-budget >= 0 (or -1, the default)"),
            failure();
   if (options.verify && serve.requestsFile.empty())
     return fail("--serve --verify compares the requests of a --serve FILE (not --rate's)"),
@@ -376,7 +381,7 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
     return fail("--disaggregate with dp: the groups' replicas are not served yet");
   if (!disaggregate && !generate.serve.prefillGrid.empty())
     return fail("--prefill-grid is the prefill group's grid of --disaggregate");
-  if (disaggregate && generate.serve.tokenBudget)
+  if (disaggregate && generate.serve.tokenBudget > 0)
     return fail("--token-budget runs prefill and decode in one call; --disaggregate runs them on "
                 "two groups: give one");
   const SmallVector<int64_t> groups = {prefillGrid->ranks(), grid->ranks()};
@@ -406,6 +411,12 @@ int serveModel(ModuleOp module, const TrainingPipelineOptions &pipeline,
     // Chunks of up to 512 prompt tokens, as long as the context allows.
     sized.serve.prefillChunk = std::min<int64_t>(context, 512);
   }
+  // --token-budget's default: the decode rows and a whole chunk in mixed
+  // calls, where the model and the layout take them (not with Mamba layers,
+  // nor with prefill and decode on separate groups).
+  if (sized.serve.tokenBudget < 0)
+    sized.serve.tokenBudget =
+        disaggregate || hasMambaLayers(module) ? 0 : sized.batch + sized.serve.prefillChunk;
   if (generate.serve.kvMemory > 0) {
     FailureOr<int64_t> pages = pagesOfMemory(
         module, replica, deriveOptions(sized, requests, context, /*paged=*/true),

@@ -224,8 +224,9 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid: Grid = "",
     that id; `static_batching` admits requests in waves of `batch` that start
     when the last has ended (the baseline continuous batching is measured
     against); `token_budget` runs each iteration's decode rows and prompt
-    chunks as one call of that many token rows (more than `batch`; models
-    without Mamba layers). `grid` (one that serving runs on, docs/serving.md) and the
+    chunks as one call of at most that many token rows (more than `batch`;
+    default: `batch` + `prefill_chunk` for a model without Mamba layers; 0:
+    prefill and decode calls apart). `grid` (one that serving runs on, docs/serving.md) and the
     other keyword arguments are the pipeline's (dtype="bf16"). `verify`:
     every request's ids and logits against itself generated alone on one
     rank (VerifyError when they differ). `init_from`: the weights (a weights
@@ -254,7 +255,7 @@ def serve(model, requests, *, max_new_tokens: int = 16, grid: Grid = "",
         top_p=_real(top_p, "top_p", 0.0, 1.0, open_low=True),
         end_token=-1 if end_token is None else _integer(end_token, "end_token", 0),
         static_batching=boolean(static_batching, "static_batching"),
-        token_budget=0 if token_budget is None else _integer(token_budget, "token_budget", 1))
+        token_budget=-1 if token_budget is None else _integer(token_budget, "token_budget", 0))
     seed = -1 if seed is None else _integer(seed, "seed", 0)
     backend = _backend(backend, "backend")
     verify, quiet = boolean(verify, "verify"), boolean(quiet, "quiet")

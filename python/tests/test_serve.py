@@ -232,7 +232,10 @@ def test_token_budget_serves_generates_ids_in_mixed_calls():
                       token_budget=8, verify=True, **PAGED)
     assert out.verified is True and out.stats.preemptions > 0
     assert out.ids == braid.generate(LLAMA, PROMPTS, max_new_tokens=5)
-    with pytest.raises(ValueError, match=r"token_budget must be >= 1, found 0"):
-        braid.serve(LLAMA, requests(PROMPTS), token_budget=0)
+    with pytest.raises(ValueError, match=r"token_budget must be >= 0, found -1"):
+        braid.serve(LLAMA, requests(PROMPTS), token_budget=-1)
+    # 0: prefill and decode calls apart (the default runs mixed calls).
+    apart = braid.serve(LLAMA, requests(PROMPTS), max_new_tokens=5, token_budget=0, **PAGED)
+    assert apart.ids == out.ids
     with pytest.raises(braid.BraidError, match=r"--token-budget 2 must exceed --batch 2"):
         braid.serve(LLAMA, requests(PROMPTS), batch=2, token_budget=2)

@@ -9,7 +9,8 @@
 # decode rows, chunks of 4, a pool of 4 pages of 4 (preemptions), verified
 # against each request generated alone, and the ids equal the CPU backend's
 # serving the same requests (greedy: the logits agree far past the gap
-# between the two largest).
+# between the two largest); llama-tiny's mixed calls (decode rows and prompt
+# chunks as rows of one call, --token-budget 6) verified the same way.
 import json
 import os
 import re
@@ -25,8 +26,8 @@ with open(requests, "w") as f:
         f.write(json.dumps({"prompt": prompt, "max_new_tokens": 4}) + "\n")
 
 
-def serve(*extra):
-    return subprocess.run(["braid-run", os.path.join(src, "examples", "hybrid-tiny.mlir"),
+def serve(*extra, model="hybrid-tiny.mlir"):
+    return subprocess.run(["braid-run", os.path.join(src, "examples", model),
                            "--quiet", "--serve", requests, "--batch", "2", "--prefill-chunk", "4",
                            "--page-size", "4", "--kv-pages", "4", *extra],
                           capture_output=True, text=True, env=env)
@@ -46,6 +47,13 @@ if cuda.returncode != 0 or not ok or not summary or summary.group(1) == "0":
 cpu = serve()
 if cpu.returncode != 0 or ids(cpu) != ids(cuda) or len(ids(cpu)) != 5:
     failures.append(f"cudasim ids {ids(cuda)} differ from the CPU backend's {ids(cpu)}")
+mixed = serve("--backend", "cudasim", "--verify", "--token-budget", "6", "--trace",
+              os.path.join(tmp, "trace.json"), model="llama-tiny.mlir")
+with open(os.path.join(tmp, "trace.json")) as f:
+    calls = {e["name"] for e in json.load(f)["traceEvents"] if e.get("cat") == "span"}
+if mixed.returncode != 0 or "alone on 1 rank: ok (ids identical for 5" not in mixed.stdout \
+        or "mixed" not in calls:
+    failures.append(f"cudasim, mixed calls: not verified:\n{mixed.stdout}{mixed.stderr}")
 if failures:
     print("\n".join(failures))
     sys.exit(1)

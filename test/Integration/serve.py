@@ -89,7 +89,9 @@ def served(model, *extra, env=None, what=None):
 
 output = os.path.join(test.work, "out.jsonl")
 trace = os.path.join(test.work, "trace.json")
-s = continuous = served("llama-tiny.mlir", "--output", output, "--trace", trace)
+# Prefill and decode calls apart (--token-budget 0; the default runs mixed calls).
+s = continuous = served("llama-tiny.mlir", "--token-budget", "0", "--output", output, "--trace",
+                        trace)
 expect(s and int(s.group(6)) > 0, "llama-tiny: no page shared between the prompts of one head")
 # --trace: the lane "serve" holds every iteration, its calls inside it.
 with open(trace) as f:
@@ -168,9 +170,9 @@ served("hybrid-tiny.mlir", "--kv-pages", "6", "--disaggregate", "--prefill-grid"
 for fault, what, extra in (
         ("page", "a page table entry pointing at another sequence's page", ()),
         ("chunk", "a chunk boundary off by one", ()),
-        ("page", "a page table entry pointing at another sequence's page (mixed)",
-         ("--token-budget", "8")),
-        ("chunk", "a chunk boundary off by one (mixed)", ("--token-budget", "8")),
+        ("page", "a page table entry pointing at another sequence's page (calls apart)",
+         ("--token-budget", "0")),
+        ("chunk", "a chunk boundary off by one (calls apart)", ("--token-budget", "0")),
         ("transfer", "a cache transfer missing one layer", ("--disaggregate",))):
     r = test.run("llama-tiny.mlir", *SERVE, "--verify", *extra,
                  env={"BRAID_TEST_SERVE_FAULT": fault})

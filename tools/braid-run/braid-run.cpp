@@ -378,9 +378,10 @@ static cl::opt<int64_t> prefillBatch("prefill-batch", cl::cat(serveCategory),
 static cl::opt<int64_t> tokenBudget(
     "token-budget", cl::cat(serveCategory),
     cl::desc("Run each iteration's decode rows and prompt chunks as one call of a mixed "
-             "program of this many token rows (more than --batch; attention-only models; "
-             "default 0: prefill and decode calls apart)"),
-    cl::init(0));
+             "program of at most this many token rows (more than --batch; models without "
+             "Mamba layers, colocated); 0: prefill and decode calls apart (default: --batch "
+             "+ --prefill-chunk where mixed calls run, else 0)"),
+    cl::init(-1));
 static cl::opt<bool> staticBatching(
     "static-batching", cl::cat(serveCategory),
     cl::desc("Admit requests in waves of --batch that start only when the last "

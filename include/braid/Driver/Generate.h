@@ -52,7 +52,10 @@ struct GenerateOptions {
     bool disaggregate = false; ///< --disaggregate: a prefill group and a decode group
     std::string prefillGrid;   ///< --prefill-grid: the prefill group's (default: --grid)
     bool staticBatches = false; ///< --static-batching: waves (bench/serving's baseline)
-    int64_t tokenBudget = 0;    ///< --token-budget: decode rows + prompt tokens per call (0: apart)
+    /// --token-budget: decode rows + prompt tokens per mixed call (0: prefill
+    /// and decode calls apart; -1: the batch + the prefill chunk where the
+    /// model and the layout allow mixed calls, else 0)
+    int64_t tokenBudget = -1;
     bool enabled() const { return !requestsFile.empty() || rate > 0; }
   } serve;
 };
