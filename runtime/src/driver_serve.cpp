@@ -454,10 +454,10 @@ std::vector<int32_t> Server::runDecode(const std::vector<serve::DecodeRow> &rows
 }
 
 /// The iteration's decode rows and prompt chunks as rows of one call of the
-/// smallest mixed program that holds them: M rows in K groups of G. A row whose logits are needed (a
-/// decode row, a chunk's last token when it completes its prompt) is the
-/// first row of a group of its own, picked by logit_rows; the other prompt
-/// tokens fill the free rows. Each row carries its sequence's position and
+/// smallest mixed program that holds them: M rows in K groups of G. A row
+/// whose logits are needed (a decode row, a chunk's last token when it
+/// completes its prompt) is the first row of a group of its own, picked by
+/// logit_rows; the other prompt tokens fill the free rows. Each row carries its sequence's position and
 /// page table, so the rows of one chunk attend to each other as the
 /// prefill program's would (the call writes every row before it attends).
 /// Returns the program's rows.
