@@ -138,9 +138,10 @@ SmallVector<std::string> serveArgs(const RunOptions &options, const GenerateOpti
 /// for a quarter, a half and all of the N - B prompt tokens, so that an
 /// iteration with a short chunk runs a call sized to it, not to the budget
 /// (the programs have static shapes; the runtime takes the smallest that
-/// holds the iteration). None without a budget.
+/// holds the iteration). None without a budget (0; the default, -1, is
+/// resolved before).
 SmallVector<int64_t> mixedSizes(int64_t budget, int64_t batch) {
-  if (!budget)
+  if (budget <= 0)
     return {};
   const int64_t room = budget - batch;
   SmallVector<int64_t> sizes;
