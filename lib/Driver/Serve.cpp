@@ -21,6 +21,8 @@
 #include "InferenceBuild.h"
 
 #include "dialects/braid/IR/BraidOps.h"
+#include "dialects/braid/IR/EntryPoints.h"
+#include "dialects/braid/Transforms/DeriveInferenceMamba.h"
 #include "dialects/braid/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -202,24 +204,28 @@ FailureOr<std::string> buildServing(ModuleOp module, const TrainingPipelineOptio
 }
 
 
-/// The training step's tokens [B, S] (null when there is none).
-RankedTensorType stepTokens(ModuleOp module) {
-  RankedTensorType found;
-  module.walk([&](func::FuncOp f) {
-    auto kind = f->getAttrOfType<StringAttr>("braid.entry");
-    auto tokens = f.getNumArguments() ? dyn_cast<RankedTensorType>(f.getArgumentTypes()[0])
-                                      : RankedTensorType();
-    if (kind && kind.getValue() == "train_step" && tokens && tokens.getRank() == 2)
-      found = tokens;
-  });
-  return found;
+/// The training step (null when there is not one).
+func::FuncOp trainingStep(ModuleOp module) {
+  SmallVector<func::FuncOp> steps =
+      mlir::braid::getEntries(module, mlir::braid::EntryKind::TrainStep);
+  return steps.size() == 1 ? steps.front() : func::FuncOp();
 }
 
-/// Whether `module` has Mamba layers (selective scans).
+/// The training step's tokens [B, S] (null when there is none).
+RankedTensorType stepTokens(ModuleOp module) {
+  func::FuncOp step = trainingStep(module);
+  auto tokens = step && step.getNumArguments()
+                    ? dyn_cast<RankedTensorType>(step.getArgumentTypes()[0])
+                    : RankedTensorType();
+  return tokens && tokens.getRank() == 2 ? tokens : RankedTensorType();
+}
+
+/// Whether the model has Mamba layers: the derivation's own test
+/// (DeriveInferenceMamba.h), so that braid-run refuses what it would.
 bool hasMambaLayers(ModuleOp module) {
-  bool mamba = false;
-  module.walk([&](mlir::braid::SelectiveScanOp) { mamba = true; });
-  return mamba;
+  func::FuncOp step = trainingStep(module);
+  SymbolTable symbols(module);
+  return step && mlir::braid::hasMambaState(step, symbols);
 }
 
 /// --token-budget's mixed program: rows beyond the decode rows, and a model

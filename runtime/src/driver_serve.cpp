@@ -148,7 +148,7 @@ private:
     // one call: the iteration holds at most its rows (disaggregated groups
     // run the two apart, so they keep the separate calls).
     if (roleOf(s) == Role::Colocated)
-      config.tokenBudget = shapes.mixedRows;
+      config.tokenBudget = shapes.tokenBudget();
     return config;
   }
 
@@ -278,7 +278,7 @@ void Server::run(std::vector<ServeRequest> &requests) {
 void Server::runCalls(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
                       std::vector<int32_t> &decodeIds) {
   double callUs = Trace::nowUs();
-  if (role == Role::Colocated && shapes.mixedRows && !iteration.prefill.empty()) {
+  if (role == Role::Colocated && !shapes.mixed.empty() && !iteration.prefill.empty()) {
     const int64_t rows = runMixed(iteration, prefillIds, decodeIds);
     traceSpan("mixed", describeIteration(iteration) + " in " + std::to_string(rows) + " rows",
               &callUs);

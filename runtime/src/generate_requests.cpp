@@ -225,13 +225,12 @@ ServeShapes serveShapesOf(const InferencePrograms &programs) {
             "and ids (--braid-derive-inference mixed-rows=M)");
     ServeShapes::Mixed m{globalDim(*mixedTokens, 0), globalDim(*logitRows, 0)};
     if (m.groups < shapes.decodeRows + shapes.prefillRows || m.rows % m.groups ||
-        m.rows <= shapes.mixedRows)
+        m.rows <= shapes.tokenBudget())
       fatal("--serve: a mixed program's %lld rows in %lld groups cannot hold %lld decode rows "
             "and %lld prompt chunks, or the programs are not in increasing size",
             (long long)m.rows, (long long)m.groups, (long long)shapes.decodeRows,
             (long long)shapes.prefillRows);
     shapes.mixed.push_back(m);
-    shapes.mixedRows = m.rows;
   }
   return shapes;
 }

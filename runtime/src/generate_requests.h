@@ -66,13 +66,13 @@ struct ServeShapes {
   bool slots = false; ///< prefill takes Mamba state slots
   bool mamba = false; ///< the model has Mamba layers (states per slot)
   /// The rows and groups of rows (the logits each returns) of the mixed
-  /// programs, smallest first; mixedRows is the largest's (the token
-  /// budget), 0 without them.
+  /// programs, smallest first.
   struct Mixed {
     int64_t rows = 0, groups = 0;
   };
   std::vector<Mixed> mixed;
-  int64_t mixedRows = 0;
+  /// The largest mixed program's rows (the token budget); 0 without one.
+  int64_t tokenBudget() const { return mixed.empty() ? 0 : mixed.back().rows; }
   braid_dtype logitsDtype = BRAID_F32;
 };
 
