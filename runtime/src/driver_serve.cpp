@@ -49,6 +49,7 @@
 #include "json.h"
 #include "npy.h"
 #include "program_calls.h"
+#include "serve_mixed.h"
 #include "serve_requests.h"
 #include "serve_report.h"
 #include "serve_scheduler.h"
@@ -454,103 +455,54 @@ std::vector<int32_t> Server::runDecode(const std::vector<serve::DecodeRow> &rows
 }
 
 /// The iteration's decode rows and prompt chunks as rows of one call of the
-/// smallest mixed program that holds them: M rows in K groups of G. A row
-/// whose logits are needed (a decode row, a chunk's last token when it
-/// completes its prompt) is the first row of a group of its own, picked by
-/// logit_rows; the other prompt tokens fill the free rows. Each row carries its sequence's position and
-/// page table, so the rows of one chunk attend to each other as the
-/// prefill program's would (the call writes every row before it attends).
-/// Returns the program's rows.
+/// smallest mixed program that holds them (serve_mixed.h lays them out);
+/// returns the program's rows.
 int64_t Server::runMixed(const serve::Iteration &iteration, std::vector<int32_t> &prefillIds,
                          std::vector<int32_t> &decodeIds) {
-  int64_t tokens = int64_t(iteration.decode.size()), logitRows = tokens;
-  for (const serve::PrefillChunk &chunk : iteration.prefill) {
-    tokens += int64_t(chunk.tokens.size());
-    logitRows += chunk.completesPrompt ? 1 : 0;
-  }
-  size_t pick = 0;
-  while (pick + 1 < shapes.mixed.size() &&
-         (shapes.mixed[pick].rows < tokens || shapes.mixed[pick].groups < logitRows))
-    ++pick;
-  const braid_program &program = *programs.mixed[pick];
-  const int64_t M = shapes.mixed[pick].rows, K = shapes.mixed[pick].groups, G = M / K,
-                T = shapes.tableEntries;
-  std::vector<int32_t> ids(size_t(M), 0), positions(size_t(M), 0), lastRows(size_t(M), -1),
-      pages(size_t(M * T), -1), logitRow(size_t(K), -1);
-  std::vector<bool> used(size_t(M), false);
-  SampleInputs sample = sampleInputs(K);
-  auto place = [&](int64_t row, int32_t token, int64_t position, int64_t slot) {
-    used[size_t(row)] = true;
-    ids[size_t(row)] = token;
-    positions[size_t(row)] = int32_t(position);
-    lastRows[size_t(row)] = 0;
-    std::vector<int32_t> table = scheduler.pageTable(slot);
-    std::copy(table.begin(), table.end(), pages.begin() + row * T);
-  };
-  int64_t group = 0;
-  auto placeWithLogits = [&](int32_t token, int64_t position, int64_t slot, int64_t sequence,
-                             int64_t step) {
-    if (group == K)
-      fatal("serve: an iteration needs more logits than the mixed program's %lld groups",
-            (long long)K);
-    place(group * G, token, position, slot);
-    logitRow[size_t(group)] = 0;
-    setSample(sample, group, sequence, step);
-    return group++;
-  };
-  std::vector<int64_t> decodeGroups, chunkGroups(iteration.prefill.size(), -1);
-  for (const serve::DecodeRow &row : iteration.decode)
-    decodeGroups.push_back(placeWithLogits(row.token, row.position, row.slot, row.sequence,
-                                           row.step));
+  const size_t pick = serve::pickMixedShape(iteration, shapes.mixed);
+  const serve::MixedShape shape = shapes.mixed[pick];
+  const int64_t T = shapes.tableEntries;
+  serve::MixedLayout layout = serve::layoutMixedCall(
+      iteration, shape, T, [&](int64_t slot) { return scheduler.pageTable(slot); },
+      serveFault() == "chunk" ? 1 : 0);
+  const int64_t G = shape.rows / shape.groups;
   if (serveFault() == "page")
-    for (size_t j = 1; j < iteration.decode.size(); ++j)
-      pages[size_t(decodeGroups[j] * G * T)] = pages[size_t(decodeGroups[0] * G * T)];
-  // BRAID_TEST_SERVE_FAULT=chunk: a later chunk starts one position early.
-  auto startOf = [&](const serve::PrefillChunk &chunk) {
-    return chunk.position - int64_t(chunk.position > 0 && serveFault() == "chunk");
-  };
-  for (size_t c = 0; c < iteration.prefill.size(); ++c) {
-    const serve::PrefillChunk &chunk = iteration.prefill[c];
-    const int64_t last = int64_t(chunk.tokens.size()) - 1;
-    if (chunk.completesPrompt)
-      chunkGroups[c] = placeWithLogits(chunk.tokens.back(), startOf(chunk) + last, chunk.slot,
-                                       chunk.sequence, chunk.step);
-  }
-  int64_t free = 0;
-  for (size_t c = 0; c < iteration.prefill.size(); ++c) {
-    const serve::PrefillChunk &chunk = iteration.prefill[c];
-    const int64_t n = int64_t(chunk.tokens.size()) - (chunk.completesPrompt ? 1 : 0);
-    for (int64_t i = 0; i < n; ++i) {
-      while (free < M && used[size_t(free)])
-        ++free;
-      if (free == M)
-        fatal("serve: an iteration's tokens exceed the mixed program's %lld rows", (long long)M);
-      place(free, chunk.tokens[size_t(i)], startOf(chunk) + i, chunk.slot);
-    }
-  }
+    for (size_t j = 1; j < layout.decodeGroups.size(); ++j)
+      layout.pages[size_t(layout.decodeGroups[j] * G * T)] =
+          layout.pages[size_t(layout.decodeGroups[0] * G * T)];
+  SampleInputs sample = sampleInputs(shape.groups);
+  for (size_t j = 0; j < iteration.decode.size(); ++j)
+    setSample(sample, layout.decodeGroups[j], iteration.decode[j].sequence,
+              iteration.decode[j].step);
+  for (size_t c = 0; c < iteration.prefill.size(); ++c)
+    if (layout.chunkGroups[c] >= 0)
+      setSample(sample, layout.chunkGroups[c], iteration.prefill[c].sequence,
+                iteration.prefill[c].step);
   CallInputs inputs;
-  inputs.add("tokens", &ids).add("positions", &positions).add("last_rows", &lastRows);
-  inputs.add("pages", &pages).add("logit_rows", &logitRow).addSample(&sample);
+  inputs.add("tokens", &layout.tokens).add("positions", &layout.positions);
+  inputs.add("last_rows", &layout.lastRows).add("pages", &layout.pages);
+  inputs.add("logit_rows", &layout.logitRows).addSample(&sample);
   std::vector<float> logits;
   const bool keep = !s.args.logitsOut.empty();
-  std::vector<int32_t> drawn = call(program, inputs, "mixed", keep ? &logits : nullptr);
+  std::vector<int32_t> drawn =
+      call(*programs.mixed[pick], inputs, "mixed", keep ? &logits : nullptr);
   decodeIds.clear();
   for (size_t j = 0; j < iteration.decode.size(); ++j) {
-    const serve::DecodeRow &row = iteration.decode[j];
-    decodeIds.push_back(drawn[size_t(decodeGroups[j])]);
+    decodeIds.push_back(drawn[size_t(layout.decodeGroups[j])]);
     if (keep)
-      keepLogits(logits, decodeGroups[j], row.sequence, row.step);
+      keepLogits(logits, layout.decodeGroups[j], iteration.decode[j].sequence,
+                 iteration.decode[j].step);
   }
   prefillIds.assign(iteration.prefill.size(), 0);
   for (size_t c = 0; c < iteration.prefill.size(); ++c) {
-    if (chunkGroups[c] < 0)
+    if (layout.chunkGroups[c] < 0)
       continue;
-    prefillIds[c] = drawn[size_t(chunkGroups[c])];
+    prefillIds[c] = drawn[size_t(layout.chunkGroups[c])];
     if (keep)
-      keepLogits(logits, chunkGroups[c], iteration.prefill[c].sequence,
+      keepLogits(logits, layout.chunkGroups[c], iteration.prefill[c].sequence,
                  iteration.prefill[c].step);
   }
-  return M;
+  return shape.rows;
 }
 
 /// Mean time per output token after the first; 0 for one token.

@@ -223,7 +223,7 @@ ServeShapes serveShapesOf(const InferencePrograms &programs) {
     if (!mixedTokens || !logitRows || !findInput(*mixed, "pages") || mixed->num_outputs != 2)
       fatal("--serve: a mixed program needs tokens, pages and logit_rows and returns logits "
             "and ids (--braid-derive-inference mixed-rows=M)");
-    ServeShapes::Mixed m{globalDim(*mixedTokens, 0), globalDim(*logitRows, 0)};
+    serve::MixedShape m{globalDim(*mixedTokens, 0), globalDim(*logitRows, 0)};
     if (m.groups < shapes.decodeRows + shapes.prefillRows || m.rows % m.groups ||
         m.rows <= shapes.tokenBudget())
       fatal("--serve: a mixed program's %lld rows in %lld groups cannot hold %lld decode rows "

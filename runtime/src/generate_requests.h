@@ -12,6 +12,7 @@
 
 #include "driver.h"
 #include "sampling.h"
+#include "serve_mixed.h"
 #include "serve_requests.h"
 
 #include <cstdint>
@@ -67,10 +68,7 @@ struct ServeShapes {
   bool mamba = false; ///< the model has Mamba layers (states per slot)
   /// The rows and groups of rows (the logits each returns) of the mixed
   /// programs, smallest first.
-  struct Mixed {
-    int64_t rows = 0, groups = 0;
-  };
-  std::vector<Mixed> mixed;
+  std::vector<serve::MixedShape> mixed;
   /// The largest mixed program's rows (the token budget); 0 without one.
   int64_t tokenBudget() const { return mixed.empty() ? 0 : mixed.back().rows; }
   braid_dtype logitsDtype = BRAID_F32;
